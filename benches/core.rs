@@ -1,0 +1,97 @@
+//! Fingerprint throughput beside plain jieba-rs segmentation (the floor),
+//! and an index query beside a brute-force scan at the same N.
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use rand::seq::IndexedRandom;
+use rand::{Rng, SeedableRng};
+use simdb::index::{brute_force, MemIndex};
+use simdb::{Content, Db, Fingerprint, Fingerprinter, Recipe};
+
+fn chinese_text(seed: u64, words: usize) -> String {
+    let vocab: Vec<&str> = simdb::fingerprint::vocabulary()
+        .filter(|w| (2..=4).contains(&w.chars().count()))
+        .collect();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    (0..words)
+        .map(|i| {
+            let w = *vocab.choose(&mut rng).unwrap();
+            if i % 9 == 8 {
+                format!("{w}。")
+            } else {
+                w.to_string()
+            }
+        })
+        .collect()
+}
+
+fn fingerprint(c: &mut Criterion) {
+    let text = chinese_text(1, 400);
+    let mut g = c.benchmark_group("fingerprint");
+    g.throughput(Throughput::Bytes(text.len() as u64));
+    let jieba = jieba_rs::Jieba::new();
+    g.bench_function("jieba_cut_only", |b| {
+        b.iter(|| jieba.cut(&text, false).len())
+    });
+    for (name, recipe) in [
+        ("default", Recipe::default()),
+        ("words_only", Recipe::with(0, 1, false)),
+    ] {
+        let f = Fingerprinter::new(recipe);
+        f.warm_up();
+        g.bench_function(name, |b| b.iter(|| f.fingerprint(&text).unwrap()));
+    }
+    g.finish();
+}
+
+fn query(c: &mut Criterion) {
+    const N: usize = 200_000;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
+    let fps: Vec<Fingerprint> = (0..N).map(|_| Fingerprint(rng.random())).collect();
+    let ids: Vec<String> = (0..N).map(|i| format!("doc-{i}")).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::create(dir.path().join("db"), Recipe::default()).unwrap();
+    {
+        let mut w = db.writer().unwrap();
+        for (i, fp) in fps.iter().enumerate() {
+            w.put(&ids[i], *fp, &Content::Text(String::new()), "bench")
+                .unwrap();
+            if i % 10_000 == 9_999 {
+                w.commit().unwrap();
+            }
+        }
+        w.commit().unwrap();
+        db.flush().unwrap();
+    }
+    let mut mem = MemIndex::new();
+    for (i, fp) in fps.iter().enumerate() {
+        mem.insert(&ids[i], *fp);
+    }
+    let mut g = c.benchmark_group("query_k3_200k");
+    let mut qrng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+    let mut next_q = move || Fingerprint(fps[qrng.random_range(0..N)].0 ^ 0b1001);
+    g.bench_function("store", |b| {
+        b.iter_batched(
+            &mut next_q,
+            |q| db.query(q, 3, None).unwrap(),
+            BatchSize::SmallInput,
+        )
+    });
+    g.bench_function("mem_index", |b| {
+        b.iter_batched(
+            || Fingerprint(rand::random()),
+            |q| mem.query(q, 3),
+            BatchSize::SmallInput,
+        )
+    });
+    g.bench_function("brute_force", |b| {
+        b.iter_batched(
+            || Fingerprint(rand::random()),
+            |q| brute_force(mem.iter(), q, 3),
+            BatchSize::SmallInput,
+        )
+    });
+    g.finish();
+}
+
+criterion_group!(benches, fingerprint, query);
+criterion_main!(benches);

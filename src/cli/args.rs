@@ -1,0 +1,197 @@
+//! Command-line arguments (clap derive).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// simdb: a persistent near-duplicate detection database for text.
+///
+/// Exit codes: 0 = something found (or done), 1 = nothing found, 2 = error.
+#[derive(Debug, Parser)]
+#[command(name = "simdb", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create a new, empty store with a fingerprint recipe.
+    Init(InitArgs),
+    /// Add or replace documents from JSONL, text files or directories.
+    Ingest(IngestArgs),
+    /// Find stored near-duplicates of a text, file, fingerprint or stored id.
+    Query(QueryArgs),
+    /// Print fingerprints of texts (needs no store).
+    Fingerprint(FingerprintArgs),
+    /// Show the stored record of a document.
+    Get(GetArgs),
+    /// Delete documents by id.
+    Delete(DeleteArgs),
+    /// Counts, bucket sizes per block family, size on disk and recipe.
+    Stats(StatsArgs),
+    /// Check that records decode and index keys agree with records.
+    Verify(StatsArgs),
+}
+
+/// The configurable parts of the fingerprint recipe.
+#[derive(Debug, Clone, Args)]
+pub struct RecipeArgs {
+    /// Keep the K heaviest TF-IDF features; 0 keeps all (the default, see README).
+    #[arg(long, value_name = "K", default_value_t = 0)]
+    pub top_k: u32,
+    /// Add word n-gram shingles of this size as features (1 = words only).
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub shingle: u32,
+    /// Let jieba's HMM find words missing from its dictionary.
+    #[arg(long)]
+    pub hmm: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Directory of the new store (must not exist, or be empty).
+    pub db: PathBuf,
+    #[command(flatten)]
+    pub recipe: RecipeArgs,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum FormatArg {
+    /// Directory -> dir, *.txt -> lines, anything else (and -) -> jsonl.
+    Auto,
+    /// {"id": string|integer, "text": string} (or "features") per line.
+    Jsonl,
+    /// One document per line; id = FILE:LINE.
+    Lines,
+    /// Every file under a directory; id = relative path.
+    Dir,
+}
+
+#[derive(Debug, Args)]
+pub struct IngestArgs {
+    /// The store.
+    pub db: PathBuf,
+    /// Inputs: files, directories, or - for standard input.
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// Input format.
+    #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
+    pub format: FormatArg,
+    /// Write a JSONL duplicate report here: {"id","duplicate_of","distance"}.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// Do not index documents that have a near-duplicate (they are still reported).
+    #[arg(long)]
+    pub skip_duplicates: bool,
+    /// Distance at which a document counts as a near-duplicate (0..=3).
+    #[arg(short, long, default_value_t = 3)]
+    pub k: u32,
+    /// Stop at the first bad line (documents before it are kept).
+    #[arg(long)]
+    pub strict: bool,
+    /// Documents per atomic write batch.
+    #[arg(long, default_value_t = 2048, value_name = "N")]
+    pub batch_size: usize,
+    /// fsync every batch (slower; a batch then survives a power loss once written).
+    #[arg(long)]
+    pub sync: bool,
+    /// Longest accepted line (or file) in bytes.
+    #[arg(long, default_value_t = 64 << 20, value_name = "BYTES")]
+    pub max_doc_bytes: usize,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Number of fingerprinting threads (default: all cores).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+#[group(id = "what", required = true, multiple = false)]
+pub struct QueryWhat {
+    /// Query with this text.
+    #[arg(long, group = "what")]
+    pub text: Option<String>,
+    /// Query with the text of this file (- for stdin).
+    #[arg(long, group = "what", value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Query with this fingerprint (16 hex digits).
+    #[arg(long, group = "what", value_name = "HEX")]
+    pub fingerprint: Option<String>,
+    /// Query with the fingerprint of this stored document (itself excluded).
+    #[arg(long, group = "what")]
+    pub id: Option<String>,
+    /// JSONL queries, one per line: {"text": ...} or {"fingerprint": ...},
+    /// with an optional "id" to label the answer; one JSON answer per line.
+    #[arg(long, group = "what", value_name = "FILE")]
+    pub batch: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct QueryArgs {
+    /// The store.
+    pub db: PathBuf,
+    #[command(flatten)]
+    pub what: QueryWhat,
+    /// Maximum Hamming distance (0..=3; larger k cannot be exact on this index).
+    #[arg(short, long, default_value_t = 3)]
+    pub k: u32,
+    /// At most this many results per query (default: all).
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct FingerprintArgs {
+    /// Fingerprint this text.
+    #[arg(long, conflicts_with = "file")]
+    pub text: Option<String>,
+    /// Fingerprint the text of this file. Without --text or --file, standard
+    /// input is read as JSONL ({"id", "text"} or {"id", "features"} per line).
+    #[arg(long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Use this store's recipe instead of the options below.
+    #[arg(long, value_name = "DB")]
+    pub db: Option<PathBuf>,
+    #[command(flatten)]
+    pub recipe: RecipeArgs,
+    /// Also print the weighted features, heaviest first.
+    #[arg(long)]
+    pub explain: bool,
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// The store.
+    pub db: PathBuf,
+    /// Document id.
+    pub id: String,
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DeleteArgs {
+    /// The store.
+    pub db: PathBuf,
+    /// Document ids.
+    #[arg(required = true)]
+    pub ids: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// The store.
+    pub db: PathBuf,
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
+}

@@ -1,0 +1,468 @@
+//! The `simdb` command: a thin client of the library. Each command returns
+//! whether it found something (exit 0) or not (exit 1); errors exit 2.
+
+pub mod args;
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Read, Write};
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+
+use args::*;
+use simdb::ingest::{self, DuplicatePolicy, Event, Format, Input};
+use simdb::{Db, Fingerprint, Fingerprinter, Hit, Recipe};
+
+fn recipe(a: &RecipeArgs) -> Recipe {
+    Recipe::with(a.top_k, a.shingle, a.hmm)
+}
+
+pub fn run(cli: Cli) -> Result<bool> {
+    match cli.command {
+        Command::Init(a) => init(a),
+        Command::Ingest(a) => ingest_cmd(a),
+        Command::Query(a) => query(a),
+        Command::Fingerprint(a) => fingerprint(a),
+        Command::Get(a) => get(a),
+        Command::Delete(a) => delete(a),
+        Command::Stats(a) => stats(a),
+        Command::Verify(a) => verify(a),
+    }
+}
+
+fn init(a: InitArgs) -> Result<bool> {
+    let r = recipe(&a.recipe);
+    Db::create(&a.db, r.clone())?;
+    println!(
+        "created {} (top_k={}, shingle={}, hmm={})",
+        a.db.display(),
+        r.top_k,
+        r.shingle,
+        r.hmm
+    );
+    Ok(true)
+}
+
+fn read_text(path: &Path) -> Result<String> {
+    let mut s = String::new();
+    if path.as_os_str() == "-" {
+        io::stdin()
+            .read_to_string(&mut s)
+            .context("reading standard input")?;
+    } else {
+        File::open(path)
+            .and_then(|mut f| f.read_to_string(&mut s))
+            .with_context(|| format!("{}: cannot read as UTF-8 text", path.display()))?;
+    }
+    Ok(s)
+}
+
+fn ingest_cmd(a: IngestArgs) -> Result<bool> {
+    if let Some(n) = a.threads {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n.max(1))
+            .build_global()
+            .context("setting the thread count")?;
+    }
+    let db = Db::open(&a.db)?;
+    let inputs: Vec<Input> = a
+        .inputs
+        .iter()
+        .map(|p| {
+            let mut i = Input::guess(p);
+            i.format = match a.format {
+                FormatArg::Auto => i.format,
+                FormatArg::Jsonl => Format::Jsonl,
+                FormatArg::Lines => Format::Lines,
+                FormatArg::Dir => Format::Dir,
+            };
+            i
+        })
+        .collect();
+    for i in &inputs {
+        if i.path.as_os_str() != "-" && !i.path.exists() {
+            bail!("{}: no such file or directory", i.path.display());
+        }
+    }
+    let opts = ingest::Options {
+        k: a.k,
+        policy: if a.skip_duplicates {
+            DuplicatePolicy::Skip
+        } else {
+            DuplicatePolicy::IndexAll
+        },
+        strict: a.strict,
+        batch_size: a.batch_size,
+        max_doc_bytes: a.max_doc_bytes,
+        sync: a.sync,
+    };
+    let mut report = match &a.report {
+        Some(p) => {
+            Some(BufWriter::new(File::create(p).with_context(|| {
+                format!("{}: cannot create report", p.display())
+            })?))
+        }
+        None => None,
+    };
+    let bar = if io::stderr().is_terminal() {
+        let b = indicatif::ProgressBar::new_spinner();
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+        );
+        Some(b)
+    } else {
+        None
+    };
+    let mut report_err: Option<io::Error> = None;
+    let result = ingest::run(&db, &inputs, &opts, |ev| match ev {
+        Event::BadLine(p) => {
+            let msg = format!("simdb: bad input: {p}");
+            match &bar {
+                Some(b) => b.println(msg),
+                None => eprintln!("{msg}"),
+            }
+        }
+        Event::NoFeatures(d) => {
+            let msg = format!(
+                "simdb: {}: document {:?} has no usable features; not indexed",
+                d.source, d.id
+            );
+            match &bar {
+                Some(b) => b.println(msg),
+                None => eprintln!("{msg}"),
+            }
+        }
+        Event::Duplicate(r) => {
+            if let Some(w) = report.as_mut() {
+                if let Err(e) = ingest::write_report(w, r) {
+                    report_err.get_or_insert(e);
+                }
+            }
+        }
+        Event::Committed(s) => {
+            if let Some(b) = &bar {
+                b.set_message(format!(
+                    "{} read, {} inserted, {} duplicates, {} bad, {:.0} docs/s",
+                    s.read,
+                    s.inserted,
+                    s.duplicates,
+                    s.bad_lines,
+                    s.docs_per_second()
+                ));
+                b.tick();
+            }
+        }
+    });
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    if let Some(w) = report.as_mut() {
+        w.flush().context("writing the duplicate report")?;
+    }
+    if let Some(e) = report_err {
+        return Err(e).context("writing the duplicate report");
+    }
+    let s = result?;
+    if a.json {
+        let mut v = serde_json::to_value(&s)?;
+        v["elapsed_seconds"] = json!(s.elapsed.as_secs_f64());
+        v["docs_per_second"] = json!(s.docs_per_second());
+        println!("{v}");
+    } else {
+        eprintln!(
+            "read {} | inserted {} | replaced {} | unchanged {} | duplicates {}{} | no features {} | bad lines {} | {:.2}s, {:.0} docs/s",
+            s.read,
+            s.inserted,
+            s.replaced,
+            s.unchanged,
+            s.duplicates,
+            if s.skipped_duplicates > 0 {
+                format!(" ({} skipped)", s.skipped_duplicates)
+            } else {
+                String::new()
+            },
+            s.no_features,
+            s.bad_lines,
+            s.elapsed.as_secs_f64(),
+            s.docs_per_second()
+        );
+    }
+    Ok(true)
+}
+
+fn hit_json(h: &Hit) -> serde_json::Value {
+    json!({"id": h.id, "fingerprint": h.fingerprint.to_string(), "distance": h.distance})
+}
+
+fn print_hits(out: &mut impl Write, q: Fingerprint, hits: &[Hit], as_json: bool) -> io::Result<()> {
+    if as_json {
+        let v = json!({
+            "fingerprint": q.to_string(),
+            "hits": hits.iter().map(hit_json).collect::<Vec<_>>(),
+        });
+        writeln!(out, "{v}")
+    } else {
+        if hits.is_empty() {
+            return writeln!(out, "no near-duplicates of {q}");
+        }
+        writeln!(out, "{:<8} {:<16}  id", "distance", "fingerprint")?;
+        for h in hits {
+            writeln!(out, "{:<8} {}  {}", h.distance, h.fingerprint, h.id)?;
+        }
+        Ok(())
+    }
+}
+
+fn query(a: QueryArgs) -> Result<bool> {
+    simdb::fingerprint::check_k(a.k)?;
+    let db = Db::open_read_only(&a.db)?;
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let w = &a.what;
+    if let Some(batch) = &w.batch {
+        let found = query_batch(&db, batch, a.k, a.limit, &mut out)?;
+        out.flush()?;
+        return Ok(found);
+    }
+    let (q, hits) = if let Some(t) = &w.text {
+        let q = db.fingerprint(t).context("fingerprinting --text")?;
+        (q, db.query(q, a.k, a.limit)?)
+    } else if let Some(f) = &w.file {
+        let t = read_text(f)?;
+        let q = db
+            .fingerprint(&t)
+            .with_context(|| format!("{}: fingerprinting the file", f.display()))?;
+        (q, db.query(q, a.k, a.limit)?)
+    } else if let Some(h) = &w.fingerprint {
+        let q: Fingerprint = h.parse()?;
+        (q, db.query(q, a.k, a.limit)?)
+    } else if let Some(id) = &w.id {
+        let rec = db
+            .get(id)?
+            .ok_or_else(|| simdb::Error::NotFound { id: id.clone() })?;
+        (rec.fingerprint, db.query_id(id, a.k, a.limit)?)
+    } else {
+        unreachable!("clap requires one query source")
+    };
+    print_hits(&mut out, q, &hits, a.json)?;
+    out.flush()?;
+    Ok(!hits.is_empty())
+}
+
+fn query_batch(
+    db: &Db,
+    path: &Path,
+    k: u32,
+    limit: Option<usize>,
+    out: &mut impl Write,
+) -> Result<bool> {
+    let reader: Box<dyn BufRead> = if path.as_os_str() == "-" {
+        Box::new(BufReader::new(io::stdin()))
+    } else {
+        Box::new(BufReader::new(
+            File::open(path).with_context(|| format!("{}: cannot open", path.display()))?,
+        ))
+    };
+    let mut found = false;
+    for (n, line) in reader.split(b'\n').enumerate() {
+        let line = line.with_context(|| format!("{}: read error", path.display()))?;
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let lineno = n + 1;
+        let answer =
+            (|| -> std::result::Result<(serde_json::Value, Fingerprint, Vec<Hit>), String> {
+                let v: serde_json::Value =
+                    serde_json::from_slice(&line).map_err(|e| format!("invalid JSON: {e}"))?;
+                let label = v.get("id").cloned().unwrap_or(json!(lineno));
+                let q = match (v.get("text"), v.get("fingerprint")) {
+                    (Some(serde_json::Value::String(t)), None) => {
+                        db.fingerprint(t).map_err(|e| e.to_string())?
+                    }
+                    (None, Some(serde_json::Value::String(h))) => {
+                        h.parse().map_err(|e: simdb::Error| e.to_string())?
+                    }
+                    _ => return Err(
+                        "give exactly one of \"text\" (string) or \"fingerprint\" (16 hex digits)"
+                            .into(),
+                    ),
+                };
+                let hits = db.query(q, k, limit).map_err(|e| e.to_string())?;
+                Ok((label, q, hits))
+            })();
+        let v = match answer {
+            Ok((label, q, hits)) => {
+                found |= !hits.is_empty();
+                json!({"query": label, "fingerprint": q.to_string(),
+                       "hits": hits.iter().map(hit_json).collect::<Vec<_>>()})
+            }
+            Err(e) => {
+                eprintln!("simdb: {}:{lineno}: {e}", path.display());
+                json!({"query": lineno, "error": e})
+            }
+        };
+        writeln!(out, "{v}")?;
+    }
+    Ok(found)
+}
+
+fn fingerprint(a: FingerprintArgs) -> Result<bool> {
+    let fp = match &a.db {
+        Some(db) => Db::open_read_only(db)?.fingerprinter().clone(),
+        None => Fingerprinter::new(recipe(&a.recipe)),
+    };
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let one = |text: &str, out: &mut BufWriter<io::StdoutLock>| -> Result<()> {
+        let q = fp.fingerprint(text)?;
+        if a.json {
+            let mut v = json!({"fingerprint": q.to_string()});
+            if a.explain {
+                v["features"] = serde_json::to_value(fp.features(text))?;
+            }
+            writeln!(out, "{v}")?;
+        } else {
+            writeln!(out, "{q}")?;
+            if a.explain {
+                for f in fp.features(text) {
+                    writeln!(out, "  {:>10.4}  {}", f.weight, f.name)?;
+                }
+            }
+        }
+        Ok(())
+    };
+    if let Some(t) = &a.text {
+        one(t, &mut out)?;
+    } else if let Some(f) = &a.file {
+        one(&read_text(f)?, &mut out)?;
+    } else {
+        let stdin = io::stdin();
+        let mut bad = 0usize;
+        for (n, line) in stdin.lock().split(b'\n').enumerate() {
+            let line = line.context("reading standard input")?;
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let res = ingest::read::parse_json_doc(&line)
+                .map_err(anyhow::Error::msg)
+                .and_then(|(id, c)| Ok((id, c.fingerprint(&fp)?)));
+            match res {
+                Ok((id, q)) => {
+                    if a.json {
+                        writeln!(out, "{}", json!({"id": id, "fingerprint": q.to_string()}))?
+                    } else {
+                        writeln!(out, "{q}\t{id}")?
+                    }
+                }
+                Err(e) => {
+                    bad += 1;
+                    eprintln!("simdb: -:{}: {e:#}", n + 1);
+                }
+            }
+        }
+        out.flush()?;
+        if bad > 0 {
+            bail!("{bad} line(s) of standard input could not be fingerprinted");
+        }
+    }
+    out.flush()?;
+    Ok(true)
+}
+
+fn get(a: GetArgs) -> Result<bool> {
+    let db = Db::open_read_only(&a.db)?;
+    let Some(r) = db.get(&a.id)? else {
+        eprintln!("simdb: no document with id {:?}", a.id);
+        return Ok(false);
+    };
+    if a.json {
+        println!(
+            "{}",
+            json!({"id": a.id, "fingerprint": r.fingerprint.to_string(), "content_hash": format!("{:016x}", r.content_hash),
+                   "length": r.length, "ingested_at": r.ingested_at, "source": r.source})
+        );
+    } else {
+        println!("id           {}", a.id);
+        println!("fingerprint  {}", r.fingerprint);
+        println!("content_hash {:016x}", r.content_hash);
+        println!("length       {}", r.length);
+        println!("ingested_at  {}", r.ingested_at);
+        println!("source       {}", r.source);
+    }
+    Ok(true)
+}
+
+fn delete(a: DeleteArgs) -> Result<bool> {
+    let mut db = Db::open(&a.db)?;
+    let n = db.delete(&a.ids)?;
+    eprintln!("deleted {n} of {} id(s)", a.ids.len());
+    Ok(n > 0)
+}
+
+fn stats(a: StatsArgs) -> Result<bool> {
+    let db = Db::open_read_only(&a.db)?;
+    let s = db.stats()?;
+    if a.json {
+        println!("{}", serde_json::to_string(&s)?);
+        return Ok(true);
+    }
+    println!("store        {}", s.path);
+    println!("documents    {}", s.documents);
+    println!("size on disk {} bytes", s.bytes_on_disk);
+    println!(
+        "recipe       top_k={} shingle={} hmm={} hash={} width={} tie={}",
+        s.recipe.top_k,
+        s.recipe.shingle,
+        s.recipe.hmm,
+        s.recipe.hash,
+        s.recipe.width,
+        s.recipe.tie_rule
+    );
+    println!(
+        "             tokenizer={} idf={} stopwords={}",
+        s.recipe.tokenizer, s.recipe.idf, s.recipe.stopwords
+    );
+    println!(
+        "{:<8} {:>10} {:>10} {:>12} {:>6} {:>6} {:>6} {:>6}",
+        "family", "keys", "buckets", "sst bytes", "p50", "p90", "p99", "max"
+    );
+    for f in &s.families {
+        println!(
+            "{:<8} {:>10} {:>10} {:>12} {:>6} {:>6} {:>6} {:>6}",
+            f.name,
+            f.keys,
+            f.buckets,
+            f.sst_bytes,
+            f.bucket_p50,
+            f.bucket_p90,
+            f.bucket_p99,
+            f.bucket_max
+        );
+    }
+    Ok(true)
+}
+
+fn verify(a: StatsArgs) -> Result<bool> {
+    let db = Db::open_read_only(&a.db)?;
+    let r = db.verify()?;
+    if a.json {
+        println!("{}", serde_json::to_string(&r)?);
+    } else {
+        for p in &r.problems {
+            println!("problem: {p}");
+        }
+        println!(
+            "{} documents, index keys {:?}, {} problem(s)",
+            r.documents,
+            r.index_keys,
+            r.problems.len()
+        );
+    }
+    if r.is_clean() {
+        Ok(true)
+    } else {
+        bail!("{}: {} problem(s) found", a.db.display(), r.problems.len())
+    }
+}

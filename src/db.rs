@@ -1,0 +1,560 @@
+//! The facade: open or create a store, write documents, query, get, delete,
+//! stats. The CLI is a thin client of this module.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use rocksdb::WriteBatch;
+
+use crate::error::{Error, Result};
+use crate::fingerprint::{self, Fingerprint, Fingerprinter, Recipe};
+use crate::index::{self, Hit, MemIndex};
+use crate::store::{self, Access, Record, Store};
+
+/// What a document is made of.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Content {
+    /// Text, fingerprinted by the store's recipe.
+    Text(String),
+    /// Pre-weighted features `(feature, weight)`, fingerprinted by
+    /// [`fingerprint::simhash_weighted`].
+    Features(Vec<(String, f64)>),
+}
+
+impl Content {
+    /// xxh3-64 identity of the content (text bytes, or the features in order
+    /// as `name \t weight-bits-hex \n`).
+    pub fn hash(&self) -> u64 {
+        match self {
+            Content::Text(t) => xxhash_rust::xxh3::xxh3_64(t.as_bytes()),
+            Content::Features(f) => {
+                let mut h = xxhash_rust::xxh3::Xxh3::new();
+                for (n, w) in f {
+                    h.update(n.as_bytes());
+                    h.update(format!("\t{:016x}\n", w.to_bits()).as_bytes());
+                }
+                h.digest()
+            }
+        }
+    }
+
+    /// Length in bytes (text) or number of features.
+    pub fn len(&self) -> u64 {
+        match self {
+            Content::Text(t) => t.len() as u64,
+            Content::Features(f) => f.len() as u64,
+        }
+    }
+
+    /// Whether the content is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The fingerprint of this content under `fp`'s recipe.
+    pub fn fingerprint(&self, fp: &Fingerprinter) -> Result<Fingerprint> {
+        match self {
+            Content::Text(t) => fp.fingerprint(t),
+            Content::Features(f) => fingerprint::simhash_weighted(f),
+        }
+    }
+}
+
+/// What a write did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// A new id.
+    Inserted,
+    /// An existing id with different content: its index keys moved.
+    Replaced,
+    /// An existing id with identical content: nothing written.
+    Unchanged,
+}
+
+/// Counts and shape of a store, for `simdb stats`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Stats {
+    pub path: String,
+    pub documents: u64,
+    pub recipe: Recipe,
+    pub families: Vec<FamilyStats>,
+    pub bytes_on_disk: u64,
+}
+
+/// Bucket sizes of one block family.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FamilyStats {
+    pub name: String,
+    pub keys: u64,
+    pub buckets: u64,
+    pub sst_bytes: u64,
+    /// Bucket-size percentiles over non-empty buckets: p50, p90, p99, max.
+    pub bucket_p50: u64,
+    pub bucket_p90: u64,
+    pub bucket_p99: u64,
+    pub bucket_max: u64,
+}
+
+/// An open simdb store.
+pub struct Db {
+    store: Store,
+    fingerprinter: Fingerprinter,
+}
+
+impl Db {
+    /// Creates a store at `path` with `recipe`.
+    pub fn create(path: impl AsRef<Path>, recipe: Recipe) -> Result<Db> {
+        recipe.validate()?;
+        let store = Store::create(path.as_ref(), &recipe)?;
+        Ok(Db {
+            store,
+            fingerprinter: Fingerprinter::new(recipe),
+        })
+    }
+
+    /// Opens a store for writing (one writer at a time).
+    pub fn open(path: impl AsRef<Path>) -> Result<Db> {
+        Self::open_with(path.as_ref(), Access::ReadWrite)
+    }
+
+    /// Opens a store for reading; works while another process writes to it
+    /// and sees the store as it was when opened.
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Db> {
+        Self::open_with(path.as_ref(), Access::ReadOnly)
+    }
+
+    fn open_with(path: &Path, access: Access) -> Result<Db> {
+        let (store, recipe) = Store::open(path, access)?;
+        let current = Recipe::with(recipe.top_k, recipe.shingle, recipe.hmm);
+        if let Some((field, stored, this)) = recipe.difference(&current) {
+            return Err(Error::RecipeMismatch {
+                path: path.to_path_buf(),
+                field: field.to_string(),
+                stored,
+                requested: format!("{this} (fixed in this build)"),
+            });
+        }
+        Ok(Db {
+            store,
+            fingerprinter: Fingerprinter::new(recipe),
+        })
+    }
+
+    /// Opens a store and checks that its recipe is `expected`.
+    pub fn open_expecting(path: impl AsRef<Path>, expected: &Recipe) -> Result<Db> {
+        let db = Self::open(path.as_ref())?;
+        if let Some((field, stored, requested)) = db.recipe().difference(expected) {
+            return Err(Error::RecipeMismatch {
+                path: path.as_ref().to_path_buf(),
+                field: field.to_string(),
+                stored,
+                requested,
+            });
+        }
+        Ok(db)
+    }
+
+    /// The store's recipe.
+    pub fn recipe(&self) -> &Recipe {
+        self.fingerprinter.recipe()
+    }
+
+    /// The fingerprinter of the store's recipe.
+    pub fn fingerprinter(&self) -> &Fingerprinter {
+        &self.fingerprinter
+    }
+
+    /// The store's directory.
+    pub fn path(&self) -> &Path {
+        self.store.path()
+    }
+
+    /// Number of documents.
+    pub fn len(&self) -> Result<u64> {
+        self.store.doc_count()
+    }
+
+    /// Whether the store holds no document.
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    /// The fingerprint of `text` under the store's recipe.
+    pub fn fingerprint(&self, text: &str) -> Result<Fingerprint> {
+        self.fingerprinter.fingerprint(text)
+    }
+
+    /// Stored documents within `k` (<= 3) of `q`, sorted by distance then id,
+    /// at most `limit` of them.
+    pub fn query(&self, q: Fingerprint, k: u32, limit: Option<usize>) -> Result<Vec<Hit>> {
+        let mut hits = Vec::new();
+        self.store.probe(q, k, |h| hits.push(h))?;
+        Ok(index::finish(hits, limit))
+    }
+
+    /// Near-duplicates of `text`.
+    pub fn query_text(&self, text: &str, k: u32, limit: Option<usize>) -> Result<Vec<Hit>> {
+        fingerprint::check_k(k)?;
+        self.query(self.fingerprint(text)?, k, limit)
+    }
+
+    /// Near-duplicates of the stored document `id`, itself excluded.
+    pub fn query_id(&self, id: &str, k: u32, limit: Option<usize>) -> Result<Vec<Hit>> {
+        let rec = self
+            .get(id)?
+            .ok_or_else(|| Error::NotFound { id: id.to_string() })?;
+        let mut hits = self.query(rec.fingerprint, k, None)?;
+        hits.retain(|h| h.id != id);
+        Ok(index::finish(hits, limit))
+    }
+
+    /// The record of `id`.
+    pub fn get(&self, id: &str) -> Result<Option<Record>> {
+        self.store.get(id)
+    }
+
+    /// Inserts or replaces one document and commits it.
+    pub fn put(&mut self, id: &str, content: Content) -> Result<Outcome> {
+        let fp = content.fingerprint(&self.fingerprinter)?;
+        let mut w = self.writer()?;
+        let out = w.put(id, fp, &content, "api")?;
+        w.commit()?;
+        Ok(out)
+    }
+
+    /// Deletes documents by id and commits; returns how many existed.
+    pub fn delete<S: AsRef<str>>(&mut self, ids: &[S]) -> Result<usize> {
+        let mut w = self.writer()?;
+        let mut n = 0;
+        for id in ids {
+            if w.delete(id.as_ref())? {
+                n += 1;
+            }
+        }
+        w.commit()?;
+        Ok(n)
+    }
+
+    /// A batch writer. Its writes become visible to its own queries at once
+    /// and to the store at [`Writer::commit`].
+    pub fn writer(&self) -> Result<Writer<'_>> {
+        if self.store.access() != Access::ReadWrite {
+            return Err(Error::Input(format!(
+                "{}: store was opened read-only",
+                self.path().display()
+            )));
+        }
+        Ok(Writer {
+            store: &self.store,
+            batch: WriteBatch::default(),
+            overlay: HashMap::new(),
+            mem: MemIndex::new(),
+            count: self.store.doc_count()?,
+            ops: 0,
+            sync: false,
+        })
+    }
+
+    /// Every (id, record), in id order.
+    pub fn for_each(&self, visit: impl FnMut(&str, Record) -> Result<()>) -> Result<()> {
+        self.store.for_each_doc(visit)
+    }
+
+    /// Counts, bucket-size percentiles per block family, size on disk.
+    pub fn stats(&self) -> Result<Stats> {
+        let mut families = Vec::new();
+        for (i, name) in store::BLOCK_FAMILIES.iter().enumerate() {
+            let mut sizes: Vec<u64> = Vec::new();
+            let mut last: Option<[u8; 2]> = None;
+            let mut keys = 0u64;
+            self.store.for_each_index_key(i, |k| {
+                keys += 1;
+                let p = [
+                    k.first().copied().unwrap_or(0),
+                    k.get(1).copied().unwrap_or(0),
+                ];
+                if last == Some(p) {
+                    if let Some(s) = sizes.last_mut() {
+                        *s += 1;
+                    }
+                } else {
+                    sizes.push(1);
+                    last = Some(p);
+                }
+                Ok(())
+            })?;
+            sizes.sort_unstable();
+            let pct = |p: f64| -> u64 {
+                if sizes.is_empty() {
+                    0
+                } else {
+                    let i = ((sizes.len() as f64 - 1.0) * p).round() as usize;
+                    sizes[i.min(sizes.len() - 1)]
+                }
+            };
+            families.push(FamilyStats {
+                name: name.to_string(),
+                keys,
+                buckets: sizes.len() as u64,
+                sst_bytes: self.store.family_size(name),
+                bucket_p50: pct(0.5),
+                bucket_p90: pct(0.9),
+                bucket_p99: pct(0.99),
+                bucket_max: sizes.last().copied().unwrap_or(0),
+            });
+        }
+        Ok(Stats {
+            path: self.path().display().to_string(),
+            documents: self.len()?,
+            recipe: self.recipe().clone(),
+            families,
+            bytes_on_disk: dir_size(self.path()),
+        })
+    }
+
+    /// Flushes memtables to disk.
+    pub fn flush(&self) -> Result<()> {
+        self.store.flush()
+    }
+}
+
+fn dir_size(p: &Path) -> u64 {
+    walkdir::WalkDir::new(p)
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.metadata().ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// A batch of writes: one RocksDB `WriteBatch`, atomic across families.
+///
+/// Queries through the writer see the store plus the writer's own pending
+/// writes, so a document written earlier in a batch is found by the
+/// duplicate check of a later one.
+pub struct Writer<'a> {
+    store: &'a Store,
+    batch: WriteBatch,
+    /// Pending state of ids touched by this batch (None = deleted).
+    overlay: HashMap<String, Option<Record>>,
+    /// Pending fingerprints of this batch.
+    mem: MemIndex,
+    count: u64,
+    ops: usize,
+    sync: bool,
+}
+
+impl Writer<'_> {
+    /// Make [`Writer::commit`] wait until the batch is on stable storage (fsync).
+    pub fn set_sync(&mut self, sync: bool) {
+        self.sync = sync;
+    }
+
+    /// The current record of `id`, pending writes included.
+    pub fn get(&self, id: &str) -> Result<Option<Record>> {
+        match self.overlay.get(id) {
+            Some(r) => Ok(r.clone()),
+            None => self.store.get(id),
+        }
+    }
+
+    /// Inserts or replaces `id` with a document of fingerprint `fp`.
+    pub fn put(
+        &mut self,
+        id: &str,
+        fp: Fingerprint,
+        content: &Content,
+        source: &str,
+    ) -> Result<Outcome> {
+        check_id(id)?;
+        let hash = content.hash();
+        let old = self.get(id)?;
+        let outcome = match &old {
+            Some(r) if r.fingerprint == fp && r.content_hash == hash => {
+                return Ok(Outcome::Unchanged)
+            }
+            Some(r) => {
+                self.store.delete_doc(&mut self.batch, id, r.fingerprint);
+                Outcome::Replaced
+            }
+            None => {
+                self.count += 1;
+                Outcome::Inserted
+            }
+        };
+        let rec = Record {
+            fingerprint: fp,
+            content_hash: hash,
+            length: content.len(),
+            ingested_at: now(),
+            source: source.to_string(),
+        };
+        self.store.put_doc(&mut self.batch, id, &rec);
+        self.overlay.insert(id.to_string(), Some(rec));
+        self.mem.insert(id, fp);
+        self.ops += 1;
+        Ok(outcome)
+    }
+
+    /// Deletes `id`; returns whether it existed.
+    pub fn delete(&mut self, id: &str) -> Result<bool> {
+        let Some(old) = self.get(id)? else {
+            return Ok(false);
+        };
+        self.store.delete_doc(&mut self.batch, id, old.fingerprint);
+        self.overlay.insert(id.to_string(), None);
+        self.mem.remove(id);
+        self.count = self.count.saturating_sub(1);
+        self.ops += 1;
+        Ok(true)
+    }
+
+    /// Documents within `k` of `q` in the store and this batch, sorted.
+    pub fn query(&self, q: Fingerprint, k: u32, limit: Option<usize>) -> Result<Vec<Hit>> {
+        let mut hits = Vec::new();
+        self.store.probe(q, k, |h| {
+            // An id touched by this batch is answered from the batch.
+            if !self.overlay.contains_key(&h.id) {
+                hits.push(h)
+            }
+        })?;
+        hits.extend(self.mem.query(q, k));
+        Ok(index::finish(hits, limit))
+    }
+
+    /// Number of writes pending.
+    pub fn pending(&self) -> usize {
+        self.ops
+    }
+
+    /// Writes the batch atomically and starts a new one.
+    pub fn commit(&mut self) -> Result<()> {
+        if self.ops == 0 {
+            return Ok(());
+        }
+        let mut batch = std::mem::take(&mut self.batch);
+        self.store.put_doc_count(&mut batch, self.count);
+        self.store.write(batch, self.sync)?;
+        self.overlay.clear();
+        self.mem = MemIndex::new();
+        self.ops = 0;
+        Ok(())
+    }
+}
+
+/// Ids are non-empty UTF-8 of at most 4096 bytes.
+pub fn check_id(id: &str) -> Result<()> {
+    if id.is_empty() {
+        return Err(Error::Input("document id is empty".into()));
+    }
+    if id.len() > 4096 {
+        return Err(Error::Input(format!(
+            "document id is {} bytes (at most 4096)",
+            id.len()
+        )));
+    }
+    Ok(())
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// What [`Db::verify`] found.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct VerifyReport {
+    pub documents: u64,
+    pub index_keys: [u64; 4],
+    /// Each problem: family, key in hex, what is wrong.
+    pub problems: Vec<String>,
+}
+
+impl VerifyReport {
+    /// Whether nothing is wrong.
+    pub fn is_clean(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+impl Db {
+    /// Checks that every record decodes, every record has exactly its four
+    /// index keys, every index key points to a record with the same
+    /// fingerprint, and the document count matches. Holds one entry per
+    /// document in memory.
+    pub fn verify(&self) -> Result<VerifyReport> {
+        use crate::error::hex;
+        let mut rep = VerifyReport::default();
+        let mut docs: HashMap<Vec<u8>, (Fingerprint, u8)> = HashMap::new();
+        self.store.for_each_raw_doc(|k, v| {
+            rep.documents += 1;
+            match crate::store::codec::decode_record(v) {
+                Ok(r) => {
+                    docs.insert(k.to_vec(), (r.fingerprint, 0));
+                }
+                Err(e) => rep
+                    .problems
+                    .push(format!("{}: key {}: {e}", store::DOCS, hex(k))),
+            }
+        })?;
+        for (i, name) in store::BLOCK_FAMILIES.iter().enumerate() {
+            let bit = 1u8 << i;
+            self.store.for_each_index_key(i, |k| {
+                rep.index_keys[i] += 1;
+                match index::decode_key(i, k) {
+                    Err(e) => rep.problems.push(format!("{name}: key {}: {e}", hex(k))),
+                    Ok(ik) => match docs.get_mut(ik.id) {
+                        None => rep.problems.push(format!(
+                            "{name}: key {}: orphan index key (no record for id {:?})",
+                            hex(k),
+                            String::from_utf8_lossy(ik.id)
+                        )),
+                        Some((fp, _)) if *fp != ik.fingerprint => rep.problems.push(format!(
+                            "{name}: key {}: fingerprint {} differs from the record's {}",
+                            hex(k),
+                            ik.fingerprint,
+                            fp
+                        )),
+                        Some((_, seen)) => {
+                            if *seen & bit != 0 {
+                                rep.problems
+                                    .push(format!("{name}: key {}: duplicate key", hex(k)));
+                            }
+                            *seen |= bit;
+                        }
+                    },
+                }
+                Ok(())
+            })?;
+        }
+        let mut missing: Vec<_> = docs
+            .iter()
+            .filter(|(_, (_, seen))| *seen != 0b1111)
+            .collect();
+        missing.sort();
+        for (id, (fp, seen)) in missing {
+            for (i, name) in store::BLOCK_FAMILIES.iter().enumerate() {
+                if seen & (1 << i) == 0 {
+                    let id = String::from_utf8_lossy(id);
+                    rep.problems.push(format!(
+                        "{name}: key {}: missing index key of id {id:?}",
+                        hex(&index::encode_key(i, *fp, &id))
+                    ));
+                }
+            }
+        }
+        let count = self.store.doc_count()?;
+        if count != rep.documents {
+            rep.problems.push(format!(
+                "{}: key {}: document count {count} but {} records",
+                store::META,
+                hex(store::DOC_COUNT_KEY),
+                rep.documents
+            ));
+        }
+        Ok(rep)
+    }
+}

@@ -1,0 +1,122 @@
+//! The one error type of the library.
+//!
+//! Three kinds are kept apart, as a user acts differently on each:
+//! the caller's input was wrong ([`Error::Input`], [`Error::NoFeatures`],
+//! [`Error::UnsupportedDistance`], [`Error::NotFound`]), the stored data is
+//! corrupt or incompatible ([`Error::Corrupt`], [`Error::RecipeMismatch`],
+//! [`Error::NewerFormat`], [`Error::NotASimdbStore`]), or the system failed
+//! ([`Error::Io`], [`Error::Storage`]).
+
+use std::path::PathBuf;
+
+/// Result alias used across the library.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in simdb.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The text (or feature list) yields no usable feature after
+    /// normalisation, segmentation and stop-word removal. Such a document has
+    /// no fingerprint: an all-zero one would match every other empty text.
+    #[error("the document has no usable features (empty, only punctuation or only stop words)")]
+    NoFeatures,
+
+    /// The caller asked for a Hamming distance the index cannot answer exactly.
+    #[error(
+        "k = {k} is not supported: the 4-block index is exact only for k <= {max} \
+         (a fingerprint within {max} bits shares at least one of its four 16-bit blocks)"
+    )]
+    UnsupportedDistance { k: u32, max: u32 },
+
+    /// Input given by the caller is malformed (a bad hex fingerprint, a bad id,
+    /// a bad option value, …).
+    #[error("invalid input: {0}")]
+    Input(String),
+
+    /// A document id that is not in the store.
+    #[error("no document with id {id:?}")]
+    NotFound { id: String },
+
+    /// Stored bytes failed their checksum or could not be decoded.
+    #[error("corrupt data in column family '{family}' at key {key_hex}: {reason}")]
+    Corrupt {
+        family: &'static str,
+        key_hex: String,
+        reason: String,
+    },
+
+    /// The directory exists but is not a simdb store.
+    #[error("{path}: not a simdb store ({reason})")]
+    NotASimdbStore { path: PathBuf, reason: String },
+
+    /// The store was written by a newer simdb.
+    #[error(
+        "{path}: store format version {found} is newer than this build supports \
+         (version {supported}); upgrade simdb"
+    )]
+    NewerFormat {
+        path: PathBuf,
+        found: u32,
+        supported: u32,
+    },
+
+    /// The store's fingerprint recipe differs from what the caller asked for.
+    #[error(
+        "{path}: the store's fingerprint recipe differs from the requested one \
+         ({field}: store has {stored}, requested {requested}); fingerprints would not be comparable"
+    )]
+    RecipeMismatch {
+        path: PathBuf,
+        field: String,
+        stored: String,
+        requested: String,
+    },
+
+    /// `create` was asked for a directory that already holds something.
+    #[error("{path}: already exists; refusing to create a store over it")]
+    AlreadyExists { path: PathBuf },
+
+    /// The store directory does not exist.
+    #[error("{path}: no such store (create it with `simdb init`)")]
+    NoSuchStore { path: PathBuf },
+
+    /// An I/O error, with the path it concerns.
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// An error reported by RocksDB.
+    #[error("storage engine: {0}")]
+    Storage(#[from] rocksdb::Error),
+}
+
+impl Error {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn corrupt(family: &'static str, key: &[u8], reason: impl Into<String>) -> Self {
+        Error::Corrupt {
+            family,
+            key_hex: hex(key),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Lower-case hex of bytes, for error messages.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}

@@ -1,0 +1,364 @@
+//! Text to weighted features, and features to a fingerprint.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
+
+use jieba_rs::Jieba;
+use unicode_normalization::UnicodeNormalization;
+
+use super::{simhash_weighted, stopwords, Fingerprint, Recipe};
+use crate::error::{Error, Result};
+
+/// jieba-rs 0.11's bundled IDF table (`src/data/idf.txt` of that crate,
+/// MIT licence), vendored byte for byte because jieba-rs does not expose it.
+/// A test checks it against jieba-rs's own TF-IDF extractor.
+const IDF_TABLE: &str = include_str!("data/jieba_idf.txt");
+
+struct IdfTable {
+    map: HashMap<&'static str, f64>,
+    median: f64,
+}
+
+fn idf_table() -> &'static IdfTable {
+    static TABLE: OnceLock<IdfTable> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut map = HashMap::with_capacity(280_000);
+        let mut values = Vec::with_capacity(280_000);
+        for line in IDF_TABLE.lines() {
+            let mut parts = line.split_whitespace();
+            if let (Some(word), Some(Ok(idf))) = (parts.next(), parts.next().map(str::parse::<f64>))
+            {
+                map.insert(word, idf);
+                values.push(idf);
+            }
+        }
+        // The lower median, as jieba-rs computes it: ascending index (len-1)/2.
+        values.sort_by(f64::total_cmp);
+        let median = values
+            .get(values.len().saturating_sub(1) / 2)
+            .copied()
+            .unwrap_or(1.0);
+        IdfTable { map, median }
+    })
+}
+
+/// xxh3-64 of the IDF table's bytes: its identity in the recipe.
+pub(crate) fn idf_table_hash() -> u64 {
+    static HASH: OnceLock<u64> = OnceLock::new();
+    *HASH.get_or_init(|| xxhash_rust::xxh3::xxh3_64(IDF_TABLE.as_bytes()))
+}
+
+/// The IDF of a term: its value in the table, or the table's median.
+pub fn idf(term: &str) -> f64 {
+    let t = idf_table();
+    t.map.get(term).copied().unwrap_or(t.median)
+}
+
+/// The IDF given to terms missing from the table (the table's lower median).
+pub fn default_idf() -> f64 {
+    idf_table().median
+}
+
+/// The words of the vendored IDF table (jieba's vocabulary), in table
+/// order. Handy for generating plausible Chinese test data.
+pub fn vocabulary() -> impl Iterator<Item = &'static str> {
+    IDF_TABLE
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+}
+
+fn jieba() -> &'static Jieba {
+    static JIEBA: OnceLock<Jieba> = OnceLock::new();
+    JIEBA.get_or_init(Jieba::new)
+}
+
+fn stop_words() -> &'static HashSet<&'static str> {
+    static STOP: OnceLock<HashSet<&'static str>> = OnceLock::new();
+    STOP.get_or_init(|| {
+        stopwords::ENGLISH
+            .iter()
+            .chain(stopwords::CHINESE.iter())
+            .copied()
+            .collect()
+    })
+}
+
+/// Whether `c` is a CJK unified ideograph (the characters jieba segments).
+#[inline]
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF
+        | 0x20000..=0x2A6DF | 0x2A700..=0x2EBEF | 0x30000..=0x3134F)
+}
+
+/// A weighted feature.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Feature {
+    pub name: String,
+    pub weight: f64,
+}
+
+/// Turns text into features and fingerprints according to a [`Recipe`].
+///
+/// Cheap to clone and `Sync`: the jieba dictionary and IDF table are loaded
+/// once per process, on first use.
+#[derive(Debug, Clone)]
+pub struct Fingerprinter {
+    recipe: Recipe,
+}
+
+impl Fingerprinter {
+    /// A fingerprinter for `recipe`.
+    pub fn new(recipe: Recipe) -> Fingerprinter {
+        Fingerprinter { recipe }
+    }
+
+    /// The recipe.
+    pub fn recipe(&self) -> &Recipe {
+        &self.recipe
+    }
+
+    /// Loads the dictionary and tables now rather than on first use.
+    pub fn warm_up(&self) {
+        let _ = idf_table();
+        let _ = jieba();
+    }
+
+    /// Normalised text: NFKC, then lower case.
+    pub fn normalize(text: &str) -> String {
+        if text.is_ascii() {
+            text.to_ascii_lowercase()
+        } else {
+            text.nfkc().flat_map(char::to_lowercase).collect()
+        }
+    }
+
+    /// The terms of `text` in order, stop words removed.
+    pub fn terms(&self, text: &str) -> Vec<String> {
+        let norm = Self::normalize(text);
+        let mut out = Vec::new();
+        self.segment(&norm, |t| out.push(t.to_string()));
+        out
+    }
+
+    fn segment<'a>(&self, norm: &'a str, mut emit: impl FnMut(&'a str)) {
+        let stop = stop_words();
+        let mut push = |t: &'a str| {
+            if !stop.contains(t) && t.chars().any(char::is_alphanumeric) {
+                emit(t)
+            }
+        };
+        #[derive(PartialEq, Clone, Copy)]
+        enum Class {
+            Cjk,
+            Word,
+            Sep,
+        }
+        let class = |c: char| {
+            if is_cjk(c) {
+                Class::Cjk
+            } else if c.is_alphanumeric() {
+                Class::Word
+            } else {
+                Class::Sep
+            }
+        };
+        let mut start = 0;
+        let mut cur = Class::Sep;
+        let flush = |cls: Class, run: &'a str, push: &mut dyn FnMut(&'a str)| match cls {
+            Class::Cjk => {
+                for tok in jieba().cut(run, self.recipe.hmm) {
+                    push(tok.word);
+                }
+            }
+            Class::Word => push(run),
+            Class::Sep => {}
+        };
+        for (i, c) in norm.char_indices() {
+            let cl = class(c);
+            if cl != cur {
+                flush(cur, &norm[start..i], &mut push);
+                start = i;
+                cur = cl;
+            }
+        }
+        flush(cur, &norm[start..], &mut push);
+    }
+
+    /// The weighted features of `text`, heaviest first (ties by name), after
+    /// the recipe's top-K cut.
+    pub fn features(&self, text: &str) -> Vec<Feature> {
+        let norm = Self::normalize(text);
+        let mut terms: Vec<&str> = Vec::new();
+        self.segment(&norm, |t| terms.push(t));
+
+        let mut tf: HashMap<&str, u32> = HashMap::new();
+        for t in &terms {
+            *tf.entry(t).or_insert(0) += 1;
+        }
+        let mut feats: Vec<Feature> = tf
+            .iter()
+            .map(|(t, n)| Feature {
+                name: (*t).to_string(),
+                weight: f64::from(*n) * idf(t),
+            })
+            .collect();
+
+        let n = self.recipe.shingle as usize;
+        if n >= 2 && terms.len() >= n {
+            let mut sh: HashMap<String, (u32, f64)> = HashMap::new();
+            for w in terms.windows(n) {
+                let name = w.join(" ");
+                let mean_idf = w.iter().map(|t| idf(t)).sum::<f64>() / n as f64;
+                sh.entry(name).or_insert((0, mean_idf)).0 += 1;
+            }
+            feats.extend(sh.into_iter().map(|(name, (c, mean_idf))| Feature {
+                name,
+                weight: f64::from(c) * mean_idf,
+            }));
+        }
+
+        feats.sort_by(|a, b| {
+            b.weight
+                .total_cmp(&a.weight)
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        if self.recipe.top_k > 0 {
+            feats.truncate(self.recipe.top_k as usize);
+        }
+        feats
+    }
+
+    /// The fingerprint of `text`.
+    ///
+    /// Errors: [`Error::NoFeatures`] when nothing usable remains.
+    pub fn fingerprint(&self, text: &str) -> Result<Fingerprint> {
+        let feats = self.features(text);
+        if feats.is_empty() {
+            return Err(Error::NoFeatures);
+        }
+        let pairs: Vec<(&str, f64)> = feats.iter().map(|f| (f.name.as_str(), f.weight)).collect();
+        simhash_weighted(&pairs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fp() -> Fingerprinter {
+        Fingerprinter::new(Recipe::with(0, 1, false))
+    }
+
+    #[test]
+    fn normalisation_folds_width_and_case() {
+        assert_eq!(Fingerprinter::normalize("ＡＢＣ１２３"), "abc123");
+        assert_eq!(Fingerprinter::normalize("Hello WORLD"), "hello world");
+    }
+
+    #[test]
+    fn latin_words_and_stop_words() {
+        assert_eq!(
+            fp().terms("The quick, brown FOX -- jumps over the lazy dog!"),
+            ["quick", "brown", "fox", "jumps", "lazy", "dog"]
+        );
+    }
+
+    #[test]
+    fn chinese_is_segmented_by_jieba() {
+        let t = fp().terms("我们今天在北京吃了北京烤鸭。");
+        assert!(t.contains(&"北京烤鸭".to_string()), "{t:?}");
+        assert!(!t.contains(&"我们".to_string()));
+        assert!(!t.iter().any(|w| w == "。"));
+    }
+
+    #[test]
+    fn mixed_text_and_full_width() {
+        let a = fp().terms("ＧＰＵ加速");
+        let b = fp().terms("gpu加速");
+        assert_eq!(a, b);
+        assert_eq!(a[0], "gpu");
+    }
+
+    #[test]
+    fn empty_and_stop_only_texts_have_no_fingerprint() {
+        for t in ["", "   ", "，。！？", "the of and", "的了是"] {
+            assert!(
+                matches!(fp().fingerprint(t), Err(Error::NoFeatures)),
+                "{t:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn top_k_keeps_the_heaviest() {
+        let f = Fingerprinter::new(Recipe::with(2, 1, false));
+        let feats = f.features("alpha alpha alpha beta beta gamma");
+        assert_eq!(feats.len(), 2);
+        assert_eq!(feats[0].name, "alpha");
+        assert_eq!(feats[1].name, "beta");
+    }
+
+    #[test]
+    fn shingles_are_added() {
+        let f = Fingerprinter::new(Recipe::with(0, 2, false));
+        let names: Vec<String> = f
+            .features("red green blue")
+            .into_iter()
+            .map(|f| f.name)
+            .collect();
+        assert!(names.contains(&"red green".to_string()));
+        assert!(names.contains(&"green blue".to_string()));
+        assert_eq!(names.len(), 5);
+    }
+
+    #[test]
+    fn idf_matches_jieba_rs_tfidf() {
+        use jieba_rs::{KeywordExtract, TfIdf};
+        // For a one-word sentence jieba-rs's weight is tf*idf/total = idf.
+        let tfidf = TfIdf::default();
+        let j = Jieba::new();
+        for w in ["北京烤鸭", "劳动防护", "经济", "发展"] {
+            let kw = tfidf.extract_keywords(&j, w, 1, vec![]);
+            assert_eq!(kw.len(), 1, "{w}");
+            assert_eq!(kw[0].keyword, w);
+            assert!(
+                (kw[0].weight - idf(w)).abs() < 1e-9,
+                "{w}: {} vs {}",
+                kw[0].weight,
+                idf(w)
+            );
+        }
+        // A word missing from the table gets the median, as in jieba-rs.
+        let kw = tfidf.extract_keywords(&j, "zzqqxx", 1, vec![]);
+        assert!((kw[0].weight - default_idf()).abs() < 1e-9);
+    }
+
+    #[test]
+    fn golden_text_fingerprints() {
+        // Pinned: a change here changes stored fingerprints, and needs a new
+        // recipe identity (tokenizer, idf, stopwords or hash string).
+        let zh = "央视网消息：国务院总理今天在北京主持召开常务会议，部署进一步扩大内需。";
+        let en = "The quick brown fox jumps over the lazy dog.";
+        let cases = [
+            (Recipe::with(0, 2, false), zh, "28ee6073cdf98fb4"),
+            (Recipe::with(0, 1, false), zh, "2cae6063cdea2f34"),
+            (Recipe::with(3, 1, false), zh, "208fa03bcff183ac"),
+            (Recipe::with(0, 2, false), en, "86be94829b52b2e3"),
+        ];
+        let mut bad = Vec::new();
+        for (r, text, want) in cases {
+            let got = Fingerprinter::new(r.clone())
+                .fingerprint(text)
+                .unwrap()
+                .to_string();
+            if got != want {
+                bad.push(format!(
+                    "top_k={} shingle={} {text:?}: got {got}, want {want}",
+                    r.top_k, r.shingle
+                ));
+            }
+        }
+        assert!(bad.is_empty(), "{bad:#?}");
+    }
+}

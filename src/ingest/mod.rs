@@ -1,0 +1,224 @@
+//! The ingest run: read inputs in chunks, fingerprint each chunk on all
+//! cores (rayon), then apply it in input order through one [`Writer`] and
+//! commit it as one atomic batch.
+//!
+//! Memory is bounded by the chunk size (documents held at once) and the
+//! maximum document size. Fingerprints are computed independently per
+//! document and applied in input order, so results do not depend on the
+//! number of threads. Each document's duplicate check sees the store and
+//! every document before it in the run, even in the same batch.
+
+pub mod read;
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
+
+use crate::db::{Db, Outcome};
+use crate::error::{Error, Result};
+use crate::fingerprint::Fingerprint;
+pub use read::{Doc, Format, Input, Problem};
+
+/// What to do with a document that has a near-duplicate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DuplicatePolicy {
+    /// Index it anyway and report it (default).
+    #[default]
+    IndexAll,
+    /// Report it and do not index it.
+    Skip,
+}
+
+/// Options of an ingest run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Distance at which a document counts as a near-duplicate (<= 3).
+    pub k: u32,
+    pub policy: DuplicatePolicy,
+    /// Stop at the first bad line.
+    pub strict: bool,
+    /// Documents per write batch (and per parallel fingerprinting chunk).
+    pub batch_size: usize,
+    /// Longest line or file accepted.
+    pub max_doc_bytes: usize,
+    /// fsync each batch before it counts as written.
+    pub sync: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            k: 3,
+            policy: DuplicatePolicy::IndexAll,
+            strict: false,
+            batch_size: 2048,
+            max_doc_bytes: read::DEFAULT_MAX_DOC_BYTES,
+            sync: false,
+        }
+    }
+}
+
+/// One line of the duplicate report.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DuplicateReport {
+    pub id: String,
+    pub duplicate_of: String,
+    pub distance: u32,
+}
+
+/// Counts of an ingest run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Summary {
+    /// Documents read (good lines).
+    pub read: u64,
+    pub inserted: u64,
+    pub replaced: u64,
+    pub unchanged: u64,
+    /// Documents with a near-duplicate stored or earlier in the run.
+    pub duplicates: u64,
+    /// Duplicates not indexed (policy Skip).
+    pub skipped_duplicates: u64,
+    /// Documents with no usable features (not indexed).
+    pub no_features: u64,
+    /// Lines or files that could not be read as documents.
+    pub bad_lines: u64,
+    #[serde(skip)]
+    pub elapsed: Duration,
+}
+
+impl Summary {
+    /// Documents read per second.
+    pub fn docs_per_second(&self) -> f64 {
+        let s = self.elapsed.as_secs_f64();
+        if s > 0.0 {
+            self.read as f64 / s
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Something an ingest run tells its caller as it goes.
+pub enum Event<'a> {
+    /// A line or file that is not a document.
+    BadLine(&'a Problem),
+    /// A document with no usable features.
+    NoFeatures(&'a Doc),
+    /// A near-duplicate was found.
+    Duplicate(&'a DuplicateReport),
+    /// A batch was committed; counts so far.
+    Committed(&'a Summary),
+}
+
+/// Ingests `inputs` into `db`. `on_event` sees bad lines, empty documents,
+/// duplicates and commits as they happen.
+///
+/// With `strict`, the first bad line ends the run with [`Error::Input`]
+/// after the documents before it are committed.
+pub fn run(
+    db: &Db,
+    inputs: &[Input],
+    opts: &Options,
+    mut on_event: impl FnMut(Event<'_>),
+) -> Result<Summary> {
+    crate::fingerprint::check_k(opts.k)?;
+    let start = Instant::now();
+    let fingerprinter = db.fingerprinter().clone();
+    fingerprinter.warm_up();
+    let mut w = db.writer()?;
+    w.set_sync(opts.sync);
+    let mut sum = Summary::default();
+    let batch_size = opts.batch_size.max(1);
+
+    for input in inputs {
+        let items = read::read(input, opts.max_doc_bytes).map_err(|e| Error::io(&input.path, e))?;
+        let mut items = items.peekable();
+        while items.peek().is_some() {
+            let chunk: Vec<read::Item> = items.by_ref().take(batch_size).collect();
+            let fps: Vec<Option<Result<Fingerprint>>> = chunk
+                .par_iter()
+                .map(|it| {
+                    it.as_ref()
+                        .ok()
+                        .map(|d| d.content.fingerprint(&fingerprinter))
+                })
+                .collect();
+            for (item, fp) in chunk.iter().zip(fps) {
+                let doc = match item {
+                    Err(p) => {
+                        sum.bad_lines += 1;
+                        on_event(Event::BadLine(p));
+                        if opts.strict {
+                            w.commit()?;
+                            return Err(Error::Input(format!("{p} (stopped: --strict)")));
+                        }
+                        continue;
+                    }
+                    Ok(d) => d,
+                };
+                sum.read += 1;
+                let fp = match fp {
+                    Some(Ok(fp)) => fp,
+                    Some(Err(Error::NoFeatures)) => {
+                        sum.no_features += 1;
+                        on_event(Event::NoFeatures(doc));
+                        continue;
+                    }
+                    Some(Err(e)) => {
+                        sum.bad_lines += 1;
+                        let p = Problem {
+                            location: doc.source.clone(),
+                            reason: e.to_string(),
+                        };
+                        on_event(Event::BadLine(&p));
+                        if opts.strict {
+                            w.commit()?;
+                            return Err(Error::Input(format!("{p} (stopped: --strict)")));
+                        }
+                        continue;
+                    }
+                    None => unreachable!("a fingerprint is computed for every document"),
+                };
+                // Unchanged re-ingests are not news: check before looking for duplicates.
+                if let Some(old) = w.get(&doc.id)? {
+                    if old.fingerprint == fp && old.content_hash == doc.content.hash() {
+                        sum.unchanged += 1;
+                        continue;
+                    }
+                }
+                let near = w.query(fp, opts.k, None)?;
+                let dup = near.into_iter().find(|h| h.id != doc.id);
+                if let Some(h) = &dup {
+                    sum.duplicates += 1;
+                    on_event(Event::Duplicate(&DuplicateReport {
+                        id: doc.id.clone(),
+                        duplicate_of: h.id.clone(),
+                        distance: h.distance,
+                    }));
+                    if opts.policy == DuplicatePolicy::Skip {
+                        sum.skipped_duplicates += 1;
+                        continue;
+                    }
+                }
+                match w.put(&doc.id, fp, &doc.content, &doc.source)? {
+                    Outcome::Inserted => sum.inserted += 1,
+                    Outcome::Replaced => sum.replaced += 1,
+                    Outcome::Unchanged => sum.unchanged += 1,
+                }
+            }
+            w.commit()?;
+            sum.elapsed = start.elapsed();
+            on_event(Event::Committed(&sum));
+        }
+    }
+    w.commit()?;
+    sum.elapsed = start.elapsed();
+    Ok(sum)
+}
+
+/// Writes one report line as JSON.
+pub fn write_report(out: &mut impl Write, r: &DuplicateReport) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *out, r)?;
+    out.write_all(b"\n")
+}

@@ -1,0 +1,425 @@
+//! Input readers: JSONL, plain text (one document per line) and directories
+//! of text files. Each yields documents or problems, never panics, and reads
+//! with bounded memory (a line longer than the limit is refused and skipped).
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::db::Content;
+
+/// The longest line (or file, for directories) accepted by default: 64 MiB.
+pub const DEFAULT_MAX_DOC_BYTES: usize = 64 << 20;
+
+/// The format of an input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// `{"id": string|integer, "text": string}` per line, or
+    /// `{"id": …, "features": {"name": weight, …}}`; other fields ignored.
+    Jsonl,
+    /// One document per line; the id is `NAME:LINE` (1-based). Blank lines are skipped.
+    Lines,
+    /// Every regular file under a directory, recursively, in path order; the
+    /// id is the path relative to the directory, with `/` separators.
+    Dir,
+}
+
+/// One input of an ingest run.
+#[derive(Debug, Clone)]
+pub struct Input {
+    /// A path, or `-` for standard input.
+    pub path: PathBuf,
+    pub format: Format,
+}
+
+impl Input {
+    /// `path` with its format guessed: a directory is [`Format::Dir`], a
+    /// `.txt` file is [`Format::Lines`], anything else (stdin included) is JSONL.
+    pub fn guess(path: impl Into<PathBuf>) -> Input {
+        let path = path.into();
+        let format = if path.is_dir() {
+            Format::Dir
+        } else if path.extension().is_some_and(|e| e == "txt") {
+            Format::Lines
+        } else {
+            Format::Jsonl
+        };
+        Input { path, format }
+    }
+
+    /// The name used in messages and `Lines` ids.
+    pub fn name(&self) -> String {
+        if self.path.as_os_str() == "-" {
+            "-".to_string()
+        } else {
+            self.path.display().to_string()
+        }
+    }
+}
+
+/// A document read from an input.
+#[derive(Debug, Clone)]
+pub struct Doc {
+    pub id: String,
+    pub content: Content,
+    /// `name:line` (or the file path for directories).
+    pub source: String,
+}
+
+/// Something wrong with one line or file of an input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// `name:line`, or a path.
+    pub location: String,
+    pub reason: String,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.location, self.reason)
+    }
+}
+
+/// What a reader yields.
+pub type Item = Result<Doc, Problem>;
+
+/// Reads one line into `buf` (without the newline), at most `max` bytes.
+/// Returns `Ok(None)` at end of input, `Ok(Some(true))` for a line,
+/// `Ok(Some(false))` for a line that was too long (its bytes are skipped).
+fn read_line_bounded(
+    r: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<Option<bool>> {
+    buf.clear();
+    let mut any = false;
+    let mut too_long = false;
+    loop {
+        let avail = match r.fill_buf() {
+            Ok(a) => a,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if avail.is_empty() {
+            break;
+        }
+        any = true;
+        let (chunk, done) = match avail.iter().position(|&b| b == b'\n') {
+            Some(i) => (&avail[..i], Some(i + 1)),
+            None => (avail, None),
+        };
+        if !too_long {
+            if buf.len() + chunk.len() > max {
+                too_long = true;
+                buf.clear();
+            } else {
+                buf.extend_from_slice(chunk);
+            }
+        }
+        let used = done.unwrap_or(avail.len());
+        r.consume(used);
+        if done.is_some() {
+            break;
+        }
+    }
+    if !any {
+        return Ok(None);
+    }
+    if buf.last() == Some(&b'\r') {
+        buf.pop();
+    }
+    Ok(Some(!too_long))
+}
+
+#[derive(Deserialize)]
+struct JsonDoc {
+    #[serde(default)]
+    id: Option<serde_json::Value>,
+    #[serde(default)]
+    text: Option<serde_json::Value>,
+    #[serde(default)]
+    features: Option<serde_json::Value>,
+}
+
+/// Parses one JSONL line into (id, content).
+pub fn parse_json_doc(line: &[u8]) -> Result<(String, Content), String> {
+    // serde would read a struct from an array too; a document is an object.
+    match line.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => {}
+        Some(b'[' | b'"' | b'0'..=b'9' | b'-' | b't' | b'f' | b'n')
+            if serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok() =>
+        {
+            return Err("not a JSON object".into())
+        }
+        _ => {}
+    }
+    let d: JsonDoc = serde_json::from_slice(line).map_err(|e| {
+        let s = e.to_string();
+        if s.contains("expected struct JsonDoc") {
+            "not a JSON object".to_string()
+        } else {
+            format!("invalid JSON: {s}")
+        }
+    })?;
+    let id = match d.id {
+        None | Some(serde_json::Value::Null) => return Err("missing \"id\"".into()),
+        Some(serde_json::Value::String(s)) if s.is_empty() => return Err("empty \"id\"".into()),
+        Some(serde_json::Value::String(s)) => s,
+        Some(serde_json::Value::Number(n)) if n.is_i64() || n.is_u64() => n.to_string(),
+        Some(other) => {
+            return Err(format!(
+                "\"id\" must be a string or an integer, not {}",
+                json_kind(&other)
+            ))
+        }
+    };
+    if id.len() > 4096 {
+        return Err(format!("\"id\" is {} bytes (at most 4096)", id.len()));
+    }
+    let content = match (d.text, d.features) {
+        (Some(serde_json::Value::String(t)), None) => Content::Text(t),
+        (Some(other), None) => {
+            return Err(format!(
+                "\"text\" must be a string, not {}",
+                json_kind(&other)
+            ))
+        }
+        (None, Some(f)) => Content::Features(parse_features(&f)?),
+        (Some(_), Some(_)) => return Err("give \"text\" or \"features\", not both".into()),
+        (None, None) => return Err("missing \"text\"".into()),
+    };
+    Ok((id, content))
+}
+
+/// Parses `{"name": weight, …}` or `[["name", weight], …]`.
+pub fn parse_features(v: &serde_json::Value) -> Result<Vec<(String, f64)>, String> {
+    let bad = || {
+        "\"features\" must be an object {\"name\": weight} or an array [[\"name\", weight]]"
+            .to_string()
+    };
+    let weight = |w: &serde_json::Value| w.as_f64().filter(|x| x.is_finite()).ok_or_else(bad);
+    match v {
+        serde_json::Value::Object(m) => {
+            m.iter().map(|(k, w)| Ok((k.clone(), weight(w)?))).collect()
+        }
+        serde_json::Value::Array(a) => a
+            .iter()
+            .map(|p| match p.as_array().map(|x| x.as_slice()) {
+                Some([serde_json::Value::String(k), w]) => Ok((k.clone(), weight(w)?)),
+                _ => Err(bad()),
+            })
+            .collect(),
+        _ => Err(bad()),
+    }
+}
+
+fn json_kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+/// Opens an input and returns an iterator of its items.
+pub fn read(
+    input: &Input,
+    max_doc_bytes: usize,
+) -> std::io::Result<Box<dyn Iterator<Item = Item> + Send>> {
+    let name = input.name();
+    match input.format {
+        Format::Dir => Ok(Box::new(read_dir(input.path.clone(), max_doc_bytes))),
+        Format::Jsonl | Format::Lines => {
+            let reader: Box<dyn BufRead + Send> = if name == "-" {
+                Box::new(BufReader::with_capacity(1 << 20, std::io::stdin()))
+            } else {
+                Box::new(BufReader::with_capacity(1 << 20, File::open(&input.path)?))
+            };
+            Ok(Box::new(LineReader {
+                reader,
+                name,
+                format: input.format,
+                line: 0,
+                buf: Vec::new(),
+                max: max_doc_bytes,
+                done: false,
+            }))
+        }
+    }
+}
+
+struct LineReader {
+    reader: Box<dyn BufRead + Send>,
+    name: String,
+    format: Format,
+    line: u64,
+    buf: Vec<u8>,
+    max: usize,
+    done: bool,
+}
+
+impl Iterator for LineReader {
+    type Item = Item;
+
+    fn next(&mut self) -> Option<Item> {
+        loop {
+            if self.done {
+                return None;
+            }
+            self.line += 1;
+            let location = format!("{}:{}", self.name, self.line);
+            let problem = |reason: String| {
+                Some(Err(Problem {
+                    location: location.clone(),
+                    reason,
+                }))
+            };
+            match read_line_bounded(&mut self.reader, &mut self.buf, self.max) {
+                Err(e) => {
+                    self.done = true;
+                    return problem(format!("read error: {e}"));
+                }
+                Ok(None) => {
+                    self.done = true;
+                    return None;
+                }
+                Ok(Some(false)) => {
+                    return problem(format!(
+                        "line longer than the limit of {} bytes; skipped",
+                        self.max
+                    ))
+                }
+                Ok(Some(true)) => {}
+            }
+            if self.buf.iter().all(u8::is_ascii_whitespace) {
+                continue; // blank lines are not documents
+            }
+            return Some(match self.format {
+                Format::Jsonl => match parse_json_doc(&self.buf) {
+                    Ok((id, content)) => Ok(Doc {
+                        id,
+                        content,
+                        source: location,
+                    }),
+                    Err(reason) => Err(Problem { location, reason }),
+                },
+                _ => match std::str::from_utf8(&self.buf) {
+                    Ok(t) => Ok(Doc {
+                        id: location.clone(),
+                        content: Content::Text(t.to_string()),
+                        source: location,
+                    }),
+                    Err(e) => Err(Problem {
+                        location,
+                        reason: format!("invalid UTF-8 at byte {}", e.valid_up_to()),
+                    }),
+                },
+            });
+        }
+    }
+}
+
+fn read_dir(root: PathBuf, max: usize) -> impl Iterator<Item = Item> + Send {
+    walkdir::WalkDir::new(&root)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_map(move |e| {
+            let e = match e {
+                Ok(e) => e,
+                Err(err) => {
+                    return Some(Err(Problem {
+                        location: err.path().unwrap_or(&root).display().to_string(),
+                        reason: format!("cannot read: {err}"),
+                    }))
+                }
+            };
+            if !e.file_type().is_file() {
+                return None;
+            }
+            Some(read_file_doc(&root, e.path(), max))
+        })
+}
+
+fn read_file_doc(root: &Path, path: &Path, max: usize) -> Item {
+    let location = path.display().to_string();
+    let problem = |reason: String| {
+        Err(Problem {
+            location: location.clone(),
+            reason,
+        })
+    };
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    let Some(id) = rel
+        .to_str()
+        .map(|s| s.replace(std::path::MAIN_SEPARATOR, "/"))
+    else {
+        return problem("file name is not valid UTF-8".into());
+    };
+    let f = match File::open(path) {
+        Ok(f) => f,
+        Err(e) => return problem(format!("cannot open: {e}")),
+    };
+    let mut bytes = Vec::new();
+    if let Err(e) = f.take(max as u64 + 1).read_to_end(&mut bytes) {
+        return problem(format!("read error: {e}"));
+    }
+    if bytes.len() > max {
+        return problem(format!(
+            "file larger than the limit of {max} bytes; skipped"
+        ));
+    }
+    match String::from_utf8(bytes) {
+        Ok(t) => Ok(Doc {
+            id,
+            content: Content::Text(t),
+            source: location,
+        }),
+        Err(e) => problem(format!(
+            "invalid UTF-8 at byte {}",
+            e.utf8_error().valid_up_to()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_docs_good_and_bad() {
+        let ok = |s: &str| parse_json_doc(s.as_bytes()).unwrap();
+        assert_eq!(ok(r#"{"id":"a","text":"t","x":1}"#).0, "a");
+        assert_eq!(ok(r#"{"id":42,"text":"t"}"#).0, "42");
+        assert_eq!(
+            ok(r#"{"id":"f","features":{"a":1.5}}"#).1,
+            Content::Features(vec![("a".into(), 1.5)])
+        );
+        let err = |s: &str| parse_json_doc(s.as_bytes()).unwrap_err();
+        assert!(err(r#"{"id":"a","text":"#).contains("invalid JSON"));
+        assert_eq!(err("[1,2]"), "not a JSON object");
+        assert_eq!(err(r#"{"text":"t"}"#), "missing \"id\"");
+        assert_eq!(err(r#"{"id":"","text":"t"}"#), "empty \"id\"");
+        assert!(err(r#"{"id":1.5,"text":"t"}"#).contains("string or an integer"));
+        assert!(err(r#"{"id":"a","text":5}"#).contains("must be a string"));
+        assert_eq!(err(r#"{"id":"a"}"#), "missing \"text\"");
+        assert!(parse_json_doc(b"{\"id\":\"a\",\"text\":\"\xff\"}").is_err());
+    }
+
+    #[test]
+    fn bounded_lines() {
+        let data = b"short\nthis line is long\r\nend";
+        let mut r = &data[..];
+        let mut buf = Vec::new();
+        assert_eq!(read_line_bounded(&mut r, &mut buf, 8).unwrap(), Some(true));
+        assert_eq!(buf, b"short");
+        assert_eq!(read_line_bounded(&mut r, &mut buf, 8).unwrap(), Some(false));
+        assert_eq!(read_line_bounded(&mut r, &mut buf, 8).unwrap(), Some(true));
+        assert_eq!(buf, b"end");
+        assert_eq!(read_line_bounded(&mut r, &mut buf, 8).unwrap(), None);
+    }
+}

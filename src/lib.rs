@@ -1,0 +1,40 @@
+//! simdb: a persistent, on-disk near-duplicate detection database for text.
+//!
+//! Each document becomes a 64-bit Simhash [`Fingerprint`]. Two documents are
+//! near-duplicates when their fingerprints differ in at most `k` bits
+//! (k <= 3). The store is RocksDB with four block column families: a
+//! fingerprint's four 16-bit blocks, one per family, so that any fingerprint
+//! within 3 bits shares at least one block with the query (pigeonhole) and a
+//! query is four short prefix scans. Answers are exactly what a brute-force
+//! scan over all fingerprints returns.
+//!
+//! ```no_run
+//! use simdb::{Content, Db, Recipe};
+//!
+//! # fn main() -> simdb::Result<()> {
+//! let dir = std::env::temp_dir().join("simdb-doc-example");
+//! let mut db = Db::create(&dir, Recipe::default())?;
+//! db.put("a", Content::Text("国务院总理主持召开常务会议，部署扩大内需的政策措施。".into()))?;
+//! let hits = db.query_text("国务院总理主持召开常务会议，部署扩大内需的若干政策措施。", 3, Some(10))?;
+//! for h in hits {
+//!     println!("{} at distance {}", h.id, h.distance);
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! Modules: [`fingerprint`] and [`index`] are pure (no RocksDB, no files);
+//! [`store`] is the only one that touches RocksDB; [`Db`] is the facade the
+//! `simdb` command is built on; [`ingest`] reads inputs and writes batches.
+
+pub mod db;
+pub mod error;
+pub mod fingerprint;
+pub mod index;
+pub mod ingest;
+pub mod store;
+
+pub use db::{Content, Db, Outcome, Stats, Writer};
+pub use error::{Error, Result};
+pub use fingerprint::{simhash_weighted, Fingerprint, Fingerprinter, Recipe};
+pub use index::Hit;
+pub use store::Record;

@@ -1,0 +1,396 @@
+//! The only module that imports RocksDB.
+//!
+//! # Column families
+//!
+//! | family   | key                                   | value                          |
+//! |----------|---------------------------------------|--------------------------------|
+//! | `block0` | block 0 ‖ fingerprint ‖ id (see [`crate::index`]) | empty              |
+//! | `block1` | block 1 ‖ fingerprint ‖ id            | empty                          |
+//! | `block2` | block 2 ‖ fingerprint ‖ id            | empty                          |
+//! | `block3` | block 3 ‖ fingerprint ‖ id            | empty                          |
+//! | `docs`   | document id, UTF-8                    | framed record ([`codec`])      |
+//! | `meta`   | ASCII name                            | see below                      |
+//!
+//! # Meta entries
+//!
+//! ```text
+//! key              value
+//! "magic"          the 12 bytes "simdb-store\n"
+//! "format_version" u32 big-endian (this build writes and reads 1)
+//! "recipe"         UTF-8 JSON of the fingerprint Recipe
+//! "doc_count"      u64 big-endian, number of documents (updated in each write batch)
+//! ```
+
+pub mod codec;
+
+use std::path::{Path, PathBuf};
+
+use rocksdb::{
+    BlockBasedOptions, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Options,
+    ReadOptions, SliceTransform, WriteBatch, WriteOptions, DB,
+};
+
+pub use codec::Record;
+
+use crate::error::{Error, Result};
+use crate::fingerprint::{Fingerprint, Recipe, BLOCKS};
+use crate::index::{self, Hit};
+
+/// Names of the four block families, in block order.
+pub const BLOCK_FAMILIES: [&str; BLOCKS] = ["block0", "block1", "block2", "block3"];
+/// Name of the documents family.
+pub const DOCS: &str = "docs";
+/// Name of the meta family.
+pub const META: &str = "meta";
+
+/// Meta key and value of the magic.
+pub const MAGIC_KEY: &[u8] = b"magic";
+pub const MAGIC: &[u8] = b"simdb-store\n";
+/// Meta key of the format version.
+pub const FORMAT_VERSION_KEY: &[u8] = b"format_version";
+/// The on-disk format version this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// Meta key of the recipe.
+pub const RECIPE_KEY: &[u8] = b"recipe";
+/// Meta key of the document count.
+pub const DOC_COUNT_KEY: &[u8] = b"doc_count";
+
+/// How to open a store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Exclusive writer.
+    ReadWrite,
+    /// Reader; works while another process writes, and sees the store as of
+    /// the moment it was opened.
+    ReadOnly,
+}
+
+/// An open RocksDB holding a simdb store.
+pub struct Store {
+    db: DB,
+    path: PathBuf,
+    access: Access,
+}
+
+fn block_family_options() -> Options {
+    let mut o = Options::default();
+    o.set_prefix_extractor(SliceTransform::create_fixed_prefix(index::PREFIX_LEN));
+    o.set_memtable_prefix_bloom_ratio(0.1);
+    o.set_compression_type(DBCompressionType::Lz4);
+    let mut b = BlockBasedOptions::default();
+    b.set_block_size(16 * 1024);
+    b.set_bloom_filter(10.0, false);
+    b.set_whole_key_filtering(false);
+    o.set_block_based_table_factory(&b);
+    o
+}
+
+fn docs_family_options() -> Options {
+    let mut o = Options::default();
+    o.set_compression_type(DBCompressionType::Lz4);
+    let mut b = BlockBasedOptions::default();
+    b.set_bloom_filter(10.0, false);
+    o.set_block_based_table_factory(&b);
+    o
+}
+
+fn descriptors() -> Vec<ColumnFamilyDescriptor> {
+    let mut v: Vec<ColumnFamilyDescriptor> = BLOCK_FAMILIES
+        .iter()
+        .map(|n| ColumnFamilyDescriptor::new(*n, block_family_options()))
+        .collect();
+    v.push(ColumnFamilyDescriptor::new(DOCS, docs_family_options()));
+    v.push(ColumnFamilyDescriptor::new(META, Options::default()));
+    v
+}
+
+fn db_options(create: bool) -> Options {
+    let mut o = Options::default();
+    o.create_if_missing(create);
+    o.create_missing_column_families(create);
+    o.set_max_background_jobs(2);
+    o.set_keep_log_file_num(3);
+    o
+}
+
+impl Store {
+    /// Creates a new store at `path` (which must not exist or be an empty
+    /// directory) with `recipe`.
+    pub fn create(path: &Path, recipe: &Recipe) -> Result<Store> {
+        if path.exists() {
+            let empty = path.is_dir()
+                && std::fs::read_dir(path)
+                    .map_err(|e| Error::io(path, e))?
+                    .next()
+                    .is_none();
+            if !empty {
+                return Err(Error::AlreadyExists {
+                    path: path.to_path_buf(),
+                });
+            }
+        }
+        let db = DB::open_cf_descriptors(&db_options(true), path, descriptors())?;
+        let store = Store {
+            db,
+            path: path.to_path_buf(),
+            access: Access::ReadWrite,
+        };
+        let meta = store.cf(META);
+        let mut b = WriteBatch::default();
+        b.put_cf(meta, MAGIC_KEY, MAGIC);
+        b.put_cf(meta, FORMAT_VERSION_KEY, FORMAT_VERSION.to_be_bytes());
+        let json = serde_json::to_vec(recipe).map_err(|e| Error::Input(e.to_string()))?;
+        b.put_cf(meta, RECIPE_KEY, json);
+        b.put_cf(meta, DOC_COUNT_KEY, 0u64.to_be_bytes());
+        let mut wo = WriteOptions::default();
+        wo.set_sync(true);
+        store.db.write_opt(b, &wo)?;
+        Ok(store)
+    }
+
+    /// Opens an existing store and checks magic, format version and recipe.
+    pub fn open(path: &Path, access: Access) -> Result<(Store, Recipe)> {
+        if !path.exists() {
+            return Err(Error::NoSuchStore {
+                path: path.to_path_buf(),
+            });
+        }
+        let not_simdb = |reason: &str| Error::NotASimdbStore {
+            path: path.to_path_buf(),
+            reason: reason.to_string(),
+        };
+        if !path.is_dir() {
+            return Err(not_simdb("not a directory"));
+        }
+        if !path.join("CURRENT").exists() {
+            return Err(not_simdb("no RocksDB CURRENT file"));
+        }
+        let families = DB::list_cf(&Options::default(), path)
+            .map_err(|e| not_simdb(&format!("cannot list column families: {e}")))?;
+        for want in BLOCK_FAMILIES.iter().chain([DOCS, META].iter()) {
+            if !families.iter().any(|f| f == want) {
+                return Err(not_simdb(&format!("column family '{want}' is missing")));
+            }
+        }
+        let opts = db_options(false);
+        let db = match access {
+            Access::ReadWrite => DB::open_cf_descriptors(&opts, path, descriptors()),
+            Access::ReadOnly => {
+                DB::open_cf_descriptors_read_only(&opts, path, descriptors(), false)
+            }
+        }
+        .map_err(|e| {
+            let s = e.to_string();
+            if s.contains("lock") || s.contains("Resource temporarily unavailable") {
+                Error::Input(format!(
+                    "{}: store is in use by another writer (e.g. a running `simdb ingest`); \
+                     readers (query, get, stats) can still open it",
+                    path.display()
+                ))
+            } else {
+                Error::Storage(e)
+            }
+        })?;
+        let store = Store {
+            db,
+            path: path.to_path_buf(),
+            access,
+        };
+        let meta = store.cf(META);
+        match store.db.get_cf(meta, MAGIC_KEY)? {
+            Some(m) if m == MAGIC => {}
+            Some(_) => return Err(not_simdb("wrong magic in the meta family")),
+            None => return Err(not_simdb("no magic in the meta family")),
+        }
+        let version = store
+            .db
+            .get_cf(meta, FORMAT_VERSION_KEY)?
+            .ok_or_else(|| Error::corrupt(META, FORMAT_VERSION_KEY, "missing"))?;
+        let version: [u8; 4] = version
+            .as_slice()
+            .try_into()
+            .map_err(|_| Error::corrupt(META, FORMAT_VERSION_KEY, "not 4 bytes"))?;
+        let version = u32::from_be_bytes(version);
+        if version > FORMAT_VERSION {
+            return Err(Error::NewerFormat {
+                path: path.to_path_buf(),
+                found: version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        if version == 0 {
+            return Err(Error::corrupt(META, FORMAT_VERSION_KEY, "version 0"));
+        }
+        let recipe = store
+            .db
+            .get_cf(meta, RECIPE_KEY)?
+            .ok_or_else(|| Error::corrupt(META, RECIPE_KEY, "missing"))?;
+        let recipe: Recipe = serde_json::from_slice(&recipe)
+            .map_err(|e| Error::corrupt(META, RECIPE_KEY, format!("bad recipe JSON: {e}")))?;
+        Ok((store, recipe))
+    }
+
+    /// The store's directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// How the store was opened.
+    pub fn access(&self) -> Access {
+        self.access
+    }
+
+    fn cf(&self, name: &str) -> &ColumnFamily {
+        self.db
+            .cf_handle(name)
+            .unwrap_or_else(|| unreachable!("family {name} is opened with the store"))
+    }
+
+    /// The stored record of `id`, if any.
+    pub fn get(&self, id: &str) -> Result<Option<Record>> {
+        match self.db.get_pinned_cf(self.cf(DOCS), id.as_bytes())? {
+            None => Ok(None),
+            Some(v) => codec::decode_record(&v)
+                .map(Some)
+                .map_err(|r| Error::corrupt(DOCS, id.as_bytes(), r)),
+        }
+    }
+
+    /// The document count kept in meta.
+    pub fn doc_count(&self) -> Result<u64> {
+        let v = self
+            .db
+            .get_cf(self.cf(META), DOC_COUNT_KEY)?
+            .ok_or_else(|| Error::corrupt(META, DOC_COUNT_KEY, "missing"))?;
+        let b: [u8; 8] = v
+            .as_slice()
+            .try_into()
+            .map_err(|_| Error::corrupt(META, DOC_COUNT_KEY, "not 8 bytes"))?;
+        Ok(u64::from_be_bytes(b))
+    }
+
+    /// Every stored document within `k` of `q`, unsorted. Candidates are
+    /// decided from the index keys alone; records are never read.
+    pub fn probe(&self, q: Fingerprint, k: u32, mut visit: impl FnMut(Hit)) -> Result<()> {
+        crate::fingerprint::check_k(k)?;
+        let mut seen = std::collections::HashSet::new();
+        for (i, name) in BLOCK_FAMILIES.iter().enumerate() {
+            let prefix = index::bucket_prefix(i, q);
+            let mut ro = ReadOptions::default();
+            ro.set_prefix_same_as_start(true);
+            ro.set_iterate_range(rocksdb::PrefixRange(&prefix[..]));
+            let mut it = self.db.raw_iterator_cf_opt(self.cf(name), ro);
+            it.seek(prefix);
+            while let Some(key) = it.key() {
+                if !key.starts_with(&prefix) {
+                    break;
+                }
+                let ik = index::decode_key(i, key).map_err(|r| Error::corrupt(name, key, r))?;
+                let d = ik.fingerprint.distance(q);
+                if d <= k {
+                    let id = std::str::from_utf8(ik.id)
+                        .map_err(|_| Error::corrupt(name, key, "document id is not UTF-8"))?;
+                    if seen.insert(id.to_string()) {
+                        visit(Hit {
+                            id: id.to_string(),
+                            fingerprint: ik.fingerprint,
+                            distance: d,
+                        });
+                    }
+                }
+                it.next();
+            }
+            it.status()?;
+        }
+        Ok(())
+    }
+
+    /// Adds the writes of one document to `batch`: its record and four keys.
+    pub fn put_doc(&self, b: &mut WriteBatch, id: &str, rec: &Record) {
+        b.put_cf(self.cf(DOCS), id.as_bytes(), codec::encode_record(rec));
+        for (i, name) in BLOCK_FAMILIES.iter().enumerate() {
+            b.put_cf(self.cf(name), index::encode_key(i, rec.fingerprint, id), []);
+        }
+    }
+
+    /// Adds the deletes of one document to `batch`: its record and four keys.
+    pub fn delete_doc(&self, b: &mut WriteBatch, id: &str, fp: Fingerprint) {
+        b.delete_cf(self.cf(DOCS), id.as_bytes());
+        for (i, name) in BLOCK_FAMILIES.iter().enumerate() {
+            b.delete_cf(self.cf(name), index::encode_key(i, fp, id));
+        }
+    }
+
+    /// Sets the document count in `batch`.
+    pub fn put_doc_count(&self, b: &mut WriteBatch, n: u64) {
+        b.put_cf(self.cf(META), DOC_COUNT_KEY, n.to_be_bytes());
+    }
+
+    /// Writes `batch` atomically across families.
+    pub fn write(&self, b: WriteBatch, sync: bool) -> Result<()> {
+        let mut wo = WriteOptions::default();
+        wo.set_sync(sync);
+        self.db.write_opt(b, &wo)?;
+        Ok(())
+    }
+
+    /// Calls `visit` with every (id, record) in id order.
+    pub fn for_each_doc(&self, mut visit: impl FnMut(&str, Record) -> Result<()>) -> Result<()> {
+        let mut it = self.db.raw_iterator_cf(self.cf(DOCS));
+        it.seek_to_first();
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            let id =
+                std::str::from_utf8(k).map_err(|_| Error::corrupt(DOCS, k, "id is not UTF-8"))?;
+            let rec = codec::decode_record(v).map_err(|r| Error::corrupt(DOCS, k, r))?;
+            visit(id, rec)?;
+            it.next();
+        }
+        it.status()?;
+        Ok(())
+    }
+
+    /// Calls `visit` with every raw (key, value) of the documents family.
+    pub fn for_each_raw_doc(&self, mut visit: impl FnMut(&[u8], &[u8])) -> Result<()> {
+        let mut it = self.db.raw_iterator_cf(self.cf(DOCS));
+        it.seek_to_first();
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            visit(k, v);
+            it.next();
+        }
+        it.status()?;
+        Ok(())
+    }
+
+    /// Calls `visit` with every raw key of block family `i`, in order.
+    pub fn for_each_index_key(
+        &self,
+        i: usize,
+        mut visit: impl FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let mut it = self.db.raw_iterator_cf(self.cf(BLOCK_FAMILIES[i]));
+        it.seek_to_first();
+        while let Some(k) = it.key() {
+            visit(k)?;
+            it.next();
+        }
+        it.status()?;
+        Ok(())
+    }
+
+    /// Size in bytes of the SST files of a family (0 if not known).
+    pub fn family_size(&self, name: &str) -> u64 {
+        self.db
+            .property_int_value_cf(self.cf(name), "rocksdb.total-sst-files-size")
+            .ok()
+            .flatten()
+            .unwrap_or(0)
+    }
+
+    /// Flushes memtables to SST files (so sizes on disk are meaningful).
+    pub fn flush(&self) -> Result<()> {
+        for name in BLOCK_FAMILIES.iter().chain([DOCS, META].iter()) {
+            self.db.flush_cf(self.cf(name))?;
+        }
+        Ok(())
+    }
+}

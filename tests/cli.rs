@@ -1,0 +1,351 @@
+//! The `simdb` binary end to end, in temp directories.
+
+mod common;
+
+use common::{code, simdb, simdb_stdin, stderr, stdout, TempDb};
+use serde_json::{json, Value};
+
+/// A JSONL corpus of generated Chinese articles; article `i` of `with_edits`
+/// also gets an edited copy `i-edit` (1 of 300 words changed) right after it.
+fn corpus(seed: u64, n: usize, with_edits: &[usize]) -> (String, Vec<String>) {
+    let (lines, docs) = corpus_docs(seed, n, with_edits);
+    (
+        lines,
+        docs.into_iter()
+            .filter(|(id, _)| !id.ends_with("-edit"))
+            .map(|d| d.1)
+            .collect(),
+    )
+}
+
+/// The JSONL and the (id, text) pairs in input order.
+fn corpus_docs(seed: u64, n: usize, with_edits: &[usize]) -> (String, Vec<(String, String)>) {
+    let vocab = common::vocab();
+    let mut rng = common::rng(seed);
+    let mut lines = String::new();
+    let mut docs = Vec::new();
+    for i in 0..n {
+        let words = common::article(&mut rng, &vocab, 300);
+        let t: String = words.concat();
+        lines += &format!(
+            "{}\n",
+            json!({"id": format!("doc-{i}"), "text": t, "extra": 1})
+        );
+        docs.push((format!("doc-{i}"), t));
+        if with_edits.contains(&i) {
+            let e: String = common::edit(&mut rng, &vocab, &words, 1).concat();
+            lines += &format!("{}\n", json!({"id": format!("doc-{i}-edit"), "text": e}));
+            docs.push((format!("doc-{i}-edit"), e));
+        }
+    }
+    (lines, docs)
+}
+
+/// The duplicate report brute force expects: for each document, the nearest
+/// earlier one within 3 bits (ties by id).
+fn expected_report(docs: &[(String, String)]) -> Vec<(String, String, u32)> {
+    let f = simdb::Fingerprinter::new(simdb::Recipe::default());
+    let fps: Vec<simdb::Fingerprint> = docs
+        .iter()
+        .map(|(_, t)| f.fingerprint(t).unwrap())
+        .collect();
+    let mut out = Vec::new();
+    for i in 0..docs.len() {
+        let earlier = (0..i).map(|j| (docs[j].0.as_str(), fps[j]));
+        if let Some(h) = simdb::index::brute_force(earlier, fps[i], 3).first() {
+            out.push((docs[i].0.clone(), h.id.clone(), h.distance));
+        }
+    }
+    out
+}
+
+#[test]
+fn init_ingest_query_get_delete_stats() {
+    let t = TempDb::new();
+    let db = t.path();
+    let o = simdb(&[&"init", &db]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let (lines, docs) = corpus_docs(1, 60, &[5, 40, 41, 42, 43, 44]);
+    let texts: Vec<String> = docs
+        .iter()
+        .filter(|(id, _)| !id.ends_with("-edit"))
+        .map(|d| d.1.clone())
+        .collect();
+    let input = t.file("in.jsonl", &lines);
+    let report = t.dir.path().join("report.jsonl");
+    let o = simdb(&[&"ingest", &db, &input, &"--report", &report]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("read 66 | inserted 66"),
+        "{}",
+        stderr(&o)
+    );
+
+    // Near-duplicates inside the same input file are reported.
+    let rep: Vec<Value> = std::fs::read_to_string(&report)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let got: Vec<(String, String, u32)> = rep
+        .iter()
+        .map(|v| {
+            (
+                v["id"].as_str().unwrap().into(),
+                v["duplicate_of"].as_str().unwrap().into(),
+                v["distance"].as_u64().unwrap() as u32,
+            )
+        })
+        .collect();
+    let want = expected_report(&docs);
+    assert_eq!(got, want);
+    // Most one-word edits land within 3 bits; the planted pairs are there.
+    assert!(want.len() >= 4, "{want:?}");
+    assert!(
+        want.iter()
+            .all(|(id, of, _)| *of == id.trim_end_matches("-edit")),
+        "{want:?}"
+    );
+
+    // Query by text: found, exit 0.
+    let o = simdb(&[&"query", &db, &"--text", &texts[5], &"--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let ids: Vec<&str> = v["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids[0], "doc-5");
+
+    // Query by id excludes itself.
+    let (first, of, _) = &want[0];
+    let o = simdb(&[&"query", &db, &"--id", of]);
+    assert_eq!(code(&o), 0);
+    assert!(stdout(&o).contains(first.as_str()));
+    assert!(!stdout(&o).lines().any(|l| l.ends_with(&format!(" {of}"))));
+
+    // Nothing found: exit 1.
+    let o = simdb(&[
+        &"query",
+        &db,
+        &"--text",
+        &"completely unrelated english words here",
+    ]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+
+    // k above 3: exit 2 with a clear message.
+    let o = simdb(&[
+        &"query",
+        &db,
+        &"--fingerprint",
+        &"0123456789abcdef",
+        &"-k",
+        &"4",
+    ]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("k = 4 is not supported"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!stderr(&o).contains("panicked"));
+
+    // get
+    let o = simdb(&[&"get", &db, &"doc-3", &"--json"]);
+    assert_eq!(code(&o), 0);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(v["source"].as_str().unwrap().ends_with("in.jsonl:4"));
+    assert_eq!(code(&simdb(&[&"get", &db, &"nope"])), 1);
+
+    // Re-ingest: all unchanged.
+    let o = simdb(&[&"ingest", &db, &input]);
+    assert!(stderr(&o).contains("unchanged 66"), "{}", stderr(&o));
+
+    // delete, then stats and verify
+    let o = simdb(&[&"delete", &db, &"doc-5", &"doc-0"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = simdb(&[&"stats", &db, &"--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["documents"], 64);
+    assert_eq!(v["families"][0]["keys"], 64);
+    let o = simdb(&[&"verify", &db]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+}
+
+#[test]
+fn bad_lines_are_reported_with_line_numbers_and_good_lines_land() {
+    let t = TempDb::new();
+    let db = t.path();
+    simdb(&[&"init", &db]);
+    let mut data: Vec<u8> = Vec::new();
+    data.extend_from_slice(b"{\"id\":\"g1\",\"text\":\"first good document about rivers\"}\n");
+    data.extend_from_slice(b"{\"id\":\"b2\",\"text\":\n"); // truncated JSON
+    data.extend_from_slice(b"{\"id\":\"g3\",\"text\":\"second good document about mountains\"}\n");
+    data.extend_from_slice(b"{\"text\":\"no id here\"}\n");
+    data.extend_from_slice(b"{\"id\":\"b5\",\"text\":\"bad \xff\xfe utf8\"}\n");
+    data.extend_from_slice(b"[1,2,3]\n");
+    data.extend_from_slice(b"\n");
+    data.extend_from_slice(b"{\"id\":\"e8\",\"text\":\"\xef\xbc\x8c the of\"}\n"); // no features
+    data.extend_from_slice(b"{\"id\":9,\"text\":\"third good document about forests\"}");
+    let input = t.file("mixed.jsonl", &data);
+    let o = simdb(&[&"ingest", &db, &input]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let err = stderr(&o);
+    for line in [2, 4, 5, 6] {
+        assert!(
+            err.contains(&format!("mixed.jsonl:{line}: ")),
+            "line {line}: {err}"
+        );
+    }
+    assert!(
+        err.contains("mixed.jsonl:8: document \"e8\" has no usable features"),
+        "{err}"
+    );
+    assert!(err.contains("bad lines 4"), "{err}");
+    for id in ["g1", "g3", "9"] {
+        assert_eq!(code(&simdb(&[&"get", &db, &id])), 0, "{id}");
+    }
+
+    // --strict stops at the first bad line, keeping what came before.
+    let t2 = TempDb::new();
+    simdb(&[&"init", &t2.path()]);
+    let o = simdb(&[&"ingest", &t2.path(), &input, &"--strict"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("mixed.jsonl:2"), "{}", stderr(&o));
+    assert_eq!(code(&simdb(&[&"get", &t2.path(), &"g1"])), 0);
+    assert_eq!(code(&simdb(&[&"get", &t2.path(), &"g3"])), 1);
+}
+
+#[test]
+fn plain_lines_directories_and_stdin() {
+    let t = TempDb::new();
+    let db = t.path();
+    simdb(&[&"init", &db]);
+    let lines = t.file(
+        "docs.txt",
+        "the first line of words\n\nsecond line has other words\n",
+    );
+    t.file("tree/a.txt", "a file about databases and indexes");
+    t.file("tree/sub/b.md", "another file about fingerprints");
+    let tree = t.dir.path().join("tree");
+    let o = simdb_stdin(
+        &[&"ingest", &db, &lines, &tree, &"-"],
+        b"{\"id\":\"s1\",\"text\":\"from standard input\"}\n",
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stderr(&o).contains("inserted 5"), "{}", stderr(&o));
+    let lines_id = format!("{}:3", lines.display());
+    for id in [lines_id.as_str(), "a.txt", "sub/b.md", "s1"] {
+        assert_eq!(code(&simdb(&[&"get", &db, &id])), 0, "{id}");
+    }
+}
+
+#[test]
+fn skip_duplicates_policy() {
+    let t = TempDb::new();
+    let db = t.path();
+    simdb(&[&"init", &db]);
+    let (mut lines, texts) = corpus(2, 10, &[]);
+    lines += &format!("{}\n", json!({"id": "doc-3-copy", "text": texts[3]}));
+    let input = t.file("in.jsonl", &lines);
+    let o = simdb(&[&"ingest", &db, &input, &"--skip-duplicates", &"--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["inserted"], 10);
+    assert_eq!(v["skipped_duplicates"], 1);
+    assert_eq!(code(&simdb(&[&"get", &db, &"doc-3-copy"])), 1);
+}
+
+#[test]
+fn batch_queries_answer_one_line_each() {
+    let t = TempDb::new();
+    let db = t.path();
+    simdb(&[&"init", &db]);
+    let (lines, texts) = corpus(3, 20, &[]);
+    let input = t.file("in.jsonl", &lines);
+    simdb(&[&"ingest", &db, &input]);
+    let fp = simdb(&[&"fingerprint", &"--text", &texts[7]]);
+    let fp = stdout(&fp).trim().to_string();
+    let batch = format!(
+        "{}\n{}\n{}\nnot json\n",
+        json!({"id": "q-text", "text": texts[7]}),
+        json!({"fingerprint": fp}),
+        json!({"fingerprint": "ffffffffffffffff"}),
+    );
+    let bf = t.file("batch.jsonl", batch);
+    let o = simdb(&[&"query", &db, &"--batch", &bf]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out: Vec<Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(out.len(), 4);
+    assert_eq!(out[0]["query"], "q-text");
+    assert_eq!(out[0]["hits"][0]["id"], "doc-7");
+    assert_eq!(out[1]["hits"][0]["id"], "doc-7");
+    assert_eq!(out[1]["query"], 2);
+    assert!(out[3]["error"].is_string());
+    assert!(stderr(&o).contains("batch.jsonl:4"));
+}
+
+#[test]
+fn fingerprint_command_needs_no_store() {
+    let o = simdb(&[&"fingerprint", &"--text", &"hello near duplicate world"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let a = stdout(&o).trim().to_string();
+    assert_eq!(a.len(), 16);
+    let o = simdb_stdin(
+        &[&"fingerprint", &"--json"],
+        b"{\"id\":\"x\",\"text\":\"hello near duplicate world\"}\n{\"id\":\"v\",\"features\":{\"a\":1,\"b\":-2}}\n",
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let l: Vec<Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(l[0]["fingerprint"], a.as_str());
+    assert_eq!(l[1]["id"], "v");
+    let o = simdb(&[&"fingerprint", &"--text", &"，。"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("no usable features"), "{}", stderr(&o));
+}
+
+#[test]
+fn errors_are_clear_and_never_panics() {
+    let t = TempDb::new();
+    let mut all = Vec::new();
+    let o = simdb(&[&"query", &t.path(), &"--text", &"x"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("no such store"), "{}", stderr(&o));
+    let notdb = t.dir.path().join("notdb");
+    std::fs::create_dir(&notdb).unwrap();
+    std::fs::write(notdb.join("x"), "x").unwrap();
+    all.push(o);
+    let o = simdb(&[&"stats", &notdb]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("not a simdb store"), "{}", stderr(&o));
+    simdb(&[&"init", &t.path()]);
+    all.push(o);
+    let o = simdb(&[&"init", &t.path()]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("already exists"), "{}", stderr(&o));
+    all.push(o);
+    let o = simdb(&[&"query", &t.path(), &"--fingerprint", &"xyz"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("not 16 hex digits"), "{}", stderr(&o));
+    all.push(o);
+    let o = simdb(&[&"ingest", &t.path(), &t.dir.path().join("absent.jsonl")]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("absent.jsonl: no such file"),
+        "{}",
+        stderr(&o)
+    );
+    all.push(o);
+    for o in &all {
+        assert!(!stderr(o).contains("panicked") && !stderr(o).contains("backtrace"));
+    }
+}

@@ -1,0 +1,206 @@
+//! The index returns exactly what a brute-force scan returns, for k in 0..=3,
+//! with planted neighbours at distance exactly k and k+1, identical
+//! fingerprints under different ids, and differing bits spread over blocks;
+//! before and after close and reopen.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use rand::Rng;
+use simdb::index::{brute_force, MemIndex};
+use simdb::{Content, Db, Fingerprint, Recipe};
+
+/// Flips the given bit positions.
+fn flip(fp: Fingerprint, bits: &[u32]) -> Fingerprint {
+    Fingerprint(bits.iter().fold(fp.0, |v, b| v ^ (1u64 << b)))
+}
+
+/// `d` distinct bit positions, spread over as many blocks as possible
+/// (`spread`) or packed into one block.
+fn bits(rng: &mut impl Rng, d: usize, spread: bool) -> Vec<u32> {
+    let mut out: Vec<u32> = Vec::new();
+    let first_block = rng.random_range(0..4u32);
+    while out.len() < d {
+        let block = if spread {
+            (first_block + out.len() as u32) % 4
+        } else {
+            first_block
+        };
+        let b = block * 16 + rng.random_range(0..16);
+        if !out.contains(&b) {
+            out.push(b);
+        }
+    }
+    out
+}
+
+struct Planted {
+    entries: BTreeMap<String, Fingerprint>,
+    queries: Vec<Fingerprint>,
+}
+
+fn plant(seed: u64, random: usize, queries: usize) -> Planted {
+    let mut rng = common::rng(seed);
+    let mut entries = BTreeMap::new();
+    for n in 0..random {
+        entries.insert(format!("rand-{n:06}"), Fingerprint(rng.random()));
+    }
+    let mut qs = Vec::new();
+    for q in 0..queries {
+        let base = Fingerprint(rng.random());
+        qs.push(base);
+        // Identical fingerprints under different ids.
+        entries.insert(format!("q{q}-same-a"), base);
+        entries.insert(format!("q{q}-same-b"), base);
+        for d in 1..=5usize {
+            for spread in [true, false] {
+                for copy in 0..2 {
+                    let b = bits(&mut rng, d, spread);
+                    entries.insert(
+                        format!(
+                            "q{q}-d{d}-{}-{copy}",
+                            if spread { "spread" } else { "packed" }
+                        ),
+                        flip(base, &b),
+                    );
+                }
+            }
+        }
+        // Bits spread over exactly three blocks, one block untouched.
+        let skip = rng.random_range(0..4u32);
+        let three: Vec<u32> = (0..4u32)
+            .filter(|b| *b != skip)
+            .map(|b| b * 16 + rng.random_range(0..16))
+            .collect();
+        entries.insert(format!("q{q}-three-blocks"), flip(base, &three));
+    }
+    // Queries that are not stored themselves: a near neighbour of a planted one.
+    let extra: Vec<Fingerprint> = qs.iter().map(|q| flip(*q, &[0, 17])).collect();
+    qs.extend(extra);
+    Planted {
+        entries,
+        queries: qs,
+    }
+}
+
+fn check_db(db: &Db, p: &Planted, when: &str) {
+    let mut found_at = [0usize; 4];
+    for q in &p.queries {
+        for k in 0..=3u32 {
+            let want = brute_force(p.entries.iter().map(|(id, fp)| (id.as_str(), *fp)), *q, k);
+            let got = db.query(*q, k, None).unwrap();
+            assert_eq!(got, want, "{when}: query {q} at k={k}");
+            found_at[k as usize] += got.len();
+            // A limit returns a prefix of the full answer.
+            let lim = db.query(*q, k, Some(3)).unwrap();
+            assert_eq!(lim[..], want[..want.len().min(3)], "{when}: limit");
+        }
+    }
+    // The planted neighbours are really there: more hits for larger k.
+    assert!(found_at[0] < found_at[1] && found_at[1] < found_at[2] && found_at[2] < found_at[3]);
+}
+
+#[test]
+fn store_matches_brute_force_before_and_after_reopen() {
+    for seed in [1u64, 2, 3] {
+        let t = common::TempDb::new();
+        let p = plant(seed, 3000, 12);
+        {
+            let db = Db::create(t.path(), Recipe::default()).unwrap();
+            let mut w = db.writer().unwrap();
+            for (i, (id, fp)) in p.entries.iter().enumerate() {
+                w.put(id, *fp, &Content::Text(id.to_string()), "test")
+                    .unwrap();
+                if i % 1000 == 999 {
+                    w.commit().unwrap();
+                }
+            }
+            w.commit().unwrap();
+            check_db(&db, &p, "open");
+            assert_eq!(db.len().unwrap(), p.entries.len() as u64);
+        }
+        let db = Db::open(t.path()).unwrap();
+        check_db(&db, &p, "reopened");
+        let ro = {
+            drop(db);
+            Db::open_read_only(t.path()).unwrap()
+        };
+        check_db(&ro, &p, "read-only");
+        assert!(ro.verify().unwrap().is_clean());
+    }
+}
+
+#[test]
+fn writer_sees_its_own_pending_writes_exactly() {
+    let t = common::TempDb::new();
+    let p = plant(9, 500, 4);
+    let db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut w = db.writer().unwrap();
+    let mut all = BTreeMap::new();
+    for (i, (id, fp)) in p.entries.iter().enumerate() {
+        w.put(id, *fp, &Content::Text(id.clone()), "t").unwrap();
+        all.insert(id.clone(), *fp);
+        // Half committed, half pending.
+        if i == p.entries.len() / 2 {
+            w.commit().unwrap();
+        }
+    }
+    for q in &p.queries {
+        for k in 0..=3 {
+            let want = brute_force(all.iter().map(|(i, f)| (i.as_str(), *f)), *q, k);
+            assert_eq!(w.query(*q, k, None).unwrap(), want);
+        }
+    }
+}
+
+#[test]
+fn k_above_three_is_refused() {
+    let t = common::TempDb::new();
+    let db = Db::create(t.path(), Recipe::default()).unwrap();
+    let err = db.query(Fingerprint(0), 4, None).unwrap_err();
+    assert!(
+        matches!(err, simdb::Error::UnsupportedDistance { k: 4, max: 3 }),
+        "{err}"
+    );
+}
+
+/// Seeded property test of the pure in-memory index against brute force.
+#[test]
+fn mem_index_property() {
+    let config = Config {
+        cases: 200,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[42; 32]);
+    let mut runner = TestRunner::new_with_rng(config, rng);
+    let strategy = (
+        any::<u64>(),
+        proptest::collection::vec(any::<u64>(), 0..200),
+        proptest::collection::vec(proptest::collection::vec(0u32..64, 0..6), 0..40),
+    );
+    runner
+        .run(&strategy, |(base, randoms, flips)| {
+            let q = Fingerprint(base);
+            let mut idx = MemIndex::new();
+            let mut entries = BTreeMap::new();
+            for (i, r) in randoms.iter().enumerate() {
+                entries.insert(format!("r{i}"), Fingerprint(*r));
+            }
+            for (i, f) in flips.iter().enumerate() {
+                entries.insert(format!("f{i}"), flip(q, f));
+            }
+            for (id, fp) in &entries {
+                idx.insert(id, *fp);
+            }
+            for k in 0..=3 {
+                let want = brute_force(entries.iter().map(|(i, f)| (i.as_str(), *f)), q, k);
+                prop_assert_eq!(idx.query(q, k), want);
+            }
+            Ok(())
+        })
+        .unwrap();
+}

@@ -1,0 +1,215 @@
+//! The store through the public API: upserts and deletes leave no orphan
+//! index keys, recipes and formats are checked at open, corruption is named.
+
+mod common;
+
+use simdb::{Content, Db, Error, Outcome, Recipe};
+
+fn text(s: &str) -> Content {
+    Content::Text(s.to_string())
+}
+
+#[test]
+fn upsert_and_delete_leave_no_orphan_keys() {
+    let t = common::TempDb::new();
+    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let a1 = "alpha beta gamma delta epsilon zeta eta theta";
+    let a2 = "completely different words about rivers mountains forests";
+    assert_eq!(db.put("a", text(a1)).unwrap(), Outcome::Inserted);
+    assert_eq!(db.put("a", text(a1)).unwrap(), Outcome::Unchanged);
+    assert_eq!(db.put("b", text(a1)).unwrap(), Outcome::Inserted);
+    assert_eq!(db.put("a", text(a2)).unwrap(), Outcome::Replaced);
+    let rep = db.verify().unwrap();
+    assert!(rep.is_clean(), "{:?}", rep.problems);
+    assert_eq!(rep.index_keys, [2, 2, 2, 2]);
+    // The old fingerprint of "a" is gone from the index.
+    let fp1 = db.fingerprint(a1).unwrap();
+    let ids: Vec<String> = db
+        .query(fp1, 0, None)
+        .unwrap()
+        .into_iter()
+        .map(|h| h.id)
+        .collect();
+    assert_eq!(ids, ["b"]);
+    assert_eq!(db.delete(&["a", "missing"]).unwrap(), 1);
+    let rep = db.verify().unwrap();
+    assert!(rep.is_clean(), "{:?}", rep.problems);
+    assert_eq!(rep.index_keys, [1, 1, 1, 1]);
+    assert_eq!(db.len().unwrap(), 1);
+    assert!(db.get("a").unwrap().is_none());
+}
+
+#[test]
+fn same_id_twice_in_one_batch() {
+    let t = common::TempDb::new();
+    let db = Db::create(t.path(), Recipe::default()).unwrap();
+    let f = db.fingerprinter().clone();
+    let mut w = db.writer().unwrap();
+    for (i, s) in [
+        "one two three four",
+        "five six seven eight",
+        "nine ten eleven twelve",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let c = text(s);
+        let out = w.put("x", c.fingerprint(&f).unwrap(), &c, "t").unwrap();
+        assert_eq!(
+            out,
+            if i == 0 {
+                Outcome::Inserted
+            } else {
+                Outcome::Replaced
+            }
+        );
+    }
+    assert!(w.delete("x").unwrap());
+    let c = text("last words standing here");
+    w.put("x", c.fingerprint(&f).unwrap(), &c, "t").unwrap();
+    w.commit().unwrap();
+    let rep = db.verify().unwrap();
+    assert!(rep.is_clean(), "{:?}", rep.problems);
+    assert_eq!(rep.documents, 1);
+    assert_eq!(
+        db.get("x").unwrap().unwrap().fingerprint,
+        c.fingerprint(&f).unwrap()
+    );
+}
+
+#[test]
+fn recipe_is_stored_and_a_mismatch_is_refused() {
+    let t = common::TempDb::new();
+    let r = Recipe::with(7, 1, false);
+    drop(Db::create(t.path(), r.clone()).unwrap());
+    let db = Db::open(t.path()).unwrap();
+    assert_eq!(db.recipe(), &r);
+    drop(db);
+    let err = Db::open_expecting(t.path(), &Recipe::with(0, 2, false))
+        .err()
+        .unwrap();
+    assert!(
+        matches!(err, Error::RecipeMismatch { ref field, .. } if field == "top_k"),
+        "{err}"
+    );
+
+    // A store whose recipe names another IDF table (another build) is refused.
+    {
+        let raw = raw_open(&t.path());
+        let meta = raw.cf_handle("meta").unwrap();
+        let mut bad = r.clone();
+        bad.idf = "some-other-table".into();
+        raw.put_cf(meta, b"recipe", serde_json::to_vec(&bad).unwrap())
+            .unwrap();
+    }
+    let err = Db::open(t.path()).err().unwrap();
+    assert!(
+        matches!(err, Error::RecipeMismatch { ref field, .. } if field == "idf"),
+        "{err}"
+    );
+}
+
+fn raw_open(p: &std::path::Path) -> rocksdb::DB {
+    let cfs = rocksdb::DB::list_cf(&rocksdb::Options::default(), p).unwrap();
+    rocksdb::DB::open_cf(&rocksdb::Options::default(), p, cfs).unwrap()
+}
+
+#[test]
+fn newer_format_and_foreign_directories_are_refused() {
+    let t = common::TempDb::new();
+    drop(Db::create(t.path(), Recipe::default()).unwrap());
+    {
+        let raw = raw_open(&t.path());
+        let meta = raw.cf_handle("meta").unwrap();
+        raw.put_cf(meta, b"format_version", 2u32.to_be_bytes())
+            .unwrap();
+    }
+    let err = Db::open(t.path()).err().unwrap();
+    assert!(
+        matches!(
+            err,
+            Error::NewerFormat {
+                found: 2,
+                supported: 1,
+                ..
+            }
+        ),
+        "{err}"
+    );
+
+    let plain = t.dir.path().join("plain");
+    std::fs::create_dir(&plain).unwrap();
+    std::fs::write(plain.join("notes.txt"), "hello").unwrap();
+    let err = Db::open(&plain).err().unwrap();
+    assert!(matches!(err, Error::NotASimdbStore { .. }), "{err}");
+
+    // Another RocksDB database is not a simdb store either.
+    let other = t.dir.path().join("other");
+    {
+        let mut o = rocksdb::Options::default();
+        o.create_if_missing(true);
+        rocksdb::DB::open(&o, &other).unwrap();
+    }
+    let err = Db::open(&other).err().unwrap();
+    assert!(matches!(err, Error::NotASimdbStore { .. }), "{err}");
+
+    let err = Db::open(t.dir.path().join("absent")).err().unwrap();
+    assert!(matches!(err, Error::NoSuchStore { .. }), "{err}");
+    let err = Db::create(&plain, Recipe::default()).err().unwrap();
+    assert!(matches!(err, Error::AlreadyExists { .. }), "{err}");
+}
+
+#[test]
+fn a_flipped_record_byte_is_named_with_family_and_key() {
+    let t = common::TempDb::new();
+    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    db.put("doc", text("some words that make a fingerprint"))
+        .unwrap();
+    drop(db);
+    {
+        let raw = raw_open(&t.path());
+        let docs = raw.cf_handle("docs").unwrap();
+        let mut v = raw.get_cf(docs, b"doc").unwrap().unwrap();
+        let last = v.len() - 1;
+        v[last] ^= 0x40;
+        raw.put_cf(docs, b"doc", v).unwrap();
+    }
+    let db = Db::open(t.path()).unwrap();
+    let err = db.get("doc").unwrap_err();
+    match err {
+        Error::Corrupt {
+            family,
+            ref key_hex,
+            ..
+        } => {
+            assert_eq!(family, "docs");
+            assert_eq!(key_hex, "646f63");
+        }
+        other => panic!("expected Corrupt, got {other}"),
+    }
+    assert!(!db.verify().unwrap().is_clean());
+}
+
+#[test]
+fn empty_documents_are_an_error_not_a_zero_fingerprint() {
+    let t = common::TempDb::new();
+    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    assert!(matches!(
+        db.put("e", text("  ，。 the of ")),
+        Err(Error::NoFeatures)
+    ));
+    assert!(matches!(db.query_text("", 3, None), Err(Error::NoFeatures)));
+    assert_eq!(db.len().unwrap(), 0);
+}
+
+#[test]
+fn weighted_features_are_documents_too() {
+    let t = common::TempDb::new();
+    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let feats: Vec<(String, f64)> = (0..50)
+        .map(|i| (format!("dim{i}"), 1.0 + i as f64 / 10.0))
+        .collect();
+    db.put("v", Content::Features(feats.clone())).unwrap();
+    let q = simdb::simhash_weighted(&feats).unwrap();
+    assert_eq!(db.query(q, 0, None).unwrap()[0].id, "v");
+}

@@ -1,0 +1,72 @@
+//! Generates a deterministic sample corpus as JSONL on standard output:
+//! Chinese "articles" made of jieba's dictionary words, and for every tenth
+//! one an edited copy (a few words changed) that simdb should find.
+//!
+//! ```text
+//! cargo run --release --example gen_sample -- [N] [SEED] [QUERY_FILE] > sample.jsonl
+//! ```
+//!
+//! With QUERY_FILE, the text of `article-00020` with four words changed (a
+//! near-duplicate that is not in the sample) is written there.
+
+use std::io::Write;
+
+use rand::seq::IndexedRandom;
+use rand::{Rng, SeedableRng};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let n: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1000);
+    let seed: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1);
+    let vocab: Vec<&str> = simdb::fingerprint::vocabulary()
+        .filter(|w| {
+            (2..=4).contains(&w.chars().count())
+                && w.chars().all(|c| ('\u{4e00}'..='\u{9fff}').contains(&c))
+        })
+        .collect();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let out = std::io::stdout();
+    let mut out = std::io::BufWriter::new(out.lock());
+    for i in 0..n {
+        let len = rng.random_range(150..400);
+        let mut words: Vec<String> = (0..len)
+            .map(|_| vocab.choose(&mut rng).unwrap().to_string())
+            .collect();
+        for (j, w) in words.iter_mut().enumerate() {
+            if j % 11 == 10 {
+                w.push('。');
+            } else if j % 4 == 3 {
+                w.push('，');
+            }
+        }
+        let text: String = words.concat();
+        writeln!(
+            out,
+            "{}",
+            serde_json::json!({"id": format!("article-{i:05}"), "text": text})
+        )
+        .unwrap();
+        if let (Some(q), 20) = (args.get(3), i) {
+            let mut w2 = words.clone();
+            for _ in 0..4 {
+                let k = rng.random_range(0..w2.len());
+                w2[k] = vocab.choose(&mut rng).unwrap().to_string();
+            }
+            std::fs::write(q, w2.concat()).unwrap();
+        }
+        if i % 10 == 0 {
+            for _ in 0..3 {
+                let k = rng.random_range(0..words.len());
+                words[k] = vocab.choose(&mut rng).unwrap().to_string();
+            }
+            let text: String = words.concat();
+            writeln!(
+                out,
+                "{}",
+                serde_json::json!({"id": format!("article-{i:05}-edited"), "text": text})
+            )
+            .unwrap();
+        }
+    }
+    out.flush().unwrap();
+}
