@@ -22,7 +22,7 @@ echo "== simdb ingest (near-duplicates found inside the run go to report.jsonl)"
 echo "report: $(wc -l < "$WORK/report.jsonl") near-duplicates; first three:"
 head -n 3 "$WORK/report.jsonl"
 
-echo "== simdb query --text (article-00020 with four words changed; not in the store)"
+echo "== simdb query --text (article-00020 with two words changed; not in the store)"
 echo "query: $(head -c 90 "$WORK/query.txt")..."
 "$SIMDB" query "$WORK/db" --text "$(cat "$WORK/query.txt")"
 

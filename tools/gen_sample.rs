@@ -1,37 +1,45 @@
 //! Generates a deterministic sample corpus as JSONL on standard output:
 //! Chinese "articles" made of jieba's dictionary words, and for every tenth
-//! one an edited copy (a few words changed) that simdb should find.
+//! one an edited copy (two words changed) that simdb should find.
 //!
 //! ```text
 //! cargo run --release --example gen_sample -- [N] [SEED] [QUERY_FILE] > sample.jsonl
 //! ```
 //!
-//! With QUERY_FILE, the text of `article-00020` with four words changed (a
+//! With QUERY_FILE, the text of `article-00020` with two words changed (a
 //! near-duplicate that is not in the sample) is written there.
 
 use std::io::Write;
 
-use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let n: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1000);
     let seed: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1);
-    let vocab: Vec<&str> = simdb::fingerprint::vocabulary()
+    // Common words (low IDF) first; draws are skewed towards them, as in
+    // real text, so a changed word weighs what a real edit would.
+    let mut vocab: Vec<&str> = simdb::fingerprint::vocabulary()
         .filter(|w| {
             (2..=4).contains(&w.chars().count())
                 && w.chars().all(|c| ('\u{4e00}'..='\u{9fff}').contains(&c))
         })
         .collect();
+    vocab.sort_by(|a, b| {
+        simdb::fingerprint::idf(a)
+            .total_cmp(&simdb::fingerprint::idf(b))
+            .then(a.cmp(b))
+    });
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let word = |rng: &mut rand_chacha::ChaCha8Rng| -> String {
+        let u: f64 = rng.random();
+        vocab[((u * u * u) * vocab.len() as f64) as usize].to_string()
+    };
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::new(out.lock());
     for i in 0..n {
-        let len = rng.random_range(150..400);
-        let mut words: Vec<String> = (0..len)
-            .map(|_| vocab.choose(&mut rng).unwrap().to_string())
-            .collect();
+        let len = rng.random_range(250..500);
+        let mut words: Vec<String> = (0..len).map(|_| word(&mut rng)).collect();
         for (j, w) in words.iter_mut().enumerate() {
             if j % 11 == 10 {
                 w.push('。');
@@ -48,16 +56,16 @@ fn main() {
         .unwrap();
         if let (Some(q), 20) = (args.get(3), i) {
             let mut w2 = words.clone();
-            for _ in 0..4 {
+            for _ in 0..2 {
                 let k = rng.random_range(0..w2.len());
-                w2[k] = vocab.choose(&mut rng).unwrap().to_string();
+                w2[k] = word(&mut rng);
             }
             std::fs::write(q, w2.concat()).unwrap();
         }
         if i % 10 == 0 {
-            for _ in 0..3 {
+            for _ in 0..2 {
                 let k = rng.random_range(0..words.len());
-                words[k] = vocab.choose(&mut rng).unwrap().to_string();
+                words[k] = word(&mut rng);
             }
             let text: String = words.concat();
             writeln!(
