@@ -349,3 +349,30 @@ fn errors_are_clear_and_never_panics() {
         assert!(!stderr(o).contains("panicked") && !stderr(o).contains("backtrace"));
     }
 }
+
+#[test]
+fn readers_work_while_a_writer_holds_the_store() {
+    let t = TempDb::new();
+    let db = t.path();
+    simdb(&[&"init", &db]);
+    let input = t.file(
+        "in.jsonl",
+        "{\"id\":\"a\",\"text\":\"words about rivers and lakes and seas\"}\n",
+    );
+    assert_eq!(code(&simdb(&[&"ingest", &db, &input])), 0);
+    // This process holds the writer's lock.
+    let writer = simdb::Db::open(&db).unwrap();
+    let o = simdb(&[&"ingest", &db, &input]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("store is in use"), "{}", stderr(&o));
+    let o = simdb(&[
+        &"query",
+        &db,
+        &"--text",
+        &"words about rivers and lakes and seas",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(code(&simdb(&[&"get", &db, &"a"])), 0);
+    assert_eq!(code(&simdb(&[&"stats", &db])), 0);
+    drop(writer);
+}
