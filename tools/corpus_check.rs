@@ -13,9 +13,12 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::Instant;
+
+#[path = "common.rs"]
+mod common;
 
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
@@ -69,16 +72,7 @@ fn main() {
     );
 
     // The stored texts, and their fingerprints as `simdb fingerprint --db` computes them.
-    let mut docs: Vec<(String, String)> = Vec::new();
-    for line in std::io::BufReader::new(std::fs::File::open(corpus).unwrap()).lines() {
-        let v: serde_json::Value = match serde_json::from_str(&line.unwrap()) {
-            Ok(v) => v,
-            Err(_) => continue,
-        };
-        if let (Some(id), Some(t)) = (v["id"].as_str(), v["text"].as_str()) {
-            docs.push((id.to_string(), t.to_string()));
-        }
-    }
+    let docs = common::read_corpus(corpus);
     let input: String = docs
         .iter()
         .map(|(id, t)| serde_json::json!({"id": id, "text": t}).to_string() + "\n")
@@ -102,17 +96,7 @@ fn main() {
     let jieba = jieba_rs::Jieba::new();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
     // Replacement words are drawn from the corpus (its word frequencies).
-    let mut vocab: Vec<String> = Vec::new();
-    for _ in 0..300 {
-        let (_, t) = docs.choose(&mut rng).unwrap();
-        vocab.extend(
-            jieba
-                .cut(t, false)
-                .into_iter()
-                .filter(|w| w.word.chars().any(char::is_alphanumeric))
-                .map(|w| w.word.to_string()),
-        );
-    }
+    let vocab = common::corpus_words(&jieba, &docs, &mut rng);
     let long: Vec<&(String, String)> = docs
         .iter()
         .filter(|(id, t)| t.chars().count() >= 200 && stored.contains_key(id))

@@ -17,8 +17,10 @@
 //! The corpus text is read from the given path and never copied anywhere.
 
 use std::collections::HashSet;
-use std::io::BufRead;
 use std::time::Instant;
+
+#[path = "common.rs"]
+mod common;
 
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
@@ -99,32 +101,11 @@ fn main() {
         })
         .unwrap_or_else(|| vec![(5, 1), (20, 1), (0, 1), (0, 2), (0, 3)]);
 
-    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let mut docs: Vec<(String, String)> = Vec::new();
-    for line in std::io::BufReader::new(file).lines() {
-        let line = line.unwrap();
-        let v: serde_json::Value = match serde_json::from_str(&line) {
-            Ok(v) => v,
-            Err(_) => continue,
-        };
-        if let (Some(id), Some(t)) = (v["id"].as_str(), v["text"].as_str()) {
-            docs.push((id.to_string(), t.to_string()));
-        }
-    }
+    let docs = common::read_corpus(path);
     let jieba = jieba_rs::Jieba::new();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     // Replacement words: word tokens of 300 random corpus documents.
-    let mut vocab: Vec<String> = Vec::new();
-    for _ in 0..300 {
-        let (_, t) = docs.choose(&mut rng).unwrap();
-        vocab.extend(
-            jieba
-                .cut(t, false)
-                .into_iter()
-                .filter(|w| w.word.chars().any(char::is_alphanumeric))
-                .map(|w| w.word.to_string()),
-        );
-    }
+    let vocab = common::corpus_words(&jieba, &docs, &mut rng);
     let picks: Vec<usize> = (0..docs.len())
         .collect::<Vec<_>>()
         .choose_multiple(&mut rng, sample.min(docs.len()))

@@ -1,5 +1,5 @@
 //! Test harness: temp stores deleted on drop, a command builder for the
-//! binary, and deterministic generators (no network, no ../shared).
+//! binary, and deterministic generators (no network, no corpus files).
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
