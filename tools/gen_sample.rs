@@ -35,6 +35,12 @@ fn main() {
         let u: f64 = rng.random();
         vocab[((u * u * u) * vocab.len() as f64) as usize].to_string()
     };
+    let edit_two = |words: &mut Vec<String>, rng: &mut rand_chacha::ChaCha8Rng| {
+        for _ in 0..2 {
+            let k = rng.random_range(0..words.len());
+            words[k] = word(rng);
+        }
+    };
     let out = std::io::stdout();
     let mut out = std::io::BufWriter::new(out.lock());
     for i in 0..n {
@@ -55,18 +61,14 @@ fn main() {
         )
         .unwrap();
         if let (Some(q), 20) = (args.get(3), i) {
+            // Its own generator, so the sample is the same with or without QUERY_FILE.
+            let mut qrng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x0051_5545_5259);
             let mut w2 = words.clone();
-            for _ in 0..2 {
-                let k = rng.random_range(0..w2.len());
-                w2[k] = word(&mut rng);
-            }
+            edit_two(&mut w2, &mut qrng);
             std::fs::write(q, w2.concat()).unwrap();
         }
         if i % 10 == 0 {
-            for _ in 0..2 {
-                let k = rng.random_range(0..words.len());
-                words[k] = word(&mut rng);
-            }
+            edit_two(&mut words, &mut rng);
             let text: String = words.concat();
             writeln!(
                 out,
