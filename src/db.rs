@@ -8,8 +8,8 @@ use rocksdb::WriteBatch;
 
 use crate::error::{Error, Result};
 use crate::fingerprint::{self, Fingerprint, Fingerprinter, Recipe};
-use crate::index::{self, Hit, MemIndex};
-use crate::store::{self, Access, Record, Store};
+use crate::index::{self, DocKey, Hit, MemIndex};
+use crate::store::{self, Access, Record, Store, Tuning};
 
 /// What a document is made of.
 #[derive(Debug, Clone, PartialEq)]
@@ -104,8 +104,13 @@ pub struct Db {
 impl Db {
     /// Creates a store at `path` with `recipe`.
     pub fn create(path: impl AsRef<Path>, recipe: Recipe) -> Result<Db> {
+        Self::create_tuned(path, recipe, Tuning::default())
+    }
+
+    /// Creates a store at `path` with `recipe` and memory knobs `tuning`.
+    pub fn create_tuned(path: impl AsRef<Path>, recipe: Recipe, tuning: Tuning) -> Result<Db> {
         recipe.validate()?;
-        let store = Store::create(path.as_ref(), &recipe)?;
+        let store = Store::create(path.as_ref(), &recipe, tuning)?;
         Ok(Db {
             store,
             fingerprinter: Fingerprinter::new(recipe),
@@ -114,17 +119,19 @@ impl Db {
 
     /// Opens a store for writing (one writer at a time).
     pub fn open(path: impl AsRef<Path>) -> Result<Db> {
-        Self::open_with(path.as_ref(), Access::ReadWrite)
+        Self::open_tuned(path, Access::ReadWrite, Tuning::default())
     }
 
     /// Opens a store for reading; works while another process writes to it
     /// and sees the store as it was when opened.
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<Db> {
-        Self::open_with(path.as_ref(), Access::ReadOnly)
+        Self::open_tuned(path, Access::ReadOnly, Tuning::default())
     }
 
-    fn open_with(path: &Path, access: Access) -> Result<Db> {
-        let (store, recipe) = Store::open(path, access)?;
+    /// Opens a store with the given access and memory knobs.
+    pub fn open_tuned(path: impl AsRef<Path>, access: Access, tuning: Tuning) -> Result<Db> {
+        let path = path.as_ref();
+        let (store, recipe) = Store::open(path, access, tuning)?;
         let current = Recipe::with(recipe.top_k, recipe.shingle, recipe.hmm);
         if let Some((field, stored, this)) = recipe.difference(&current) {
             return Err(Error::RecipeMismatch {
@@ -248,6 +255,7 @@ impl Db {
             store: &self.store,
             batch: WriteBatch::default(),
             overlay: HashMap::new(),
+            next_seq: HashMap::new(),
             mem: MemIndex::new(),
             count: self.store.doc_count()?,
             ops: 0,
@@ -338,6 +346,8 @@ pub struct Writer<'a> {
     batch: WriteBatch,
     /// Pending state of ids touched by this batch (None = deleted).
     overlay: HashMap<String, Option<Record>>,
+    /// Next free sequence number of fingerprints given one in this batch.
+    next_seq: HashMap<Fingerprint, u32>,
     /// Pending fingerprints of this batch.
     mem: MemIndex,
     count: u64,
@@ -370,21 +380,29 @@ impl Writer<'_> {
         check_id(id)?;
         let hash = content.hash();
         let old = self.get(id)?;
-        let outcome = match &old {
+        let (outcome, seq) = match &old {
             Some(r) if r.fingerprint == fp && r.content_hash == hash => {
                 return Ok(Outcome::Unchanged)
             }
             Some(r) => {
-                self.store.delete_doc(&mut self.batch, id, r.fingerprint);
-                Outcome::Replaced
+                self.store.delete_doc(&mut self.batch, id, r);
+                // Same fingerprint: keep the slot (the put below overwrites
+                // the deletes, later in the same batch).
+                let seq = if r.fingerprint == fp {
+                    r.seq
+                } else {
+                    self.alloc_seq(fp)?
+                };
+                (Outcome::Replaced, seq)
             }
             None => {
                 self.count += 1;
-                Outcome::Inserted
+                (Outcome::Inserted, self.alloc_seq(fp)?)
             }
         };
         let rec = Record {
             fingerprint: fp,
+            seq,
             content_hash: hash,
             length: content.len(),
             ingested_at: now(),
@@ -397,12 +415,27 @@ impl Writer<'_> {
         Ok(outcome)
     }
 
+    /// A sequence number for a new document of fingerprint `fp`: above
+    /// every stored one and every one given out in this batch.
+    fn alloc_seq(&mut self, fp: Fingerprint) -> Result<u32> {
+        let stored = self.store.next_seq(fp)?;
+        let seq = stored.max(self.next_seq.get(&fp).copied().unwrap_or(0));
+        let next = seq.checked_add(1).ok_or_else(|| {
+            Error::Input(format!(
+                "more than {} documents share fingerprint {fp}",
+                u32::MAX
+            ))
+        })?;
+        self.next_seq.insert(fp, next);
+        Ok(seq)
+    }
+
     /// Deletes `id`; returns whether it existed.
     pub fn delete(&mut self, id: &str) -> Result<bool> {
         let Some(old) = self.get(id)? else {
             return Ok(false);
         };
-        self.store.delete_doc(&mut self.batch, id, old.fingerprint);
+        self.store.delete_doc(&mut self.batch, id, &old);
         self.overlay.insert(id.to_string(), None);
         self.mem.remove(id);
         self.count = self.count.saturating_sub(1);
@@ -437,6 +470,7 @@ impl Writer<'_> {
         self.store.put_doc_count(&mut batch, self.count);
         self.store.write(batch, self.sync)?;
         self.overlay.clear();
+        self.next_seq.clear();
         self.mem = MemIndex::new();
         self.ops = 0;
         Ok(())
@@ -468,6 +502,7 @@ fn now() -> u64 {
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct VerifyReport {
     pub documents: u64,
+    pub refs: u64,
     pub index_keys: [u64; 4],
     /// Each problem: family, key in hex, what is wrong.
     pub problems: Vec<String>,
@@ -481,24 +516,55 @@ impl VerifyReport {
 }
 
 impl Db {
-    /// Checks that every record decodes, every record has exactly its four
-    /// index keys, every index key points to a record with the same
-    /// fingerprint, and the document count matches. Holds one entry per
-    /// document in memory.
+    /// Checks that every record decodes, every record has exactly its `refs`
+    /// entry and four index keys, every index key and `refs` entry points to
+    /// a record with the same fingerprint and id, and the document count
+    /// matches. Holds one small entry per document in memory.
     pub fn verify(&self) -> Result<VerifyReport> {
         use crate::error::hex;
+        const REFS_BIT: u8 = 1 << 4;
         let mut rep = VerifyReport::default();
-        let mut docs: HashMap<Vec<u8>, (Fingerprint, u8)> = HashMap::new();
-        self.store.for_each_raw_doc(|k, v| {
+        // doc key -> (xxh3 of the id, families seen)
+        let mut docs: HashMap<DocKey, (u64, u8)> = HashMap::new();
+        let id_hash = |id: &[u8]| xxhash_rust::xxh3::xxh3_64(id);
+        self.store.for_each_raw(store::DOCS, |k, v| {
             rep.documents += 1;
             match crate::store::codec::decode_record(v) {
                 Ok(r) => {
-                    docs.insert(k.to_vec(), (r.fingerprint, 0));
+                    if docs.insert(r.doc_key(), (id_hash(k), 0)).is_some() {
+                        rep.problems.push(format!(
+                            "{}: key {}: another record has the same fingerprint and sequence number",
+                            store::DOCS,
+                            hex(k)
+                        ));
+                    }
                 }
                 Err(e) => rep
                     .problems
                     .push(format!("{}: key {}: {e}", store::DOCS, hex(k))),
             }
+            Ok(())
+        })?;
+        self.store.for_each_raw(store::REFS, |k, v| {
+            rep.refs += 1;
+            match DocKey::decode(k) {
+                Err(e) => rep.problems.push(format!("{}: key {}: {e}", store::REFS, hex(k))),
+                Ok(doc) => match docs.get_mut(&doc) {
+                    Some((h, seen)) if *h == id_hash(v) => *seen |= REFS_BIT,
+                    Some(_) => rep.problems.push(format!(
+                        "{}: key {}: names id {:?}, whose record is elsewhere",
+                        store::REFS,
+                        hex(k),
+                        String::from_utf8_lossy(v)
+                    )),
+                    None => rep.problems.push(format!(
+                        "{}: key {}: orphan entry (no record has this fingerprint and sequence number)",
+                        store::REFS,
+                        hex(k)
+                    )),
+                },
+            }
+            Ok(())
         })?;
         for (i, name) in store::BLOCK_FAMILIES.iter().enumerate() {
             let bit = 1u8 << i;
@@ -506,25 +572,14 @@ impl Db {
                 rep.index_keys[i] += 1;
                 match index::decode_key(i, k) {
                     Err(e) => rep.problems.push(format!("{name}: key {}: {e}", hex(k))),
-                    Ok(ik) => match docs.get_mut(ik.id) {
+                    Ok(ik) => match docs.get_mut(&ik.doc) {
                         None => rep.problems.push(format!(
-                            "{name}: key {}: orphan index key (no record for id {:?})",
+                            "{name}: key {}: orphan index key (no record has fingerprint {} and sequence number {})",
                             hex(k),
-                            String::from_utf8_lossy(ik.id)
+                            ik.doc.fingerprint,
+                            ik.doc.seq
                         )),
-                        Some((fp, _)) if *fp != ik.fingerprint => rep.problems.push(format!(
-                            "{name}: key {}: fingerprint {} differs from the record's {}",
-                            hex(k),
-                            ik.fingerprint,
-                            fp
-                        )),
-                        Some((_, seen)) => {
-                            if *seen & bit != 0 {
-                                rep.problems
-                                    .push(format!("{name}: key {}: duplicate key", hex(k)));
-                            }
-                            *seen |= bit;
-                        }
+                        Some((_, seen)) => *seen |= bit,
                     },
                 }
                 Ok(())
@@ -532,16 +587,22 @@ impl Db {
         }
         let mut missing: Vec<_> = docs
             .iter()
-            .filter(|(_, (_, seen))| *seen != 0b1111)
+            .filter(|(_, (_, seen))| *seen != 0b1_1111)
             .collect();
         missing.sort();
-        for (id, (fp, seen)) in missing {
+        for (doc, (_, seen)) in missing {
+            if seen & REFS_BIT == 0 {
+                rep.problems.push(format!(
+                    "{}: key {}: missing entry of a record",
+                    store::REFS,
+                    hex(&doc.encode())
+                ));
+            }
             for (i, name) in store::BLOCK_FAMILIES.iter().enumerate() {
                 if seen & (1 << i) == 0 {
-                    let id = String::from_utf8_lossy(id);
                     rep.problems.push(format!(
-                        "{name}: key {}: missing index key of id {id:?}",
-                        hex(&index::encode_key(i, *fp, &id))
+                        "{name}: key {}: missing index key of a record",
+                        hex(&index::encode_key(i, *doc))
                     ));
                 }
             }

@@ -4,7 +4,7 @@
 //! the caller's input was wrong ([`Error::Input`], [`Error::NoFeatures`],
 //! [`Error::UnsupportedDistance`], [`Error::NotFound`]), the stored data is
 //! corrupt or incompatible ([`Error::Corrupt`], [`Error::RecipeMismatch`],
-//! [`Error::NewerFormat`], [`Error::NotASimdbStore`]), or the system failed
+//! [`Error::NewerFormat`], [`Error::OlderFormat`], [`Error::NotASimdbStore`]), or the system failed
 //! ([`Error::Io`], [`Error::Storage`]).
 
 use std::path::PathBuf;
@@ -56,6 +56,19 @@ pub enum Error {
          (version {supported}); upgrade simdb"
     )]
     NewerFormat {
+        path: PathBuf,
+        found: u32,
+        supported: u32,
+    },
+
+    /// The store was written by an older simdb whose format this build no
+    /// longer reads.
+    #[error(
+        "{path}: store format version {found} is older than this build reads \
+         (version {supported} or newer); rebuild it with `simdb import` or `simdb ingest` \
+         from the original input"
+    )]
+    OlderFormat {
         path: PathBuf,
         found: u32,
         supported: u32,

@@ -65,7 +65,8 @@ fn run(threads: usize, batch_size: usize) -> Run {
         Ok(())
     })
     .unwrap();
-    assert!(db.verify().unwrap().is_clean());
+    let rep = db.verify().unwrap();
+    assert!(rep.is_clean(), "{:#?}", rep.problems);
     (summary, report, records)
 }
 

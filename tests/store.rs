@@ -118,24 +118,40 @@ fn raw_open(p: &std::path::Path) -> rocksdb::DB {
 fn newer_format_and_foreign_directories_are_refused() {
     let t = common::TempDb::new();
     drop(Db::create(t.path(), Recipe::default()).unwrap());
-    {
+    let set_version = |v: u32| {
         let raw = raw_open(&t.path());
         let meta = raw.cf_handle("meta").unwrap();
-        raw.put_cf(meta, b"format_version", 2u32.to_be_bytes())
+        raw.put_cf(meta, b"format_version", v.to_be_bytes())
             .unwrap();
-    }
+    };
+    set_version(3);
     let err = Db::open(t.path()).err().unwrap();
     assert!(
         matches!(
             err,
             Error::NewerFormat {
-                found: 2,
-                supported: 1,
+                found: 3,
+                supported: 2,
                 ..
             }
         ),
         "{err}"
     );
+    // Format 1 (ids inside index keys) is no longer read: named, not foreign.
+    set_version(1);
+    let err = Db::open(t.path()).err().unwrap();
+    assert!(
+        matches!(
+            err,
+            Error::OlderFormat {
+                found: 1,
+                supported: 2,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("rebuild"), "{err}");
 
     let plain = t.dir.path().join("plain");
     std::fs::create_dir(&plain).unwrap();
@@ -212,4 +228,53 @@ fn weighted_features_are_documents_too() {
     db.put("v", Content::Features(feats.clone())).unwrap();
     let q = simdb::simhash_weighted(&feats).unwrap();
     assert_eq!(db.query(q, 0, None).unwrap()[0].id, "v");
+}
+
+/// Documents sharing one exact fingerprint are told apart by their sequence
+/// number; deletes, moves and re-inserts keep every key consistent.
+#[test]
+fn documents_sharing_a_fingerprint_keep_their_own_keys() {
+    let t = common::TempDb::new();
+    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let feats = |n: usize| -> Content {
+        Content::Features((0..n).map(|i| (format!("f{i}"), 1.0)).collect())
+    };
+    for id in ["a", "b", "c"] {
+        db.put(id, feats(40)).unwrap();
+    }
+    let q = db.get("a").unwrap().unwrap().fingerprint;
+    let seqs: Vec<u32> = ["a", "b", "c"]
+        .iter()
+        .map(|id| db.get(id).unwrap().unwrap().seq)
+        .collect();
+    assert_eq!(seqs, [0, 1, 2]);
+    let ids = |db: &Db| -> Vec<String> {
+        db.query(q, 0, None)
+            .unwrap()
+            .into_iter()
+            .map(|h| h.id)
+            .collect()
+    };
+    assert_eq!(ids(&db), ["a", "b", "c"]);
+    db.delete(&["b"]).unwrap();
+    db.put("d", feats(40)).unwrap();
+    assert_eq!(db.get("d").unwrap().unwrap().seq, 3);
+    // Move "a" away and back: it gets a fresh slot.
+    db.put("a", feats(41)).unwrap();
+    assert_eq!(ids(&db), ["c", "d"]);
+    db.put("a", feats(40)).unwrap();
+    assert_eq!(ids(&db), ["a", "c", "d"]);
+    // Several in one batch.
+    {
+        let mut w = db.writer().unwrap();
+        for id in ["e", "f"] {
+            w.put(id, q, &feats(40), "test").unwrap();
+        }
+        assert_eq!(w.query(q, 0, None).unwrap().len(), 5);
+        w.commit().unwrap();
+    }
+    assert_eq!(ids(&db), ["a", "c", "d", "e", "f"]);
+    let rep = db.verify().unwrap();
+    assert!(rep.is_clean(), "{:#?}", rep.problems);
+    assert_eq!((rep.documents, rep.refs), (5, 5));
 }

@@ -11,13 +11,19 @@
 //! offset  size  field
 //! 0       2     block value, u16 big-endian (family i holds block i; block 0 = bits 63..48)
 //! 2       8     full fingerprint, u64 big-endian
-//! 10      n     document id, UTF-8 bytes (n >= 1), to the end of the key
+//! 10      0|4   document sequence number: nothing for 0, else u32 big-endian (>= 1)
 //! ```
 //!
+//! A document is named inside the index by its [`DocKey`]: its fingerprint
+//! and a sequence number that tells apart documents sharing that exact
+//! fingerprint (0 for the first, so almost every key is 10 bytes). The
+//! `refs` family maps a [`DocKey`] (`fingerprint ‖ seq`, same encoding) to
+//! the document id. Keeping the id out of the index keys keeps them small
+//! (about 10 bytes on disk each after RocksDB's prefix compression) and
+//! lets a query decide from keys alone; only hits are looked up.
+//!
 //! Big-endian makes byte order numeric order, so a block's bucket is the
-//! contiguous range of keys with that 2-byte prefix. The id in the key keeps
-//! two documents with the same fingerprint apart, and lets a query decide and
-//! answer from keys alone.
+//! contiguous range of keys with that 2-byte prefix.
 
 use std::collections::HashMap;
 
@@ -27,6 +33,8 @@ use crate::fingerprint::{Fingerprint, BLOCKS};
 pub const PREFIX_LEN: usize = 2;
 /// Length of the fixed part of an index key (block + fingerprint).
 pub const FIXED_LEN: usize = 10;
+/// Length of the fingerprint part of a [`DocKey`].
+pub const DOC_KEY_PREFIX_LEN: usize = 8;
 
 /// A document found by a query.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -36,12 +44,70 @@ pub struct Hit {
     pub distance: u32,
 }
 
-/// The index key of document `id` in block family `i`.
-pub fn encode_key(i: usize, fp: Fingerprint, id: &str) -> Vec<u8> {
-    let mut k = Vec::with_capacity(FIXED_LEN + id.len());
-    k.extend_from_slice(&fp.block(i).to_be_bytes());
-    k.extend_from_slice(&fp.value().to_be_bytes());
-    k.extend_from_slice(id.as_bytes());
+/// How the index names a document: its fingerprint and its sequence number
+/// among the documents with that exact fingerprint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DocKey {
+    pub fingerprint: Fingerprint,
+    pub seq: u32,
+}
+
+impl DocKey {
+    pub fn new(fingerprint: Fingerprint, seq: u32) -> DocKey {
+        DocKey { fingerprint, seq }
+    }
+
+    /// `fingerprint u64 BE ‖ seq` (nothing for 0, else u32 BE): the key of
+    /// the `refs` family.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut k = Vec::with_capacity(DOC_KEY_PREFIX_LEN + 4);
+        k.extend_from_slice(&self.fingerprint.value().to_be_bytes());
+        push_seq(&mut k, self.seq);
+        k
+    }
+
+    /// Decodes [`DocKey::encode`]'s bytes; `Err` carries the reason.
+    pub fn decode(bytes: &[u8]) -> Result<DocKey, String> {
+        let Some(f) = bytes.get(..DOC_KEY_PREFIX_LEN) else {
+            return Err(format!(
+                "document key is {} bytes, shorter than {DOC_KEY_PREFIX_LEN}",
+                bytes.len()
+            ));
+        };
+        let mut fb = [0u8; 8];
+        fb.copy_from_slice(f);
+        Ok(DocKey {
+            fingerprint: Fingerprint(u64::from_be_bytes(fb)),
+            seq: decode_seq(&bytes[DOC_KEY_PREFIX_LEN..])?,
+        })
+    }
+}
+
+fn push_seq(k: &mut Vec<u8>, seq: u32) {
+    if seq != 0 {
+        k.extend_from_slice(&seq.to_be_bytes());
+    }
+}
+
+fn decode_seq(b: &[u8]) -> Result<u32, String> {
+    match b.len() {
+        0 => Ok(0),
+        4 => match u32::from_be_bytes([b[0], b[1], b[2], b[3]]) {
+            0 => Err("sequence number 0 must be encoded as nothing".into()),
+            s => Ok(s),
+        },
+        n => Err(format!(
+            "sequence number part is {n} bytes (expected 0 or 4)"
+        )),
+    }
+}
+
+/// The index key of document `doc` in block family `i`.
+pub fn encode_key(i: usize, doc: DocKey) -> Vec<u8> {
+    let mut k = Vec::with_capacity(FIXED_LEN + 4);
+    k.extend_from_slice(&doc.fingerprint.block(i).to_be_bytes());
+    k.extend_from_slice(&doc.fingerprint.value().to_be_bytes());
+    push_seq(&mut k, doc.seq);
     k
 }
 
@@ -50,30 +116,31 @@ pub fn bucket_prefix(i: usize, fp: Fingerprint) -> [u8; PREFIX_LEN] {
     fp.block(i).to_be_bytes()
 }
 
+/// The fingerprint stored in index key `key`, without further checks: the
+/// query loop's fast path. `None` if the key is too short.
+#[inline]
+pub fn key_fingerprint(key: &[u8]) -> Option<Fingerprint> {
+    let f: [u8; 8] = key.get(PREFIX_LEN..FIXED_LEN)?.try_into().ok()?;
+    Some(Fingerprint(u64::from_be_bytes(f)))
+}
+
 /// A decoded index key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IndexKey<'a> {
+pub struct IndexKey {
     pub block: u16,
-    pub fingerprint: Fingerprint,
-    pub id: &'a [u8],
+    pub doc: DocKey,
 }
 
 /// Decodes an index key of block family `i`; `Err` carries the reason.
-pub fn decode_key(i: usize, key: &[u8]) -> Result<IndexKey<'_>, String> {
-    let (Some(b), Some(f)) = (key.get(0..2), key.get(2..FIXED_LEN)) else {
+pub fn decode_key(i: usize, key: &[u8]) -> Result<IndexKey, String> {
+    let (Some(b), Some(fingerprint)) = (key.get(0..2), key_fingerprint(key)) else {
         return Err(format!(
             "index key is {} bytes, shorter than {FIXED_LEN}",
             key.len()
         ));
     };
     let block = u16::from_be_bytes([b[0], b[1]]);
-    let mut fb = [0u8; 8];
-    fb.copy_from_slice(f);
-    let fingerprint = Fingerprint(u64::from_be_bytes(fb));
-    let id = &key[FIXED_LEN..];
-    if id.is_empty() {
-        return Err("index key has an empty document id".into());
-    }
+    let seq = decode_seq(&key[FIXED_LEN..])?;
     if i < BLOCKS && fingerprint.block(i) != block {
         return Err(format!(
             "bucket {block:04x} does not match block {i} of fingerprint {fingerprint}"
@@ -81,8 +148,7 @@ pub fn decode_key(i: usize, key: &[u8]) -> Result<IndexKey<'_>, String> {
     }
     Ok(IndexKey {
         block,
-        fingerprint,
-        id,
+        doc: DocKey { fingerprint, seq },
     })
 }
 
@@ -209,12 +275,16 @@ mod tests {
     fn key_bytes_are_pinned() {
         let fp = Fingerprint(0x0123_4567_89ab_cdef);
         assert_eq!(
-            encode_key(0, fp, "doc-1"),
-            b"\x01\x23\x01\x23\x45\x67\x89\xab\xcd\xefdoc-1".to_vec()
+            encode_key(0, DocKey::new(fp, 0)),
+            b"\x01\x23\x01\x23\x45\x67\x89\xab\xcd\xef".to_vec()
         );
         assert_eq!(
-            encode_key(3, fp, "x"),
-            b"\xcd\xef\x01\x23\x45\x67\x89\xab\xcd\xefx".to_vec()
+            encode_key(3, DocKey::new(fp, 2)),
+            b"\xcd\xef\x01\x23\x45\x67\x89\xab\xcd\xef\x00\x00\x00\x02".to_vec()
+        );
+        assert_eq!(
+            DocKey::new(fp, 1).encode(),
+            b"\x01\x23\x45\x67\x89\xab\xcd\xef\x00\x00\x00\x01".to_vec()
         );
         assert_eq!(bucket_prefix(1, fp), [0x45, 0x67]);
     }
@@ -223,16 +293,25 @@ mod tests {
     fn key_round_trip_and_bad_keys() {
         let fp = Fingerprint(0xfeed_face_dead_beef);
         for i in 0..4 {
-            let k = encode_key(i, fp, "文档/1");
-            let d = decode_key(i, &k).unwrap();
-            assert_eq!(d.fingerprint, fp);
-            assert_eq!(d.block, fp.block(i));
-            assert_eq!(d.id, "文档/1".as_bytes());
+            for seq in [0, 1, 7, u32::MAX] {
+                let k = encode_key(i, DocKey::new(fp, seq));
+                let d = decode_key(i, &k).unwrap();
+                assert_eq!(d.doc, DocKey::new(fp, seq));
+                assert_eq!(d.block, fp.block(i));
+                assert_eq!(DocKey::decode(&DocKey::new(fp, seq).encode()), Ok(d.doc));
+            }
         }
         assert!(decode_key(0, b"short").is_err());
-        assert!(decode_key(0, &encode_key(0, fp, "a")[..10]).is_err());
+        let k = encode_key(0, DocKey::new(fp, 9));
+        assert!(decode_key(0, &k[..9]).is_err());
+        assert!(decode_key(0, &k[..12]).is_err(), "half a sequence number");
+        let mut zero = encode_key(0, DocKey::new(fp, 0));
+        zero.extend_from_slice(&[0, 0, 0, 0]);
+        assert!(decode_key(0, &zero).is_err(), "seq 0 has one encoding");
         // A key filed under the wrong family.
-        assert!(decode_key(1, &encode_key(0, fp, "a")).is_err());
+        assert!(decode_key(1, &encode_key(0, DocKey::new(fp, 0))).is_err());
+        assert!(DocKey::decode(b"1234567").is_err());
+        assert!(DocKey::decode(b"123456789").is_err());
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Record and meta value codecs. Decoders never panic: short, long or
 //! mismatched input is an error carrying the reason.
 //!
-//! # Record value layout (documents family, key = document id as UTF-8)
+//! # Record value layout (`docs` family, key = document id as UTF-8)
 //!
 //! ```text
 //! offset  size  field
@@ -10,6 +10,8 @@
 //! 5       n     payload: bincode 2.0 of `Record` with the fixed configuration
 //!               standard().with_big_endian().with_fixed_int_encoding():
 //!                 fingerprint   u64 BE
+//!                 seq           u32 BE   sequence number among documents with
+//!                                        this exact fingerprint (see index::DocKey)
 //!                 content_hash  u64 BE   xxh3-64 of the document's text bytes
 //!                 length        u64 BE   text length in bytes
 //!                 ingested_at   u64 BE   Unix seconds of the write
@@ -40,6 +42,10 @@ fn config() -> impl bincode::config::Config {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record {
     pub fingerprint: Fingerprint,
+    /// Sequence number among the documents with this exact fingerprint: the
+    /// document's index keys and `refs` entry are under
+    /// `DocKey { fingerprint, seq }`.
+    pub seq: u32,
     /// xxh3-64 of the document's text (re-ingesting identical text is a no-op).
     pub content_hash: u64,
     /// Length of the text in bytes.
@@ -50,12 +56,20 @@ pub struct Record {
     pub source: String,
 }
 
+impl Record {
+    /// How the index names this document.
+    pub fn doc_key(&self) -> crate::index::DocKey {
+        crate::index::DocKey::new(self.fingerprint, self.seq)
+    }
+}
+
 // Fingerprint's serde form is a hex string for JSON; in records it is a u64.
 mod fp_as_u64 {
     use super::Fingerprint;
     #[derive(serde::Serialize, serde::Deserialize)]
     pub struct Raw {
         pub fingerprint: u64,
+        pub seq: u32,
         pub content_hash: u64,
         pub length: u64,
         pub ingested_at: u64,
@@ -65,6 +79,7 @@ mod fp_as_u64 {
         fn from(r: &super::Record) -> Raw {
             Raw {
                 fingerprint: r.fingerprint.value(),
+                seq: r.seq,
                 content_hash: r.content_hash,
                 length: r.length,
                 ingested_at: r.ingested_at,
@@ -76,6 +91,7 @@ mod fp_as_u64 {
         fn from(r: Raw) -> super::Record {
             super::Record {
                 fingerprint: Fingerprint(r.fingerprint),
+                seq: r.seq,
                 content_hash: r.content_hash,
                 length: r.length,
                 ingested_at: r.ingested_at,
@@ -138,6 +154,7 @@ mod tests {
     fn sample() -> Record {
         Record {
             fingerprint: Fingerprint(0x0123_4567_89ab_cdef),
+            seq: 3,
             content_hash: 0x1122_3344_5566_7788,
             length: 42,
             ingested_at: 1_700_000_000,
@@ -151,6 +168,7 @@ mod tests {
         let mut want = vec![1u8];
         let payload: Vec<u8> = [
             &0x0123_4567_89ab_cdefu64.to_be_bytes()[..],
+            &3u32.to_be_bytes(),
             &0x1122_3344_5566_7788u64.to_be_bytes(),
             &42u64.to_be_bytes(),
             &1_700_000_000u64.to_be_bytes(),
@@ -164,7 +182,7 @@ mod tests {
         // And the literal frame header, so a crc32fast change shows too.
         assert_eq!(
             &bytes[..5],
-            &[0x01, 0xf3, 0x01, 0xcd, 0x6d][..],
+            &[0x01, 0x05, 0x12, 0x63, 0xf2][..],
             "{:02x?}",
             &bytes[..5]
         );

@@ -2,14 +2,29 @@
 //!
 //! # Column families
 //!
-//! | family   | key                                   | value                          |
-//! |----------|---------------------------------------|--------------------------------|
-//! | `block0` | block 0 ‖ fingerprint ‖ id (see [`crate::index`]) | empty              |
-//! | `block1` | block 1 ‖ fingerprint ‖ id            | empty                          |
-//! | `block2` | block 2 ‖ fingerprint ‖ id            | empty                          |
-//! | `block3` | block 3 ‖ fingerprint ‖ id            | empty                          |
-//! | `docs`   | document id, UTF-8                    | framed record ([`codec`])      |
-//! | `meta`   | ASCII name                            | see below                      |
+//! | family   | key                                        | value                     |
+//! |----------|--------------------------------------------|---------------------------|
+//! | `block0` | block 0 ‖ fingerprint ‖ seq (see [`crate::index`]) | empty             |
+//! | `block1` | block 1 ‖ fingerprint ‖ seq                | empty                     |
+//! | `block2` | block 2 ‖ fingerprint ‖ seq                | empty                     |
+//! | `block3` | block 3 ‖ fingerprint ‖ seq                | empty                     |
+//! | `refs`   | fingerprint ‖ seq ([`DocKey`])             | document id, UTF-8        |
+//! | `docs`   | document id, UTF-8                         | framed record ([`codec`]) |
+//! | `meta`   | ASCII name                                 | see below                 |
+//!
+//! One document = one record, one `refs` entry and four index keys, written
+//! in one `WriteBatch`.
+//!
+//! # Family tuning
+//!
+//! The block families hold ~10-byte keys of near-random bytes and are read
+//! by bucket scans: a fixed 2-byte prefix extractor with a prefix bloom
+//! filter (no whole-key filter), no compression (random bytes do not
+//! compress; RocksDB's prefix delta encoding already drops the shared block
+//! bytes), 16 KiB blocks, restart interval 32. `refs` and `docs` are read by
+//! point lookups: whole-key bloom filters and LZ4. All families share one
+//! LRU block cache ([`Tuning::block_cache_bytes`]) and memtables are capped
+//! at 256 MiB in total, so a process stays well under 1 GiB.
 //!
 //! # Meta entries
 //!
@@ -26,7 +41,7 @@ pub mod codec;
 use std::path::{Path, PathBuf};
 
 use rocksdb::{
-    BlockBasedOptions, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Options,
+    BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, Options,
     ReadOptions, SliceTransform, WriteBatch, WriteOptions, DB,
 };
 
@@ -34,14 +49,33 @@ pub use codec::Record;
 
 use crate::error::{Error, Result};
 use crate::fingerprint::{Fingerprint, Recipe, BLOCKS};
-use crate::index::{self, Hit};
+use crate::index::{self, DocKey, Hit};
 
 /// Names of the four block families, in block order.
 pub const BLOCK_FAMILIES: [&str; BLOCKS] = ["block0", "block1", "block2", "block3"];
 /// Name of the documents family.
 pub const DOCS: &str = "docs";
+/// Name of the family from [`DocKey`] to document id.
+pub const REFS: &str = "refs";
 /// Name of the meta family.
 pub const META: &str = "meta";
+/// Every family, in a fixed order.
+pub const ALL_FAMILIES: [&str; 7] = ["block0", "block1", "block2", "block3", REFS, DOCS, META];
+
+/// Memory knobs of an open store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tuning {
+    /// Size of the LRU block cache shared by all families (default 256 MiB).
+    pub block_cache_bytes: usize,
+}
+
+impl Default for Tuning {
+    fn default() -> Tuning {
+        Tuning {
+            block_cache_bytes: 256 << 20,
+        }
+    }
+}
 
 /// Meta key and value of the magic.
 pub const MAGIC_KEY: &[u8] = b"magic";
@@ -49,7 +83,9 @@ pub const MAGIC: &[u8] = b"simdb-store\n";
 /// Meta key of the format version.
 pub const FORMAT_VERSION_KEY: &[u8] = b"format_version";
 /// The on-disk format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
+/// The oldest format version this build reads.
+pub const MIN_FORMAT_VERSION: u32 = 2;
 /// Meta key of the recipe.
 pub const RECIPE_KEY: &[u8] = b"recipe";
 /// Meta key of the document count.
@@ -70,38 +106,54 @@ pub struct Store {
     db: DB,
     path: PathBuf,
     access: Access,
+    _cache: Cache,
 }
 
-fn block_family_options() -> Options {
-    let mut o = Options::default();
-    o.set_prefix_extractor(SliceTransform::create_fixed_prefix(index::PREFIX_LEN));
-    o.set_memtable_prefix_bloom_ratio(0.1);
-    o.set_compression_type(DBCompressionType::Lz4);
+fn table_options(cache: &Cache, bloom: bool) -> BlockBasedOptions {
     let mut b = BlockBasedOptions::default();
-    b.set_block_size(16 * 1024);
-    b.set_bloom_filter(10.0, false);
-    b.set_whole_key_filtering(false);
-    o.set_block_based_table_factory(&b);
+    b.set_block_cache(cache);
+    if bloom {
+        b.set_bloom_filter(10.0, false);
+    }
+    b.set_format_version(6);
+    b
+}
+
+pub(crate) fn family_options(name: &str, cache: &Cache) -> Options {
+    let mut o = Options::default();
+    if BLOCK_FAMILIES.contains(&name) {
+        o.set_prefix_extractor(SliceTransform::create_fixed_prefix(index::PREFIX_LEN));
+        o.set_memtable_prefix_bloom_ratio(0.1);
+        o.set_compression_type(DBCompressionType::None);
+        let mut b = table_options(cache, true);
+        b.set_block_size(16 * 1024);
+        b.set_block_restart_interval(32);
+        b.set_whole_key_filtering(false);
+        o.set_block_based_table_factory(&b);
+    } else if name == REFS {
+        o.set_prefix_extractor(SliceTransform::create_fixed_prefix(
+            index::DOC_KEY_PREFIX_LEN,
+        ));
+        o.set_memtable_prefix_bloom_ratio(0.1);
+        o.set_compression_type(DBCompressionType::Lz4);
+        let b = table_options(cache, true);
+        o.set_block_based_table_factory(&b);
+    } else if name == DOCS {
+        o.set_compression_type(DBCompressionType::Lz4);
+        let b = table_options(cache, true);
+        o.set_block_based_table_factory(&b);
+    } else {
+        let b = table_options(cache, false);
+        o.set_block_based_table_factory(&b);
+    }
     o
 }
 
-fn docs_family_options() -> Options {
-    let mut o = Options::default();
-    o.set_compression_type(DBCompressionType::Lz4);
-    let mut b = BlockBasedOptions::default();
-    b.set_bloom_filter(10.0, false);
-    o.set_block_based_table_factory(&b);
-    o
-}
-
-fn descriptors() -> Vec<ColumnFamilyDescriptor> {
-    let mut v: Vec<ColumnFamilyDescriptor> = BLOCK_FAMILIES
+fn descriptors(cache: &Cache) -> Vec<ColumnFamilyDescriptor> {
+    ALL_FAMILIES
         .iter()
-        .map(|n| ColumnFamilyDescriptor::new(*n, block_family_options()))
-        .collect();
-    v.push(ColumnFamilyDescriptor::new(DOCS, docs_family_options()));
-    v.push(ColumnFamilyDescriptor::new(META, Options::default()));
-    v
+        .map(|n| ColumnFamilyDescriptor::new(*n, family_options(n, cache)))
+        .collect()
 }
 
 fn db_options(create: bool) -> Options {
@@ -110,13 +162,16 @@ fn db_options(create: bool) -> Options {
     o.create_missing_column_families(create);
     o.set_max_background_jobs(2);
     o.set_keep_log_file_num(3);
+    // All memtables together; the default (64 MiB per family, two each)
+    // could reach ~900 MiB over seven families.
+    o.set_db_write_buffer_size(256 << 20);
     o
 }
 
 impl Store {
     /// Creates a new store at `path` (which must not exist or be an empty
     /// directory) with `recipe`.
-    pub fn create(path: &Path, recipe: &Recipe) -> Result<Store> {
+    pub fn create(path: &Path, recipe: &Recipe, tuning: Tuning) -> Result<Store> {
         if path.exists() {
             let empty = path.is_dir()
                 && std::fs::read_dir(path)
@@ -129,11 +184,13 @@ impl Store {
                 });
             }
         }
-        let db = DB::open_cf_descriptors(&db_options(true), path, descriptors())?;
+        let cache = Cache::new_lru_cache(tuning.block_cache_bytes);
+        let db = DB::open_cf_descriptors(&db_options(true), path, descriptors(&cache))?;
         let store = Store {
             db,
             path: path.to_path_buf(),
             access: Access::ReadWrite,
+            _cache: cache,
         };
         let meta = store.cf(META);
         let mut b = WriteBatch::default();
@@ -149,7 +206,7 @@ impl Store {
     }
 
     /// Opens an existing store and checks magic, format version and recipe.
-    pub fn open(path: &Path, access: Access) -> Result<(Store, Recipe)> {
+    pub fn open(path: &Path, access: Access, tuning: Tuning) -> Result<(Store, Recipe)> {
         if !path.exists() {
             return Err(Error::NoSuchStore {
                 path: path.to_path_buf(),
@@ -167,17 +224,21 @@ impl Store {
         }
         let families = DB::list_cf(&Options::default(), path)
             .map_err(|e| not_simdb(&format!("cannot list column families: {e}")))?;
-        for want in BLOCK_FAMILIES.iter().chain([DOCS, META].iter()) {
-            if !families.iter().any(|f| f == want) {
-                return Err(not_simdb(&format!("column family '{want}' is missing")));
-            }
+        if !families.iter().any(|f| f == META) {
+            return Err(not_simdb(&format!("column family '{META}' is missing")));
         }
+        let cache = Cache::new_lru_cache(tuning.block_cache_bytes);
         let opts = db_options(false);
+        // Open with the families the store has, so an older format can be
+        // recognised (and named) rather than refused as foreign.
+        let descs: Vec<ColumnFamilyDescriptor> = families
+            .iter()
+            .filter(|f| f.as_str() != "default")
+            .map(|f| ColumnFamilyDescriptor::new(f, family_options(f, &cache)))
+            .collect();
         let db = match access {
-            Access::ReadWrite => DB::open_cf_descriptors(&opts, path, descriptors()),
-            Access::ReadOnly => {
-                DB::open_cf_descriptors_read_only(&opts, path, descriptors(), false)
-            }
+            Access::ReadWrite => DB::open_cf_descriptors(&opts, path, descs),
+            Access::ReadOnly => DB::open_cf_descriptors_read_only(&opts, path, descs, false),
         }
         .map_err(|e| {
             let s = e.to_string();
@@ -195,6 +256,7 @@ impl Store {
             db,
             path: path.to_path_buf(),
             access,
+            _cache: cache,
         };
         let meta = store.cf(META);
         match store.db.get_cf(meta, MAGIC_KEY)? {
@@ -220,6 +282,18 @@ impl Store {
         }
         if version == 0 {
             return Err(Error::corrupt(META, FORMAT_VERSION_KEY, "version 0"));
+        }
+        if version < MIN_FORMAT_VERSION {
+            return Err(Error::OlderFormat {
+                path: path.to_path_buf(),
+                found: version,
+                supported: MIN_FORMAT_VERSION,
+            });
+        }
+        for want in ALL_FAMILIES {
+            if !families.iter().any(|f| f == want) {
+                return Err(not_simdb(&format!("column family '{want}' is missing")));
+            }
         }
         let recipe = store
             .db
@@ -270,10 +344,10 @@ impl Store {
     }
 
     /// Every stored document within `k` of `q`, unsorted. Candidates are
-    /// decided from the index keys alone; records are never read.
+    /// decided from the index keys alone; only hits are looked up in `refs`.
     pub fn probe(&self, q: Fingerprint, k: u32, mut visit: impl FnMut(Hit)) -> Result<()> {
         crate::fingerprint::check_k(k)?;
-        let mut seen = std::collections::HashSet::new();
+        let mut found: Vec<DocKey> = Vec::new();
         for (i, name) in BLOCK_FAMILIES.iter().enumerate() {
             let prefix = index::bucket_prefix(i, q);
             let mut ro = ReadOptions::default();
@@ -282,42 +356,93 @@ impl Store {
             let mut it = self.db.raw_iterator_cf_opt(self.cf(name), ro);
             it.seek(prefix);
             while let Some(key) = it.key() {
-                if !key.starts_with(&prefix) {
-                    break;
-                }
-                let ik = index::decode_key(i, key).map_err(|r| Error::corrupt(name, key, r))?;
-                let d = ik.fingerprint.distance(q);
-                if d <= k {
-                    let id = std::str::from_utf8(ik.id)
-                        .map_err(|_| Error::corrupt(name, key, "document id is not UTF-8"))?;
-                    if seen.insert(id.to_string()) {
-                        visit(Hit {
-                            id: id.to_string(),
-                            fingerprint: ik.fingerprint,
-                            distance: d,
-                        });
-                    }
+                // Hot loop: read the fingerprint, decide; decode fully only hits.
+                let fp = index::key_fingerprint(key)
+                    .ok_or_else(|| Error::corrupt(name, key, "index key is too short"))?;
+                if fp.distance(q) <= k {
+                    let ik = index::decode_key(i, key).map_err(|r| Error::corrupt(name, key, r))?;
+                    found.push(ik.doc);
                 }
                 it.next();
             }
             it.status()?;
         }
+        found.sort_unstable();
+        found.dedup();
+        for doc in found {
+            let id = self.resolve(doc)?.ok_or_else(|| {
+                Error::corrupt(
+                    REFS,
+                    &doc.encode(),
+                    "an index key names a document that has no refs entry",
+                )
+            })?;
+            visit(Hit {
+                id,
+                fingerprint: doc.fingerprint,
+                distance: doc.fingerprint.distance(q),
+            });
+        }
         Ok(())
     }
 
-    /// Adds the writes of one document to `batch`: its record and four keys.
-    pub fn put_doc(&self, b: &mut WriteBatch, id: &str, rec: &Record) {
-        b.put_cf(self.cf(DOCS), id.as_bytes(), codec::encode_record(rec));
-        for (i, name) in BLOCK_FAMILIES.iter().enumerate() {
-            b.put_cf(self.cf(name), index::encode_key(i, rec.fingerprint, id), []);
+    /// The id of the document the index names `doc`, if any.
+    pub fn resolve(&self, doc: DocKey) -> Result<Option<String>> {
+        let key = doc.encode();
+        match self.db.get_pinned_cf(self.cf(REFS), &key)? {
+            None => Ok(None),
+            Some(v) => std::str::from_utf8(&v)
+                .map(|s| Some(s.to_string()))
+                .map_err(|_| Error::corrupt(REFS, &key, "document id is not UTF-8")),
         }
     }
 
-    /// Adds the deletes of one document to `batch`: its record and four keys.
-    pub fn delete_doc(&self, b: &mut WriteBatch, id: &str, fp: Fingerprint) {
-        b.delete_cf(self.cf(DOCS), id.as_bytes());
+    /// The smallest sequence number above every stored document with
+    /// fingerprint `fp` (0 if there is none).
+    pub fn next_seq(&self, fp: Fingerprint) -> Result<u32> {
+        let prefix = fp.value().to_be_bytes();
+        let mut last = prefix.to_vec();
+        last.extend_from_slice(&u32::MAX.to_be_bytes());
+        let mut ro = ReadOptions::default();
+        ro.set_prefix_same_as_start(true);
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(REFS), ro);
+        // Not seek_to_last under an upper bound: that seeks to the bound,
+        // whose prefix the bloom filter rightly says is absent.
+        it.seek_for_prev(&last);
+        let next = match it.key() {
+            Some(k) if k.starts_with(&prefix) => {
+                let doc = DocKey::decode(k).map_err(|r| Error::corrupt(REFS, k, r))?;
+                doc.seq.checked_add(1).ok_or_else(|| {
+                    Error::Input(format!(
+                        "more than {} documents share fingerprint {fp}",
+                        u32::MAX
+                    ))
+                })?
+            }
+            _ => 0,
+        };
+        it.status()?;
+        Ok(next)
+    }
+
+    /// Adds the writes of one document to `batch`: its record, its `refs`
+    /// entry and its four index keys.
+    pub fn put_doc(&self, b: &mut WriteBatch, id: &str, rec: &Record) {
+        let doc = rec.doc_key();
+        b.put_cf(self.cf(DOCS), id.as_bytes(), codec::encode_record(rec));
+        b.put_cf(self.cf(REFS), doc.encode(), id.as_bytes());
         for (i, name) in BLOCK_FAMILIES.iter().enumerate() {
-            b.delete_cf(self.cf(name), index::encode_key(i, fp, id));
+            b.put_cf(self.cf(name), index::encode_key(i, doc), []);
+        }
+    }
+
+    /// Adds the deletes of one document to `batch` (see [`Store::put_doc`]).
+    pub fn delete_doc(&self, b: &mut WriteBatch, id: &str, rec: &Record) {
+        let doc = rec.doc_key();
+        b.delete_cf(self.cf(DOCS), id.as_bytes());
+        b.delete_cf(self.cf(REFS), doc.encode());
+        for (i, name) in BLOCK_FAMILIES.iter().enumerate() {
+            b.delete_cf(self.cf(name), index::encode_key(i, doc));
         }
     }
 
@@ -349,28 +474,28 @@ impl Store {
         Ok(())
     }
 
-    /// Calls `visit` with every raw (key, value) of the documents family.
-    pub fn for_each_raw_doc(&self, mut visit: impl FnMut(&[u8], &[u8])) -> Result<()> {
-        let mut it = self.db.raw_iterator_cf(self.cf(DOCS));
-        it.seek_to_first();
-        while let (Some(k), Some(v)) = (it.key(), it.value()) {
-            visit(k, v);
-            it.next();
-        }
-        it.status()?;
-        Ok(())
-    }
-
     /// Calls `visit` with every raw key of block family `i`, in order.
     pub fn for_each_index_key(
         &self,
         i: usize,
         mut visit: impl FnMut(&[u8]) -> Result<()>,
     ) -> Result<()> {
-        let mut it = self.db.raw_iterator_cf(self.cf(BLOCK_FAMILIES[i]));
+        self.for_each_raw(BLOCK_FAMILIES[i], |k, _| visit(k))
+    }
+
+    /// Calls `visit` with every raw (key, value) of family `name`, in order.
+    pub fn for_each_raw(
+        &self,
+        name: &str,
+        mut visit: impl FnMut(&[u8], &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let mut ro = ReadOptions::default();
+        ro.fill_cache(false);
+        ro.set_total_order_seek(true);
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(name), ro);
         it.seek_to_first();
-        while let Some(k) = it.key() {
-            visit(k)?;
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            visit(k, v)?;
             it.next();
         }
         it.status()?;
@@ -388,7 +513,7 @@ impl Store {
 
     /// Flushes memtables to SST files (so sizes on disk are meaningful).
     pub fn flush(&self) -> Result<()> {
-        for name in BLOCK_FAMILIES.iter().chain([DOCS, META].iter()) {
+        for name in ALL_FAMILIES {
             self.db.flush_cf(self.cf(name))?;
         }
         Ok(())
