@@ -19,6 +19,9 @@ pub enum Content {
     /// Pre-weighted features `(feature, weight)`, fingerprinted by
     /// [`fingerprint::simhash_weighted`].
     Features(Vec<(String, f64)>),
+    /// A fingerprint computed elsewhere (`import`, or `"fingerprint"` in
+    /// ingest's JSONL).
+    Fingerprint(Fingerprint),
 }
 
 impl Content {
@@ -35,14 +38,16 @@ impl Content {
                 }
                 h.digest()
             }
+            Content::Fingerprint(fp) => xxhash_rust::xxh3::xxh3_64(&fp.value().to_be_bytes()),
         }
     }
 
-    /// Length in bytes (text) or number of features.
+    /// Length in bytes (text), number of features, or 0 (a fingerprint).
     pub fn len(&self) -> u64 {
         match self {
             Content::Text(t) => t.len() as u64,
             Content::Features(f) => f.len() as u64,
+            Content::Fingerprint(_) => 0,
         }
     }
 
@@ -56,6 +61,7 @@ impl Content {
         match self {
             Content::Text(t) => fp.fingerprint(t),
             Content::Features(f) => fingerprint::simhash_weighted(f),
+            Content::Fingerprint(fp) => Ok(*fp),
         }
     }
 }
@@ -320,6 +326,15 @@ impl Db {
         })
     }
 
+    /// Bytes of SST files per family, in [`store::ALL_FAMILIES`] order (data
+    /// still in memtables is not counted; see [`Db::flush`]).
+    pub fn family_sizes(&self) -> Vec<(&'static str, u64)> {
+        store::ALL_FAMILIES
+            .iter()
+            .map(|n| (*n, self.store.family_size(n)))
+            .collect()
+    }
+
     /// Flushes memtables to disk.
     pub fn flush(&self) -> Result<()> {
         self.store.flush()
@@ -491,7 +506,7 @@ pub fn check_id(id: &str) -> Result<()> {
     Ok(())
 }
 
-fn now() -> u64 {
+pub(crate) fn now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())

@@ -29,6 +29,7 @@
 pub mod db;
 pub mod error;
 pub mod fingerprint;
+pub mod import;
 pub mod index;
 pub mod ingest;
 pub mod store;

@@ -20,6 +20,8 @@ pub enum Command {
     Init(InitArgs),
     /// Add or replace documents from JSONL, text files or directories.
     Ingest(IngestArgs),
+    /// Bulk-load precomputed fingerprints into a new store (sorted SST files).
+    Import(ImportArgs),
     /// Find stored near-duplicates of a text, file, fingerprint or stored id.
     Query(QueryArgs),
     /// Print fingerprints of texts (needs no store).
@@ -54,6 +56,25 @@ pub struct InitArgs {
     pub db: PathBuf,
     #[command(flatten)]
     pub recipe: RecipeArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// Directory of the new store (must not exist; it appears only when complete).
+    pub db: PathBuf,
+    /// Inputs: JSONL {"id", "fingerprint": "16 hex digits"} per line, or the
+    /// binary form (recognised by its magic "SIMDBFP1"; see README).
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// The recipe the fingerprints were made with (stored for --text queries).
+    #[command(flatten)]
+    pub recipe: RecipeArgs,
+    /// Memory for sorting, in MiB, before spilling to temporary files.
+    #[arg(long, default_value_t = 256, value_name = "MIB")]
+    pub memory_mb: usize,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -143,6 +164,9 @@ pub struct QueryArgs {
     /// JSON output.
     #[arg(long)]
     pub json: bool,
+    /// Block cache size in MiB (helps long --batch runs).
+    #[arg(long, default_value_t = 256, value_name = "MIB")]
+    pub cache_mb: usize,
 }
 
 #[derive(Debug, Args)]

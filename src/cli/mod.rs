@@ -22,6 +22,7 @@ pub fn run(cli: Cli) -> Result<bool> {
     match cli.command {
         Command::Init(a) => init(a),
         Command::Ingest(a) => ingest_cmd(a),
+        Command::Import(a) => import_cmd(a),
         Command::Query(a) => query(a),
         Command::Fingerprint(a) => fingerprint(a),
         Command::Get(a) => get(a),
@@ -41,6 +42,46 @@ fn init(a: InitArgs) -> Result<bool> {
         r.shingle,
         r.hmm
     );
+    Ok(true)
+}
+
+fn import_cmd(a: ImportArgs) -> Result<bool> {
+    let opts = simdb::import::Options {
+        recipe: recipe(&a.recipe),
+        memory_bytes: a.memory_mb.max(16) << 20,
+        ..Default::default()
+    };
+    let started = std::time::Instant::now();
+    let quiet = a.json;
+    let s = simdb::import::run(&a.db, &a.inputs, &opts, |e| {
+        if !quiet {
+            match e {
+                simdb::import::Event::Step(s) => {
+                    eprintln!("[{:7.1}s] {s}", started.elapsed().as_secs_f64())
+                }
+                simdb::import::Event::Read(n) if n % (8 << 20) == 0 => {
+                    eprintln!("[{:7.1}s] read {n}", started.elapsed().as_secs_f64())
+                }
+                simdb::import::Event::Read(_) => {}
+            }
+        }
+    })?;
+    if a.json {
+        println!("{}", serde_json::to_string(&s)?);
+    } else {
+        println!(
+            "imported {} documents into {} in {:.1}s ({} records read, {} replaced by a later record of the same id, {} share their fingerprint with another)",
+            s.documents,
+            a.db.display(),
+            s.elapsed.as_secs_f64(),
+            s.records,
+            s.replaced,
+            s.shared_fingerprints
+        );
+        for (step, secs) in &s.step_seconds {
+            println!("  {secs:7.1}s  {step}");
+        }
+    }
     Ok(true)
 }
 
@@ -217,7 +258,13 @@ fn print_hits(out: &mut impl Write, q: Fingerprint, hits: &[Hit], as_json: bool)
 
 fn query(a: QueryArgs) -> Result<bool> {
     simdb::fingerprint::check_k(a.k)?;
-    let db = Db::open_read_only(&a.db)?;
+    let db = Db::open_tuned(
+        &a.db,
+        simdb::store::Access::ReadOnly,
+        simdb::store::Tuning {
+            block_cache_bytes: a.cache_mb << 20,
+        },
+    )?;
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let w = &a.what;

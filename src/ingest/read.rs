@@ -141,6 +141,8 @@ struct JsonDoc {
     text: Option<serde_json::Value>,
     #[serde(default)]
     features: Option<serde_json::Value>,
+    #[serde(default)]
+    fingerprint: Option<serde_json::Value>,
 }
 
 /// Parses one JSONL line into (id, content).
@@ -178,17 +180,33 @@ pub fn parse_json_doc(line: &[u8]) -> Result<(String, Content), String> {
     if id.len() > 4096 {
         return Err(format!("\"id\" is {} bytes (at most 4096)", id.len()));
     }
-    let content = match (d.text, d.features) {
-        (Some(serde_json::Value::String(t)), None) => Content::Text(t),
-        (Some(other), None) => {
+    let given = [
+        d.text.is_some(),
+        d.features.is_some(),
+        d.fingerprint.is_some(),
+    ];
+    if given.iter().filter(|g| **g).count() > 1 {
+        return Err("give one of \"text\", \"features\" or \"fingerprint\", not several".into());
+    }
+    let content = match (d.text, d.features, d.fingerprint) {
+        (Some(serde_json::Value::String(t)), _, _) => Content::Text(t),
+        (Some(other), _, _) => {
             return Err(format!(
                 "\"text\" must be a string, not {}",
                 json_kind(&other)
             ))
         }
-        (None, Some(f)) => Content::Features(parse_features(&f)?),
-        (Some(_), Some(_)) => return Err("give \"text\" or \"features\", not both".into()),
-        (None, None) => return Err("missing \"text\"".into()),
+        (_, Some(f), _) => Content::Features(parse_features(&f)?),
+        (_, _, Some(serde_json::Value::String(h))) if h.len() == 16 => Content::Fingerprint(
+            h.parse()
+                .map_err(|e: crate::Error| format!("bad \"fingerprint\": {e}"))?,
+        ),
+        (_, _, Some(other)) => {
+            return Err(format!(
+                "\"fingerprint\" must be a string of 16 hex digits, not {other}"
+            ))
+        }
+        (None, None, None) => return Err("missing \"text\"".into()),
     };
     Ok((id, content))
 }
@@ -403,6 +421,12 @@ mod tests {
         assert!(err(r#"{"id":"a","text":"#).contains("invalid JSON"));
         assert_eq!(err("[1,2]"), "not a JSON object");
         assert_eq!(err(r#"{"text":"t"}"#), "missing \"id\"");
+        assert_eq!(
+            ok(r#"{"id":"f","fingerprint":"00000000000000ff"}"#).1,
+            Content::Fingerprint(crate::Fingerprint(255))
+        );
+        assert!(err(r#"{"id":"f","fingerprint":"ff"}"#).contains("16 hex digits"));
+        assert!(err(r#"{"id":"f","fingerprint":"ff","text":"x"}"#).contains("not several"));
         assert_eq!(err(r#"{"id":"","text":"t"}"#), "empty \"id\"");
         assert!(err(r#"{"id":1.5,"text":"t"}"#).contains("string or an integer"));
         assert!(err(r#"{"id":"a","text":5}"#).contains("must be a string"));

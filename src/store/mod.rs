@@ -124,7 +124,7 @@ pub(crate) fn family_options(name: &str, cache: &Cache) -> Options {
     if BLOCK_FAMILIES.contains(&name) {
         o.set_prefix_extractor(SliceTransform::create_fixed_prefix(index::PREFIX_LEN));
         o.set_memtable_prefix_bloom_ratio(0.1);
-        o.set_compression_type(DBCompressionType::None);
+        o.set_compression_type(DBCompressionType::Lz4);
         let mut b = table_options(cache, true);
         b.set_block_size(16 * 1024);
         b.set_block_restart_interval(32);
@@ -147,6 +147,46 @@ pub(crate) fn family_options(name: &str, cache: &Cache) -> Options {
         o.set_block_based_table_factory(&b);
     }
     o
+}
+
+/// Writes `entries` (strictly increasing keys) as SST files for family
+/// `name` under `dir`, named `{prefix}-NNNNN.sst`, starting a new file every
+/// `file_bytes`; returns the files in key order.
+pub fn write_ssts<I>(
+    dir: &Path,
+    prefix: &str,
+    name: &str,
+    file_bytes: u64,
+    entries: I,
+) -> Result<Vec<PathBuf>>
+where
+    I: IntoIterator<Item = Result<(Vec<u8>, Vec<u8>)>>,
+{
+    let cache = Cache::new_lru_cache(1 << 20);
+    let opts = family_options(name, &cache);
+    let mut files = Vec::new();
+    let mut w: Option<rocksdb::SstFileWriter> = None;
+    for e in entries {
+        let (k, v) = e?;
+        if w.is_none() {
+            let path = dir.join(format!("{prefix}-{:05}.sst", files.len()));
+            let nw = rocksdb::SstFileWriter::create(&opts);
+            nw.open(&path)?;
+            files.push(path);
+            w = Some(nw);
+        }
+        if let Some(cur) = w.as_mut() {
+            cur.put(&k, &v)?;
+            if cur.file_size() >= file_bytes {
+                cur.finish()?;
+                w = None;
+            }
+        }
+    }
+    if let Some(mut cur) = w {
+        cur.finish()?;
+    }
+    Ok(files)
 }
 
 fn descriptors(cache: &Cache) -> Vec<ColumnFamilyDescriptor> {
@@ -509,6 +549,26 @@ impl Store {
             .ok()
             .flatten()
             .unwrap_or(0)
+    }
+
+    /// Ingests sorted SST files built by [`write_ssts`] into family `name`
+    /// (moved, not copied). For bulk loads into an empty store.
+    pub fn ingest_ssts(&self, name: &str, files: &[PathBuf]) -> Result<()> {
+        if files.is_empty() {
+            return Ok(());
+        }
+        let mut o = rocksdb::IngestExternalFileOptions::default();
+        o.set_move_files(true);
+        self.db
+            .ingest_external_file_cf_opts(self.cf(name), &o, files.to_vec())?;
+        Ok(())
+    }
+
+    /// Sets the document count, durably (fsync).
+    pub fn set_doc_count(&self, n: u64) -> Result<()> {
+        let mut b = WriteBatch::default();
+        self.put_doc_count(&mut b, n);
+        self.write(b, true)
     }
 
     /// Flushes memtables to SST files (so sizes on disk are meaningful).

@@ -1,0 +1,244 @@
+//! A small external merge sort: items are buffered up to a memory budget,
+//! sorted on all cores, spilled to run files, and merged with a heap. Memory
+//! stays near the budget whatever the input size.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use rayon::slice::ParallelSliceMut;
+
+/// An item that can be sorted externally.
+pub trait Item: Ord + Send + Sized {
+    /// Writes the item to a run file.
+    fn write_to(&self, w: &mut impl Write) -> io::Result<()>;
+    /// Reads an item written by [`Item::write_to`]; `None` at the end.
+    fn read_from(r: &mut impl BufRead) -> io::Result<Option<Self>>;
+    /// Approximate bytes the item holds in memory.
+    fn mem_bytes(&self) -> usize;
+}
+
+/// Collects items; [`Sorter::finish`] yields them in order.
+pub struct Sorter<T: Item> {
+    buf: Vec<T>,
+    bytes: usize,
+    budget: usize,
+    dir: PathBuf,
+    name: String,
+    runs: Vec<PathBuf>,
+}
+
+impl<T: Item> Sorter<T> {
+    /// A sorter holding at most about `budget` bytes, spilling under `dir`.
+    pub fn new(dir: &Path, name: &str, budget: usize) -> Sorter<T> {
+        Sorter {
+            buf: Vec::new(),
+            bytes: 0,
+            budget: budget.max(1 << 16),
+            dir: dir.to_path_buf(),
+            name: name.to_string(),
+            runs: Vec::new(),
+        }
+    }
+
+    pub fn push(&mut self, item: T) -> io::Result<()> {
+        self.bytes += item.mem_bytes();
+        self.buf.push(item);
+        if self.bytes >= self.budget {
+            self.spill()?;
+        }
+        Ok(())
+    }
+
+    fn spill(&mut self) -> io::Result<()> {
+        self.buf.par_sort_unstable();
+        let path = self
+            .dir
+            .join(format!("{}-{:05}.run", self.name, self.runs.len()));
+        let mut w = BufWriter::with_capacity(1 << 20, File::create(&path)?);
+        for item in self.buf.drain(..) {
+            item.write_to(&mut w)?;
+        }
+        w.into_inner().map_err(|e| e.into_error())?;
+        self.buf = Vec::new();
+        self.bytes = 0;
+        self.runs.push(path);
+        Ok(())
+    }
+
+    /// All items in order. Run files are removed when the iterator drops.
+    pub fn finish(mut self) -> io::Result<Sorted<T>> {
+        if self.runs.is_empty() {
+            self.buf.par_sort_unstable();
+            return Ok(Sorted(Inner::Memory(
+                std::mem::take(&mut self.buf).into_iter(),
+            )));
+        }
+        if !self.buf.is_empty() {
+            self.spill()?;
+        }
+        let mut readers = Vec::new();
+        let mut heap = BinaryHeap::new();
+        for (i, p) in self.runs.iter().enumerate() {
+            let mut r = BufReader::with_capacity(1 << 20, File::open(p)?);
+            if let Some(item) = T::read_from(&mut r)? {
+                heap.push(Head { item, run: i });
+            }
+            readers.push(r);
+        }
+        Ok(Sorted(Inner::Merge {
+            readers,
+            heap,
+            paths: std::mem::take(&mut self.runs),
+        }))
+    }
+}
+
+struct Head<T> {
+    item: T,
+    run: usize,
+}
+
+impl<T: Ord> PartialEq for Head<T> {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == Ordering::Equal
+    }
+}
+impl<T: Ord> Eq for Head<T> {}
+impl<T: Ord> PartialOrd for Head<T> {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl<T: Ord> Ord for Head<T> {
+    // Reversed: BinaryHeap is a max-heap. Ties go to the earlier run, so
+    // equal items come out in the order they were pushed.
+    fn cmp(&self, o: &Self) -> Ordering {
+        o.item.cmp(&self.item).then_with(|| o.run.cmp(&self.run))
+    }
+}
+
+/// The sorted items of a [`Sorter`].
+pub struct Sorted<T: Item>(Inner<T>);
+
+enum Inner<T: Item> {
+    Memory(std::vec::IntoIter<T>),
+    Merge {
+        readers: Vec<BufReader<File>>,
+        heap: BinaryHeap<Head<T>>,
+        paths: Vec<PathBuf>,
+    },
+}
+
+impl<T: Item> Iterator for Sorted<T> {
+    type Item = io::Result<T>;
+
+    fn next(&mut self) -> Option<io::Result<T>> {
+        match &mut self.0 {
+            Inner::Memory(it) => it.next().map(Ok),
+            Inner::Merge { readers, heap, .. } => {
+                let Head { item, run } = heap.pop()?;
+                match T::read_from(&mut readers[run]) {
+                    Ok(Some(next)) => heap.push(Head { item: next, run }),
+                    Ok(None) => {}
+                    Err(e) => return Some(Err(e)),
+                }
+                Some(Ok(item))
+            }
+        }
+    }
+}
+
+impl<T: Item> Drop for Sorted<T> {
+    fn drop(&mut self) {
+        if let Inner::Merge { paths, .. } = &self.0 {
+            for p in paths {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+    }
+}
+
+impl<T: Item> Drop for Sorter<T> {
+    fn drop(&mut self) {
+        // Runs not handed to a `Sorted` (an error midway) are removed here.
+        for p in &self.runs {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// Reads exactly `N` bytes, or `None` at a clean end of file.
+pub fn read_array<const N: usize>(r: &mut impl BufRead) -> io::Result<Option<[u8; N]>> {
+    let mut b = [0u8; N];
+    if r.fill_buf()?.is_empty() {
+        return Ok(None);
+    }
+    r.read_exact(&mut b)?;
+    Ok(Some(b))
+}
+
+/// Writes a u16-length-prefixed string.
+pub fn write_str(w: &mut impl Write, s: &str) -> io::Result<()> {
+    let n = u16::try_from(s.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "string too long for a run"))?;
+    w.write_all(&n.to_be_bytes())?;
+    w.write_all(s.as_bytes())
+}
+
+/// Reads a string written by [`write_str`].
+pub fn read_str(r: &mut impl BufRead) -> io::Result<String> {
+    let mut n = [0u8; 2];
+    r.read_exact(&mut n)?;
+    let mut b = vec![0u8; u16::from_be_bytes(n) as usize];
+    r.read_exact(&mut b)?;
+    String::from_utf8(b).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+impl Item for u128 {
+    fn write_to(&self, w: &mut impl Write) -> io::Result<()> {
+        w.write_all(&self.to_be_bytes())
+    }
+    fn read_from(r: &mut impl BufRead) -> io::Result<Option<Self>> {
+        Ok(read_array::<16>(r)?.map(u128::from_be_bytes))
+    }
+    fn mem_bytes(&self) -> usize {
+        16
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spilled_and_in_memory_sorts_agree() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut x: u128 = 12345;
+        let items: Vec<u128> = (0..50_000)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                x % 1000
+            })
+            .collect();
+        let mut want = items.clone();
+        want.sort();
+        for budget in [1 << 16, 1 << 30] {
+            let mut s = Sorter::new(dir.path(), "t", budget);
+            for &i in &items {
+                s.push(i).unwrap();
+            }
+            let got: Vec<u128> = s.finish().unwrap().map(|r| r.unwrap()).collect();
+            assert_eq!(got, want, "budget {budget}");
+        }
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "runs removed"
+        );
+    }
+}

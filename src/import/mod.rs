@@ -1,0 +1,641 @@
+//! Bulk load of precomputed fingerprints: `simdb import`.
+//!
+//! For a first big load or a rebuild. Instead of one write batch per chunk
+//! of documents, every family is written as sorted SST files and ingested
+//! into a fresh store, which is then moved into place with one rename: the
+//! store appears complete or not at all.
+//!
+//! # Inputs
+//!
+//! - JSONL: `{"id": "...", "fingerprint": "16 hex digits"}` per line (`id`
+//!   may be an integer; other fields are ignored).
+//! - The compact binary form ([`BINARY_MAGIC`] then records, see
+//!   [`write_binary_record`]), recognised by its magic.
+//!
+//! The records are those `simdb ingest` writes for the same JSONL (a
+//! fingerprint is a document whose content hash is the xxh3-64 of its 8
+//! big-endian bytes and whose length is 0); an id given twice keeps its last
+//! fingerprint, as ingest would. Any bad line stops the import with its
+//! `file:line` and leaves nothing behind.
+//!
+//! # Steps and memory
+//!
+//! 1. read and check every line, sort by (id, position) in runs;
+//! 2. merge: keep the last of each id, sort by (fingerprint, id);
+//! 3. merge: number documents sharing a fingerprint (`seq`), write `refs` and
+//!    `block0` (whose order is fingerprint order);
+//! 4. write `docs` in id order, and `block1..3` each from its own sort;
+//! 5. create the store in a staging directory beside the target, ingest the
+//!    SST files, set the count (fsync), rename it into place.
+//!
+//! Sorts hold at most [`Options::memory_bytes`] in memory and spill to run
+//! files in the staging directory, so memory does not grow with the input.
+
+pub mod extsort;
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use extsort::{read_array, read_str, write_str, Item, Sorter};
+
+use crate::db::{check_id, Content};
+use crate::error::{Error, Result};
+use crate::fingerprint::{Fingerprint, Recipe};
+use crate::index::{self, DocKey};
+use crate::store::{self, codec, Record, Store, Tuning};
+
+/// First 8 bytes of the binary form.
+///
+/// ```text
+/// header  8 bytes  "SIMDBFP1"
+/// record  8 bytes  fingerprint, u64 big-endian
+///         2 bytes  id length n, u16 big-endian (1..=4096)
+///         n bytes  id, UTF-8
+/// ```
+pub const BINARY_MAGIC: &[u8; 8] = b"SIMDBFP1";
+
+/// Appends one record of the binary form to `w` (after [`BINARY_MAGIC`]).
+pub fn write_binary_record(w: &mut impl Write, id: &str, fp: Fingerprint) -> io::Result<()> {
+    w.write_all(&fp.value().to_be_bytes())?;
+    write_str(w, id)
+}
+
+/// Options of an import.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Recipe stored in the new store (the one the fingerprints were made with).
+    pub recipe: Recipe,
+    /// Memory for sorting before spilling to disk (default 256 MiB).
+    pub memory_bytes: usize,
+    /// Size of each SST file written (default 256 MiB).
+    pub sst_file_bytes: u64,
+    pub tuning: Tuning,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            recipe: Recipe::default(),
+            memory_bytes: 256 << 20,
+            sst_file_bytes: 256 << 20,
+            tuning: Tuning::default(),
+        }
+    }
+}
+
+/// What an import did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Summary {
+    /// Input records read.
+    pub records: u64,
+    /// Documents in the new store.
+    pub documents: u64,
+    /// Records whose id came again later (the later one was kept).
+    pub replaced: u64,
+    /// Documents sharing their exact fingerprint with an earlier one.
+    pub shared_fingerprints: u64,
+    /// Seconds spent in each step: read+sort, dedup, refs+block0, docs+blocks, ingest.
+    pub step_seconds: Vec<(String, f64)>,
+    #[serde(skip)]
+    pub elapsed: Duration,
+}
+
+/// Progress of an import, for a progress display.
+#[derive(Debug)]
+pub enum Event<'a> {
+    Step(&'a str),
+    Read(u64),
+}
+
+// --- sort items -----------------------------------------------------------
+
+/// Step 1: (id, position) order, with where it came from.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct ById {
+    id: String,
+    pos: u64,
+    fp: u64,
+    input: u32,
+    line: u64,
+}
+
+impl Item for ById {
+    fn write_to(&self, w: &mut impl Write) -> io::Result<()> {
+        write_str(w, &self.id)?;
+        w.write_all(&self.pos.to_be_bytes())?;
+        w.write_all(&self.fp.to_be_bytes())?;
+        w.write_all(&self.input.to_be_bytes())?;
+        w.write_all(&self.line.to_be_bytes())
+    }
+    fn read_from(r: &mut impl BufRead) -> io::Result<Option<Self>> {
+        if r.fill_buf()?.is_empty() {
+            return Ok(None);
+        }
+        let id = read_str(r)?;
+        let mut b = [0u8; 28];
+        r.read_exact(&mut b)?;
+        let u64_at = |i: usize| u64::from_be_bytes(b[i..i + 8].try_into().unwrap_or([0; 8]));
+        Ok(Some(ById {
+            id,
+            pos: u64_at(0),
+            fp: u64_at(8),
+            input: u32::from_be_bytes(b[16..20].try_into().unwrap_or([0; 4])),
+            line: u64_at(20),
+        }))
+    }
+    fn mem_bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + self.id.capacity()
+    }
+}
+
+/// Step 2: (fingerprint, id) order.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct ByFp {
+    fp: u64,
+    id: String,
+}
+
+impl Item for ByFp {
+    fn write_to(&self, w: &mut impl Write) -> io::Result<()> {
+        w.write_all(&self.fp.to_be_bytes())?;
+        write_str(w, &self.id)
+    }
+    fn read_from(r: &mut impl BufRead) -> io::Result<Option<Self>> {
+        let Some(fp) = read_array::<8>(r)? else {
+            return Ok(None);
+        };
+        Ok(Some(ByFp {
+            fp: u64::from_be_bytes(fp),
+            id: read_str(r)?,
+        }))
+    }
+    fn mem_bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + self.id.capacity()
+    }
+}
+
+/// Step 3: ids with a non-zero sequence number, in id order.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct Seq {
+    id: String,
+    seq: u32,
+}
+
+impl Item for Seq {
+    fn write_to(&self, w: &mut impl Write) -> io::Result<()> {
+        write_str(w, &self.id)?;
+        w.write_all(&self.seq.to_be_bytes())
+    }
+    fn read_from(r: &mut impl BufRead) -> io::Result<Option<Self>> {
+        if r.fill_buf()?.is_empty() {
+            return Ok(None);
+        }
+        let id = read_str(r)?;
+        let seq =
+            read_array::<4>(r)?.ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
+        Ok(Some(Seq {
+            id,
+            seq: u32::from_be_bytes(seq),
+        }))
+    }
+    fn mem_bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + self.id.capacity()
+    }
+}
+
+// --- reading ----------------------------------------------------------------
+
+/// One parsed input record.
+struct Parsed {
+    id: String,
+    fp: Fingerprint,
+    line: u64,
+}
+
+fn bad(path: &Path, line: u64, what: impl std::fmt::Display) -> Error {
+    Error::Input(format!("{}:{line}: {what}", path.display()))
+}
+
+#[derive(serde::Deserialize)]
+struct JsonFp<'a> {
+    #[serde(borrow, default)]
+    id: Option<JsonId<'a>>,
+    #[serde(borrow, default)]
+    fingerprint: Option<std::borrow::Cow<'a, str>>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum JsonId<'a> {
+    Str(#[serde(borrow)] std::borrow::Cow<'a, str>),
+    Int(u64),
+    Neg(i64),
+}
+
+/// Parses one JSONL line of the import form; `Err` is the reason.
+pub fn parse_json_line(line: &[u8]) -> std::result::Result<(String, Fingerprint), String> {
+    let d: JsonFp = serde_json::from_slice(line).map_err(|e| format!("invalid JSON: {e}"))?;
+    let id = match d.id {
+        None => return Err("missing \"id\"".into()),
+        Some(JsonId::Str(s)) => s.into_owned(),
+        Some(JsonId::Int(n)) => n.to_string(),
+        Some(JsonId::Neg(n)) => n.to_string(),
+    };
+    check_id(&id).map_err(|e| e.to_string())?;
+    let fp = d
+        .fingerprint
+        .ok_or("missing \"fingerprint\" (16 hex digits)")?;
+    if fp.len() != 16 {
+        return Err(format!(
+            "\"fingerprint\" must be 16 hex digits, got {:?}",
+            fp
+        ));
+    }
+    let fp: Fingerprint = fp.parse().map_err(|e: Error| e.to_string())?;
+    Ok((id, fp))
+}
+
+/// Reads every record of one input, calling `f` for each.
+fn read_input(path: &Path, mut f: impl FnMut(Parsed) -> Result<()>) -> Result<()> {
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut r = BufReader::with_capacity(1 << 20, file);
+    let head = r.fill_buf().map_err(|e| Error::io(path, e))?;
+    if head.starts_with(BINARY_MAGIC) {
+        r.consume(BINARY_MAGIC.len());
+        let mut n = 0u64;
+        loop {
+            n += 1;
+            let fp = match read_array::<8>(&mut r) {
+                Ok(None) => return Ok(()),
+                Ok(Some(b)) => u64::from_be_bytes(b),
+                Err(_) => return Err(bad(path, n, "record truncated (binary form)")),
+            };
+            let id = read_str(&mut r)
+                .map_err(|e| bad(path, n, format!("record {n}: bad or truncated id ({e})")))?;
+            check_id(&id).map_err(|e| bad(path, n, e))?;
+            f(Parsed {
+                id,
+                fp: Fingerprint(fp),
+                line: n,
+            })?;
+        }
+    }
+    let mut buf = Vec::new();
+    let mut n = 0u64;
+    loop {
+        buf.clear();
+        let got = (&mut r)
+            .take(64 << 10)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| Error::io(path, e))?;
+        if got == 0 {
+            return Ok(());
+        }
+        n += 1;
+        if buf.last() != Some(&b'\n') && got == 64 << 10 {
+            return Err(bad(path, n, "line longer than 64 KiB"));
+        }
+        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.iter().all(|b| b.is_ascii_whitespace()) {
+            continue;
+        }
+        let (id, fp) = parse_json_line(line).map_err(|e| bad(path, n, e))?;
+        f(Parsed { id, fp, line: n })?;
+    }
+}
+
+// --- the import -------------------------------------------------------------
+
+fn io_err(path: &Path) -> impl Fn(io::Error) -> Error + '_ {
+    move |e| Error::io(path, e)
+}
+
+/// The staging directory of an import into `target`.
+pub fn staging_dir(target: &Path) -> PathBuf {
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "store".into());
+    target.with_file_name(format!("{name}.importing"))
+}
+
+const STAGING_MARK: &str = "SIMDB-IMPORT-STAGING";
+
+/// Imports `inputs` into a new store at `target`.
+pub fn run(
+    target: &Path,
+    inputs: &[PathBuf],
+    opts: &Options,
+    mut on_event: impl FnMut(Event),
+) -> Result<Summary> {
+    let started = Instant::now();
+    opts.recipe.validate()?;
+    if target.exists() {
+        return Err(Error::AlreadyExists {
+            path: target.to_path_buf(),
+        });
+    }
+    let staging = staging_dir(target);
+    if staging.exists() {
+        if staging.join(STAGING_MARK).exists() {
+            // Left by an import that was killed: ours to remove.
+            std::fs::remove_dir_all(&staging).map_err(io_err(&staging))?;
+        } else {
+            return Err(Error::AlreadyExists { path: staging });
+        }
+    }
+    std::fs::create_dir_all(&staging).map_err(io_err(&staging))?;
+    std::fs::write(staging.join(STAGING_MARK), b"").map_err(io_err(&staging))?;
+    let result = build(target, &staging, inputs, opts, &mut on_event);
+    let _ = std::fs::remove_dir_all(&staging);
+    let mut summary = result?;
+    summary.elapsed = started.elapsed();
+    Ok(summary)
+}
+
+fn build(
+    target: &Path,
+    staging: &Path,
+    inputs: &[PathBuf],
+    opts: &Options,
+    on_event: &mut impl FnMut(Event),
+) -> Result<Summary> {
+    let tmp = staging.join("tmp");
+    let sst = staging.join("sst");
+    for d in [&tmp, &sst] {
+        std::fs::create_dir_all(d).map_err(io_err(d))?;
+    }
+    let mut summary = Summary::default();
+    let mut step = Instant::now();
+    let mut lap = |summary: &mut Summary, name: &str| {
+        summary
+            .step_seconds
+            .push((name.to_string(), step.elapsed().as_secs_f64()));
+        step = Instant::now();
+    };
+    let budget = opts.memory_bytes;
+
+    // 1. Read and sort by (id, position).
+    on_event(Event::Step("read"));
+    let mut by_id = Sorter::<ById>::new(&tmp, "by-id", budget);
+    let mut pos = 0u64;
+    for (input, path) in inputs.iter().enumerate() {
+        read_input(path, |p| {
+            pos += 1;
+            if pos % (1 << 20) == 0 {
+                on_event(Event::Read(pos));
+            }
+            by_id
+                .push(ById {
+                    id: p.id,
+                    pos,
+                    fp: p.fp.value(),
+                    input: input as u32,
+                    line: p.line,
+                })
+                .map_err(io_err(&tmp))
+        })?;
+    }
+    summary.records = pos;
+    let by_id = by_id.finish().map_err(io_err(&tmp))?;
+    lap(&mut summary, "read and sort by id");
+
+    // 2. Keep the last record of each id; sort by (fingerprint, id). The
+    // kept records go to a file in id order for step 4.
+    on_event(Event::Step("dedup"));
+    let uniq_path = tmp.join("uniq.bin");
+    let mut uniq =
+        BufWriter::with_capacity(1 << 20, File::create(&uniq_path).map_err(io_err(&tmp))?);
+    let mut by_fp = Sorter::<ByFp>::new(&tmp, "by-fp", budget);
+    let mut pending: Option<ById> = None;
+    let mut keep = |r: ById, by_fp: &mut Sorter<ByFp>| -> io::Result<()> {
+        r.write_to(&mut uniq)?;
+        by_fp.push(ByFp { fp: r.fp, id: r.id })
+    };
+    for r in by_id {
+        let r = r.map_err(io_err(&tmp))?;
+        if let Some(p) = pending.take() {
+            if p.id == r.id {
+                summary.replaced += 1;
+            } else {
+                keep(p, &mut by_fp).map_err(io_err(&tmp))?;
+            }
+        }
+        pending = Some(r);
+    }
+    if let Some(p) = pending.take() {
+        keep(p, &mut by_fp).map_err(io_err(&tmp))?;
+    }
+    drop(keep);
+    uniq.into_inner()
+        .map_err(|e| e.into_error())
+        .map_err(io_err(&tmp))?;
+    let by_fp = by_fp.finish().map_err(io_err(&tmp))?;
+    lap(&mut summary, "keep last of each id, sort by fingerprint");
+
+    // 3. Number documents sharing a fingerprint; write refs and block0 (both
+    // in fingerprint order) and the (fingerprint, seq) list for block1..3.
+    on_event(Event::Step("refs"));
+    let fps_path = tmp.join("fps.bin");
+    let mut fps = BufWriter::with_capacity(1 << 20, File::create(&fps_path).map_err(io_err(&tmp))?);
+    let mut seqs = Sorter::<Seq>::new(&tmp, "seq", budget / 4);
+    let mut refs_entries: Vec<(DocKey, String)> = Vec::new();
+    let mut refs_files = Vec::new();
+    let mut block0_files = Vec::new();
+    let mut last: Option<(u64, u32)> = None;
+    let mut documents = 0u64;
+    let mut shared = 0u64;
+    let flush_chunk = |entries: &mut Vec<(DocKey, String)>,
+                       refs_files: &mut Vec<PathBuf>,
+                       block0_files: &mut Vec<PathBuf>|
+     -> Result<()> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let n = refs_files.len();
+        let chunk = std::mem::take(entries);
+        let (r, b) = rayon::join(
+            || {
+                store::write_ssts(
+                    &sst,
+                    &format!("{}-{n:05}", store::REFS),
+                    store::REFS,
+                    u64::MAX,
+                    chunk
+                        .iter()
+                        .map(|(d, id)| Ok((d.encode(), id.as_bytes().to_vec()))),
+                )
+            },
+            || {
+                store::write_ssts(
+                    &sst,
+                    &format!("{}-{n:05}", store::BLOCK_FAMILIES[0]),
+                    store::BLOCK_FAMILIES[0],
+                    u64::MAX,
+                    chunk
+                        .iter()
+                        .map(|(d, _)| Ok((index::encode_key(0, *d), Vec::new()))),
+                )
+            },
+        );
+        refs_files.extend(r?);
+        block0_files.extend(b?);
+        Ok(())
+    };
+    // refs and block0 are written a chunk at a time, the two in parallel.
+    let chunk_docs = (opts.sst_file_bytes / 128).max(1024) as usize;
+    for r in by_fp {
+        let ByFp { fp, id } = r.map_err(io_err(&tmp))?;
+        let seq = match last {
+            Some((f, s)) if f == fp => s.checked_add(1).ok_or_else(|| {
+                Error::Input(format!(
+                    "more than {} documents share fingerprint {}",
+                    u32::MAX,
+                    Fingerprint(fp)
+                ))
+            })?,
+            _ => 0,
+        };
+        last = Some((fp, seq));
+        documents += 1;
+        if seq != 0 {
+            shared += 1;
+            seqs.push(Seq {
+                id: id.clone(),
+                seq,
+            })
+            .map_err(io_err(&tmp))?;
+        }
+        fps.write_all(&fp.to_be_bytes())
+            .and_then(|_| fps.write_all(&seq.to_be_bytes()))
+            .map_err(io_err(&tmp))?;
+        refs_entries.push((DocKey::new(Fingerprint(fp), seq), id));
+        if refs_entries.len() >= chunk_docs {
+            flush_chunk(&mut refs_entries, &mut refs_files, &mut block0_files)?;
+        }
+    }
+    flush_chunk(&mut refs_entries, &mut refs_files, &mut block0_files)?;
+    fps.into_inner()
+        .map_err(|e| e.into_error())
+        .map_err(io_err(&tmp))?;
+    summary.documents = documents;
+    summary.shared_fingerprints = shared;
+    let seqs = seqs.finish().map_err(io_err(&tmp))?;
+    lap(
+        &mut summary,
+        "number shared fingerprints, write refs and block0",
+    );
+
+    // 4. docs (id order) beside block1..3 (each its own sort).
+    on_event(Event::Step("docs"));
+    let now = crate::db::now();
+    let names: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
+    let (docs_files, block_files) = rayon::join(
+        || -> Result<Vec<PathBuf>> {
+            let mut r =
+                BufReader::with_capacity(1 << 20, File::open(&uniq_path).map_err(io_err(&tmp))?);
+            let mut seqs = seqs.peekable();
+            let entries = std::iter::from_fn(|| match ById::read_from(&mut r) {
+                Err(e) => Some(Err(Error::io(&uniq_path, e))),
+                Ok(None) => None,
+                Ok(Some(d)) => {
+                    let mut seq = 0;
+                    while let Some(Ok(s)) = seqs.peek() {
+                        if s.id < d.id {
+                            seqs.next();
+                        } else {
+                            if s.id == d.id {
+                                seq = s.seq;
+                            }
+                            break;
+                        }
+                    }
+                    if let Some(Err(_)) = seqs.peek() {
+                        if let Some(Err(e)) = seqs.next() {
+                            return Some(Err(Error::io(&tmp, e)));
+                        }
+                    }
+                    let fp = Fingerprint(d.fp);
+                    let content = Content::Fingerprint(fp);
+                    let rec = Record {
+                        fingerprint: fp,
+                        seq,
+                        content_hash: content.hash(),
+                        length: content.len(),
+                        ingested_at: now,
+                        source: format!("{}:{}", names[d.input as usize], d.line),
+                    };
+                    Some(Ok((d.id.into_bytes(), codec::encode_record(&rec))))
+                }
+            });
+            store::write_ssts(&sst, store::DOCS, store::DOCS, opts.sst_file_bytes, entries)
+        },
+        || -> Result<Vec<Vec<PathBuf>>> {
+            let mut out = Vec::new();
+            for i in 1..crate::fingerprint::BLOCKS {
+                let mut sorter = Sorter::<u128>::new(&tmp, &format!("block{i}"), budget / 2);
+                let mut r =
+                    BufReader::with_capacity(1 << 20, File::open(&fps_path).map_err(io_err(&tmp))?);
+                while let Some(b) = read_array::<12>(&mut r).map_err(io_err(&tmp))? {
+                    let fp = Fingerprint(u64::from_be_bytes(b[..8].try_into().unwrap_or([0; 8])));
+                    let seq = u32::from_be_bytes(b[8..].try_into().unwrap_or([0; 4]));
+                    let key =
+                        (fp.block(i) as u128) << 96 | (fp.value() as u128) << 32 | seq as u128;
+                    sorter.push(key).map_err(io_err(&tmp))?;
+                }
+                let sorted = sorter.finish().map_err(io_err(&tmp))?;
+                let name = store::BLOCK_FAMILIES[i];
+                out.push(store::write_ssts(
+                    &sst,
+                    name,
+                    name,
+                    opts.sst_file_bytes,
+                    sorted.map(|k| {
+                        let k = k.map_err(|e| Error::io(&tmp, e))?;
+                        let doc = DocKey::new(Fingerprint((k >> 32) as u64), k as u32);
+                        Ok((index::encode_key(i, doc), Vec::new()))
+                    }),
+                )?);
+            }
+            Ok(out)
+        },
+    );
+    let docs_files = docs_files?;
+    let block_files = block_files?;
+    lap(&mut summary, "write docs and block1..3");
+
+    // 5. A fresh store in the staging directory, then one rename.
+    on_event(Event::Step("ingest"));
+    let db_dir = staging.join("db");
+    {
+        let store = Store::create(&db_dir, &opts.recipe, opts.tuning)?;
+        store.ingest_ssts(store::REFS, &refs_files)?;
+        store.ingest_ssts(store::BLOCK_FAMILIES[0], &block0_files)?;
+        for (i, files) in block_files.iter().enumerate() {
+            store.ingest_ssts(store::BLOCK_FAMILIES[i + 1], files)?;
+        }
+        store.ingest_ssts(store::DOCS, &docs_files)?;
+        store.set_doc_count(documents)?;
+    }
+    if target.exists() {
+        return Err(Error::AlreadyExists {
+            path: target.to_path_buf(),
+        });
+    }
+    std::fs::rename(&db_dir, target).map_err(io_err(target))?;
+    if let Some(parent) = target.parent() {
+        let parent = if parent.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            parent
+        };
+        if let Ok(d) = File::open(parent) {
+            let _ = d.sync_all();
+        }
+    }
+    lap(&mut summary, "ingest and rename");
+    Ok(summary)
+}

@@ -1,0 +1,299 @@
+//! Scale check: generate N fingerprints with planted neighbours, bulk-load
+//! them with `simdb import`, run Q queries, print load time, size on disk,
+//! query latency (warm and after reopen), recall and exactness against brute
+//! force, and the import's peak RSS.
+//!
+//! ```text
+//! cargo run --release --example scale -- --n 1000000 --queries 2000 [--mode uniform|skewed]
+//!     [--seed 1] [--dir DIR] [--brute 50] [--keep]
+//! ```
+//!
+//! For each of the Q query fingerprints, four documents are planted at
+//! distance 0, 1, 2 and 3 (bits anywhere in the 64, so usually in different
+//! blocks); the rest are uniform random. `--mode skewed` puts 20% of the
+//! documents into 16 hot buckets of block 0 and half the queries there too.
+//! Recall is the share of planted neighbours returned at k=3 (must be 1.0);
+//! `--brute` queries are also compared in full with a linear scan.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Instant;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use simdb::import::{write_binary_record, BINARY_MAGIC};
+use simdb::store::{Access, Tuning};
+use simdb::{Db, Fingerprint};
+
+struct Args {
+    n: usize,
+    queries: usize,
+    skewed: bool,
+    seed: u64,
+    dir: Option<PathBuf>,
+    brute: usize,
+    keep: bool,
+    cache_mb: usize,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        n: 1_000_000,
+        queries: 2000,
+        skewed: false,
+        seed: 1,
+        dir: None,
+        brute: 50,
+        keep: false,
+        cache_mb: 256,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(k) = it.next() {
+        let mut v = || it.next().unwrap_or_else(|| panic!("{k} needs a value"));
+        match k.as_str() {
+            "--n" => a.n = v().replace('_', "").parse().expect("--n"),
+            "--queries" => a.queries = v().parse().expect("--queries"),
+            "--mode" => a.skewed = v() == "skewed",
+            "--seed" => a.seed = v().parse().expect("--seed"),
+            "--dir" => a.dir = Some(PathBuf::from(v())),
+            "--brute" => a.brute = v().parse().expect("--brute"),
+            "--cache-mb" => a.cache_mb = v().parse().expect("--cache-mb"),
+            "--keep" => a.keep = true,
+            other => panic!("unknown argument {other}"),
+        }
+    }
+    assert!(a.n >= 4 * a.queries, "--n must be at least 4 x --queries");
+    a
+}
+
+fn flip_bits(rng: &mut ChaCha8Rng, fp: u64, d: u32) -> u64 {
+    let mut f = fp;
+    while (f ^ fp).count_ones() < d {
+        f ^= 1 << rng.random_range(0..64);
+    }
+    f
+}
+
+fn pct(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn time_queries(db: &Db, qs: &[u64]) -> (Vec<f64>, Vec<Vec<(String, u32)>>) {
+    let mut lat = Vec::with_capacity(qs.len());
+    let mut answers = Vec::with_capacity(qs.len());
+    for &q in qs {
+        let t = Instant::now();
+        let hits = db.query(Fingerprint(q), 3, None).expect("query");
+        lat.push(t.elapsed().as_secs_f64() * 1e3);
+        answers.push(hits.into_iter().map(|h| (h.id, h.distance)).collect());
+    }
+    lat.sort_by(|a, b| a.total_cmp(b));
+    (lat, answers)
+}
+
+fn report(name: &str, lat: &[f64]) {
+    println!(
+        "query k=3 {name:<14} p50 {:.3} ms  p95 {:.3} ms  p99 {:.3} ms  max {:.3} ms  ({} queries)",
+        pct(lat, 0.5),
+        pct(lat, 0.95),
+        pct(lat, 0.99),
+        lat[lat.len() - 1],
+        lat.len()
+    );
+}
+
+fn main() {
+    let a = args();
+    let tmp;
+    let dir = match &a.dir {
+        Some(d) => {
+            std::fs::create_dir_all(d).expect("--dir");
+            d.clone()
+        }
+        None => {
+            tmp = tempfile::tempdir().expect("tempdir");
+            tmp.path().to_path_buf()
+        }
+    };
+    let simdb_bin = std::env::current_exe()
+        .ok()
+        .and_then(|p| Some(p.parent()?.parent()?.join("simdb")))
+        .filter(|p| p.exists())
+        .expect("target/<profile>/simdb: build it first (cargo build --release)");
+    println!(
+        "scale: n={} queries={} mode={} seed={}",
+        a.n,
+        a.queries,
+        if a.skewed { "skewed" } else { "uniform" },
+        a.seed
+    );
+
+    // Generate.
+    let t = Instant::now();
+    let mut rng = ChaCha8Rng::seed_from_u64(a.seed);
+    let hot: Vec<u64> = (0..16).map(|_| rng.random::<u64>() & 0xffff).collect();
+    let skew = |rng: &mut ChaCha8Rng, fp: u64, p: f64| -> u64 {
+        if a.skewed && rng.random_bool(p) {
+            (fp & 0x0000_ffff_ffff_ffff) | hot[rng.random_range(0..16)] << 48
+        } else {
+            fp
+        }
+    };
+    let queries: Vec<u64> = (0..a.queries)
+        .map(|_| {
+            let q = rng.random();
+            skew(&mut rng, q, 0.5)
+        })
+        .collect();
+    let mut fps: Vec<u64> = Vec::with_capacity(a.n);
+    for &q in &queries {
+        for d in 0..4 {
+            fps.push(flip_bits(&mut rng, q, d));
+        }
+    }
+    while fps.len() < a.n {
+        let f = rng.random();
+        fps.push(skew(&mut rng, f, 0.2));
+    }
+    let input = dir.join("fps.bin");
+    {
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&input).expect("fps.bin"));
+        w.write_all(BINARY_MAGIC).unwrap();
+        for (i, &f) in fps.iter().enumerate() {
+            write_binary_record(&mut w, &format!("d{i:09}"), Fingerprint(f)).unwrap();
+        }
+        w.flush().unwrap();
+    }
+    println!(
+        "generated {} fingerprints in {:.1}s ({} MB binary input)",
+        a.n,
+        t.elapsed().as_secs_f64(),
+        std::fs::metadata(&input).unwrap().len() >> 20
+    );
+
+    // Import, as the CLI does it, in a child process so its RSS is its own.
+    let store = dir.join("store");
+    let _ = std::fs::remove_dir_all(&store);
+    let t = Instant::now();
+    let out = Command::new(&simdb_bin)
+        .arg("import")
+        .arg(&store)
+        .arg(&input)
+        .output()
+        .expect("run simdb import");
+    let load = t.elapsed().as_secs_f64();
+    assert!(
+        out.status.success(),
+        "simdb import failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rss_mb = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru);
+        ru.ru_maxrss as f64 / 1024.0
+    };
+    print!("{}", String::from_utf8_lossy(&out.stdout));
+    println!(
+        "import: {load:.1}s ({:.0} docs/s), peak RSS {rss_mb:.0} MB",
+        a.n as f64 / load
+    );
+    let _ = std::fs::remove_file(&input);
+
+    // Size on disk.
+    let tuning = Tuning {
+        block_cache_bytes: a.cache_mb << 20,
+    };
+    let db = Db::open_tuned(&store, Access::ReadOnly, tuning).expect("open");
+    let mut index_bytes = 0;
+    for (name, bytes) in db.family_sizes() {
+        println!(
+            "size {name:<7} {:>8.1} MB  {:>6.1} B/doc",
+            bytes as f64 / 1e6,
+            bytes as f64 / a.n as f64
+        );
+        if name.starts_with("block") {
+            index_bytes += bytes;
+        }
+    }
+    println!(
+        "size index (4 block families) {:.1} B/doc",
+        index_bytes as f64 / a.n as f64
+    );
+
+    // Queries: after open (block cache cold, OS cache as the import left it),
+    // then warm.
+    let (cold, _) = time_queries(&db, &queries);
+    report("after open", &cold);
+    let (warm, answers) = time_queries(&db, &queries);
+    report("warm", &warm);
+    drop(db);
+    let db = Db::open_tuned(&store, Access::ReadOnly, tuning).expect("reopen");
+    let (reopen, _) = time_queries(&db, &queries);
+    report("after reopen", &reopen);
+
+    // Batch: sequential vs parallel over the same queries.
+    let t = Instant::now();
+    let seq_hits: usize = queries
+        .iter()
+        .map(|&q| db.query(Fingerprint(q), 3, None).unwrap().len())
+        .sum();
+    let seq_s = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    let par_hits: usize = queries
+        .par_iter()
+        .map(|&q| db.query(Fingerprint(q), 3, None).unwrap().len())
+        .sum();
+    let par_s = t.elapsed().as_secs_f64();
+    assert_eq!(seq_hits, par_hits);
+    println!(
+        "batch of {} queries: sequential {:.0} q/s, parallel ({} threads) {:.0} q/s",
+        queries.len(),
+        queries.len() as f64 / seq_s,
+        rayon::current_num_threads(),
+        queries.len() as f64 / par_s
+    );
+
+    // Recall of planted neighbours, and brute force on a sample.
+    let mut found = 0;
+    for (j, ans) in answers.iter().enumerate() {
+        for d in 0..4 {
+            let id = format!("d{:09}", 4 * j + d);
+            if ans.iter().any(|(h, _)| *h == id) {
+                found += 1;
+            }
+        }
+    }
+    let planted = 4 * queries.len();
+    println!(
+        "recall of planted neighbours (distance 0..3): {found}/{planted} = {:.4}",
+        found as f64 / planted as f64
+    );
+    let mut mismatches = 0;
+    let nb = a.brute.min(queries.len());
+    for j in 0..nb {
+        let q = queries[j];
+        let mut want: Vec<(String, u32)> = fps
+            .par_iter()
+            .enumerate()
+            .filter_map(|(i, &f)| {
+                let d = (f ^ q).count_ones();
+                (d <= 3).then(|| (format!("d{i:09}"), d))
+            })
+            .collect();
+        want.sort_by(|x, y| x.1.cmp(&y.1).then_with(|| x.0.cmp(&y.0)));
+        if want != answers[j] {
+            mismatches += 1;
+        }
+    }
+    println!("brute force: {nb} queries compared in full, {mismatches} differ");
+    if a.keep {
+        println!("kept {}", store.display());
+    } else {
+        drop(db);
+        let _ = std::fs::remove_dir_all(&store);
+    }
+    assert_eq!(found, planted, "recall must be 1.0");
+    assert_eq!(mismatches, 0, "index must equal brute force");
+}
