@@ -1,10 +1,12 @@
 //! Fingerprint throughput beside plain jieba-rs segmentation (the floor),
-//! and an index query beside a brute-force scan at the same N.
+//! an index query beside a brute-force scan at the same N, and text ingest
+//! (1 and 2 threads) beside one-thread segmentation of the same text.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 use simdb::index::{brute_force, MemIndex};
+use simdb::ingest::{self, Input};
 use simdb::{Content, Db, Fingerprint, Fingerprinter, Recipe};
 
 fn chinese_text(seed: u64, words: usize) -> String {
@@ -93,5 +95,54 @@ fn query(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, fingerprint, query);
+fn ingest(c: &mut Criterion) {
+    let docs: Vec<String> = (0..400).map(|i| chinese_text(100 + i, 400)).collect();
+    let bytes: usize = docs.iter().map(|d| d.len()).sum();
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.jsonl");
+    let mut jsonl = String::new();
+    for (i, d) in docs.iter().enumerate() {
+        jsonl += &serde_json::json!({"id": format!("d{i}"), "text": d}).to_string();
+        jsonl.push('\n');
+    }
+    std::fs::write(&input, jsonl).unwrap();
+    let mut g = c.benchmark_group("ingest_400_docs");
+    g.throughput(Throughput::Bytes(bytes as u64));
+    g.sample_size(10);
+    let jieba = jieba_rs::Jieba::new();
+    g.bench_function("jieba_cut_one_thread", |b| {
+        b.iter(|| {
+            docs.iter()
+                .map(|d| jieba.cut(d, false).len())
+                .sum::<usize>()
+        })
+    });
+    for threads in [1, 2] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        g.bench_function(format!("ingest_{threads}_threads"), |b| {
+            b.iter_batched(
+                || {
+                    let d = tempfile::tempdir().unwrap();
+                    let db = Db::create(d.path().join("db"), Recipe::default()).unwrap();
+                    (d, db)
+                },
+                |(d, db)| {
+                    let inputs = [Input::guess(&input)];
+                    let s = pool
+                        .install(|| ingest::run(&db, &inputs, &Default::default(), |_| {}))
+                        .unwrap();
+                    assert_eq!(s.inserted, 400);
+                    (d, db) // dropped outside the timing
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, fingerprint, query, ingest);
 criterion_main!(benches);

@@ -79,7 +79,7 @@ fn import_matches_ingest_and_spills() {
         sst_file_bytes: 256 << 10,
         ..Default::default()
     };
-    let sum = import::run(&b_path, &[input.clone()], &opts, |_| {}).unwrap();
+    let sum = import::run(&b_path, std::slice::from_ref(&input), &opts, |_| {}).unwrap();
     assert_eq!(sum.records, 30_000);
     assert!(
         sum.replaced > 1000 && sum.shared_fingerprints > 1000,
@@ -116,7 +116,13 @@ fn import_matches_ingest_and_spills() {
     }
     let bin_path = t.file("fps.bin", bin);
     let c_path = t.dir.path().join("binary");
-    import::run(&c_path, &[bin_path.clone()], &Default::default(), |_| {}).unwrap();
+    import::run(
+        &c_path,
+        std::slice::from_ref(&bin_path),
+        &Default::default(),
+        |_| {},
+    )
+    .unwrap();
     let c = Db::open(&c_path).unwrap();
     let strip =
         |r: Vec<Row>| -> Vec<(String, Fingerprint)> { r.into_iter().map(|r| (r.0, r.1)).collect() };

@@ -35,6 +35,7 @@ struct Args {
     dir: Option<PathBuf>,
     brute: usize,
     keep: bool,
+    reuse: bool,
     cache_mb: usize,
 }
 
@@ -47,6 +48,7 @@ fn args() -> Args {
         dir: None,
         brute: 50,
         keep: false,
+        reuse: false,
         cache_mb: 256,
     };
     let mut it = std::env::args().skip(1);
@@ -61,6 +63,10 @@ fn args() -> Args {
             "--brute" => a.brute = v().parse().expect("--brute"),
             "--cache-mb" => a.cache_mb = v().parse().expect("--cache-mb"),
             "--keep" => a.keep = true,
+            "--reuse" => {
+                a.reuse = true;
+                a.keep = true;
+            }
             other => panic!("unknown argument {other}"),
         }
     }
@@ -158,29 +164,41 @@ fn main() {
         fps.push(skew(&mut rng, f, 0.2));
     }
     let input = dir.join("fps.bin");
-    {
+    let store = dir.join("store");
+    let reuse = a.reuse && store.exists();
+    if !reuse {
         let mut w = std::io::BufWriter::new(std::fs::File::create(&input).expect("fps.bin"));
         w.write_all(BINARY_MAGIC).unwrap();
         for (i, &f) in fps.iter().enumerate() {
             write_binary_record(&mut w, &format!("d{i:09}"), Fingerprint(f)).unwrap();
         }
         w.flush().unwrap();
+        println!(
+            "generated {} fingerprints in {:.1}s ({} MB binary input)",
+            a.n,
+            t.elapsed().as_secs_f64(),
+            std::fs::metadata(&input)
+                .map(|m| m.len() >> 20)
+                .unwrap_or(0)
+        );
     }
-    println!(
-        "generated {} fingerprints in {:.1}s ({} MB binary input)",
-        a.n,
-        t.elapsed().as_secs_f64(),
-        std::fs::metadata(&input).unwrap().len() >> 20
-    );
 
     // Import, as the CLI does it, in a child process so its RSS is its own.
-    let store = dir.join("store");
-    let _ = std::fs::remove_dir_all(&store);
+    if reuse {
+        println!("reusing {} (--reuse): no import", store.display());
+    } else {
+        import(&simdb_bin, &store, &input, a.n);
+    }
+    query_phase(&a, &store, &queries, &fps);
+}
+
+fn import(simdb_bin: &std::path::Path, store: &std::path::Path, input: &std::path::Path, n: usize) {
+    let _ = std::fs::remove_dir_all(store);
     let t = Instant::now();
-    let out = Command::new(&simdb_bin)
+    let out = Command::new(simdb_bin)
         .arg("import")
-        .arg(&store)
-        .arg(&input)
+        .arg(store)
+        .arg(input)
         .output()
         .expect("run simdb import");
     let load = t.elapsed().as_secs_f64();
@@ -197,15 +215,17 @@ fn main() {
     print!("{}", String::from_utf8_lossy(&out.stdout));
     println!(
         "import: {load:.1}s ({:.0} docs/s), peak RSS {rss_mb:.0} MB",
-        a.n as f64 / load
+        n as f64 / load
     );
-    let _ = std::fs::remove_file(&input);
+    let _ = std::fs::remove_file(input);
+}
 
+fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) {
     // Size on disk.
     let tuning = Tuning {
         block_cache_bytes: a.cache_mb << 20,
     };
-    let db = Db::open_tuned(&store, Access::ReadOnly, tuning).expect("open");
+    let db = Db::open_tuned(store, Access::ReadOnly, tuning).expect("open");
     let mut index_bytes = 0;
     for (name, bytes) in db.family_sizes() {
         println!(
@@ -224,13 +244,13 @@ fn main() {
 
     // Queries: after open (block cache cold, OS cache as the import left it),
     // then warm.
-    let (cold, _) = time_queries(&db, &queries);
+    let (cold, _) = time_queries(&db, queries);
     report("after open", &cold);
-    let (warm, answers) = time_queries(&db, &queries);
+    let (warm, answers) = time_queries(&db, queries);
     report("warm", &warm);
     drop(db);
-    let db = Db::open_tuned(&store, Access::ReadOnly, tuning).expect("reopen");
-    let (reopen, _) = time_queries(&db, &queries);
+    let db = Db::open_tuned(store, Access::ReadOnly, tuning).expect("reopen");
+    let (reopen, _) = time_queries(&db, queries);
     report("after reopen", &reopen);
 
     // Batch: sequential vs parallel over the same queries.
@@ -292,7 +312,7 @@ fn main() {
         println!("kept {}", store.display());
     } else {
         drop(db);
-        let _ = std::fs::remove_dir_all(&store);
+        let _ = std::fs::remove_dir_all(store);
     }
     assert_eq!(found, planted, "recall must be 1.0");
     assert_eq!(mismatches, 0, "index must equal brute force");

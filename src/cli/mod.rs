@@ -59,7 +59,7 @@ fn import_cmd(a: ImportArgs) -> Result<bool> {
                 simdb::import::Event::Step(s) => {
                     eprintln!("[{:7.1}s] {s}", started.elapsed().as_secs_f64())
                 }
-                simdb::import::Event::Read(n) if n % (8 << 20) == 0 => {
+                simdb::import::Event::Read(n) if n.is_multiple_of(8 << 20) => {
                     eprintln!("[{:7.1}s] read {n}", started.elapsed().as_secs_f64())
                 }
                 simdb::import::Event::Read(_) => {}

@@ -385,7 +385,7 @@ fn build(
     for (input, path) in inputs.iter().enumerate() {
         read_input(path, |p| {
             pos += 1;
-            if pos % (1 << 20) == 0 {
+            if pos.is_multiple_of(1 << 20) {
                 on_event(Event::Read(pos));
             }
             by_id
@@ -429,7 +429,6 @@ fn build(
     if let Some(p) = pending.take() {
         keep(p, &mut by_fp).map_err(io_err(&tmp))?;
     }
-    drop(keep);
     uniq.into_inner()
         .map_err(|e| e.into_error())
         .map_err(io_err(&tmp))?;

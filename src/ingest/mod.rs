@@ -1,9 +1,10 @@
-//! The ingest run: read inputs in chunks, fingerprint each chunk on all
-//! cores (rayon), then apply it in input order through one [`Writer`] and
-//! commit it as one atomic batch.
+//! The ingest run, a pipeline: inputs are read in chunks; each chunk is
+//! fingerprinted on all cores (rayon) while the calling thread applies the
+//! previous one in input order through one [`Writer`] and commits it as one
+//! atomic batch.
 //!
-//! Memory is bounded by the chunk size (documents held at once) and the
-//! maximum document size. Fingerprints are computed independently per
+//! Memory is bounded by three chunks (each at most `batch_size` documents
+//! or 32 MiB of content) and the maximum document size. Fingerprints are computed independently per
 //! document and applied in input order, so results do not depend on the
 //! number of threads. Each document's duplicate check sees the store and
 //! every document before it in the run, even in the same batch.
@@ -131,90 +132,173 @@ pub fn run(
     let mut sum = Summary::default();
     let batch_size = opts.batch_size.max(1);
 
-    for input in inputs {
-        let items = read::read(input, opts.max_doc_bytes).map_err(|e| Error::io(&input.path, e))?;
-        let mut items = items.peekable();
-        while items.peek().is_some() {
-            let chunk: Vec<read::Item> = items.by_ref().take(batch_size).collect();
-            let fps: Vec<Option<Result<Fingerprint>>> = chunk
-                .par_iter()
-                .map(|it| {
-                    it.as_ref()
-                        .ok()
-                        .map(|d| d.content.fingerprint(&fingerprinter))
-                })
-                .collect();
-            for (item, fp) in chunk.iter().zip(fps) {
-                let doc = match item {
-                    Err(p) => {
-                        sum.bad_lines += 1;
-                        on_event(Event::BadLine(p));
-                        if opts.strict {
-                            w.commit()?;
-                            return Err(Error::Input(format!("{p} (stopped: --strict)")));
-                        }
-                        continue;
-                    }
-                    Ok(d) => d,
-                };
-                sum.read += 1;
-                let fp = match fp {
-                    Some(Ok(fp)) => fp,
-                    Some(Err(Error::NoFeatures)) => {
-                        sum.no_features += 1;
-                        on_event(Event::NoFeatures(doc));
-                        continue;
-                    }
-                    Some(Err(e)) => {
-                        sum.bad_lines += 1;
-                        let p = Problem {
-                            location: doc.source.clone(),
-                            reason: e.to_string(),
-                        };
-                        on_event(Event::BadLine(&p));
-                        if opts.strict {
-                            w.commit()?;
-                            return Err(Error::Input(format!("{p} (stopped: --strict)")));
-                        }
-                        continue;
-                    }
-                    None => unreachable!("a fingerprint is computed for every document"),
-                };
-                // Unchanged re-ingests are not news: check before looking for duplicates.
-                if let Some(old) = w.get(&doc.id)? {
-                    if old.fingerprint == fp && old.content_hash == doc.content.hash() {
-                        sum.unchanged += 1;
-                        continue;
-                    }
-                }
-                let near = w.query(fp, opts.k, None)?;
-                let dup = near.into_iter().find(|h| h.id != doc.id);
-                if let Some(h) = &dup {
-                    sum.duplicates += 1;
-                    on_event(Event::Duplicate(&DuplicateReport {
-                        id: doc.id.clone(),
-                        duplicate_of: h.id.clone(),
-                        distance: h.distance,
-                    }));
-                    if opts.policy == DuplicatePolicy::Skip {
-                        sum.skipped_duplicates += 1;
-                        continue;
-                    }
-                }
-                match w.put(&doc.id, fp, &doc.content, &doc.source)? {
-                    Outcome::Inserted => sum.inserted += 1,
-                    Outcome::Replaced => sum.replaced += 1,
-                    Outcome::Unchanged => sum.unchanged += 1,
-                }
+    // Pipeline: while this thread applies and commits chunk n, chunk n+1 is
+    // fingerprinted on the rayon pool (the caller's pool, if it runs inside
+    // one). Chunks are read here, between the two. At most three chunks are
+    // held at once (applying, fingerprinting, just read).
+    let mut reader = Chunks {
+        inputs: inputs.iter(),
+        items: None,
+        batch_size,
+        max_doc_bytes: opts.max_doc_bytes,
+    };
+    let mut ready: Option<Chunk> = None;
+    loop {
+        let raw = reader.next_chunk()?;
+        if raw.is_none() && ready.is_none() {
+            break;
+        }
+        let mut fingerprinted: Option<Chunk> = None;
+        let mut applied: Result<()> = Ok(());
+        let fingerprinter = &fingerprinter;
+        rayon::in_place_scope(|scope| {
+            if let Some(raw) = raw {
+                let out = &mut fingerprinted;
+                scope.spawn(move |_| {
+                    let fps = raw
+                        .par_iter()
+                        .map(|it| {
+                            it.as_ref()
+                                .ok()
+                                .map(|d| d.content.fingerprint(fingerprinter))
+                        })
+                        .collect();
+                    *out = Some((raw, fps));
+                });
             }
-            w.commit()?;
-            sum.elapsed = start.elapsed();
+            if let Some((chunk, fps)) = ready.take() {
+                applied = apply(&mut w, &mut sum, chunk, fps, opts, &mut on_event)
+                    .and_then(|()| w.commit());
+                sum.elapsed = start.elapsed();
+            }
+        });
+        applied?;
+        if sum.read + sum.bad_lines > 0 {
             on_event(Event::Committed(&sum));
         }
+        ready = fingerprinted;
     }
     w.commit()?;
     sum.elapsed = start.elapsed();
     Ok(sum)
+}
+
+/// Reads the inputs one chunk at a time.
+struct Chunks<'a> {
+    inputs: std::slice::Iter<'a, Input>,
+    items: Option<Box<dyn Iterator<Item = read::Item> + Send + 'a>>,
+    batch_size: usize,
+    max_doc_bytes: usize,
+}
+
+impl Chunks<'_> {
+    /// The next chunk: at most `batch_size` items or about [`CHUNK_BYTES`]
+    /// of content; `None` at the end of the last input.
+    fn next_chunk(&mut self) -> Result<Option<Vec<read::Item>>> {
+        let mut bytes = 0usize;
+        let mut chunk = Vec::new();
+        while chunk.len() < self.batch_size && bytes < CHUNK_BYTES {
+            let next = match self.items.as_mut() {
+                Some(items) => items.next(),
+                None => None,
+            };
+            match next {
+                Some(it) => {
+                    bytes += it.as_ref().map(|d| d.content.len() as usize).unwrap_or(0);
+                    chunk.push(it);
+                }
+                None => match self.inputs.next() {
+                    Some(input) => {
+                        let items = read::read(input, self.max_doc_bytes)
+                            .map_err(|e| Error::io(&input.path, e))?;
+                        self.items = Some(items);
+                    }
+                    None => break,
+                },
+            }
+        }
+        Ok((!chunk.is_empty()).then_some(chunk))
+    }
+}
+
+/// A chunk ends after this many bytes of content (or `batch_size` documents).
+const CHUNK_BYTES: usize = 32 << 20;
+
+type Chunk = (Vec<read::Item>, Vec<Option<Result<Fingerprint>>>);
+
+/// Applies one fingerprinted chunk in input order.
+fn apply(
+    w: &mut crate::db::Writer<'_>,
+    sum: &mut Summary,
+    chunk: Vec<read::Item>,
+    fps: Vec<Option<Result<Fingerprint>>>,
+    opts: &Options,
+    on_event: &mut impl FnMut(Event<'_>),
+) -> Result<()> {
+    for (item, fp) in chunk.iter().zip(fps) {
+        let doc = match item {
+            Err(p) => {
+                sum.bad_lines += 1;
+                on_event(Event::BadLine(p));
+                if opts.strict {
+                    w.commit()?;
+                    return Err(Error::Input(format!("{p} (stopped: --strict)")));
+                }
+                continue;
+            }
+            Ok(d) => d,
+        };
+        sum.read += 1;
+        let fp = match fp {
+            Some(Ok(fp)) => fp,
+            Some(Err(Error::NoFeatures)) => {
+                sum.no_features += 1;
+                on_event(Event::NoFeatures(doc));
+                continue;
+            }
+            Some(Err(e)) => {
+                sum.bad_lines += 1;
+                let p = Problem {
+                    location: doc.source.clone(),
+                    reason: e.to_string(),
+                };
+                on_event(Event::BadLine(&p));
+                if opts.strict {
+                    w.commit()?;
+                    return Err(Error::Input(format!("{p} (stopped: --strict)")));
+                }
+                continue;
+            }
+            None => unreachable!("a fingerprint is computed for every document"),
+        };
+        // Unchanged re-ingests are not news: check before looking for duplicates.
+        if let Some(old) = w.get(&doc.id)? {
+            if old.fingerprint == fp && old.content_hash == doc.content.hash() {
+                sum.unchanged += 1;
+                continue;
+            }
+        }
+        let near = w.query(fp, opts.k, None)?;
+        let dup = near.into_iter().find(|h| h.id != doc.id);
+        if let Some(h) = &dup {
+            sum.duplicates += 1;
+            on_event(Event::Duplicate(&DuplicateReport {
+                id: doc.id.clone(),
+                duplicate_of: h.id.clone(),
+                distance: h.distance,
+            }));
+            if opts.policy == DuplicatePolicy::Skip {
+                sum.skipped_duplicates += 1;
+                continue;
+            }
+        }
+        match w.put(&doc.id, fp, &doc.content, &doc.source)? {
+            Outcome::Inserted => sum.inserted += 1,
+            Outcome::Replaced => sum.replaced += 1,
+            Outcome::Unchanged => sum.unchanged += 1,
+        }
+    }
+    Ok(())
 }
 
 /// Writes one report line as JSON.

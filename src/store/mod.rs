@@ -387,25 +387,15 @@ impl Store {
     /// decided from the index keys alone; only hits are looked up in `refs`.
     pub fn probe(&self, q: Fingerprint, k: u32, mut visit: impl FnMut(Hit)) -> Result<()> {
         crate::fingerprint::check_k(k)?;
+        // The four bucket scans are independent: run them on the rayon pool.
+        use rayon::prelude::*;
+        let per_family: Vec<Result<Vec<DocKey>>> = (0..BLOCKS)
+            .into_par_iter()
+            .map(|i| self.scan_bucket(i, q, k))
+            .collect();
         let mut found: Vec<DocKey> = Vec::new();
-        for (i, name) in BLOCK_FAMILIES.iter().enumerate() {
-            let prefix = index::bucket_prefix(i, q);
-            let mut ro = ReadOptions::default();
-            ro.set_prefix_same_as_start(true);
-            ro.set_iterate_range(rocksdb::PrefixRange(&prefix[..]));
-            let mut it = self.db.raw_iterator_cf_opt(self.cf(name), ro);
-            it.seek(prefix);
-            while let Some(key) = it.key() {
-                // Hot loop: read the fingerprint, decide; decode fully only hits.
-                let fp = index::key_fingerprint(key)
-                    .ok_or_else(|| Error::corrupt(name, key, "index key is too short"))?;
-                if fp.distance(q) <= k {
-                    let ik = index::decode_key(i, key).map_err(|r| Error::corrupt(name, key, r))?;
-                    found.push(ik.doc);
-                }
-                it.next();
-            }
-            it.status()?;
+        for f in per_family {
+            found.extend(f?);
         }
         found.sort_unstable();
         found.dedup();
@@ -424,6 +414,30 @@ impl Store {
             });
         }
         Ok(())
+    }
+
+    /// Documents within `k` of `q` in the bucket of `q`'s block `i`.
+    fn scan_bucket(&self, i: usize, q: Fingerprint, k: u32) -> Result<Vec<DocKey>> {
+        let name = BLOCK_FAMILIES[i];
+        let prefix = index::bucket_prefix(i, q);
+        let mut ro = ReadOptions::default();
+        ro.set_prefix_same_as_start(true);
+        ro.set_iterate_range(rocksdb::PrefixRange(&prefix[..]));
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(name), ro);
+        it.seek(prefix);
+        let mut found = Vec::new();
+        while let Some(key) = it.key() {
+            // Hot loop: read the fingerprint, decide; decode fully only hits.
+            let fp = index::key_fingerprint(key)
+                .ok_or_else(|| Error::corrupt(name, key, "index key is too short"))?;
+            if fp.distance(q) <= k {
+                let ik = index::decode_key(i, key).map_err(|r| Error::corrupt(name, key, r))?;
+                found.push(ik.doc);
+            }
+            it.next();
+        }
+        it.status()?;
+        Ok(found)
     }
 
     /// The id of the document the index names `doc`, if any.
