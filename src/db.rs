@@ -435,13 +435,7 @@ impl Writer<'_> {
     fn alloc_seq(&mut self, fp: Fingerprint) -> Result<u32> {
         let stored = self.store.next_seq(fp)?;
         let seq = stored.max(self.next_seq.get(&fp).copied().unwrap_or(0));
-        let next = seq.checked_add(1).ok_or_else(|| {
-            Error::Input(format!(
-                "more than {} documents share fingerprint {fp}",
-                u32::MAX
-            ))
-        })?;
-        self.next_seq.insert(fp, next);
+        self.next_seq.insert(fp, index::seq_after(fp, seq)?);
         Ok(seq)
     }
 

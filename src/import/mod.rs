@@ -489,13 +489,7 @@ fn build(
     for r in by_fp {
         let ByFp { fp, id } = r.map_err(io_err(&tmp))?;
         let seq = match last {
-            Some((f, s)) if f == fp => s.checked_add(1).ok_or_else(|| {
-                Error::Input(format!(
-                    "more than {} documents share fingerprint {}",
-                    u32::MAX,
-                    Fingerprint(fp)
-                ))
-            })?,
+            Some((f, s)) if f == fp => index::seq_after(Fingerprint(fp), s)?,
             _ => 0,
         };
         last = Some((fp, seq));

@@ -83,6 +83,17 @@ impl DocKey {
     }
 }
 
+/// The sequence number after `seq` among documents of fingerprint `fp`; an
+/// error once all 2^32 are taken.
+pub fn seq_after(fp: Fingerprint, seq: u32) -> crate::Result<u32> {
+    seq.checked_add(1).ok_or_else(|| {
+        crate::Error::Input(format!(
+            "more than {} documents share fingerprint {fp}",
+            u32::MAX
+        ))
+    })
+}
+
 fn push_seq(k: &mut Vec<u8>, seq: u32) {
     if seq != 0 {
         k.extend_from_slice(&seq.to_be_bytes());

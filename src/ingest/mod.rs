@@ -4,8 +4,8 @@
 //! atomic batch.
 //!
 //! Memory is bounded by three chunks (each at most `batch_size` documents
-//! or 32 MiB of content) and the maximum document size. Fingerprints are computed independently per
-//! document and applied in input order, so results do not depend on the
+//! or 32 MiB of content) and the maximum document size. Fingerprints are
+//! computed independently per document and applied in input order, so results do not depend on the
 //! number of threads. Each document's duplicate check sees the store and
 //! every document before it in the run, even in the same batch.
 

@@ -19,9 +19,10 @@
 //!
 //! The block families hold ~10-byte keys of near-random bytes and are read
 //! by bucket scans: a fixed 2-byte prefix extractor with a prefix bloom
-//! filter (no whole-key filter), no compression (random bytes do not
-//! compress; RocksDB's prefix delta encoding already drops the shared block
-//! bytes), 16 KiB blocks, restart interval 32. `refs` and `docs` are read by
+//! filter (no whole-key filter), 16 KiB blocks, restart interval 32, LZ4.
+//! The keys are random bytes, but RocksDB appends an 8-byte internal
+//! trailer (sequence number, type) to each, which LZ4 mostly removes along
+//! with the repeated block bytes (see README, Performance). `refs` and `docs` are read by
 //! point lookups: whole-key bloom filters and LZ4. All families share one
 //! LRU block cache ([`Tuning::block_cache_bytes`]) and memtables are capped
 //! at 256 MiB in total, so a process stays well under 1 GiB.
@@ -466,12 +467,7 @@ impl Store {
         let next = match it.key() {
             Some(k) if k.starts_with(&prefix) => {
                 let doc = DocKey::decode(k).map_err(|r| Error::corrupt(REFS, k, r))?;
-                doc.seq.checked_add(1).ok_or_else(|| {
-                    Error::Input(format!(
-                        "more than {} documents share fingerprint {fp}",
-                        u32::MAX
-                    ))
-                })?
+                index::seq_after(fp, doc.seq)?
             }
             _ => 0,
         };
