@@ -126,6 +126,20 @@ pub fn feature_hash(feature: &str) -> u64 {
     xxhash_rust::xxh3::xxh3_64(feature.as_bytes())
 }
 
+/// For each byte value, +1.0 or -1.0 per bit (bit 0 first).
+fn sign_table() -> &'static [[f64; 8]; 256] {
+    static TABLE: std::sync::OnceLock<[[f64; 8]; 256]> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = [[0f64; 8]; 256];
+        for (v, row) in t.iter_mut().enumerate() {
+            for (bit, x) in row.iter_mut().enumerate() {
+                *x = if (v >> bit) & 1 == 1 { 1.0 } else { -1.0 };
+            }
+        }
+        t
+    })
+}
+
 /// Simhash of pre-weighted features `(feature, weight)`.
 ///
 /// This is the Simhash of a sparse vector whose dimensions are named by the
@@ -136,8 +150,27 @@ pub fn feature_hash(feature: &str) -> u64 {
 /// Errors: [`Error::NoFeatures`] if no feature has a non-zero weight,
 /// [`Error::Input`] if a weight is not finite.
 pub fn simhash_weighted<S: AsRef<str>>(features: &[(S, f64)]) -> Result<Fingerprint> {
-    let mut order: Vec<usize> = (0..features.len()).collect();
-    order.sort_by(|&a, &b| features[a].0.as_ref().cmp(features[b].0.as_ref()));
+    // Sum in name order (then input order), so the result does not depend
+    // on the order features were listed in. The first 8 bytes of a name,
+    // zero-padded, as a big-endian u64 order names as bytewise comparison
+    // does whenever they differ; only equal prefixes compare whole names.
+    let prefix = |s: &str| {
+        let mut b = [0u8; 8];
+        let n = s.len().min(8);
+        b[..n].copy_from_slice(&s.as_bytes()[..n]);
+        u64::from_be_bytes(b)
+    };
+    let mut order: Vec<(u64, usize)> = features
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (prefix(f.0.as_ref()), i))
+        .collect();
+    order.sort_unstable_by(|&(pa, a), &(pb, b)| {
+        pa.cmp(&pb)
+            .then_with(|| features[a].0.as_ref().cmp(features[b].0.as_ref()))
+            .then(a.cmp(&b))
+    });
+    let order = order.into_iter().map(|(_, i)| i);
     let mut sums = [0f64; WIDTH as usize];
     let mut used = 0usize;
     for i in order {
@@ -153,11 +186,14 @@ pub fn simhash_weighted<S: AsRef<str>>(features: &[(S, f64)]) -> Result<Fingerpr
         }
         used += 1;
         let h = feature_hash(name.as_ref());
-        for (bit, sum) in sums.iter_mut().enumerate() {
-            if (h >> bit) & 1 == 1 {
-                *sum += w;
-            } else {
-                *sum -= w;
+        // Branch-free (the bits are random, branches would mispredict), a
+        // byte of the hash at a time: adding w times +1.0 or -1.0 is exactly
+        // `sum + w` or `sum - w`.
+        let signs = sign_table();
+        for (byte, lanes) in sums.chunks_exact_mut(8).enumerate() {
+            let s = &signs[((h >> (8 * byte)) & 0xff) as usize];
+            for (sum, sign) in lanes.iter_mut().zip(s) {
+                *sum += sign * w;
             }
         }
     }

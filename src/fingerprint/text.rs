@@ -1,9 +1,10 @@
 //! Text to weighted features, and features to a fingerprint.
 
-use std::collections::{HashMap, HashSet};
+use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use jieba_rs::Jieba;
+use rustc_hash::{FxHashMap, FxHashSet};
 use unicode_normalization::UnicodeNormalization;
 
 use super::{simhash_weighted, stopwords, Fingerprint, Recipe};
@@ -14,21 +15,54 @@ use crate::error::{Error, Result};
 /// A test checks it against jieba-rs's own TF-IDF extractor.
 const IDF_TABLE: &str = include_str!("data/jieba_idf.txt");
 
+/// The IDF table keyed by the xxh3-64 of each word: a lookup touches one
+/// entry and never the table's text (word-keyed lookups spent most of their
+/// time on cache misses comparing keys). Building checks that no two words
+/// share a hash; an unlisted word takes a listed word's IDF only if their
+/// 64-bit hashes collide (about 1 in 6.6e13 per lookup).
 struct IdfTable {
-    map: HashMap<&'static str, f64>,
+    map: std::collections::HashMap<u64, f64, std::hash::BuildHasherDefault<KeyIsHash>>,
     median: f64,
+}
+
+/// A `Hasher` for keys that already are hashes.
+#[derive(Default)]
+struct KeyIsHash(u64);
+
+impl std::hash::Hasher for KeyIsHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+fn word_key(word: &str) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(word.as_bytes())
 }
 
 fn idf_table() -> &'static IdfTable {
     static TABLE: OnceLock<IdfTable> = OnceLock::new();
     TABLE.get_or_init(|| {
-        let mut map = HashMap::with_capacity(280_000);
+        let mut map =
+            std::collections::HashMap::with_capacity_and_hasher(280_000, Default::default());
         let mut values = Vec::with_capacity(280_000);
+        let mut words: FxHashMap<u64, &str> = FxHashMap::default();
         for line in IDF_TABLE.lines() {
             let mut parts = line.split_whitespace();
             if let (Some(word), Some(Ok(idf))) = (parts.next(), parts.next().map(str::parse::<f64>))
             {
-                map.insert(word, idf);
+                let key = word_key(word);
+                if let Some(other) = words.insert(key, word) {
+                    assert_eq!(other, word, "two IDF words share an xxh3-64 hash");
+                }
+                map.insert(key, idf);
                 values.push(idf);
             }
         }
@@ -51,7 +85,7 @@ pub(crate) fn idf_table_hash() -> u64 {
 /// The IDF of a term: its value in the table, or the table's median.
 pub fn idf(term: &str) -> f64 {
     let t = idf_table();
-    t.map.get(term).copied().unwrap_or(t.median)
+    t.map.get(&word_key(term)).copied().unwrap_or(t.median)
 }
 
 /// The IDF given to terms missing from the table (the table's lower median).
@@ -72,8 +106,8 @@ fn jieba() -> &'static Jieba {
     JIEBA.get_or_init(Jieba::new)
 }
 
-fn stop_words() -> &'static HashSet<&'static str> {
-    static STOP: OnceLock<HashSet<&'static str>> = OnceLock::new();
+fn stop_words() -> &'static FxHashSet<&'static str> {
+    static STOP: OnceLock<FxHashSet<&'static str>> = OnceLock::new();
     STOP.get_or_init(|| {
         stopwords::ENGLISH
             .iter()
@@ -89,6 +123,21 @@ fn is_cjk(c: char) -> bool {
     matches!(c as u32,
         0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF
         | 0x20000..=0x2A6DF | 0x2A700..=0x2EBEF | 0x30000..=0x3134F)
+}
+
+/// Whether `c.to_lowercase()` is `c` alone. U+3000..=U+9FFF (CJK
+/// punctuation, kana, ideographs) has no case mappings, so the common
+/// Chinese characters skip the lookup.
+#[inline]
+fn lowercases_to_itself(c: char) -> bool {
+    if c.is_ascii() {
+        return !c.is_ascii_uppercase();
+    }
+    if ('\u{3000}'..='\u{9fff}').contains(&c) {
+        return true;
+    }
+    let mut l = c.to_lowercase();
+    l.next() == Some(c) && l.next().is_none()
 }
 
 /// A weighted feature.
@@ -127,10 +176,17 @@ impl Fingerprinter {
     /// Normalised text: NFKC, then lower case.
     pub fn normalize(text: &str) -> String {
         if text.is_ascii() {
-            text.to_ascii_lowercase()
-        } else {
-            text.nfkc().flat_map(char::to_lowercase).collect()
+            return text.to_ascii_lowercase();
         }
+        // Fast path, same result: text already in NFKC whose characters all
+        // lower-case to themselves is returned as it is.
+        if unicode_normalization::is_nfkc_quick(text.chars())
+            == unicode_normalization::IsNormalized::Yes
+            && text.chars().all(lowercases_to_itself)
+        {
+            return text.to_string();
+        }
+        text.nfkc().flat_map(char::to_lowercase).collect()
     }
 
     /// The terms of `text` in order, stop words removed.
@@ -189,42 +245,56 @@ impl Fingerprinter {
     /// the recipe's top-K cut.
     pub fn features(&self, text: &str) -> Vec<Feature> {
         let norm = Self::normalize(text);
-        let mut terms: Vec<&str> = Vec::new();
-        self.segment(&norm, |t| terms.push(t));
-
-        let mut tf: HashMap<&str, u32> = HashMap::new();
-        for t in &terms {
-            *tf.entry(t).or_insert(0) += 1;
-        }
-        let mut feats: Vec<Feature> = tf
-            .iter()
-            .map(|(t, n)| Feature {
-                name: (*t).to_string(),
-                weight: f64::from(*n) * idf(t),
+        let mut feats: Vec<Feature> = self
+            .unordered_features(&norm)
+            .into_iter()
+            .map(|(name, weight)| Feature {
+                name: name.into_owned(),
+                weight,
             })
+            .collect();
+        sort_by_weight(&mut feats);
+        if self.recipe.top_k > 0 {
+            feats.truncate(self.recipe.top_k as usize);
+        }
+        feats
+    }
+
+    /// The weighted features of normalised text `norm`, in no particular
+    /// order, before the top-K cut. Word features borrow from `norm`.
+    fn unordered_features<'a>(&self, norm: &'a str) -> Vec<(Cow<'a, str>, f64)> {
+        let mut terms: Vec<&'a str> = Vec::new();
+        self.segment(norm, |t| terms.push(t));
+
+        // term -> (count, idf): one IDF lookup per distinct term.
+        let mut tf: FxHashMap<&'a str, (u32, f64)> = FxHashMap::default();
+        for t in &terms {
+            tf.entry(t).or_insert_with(|| (0, idf(t))).0 += 1;
+        }
+        let mut feats: Vec<(Cow<'a, str>, f64)> = tf
+            .iter()
+            .map(|(t, (n, idf))| (Cow::Borrowed(*t), f64::from(*n) * idf))
             .collect();
 
         let n = self.recipe.shingle as usize;
         if n >= 2 && terms.len() >= n {
-            let mut sh: HashMap<String, (u32, f64)> = HashMap::new();
-            for w in terms.windows(n) {
-                let name = w.join(" ");
-                let mean_idf = w.iter().map(|t| idf(t)).sum::<f64>() / n as f64;
+            let idfs: Vec<f64> = terms.iter().map(|t| tf[t].1).collect();
+            let mut sh: FxHashMap<String, (u32, f64)> = FxHashMap::default();
+            for (i, w) in terms.windows(n).enumerate() {
+                let mut name = String::with_capacity(w.iter().map(|t| t.len() + 1).sum());
+                for (j, t) in w.iter().enumerate() {
+                    if j > 0 {
+                        name.push(' ');
+                    }
+                    name.push_str(t);
+                }
+                let mean_idf = idfs[i..i + n].iter().sum::<f64>() / n as f64;
                 sh.entry(name).or_insert((0, mean_idf)).0 += 1;
             }
-            feats.extend(sh.into_iter().map(|(name, (c, mean_idf))| Feature {
-                name,
-                weight: f64::from(c) * mean_idf,
-            }));
-        }
-
-        feats.sort_by(|a, b| {
-            b.weight
-                .total_cmp(&a.weight)
-                .then_with(|| a.name.cmp(&b.name))
-        });
-        if self.recipe.top_k > 0 {
-            feats.truncate(self.recipe.top_k as usize);
+            feats.extend(
+                sh.into_iter()
+                    .map(|(name, (c, mean_idf))| (Cow::Owned(name), f64::from(c) * mean_idf)),
+            );
         }
         feats
     }
@@ -233,13 +303,33 @@ impl Fingerprinter {
     ///
     /// Errors: [`Error::NoFeatures`] when nothing usable remains.
     pub fn fingerprint(&self, text: &str) -> Result<Fingerprint> {
-        let feats = self.features(text);
+        if self.recipe.top_k > 0 {
+            let feats = self.features(text);
+            if feats.is_empty() {
+                return Err(Error::NoFeatures);
+            }
+            let pairs: Vec<(&str, f64)> =
+                feats.iter().map(|f| (f.name.as_str(), f.weight)).collect();
+            return simhash_weighted(&pairs);
+        }
+        // The simhash sums in name order, so without a top-K cut the
+        // features need no ranking.
+        let norm = Self::normalize(text);
+        let feats = self.unordered_features(&norm);
         if feats.is_empty() {
             return Err(Error::NoFeatures);
         }
-        let pairs: Vec<(&str, f64)> = feats.iter().map(|f| (f.name.as_str(), f.weight)).collect();
-        simhash_weighted(&pairs)
+        simhash_weighted(&feats)
     }
+}
+
+/// Heaviest first, ties by name.
+fn sort_by_weight(feats: &mut [Feature]) {
+    feats.sort_by(|a, b| {
+        b.weight
+            .total_cmp(&a.weight)
+            .then_with(|| a.name.cmp(&b.name))
+    });
 }
 
 #[cfg(test)]
@@ -332,6 +422,47 @@ mod tests {
         // A word missing from the table gets the median, as in jieba-rs.
         let kw = tfidf.extract_keywords(&j, "zzqqxx", 1, vec![]);
         assert!((kw[0].weight - default_idf()).abs() < 1e-9);
+    }
+
+    #[test]
+    fn normalize_fast_path_equals_nfkc_then_lowercase() {
+        let slow = |t: &str| -> String { t.nfkc().flat_map(char::to_lowercase).collect() };
+        for t in [
+            "国务院总理今天在北京主持召开常务会议。",
+            "全角ＡＢＣ，１２３　空格", // fullwidth forms and U+3000
+            "ΟΔΥΣΣΕΥΣ Σ ς σ",           // Greek capitals and final sigma
+            "İstanbul ǅ Ⅻ ﬁ",           // multi-char lowercase, titlecase, compat
+            "兀 ⼀ 豈 カタカナ ｶﾀｶﾅ",   // Kangxi radical, compat ideograph, half-width kana
+            "emoji 😀 and RTL עברית",
+            "mixed Case 中文 ÀÉ",
+        ] {
+            assert_eq!(Fingerprinter::normalize(t), slow(t), "{t:?}");
+        }
+    }
+
+    #[test]
+    fn fingerprint_equals_simhash_of_ranked_features() {
+        // fingerprint() skips the ranking when there is no top-K cut.
+        let words: Vec<&str> = vocabulary().skip(1000).step_by(37).take(300).collect();
+        for (i, r) in [Recipe::with(0, 2, false), Recipe::with(0, 1, false)]
+            .into_iter()
+            .enumerate()
+        {
+            let f = Fingerprinter::new(r);
+            for n in 0..20 {
+                let text: String = (0..50 + n * 7)
+                    .map(|j| words[(j * 13 + n * 31 + i) % words.len()])
+                    .collect::<Vec<_>>()
+                    .join(if n % 2 == 0 { "" } else { "，" });
+                let feats = f.features(&text);
+                let pairs: Vec<(&str, f64)> =
+                    feats.iter().map(|x| (x.name.as_str(), x.weight)).collect();
+                assert_eq!(
+                    f.fingerprint(&text).unwrap(),
+                    simhash_weighted(&pairs).unwrap()
+                );
+            }
+        }
     }
 
     #[test]
