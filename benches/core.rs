@@ -9,10 +9,17 @@ use simdb::index::{brute_force, MemIndex};
 use simdb::ingest::{self, Input};
 use simdb::{Content, Db, Fingerprint, Fingerprinter, Recipe};
 
+fn vocab() -> &'static [&'static str] {
+    static V: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    V.get_or_init(|| {
+        simdb::fingerprint::vocabulary()
+            .filter(|w| (2..=4).contains(&w.chars().count()))
+            .collect()
+    })
+}
+
 fn chinese_text(seed: u64, words: usize) -> String {
-    let vocab: Vec<&str> = simdb::fingerprint::vocabulary()
-        .filter(|w| (2..=4).contains(&w.chars().count()))
-        .collect();
+    let vocab = vocab();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     (0..words)
         .map(|i| {
