@@ -388,16 +388,26 @@ impl Store {
     /// decided from the index keys alone; only hits are looked up in `refs`.
     pub fn probe(&self, q: Fingerprint, k: u32, mut visit: impl FnMut(Hit)) -> Result<()> {
         crate::fingerprint::check_k(k)?;
-        // The four bucket scans are independent: run them on the rayon pool.
-        use rayon::prelude::*;
-        let per_family: Vec<Result<Vec<DocKey>>> = (0..BLOCKS)
-            .into_par_iter()
-            .map(|i| self.scan_bucket(i, q, k))
-            .collect();
+        // The four bucket scans are independent: two on this thread, two on
+        // the rayon pool meanwhile (one wake-up, this thread keeps working).
         let mut found: Vec<DocKey> = Vec::new();
-        for f in per_family {
-            found.extend(f?);
-        }
+        let mut other: Result<Vec<DocKey>> = Ok(Vec::new());
+        let mut here: Result<()> = Ok(());
+        rayon::in_place_scope(|scope| {
+            let other = &mut other;
+            scope.spawn(move |_| {
+                *other = (2..BLOCKS)
+                    .map(|i| self.scan_bucket(i, q, k))
+                    .collect::<Result<Vec<Vec<DocKey>>>>()
+                    .map(|v| v.concat());
+            });
+            here = (0..2).try_for_each(|i| {
+                found.extend(self.scan_bucket(i, q, k)?);
+                Ok(())
+            });
+        });
+        here?;
+        found.extend(other?);
         found.sort_unstable();
         found.dedup();
         for doc in found {
