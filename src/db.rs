@@ -205,6 +205,24 @@ impl Db {
         Ok(index::finish(hits, limit))
     }
 
+    /// Answers of many queries, in their order; each sorted by distance
+    /// then id, at most `limit` long. One sorted pass per block family over
+    /// the whole batch ([`Store::probe_many`]): much faster than one query
+    /// at a time once the batch is large (thousands of queries).
+    pub fn query_many(
+        &self,
+        qs: &[Fingerprint],
+        k: u32,
+        limit: Option<usize>,
+    ) -> Result<Vec<Vec<Hit>>> {
+        Ok(self
+            .store
+            .probe_many(qs, k)?
+            .into_iter()
+            .map(|hits| index::finish(hits, limit))
+            .collect())
+    }
+
     /// Near-duplicates of `text`.
     pub fn query_text(&self, text: &str, k: u32, limit: Option<usize>) -> Result<Vec<Hit>> {
         fingerprint::check_k(k)?;

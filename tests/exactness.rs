@@ -101,6 +101,19 @@ fn check_db(db: &Db, p: &Planted, when: &str) {
     }
     // The planted neighbours are really there: more hits for larger k.
     assert!(found_at[0] < found_at[1] && found_at[1] < found_at[2] && found_at[2] < found_at[3]);
+    // A batch answers as the queries one by one, in order; the batch holds
+    // each query twice and queries sharing blocks.
+    let mut batch: Vec<Fingerprint> = p.queries.clone();
+    batch.extend(p.queries.iter().rev());
+    batch.extend(p.queries.iter().map(|q| flip(*q, &[63])));
+    for k in 0..=3u32 {
+        let many = db.query_many(&batch, k, None).unwrap();
+        assert_eq!(many.len(), batch.len());
+        for (q, got) in batch.iter().zip(&many) {
+            let want = brute_force(p.entries.iter().map(|(id, fp)| (id.as_str(), *fp)), *q, k);
+            assert_eq!(*got, want, "{when}: batch query {q} at k={k}");
+        }
+    }
 }
 
 #[test]

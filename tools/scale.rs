@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! cargo run --release --example scale -- --n 1000000 --queries 2000 [--mode uniform|skewed]
-//!     [--seed 1] [--dir DIR] [--brute 50] [--keep]
+//!     [--seed 1] [--dir DIR] [--brute 50] [--keep] [--reuse] [--cache-mb 256]
+//!     [--big-batch 100000]
 //! ```
 //!
 //! For each of the Q query fingerprints, four documents are planted at
@@ -37,6 +38,7 @@ struct Args {
     keep: bool,
     reuse: bool,
     cache_mb: usize,
+    big_batch: usize,
 }
 
 fn args() -> Args {
@@ -50,6 +52,7 @@ fn args() -> Args {
         keep: false,
         reuse: false,
         cache_mb: 256,
+        big_batch: 100_000,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -62,6 +65,7 @@ fn args() -> Args {
             "--dir" => a.dir = Some(PathBuf::from(v())),
             "--brute" => a.brute = v().parse().expect("--brute"),
             "--cache-mb" => a.cache_mb = v().parse().expect("--cache-mb"),
+            "--big-batch" => a.big_batch = v().parse().expect("--big-batch"),
             "--keep" => a.keep = true,
             "--reuse" => {
                 a.reuse = true;
@@ -253,27 +257,44 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
     let (reopen, _) = time_queries(&db, queries);
     report("after reopen", &reopen);
 
-    // Batch: sequential vs parallel over the same queries.
-    let t = Instant::now();
-    let seq_hits: usize = queries
-        .iter()
-        .map(|&q| db.query(Fingerprint(q), 3, None).unwrap().len())
-        .sum();
-    let seq_s = t.elapsed().as_secs_f64();
-    let t = Instant::now();
-    let par_hits: usize = queries
-        .par_iter()
-        .map(|&q| db.query(Fingerprint(q), 3, None).unwrap().len())
-        .sum();
-    let par_s = t.elapsed().as_secs_f64();
-    assert_eq!(seq_hits, par_hits);
-    println!(
-        "batch of {} queries: sequential {:.0} q/s, parallel ({} threads) {:.0} q/s",
-        queries.len(),
-        queries.len() as f64 / seq_s,
-        rayon::current_num_threads(),
-        queries.len() as f64 / par_s
-    );
+    // Batches: one query at a time, queries in parallel, and one sorted pass
+    // per family (Db::query_many), on the planted queries and on a larger
+    // batch of random ones.
+    let mut rng = ChaCha8Rng::seed_from_u64(a.seed ^ 0xba7c4);
+    let big: Vec<u64> = (0..a.big_batch).map(|_| rng.random()).collect();
+    for (name, qs) in [("queries", queries), ("random", &big[..])] {
+        if qs.is_empty() {
+            continue;
+        }
+        let fps: Vec<Fingerprint> = qs.iter().map(|&q| Fingerprint(q)).collect();
+        let rate = |f: &dyn Fn() -> usize| {
+            let t = Instant::now();
+            let hits = f();
+            (hits, qs.len() as f64 / t.elapsed().as_secs_f64())
+        };
+        let (h1, seq) = rate(&|| {
+            fps.iter()
+                .map(|&q| db.query(q, 3, None).unwrap().len())
+                .sum()
+        });
+        let (h2, par) = rate(&|| {
+            fps.par_iter()
+                .map(|&q| db.query(q, 3, None).unwrap().len())
+                .sum()
+        });
+        let (h3, many) = rate(&|| {
+            db.query_many(&fps, 3, None)
+                .unwrap()
+                .iter()
+                .map(Vec::len)
+                .sum()
+        });
+        assert!(h1 == h2 && h2 == h3, "batch answers differ: {h1} {h2} {h3}");
+        println!(
+            "batch of {} {name}: one at a time {seq:.0} q/s, in parallel {par:.0} q/s, sorted pass {many:.0} q/s",
+            qs.len()
+        );
+    }
 
     // Recall of planted neighbours, and brute force on a sample.
     let mut found = 0;

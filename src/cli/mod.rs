@@ -312,15 +312,26 @@ fn query_batch(
             File::open(path).with_context(|| format!("{}: cannot open", path.display()))?,
         ))
     };
+    // Queries are answered a chunk at a time with one sorted pass per block
+    // family (Db::query_many); answers are printed in input order.
+    const CHUNK: usize = 1 << 16;
     let mut found = false;
-    for (n, line) in reader.split(b'\n').enumerate() {
-        let line = line.with_context(|| format!("{}: read error", path.display()))?;
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let lineno = n + 1;
-        let answer =
-            (|| -> std::result::Result<(serde_json::Value, Fingerprint, Vec<Hit>), String> {
+    let mut lines = reader.split(b'\n').enumerate();
+    loop {
+        // (line number, label, fingerprint or error)
+        type Parsed = (
+            usize,
+            serde_json::Value,
+            std::result::Result<Fingerprint, String>,
+        );
+        let mut chunk: Vec<Parsed> = Vec::new();
+        for (n, line) in lines.by_ref() {
+            let line = line.with_context(|| format!("{}: read error", path.display()))?;
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let lineno = n + 1;
+            let parsed = (|| -> std::result::Result<(serde_json::Value, Fingerprint), String> {
                 let v: serde_json::Value =
                     serde_json::from_slice(&line).map_err(|e| format!("invalid JSON: {e}"))?;
                 let label = v.get("id").cloned().unwrap_or(json!(lineno));
@@ -336,21 +347,36 @@ fn query_batch(
                             .into(),
                     ),
                 };
-                let hits = db.query(q, k, limit).map_err(|e| e.to_string())?;
-                Ok((label, q, hits))
+                Ok((label, q))
             })();
-        let v = match answer {
-            Ok((label, q, hits)) => {
-                found |= !hits.is_empty();
-                json!({"query": label, "fingerprint": q.to_string(),
-                       "hits": hits.iter().map(hit_json).collect::<Vec<_>>()})
+            chunk.push(match parsed {
+                Ok((label, q)) => (lineno, label, Ok(q)),
+                Err(e) => (lineno, json!(lineno), Err(e)),
+            });
+            if chunk.len() == CHUNK {
+                break;
             }
-            Err(e) => {
-                eprintln!("simdb: {}:{lineno}: {e}", path.display());
-                json!({"query": lineno, "error": e})
-            }
-        };
-        writeln!(out, "{v}")?;
+        }
+        if chunk.is_empty() {
+            break;
+        }
+        let qs: Vec<Fingerprint> = chunk.iter().filter_map(|c| c.2.clone().ok()).collect();
+        let mut answers = db.query_many(&qs, k, limit)?.into_iter();
+        for (lineno, label, q) in chunk {
+            let v = match q {
+                Ok(q) => {
+                    let hits = answers.next().unwrap_or_default();
+                    found |= !hits.is_empty();
+                    json!({"query": label, "fingerprint": q.to_string(),
+                           "hits": hits.iter().map(hit_json).collect::<Vec<_>>()})
+                }
+                Err(e) => {
+                    eprintln!("simdb: {}:{lineno}: {e}", path.display());
+                    json!({"query": lineno, "error": e})
+                }
+            };
+            writeln!(out, "{v}")?;
+        }
     }
     Ok(found)
 }

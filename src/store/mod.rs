@@ -427,6 +427,96 @@ impl Store {
         Ok(())
     }
 
+    /// Answers many queries with one pass per family: the queries are sorted
+    /// by their block, each bucket that any query needs is scanned once and
+    /// every key in it is checked against all queries of that bucket. The
+    /// four families are scanned in parallel. Returns, per query, its hits
+    /// (unsorted). Pays off when many queries share buckets (large batches:
+    /// there are 65,536 buckets per family).
+    pub fn probe_many(&self, qs: &[Fingerprint], k: u32) -> Result<Vec<Vec<Hit>>> {
+        crate::fingerprint::check_k(k)?;
+        use rayon::prelude::*;
+        // (query index, doc) per family
+        let per_family: Vec<Result<Vec<(usize, DocKey)>>> = (0..BLOCKS)
+            .into_par_iter()
+            .map(|i| self.scan_buckets_for(i, qs, k))
+            .collect();
+        let mut found: Vec<(usize, DocKey)> = Vec::new();
+        for f in per_family {
+            found.extend(f?);
+        }
+        found.sort_unstable();
+        found.dedup();
+        let mut out: Vec<Vec<Hit>> = vec![Vec::new(); qs.len()];
+        for (qi, doc) in found {
+            let id = self.resolve(doc)?.ok_or_else(|| {
+                Error::corrupt(
+                    REFS,
+                    &doc.encode(),
+                    "an index key names a document that has no refs entry",
+                )
+            })?;
+            out[qi].push(Hit {
+                id,
+                fingerprint: doc.fingerprint,
+                distance: doc.fingerprint.distance(qs[qi]),
+            });
+        }
+        Ok(out)
+    }
+
+    /// One sorted pass over family `i` for all of `qs`.
+    fn scan_buckets_for(
+        &self,
+        i: usize,
+        qs: &[Fingerprint],
+        k: u32,
+    ) -> Result<Vec<(usize, DocKey)>> {
+        let name = BLOCK_FAMILIES[i];
+        let mut order: Vec<(u16, usize)> = qs
+            .iter()
+            .enumerate()
+            .map(|(j, q)| (q.block(i), j))
+            .collect();
+        order.sort_unstable();
+        let mut ro = ReadOptions::default();
+        ro.set_total_order_seek(true);
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(name), ro);
+        let mut found = Vec::new();
+        let mut group: Vec<(usize, Fingerprint)> = Vec::new();
+        let mut start = 0;
+        while start < order.len() {
+            let block = order[start].0;
+            let end = start
+                + order[start..]
+                    .iter()
+                    .take_while(|(b, _)| *b == block)
+                    .count();
+            group.clear();
+            group.extend(order[start..end].iter().map(|&(_, j)| (j, qs[j])));
+            start = end;
+            let prefix = block.to_be_bytes();
+            it.seek(prefix);
+            while let Some(key) = it.key() {
+                if !key.starts_with(&prefix) {
+                    break;
+                }
+                let fp = index::key_fingerprint(key)
+                    .ok_or_else(|| Error::corrupt(name, key, "index key is too short"))?;
+                for &(j, q) in &group {
+                    if fp.distance(q) <= k {
+                        let ik =
+                            index::decode_key(i, key).map_err(|r| Error::corrupt(name, key, r))?;
+                        found.push((j, ik.doc));
+                    }
+                }
+                it.next();
+            }
+            it.status()?;
+        }
+        Ok(found)
+    }
+
     /// Documents within `k` of `q` in the bucket of `q`'s block `i`.
     fn scan_bucket(&self, i: usize, q: Fingerprint, k: u32) -> Result<Vec<DocKey>> {
         let name = BLOCK_FAMILIES[i];
