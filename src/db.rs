@@ -66,6 +66,15 @@ impl Content {
     }
 }
 
+/// How [`Db::backup`] made its copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum BackupMethod {
+    /// A RocksDB checkpoint: hard links to the store's files.
+    Checkpoint,
+    /// A rewrite of a read-only view (the store was in use by a writer).
+    Copy,
+}
+
 /// What a write did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -351,6 +360,33 @@ impl Db {
             .iter()
             .map(|n| (*n, self.store.family_size(n)))
             .collect()
+    }
+
+    /// Makes a consistent copy of the store at `src` in `dest` (which must
+    /// not exist), and says how. When no other process writes to `src`, the
+    /// copy is a RocksDB checkpoint (hard links, instant). While another
+    /// process writes, it is a copy of a read-only view of the store as of
+    /// the moment it was opened: every family rewritten into a fresh store
+    /// that is renamed into place when complete.
+    pub fn backup(src: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<BackupMethod> {
+        let (src, dest) = (src.as_ref(), dest.as_ref());
+        if dest.exists() {
+            return Err(Error::AlreadyExists {
+                path: dest.to_path_buf(),
+            });
+        }
+        match Db::open(src) {
+            Ok(db) => {
+                db.store.checkpoint(dest)?;
+                Ok(BackupMethod::Checkpoint)
+            }
+            Err(Error::InUse { .. }) => {
+                let db = Db::open_read_only(src)?;
+                db.store.copy_to(dest, db.recipe(), Tuning::default())?;
+                Ok(BackupMethod::Copy)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Flushes memtables to disk.

@@ -86,6 +86,13 @@ pub enum Error {
         requested: String,
     },
 
+    /// Another process holds the store open for writing.
+    #[error(
+        "{path}: store is in use by another writer (e.g. a running `simdb ingest`); \
+         readers (query, get, stats, verify, backup) can still open it"
+    )]
+    InUse { path: PathBuf },
+
     /// `create` was asked for a directory that already holds something.
     #[error("{path}: already exists; refusing to create a store over it")]
     AlreadyExists { path: PathBuf },

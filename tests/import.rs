@@ -164,7 +164,7 @@ fn a_bad_record_leaves_nothing_behind() {
     // A staging directory left by a killed import is cleared and reused.
     let staging = import::staging_dir(&target);
     std::fs::create_dir_all(staging.join("tmp")).unwrap();
-    std::fs::write(staging.join("SIMDB-IMPORT-STAGING"), "").unwrap();
+    std::fs::write(staging.join("SIMDB-STAGING"), "").unwrap();
     let ok = t.file("ok.jsonl", jsonl(&records(100)));
     import::run(&target, &[ok], &Default::default(), |_| {}).unwrap();
     assert!(Db::open(&target).unwrap().verify().unwrap().is_clean());

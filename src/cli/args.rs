@@ -34,6 +34,8 @@ pub enum Command {
     Stats(StatsArgs),
     /// Check that records decode and index keys agree with records.
     Verify(StatsArgs),
+    /// Make a consistent copy of a store, also while it is being written to.
+    Backup(BackupArgs),
 }
 
 /// The configurable parts of the fingerprint recipe.
@@ -218,4 +220,12 @@ pub struct StatsArgs {
     /// JSON output.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct BackupArgs {
+    /// The store.
+    pub db: PathBuf,
+    /// Directory of the copy (must not exist).
+    pub dest: PathBuf,
 }

@@ -44,7 +44,7 @@ use crate::db::{check_id, Content};
 use crate::error::{Error, Result};
 use crate::fingerprint::{Fingerprint, Recipe};
 use crate::index::{self, DocKey};
-use crate::store::{self, codec, Record, Store, Tuning};
+use crate::store::{self, codec, Record, Tuning};
 
 /// First 8 bytes of the binary form.
 ///
@@ -315,14 +315,8 @@ fn io_err(path: &Path) -> impl Fn(io::Error) -> Error + '_ {
 
 /// The staging directory of an import into `target`.
 pub fn staging_dir(target: &Path) -> PathBuf {
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "store".into());
-    target.with_file_name(format!("{name}.importing"))
+    store::Staging::dir_for(target)
 }
-
-const STAGING_MARK: &str = "SIMDB-IMPORT-STAGING";
 
 /// Imports `inputs` into a new store at `target`.
 pub fn run(
@@ -333,41 +327,20 @@ pub fn run(
 ) -> Result<Summary> {
     let started = Instant::now();
     opts.recipe.validate()?;
-    if target.exists() {
-        return Err(Error::AlreadyExists {
-            path: target.to_path_buf(),
-        });
-    }
-    let staging = staging_dir(target);
-    if staging.exists() {
-        if staging.join(STAGING_MARK).exists() {
-            // Left by an import that was killed: ours to remove.
-            std::fs::remove_dir_all(&staging).map_err(io_err(&staging))?;
-        } else {
-            return Err(Error::AlreadyExists { path: staging });
-        }
-    }
-    std::fs::create_dir_all(&staging).map_err(io_err(&staging))?;
-    std::fs::write(staging.join(STAGING_MARK), b"").map_err(io_err(&staging))?;
-    let result = build(target, &staging, inputs, opts, &mut on_event);
-    let _ = std::fs::remove_dir_all(&staging);
-    let mut summary = result?;
+    let staging = store::Staging::begin(target)?;
+    let mut summary = build(staging, inputs, opts, &mut on_event)?;
     summary.elapsed = started.elapsed();
     Ok(summary)
 }
 
 fn build(
-    target: &Path,
-    staging: &Path,
+    staging: store::Staging,
     inputs: &[PathBuf],
     opts: &Options,
     on_event: &mut impl FnMut(Event),
 ) -> Result<Summary> {
-    let tmp = staging.join("tmp");
-    let sst = staging.join("sst");
-    for d in [&tmp, &sst] {
-        std::fs::create_dir_all(d).map_err(io_err(d))?;
-    }
+    let tmp = staging.subdir("tmp")?;
+    let sst = staging.subdir("sst")?;
     let mut summary = Summary::default();
     let mut step = Instant::now();
     let mut lap = |summary: &mut Summary, name: &str| {
@@ -602,33 +575,15 @@ fn build(
 
     // 5. A fresh store in the staging directory, then one rename.
     on_event(Event::Step("ingest"));
-    let db_dir = staging.join("db");
-    {
-        let store = Store::create(&db_dir, &opts.recipe, opts.tuning)?;
-        store.ingest_ssts(store::REFS, &refs_files)?;
-        store.ingest_ssts(store::BLOCK_FAMILIES[0], &block0_files)?;
-        for (i, files) in block_files.iter().enumerate() {
-            store.ingest_ssts(store::BLOCK_FAMILIES[i + 1], files)?;
-        }
-        store.ingest_ssts(store::DOCS, &docs_files)?;
-        store.set_doc_count(documents)?;
+    let mut families = vec![
+        (store::REFS, refs_files),
+        (store::BLOCK_FAMILIES[0], block0_files),
+        (store::DOCS, docs_files),
+    ];
+    for (i, files) in block_files.into_iter().enumerate() {
+        families.push((store::BLOCK_FAMILIES[i + 1], files));
     }
-    if target.exists() {
-        return Err(Error::AlreadyExists {
-            path: target.to_path_buf(),
-        });
-    }
-    std::fs::rename(&db_dir, target).map_err(io_err(target))?;
-    if let Some(parent) = target.parent() {
-        let parent = if parent.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            parent
-        };
-        if let Ok(d) = File::open(parent) {
-            let _ = d.sync_all();
-        }
-    }
+    staging.finish(&opts.recipe, opts.tuning, &families, documents)?;
     lap(&mut summary, "ingest and rename");
     Ok(summary)
 }

@@ -150,6 +150,102 @@ pub(crate) fn family_options(name: &str, cache: &Cache) -> Options {
     o
 }
 
+/// A directory beside a store-to-be where a bulk build (import, backup) puts
+/// its temporary files and the new store; the store is renamed into place
+/// when complete, so the target appears whole or not at all. A staging
+/// directory left by a killed run carries a mark and is cleared by the next.
+pub struct Staging {
+    dir: PathBuf,
+    target: PathBuf,
+}
+
+const STAGING_MARK: &str = "SIMDB-STAGING";
+
+impl Staging {
+    /// The staging directory of a build of `target` (`TARGET.building`).
+    pub fn dir_for(target: &Path) -> PathBuf {
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "store".into());
+        target.with_file_name(format!("{name}.building"))
+    }
+
+    /// Starts a build of a new store at `target` (which must not exist).
+    pub fn begin(target: &Path) -> Result<Staging> {
+        if target.exists() {
+            return Err(Error::AlreadyExists {
+                path: target.to_path_buf(),
+            });
+        }
+        let dir = Self::dir_for(target);
+        if dir.exists() {
+            if dir.join(STAGING_MARK).exists() {
+                std::fs::remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+            } else {
+                return Err(Error::AlreadyExists { path: dir });
+            }
+        }
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        std::fs::write(dir.join(STAGING_MARK), b"").map_err(|e| Error::io(&dir, e))?;
+        Ok(Staging {
+            dir,
+            target: target.to_path_buf(),
+        })
+    }
+
+    /// A subdirectory for temporary files, created on demand.
+    pub fn subdir(&self, name: &str) -> Result<PathBuf> {
+        let d = self.dir.join(name);
+        std::fs::create_dir_all(&d).map_err(|e| Error::io(&d, e))?;
+        Ok(d)
+    }
+
+    /// Creates the new store with `recipe`, ingests the SST files of each
+    /// family, sets the document count (fsync), and renames the store into
+    /// place.
+    pub fn finish(
+        self,
+        recipe: &Recipe,
+        tuning: Tuning,
+        families: &[(&str, Vec<PathBuf>)],
+        doc_count: u64,
+    ) -> Result<()> {
+        let db_dir = self.dir.join("db");
+        {
+            let store = Store::create(&db_dir, recipe, tuning)?;
+            for (name, files) in families {
+                store.ingest_ssts(name, files)?;
+            }
+            store.set_doc_count(doc_count)?;
+        }
+        if self.target.exists() {
+            return Err(Error::AlreadyExists {
+                path: self.target.clone(),
+            });
+        }
+        std::fs::rename(&db_dir, &self.target).map_err(|e| Error::io(&self.target, e))?;
+        sync_parent(&self.target);
+        Ok(())
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn sync_parent(path: &Path) {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if let Ok(d) = std::fs::File::open(parent) {
+        let _ = d.sync_all();
+    }
+}
+
 /// Writes `entries` (strictly increasing keys) as SST files for family
 /// `name` under `dir`, named `{prefix}-NNNNN.sst`, starting a new file every
 /// `file_bytes`; returns the files in key order.
@@ -284,11 +380,9 @@ impl Store {
         .map_err(|e| {
             let s = e.to_string();
             if s.contains("lock") || s.contains("Resource temporarily unavailable") {
-                Error::Input(format!(
-                    "{}: store is in use by another writer (e.g. a running `simdb ingest`); \
-                     readers (query, get, stats) can still open it",
-                    path.display()
-                ))
+                Error::InUse {
+                    path: path.to_path_buf(),
+                }
             } else {
                 Error::Storage(e)
             }
@@ -672,6 +766,54 @@ impl Store {
         self.db
             .ingest_external_file_cf_opts(self.cf(name), &o, files.to_vec())?;
         Ok(())
+    }
+
+    /// A consistent copy of the store at `dest` made of hard links (RocksDB
+    /// checkpoint). Needs the store opened for writing.
+    pub fn checkpoint(&self, dest: &Path) -> Result<()> {
+        rocksdb::checkpoint::Checkpoint::new(&self.db)?.create_checkpoint(dest)?;
+        sync_parent(dest);
+        Ok(())
+    }
+
+    /// A consistent copy of the store at `dest`, made from this handle's
+    /// view (for a read-only handle: the store as it was when opened) by
+    /// writing every family as SST files into a fresh store. Works while
+    /// another process writes to the store.
+    pub fn copy_to(&self, dest: &Path, recipe: &Recipe, tuning: Tuning) -> Result<()> {
+        let staging = Staging::begin(dest)?;
+        let sst = staging.subdir("sst")?;
+        let mut families = Vec::new();
+        // A snapshot keeps the families consistent with each other.
+        let snap = self.db.snapshot();
+        for name in ALL_FAMILIES.iter().filter(|n| **n != META) {
+            let mut ro = ReadOptions::default();
+            ro.set_total_order_seek(true);
+            ro.fill_cache(false);
+            ro.set_snapshot(&snap);
+            let mut it = self.db.raw_iterator_cf_opt(self.cf(name), ro);
+            it.seek_to_first();
+            let entries = std::iter::from_fn(|| {
+                let kv = match (it.key(), it.value()) {
+                    (Some(k), Some(v)) => Some(Ok((k.to_vec(), v.to_vec()))),
+                    _ => it.status().err().map(|e| Err(Error::Storage(e))),
+                };
+                it.next();
+                kv
+            });
+            families.push((*name, write_ssts(&sst, name, name, 256 << 20, entries)?));
+        }
+        let count = self.db.get_cf_opt(self.cf(META), DOC_COUNT_KEY, &{
+            let mut ro = ReadOptions::default();
+            ro.set_snapshot(&snap);
+            ro
+        })?;
+        let count = count
+            .as_deref()
+            .and_then(|v| <[u8; 8]>::try_from(v).ok())
+            .map(u64::from_be_bytes)
+            .ok_or_else(|| Error::corrupt(META, DOC_COUNT_KEY, "missing or not 8 bytes"))?;
+        staging.finish(recipe, tuning, &families, count)
     }
 
     /// Sets the document count, durably (fsync).

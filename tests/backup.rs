@@ -1,0 +1,132 @@
+//! `backup`: a consistent copy that opens and verifies, made by checkpoint
+//! when the store is free and by copying a read-only view while a writer
+//! holds it.
+
+mod common;
+
+use simdb::db::BackupMethod;
+use simdb::{Content, Db, Error, Fingerprint, Recipe};
+
+fn records(db: &Db) -> Vec<(String, Fingerprint, u32)> {
+    let mut v = Vec::new();
+    db.for_each(|id, r| {
+        v.push((id.to_string(), r.fingerprint, r.seq));
+        Ok(())
+    })
+    .unwrap();
+    v
+}
+
+fn fill(db: &Db, from: usize, n: usize) {
+    let vocab = common::vocab();
+    let mut rng = common::rng(from as u64);
+    let mut w = db.writer().unwrap();
+    for i in from..from + n {
+        let text = common::article(&mut rng, &vocab, 80).concat();
+        let fp = db.fingerprint(&text).unwrap();
+        w.put(&format!("doc-{i}"), fp, &Content::Text(text), "test")
+            .unwrap();
+    }
+    // Two documents sharing a fingerprint.
+    let f = Fingerprint(0xfeed_0000_0000_0001);
+    w.put(
+        &format!("same-{from}-a"),
+        f,
+        &Content::Fingerprint(f),
+        "test",
+    )
+    .unwrap();
+    w.put(
+        &format!("same-{from}-b"),
+        f,
+        &Content::Fingerprint(f),
+        "test",
+    )
+    .unwrap();
+    w.commit().unwrap();
+}
+
+#[test]
+fn backup_of_a_free_store_is_a_checkpoint() {
+    let t = common::TempDb::new();
+    {
+        let db = Db::create(t.path(), Recipe::default()).unwrap();
+        fill(&db, 0, 300);
+    }
+    let dest = t.dir.path().join("copy");
+    assert_eq!(
+        Db::backup(t.path(), &dest).unwrap(),
+        BackupMethod::Checkpoint
+    );
+    let (a, b) = (
+        Db::open_read_only(t.path()).unwrap(),
+        Db::open_read_only(&dest).unwrap(),
+    );
+    assert!(b.verify().unwrap().is_clean());
+    assert_eq!(records(&a), records(&b));
+    assert_eq!(a.len().unwrap(), b.len().unwrap());
+    let err = Db::backup(t.path(), &dest).unwrap_err();
+    assert!(matches!(err, Error::AlreadyExists { .. }), "{err}");
+}
+
+#[test]
+fn backup_while_a_writer_holds_the_store_copies_its_committed_state() {
+    let t = common::TempDb::new();
+    let db = Db::create(t.path(), Recipe::default()).unwrap();
+    fill(&db, 0, 300);
+    let committed = records(&db);
+    // Pending, uncommitted writes are not part of the copy.
+    let mut w = db.writer().unwrap();
+    w.put(
+        "pending",
+        Fingerprint(7),
+        &Content::Fingerprint(Fingerprint(7)),
+        "t",
+    )
+    .unwrap();
+    assert!(matches!(
+        Db::open(t.path()).err().unwrap(),
+        Error::InUse { .. }
+    ));
+    let dest = t.dir.path().join("copy");
+    assert_eq!(Db::backup(t.path(), &dest).unwrap(), BackupMethod::Copy);
+    w.commit().unwrap();
+    let copy = Db::open(&dest).unwrap();
+    let rep = copy.verify().unwrap();
+    assert!(rep.is_clean(), "{:?}", rep.problems);
+    assert_eq!(records(&copy), committed);
+    assert_eq!(copy.len().unwrap(), committed.len() as u64);
+    assert!(!simdb::store::Staging::dir_for(&dest).exists());
+    // The copy is a working store: it queries and takes writes.
+    let (id, fp, _) = &committed[0];
+    assert_eq!(&copy.query(*fp, 0, None).unwrap()[0].id, id);
+    drop(copy);
+    let mut copy = Db::open(&dest).unwrap();
+    copy.put("new", Content::Fingerprint(Fingerprint(9)))
+        .unwrap();
+    assert!(copy.verify().unwrap().is_clean());
+}
+
+#[test]
+fn backup_command() {
+    let t = common::TempDb::new();
+    {
+        let db = Db::create(t.path(), Recipe::default()).unwrap();
+        fill(&db, 0, 50);
+    }
+    let dest = t.dir.path().join("copy");
+    let o = common::simdb(&[&"backup", &t.path(), &dest]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    assert!(
+        common::stdout(&o).contains("52 documents, verify: 0 problem(s)"),
+        "{}",
+        common::stdout(&o)
+    );
+    let o = common::simdb(&[&"backup", &t.path(), &dest]);
+    assert_eq!(common::code(&o), 2);
+    assert!(
+        common::stderr(&o).contains("already exists"),
+        "{}",
+        common::stderr(&o)
+    );
+}
