@@ -561,6 +561,19 @@ pub(crate) fn now() -> u64 {
         .unwrap_or(0)
 }
 
+/// What [`Db::repair`] did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct RepairReport {
+    /// Records whose `refs` entry and index keys were rewritten.
+    pub reindexed: u64,
+    /// Records given a new sequence number because another record claimed
+    /// the same fingerprint and sequence number.
+    pub renumbered: u64,
+    /// Records that do not decode (checksum or format): left in place and
+    /// not indexed; `verify` keeps reporting them. Family, key, reason.
+    pub unreadable: Vec<String>,
+}
+
 /// What [`Db::verify`] found.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct VerifyReport {
@@ -579,6 +592,66 @@ impl VerifyReport {
 }
 
 impl Db {
+    /// Rebuilds the `refs` family and the four index families from the
+    /// records, which are the source of truth, and resets the document
+    /// count. Needs the store open for writing. Records that do not decode
+    /// are reported and left alone.
+    pub fn repair(&mut self) -> Result<RepairReport> {
+        use crate::error::hex;
+        let mut rep = RepairReport::default();
+        let mut b = WriteBatch::default();
+        self.store.clear_index(&mut b);
+        self.store.write(b, true)?;
+        let mut batch = WriteBatch::default();
+        let mut pending: std::collections::HashSet<DocKey> = Default::default();
+        let mut next_seq: HashMap<Fingerprint, u32> = HashMap::new();
+        let mut count = 0u64;
+        let store = &self.store;
+        store.for_each_raw(store::DOCS, |k, v| {
+            // The count is of records, readable or not (as verify counts).
+            count += 1;
+            let mut rec = match crate::store::codec::decode_record(v) {
+                Ok(r) => r,
+                Err(e) => {
+                    rep.unreadable
+                        .push(format!("{}: key {}: {e}", store::DOCS, hex(k)));
+                    return Ok(());
+                }
+            };
+            let Ok(id) = std::str::from_utf8(k) else {
+                rep.unreadable
+                    .push(format!("{}: key {}: id is not UTF-8", store::DOCS, hex(k)));
+                return Ok(());
+            };
+            if pending.contains(&rec.doc_key()) || store.has_ref(rec.doc_key())? {
+                let fp = rec.fingerprint;
+                let seq = store
+                    .next_seq(fp)?
+                    .max(next_seq.get(&fp).copied().unwrap_or(0))
+                    .max(index::seq_after(fp, rec.seq)?);
+                rec.seq = seq;
+                rep.renumbered += 1;
+            }
+            next_seq.insert(
+                rec.fingerprint,
+                index::seq_after(rec.fingerprint, rec.seq)?
+                    .max(next_seq.get(&rec.fingerprint).copied().unwrap_or(0)),
+            );
+            pending.insert(rec.doc_key());
+            store.put_doc(&mut batch, id, &rec);
+            rep.reindexed += 1;
+            if pending.len() >= 10_000 {
+                store.write(std::mem::take(&mut batch), false)?;
+                pending.clear();
+                next_seq.clear();
+            }
+            Ok(())
+        })?;
+        store.put_doc_count(&mut batch, count);
+        store.write(batch, true)?;
+        Ok(rep)
+    }
+
     /// Checks that every record decodes, every record has exactly its `refs`
     /// entry and four index keys, every index key and `refs` entry points to
     /// a record with the same fingerprint and id, and the document count

@@ -33,7 +33,7 @@ pub enum Command {
     /// Counts, bucket sizes per block family, size on disk and recipe.
     Stats(StatsArgs),
     /// Check that records decode and index keys agree with records.
-    Verify(StatsArgs),
+    Verify(VerifyArgs),
     /// Make a consistent copy of a store, also while it is being written to.
     Backup(BackupArgs),
 }
@@ -228,4 +228,18 @@ pub struct BackupArgs {
     pub db: PathBuf,
     /// Directory of the copy (must not exist).
     pub dest: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The store.
+    pub db: PathBuf,
+    /// Rebuild the refs and index families from the records (the source of
+    /// truth), reset the document count, then verify. Needs the store free
+    /// of other writers.
+    #[arg(long)]
+    pub repair: bool,
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
 }

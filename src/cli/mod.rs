@@ -546,8 +546,27 @@ fn backup(a: BackupArgs) -> Result<bool> {
     }
 }
 
-fn verify(a: StatsArgs) -> Result<bool> {
-    let db = Db::open_read_only(&a.db)?;
+fn verify(a: VerifyArgs) -> Result<bool> {
+    let db = if a.repair {
+        let mut db = Db::open(&a.db)?;
+        let rep = db.repair()?;
+        if a.json {
+            println!("{}", serde_json::to_string(&rep)?);
+        } else {
+            for u in &rep.unreadable {
+                println!("cannot repair: {u}");
+            }
+            println!(
+                "repaired: {} records re-indexed, {} renumbered, {} unreadable",
+                rep.reindexed,
+                rep.renumbered,
+                rep.unreadable.len()
+            );
+        }
+        db
+    } else {
+        Db::open_read_only(&a.db)?
+    };
     let r = db.verify()?;
     if a.json {
         println!("{}", serde_json::to_string(&r)?);

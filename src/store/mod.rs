@@ -816,6 +816,22 @@ impl Store {
         staging.finish(recipe, tuning, &families, count)
     }
 
+    /// Adds to `batch` the removal of every `refs` entry and index key.
+    pub fn clear_index(&self, b: &mut WriteBatch) {
+        for name in BLOCK_FAMILIES.iter().chain([REFS].iter()) {
+            // Every key of these families is at most 14 bytes.
+            b.delete_range_cf(self.cf(name), &[][..], &[0xff; 16][..]);
+        }
+    }
+
+    /// Whether `refs` has an entry for `doc`.
+    pub fn has_ref(&self, doc: DocKey) -> Result<bool> {
+        Ok(self
+            .db
+            .get_pinned_cf(self.cf(REFS), doc.encode())?
+            .is_some())
+    }
+
     /// Sets the document count, durably (fsync).
     pub fn set_doc_count(&self, n: u64) -> Result<()> {
         let mut b = WriteBatch::default();
