@@ -125,6 +125,11 @@ pub struct IngestArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
+    /// After each committed batch, print `{"acknowledged": N}` on standard
+    /// output: the first N documents of the input are in the store (durable
+    /// against a crash of the process; with --sync also against power loss).
+    #[arg(long)]
+    pub acks: bool,
     /// Number of fingerprinting threads (default: all cores).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,

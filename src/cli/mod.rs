@@ -184,6 +184,11 @@ fn ingest_cmd(a: IngestArgs) -> Result<bool> {
             }
         }
         Event::Committed(s) => {
+            if a.acks {
+                let mut out = io::stdout().lock();
+                let _ = writeln!(out, "{{\"acknowledged\": {}}}", s.read);
+                let _ = out.flush();
+            }
             if let Some(b) = &bar {
                 b.set_message(format!(
                     "{} read, {} inserted, {} duplicates, {} bad, {:.0} docs/s",
