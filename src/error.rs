@@ -111,7 +111,25 @@ pub enum Error {
 
     /// An error reported by RocksDB.
     #[error("storage engine: {0}")]
-    Storage(#[from] rocksdb::Error),
+    Storage(rocksdb::Error),
+
+    /// A batch of an ingest could not be written (disk full, I/O error).
+    /// The batches before it are stored; the store stays consistent.
+    #[error(
+        "writing the batch of documents ending at {at} failed; the batches before it are \
+         stored, and re-running the same ingest resumes (documents already stored are unchanged)"
+    )]
+    BatchWrite {
+        at: String,
+        #[source]
+        source: Box<Error>,
+    },
+}
+
+impl From<rocksdb::Error> for Error {
+    fn from(e: rocksdb::Error) -> Error {
+        Error::Storage(e)
+    }
 }
 
 impl Error {

@@ -167,8 +167,20 @@ pub fn run(
                 });
             }
             if let Some((chunk, fps)) = ready.take() {
+                let at = match chunk.last() {
+                    Some(Ok(d)) => d.source.clone(),
+                    Some(Err(p)) => p.location.clone(),
+                    None => String::new(),
+                };
                 applied = apply(&mut w, &mut sum, chunk, fps, opts, &mut on_event)
-                    .and_then(|()| w.commit());
+                    .and_then(|()| w.commit())
+                    .map_err(|e| match e {
+                        e @ (Error::Storage(_) | Error::Io { .. }) => Error::BatchWrite {
+                            at,
+                            source: Box::new(e),
+                        },
+                        e => e,
+                    });
                 sum.elapsed = start.elapsed();
             }
         });

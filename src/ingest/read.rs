@@ -308,7 +308,7 @@ impl Iterator for LineReader {
                 }
                 Ok(Some(false)) => {
                     return problem(format!(
-                        "line longer than the limit of {} bytes; skipped",
+                        "line longer than the limit of {} bytes (raise it with --max-doc-bytes); skipped",
                         self.max
                     ))
                 }
