@@ -25,6 +25,8 @@ fn simdb_rss(args: &[&dyn AsRef<std::ffi::OsStr>]) -> (i32, String, String, f64)
     c.stdin(Stdio::null())
         .stdout(std::fs::File::create(&o).unwrap())
         .stderr(std::fs::File::create(&e).unwrap());
+    // Reaped below with wait4, which also gives this child's own rusage.
+    #[allow(clippy::zombie_processes)]
     let child = c.spawn().unwrap();
     let mut status = 0;
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -140,7 +142,7 @@ fn a_100_mb_document_is_refused_by_default_and_taken_when_allowed() {
     }
     let mut data = Vec::new();
     data.extend_from_slice(b"{\"id\":\"small\",\"text\":\"a small document about rivers\"}\n");
-    write!(data, "{{\"id\":\"big\",\"text\":\"{text}\"}}\n").unwrap();
+    writeln!(data, "{{\"id\":\"big\",\"text\":\"{text}\"}}").unwrap();
     data.extend_from_slice(b"{\"id\":\"after\",\"text\":\"the document after the big one\"}\n");
     let input = t.file("big.jsonl", &data);
     drop(text);
