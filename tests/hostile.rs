@@ -236,13 +236,13 @@ fn a_disk_that_fills_up_mid_ingest() {
     assert!(err.contains("many.jsonl:"), "names where it stopped: {err}");
     let acked: u64 = stdout(&o)
         .lines()
-        .filter_map(|l| {
+        .rev()
+        .find_map(|l| {
             l.strip_prefix("{\"acknowledged\": ")?
                 .strip_suffix('}')?
                 .parse()
                 .ok()
         })
-        .last()
         .unwrap_or(0);
     assert!(acked > 0, "some batches landed before the disk filled");
     // Give the store room again: it opens, verifies, and holds every
