@@ -66,6 +66,21 @@ impl Content {
     }
 }
 
+/// How fresh a handle's view of the store is.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct View {
+    /// Opened read-only (a fixed view) or for writing (always current).
+    pub read_only: bool,
+    /// Unix seconds when the handle was opened: a read-only view shows the
+    /// store as of then.
+    pub opened_at: u64,
+    /// RocksDB's last sequence number in the view.
+    pub sequence: u64,
+    /// Whether another process is writing to the store now (so newer
+    /// writes than this view may exist).
+    pub writer_active: bool,
+}
+
 /// How [`Db::backup`] made its copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum BackupMethod {
@@ -94,6 +109,7 @@ pub struct Stats {
     pub recipe: Recipe,
     pub families: Vec<FamilyStats>,
     pub bytes_on_disk: u64,
+    pub view: View,
 }
 
 /// Bucket sizes of one block family.
@@ -114,6 +130,7 @@ pub struct FamilyStats {
 pub struct Db {
     store: Store,
     fingerprinter: Fingerprinter,
+    opened_at: u64,
 }
 
 impl Db {
@@ -129,6 +146,7 @@ impl Db {
         Ok(Db {
             store,
             fingerprinter: Fingerprinter::new(recipe),
+            opened_at: now(),
         })
     }
 
@@ -159,6 +177,7 @@ impl Db {
         Ok(Db {
             store,
             fingerprinter: Fingerprinter::new(recipe),
+            opened_at: now(),
         })
     }
 
@@ -174,6 +193,19 @@ impl Db {
             });
         }
         Ok(db)
+    }
+
+    /// How fresh this handle's view is. A read-only handle sees the store as
+    /// of its opening; if another process is writing, newer documents may
+    /// exist (reopen to see them).
+    pub fn view(&self) -> View {
+        let read_only = self.store.access() == Access::ReadOnly;
+        View {
+            read_only,
+            opened_at: self.opened_at,
+            sequence: self.store.sequence(),
+            writer_active: read_only && store::writer_active(self.path()),
+        }
     }
 
     /// The store's recipe.
@@ -350,6 +382,7 @@ impl Db {
             recipe: self.recipe().clone(),
             families,
             bytes_on_disk: dir_size(self.path()),
+            view: self.view(),
         })
     }
 

@@ -372,7 +372,25 @@ fn readers_work_while_a_writer_holds_the_store() {
         &"words about rivers and lakes and seas",
     ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    assert_eq!(code(&simdb(&[&"get", &db, &"a"])), 0);
-    assert_eq!(code(&simdb(&[&"stats", &db])), 0);
+    // Readers say how fresh their answer is while a writer is active.
+    assert!(
+        stderr(&o).contains("another process is writing now"),
+        "{}",
+        stderr(&o)
+    );
+    let o = simdb(&[&"get", &db, &"a"]);
+    assert_eq!(code(&o), 0);
+    assert!(stderr(&o).contains("as of "), "{}", stderr(&o));
+    let o = simdb(&[&"stats", &db]);
+    assert_eq!(code(&o), 0);
+    assert!(
+        stdout(&o).contains("another process is writing now"),
+        "{}",
+        stdout(&o)
+    );
     drop(writer);
+    let o = simdb(&[&"stats", &db]);
+    assert!(stdout(&o).contains("no writer active"), "{}", stdout(&o));
+    let o = simdb(&[&"get", &db, &"a"]);
+    assert!(!stderr(&o).contains("note"), "{}", stderr(&o));
 }

@@ -271,6 +271,7 @@ fn query(a: QueryArgs) -> Result<bool> {
             block_cache_bytes: a.cache_mb << 20,
         },
     )?;
+    note_freshness(&db);
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let w = &a.what;
@@ -452,6 +453,7 @@ fn fingerprint(a: FingerprintArgs) -> Result<bool> {
 
 fn get(a: GetArgs) -> Result<bool> {
     let db = Db::open_read_only(&a.db)?;
+    note_freshness(&db);
     let Some(r) = db.get(&a.id)? else {
         eprintln!("simdb: no document with id {:?}", a.id);
         return Ok(false);
@@ -480,6 +482,53 @@ fn delete(a: DeleteArgs) -> Result<bool> {
     Ok(n > 0)
 }
 
+/// How fresh a view is, in words.
+fn view_text(v: &simdb::db::View) -> String {
+    let when = format_unix(v.opened_at);
+    match (v.read_only, v.writer_active) {
+        (false, _) => format!(
+            "current (opened for writing at {when}, sequence {})",
+            v.sequence
+        ),
+        (true, false) => format!("as of {when} (sequence {}); no writer active", v.sequence),
+        (true, true) => format!(
+            "as of {when} (sequence {}); another process is writing now, newer documents may exist",
+            v.sequence
+        ),
+    }
+}
+
+/// `YYYY-MM-DD HH:MM:SS UTC` of Unix seconds.
+fn format_unix(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// On standard error, when another process writes to the store: how fresh
+/// this read-only answer is.
+fn note_freshness(db: &Db) {
+    let v = db.view();
+    if v.writer_active {
+        eprintln!("simdb: note: {}: {}", db.path().display(), view_text(&v));
+    }
+}
+
 fn stats(a: StatsArgs) -> Result<bool> {
     let db = Db::open_read_only(&a.db)?;
     let s = db.stats()?;
@@ -489,6 +538,7 @@ fn stats(a: StatsArgs) -> Result<bool> {
     }
     println!("store        {}", s.path);
     println!("documents    {}", s.documents);
+    println!("view         {}", view_text(&s.view));
     println!("size on disk {} bytes", s.bytes_on_disk);
     println!(
         "recipe       top_k={} shingle={} hmm={} hash={} width={} tie={}",
@@ -572,6 +622,7 @@ fn verify(a: VerifyArgs) -> Result<bool> {
     } else {
         Db::open_read_only(&a.db)?
     };
+    note_freshness(&db);
     let r = db.verify()?;
     if a.json {
         println!("{}", serde_json::to_string(&r)?);
@@ -590,5 +641,15 @@ fn verify(a: VerifyArgs) -> Result<bool> {
         Ok(true)
     } else {
         bail!("{}: {} problem(s) found", a.db.display(), r.problems.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn unix_seconds_as_utc() {
+        assert_eq!(super::format_unix(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(super::format_unix(1_700_000_000), "2023-11-14 22:13:20 UTC");
+        assert_eq!(super::format_unix(951_782_400), "2000-02-29 00:00:00 UTC");
     }
 }

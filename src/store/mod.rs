@@ -150,6 +150,33 @@ pub(crate) fn family_options(name: &str, cache: &Cache) -> Options {
     o
 }
 
+/// Whether another process holds the store's write lock (RocksDB's `LOCK`
+/// file, an fcntl lock) right now. Always false off Unix.
+pub fn writer_active(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::io::AsRawFd;
+        let Ok(f) = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path.join("LOCK"))
+        else {
+            return false;
+        };
+        // SAFETY: F_GETLK only fills `lock`, a plain C struct we own.
+        let mut lock: libc::flock = unsafe { std::mem::zeroed() };
+        lock.l_type = libc::F_WRLCK as libc::c_short;
+        lock.l_whence = libc::SEEK_SET as libc::c_short;
+        let r = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETLK, &mut lock) };
+        r == 0 && lock.l_type != libc::F_UNLCK as libc::c_short
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        false
+    }
+}
+
 /// A directory beside a store-to-be where a bulk build (import, backup) puts
 /// its temporary files and the new store; the store is renamed into place
 /// when complete, so the target appears whole or not at all. A staging
@@ -437,6 +464,12 @@ impl Store {
         let recipe: Recipe = serde_json::from_slice(&recipe)
             .map_err(|e| Error::corrupt(META, RECIPE_KEY, format!("bad recipe JSON: {e}")))?;
         Ok((store, recipe))
+    }
+
+    /// RocksDB's last sequence number in this handle's view: it grows with
+    /// every committed write, so two views can be compared.
+    pub fn sequence(&self) -> u64 {
+        self.db.latest_sequence_number()
     }
 
     /// The store's directory.
