@@ -29,6 +29,8 @@
 pub mod db;
 pub mod error;
 pub mod fingerprint;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod import;
 pub mod index;
 pub mod ingest;

@@ -258,16 +258,32 @@ pub fn read(
             } else {
                 Box::new(BufReader::with_capacity(1 << 20, File::open(&input.path)?))
             };
-            Ok(Box::new(LineReader {
+            Ok(Box::new(read_lines(
                 reader,
                 name,
-                format: input.format,
-                line: 0,
-                buf: Vec::new(),
-                max: max_doc_bytes,
-                done: false,
-            }))
+                input.format,
+                max_doc_bytes,
+            )))
         }
+    }
+}
+
+/// The documents of `reader` in `format` (`Jsonl` or `Lines`; `Dir` reads
+/// as `Lines`), named `name:line`, lines longer than `max_doc_bytes` refused.
+pub fn read_lines(
+    reader: Box<dyn BufRead + Send>,
+    name: String,
+    format: Format,
+    max_doc_bytes: usize,
+) -> impl Iterator<Item = Item> + Send {
+    LineReader {
+        reader,
+        name,
+        format,
+        line: 0,
+        buf: Vec::new(),
+        max: max_doc_bytes,
+        done: false,
     }
 }
 

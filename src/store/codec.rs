@@ -147,6 +147,33 @@ pub fn decode_record(bytes: &[u8]) -> Result<Record, String> {
     Ok(raw.into())
 }
 
+/// Decodes the meta `format_version` value: u32 big-endian, non-zero.
+pub fn decode_format_version(bytes: &[u8]) -> Result<u32, String> {
+    let b: [u8; 4] = bytes
+        .try_into()
+        .map_err(|_| format!("format version is {} bytes, not 4", bytes.len()))?;
+    match u32::from_be_bytes(b) {
+        0 => Err("format version 0".into()),
+        v => Ok(v),
+    }
+}
+
+/// Decodes the meta `doc_count` value: u64 big-endian.
+pub fn decode_doc_count(bytes: &[u8]) -> Result<u64, String> {
+    let b: [u8; 8] = bytes
+        .try_into()
+        .map_err(|_| format!("document count is {} bytes, not 8", bytes.len()))?;
+    Ok(u64::from_be_bytes(b))
+}
+
+/// Decodes the meta `recipe` value: UTF-8 JSON of a valid [`Recipe`].
+pub fn decode_recipe(bytes: &[u8]) -> Result<crate::fingerprint::Recipe, String> {
+    let r: crate::fingerprint::Recipe =
+        serde_json::from_slice(bytes).map_err(|e| format!("bad recipe JSON: {e}"))?;
+    r.validate().map_err(|e| format!("invalid recipe: {e}"))?;
+    Ok(r)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

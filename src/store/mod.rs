@@ -430,20 +430,14 @@ impl Store {
             .db
             .get_cf(meta, FORMAT_VERSION_KEY)?
             .ok_or_else(|| Error::corrupt(META, FORMAT_VERSION_KEY, "missing"))?;
-        let version: [u8; 4] = version
-            .as_slice()
-            .try_into()
-            .map_err(|_| Error::corrupt(META, FORMAT_VERSION_KEY, "not 4 bytes"))?;
-        let version = u32::from_be_bytes(version);
+        let version = codec::decode_format_version(&version)
+            .map_err(|r| Error::corrupt(META, FORMAT_VERSION_KEY, r))?;
         if version > FORMAT_VERSION {
             return Err(Error::NewerFormat {
                 path: path.to_path_buf(),
                 found: version,
                 supported: FORMAT_VERSION,
             });
-        }
-        if version == 0 {
-            return Err(Error::corrupt(META, FORMAT_VERSION_KEY, "version 0"));
         }
         if version < MIN_FORMAT_VERSION {
             return Err(Error::OlderFormat {
@@ -461,8 +455,8 @@ impl Store {
             .db
             .get_cf(meta, RECIPE_KEY)?
             .ok_or_else(|| Error::corrupt(META, RECIPE_KEY, "missing"))?;
-        let recipe: Recipe = serde_json::from_slice(&recipe)
-            .map_err(|e| Error::corrupt(META, RECIPE_KEY, format!("bad recipe JSON: {e}")))?;
+        let recipe =
+            codec::decode_recipe(&recipe).map_err(|r| Error::corrupt(META, RECIPE_KEY, r))?;
         Ok((store, recipe))
     }
 
@@ -504,11 +498,7 @@ impl Store {
             .db
             .get_cf(self.cf(META), DOC_COUNT_KEY)?
             .ok_or_else(|| Error::corrupt(META, DOC_COUNT_KEY, "missing"))?;
-        let b: [u8; 8] = v
-            .as_slice()
-            .try_into()
-            .map_err(|_| Error::corrupt(META, DOC_COUNT_KEY, "not 8 bytes"))?;
-        Ok(u64::from_be_bytes(b))
+        codec::decode_doc_count(&v).map_err(|r| Error::corrupt(META, DOC_COUNT_KEY, r))
     }
 
     /// Every stored document within `k` of `q`, unsorted. Candidates are
