@@ -191,6 +191,20 @@ fn a_flipped_record_byte_is_named_with_family_and_key() {
         raw.put_cf(docs, b"doc", v).unwrap();
     }
     let db = Db::open(t.path()).unwrap();
+    // A query that finds the document reads its record too.
+    let q = db
+        .fingerprint("some words that make a fingerprint")
+        .unwrap();
+    let err = db.query(q, 0, None).unwrap_err();
+    assert!(
+        matches!(err, Error::Corrupt { family: "docs", ref key_hex, .. } if key_hex == "646f63"),
+        "{err}"
+    );
+    let err = db.query_many(&[q], 3, None).unwrap_err();
+    assert!(
+        matches!(err, Error::Corrupt { family: "docs", .. }),
+        "{err}"
+    );
     let err = db.get("doc").unwrap_err();
     match err {
         Error::Corrupt {

@@ -502,7 +502,8 @@ impl Store {
     }
 
     /// Every stored document within `k` of `q`, unsorted. Candidates are
-    /// decided from the index keys alone; only hits are looked up in `refs`.
+    /// decided from the index keys alone; only hits are looked up (`refs`,
+    /// then the record, which is checked).
     pub fn probe(&self, q: Fingerprint, k: u32, mut visit: impl FnMut(Hit)) -> Result<()> {
         crate::fingerprint::check_k(k)?;
         // The four bucket scans are independent: two on this thread, two on
@@ -528,20 +529,48 @@ impl Store {
         found.sort_unstable();
         found.dedup();
         for doc in found {
-            let id = self.resolve(doc)?.ok_or_else(|| {
-                Error::corrupt(
-                    REFS,
-                    &doc.encode(),
-                    "an index key names a document that has no refs entry",
-                )
-            })?;
-            visit(Hit {
-                id,
-                fingerprint: doc.fingerprint,
-                distance: doc.fingerprint.distance(q),
-            });
+            visit(self.hit(doc, q)?);
         }
         Ok(())
+    }
+
+    /// The hit for index entry `doc` found by query `q`: its id from `refs`,
+    /// checked against its record (which must decode and name `doc`), so a
+    /// damaged record, `refs` entry or index key is an error naming the
+    /// family and key, never a wrong answer.
+    fn hit(&self, doc: DocKey, q: Fingerprint) -> Result<Hit> {
+        let id = self.resolve(doc)?.ok_or_else(|| {
+            Error::corrupt(
+                REFS,
+                &doc.encode(),
+                "an index key names a document that has no refs entry",
+            )
+        })?;
+        match self.get(&id)? {
+            Some(r) if r.doc_key() == doc => {}
+            Some(r) => {
+                return Err(Error::corrupt(
+                    DOCS,
+                    id.as_bytes(),
+                    format!(
+                        "the record has fingerprint {} and sequence number {}, the index {} and {}",
+                        r.fingerprint, r.seq, doc.fingerprint, doc.seq
+                    ),
+                ))
+            }
+            None => {
+                return Err(Error::corrupt(
+                    REFS,
+                    &doc.encode(),
+                    format!("names id {id:?}, which has no record"),
+                ))
+            }
+        }
+        Ok(Hit {
+            id,
+            fingerprint: doc.fingerprint,
+            distance: doc.fingerprint.distance(q),
+        })
     }
 
     /// Answers many queries with one pass per family: the queries are sorted
@@ -566,18 +595,7 @@ impl Store {
         found.dedup();
         let mut out: Vec<Vec<Hit>> = vec![Vec::new(); qs.len()];
         for (qi, doc) in found {
-            let id = self.resolve(doc)?.ok_or_else(|| {
-                Error::corrupt(
-                    REFS,
-                    &doc.encode(),
-                    "an index key names a document that has no refs entry",
-                )
-            })?;
-            out[qi].push(Hit {
-                id,
-                fingerprint: doc.fingerprint,
-                distance: doc.fingerprint.distance(qs[qi]),
-            });
+            out[qi].push(self.hit(doc, qs[qi])?);
         }
         Ok(out)
     }
