@@ -6,10 +6,7 @@ mod common;
 use simdb::index::{self, DocKey};
 use simdb::{Content, Db, Fingerprint, Recipe};
 
-fn raw_open(p: &std::path::Path) -> rocksdb::DB {
-    let cfs = rocksdb::DB::list_cf(&rocksdb::Options::default(), p).unwrap();
-    rocksdb::DB::open_cf(&rocksdb::Options::default(), p, cfs).unwrap()
-}
+use common::raw_open;
 
 #[test]
 fn repair_rebuilds_refs_and_index_keys_from_records() {

@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::raw_open;
 use simdb::{Content, Db, Error, Outcome, Recipe};
 
 fn text(s: &str) -> Content {
@@ -107,11 +108,6 @@ fn recipe_is_stored_and_a_mismatch_is_refused() {
         matches!(err, Error::RecipeMismatch { ref field, .. } if field == "idf"),
         "{err}"
     );
-}
-
-fn raw_open(p: &std::path::Path) -> rocksdb::DB {
-    let cfs = rocksdb::DB::list_cf(&rocksdb::Options::default(), p).unwrap();
-    rocksdb::DB::open_cf(&rocksdb::Options::default(), p, cfs).unwrap()
 }
 
 #[test]

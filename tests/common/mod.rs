@@ -113,3 +113,9 @@ pub fn rng(seed: u64) -> ChaCha8Rng {
 pub fn exists(p: &Path) -> bool {
     p.exists()
 }
+
+/// Opens a store's RocksDB directly, every family, to damage it on purpose.
+pub fn raw_open(p: &Path) -> rocksdb::DB {
+    let cfs = rocksdb::DB::list_cf(&rocksdb::Options::default(), p).unwrap();
+    rocksdb::DB::open_cf(&rocksdb::Options::default(), p, cfs).unwrap()
+}
