@@ -1,5 +1,6 @@
 //! Fingerprint throughput beside plain jieba-rs segmentation (the floor),
-//! an index query beside a brute-force scan at the same N, and text ingest
+//! an index query beside a brute-force scan at the same N, query latency at
+//! each supported k (multi-probe above 3), and text ingest
 //! (1 and 2 threads) beside one-thread segmentation of the same text.
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
@@ -77,6 +78,7 @@ fn query(c: &mut Criterion) {
     }
     let mut g = c.benchmark_group("query_k3_200k");
     let mut qrng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+    let fps_for_k = fps.clone();
     let mut next_q = move || Fingerprint(fps[qrng.random_range(0..N)].0 ^ 0b1001);
     g.bench_function("store", |b| {
         b.iter_batched(
@@ -99,6 +101,23 @@ fn query(c: &mut Criterion) {
             BatchSize::SmallInput,
         )
     });
+    g.finish();
+
+    // Latency per k on the same store: 1 bucket per family up to k = 3, 17
+    // up to 7, 137 up to 11. Queries are stored fingerprints with 2 bits
+    // flipped (so each has a hit).
+    let mut g = c.benchmark_group("query_200k_by_k");
+    for k in [0u32, 3, 4, 7, 8, 11] {
+        let mut qrng = rand_chacha::ChaCha8Rng::seed_from_u64(4);
+        let fps = &fps_for_k;
+        g.bench_function(format!("store_k{k}"), |b| {
+            b.iter_batched(
+                || Fingerprint(fps[qrng.random_range(0..N)].0 ^ 0b11),
+                |q| db.query(q, k, None).unwrap(),
+                BatchSize::SmallInput,
+            )
+        });
+    }
     g.finish();
 }
 

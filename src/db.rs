@@ -7,7 +7,7 @@ use std::path::Path;
 use rocksdb::WriteBatch;
 
 use crate::error::{Error, Result};
-use crate::fingerprint::{self, Fingerprint, Fingerprinter, Recipe};
+use crate::fingerprint::{self, Analysis, Fingerprint, Fingerprinter, Recipe, Sketch};
 use crate::index::{self, DocKey, Hit, MemIndex};
 use crate::store::{self, Access, Record, Store, Tuning};
 
@@ -56,6 +56,14 @@ impl Content {
         self.len() == 0
     }
 
+    /// The fingerprint and, for text, the verification sketch and terms.
+    pub fn analyze(&self, fp: &Fingerprinter) -> Result<Analysis> {
+        match self {
+            Content::Text(t) => fp.analyze(t),
+            _ => self.fingerprint(fp).map(Analysis::bare),
+        }
+    }
+
     /// The fingerprint of this content under `fp`'s recipe.
     pub fn fingerprint(&self, fp: &Fingerprinter) -> Result<Fingerprint> {
         match self {
@@ -63,6 +71,50 @@ impl Content {
             Content::Features(f) => fingerprint::simhash_weighted(f),
             Content::Fingerprint(fp) => Ok(*fp),
         }
+    }
+}
+
+/// The sketch similarity a candidate needs to be reported, when both
+/// sides have a sketch: chosen with `tools/evaluate.rs` (README, "Choosing
+/// the defaults").
+pub const DEFAULT_MIN_SIMILARITY: f64 = 0.2;
+
+/// A query: a fingerprint, the distance, and optionally a verification
+/// sketch that confirms each candidate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Query {
+    pub fingerprint: Fingerprint,
+    /// Hamming distance (<= [`fingerprint::MAX_EXACT_K`]).
+    pub k: u32,
+    /// The query's sketch; `None` reports every candidate within `k`.
+    pub sketch: Option<Sketch>,
+    /// With a sketch, a candidate whose record has a sketch is reported
+    /// only if their similarity is at least this (0 reports all, with their
+    /// similarity).
+    pub min_similarity: f64,
+    /// At most this many hits.
+    pub limit: Option<usize>,
+    /// Leave out this id (the query document itself).
+    pub exclude: Option<String>,
+}
+
+impl Query {
+    /// A fingerprint query at k = 3, default threshold, no sketch, no limit.
+    pub fn new(fingerprint: Fingerprint) -> Query {
+        Query {
+            fingerprint,
+            k: 3,
+            sketch: None,
+            min_similarity: DEFAULT_MIN_SIMILARITY,
+            limit: None,
+            exclude: None,
+        }
+    }
+
+    /// Whether hit `h` passes verification (hits without a similarity,
+    /// because one side has no sketch, pass unconfirmed).
+    pub fn confirms(&self, h: &Hit) -> bool {
+        h.similarity.is_none_or(|s| s >= self.min_similarity)
     }
 }
 
@@ -106,6 +158,8 @@ pub enum Outcome {
 pub struct Stats {
     pub path: String,
     pub documents: u64,
+    /// Documents with fewer than [`fingerprint::SHORT_TERMS`] terms.
+    pub short_documents: u64,
     pub recipe: Recipe,
     pub families: Vec<FamilyStats>,
     pub bytes_on_disk: u64,
@@ -238,12 +292,27 @@ impl Db {
         self.fingerprinter.fingerprint(text)
     }
 
-    /// Stored documents within `k` (<= 3) of `q`, sorted by distance then id,
+    /// Stored documents within `k` (<= 11) of `q`, sorted by distance then id,
     /// at most `limit` of them.
     pub fn query(&self, q: Fingerprint, k: u32, limit: Option<usize>) -> Result<Vec<Hit>> {
         let mut hits = Vec::new();
-        self.store.probe(q, k, |h| hits.push(h))?;
+        self.store.probe(q, k, None, |h| hits.push(h))?;
         Ok(index::finish(hits, limit))
+    }
+
+    /// Answers a [`Query`]: documents within `q.k` of `q.fingerprint`,
+    /// confirmed by the verification sketch when `q.sketch` is given
+    /// (hits whose record has no sketch are kept, unconfirmed), sorted by
+    /// distance then id, at most `q.limit`.
+    pub fn search(&self, q: &Query) -> Result<Vec<Hit>> {
+        let mut hits = Vec::new();
+        self.store
+            .probe(q.fingerprint, q.k, q.sketch.as_ref(), |h| {
+                if q.confirms(&h) && q.exclude.as_deref() != Some(h.id.as_str()) {
+                    hits.push(h)
+                }
+            })?;
+        Ok(index::finish(hits, q.limit))
     }
 
     /// Answers of many queries, in their order; each sorted by distance
@@ -264,20 +333,145 @@ impl Db {
             .collect())
     }
 
-    /// Near-duplicates of `text`.
+    /// Near-duplicates of `text`, confirmed by the verification sketch at
+    /// the default threshold ([`DEFAULT_MIN_SIMILARITY`]).
     pub fn query_text(&self, text: &str, k: u32, limit: Option<usize>) -> Result<Vec<Hit>> {
         fingerprint::check_k(k)?;
-        self.query(self.fingerprint(text)?, k, limit)
+        let mut q = self.text_query(text)?;
+        q.k = k;
+        q.limit = limit;
+        self.search(&q)
     }
 
-    /// Near-duplicates of the stored document `id`, itself excluded.
-    pub fn query_id(&self, id: &str, k: u32, limit: Option<usize>) -> Result<Vec<Hit>> {
+    /// A [`Query`] for `text` (default k, threshold and no limit).
+    pub fn text_query(&self, text: &str) -> Result<Query> {
+        let a = self.fingerprinter.analyze(text)?;
+        Ok(Query {
+            sketch: a.sketch,
+            ..Query::new(a.fingerprint)
+        })
+    }
+
+    /// A [`Query`] for the stored document `id`, which it excludes.
+    pub fn id_query(&self, id: &str) -> Result<Query> {
         let rec = self
             .get(id)?
             .ok_or_else(|| Error::NotFound { id: id.to_string() })?;
-        let mut hits = self.query(rec.fingerprint, k, None)?;
-        hits.retain(|h| h.id != id);
-        Ok(index::finish(hits, limit))
+        Ok(Query {
+            sketch: rec.sketch,
+            exclude: Some(id.to_string()),
+            ..Query::new(rec.fingerprint)
+        })
+    }
+
+    /// Near-duplicates of the stored document `id`, itself excluded,
+    /// confirmed by the sketches at the default threshold.
+    pub fn query_id(&self, id: &str, k: u32, limit: Option<usize>) -> Result<Vec<Hit>> {
+        let mut q = self.id_query(id)?;
+        q.k = k;
+        q.limit = limit;
+        self.search(&q)
+    }
+
+    /// Explains `hits` of a query: the query's weighted terms are
+    /// `query_terms` (heaviest first; see [`Db::text_terms`] and
+    /// [`Db::record_terms`]), each document's are its stored top terms.
+    pub fn explain(
+        &self,
+        query_terms: &[(String, f64)],
+        hits: &[Hit],
+    ) -> Result<Vec<crate::explain::Explanation>> {
+        hits.iter()
+            .map(|h| {
+                let top = self.get(&h.id)?.map(|r| r.top_terms).unwrap_or_default();
+                Ok(crate::explain::explain(
+                    &h.id,
+                    h.distance,
+                    h.similarity,
+                    query_terms,
+                    &top,
+                    fingerprint::TOP_TERMS,
+                ))
+            })
+            .collect()
+    }
+
+    /// Every term of `text` with its TF-IDF weight, heaviest first (word
+    /// features; shingles left out).
+    pub fn text_terms(&self, text: &str) -> Vec<(String, f64)> {
+        self.fingerprinter
+            .features(text)
+            .into_iter()
+            .filter(|f| !f.name.contains(' '))
+            .map(|f| (f.name, f.weight))
+            .collect()
+    }
+
+    /// A stored document's top terms, weighted by IDF alone (its term
+    /// frequencies are not stored).
+    pub fn record_terms(&self, rec: &Record) -> Vec<(String, f64)> {
+        rec.top_terms
+            .iter()
+            .map(|t| (t.clone(), fingerprint::idf(t)))
+            .collect()
+    }
+
+    /// Samples about `sample` documents (seeded) and measures, for each,
+    /// the distance to its nearest other document (up to k = 11, with its
+    /// sketch similarity) and, for random pairs of sampled documents, their
+    /// distance: see [`crate::explain::Calibration`].
+    pub fn calibrate(
+        &self,
+        sample: usize,
+        seed: u64,
+        threshold: f64,
+    ) -> Result<crate::explain::Calibration> {
+        use rayon::prelude::*;
+        let docs = self.store.sample(sample, seed)?;
+        let mut cal = crate::explain::Calibration::new(threshold);
+        // Random pairs: each sampled document with another drawn at random
+        // (the sample is in fingerprint order, so neighbours in it are not
+        // random pairs).
+        let mut state = seed ^ 0x5eed;
+        for (i, (a, _)) in docs.iter().enumerate() {
+            let j = (index::splitmix64(&mut state) % docs.len() as u64) as usize;
+            if j != i {
+                let d = a.fingerprint.distance(docs[j].0.fingerprint) as usize;
+                cal.random_pairs[d] += 1;
+            }
+        }
+        let nearest: Vec<Option<(u32, Option<f64>)>> = docs
+            .par_iter()
+            .map(|(doc, id)| -> Result<_> {
+                let sketch = self.get(id)?.and_then(|r| r.sketch);
+                let mut best: Option<Hit> = None;
+                self.store.probe(
+                    doc.fingerprint,
+                    fingerprint::MAX_EXACT_K,
+                    sketch.as_ref(),
+                    |h| {
+                        if &h.id != id
+                            && best.as_ref().is_none_or(|b| {
+                                (
+                                    h.distance,
+                                    std::cmp::Reverse(h.similarity.map(|s| (s * 1e6) as i64)),
+                                ) < (
+                                    b.distance,
+                                    std::cmp::Reverse(b.similarity.map(|s| (s * 1e6) as i64)),
+                                )
+                            })
+                        {
+                            best = Some(h);
+                        }
+                    },
+                )?;
+                Ok(best.map(|h| (h.distance, h.similarity)))
+            })
+            .collect::<Result<_>>()?;
+        for n in nearest {
+            cal.add_nearest(n);
+        }
+        Ok(cal)
     }
 
     /// The record of `id`.
@@ -287,9 +481,9 @@ impl Db {
 
     /// Inserts or replaces one document and commits it.
     pub fn put(&mut self, id: &str, content: Content) -> Result<Outcome> {
-        let fp = content.fingerprint(&self.fingerprinter)?;
+        let a = content.analyze(&self.fingerprinter)?;
         let mut w = self.writer()?;
-        let out = w.put(id, fp, &content, "api")?;
+        let out = w.put(id, a, &content, "api")?;
         w.commit()?;
         Ok(out)
     }
@@ -323,6 +517,7 @@ impl Db {
             next_seq: HashMap::new(),
             mem: MemIndex::new(),
             count: self.store.doc_count()?,
+            short: self.store.short_count()?,
             ops: 0,
             sync: false,
         })
@@ -379,6 +574,7 @@ impl Db {
         Ok(Stats {
             path: self.path().display().to_string(),
             documents: self.len()?,
+            short_documents: self.store.short_count()?,
             recipe: self.recipe().clone(),
             families,
             bytes_on_disk: dir_size(self.path()),
@@ -453,6 +649,7 @@ pub struct Writer<'a> {
     /// Pending fingerprints of this batch.
     mem: MemIndex,
     count: u64,
+    short: u64,
     ops: usize,
     sync: bool,
 }
@@ -471,15 +668,20 @@ impl Writer<'_> {
         }
     }
 
-    /// Inserts or replaces `id` with a document of fingerprint `fp`.
+    /// Inserts or replaces `id` with a document of fingerprint
+    /// `doc.fingerprint` (and, from an [`Analysis`] of its text, its term
+    /// count, verification sketch and top terms; a bare [`Fingerprint`]
+    /// converts into an analysis without them).
     pub fn put(
         &mut self,
         id: &str,
-        fp: Fingerprint,
+        doc: impl Into<Analysis>,
         content: &Content,
         source: &str,
     ) -> Result<Outcome> {
         check_id(id)?;
+        let doc: Analysis = doc.into();
+        let fp = doc.fingerprint;
         let hash = content.hash();
         let old = self.get(id)?;
         let (outcome, seq) = match &old {
@@ -488,6 +690,7 @@ impl Writer<'_> {
             }
             Some(r) => {
                 self.store.delete_doc(&mut self.batch, id, r);
+                self.short = self.short.saturating_sub(u64::from(r.is_short()));
                 // Same fingerprint: keep the slot (the put below overwrites
                 // the deletes, later in the same batch).
                 let seq = if r.fingerprint == fp {
@@ -509,7 +712,11 @@ impl Writer<'_> {
             length: content.len(),
             ingested_at: now(),
             source: source.to_string(),
+            terms: u32::try_from(doc.terms).unwrap_or(u32::MAX),
+            sketch: doc.sketch,
+            top_terms: doc.top_terms,
         };
+        self.short += u64::from(rec.is_short());
         self.store.put_doc(&mut self.batch, id, &rec);
         self.overlay.insert(id.to_string(), Some(rec));
         self.mem.insert(id, fp);
@@ -535,21 +742,38 @@ impl Writer<'_> {
         self.overlay.insert(id.to_string(), None);
         self.mem.remove(id);
         self.count = self.count.saturating_sub(1);
+        self.short = self.short.saturating_sub(u64::from(old.is_short()));
         self.ops += 1;
         Ok(true)
     }
 
     /// Documents within `k` of `q` in the store and this batch, sorted.
     pub fn query(&self, q: Fingerprint, k: u32, limit: Option<usize>) -> Result<Vec<Hit>> {
+        self.search(&Query {
+            k,
+            limit,
+            ..Query::new(q)
+        })
+    }
+
+    /// [`Db::search`] over the store and this batch.
+    pub fn search(&self, q: &Query) -> Result<Vec<Hit>> {
         let mut hits = Vec::new();
-        self.store.probe(q, k, |h| {
-            // An id touched by this batch is answered from the batch.
-            if !self.overlay.contains_key(&h.id) {
-                hits.push(h)
+        self.store
+            .probe(q.fingerprint, q.k, q.sketch.as_ref(), |h| {
+                // An id touched by this batch is answered from the batch.
+                if !self.overlay.contains_key(&h.id) {
+                    hits.push(h)
+                }
+            })?;
+        for mut h in self.mem.query(q.fingerprint, q.k) {
+            if let (Some(a), Some(Some(r))) = (&q.sketch, self.overlay.get(&h.id)) {
+                h.similarity = r.sketch.map(|b| a.similarity(&b));
             }
-        })?;
-        hits.extend(self.mem.query(q, k));
-        Ok(index::finish(hits, limit))
+            hits.push(h);
+        }
+        hits.retain(|h| q.confirms(h) && q.exclude.as_deref() != Some(h.id.as_str()));
+        Ok(index::finish(hits, q.limit))
     }
 
     /// Number of writes pending.
@@ -564,6 +788,7 @@ impl Writer<'_> {
         }
         let mut batch = std::mem::take(&mut self.batch);
         self.store.put_doc_count(&mut batch, self.count);
+        self.store.put_short_count(&mut batch, self.short);
         self.store.write(batch, self.sync)?;
         self.overlay.clear();
         self.next_seq.clear();
@@ -639,6 +864,7 @@ impl Db {
         let mut pending: std::collections::HashSet<DocKey> = Default::default();
         let mut next_seq: HashMap<Fingerprint, u32> = HashMap::new();
         let mut count = 0u64;
+        let mut short = 0u64;
         let store = &self.store;
         store.for_each_raw(store::DOCS, |k, v| {
             // The count is of records, readable or not (as verify counts).
@@ -671,6 +897,7 @@ impl Db {
                     .max(next_seq.get(&rec.fingerprint).copied().unwrap_or(0)),
             );
             pending.insert(rec.doc_key());
+            short += u64::from(rec.is_short());
             store.put_doc(&mut batch, id, &rec);
             rep.reindexed += 1;
             if pending.len() >= 10_000 {
@@ -681,6 +908,7 @@ impl Db {
             Ok(())
         })?;
         store.put_doc_count(&mut batch, count);
+        store.put_short_count(&mut batch, short);
         store.write(batch, true)?;
         Ok(rep)
     }

@@ -24,8 +24,8 @@ pub enum Error {
 
     /// The caller asked for a Hamming distance the index cannot answer exactly.
     #[error(
-        "k = {k} is not supported: the 4-block index is exact only for k <= {max} \
-         (a fingerprint within {max} bits shares at least one of its four 16-bit blocks)"
+        "k = {k} is not supported: the index is exact only for k <= {max} \
+         (it probes block values within 2 bits of the query's four 16-bit blocks)"
     )]
     UnsupportedDistance { k: u32, max: u32 },
 

@@ -2,10 +2,11 @@
 //!
 //! Each document becomes a 64-bit Simhash [`Fingerprint`]. Two documents are
 //! near-duplicates when their fingerprints differ in at most `k` bits
-//! (k <= 3). The store is RocksDB with four block column families: a
-//! fingerprint's four 16-bit blocks, one per family, so that any fingerprint
-//! within 3 bits shares at least one block with the query (pigeonhole) and a
-//! query is four short prefix scans. Answers are exactly what a brute-force
+//! (k = 3 by default, up to 11). The store is RocksDB with four block column
+//! families: a fingerprint's four 16-bit blocks, one per family, so that any
+//! fingerprint within 3 bits shares at least one block with the query
+//! (pigeonhole) and a query is four short prefix scans; larger k probes the
+//! block values within 1 (k <= 7) or 2 (k <= 11) bits. Answers are exactly what a brute-force
 //! scan over all fingerprints returns.
 //!
 //! ```no_run
@@ -28,16 +29,18 @@
 
 pub mod db;
 pub mod error;
+pub mod explain;
 pub mod fingerprint;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod import;
 pub mod index;
 pub mod ingest;
+pub mod plot;
 pub mod store;
 
-pub use db::{Content, Db, Outcome, Stats, Writer};
+pub use db::{Content, Db, Outcome, Query, Stats, Writer};
 pub use error::{Error, Result};
-pub use fingerprint::{simhash_weighted, Fingerprint, Fingerprinter, Recipe};
+pub use fingerprint::{simhash_weighted, Analysis, Fingerprint, Fingerprinter, Recipe, Sketch};
 pub use index::Hit;
 pub use store::Record;

@@ -135,18 +135,18 @@ fn init_ingest_query_get_delete_stats() {
     ]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
 
-    // k above 3: exit 2 with a clear message.
+    // k above 11: exit 2 with a clear message.
     let o = simdb(&[
         &"query",
         &db,
         &"--fingerprint",
         &"0123456789abcdef",
         &"-k",
-        &"4",
+        &"12",
     ]);
     assert_eq!(code(&o), 2);
     assert!(
-        stderr(&o).contains("k = 4 is not supported"),
+        stderr(&o).contains("k = 12 is not supported"),
         "{}",
         stderr(&o)
     );

@@ -1,5 +1,6 @@
-//! The index returns exactly what a brute-force scan returns, for k in 0..=3,
-//! with planted neighbours at distance exactly k and k+1, identical
+//! The index returns exactly what a brute-force scan returns, for every
+//! supported k (0..=11: one bucket per family up to 3, multi-probe above),
+//! with planted neighbours at every distance 1..=13 (so exactly k and k+1), identical
 //! fingerprints under different ids, and differing bits spread over blocks;
 //! before and after close and reopen.
 
@@ -10,6 +11,7 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use rand::Rng;
+use simdb::fingerprint::MAX_EXACT_K as MAX_K;
 use simdb::index::{brute_force, MemIndex};
 use simdb::{Content, Db, Fingerprint, Recipe};
 
@@ -55,7 +57,7 @@ fn plant(seed: u64, random: usize, queries: usize) -> Planted {
         // Identical fingerprints under different ids.
         entries.insert(format!("q{q}-same-a"), base);
         entries.insert(format!("q{q}-same-b"), base);
-        for d in 1..=5usize {
+        for d in 1..=13usize {
             for spread in [true, false] {
                 for copy in 0..2 {
                     let b = bits(&mut rng, d, spread);
@@ -87,9 +89,9 @@ fn plant(seed: u64, random: usize, queries: usize) -> Planted {
 }
 
 fn check_db(db: &Db, p: &Planted, when: &str) {
-    let mut found_at = [0usize; 4];
+    let mut found_at = [0usize; MAX_K as usize + 1];
     for q in &p.queries {
-        for k in 0..=3u32 {
+        for k in 0..=MAX_K {
             let want = brute_force(p.entries.iter().map(|(id, fp)| (id.as_str(), *fp)), *q, k);
             let got = db.query(*q, k, None).unwrap();
             assert_eq!(got, want, "{when}: query {q} at k={k}");
@@ -100,13 +102,13 @@ fn check_db(db: &Db, p: &Planted, when: &str) {
         }
     }
     // The planted neighbours are really there: more hits for larger k.
-    assert!(found_at[0] < found_at[1] && found_at[1] < found_at[2] && found_at[2] < found_at[3]);
+    assert!(found_at.windows(2).all(|w| w[0] < w[1]), "{found_at:?}");
     // A batch answers as the queries one by one, in order; the batch holds
     // each query twice and queries sharing blocks.
     let mut batch: Vec<Fingerprint> = p.queries.clone();
     batch.extend(p.queries.iter().rev());
     batch.extend(p.queries.iter().map(|q| flip(*q, &[63])));
-    for k in 0..=3u32 {
+    for k in 0..=MAX_K {
         let many = db.query_many(&batch, k, None).unwrap();
         assert_eq!(many.len(), batch.len());
         for (q, got) in batch.iter().zip(&many) {
@@ -162,7 +164,7 @@ fn writer_sees_its_own_pending_writes_exactly() {
         }
     }
     for q in &p.queries {
-        for k in 0..=3 {
+        for k in 0..=MAX_K {
             let want = brute_force(all.iter().map(|(i, f)| (i.as_str(), *f)), *q, k);
             assert_eq!(w.query(*q, k, None).unwrap(), want);
         }
@@ -170,12 +172,12 @@ fn writer_sees_its_own_pending_writes_exactly() {
 }
 
 #[test]
-fn k_above_three_is_refused() {
+fn k_above_eleven_is_refused() {
     let t = common::TempDb::new();
     let db = Db::create(t.path(), Recipe::default()).unwrap();
-    let err = db.query(Fingerprint(0), 4, None).unwrap_err();
+    let err = db.query(Fingerprint(0), 12, None).unwrap_err();
     assert!(
-        matches!(err, simdb::Error::UnsupportedDistance { k: 4, max: 3 }),
+        matches!(err, simdb::Error::UnsupportedDistance { k: 12, max: 11 }),
         "{err}"
     );
 }
@@ -193,7 +195,7 @@ fn mem_index_property() {
     let strategy = (
         any::<u64>(),
         proptest::collection::vec(any::<u64>(), 0..200),
-        proptest::collection::vec(proptest::collection::vec(0u32..64, 0..6), 0..40),
+        proptest::collection::vec(proptest::collection::vec(0u32..64, 0..14), 0..40),
     );
     runner
         .run(&strategy, |(base, randoms, flips)| {
@@ -209,7 +211,7 @@ fn mem_index_property() {
             for (id, fp) in &entries {
                 idx.insert(id, *fp);
             }
-            for k in 0..=3 {
+            for k in 0..=MAX_K {
                 let want = brute_force(entries.iter().map(|(i, f)| (i.as_str(), *f)), q, k);
                 prop_assert_eq!(idx.query(q, k), want);
             }

@@ -36,6 +36,30 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Make a consistent copy of a store, also while it is being written to.
     Backup(BackupArgs),
+    /// Sample the store and show how distances spread: nearest neighbours
+    /// (confirmed near-copies vs rejected) and random pairs, with a plot.
+    Calibrate(CalibrateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// The store.
+    pub db: PathBuf,
+    /// Documents to sample.
+    #[arg(long, default_value_t = 2000, value_name = "N")]
+    pub sample: usize,
+    /// Seed of the sample.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Sketch similarity that confirms a near-copy.
+    #[arg(long, default_value_t = simdb::db::DEFAULT_MIN_SIMILARITY, value_name = "S")]
+    pub min_similarity: f64,
+    /// Write the histograms as an SVG plot here.
+    #[arg(long, value_name = "FILE", default_value = "simdb-calibrate.svg")]
+    pub plot: PathBuf,
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The configurable parts of the fingerprint recipe.
@@ -107,7 +131,7 @@ pub struct IngestArgs {
     /// Do not index documents that have a near-duplicate (they are still reported).
     #[arg(long)]
     pub skip_duplicates: bool,
-    /// Distance at which a document counts as a near-duplicate (0..=3).
+    /// Distance at which a document counts as a near-duplicate (0..=11).
     #[arg(short, long, default_value_t = 3)]
     pub k: u32,
     /// Stop at the first bad line (documents before it are kept).
@@ -133,6 +157,11 @@ pub struct IngestArgs {
     /// Number of fingerprinting threads (default: all cores).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+    /// A candidate within k counts as a duplicate only if the two texts'
+    /// verification sketches agree at least this much (estimated Jaccard
+    /// of word 3-shingles, 0..1; 0 turns verification off).
+    #[arg(long, default_value_t = simdb::db::DEFAULT_MIN_SIMILARITY, value_name = "S")]
+    pub min_similarity: f64,
 }
 
 #[derive(Debug, Args)]
@@ -162,7 +191,7 @@ pub struct QueryArgs {
     pub db: PathBuf,
     #[command(flatten)]
     pub what: QueryWhat,
-    /// Maximum Hamming distance (0..=3; larger k cannot be exact on this index).
+    /// Maximum Hamming distance (0..=11; above 3 each family probes 17 buckets, above 7 137).
     #[arg(short, long, default_value_t = 3)]
     pub k: u32,
     /// At most this many results per query (default: all).
@@ -174,6 +203,17 @@ pub struct QueryArgs {
     /// Block cache size in MiB (helps long --batch runs).
     #[arg(long, default_value_t = 256, value_name = "MIB")]
     pub cache_mb: usize,
+    /// With --text, --file or --id: report a candidate only if the two
+    /// documents' verification sketches agree at least this much
+    /// (estimated Jaccard of word 3-shingles, 0..1; 0 reports every
+    /// candidate within k, with its similarity). Fingerprint queries and
+    /// documents imported without text have no sketch and are not checked.
+    #[arg(long, default_value_t = simdb::db::DEFAULT_MIN_SIMILARITY, value_name = "S")]
+    pub min_similarity: f64,
+    /// For each hit, show the distance, the similarity and the weighted
+    /// terms the query and the document share and do not share.
+    #[arg(long, conflicts_with = "batch")]
+    pub explain: bool,
 }
 
 #[derive(Debug, Args)]

@@ -30,6 +30,7 @@ pub fn run(cli: Cli) -> Result<bool> {
         Command::Stats(a) => stats(a),
         Command::Verify(a) => verify(a),
         Command::Backup(a) => backup(a),
+        Command::Calibrate(a) => calibrate(a),
     }
 }
 
@@ -138,6 +139,7 @@ fn ingest_cmd(a: IngestArgs) -> Result<bool> {
         batch_size: a.batch_size,
         max_doc_bytes: a.max_doc_bytes,
         sync: a.sync,
+        min_similarity: check_similarity(a.min_similarity)?,
     };
     let mut report = match &a.report {
         Some(p) => {
@@ -158,7 +160,26 @@ fn ingest_cmd(a: IngestArgs) -> Result<bool> {
         None
     };
     let mut report_err: Option<io::Error> = None;
+    const SHORT_NOTES: u64 = 20;
+    let mut short_notes = 0u64;
     let result = ingest::run(&db, &inputs, &opts, |ev| match ev {
+        Event::Short(d, terms) => {
+            short_notes += 1;
+            let msg = if short_notes <= SHORT_NOTES {
+                format!(
+                    "simdb: {}: document {:?} is short ({terms} terms): its near-copies may lie beyond k={} (README, \"Short texts\")",
+                    d.source, d.id, opts.k
+                )
+            } else if short_notes == SHORT_NOTES + 1 {
+                "simdb: more short documents; their count is in the summary".to_string()
+            } else {
+                return;
+            };
+            match &bar {
+                Some(b) => b.println(msg),
+                None => eprintln!("{msg}"),
+            }
+        }
         Event::BadLine(p) => {
             let msg = format!("simdb: bad input: {p}");
             match &bar {
@@ -219,7 +240,7 @@ fn ingest_cmd(a: IngestArgs) -> Result<bool> {
         println!("{v}");
     } else {
         eprintln!(
-            "read {} | inserted {} | replaced {} | unchanged {} | duplicates {}{} | no features {} | bad lines {} | {:.2}s, {:.0} docs/s",
+            "read {} | inserted {} | replaced {} | unchanged {} | duplicates {}{} | short {} | no features {} | bad lines {} | {:.2}s, {:.0} docs/s",
             s.read,
             s.inserted,
             s.replaced,
@@ -230,6 +251,7 @@ fn ingest_cmd(a: IngestArgs) -> Result<bool> {
             } else {
                 String::new()
             },
+            s.short,
             s.no_features,
             s.bad_lines,
             s.elapsed.as_secs_f64(),
@@ -240,7 +262,12 @@ fn ingest_cmd(a: IngestArgs) -> Result<bool> {
 }
 
 fn hit_json(h: &Hit) -> serde_json::Value {
-    json!({"id": h.id, "fingerprint": h.fingerprint.to_string(), "distance": h.distance})
+    let mut v =
+        json!({"id": h.id, "fingerprint": h.fingerprint.to_string(), "distance": h.distance});
+    if let Some(s) = h.similarity {
+        v["similarity"] = json!(s);
+    }
+    v
 }
 
 fn print_hits(out: &mut impl Write, q: Fingerprint, hits: &[Hit], as_json: bool) -> io::Result<()> {
@@ -254,9 +281,25 @@ fn print_hits(out: &mut impl Write, q: Fingerprint, hits: &[Hit], as_json: bool)
         if hits.is_empty() {
             return writeln!(out, "no near-duplicates of {q}");
         }
-        writeln!(out, "{:<8} {:<16}  id", "distance", "fingerprint")?;
-        for h in hits {
-            writeln!(out, "{:<8} {}  {}", h.distance, h.fingerprint, h.id)?;
+        if hits.iter().any(|h| h.similarity.is_some()) {
+            writeln!(
+                out,
+                "{:<8} {:<10} {:<16}  id",
+                "distance", "similarity", "fingerprint"
+            )?;
+            for h in hits {
+                let s = h.similarity.map_or("-".to_string(), |s| format!("{s:.2}"));
+                writeln!(
+                    out,
+                    "{:<8} {:<10} {}  {}",
+                    h.distance, s, h.fingerprint, h.id
+                )?;
+            }
+        } else {
+            writeln!(out, "{:<8} {:<16}  id", "distance", "fingerprint")?;
+            for h in hits {
+                writeln!(out, "{:<8} {}  {}", h.distance, h.fingerprint, h.id)?;
+            }
         }
         Ok(())
     }
@@ -280,29 +323,197 @@ fn query(a: QueryArgs) -> Result<bool> {
         out.flush()?;
         return Ok(found);
     }
-    let (q, hits) = if let Some(t) = &w.text {
-        let q = db.fingerprint(t).context("fingerprinting --text")?;
-        (q, db.query(q, a.k, a.limit)?)
+    let min_similarity = check_similarity(a.min_similarity)?;
+    // (query, the query's weighted terms for --explain)
+    let (mut q, terms) = if let Some(t) = &w.text {
+        let q = db.text_query(t).context("fingerprinting --text")?;
+        (q, a.explain.then(|| db.text_terms(t)))
     } else if let Some(f) = &w.file {
         let t = read_text(f)?;
         let q = db
-            .fingerprint(&t)
+            .text_query(&t)
             .with_context(|| format!("{}: fingerprinting the file", f.display()))?;
-        (q, db.query(q, a.k, a.limit)?)
+        (q, a.explain.then(|| db.text_terms(&t)))
     } else if let Some(h) = &w.fingerprint {
-        let q: Fingerprint = h.parse()?;
-        (q, db.query(q, a.k, a.limit)?)
+        (simdb::Query::new(h.parse()?), a.explain.then(Vec::new))
     } else if let Some(id) = &w.id {
-        let rec = db
-            .get(id)?
-            .ok_or_else(|| simdb::Error::NotFound { id: id.clone() })?;
-        (rec.fingerprint, db.query_id(id, a.k, a.limit)?)
+        let q = db.id_query(id)?;
+        let terms = match a.explain {
+            true => db.get(id)?.map(|r| db.record_terms(&r)),
+            false => None,
+        };
+        (q, terms)
     } else {
         unreachable!("clap requires one query source")
     };
-    print_hits(&mut out, q, &hits, a.json)?;
+    q.k = a.k;
+    q.limit = a.limit;
+    q.min_similarity = min_similarity;
+    let hits = db.search(&q)?;
+    match terms {
+        Some(terms) => {
+            let ex = db.explain(&terms, &hits)?;
+            print_explained(&mut out, q.fingerprint, &terms, &ex, a.json)?;
+        }
+        None => print_hits(&mut out, q.fingerprint, &hits, a.json)?,
+    }
     out.flush()?;
     Ok(!hits.is_empty())
+}
+
+fn check_similarity(s: f64) -> Result<f64> {
+    if !(0.0..=1.0).contains(&s) {
+        bail!("--min-similarity {s} is not between 0 and 1");
+    }
+    Ok(s)
+}
+
+fn print_explained(
+    out: &mut impl Write,
+    q: Fingerprint,
+    query_terms: &[(String, f64)],
+    ex: &[simdb::explain::Explanation],
+    as_json: bool,
+) -> io::Result<()> {
+    if as_json {
+        let v = json!({
+            "fingerprint": q.to_string(),
+            "query_terms": query_terms.iter().take(simdb::fingerprint::TOP_TERMS).collect::<Vec<_>>(),
+            "hits": ex,
+        });
+        return writeln!(out, "{v}");
+    }
+    let terms = |v: &[(String, f64)]| -> String {
+        v.iter()
+            .map(|(t, w)| format!("{t} ({w:.1})"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if query_terms.is_empty() {
+        writeln!(out, "query {q}: a bare fingerprint has no terms to compare")?;
+    } else {
+        writeln!(
+            out,
+            "query {q}: top terms {}",
+            terms(&query_terms[..query_terms.len().min(simdb::fingerprint::TOP_TERMS)])
+        )?;
+    }
+    if ex.is_empty() {
+        return writeln!(out, "no near-duplicates of {q}");
+    }
+    for e in ex {
+        let sim = match e.similarity {
+            Some(s) => format!("similarity {s:.2}"),
+            None => "similarity unknown (no sketch on one side)".to_string(),
+        };
+        writeln!(out, "\n{}  distance {}  {}", e.id, e.distance, sim)?;
+        if !e.document_terms_known {
+            writeln!(
+                out,
+                "  (the document's terms are not stored: it was imported as a fingerprint)"
+            )?;
+            continue;
+        }
+        if query_terms.is_empty() {
+            writeln!(
+                out,
+                "  document's top terms: {}",
+                e.only_document.join(", ")
+            )?;
+            continue;
+        }
+        writeln!(out, "  shared:        {}", terms(&e.shared))?;
+        writeln!(out, "  only document: {}", e.only_document.join(", "))?;
+        writeln!(out, "  only query:    {}", terms(&e.only_query))?;
+    }
+    Ok(())
+}
+
+fn calibrate(a: CalibrateArgs) -> Result<bool> {
+    let min_similarity = check_similarity(a.min_similarity)?;
+    let db = Db::open_read_only(&a.db)?;
+    note_freshness(&db);
+    let c = db.calibrate(a.sample, a.seed, min_similarity)?;
+    let svg = simdb::plot::histogram(
+        &format!(
+            "{}: nearest neighbour of {} sampled documents",
+            a.db.display(),
+            c.sampled
+        ),
+        "Hamming distance (12 = none within 11)",
+        &[
+            (
+                format!("confirmed (similarity >= {min_similarity})"),
+                c.nearest_confirmed.clone(),
+            ),
+            ("rejected by the sketch".into(), c.nearest_rejected.clone()),
+            (
+                "no sketch / none within 11".into(),
+                c.nearest
+                    .iter()
+                    .zip(c.nearest_confirmed.iter().zip(&c.nearest_rejected))
+                    .map(|(n, (a, b))| n - a - b)
+                    .collect(),
+            ),
+            (
+                "random pairs (distinct)".into(),
+                c.random_pairs[..13].to_vec(),
+            ),
+        ],
+    );
+    std::fs::write(&a.plot, svg).with_context(|| format!("{}: cannot write", a.plot.display()))?;
+    if a.json {
+        let mut v = serde_json::to_value(&c)?;
+        v["plot"] = json!(a.plot.display().to_string());
+        println!("{v}");
+        return Ok(c.sampled > 0);
+    }
+    println!(
+        "sampled {} documents; similarity threshold {min_similarity}",
+        c.sampled
+    );
+    println!("nearest other document, by distance:");
+    println!(
+        "{:>5} {:>9} {:>10} {:>9}",
+        "k", "documents", "confirmed", "rejected"
+    );
+    for d in 0..c.nearest.len() {
+        let label = if d == c.nearest.len() - 1 {
+            ">11".to_string()
+        } else {
+            d.to_string()
+        };
+        println!(
+            "{label:>5} {:>9} {:>10} {:>9}",
+            c.nearest[d], c.nearest_confirmed[d], c.nearest_rejected[d]
+        );
+    }
+    let pairs: u64 = c.random_pairs.iter().sum();
+    let below = |k: usize| c.random_pairs[..=k].iter().sum::<u64>();
+    let mean = if pairs > 0 {
+        c.random_pairs
+            .iter()
+            .enumerate()
+            .map(|(d, n)| d as f64 * *n as f64)
+            .sum::<f64>()
+            / pairs as f64
+    } else {
+        0.0
+    };
+    println!(
+        "random pairs: {pairs}, mean distance {mean:.1}; within 3: {}, within 7: {}, within 11: {}",
+        below(3),
+        below(7),
+        below(11)
+    );
+    match (c.k_for_share(0.9), c.k_for_share(0.99)) {
+        (Some(a90), Some(a99)) => {
+            println!("90% of the confirmed near-copies are within k={a90}, 99% within k={a99}")
+        }
+        _ => println!("no confirmed near-copies in the sample"),
+    }
+    println!("plot: {}", a.plot.display());
+    Ok(c.sampled > 0)
 }
 
 fn query_batch(
@@ -538,6 +749,11 @@ fn stats(a: StatsArgs) -> Result<bool> {
     }
     println!("store        {}", s.path);
     println!("documents    {}", s.documents);
+    println!(
+        "short docs   {} (fewer than {} terms; README, \"Short texts\")",
+        s.short_documents,
+        simdb::fingerprint::SHORT_TERMS
+    );
     println!("view         {}", view_text(&s.view));
     println!("size on disk {} bytes", s.bytes_on_disk);
     println!(

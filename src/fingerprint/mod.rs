@@ -20,6 +20,7 @@
 //!    the result does not depend on thread count or hash-map order.
 
 mod recipe;
+mod sketch;
 pub mod stopwords;
 mod text;
 
@@ -27,7 +28,10 @@ use std::fmt;
 use std::str::FromStr;
 
 pub use recipe::Recipe;
-pub use text::{default_idf, idf, vocabulary, Feature, Fingerprinter};
+pub use sketch::{Sketch, SKETCH_BYTES};
+pub use text::{
+    default_idf, idf, vocabulary, Analysis, Feature, Fingerprinter, SHORT_TERMS, TOP_TERMS,
+};
 
 use crate::error::{Error, Result};
 
@@ -35,8 +39,10 @@ use crate::error::{Error, Result};
 pub const WIDTH: u32 = 64;
 /// Number of 16-bit blocks in a fingerprint.
 pub const BLOCKS: usize = 4;
-/// The largest Hamming distance the 4-block pigeonhole index answers exactly.
-pub const MAX_EXACT_K: u32 = BLOCKS as u32 - 1;
+/// The largest Hamming distance the index answers exactly: 11, by probing
+/// block values within 2 bits of the query's (see [`crate::index`]). k <= 3
+/// probes one bucket per family, k <= 7 seventeen, k <= 11 137.
+pub const MAX_EXACT_K: u32 = 11;
 
 /// A 64-bit Simhash fingerprint.
 ///
@@ -300,13 +306,13 @@ mod tests {
     }
 
     #[test]
-    fn check_k_refuses_above_three() {
-        for k in 0..=3 {
+    fn check_k_refuses_above_eleven() {
+        for k in 0..=11 {
             check_k(k).unwrap();
         }
         assert!(matches!(
-            check_k(4),
-            Err(Error::UnsupportedDistance { k: 4, max: 3 })
+            check_k(12),
+            Err(Error::UnsupportedDistance { k: 12, max: 11 })
         ));
     }
 }

@@ -147,6 +147,55 @@ pub struct Feature {
     pub weight: f64,
 }
 
+/// What [`Fingerprinter::analyze`] finds in a text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Analysis {
+    pub fingerprint: Fingerprint,
+    /// The verification sketch of the term sequence.
+    pub sketch: Option<super::Sketch>,
+    /// Number of terms (stop words dropped), counting repeats.
+    pub terms: usize,
+    /// Number of distinct terms.
+    pub distinct_terms: usize,
+    /// The heaviest terms (words, not shingles), heaviest first, at most
+    /// [`TOP_TERMS`]; kept in the record for `query --explain`.
+    pub top_terms: Vec<String>,
+}
+
+/// How many of a document's heaviest terms its record keeps.
+pub const TOP_TERMS: usize = 8;
+
+/// Documents with fewer terms than this (stop words dropped, repeats
+/// counted) are *short*: a single edit moves many of their fingerprint
+/// bits, so their near-copies often lie beyond k = 3 (see README, "Short
+/// texts"). Ingest flags them and `stats` counts them.
+pub const SHORT_TERMS: usize = 10;
+
+impl Analysis {
+    /// A fingerprint with nothing else known (imported fingerprints,
+    /// pre-weighted features).
+    pub fn bare(fingerprint: Fingerprint) -> Analysis {
+        Analysis {
+            fingerprint,
+            sketch: None,
+            terms: 0,
+            distinct_terms: 0,
+            top_terms: Vec::new(),
+        }
+    }
+
+    /// Whether the text was short (see [`SHORT_TERMS`]).
+    pub fn is_short(&self) -> bool {
+        self.terms > 0 && self.terms < SHORT_TERMS
+    }
+}
+
+impl From<Fingerprint> for Analysis {
+    fn from(fp: Fingerprint) -> Analysis {
+        Analysis::bare(fp)
+    }
+}
+
 /// Turns text into features and fingerprints according to a [`Recipe`].
 ///
 /// Cheap to clone and `Sync`: the jieba dictionary and IDF table are loaded
@@ -265,10 +314,15 @@ impl Fingerprinter {
     fn unordered_features<'a>(&self, norm: &'a str) -> Vec<(Cow<'a, str>, f64)> {
         let mut terms: Vec<&'a str> = Vec::new();
         self.segment(norm, |t| terms.push(t));
+        self.features_of_terms(&terms)
+    }
 
+    /// The weighted features of a term sequence, unordered, before the
+    /// top-K cut.
+    fn features_of_terms<'a>(&self, terms: &[&'a str]) -> Vec<(Cow<'a, str>, f64)> {
         // term -> (count, idf): one IDF lookup per distinct term.
         let mut tf: FxHashMap<&'a str, (u32, f64)> = FxHashMap::default();
-        for t in &terms {
+        for t in terms {
             tf.entry(t).or_insert_with(|| (0, idf(t))).0 += 1;
         }
         let mut feats: Vec<(Cow<'a, str>, f64)> = tf
@@ -297,6 +351,48 @@ impl Fingerprinter {
             );
         }
         feats
+    }
+
+    /// The fingerprint, verification sketch and term counts of `text`, from
+    /// one segmentation.
+    ///
+    /// Errors: [`Error::NoFeatures`] when nothing usable remains.
+    pub fn analyze(&self, text: &str) -> Result<Analysis> {
+        let norm = Self::normalize(text);
+        let mut terms: Vec<&str> = Vec::new();
+        self.segment(&norm, |t| terms.push(t));
+        let mut feats = self.features_of_terms(&terms);
+        if feats.is_empty() {
+            return Err(Error::NoFeatures);
+        }
+        let mut words: Vec<(&str, f64)> = feats
+            .iter()
+            .filter_map(|(n, w)| match n {
+                Cow::Borrowed(t) => Some((*t, *w)),
+                Cow::Owned(_) => None,
+            })
+            .collect();
+        let distinct_terms = words.len();
+        words.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+        let top_terms = words
+            .iter()
+            .take(TOP_TERMS)
+            .map(|(t, _)| t.to_string())
+            .collect();
+        let fingerprint = if self.recipe.top_k > 0 {
+            feats.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            feats.truncate(self.recipe.top_k as usize);
+            simhash_weighted(&feats)?
+        } else {
+            simhash_weighted(&feats)?
+        };
+        Ok(Analysis {
+            fingerprint,
+            sketch: super::Sketch::of_terms(&terms),
+            terms: terms.len(),
+            distinct_terms,
+            top_terms,
+        })
     }
 
     /// The fingerprint of `text`.
@@ -462,6 +558,35 @@ mod tests {
                     simhash_weighted(&pairs).unwrap()
                 );
             }
+        }
+    }
+
+    #[test]
+    fn analyze_agrees_with_fingerprint() {
+        for recipe in [Recipe::default(), Recipe::with(5, 1, false)] {
+            let f = Fingerprinter::new(recipe);
+            for text in [
+                "北京是中国的首都，北京很大。",
+                "The quick brown fox jumps",
+                "one",
+            ] {
+                let a = f.analyze(text).unwrap();
+                assert_eq!(a.fingerprint, f.fingerprint(text).unwrap(), "{text}");
+                let terms = f.terms(text);
+                assert_eq!(a.terms, terms.len());
+                assert_eq!(a.sketch, super::super::Sketch::of_terms(&terms));
+                let feats = f.features(text);
+                let words: Vec<&str> = feats
+                    .iter()
+                    .filter(|x| !x.name.contains(' '))
+                    .take(TOP_TERMS)
+                    .map(|x| x.name.as_str())
+                    .collect();
+                if f.recipe().top_k == 0 {
+                    assert_eq!(a.top_terms, words);
+                }
+            }
+            assert!(matches!(f.analyze("the of ,,,"), Err(Error::NoFeatures)));
         }
     }
 

@@ -533,6 +533,9 @@ fn build(
                         length: content.len(),
                         ingested_at: now,
                         source: format!("{}:{}", names[d.input as usize], d.line),
+                        terms: 0,
+                        sketch: None,
+                        top_terms: Vec::new(),
                     };
                     Some(Ok((d.id.into_bytes(), codec::encode_record(&rec))))
                 }

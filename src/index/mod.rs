@@ -5,6 +5,13 @@
 //! at most 3 bits, at least one of the four blocks is identical (pigeonhole),
 //! so probing each block's bucket finds every neighbour within k <= 3.
 //!
+//! Larger k, still exact (multi-index hashing): if two fingerprints differ in
+//! at most k bits, the four blocks' distances sum to at most k, so at least
+//! one block differs in at most `r = floor(k / 4)` bits. Probing, in every
+//! family, each bucket whose block value is within `r` bits of the query's
+//! block finds every neighbour: 1 bucket per family for k <= 3, 17 for
+//! k <= 7 (r = 1), 137 for k <= 11 (r = 2). See [`probe_blocks`].
+//!
 //! # Index key layout (one key per document in each of the four block families)
 //!
 //! ```text
@@ -37,11 +44,28 @@ pub const FIXED_LEN: usize = 10;
 pub const DOC_KEY_PREFIX_LEN: usize = 8;
 
 /// A document found by a query.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Hit {
     pub id: String,
     pub fingerprint: Fingerprint,
     pub distance: u32,
+    /// Estimated Jaccard similarity of the two documents' word 3-shingles
+    /// (from their verification sketches), when the query and the document
+    /// both have a sketch and verification was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<f64>,
+}
+
+impl Hit {
+    /// A hit with no similarity.
+    pub fn new(id: String, fingerprint: Fingerprint, distance: u32) -> Hit {
+        Hit {
+            id,
+            fingerprint,
+            distance,
+            similarity: None,
+        }
+    }
 }
 
 /// How the index names a document: its fingerprint and its sequence number
@@ -163,6 +187,42 @@ pub fn decode_key(i: usize, key: &[u8]) -> Result<IndexKey, String> {
     })
 }
 
+/// The block radius that makes a probe exact at distance `k`:
+/// `floor(k / 4)` (see the module documentation).
+#[inline]
+pub fn probe_radius(k: u32) -> u32 {
+    k / BLOCKS as u32
+}
+
+/// Every 16-bit value within `radius` bits of `block` (the buckets a query
+/// with that block probes in one family), ascending, `block` itself
+/// included: `1 + 16 + … + C(16, radius)` values.
+pub fn probe_blocks(block: u16, radius: u32) -> Vec<u16> {
+    fn flip(v: u16, from: u32, left: u32, out: &mut Vec<u16>) {
+        out.push(v);
+        if left == 0 {
+            return;
+        }
+        for bit in from..16 {
+            flip(v ^ (1 << bit), bit + 1, left - 1, out);
+        }
+    }
+    let mut out = Vec::new();
+    flip(block, 0, radius.min(16), &mut out);
+    out.sort_unstable();
+    out
+}
+
+/// SplitMix64: a small, stable pseudo-random generator (for sampling; not
+/// for anything persisted).
+pub fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// Sorts hits by distance, then id, and applies `limit` (None = all).
 pub fn finish(mut hits: Vec<Hit>, limit: Option<usize>) -> Vec<Hit> {
     hits.sort_by(|a, b| a.distance.cmp(&b.distance).then_with(|| a.id.cmp(&b.id)));
@@ -181,11 +241,7 @@ pub fn brute_force<'a>(
     let hits = entries
         .into_iter()
         .filter(|(_, fp)| fp.distance(q) <= k)
-        .map(|(id, fp)| Hit {
-            id: id.to_string(),
-            fingerprint: fp,
-            distance: fp.distance(q),
-        })
+        .map(|(id, fp)| Hit::new(id.to_string(), fp, fp.distance(q)))
         .collect();
     finish(hits, None)
 }
@@ -244,12 +300,19 @@ impl MemIndex {
             .map(|e| e.1)
     }
 
-    /// Every entry within `k` (k <= 3) of `q`, sorted by distance then id.
+    /// Every entry within `k` (k <= [`MAX_EXACT_K`](crate::fingerprint::MAX_EXACT_K))
+    /// of `q`, sorted by distance then id.
     pub fn query(&self, q: Fingerprint, k: u32) -> Vec<Hit> {
         debug_assert!(k <= crate::fingerprint::MAX_EXACT_K);
         let mut seen: HashMap<usize, ()> = HashMap::new();
         let mut hits = Vec::new();
-        for (i, b) in q.blocks().into_iter().enumerate() {
+        let r = probe_radius(k);
+        let probes = q
+            .blocks()
+            .into_iter()
+            .enumerate()
+            .flat_map(|(i, b)| probe_blocks(b, r).into_iter().map(move |v| (i, v)));
+        for (i, b) in probes {
             let Some(slots) = self.buckets[i].get(&b) else {
                 continue;
             };
@@ -257,11 +320,7 @@ impl MemIndex {
                 if let Some((id, fp)) = &self.entries[s] {
                     let d = fp.distance(q);
                     if d <= k && seen.insert(s, ()).is_none() {
-                        hits.push(Hit {
-                            id: id.clone(),
-                            fingerprint: *fp,
-                            distance: d,
-                        });
+                        hits.push(Hit::new(id.clone(), *fp, d));
                     }
                 }
             }
@@ -326,6 +385,22 @@ mod tests {
     }
 
     #[test]
+    fn probe_blocks_are_exactly_the_values_within_the_radius() {
+        for (block, r) in [(0u16, 0u32), (0x8001, 1), (0xffff, 2), (0x1234, 3)] {
+            let want: Vec<u16> = (0..=u16::MAX)
+                .filter(|v| (v ^ block).count_ones() <= r)
+                .collect();
+            assert_eq!(probe_blocks(block, r), want, "block {block:04x} r {r}");
+        }
+        assert_eq!(probe_blocks(7, 1).len(), 17);
+        assert_eq!(probe_blocks(7, 2).len(), 137);
+        assert_eq!(
+            (0..=11).map(probe_radius).collect::<Vec<_>>(),
+            [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2]
+        );
+    }
+
+    #[test]
     fn mem_index_matches_brute_force_with_planted_neighbours() {
         use rand::{Rng, SeedableRng};
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
@@ -342,7 +417,7 @@ mod tests {
         for n in 0..2000 {
             idx.insert(&format!("r{n}"), Fingerprint(rng.random()));
         }
-        for k in 0..=3 {
+        for k in 0..=crate::fingerprint::MAX_EXACT_K {
             let want = brute_force(idx.iter(), base, k);
             assert_eq!(idx.query(base, k), want, "k={k}");
         }

@@ -16,9 +16,10 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
+use crate::db::Query;
 use crate::db::{Db, Outcome};
 use crate::error::{Error, Result};
-use crate::fingerprint::Fingerprint;
+use crate::fingerprint::Analysis;
 pub use read::{Doc, Format, Input, Problem};
 
 /// What to do with a document that has a near-duplicate.
@@ -34,7 +35,7 @@ pub enum DuplicatePolicy {
 /// Options of an ingest run.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Distance at which a document counts as a near-duplicate (<= 3).
+    /// Distance at which a document counts as a near-duplicate (<= 11).
     pub k: u32,
     pub policy: DuplicatePolicy,
     /// Stop at the first bad line.
@@ -45,6 +46,9 @@ pub struct Options {
     pub max_doc_bytes: usize,
     /// fsync each batch before it counts as written.
     pub sync: bool,
+    /// Sketch similarity a candidate needs to count as a duplicate (see
+    /// [`crate::db::Query::min_similarity`]).
+    pub min_similarity: f64,
 }
 
 impl Default for Options {
@@ -56,6 +60,7 @@ impl Default for Options {
             batch_size: 2048,
             max_doc_bytes: read::DEFAULT_MAX_DOC_BYTES,
             sync: false,
+            min_similarity: crate::db::DEFAULT_MIN_SIMILARITY,
         }
     }
 }
@@ -82,6 +87,9 @@ pub struct Summary {
     pub skipped_duplicates: u64,
     /// Documents with no usable features (not indexed).
     pub no_features: u64,
+    /// Short documents (fewer than [`crate::fingerprint::SHORT_TERMS`]
+    /// terms): indexed, but their near-copies may lie beyond k.
+    pub short: u64,
     /// Lines or files that could not be read as documents.
     pub bad_lines: u64,
     #[serde(skip)]
@@ -106,6 +114,8 @@ pub enum Event<'a> {
     BadLine(&'a Problem),
     /// A document with no usable features.
     NoFeatures(&'a Doc),
+    /// A short document (it is indexed): its number of terms.
+    Short(&'a Doc, usize),
     /// A near-duplicate was found.
     Duplicate(&'a DuplicateReport),
     /// A batch was committed; counts so far.
@@ -157,11 +167,7 @@ pub fn run(
                 scope.spawn(move |_| {
                     let fps = raw
                         .par_iter()
-                        .map(|it| {
-                            it.as_ref()
-                                .ok()
-                                .map(|d| d.content.fingerprint(fingerprinter))
-                        })
+                        .map(|it| it.as_ref().ok().map(|d| d.content.analyze(fingerprinter)))
                         .collect();
                     *out = Some((raw, fps));
                 });
@@ -236,14 +242,14 @@ impl Chunks<'_> {
 /// A chunk ends after this many bytes of content (or `batch_size` documents).
 const CHUNK_BYTES: usize = 32 << 20;
 
-type Chunk = (Vec<read::Item>, Vec<Option<Result<Fingerprint>>>);
+type Chunk = (Vec<read::Item>, Vec<Option<Result<Analysis>>>);
 
 /// Applies one fingerprinted chunk in input order.
 fn apply(
     w: &mut crate::db::Writer<'_>,
     sum: &mut Summary,
     chunk: Vec<read::Item>,
-    fps: Vec<Option<Result<Fingerprint>>>,
+    fps: Vec<Option<Result<Analysis>>>,
     opts: &Options,
     on_event: &mut impl FnMut(Event<'_>),
 ) -> Result<()> {
@@ -261,8 +267,8 @@ fn apply(
             Ok(d) => d,
         };
         sum.read += 1;
-        let fp = match fp {
-            Some(Ok(fp)) => fp,
+        let a = match fp {
+            Some(Ok(a)) => a,
             Some(Err(Error::NoFeatures)) => {
                 sum.no_features += 1;
                 on_event(Event::NoFeatures(doc));
@@ -283,6 +289,7 @@ fn apply(
             }
             None => unreachable!("a fingerprint is computed for every document"),
         };
+        let fp = a.fingerprint;
         // Unchanged re-ingests are not news: check before looking for duplicates.
         if let Some(old) = w.get(&doc.id)? {
             if old.fingerprint == fp && old.content_hash == doc.content.hash() {
@@ -290,7 +297,16 @@ fn apply(
                 continue;
             }
         }
-        let near = w.query(fp, opts.k, None)?;
+        if a.is_short() {
+            sum.short += 1;
+            on_event(Event::Short(doc, a.terms));
+        }
+        let near = w.search(&Query {
+            k: opts.k,
+            sketch: a.sketch,
+            min_similarity: opts.min_similarity,
+            ..Query::new(fp)
+        })?;
         let dup = near.into_iter().find(|h| h.id != doc.id);
         if let Some(h) = &dup {
             sum.duplicates += 1;
@@ -304,7 +320,7 @@ fn apply(
                 continue;
             }
         }
-        match w.put(&doc.id, fp, &doc.content, &doc.source)? {
+        match w.put(&doc.id, a, &doc.content, &doc.source)? {
             Outcome::Inserted => sum.inserted += 1,
             Outcome::Replaced => sum.replaced += 1,
             Outcome::Unchanged => sum.unchanged += 1,

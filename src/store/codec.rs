@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! offset  size  field
-//! 0       1     record format version, u8 (= 1)
+//! 0       1     record format version, u8 (= 2; version 1 is still read)
 //! 1       4     crc32 (IEEE, crc32fast) of the payload bytes, u32 big-endian
 //! 5       n     payload: bincode 2.0 of `Record` with the fixed configuration
 //!               standard().with_big_endian().with_fixed_int_encoding():
@@ -17,7 +17,19 @@
 //!                 ingested_at   u64 BE   Unix seconds of the write
 //!                 source_len    u64 BE, then source_len bytes of UTF-8
 //!                               (where the document came from: file:line)
+//!               version 2 adds:
+//!                 terms         u32 BE   number of terms (stop words dropped,
+//!                                        repeats counted); 0 = unknown
+//!                                        (imported fingerprints)
+//!                 sketch        u8 0 (none) | u8 1, then 32 bytes: the
+//!                               verification sketch (fingerprint::Sketch)
+//!                 top_len       u64 BE, then top_len bytes of UTF-8: the
+//!                               document's heaviest terms (at most
+//!                               TOP_TERMS), heaviest first, '\n'-separated
 //! ```
+//!
+//! Version 1 records (no terms, sketch or top terms) decode with those
+//! fields empty.
 //!
 //! The checksum covers exactly the payload; the version byte is checked
 //! separately (an unknown version is corruption, not a newer format: the
@@ -25,10 +37,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::fingerprint::Fingerprint;
+use crate::fingerprint::{Fingerprint, Sketch};
 
-/// Version byte of the record frame.
-pub const RECORD_VERSION: u8 = 1;
+/// Version byte of the record frame written by this build.
+pub const RECORD_VERSION: u8 = 2;
+pub use crate::fingerprint::TOP_TERMS;
 const HEADER_LEN: usize = 5;
 
 fn config() -> impl bincode::config::Config {
@@ -54,9 +67,21 @@ pub struct Record {
     pub ingested_at: u64,
     /// Where the document came from (`file:line`, `-:line` for stdin, …).
     pub source: String,
+    /// Number of terms (stop words dropped, repeats counted); 0 = unknown.
+    pub terms: u32,
+    /// The verification sketch, if the text was seen.
+    pub sketch: Option<Sketch>,
+    /// The heaviest terms, heaviest first (at most [`TOP_TERMS`]; no
+    /// newlines inside a term).
+    pub top_terms: Vec<String>,
 }
 
 impl Record {
+    /// Whether the document was short (see [`crate::fingerprint::SHORT_TERMS`]).
+    pub fn is_short(&self) -> bool {
+        self.terms > 0 && (self.terms as usize) < crate::fingerprint::SHORT_TERMS
+    }
+
     /// How the index names this document.
     pub fn doc_key(&self) -> crate::index::DocKey {
         crate::index::DocKey::new(self.fingerprint, self.seq)
@@ -64,10 +89,10 @@ impl Record {
 }
 
 // Fingerprint's serde form is a hex string for JSON; in records it is a u64.
-mod fp_as_u64 {
-    use super::Fingerprint;
+mod raw {
+    use super::{Fingerprint, Sketch};
     #[derive(serde::Serialize, serde::Deserialize)]
-    pub struct Raw {
+    pub struct V1 {
         pub fingerprint: u64,
         pub seq: u32,
         pub content_hash: u64,
@@ -75,20 +100,32 @@ mod fp_as_u64 {
         pub ingested_at: u64,
         pub source: String,
     }
-    impl From<&super::Record> for Raw {
-        fn from(r: &super::Record) -> Raw {
-            Raw {
-                fingerprint: r.fingerprint.value(),
-                seq: r.seq,
-                content_hash: r.content_hash,
-                length: r.length,
-                ingested_at: r.ingested_at,
-                source: r.source.clone(),
+    #[derive(serde::Serialize, serde::Deserialize)]
+    pub struct V2 {
+        pub v1: V1,
+        pub terms: u32,
+        pub sketch: Option<[u8; crate::fingerprint::SKETCH_BYTES]>,
+        pub top_terms: String,
+    }
+    impl From<&super::Record> for V2 {
+        fn from(r: &super::Record) -> V2 {
+            V2 {
+                v1: V1 {
+                    fingerprint: r.fingerprint.value(),
+                    seq: r.seq,
+                    content_hash: r.content_hash,
+                    length: r.length,
+                    ingested_at: r.ingested_at,
+                    source: r.source.clone(),
+                },
+                terms: r.terms,
+                sketch: r.sketch.map(|s| s.0),
+                top_terms: r.top_terms.join("\n"),
             }
         }
     }
-    impl From<Raw> for super::Record {
-        fn from(r: Raw) -> super::Record {
+    impl From<V1> for super::Record {
+        fn from(r: V1) -> super::Record {
             super::Record {
                 fingerprint: Fingerprint(r.fingerprint),
                 seq: r.seq,
@@ -96,6 +133,23 @@ mod fp_as_u64 {
                 length: r.length,
                 ingested_at: r.ingested_at,
                 source: r.source,
+                terms: 0,
+                sketch: None,
+                top_terms: Vec::new(),
+            }
+        }
+    }
+    impl From<V2> for super::Record {
+        fn from(r: V2) -> super::Record {
+            super::Record {
+                terms: r.terms,
+                sketch: r.sketch.map(Sketch),
+                top_terms: if r.top_terms.is_empty() {
+                    Vec::new()
+                } else {
+                    r.top_terms.split('\n').map(str::to_string).collect()
+                },
+                ..r.v1.into()
             }
         }
     }
@@ -103,7 +157,7 @@ mod fp_as_u64 {
 
 /// Encodes a record into its framed bytes.
 pub fn encode_record(r: &Record) -> Vec<u8> {
-    let payload = bincode::serde::encode_to_vec(fp_as_u64::Raw::from(r), config())
+    let payload = bincode::serde::encode_to_vec(raw::V2::from(r), config())
         .unwrap_or_else(|e| unreachable!("encoding a record to a Vec cannot fail: {e}"));
     let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
     out.push(RECORD_VERSION);
@@ -124,9 +178,9 @@ pub fn decode_record(bytes: &[u8]) -> Result<Record, String> {
             bytes.len()
         ));
     };
-    if version != RECORD_VERSION {
+    if version != 1 && version != RECORD_VERSION {
         return Err(format!(
-            "unknown record version {version} (expected {RECORD_VERSION})"
+            "unknown record version {version} (expected 1 or {RECORD_VERSION})"
         ));
     }
     let expected = u32::from_be_bytes([crc[0], crc[1], crc[2], crc[3]]);
@@ -136,15 +190,24 @@ pub fn decode_record(bytes: &[u8]) -> Result<Record, String> {
             "checksum mismatch: stored {expected:08x}, computed {got:08x}"
         ));
     }
-    let (raw, used): (fp_as_u64::Raw, usize) = bincode::serde::decode_from_slice(payload, config())
-        .map_err(|e| format!("bad payload: {e}"))?;
-    if used != payload.len() {
-        return Err(format!(
-            "{} trailing bytes after the payload",
-            payload.len() - used
-        ));
+    fn decode<T: serde::de::DeserializeOwned + Into<Record>>(
+        payload: &[u8],
+    ) -> Result<Record, String> {
+        let (raw, used): (T, usize) = bincode::serde::decode_from_slice(payload, config())
+            .map_err(|e| format!("bad payload: {e}"))?;
+        if used != payload.len() {
+            return Err(format!(
+                "{} trailing bytes after the payload",
+                payload.len() - used
+            ));
+        }
+        Ok(raw.into())
     }
-    Ok(raw.into())
+    if version == 1 {
+        decode::<raw::V1>(payload)
+    } else {
+        decode::<raw::V2>(payload)
+    }
 }
 
 /// Decodes the meta `format_version` value: u32 big-endian, non-zero.
@@ -186,13 +249,56 @@ mod tests {
             length: 42,
             ingested_at: 1_700_000_000,
             source: "a.jsonl:7".into(),
+            terms: 0,
+            sketch: None,
+            top_terms: Vec::new(),
+        }
+    }
+
+    fn sample_v2() -> Record {
+        Record {
+            terms: 17,
+            sketch: Some(Sketch([0xa5; 32])),
+            top_terms: vec!["北京".into(), "simdb".into()],
+            ..sample()
         }
     }
 
     #[test]
-    fn record_bytes_are_pinned() {
-        let bytes = encode_record(&sample());
-        let mut want = vec![1u8];
+    fn record_v2_bytes_are_pinned() {
+        let bytes = encode_record(&sample_v2());
+        let payload: Vec<u8> = [
+            &0x0123_4567_89ab_cdefu64.to_be_bytes()[..],
+            &3u32.to_be_bytes(),
+            &0x1122_3344_5566_7788u64.to_be_bytes(),
+            &42u64.to_be_bytes(),
+            &1_700_000_000u64.to_be_bytes(),
+            &9u64.to_be_bytes(),
+            b"a.jsonl:7",
+            &17u32.to_be_bytes(),
+            &[1u8],
+            &[0xa5; 32],
+            &12u64.to_be_bytes(),
+            "北京\nsimdb".as_bytes(),
+        ]
+        .concat();
+        let mut want = vec![2u8];
+        want.extend_from_slice(&crc32fast::hash(&payload).to_be_bytes());
+        want.extend_from_slice(&payload);
+        assert_eq!(bytes, want);
+        assert_eq!(&bytes[..5], &GOLDEN_V2_HEADER[..], "{:02x?}", &bytes[..5]);
+        assert_eq!(decode_record(&bytes).unwrap(), sample_v2());
+        // No sketch, no terms: one tag byte and an empty string.
+        let bare = encode_record(&sample());
+        assert_eq!(bare.len(), 5 + 53 + 4 + 1 + 8);
+        assert_eq!(decode_record(&bare).unwrap(), sample());
+    }
+
+    const GOLDEN_V2_HEADER: [u8; 5] = [0x02, 0xef, 0xbc, 0x9b, 0x6d];
+
+    #[test]
+    fn record_v1_bytes_still_decode() {
+        let mut bytes = vec![1u8];
         let payload: Vec<u8> = [
             &0x0123_4567_89ab_cdefu64.to_be_bytes()[..],
             &3u32.to_be_bytes(),
@@ -203,26 +309,30 @@ mod tests {
             b"a.jsonl:7",
         ]
         .concat();
-        want.extend_from_slice(&crc32fast::hash(&payload).to_be_bytes());
-        want.extend_from_slice(&payload);
-        assert_eq!(bytes, want);
-        // And the literal frame header, so a crc32fast change shows too.
+        bytes.extend_from_slice(&crc32fast::hash(&payload).to_be_bytes());
+        bytes.extend_from_slice(&payload);
+        // The literal v1 frame header, so a crc32fast change shows too.
         assert_eq!(
             &bytes[..5],
             &[0x01, 0x05, 0x12, 0x63, 0xf2][..],
             "{:02x?}",
             &bytes[..5]
         );
+        assert_eq!(decode_record(&bytes).unwrap(), sample());
     }
 
     #[test]
     fn record_round_trip() {
         assert_eq!(decode_record(&encode_record(&sample())).unwrap(), sample());
+        assert_eq!(
+            decode_record(&encode_record(&sample_v2())).unwrap(),
+            sample_v2()
+        );
     }
 
     #[test]
     fn every_flipped_byte_is_detected() {
-        let bytes = encode_record(&sample());
+        let bytes = encode_record(&sample_v2());
         for i in 0..bytes.len() {
             for bit in 0..8 {
                 let mut b = bytes.clone();

@@ -49,7 +49,7 @@ use rocksdb::{
 pub use codec::Record;
 
 use crate::error::{Error, Result};
-use crate::fingerprint::{Fingerprint, Recipe, BLOCKS};
+use crate::fingerprint::{Fingerprint, Recipe, Sketch, BLOCKS};
 use crate::index::{self, DocKey, Hit};
 
 /// Names of the four block families, in block order.
@@ -91,6 +91,9 @@ pub const MIN_FORMAT_VERSION: u32 = 2;
 pub const RECIPE_KEY: &[u8] = b"recipe";
 /// Meta key of the document count.
 pub const DOC_COUNT_KEY: &[u8] = b"doc_count";
+/// Meta key of the number of short documents (u64 BE; see
+/// [`crate::fingerprint::SHORT_TERMS`]).
+pub const SHORT_COUNT_KEY: &[u8] = b"short_count";
 
 /// How to open a store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -492,6 +495,22 @@ impl Store {
         }
     }
 
+    /// The number of short documents kept in meta (0 when absent: stores
+    /// written before it was counted).
+    pub fn short_count(&self) -> Result<u64> {
+        match self.db.get_cf(self.cf(META), SHORT_COUNT_KEY)? {
+            None => Ok(0),
+            Some(v) => {
+                codec::decode_doc_count(&v).map_err(|r| Error::corrupt(META, SHORT_COUNT_KEY, r))
+            }
+        }
+    }
+
+    /// Sets the short-document count in `b`.
+    pub fn put_short_count(&self, b: &mut WriteBatch, n: u64) {
+        b.put_cf(self.cf(META), SHORT_COUNT_KEY, n.to_be_bytes());
+    }
+
     /// The document count kept in meta.
     pub fn doc_count(&self) -> Result<u64> {
         let v = self
@@ -504,32 +523,53 @@ impl Store {
     /// Every stored document within `k` of `q`, unsorted. Candidates are
     /// decided from the index keys alone; only hits are looked up (`refs`,
     /// then the record, which is checked).
-    pub fn probe(&self, q: Fingerprint, k: u32, mut visit: impl FnMut(Hit)) -> Result<()> {
+    ///
+    /// With `sketch`, each hit whose record has a sketch carries the
+    /// estimated similarity of the two.
+    pub fn probe(
+        &self,
+        q: Fingerprint,
+        k: u32,
+        sketch: Option<&Sketch>,
+        mut visit: impl FnMut(Hit),
+    ) -> Result<()> {
         crate::fingerprint::check_k(k)?;
-        // The four bucket scans are independent: two on this thread, two on
-        // the rayon pool meanwhile (one wake-up, this thread keeps working).
+        // (family, bucket) to scan: one per family for k <= 3, the block
+        // values within probe_radius(k) bits of the query's for larger k.
+        let r = index::probe_radius(k);
+        let buckets: Vec<(usize, u16)> = (0..BLOCKS)
+            .flat_map(|i| {
+                index::probe_blocks(q.block(i), r)
+                    .into_iter()
+                    .map(move |b| (i, b))
+            })
+            .collect();
+        // The scans are independent: the first half on this thread, the
+        // second on the rayon pool meanwhile (one wake-up, this thread keeps
+        // working).
+        let (mine, theirs) = buckets.split_at(buckets.len() / 2);
         let mut found: Vec<DocKey> = Vec::new();
         let mut other: Result<Vec<DocKey>> = Ok(Vec::new());
         let mut here: Result<()> = Ok(());
         rayon::in_place_scope(|scope| {
             let other = &mut other;
             scope.spawn(move |_| {
-                *other = (2..BLOCKS)
-                    .map(|i| self.scan_bucket(i, q, k))
-                    .collect::<Result<Vec<Vec<DocKey>>>>()
-                    .map(|v| v.concat());
+                let mut v = Vec::new();
+                *other = theirs
+                    .iter()
+                    .try_for_each(|&(i, b)| self.scan_bucket(i, b, q, k, &mut v))
+                    .map(|()| v);
             });
-            here = (0..2).try_for_each(|i| {
-                found.extend(self.scan_bucket(i, q, k)?);
-                Ok(())
-            });
+            here = mine
+                .iter()
+                .try_for_each(|&(i, b)| self.scan_bucket(i, b, q, k, &mut found));
         });
         here?;
         found.extend(other?);
         found.sort_unstable();
         found.dedup();
         for doc in found {
-            visit(self.hit(doc, q)?);
+            visit(self.hit(doc, q, sketch)?);
         }
         Ok(())
     }
@@ -538,7 +578,7 @@ impl Store {
     /// checked against its record (which must decode and name `doc`), so a
     /// damaged record, `refs` entry or index key is an error naming the
     /// family and key, never a wrong answer.
-    fn hit(&self, doc: DocKey, q: Fingerprint) -> Result<Hit> {
+    fn hit(&self, doc: DocKey, q: Fingerprint, sketch: Option<&Sketch>) -> Result<Hit> {
         let id = self.resolve(doc)?.ok_or_else(|| {
             Error::corrupt(
                 REFS,
@@ -546,8 +586,8 @@ impl Store {
                 "an index key names a document that has no refs entry",
             )
         })?;
-        match self.get(&id)? {
-            Some(r) if r.doc_key() == doc => {}
+        let similarity = match self.get(&id)? {
+            Some(r) if r.doc_key() == doc => sketch.zip(r.sketch).map(|(a, b)| a.similarity(&b)),
             Some(r) => {
                 return Err(Error::corrupt(
                     DOCS,
@@ -565,11 +605,12 @@ impl Store {
                     format!("names id {id:?}, which has no record"),
                 ))
             }
-        }
+        };
         Ok(Hit {
             id,
             fingerprint: doc.fingerprint,
             distance: doc.fingerprint.distance(q),
+            similarity,
         })
     }
 
@@ -595,7 +636,7 @@ impl Store {
         found.dedup();
         let mut out: Vec<Vec<Hit>> = vec![Vec::new(); qs.len()];
         for (qi, doc) in found {
-            out[qi].push(self.hit(doc, qs[qi])?);
+            out[qi].push(self.hit(doc, qs[qi], None)?);
         }
         Ok(out)
     }
@@ -608,10 +649,15 @@ impl Store {
         k: u32,
     ) -> Result<Vec<(usize, DocKey)>> {
         let name = BLOCK_FAMILIES[i];
+        let r = index::probe_radius(k);
         let mut order: Vec<(u16, usize)> = qs
             .iter()
             .enumerate()
-            .map(|(j, q)| (q.block(i), j))
+            .flat_map(|(j, q)| {
+                index::probe_blocks(q.block(i), r)
+                    .into_iter()
+                    .map(move |b| (b, j))
+            })
             .collect();
         order.sort_unstable();
         let mut ro = ReadOptions::default();
@@ -652,16 +698,23 @@ impl Store {
         Ok(found)
     }
 
-    /// Documents within `k` of `q` in the bucket of `q`'s block `i`.
-    fn scan_bucket(&self, i: usize, q: Fingerprint, k: u32) -> Result<Vec<DocKey>> {
+    /// Appends to `found` the documents within `k` of `q` in bucket `block`
+    /// of family `i`.
+    fn scan_bucket(
+        &self,
+        i: usize,
+        block: u16,
+        q: Fingerprint,
+        k: u32,
+        found: &mut Vec<DocKey>,
+    ) -> Result<()> {
         let name = BLOCK_FAMILIES[i];
-        let prefix = index::bucket_prefix(i, q);
+        let prefix = block.to_be_bytes();
         let mut ro = ReadOptions::default();
         ro.set_prefix_same_as_start(true);
         ro.set_iterate_range(rocksdb::PrefixRange(&prefix[..]));
         let mut it = self.db.raw_iterator_cf_opt(self.cf(name), ro);
         it.seek(prefix);
-        let mut found = Vec::new();
         while let Some(key) = it.key() {
             // Hot loop: read the fingerprint, decide; decode fully only hits.
             let fp = index::key_fingerprint(key)
@@ -673,7 +726,7 @@ impl Store {
             it.next();
         }
         it.status()?;
-        Ok(found)
+        Ok(())
     }
 
     /// The id of the document the index names `doc`, if any.
@@ -685,6 +738,37 @@ impl Store {
                 .map(|s| Some(s.to_string()))
                 .map_err(|_| Error::corrupt(REFS, &key, "document id is not UTF-8")),
         }
+    }
+
+    /// About `n` documents drawn at random: for each of `n` uniform 64-bit
+    /// points, the first `refs` entry at or after it (wrapping around).
+    /// Documents after wide gaps between fingerprints are likelier; for
+    /// calibration that bias is negligible. Duplicates are removed.
+    pub fn sample(&self, n: usize, seed: u64) -> Result<Vec<(DocKey, String)>> {
+        let mut ro = ReadOptions::default();
+        ro.set_total_order_seek(true);
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(REFS), ro);
+        let mut state = seed;
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            let point = crate::index::splitmix64(&mut state);
+            it.seek(point.to_be_bytes());
+            if !it.valid() {
+                it.status()?;
+                it.seek_to_first();
+            }
+            let (Some(k), Some(v)) = (it.key(), it.value()) else {
+                it.status()?;
+                return Ok(Vec::new()); // empty store
+            };
+            let doc = DocKey::decode(k).map_err(|r| Error::corrupt(REFS, k, r))?;
+            let id = std::str::from_utf8(v)
+                .map_err(|_| Error::corrupt(REFS, k, "document id is not UTF-8"))?;
+            out.push((doc, id.to_string()));
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
     }
 
     /// The smallest sequence number above every stored document with
