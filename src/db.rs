@@ -77,7 +77,7 @@ impl Content {
 /// The sketch similarity a candidate needs to be reported, when both
 /// sides have a sketch: chosen with `tools/evaluate.rs` (README, "Choosing
 /// the defaults").
-pub const DEFAULT_MIN_SIMILARITY: f64 = 0.2;
+pub const DEFAULT_MIN_SIMILARITY: f64 = 0.6;
 
 /// A query: a fingerprint, the distance, and optionally a verification
 /// sketch that confirms each candidate.
@@ -196,10 +196,42 @@ impl Db {
     /// Creates a store at `path` with `recipe` and memory knobs `tuning`.
     pub fn create_tuned(path: impl AsRef<Path>, recipe: Recipe, tuning: Tuning) -> Result<Db> {
         recipe.validate()?;
+        if recipe.uses_learned_idf() {
+            return Err(Error::Input(
+                "the recipe names a learned IDF table: create the store with Db::create_with_idf"
+                    .into(),
+            ));
+        }
         let store = Store::create(path.as_ref(), &recipe, tuning)?;
         Ok(Db {
             store,
             fingerprinter: Fingerprinter::new(recipe),
+            opened_at: now(),
+        })
+    }
+
+    /// Creates a store whose IDF is `table` (learned from the user's own
+    /// corpus, see [`fingerprint::LearnedIdf::learn`]); the table is kept
+    /// in the store and named in its recipe.
+    pub fn create_with_idf(
+        path: impl AsRef<Path>,
+        recipe: Recipe,
+        table: fingerprint::LearnedIdf,
+    ) -> Result<Db> {
+        let recipe = recipe.with_learned_idf(&table);
+        recipe.validate()?;
+        let fingerprinter = Fingerprinter::with_learned_idf(recipe.clone(), table)?;
+        let store = Store::create(path.as_ref(), &recipe, Tuning::default())?;
+        store.put_meta(
+            store::IDF_TABLE_KEY,
+            fingerprinter
+                .learned_idf()
+                .map(|t| t.as_str().as_bytes())
+                .unwrap_or_default(),
+        )?;
+        Ok(Db {
+            store,
+            fingerprinter,
             opened_at: now(),
         })
     }
@@ -219,7 +251,7 @@ impl Db {
     pub fn open_tuned(path: impl AsRef<Path>, access: Access, tuning: Tuning) -> Result<Db> {
         let path = path.as_ref();
         let (store, recipe) = Store::open(path, access, tuning)?;
-        let current = Recipe::with(recipe.top_k, recipe.shingle, recipe.hmm);
+        let current = Recipe::this_build_of(&recipe);
         if let Some((field, stored, this)) = recipe.difference(&current) {
             return Err(Error::RecipeMismatch {
                 path: path.to_path_buf(),
@@ -228,9 +260,24 @@ impl Db {
                 requested: format!("{this} (fixed in this build)"),
             });
         }
+        let fingerprinter = if recipe.uses_learned_idf() {
+            let key = store::IDF_TABLE_KEY;
+            let bytes = store.get_meta(key)?.ok_or_else(|| {
+                Error::corrupt(store::META, key, "the learned IDF table is missing")
+            })?;
+            let text = std::str::from_utf8(&bytes)
+                .map_err(|_| Error::corrupt(store::META, key, "not UTF-8"))?;
+            let table = fingerprint::LearnedIdf::parse(text)
+                .map_err(|r| Error::corrupt(store::META, key, r))?;
+            Fingerprinter::with_learned_idf(recipe, table).map_err(|e| {
+                Error::corrupt(store::META, key, format!("does not match the recipe: {e}"))
+            })?
+        } else {
+            Fingerprinter::new(recipe)
+        };
         Ok(Db {
             store,
-            fingerprinter: Fingerprinter::new(recipe),
+            fingerprinter,
             opened_at: now(),
         })
     }
@@ -327,9 +374,39 @@ impl Db {
     ) -> Result<Vec<Vec<Hit>>> {
         Ok(self
             .store
-            .probe_many(qs, k)?
+            .probe_many(qs, k, None)?
             .into_iter()
             .map(|hits| index::finish(hits, limit))
+            .collect())
+    }
+
+    /// [`Db::query_many`] with verification: `sketches` holds one optional
+    /// sketch per query; a query with a sketch reports a candidate whose
+    /// record has a sketch only if their similarity is at least
+    /// `min_similarity` (as [`Db::search`] does).
+    pub fn query_many_verified(
+        &self,
+        qs: &[Fingerprint],
+        sketches: &[Option<Sketch>],
+        k: u32,
+        min_similarity: f64,
+        limit: Option<usize>,
+    ) -> Result<Vec<Vec<Hit>>> {
+        if sketches.len() != qs.len() {
+            return Err(Error::Input(format!(
+                "{} queries but {} sketches",
+                qs.len(),
+                sketches.len()
+            )));
+        }
+        Ok(self
+            .store
+            .probe_many(qs, k, Some(sketches))?
+            .into_iter()
+            .map(|mut hits| {
+                hits.retain(|h| h.similarity.is_none_or(|s| s >= min_similarity));
+                index::finish(hits, limit)
+            })
             .collect())
     }
 
@@ -412,7 +489,7 @@ impl Db {
     pub fn record_terms(&self, rec: &Record) -> Vec<(String, f64)> {
         rec.top_terms
             .iter()
-            .map(|t| (t.clone(), fingerprint::idf(t)))
+            .map(|t| (t.clone(), self.fingerprinter.idf(t)))
             .collect()
     }
 

@@ -3,10 +3,10 @@
 
 use std::fmt::Write;
 
-const W: f64 = 760.0;
+const W: f64 = 860.0;
 const H: f64 = 420.0;
 const LEFT: f64 = 60.0;
-const RIGHT: f64 = 230.0;
+const RIGHT: f64 = 300.0;
 const TOP: f64 = 40.0;
 const BOTTOM: f64 = 50.0;
 const COLOURS: [&str; 8] = [
@@ -83,14 +83,48 @@ fn axes(out: &mut String, x_max: f64, y_max: f64, x_ticks: &[f64], y_ticks: &[f6
     }
 }
 
-/// A line chart: each series is `(label, values)` with value `i` at x = i.
+/// One line of a [`chart`].
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub label: String,
+    /// Value `i` is drawn at x = i.
+    pub values: Vec<f64>,
+    /// Lines of one group share a colour.
+    pub group: usize,
+    pub dashed: bool,
+    pub thin: bool,
+}
+
+/// A line chart: each series is `(label, values)` with value `i` at x = i,
+/// one colour each; labels containing "verified" are dashed.
 /// The y axis runs from 0 to 1 when every value lies in `[0, 1]`.
 pub fn lines(title: &str, x_label: &str, y_label: &str, series: &[(String, Vec<f64>)]) -> String {
-    let n = series.iter().map(|s| s.1.len()).max().unwrap_or(1).max(2);
+    let series: Vec<Series> = series
+        .iter()
+        .enumerate()
+        .map(|(i, (label, values))| Series {
+            label: label.clone(),
+            values: values.clone(),
+            group: i,
+            dashed: label.contains("verified"),
+            thin: false,
+        })
+        .collect();
+    chart(title, x_label, y_label, &series)
+}
+
+/// A line chart of styled series (see [`Series`]).
+pub fn chart(title: &str, x_label: &str, y_label: &str, series: &[Series]) -> String {
+    let n = series
+        .iter()
+        .map(|s| s.values.len())
+        .max()
+        .unwrap_or(1)
+        .max(2);
     let x_max = (n - 1) as f64;
     let top = series
         .iter()
-        .flat_map(|s| s.1.iter().copied())
+        .flat_map(|s| s.values.iter().copied())
         .fold(0.0f64, f64::max);
     let y_max = if top <= 1.0 { 1.0 } else { top * 1.05 };
     let mut out = String::new();
@@ -98,13 +132,15 @@ pub fn lines(title: &str, x_label: &str, y_label: &str, series: &[(String, Vec<f
     let x_ticks: Vec<f64> = (0..n).map(|i| i as f64).collect();
     let y_ticks: Vec<f64> = (0..=5).map(|i| y_max * f64::from(i) / 5.0).collect();
     axes(&mut out, x_max, y_max, &x_ticks, &y_ticks);
-    for (si, (label, values)) in series.iter().enumerate() {
-        let colour = COLOURS[si % COLOURS.len()];
-        let dash = if label.contains("verified") {
+    for (si, sr) in series.iter().enumerate() {
+        let (label, values) = (&sr.label, &sr.values);
+        let colour = COLOURS[sr.group % COLOURS.len()];
+        let dash = if sr.dashed {
             r#" stroke-dasharray="6 3""#
         } else {
             ""
         };
+        let width = if sr.thin { 1.2 } else { 2.5 };
         let mut d = String::new();
         for (i, v) in values.iter().enumerate() {
             let (x, y) = at(i as f64, *v, x_max, y_max);
@@ -112,13 +148,13 @@ pub fn lines(title: &str, x_label: &str, y_label: &str, series: &[(String, Vec<f
         }
         let _ = writeln!(
             out,
-            r#"<path d="{d}" stroke="{colour}" stroke-width="2" fill="none"{dash}/>"#
+            r#"<path d="{d}" stroke="{colour}" stroke-width="{width}" fill="none"{dash}/>"#
         );
         let ly = TOP + 16.0 * si as f64;
         let lx = W - RIGHT + 12.0;
         let _ = writeln!(
             out,
-            r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{colour}" stroke-width="2"{dash}/><text x="{}" y="{}">{}</text>"#,
+            r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{colour}" stroke-width="{width}"{dash}/><text x="{}" y="{}" font-size="11">{}</text>"#,
             lx + 22.0,
             lx + 28.0,
             ly + 4.0,
@@ -130,7 +166,9 @@ pub fn lines(title: &str, x_label: &str, y_label: &str, series: &[(String, Vec<f
 }
 
 /// A histogram of counts per distance 0..counts.len(), one bar group per
-/// distance and one bar per series `(label, counts)`.
+/// distance and one bar per series `(label, counts)`. The y axis is
+/// logarithmic (`log10(1 + count)`), so that a handful of near-copies shows
+/// beside thousands of distinct pairs.
 pub fn histogram(title: &str, x_label: &str, series: &[(String, Vec<u64>)]) -> String {
     let n = series.iter().map(|s| s.1.len()).max().unwrap_or(1).max(1);
     let top = series
@@ -139,16 +177,27 @@ pub fn histogram(title: &str, x_label: &str, series: &[(String, Vec<u64>)]) -> S
         .max()
         .unwrap_or(0)
         .max(1) as f64;
+    let scale = |c: f64| (1.0 + c).log10();
     let x_max = n as f64;
-    let y_max = top * 1.05;
+    let y_max = scale(top).ceil().max(1.0);
     let mut out = String::new();
-    frame(&mut out, title, x_label, "documents or pairs");
+    frame(&mut out, title, x_label, "documents or pairs (log scale)");
     let step = (n / 16).max(1);
     let x_ticks: Vec<f64> = (0..n).step_by(step).map(|i| i as f64 + 0.5).collect();
-    let y_ticks: Vec<f64> = (0..=5)
-        .map(|i| (top * f64::from(i) / 5.0).round())
-        .collect();
-    axes(&mut out, x_max, y_max, &[], &y_ticks);
+    axes(&mut out, x_max, y_max, &[], &[]);
+    // Grid lines at 1, 10, 100, ...
+    for p in 0..(y_max as i32) {
+        let c = 10f64.powi(p);
+        let (x0, y) = at(0.0, scale(c), x_max, y_max);
+        let (x1, _) = at(x_max, 0.0, x_max, y_max);
+        let _ = writeln!(
+            out,
+            r##"<line x1="{}" y1="{y}" x2="{x1}" y2="{y}" stroke="#ddd"/><text x="{}" y="{}" text-anchor="end">{c}</text>"##,
+            x0 - 4.0,
+            x0 - 7.0,
+            y + 4.0,
+        );
+    }
     for &t in &x_ticks {
         let (x, y0) = at(t, 0.0, x_max, y_max);
         let _ = writeln!(
@@ -165,7 +214,12 @@ pub fn histogram(title: &str, x_label: &str, series: &[(String, Vec<u64>)]) -> S
             if c == 0 {
                 continue;
             }
-            let (x, y) = at(i as f64 + 0.1 + per * si as f64, c as f64, x_max, y_max);
+            let (x, y) = at(
+                i as f64 + 0.1 + per * si as f64,
+                scale(c as f64),
+                x_max,
+                y_max,
+            );
             let (x2, y0) = at(i as f64 + 0.1 + per * (si + 1) as f64, 0.0, x_max, y_max);
             let _ = writeln!(
                 out,

@@ -63,8 +63,12 @@ struct Args {
     max_docs: usize,
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Recipes as TOPK/SHINGLE, comma-separated; the first is plotted.
-    #[arg(long, default_value = "0/2,5/1,20/1,0/1,0/3")]
+    /// Recipes as TOPK/SHINGLE[+log][+stop][+learned], comma-separated;
+    /// the first is plotted.
+    #[arg(
+        long,
+        default_value = "0/2,5/1,20/1,0/1,0/3,0/2+log,0/2+stop,0/2+learned,0/2+log+learned"
+    )]
     recipes: String,
     /// Sketch similarity a candidate needs to be confirmed.
     #[arg(long, default_value_t = simdb::db::DEFAULT_MIN_SIMILARITY)]
@@ -283,26 +287,90 @@ fn f1(p: f64, r: f64) -> f64 {
     }
 }
 
-fn parse_recipes(s: &str) -> Vec<(u32, u32)> {
-    s.split(',')
-        .map(|r| {
-            let (a, b) = r.split_once('/').expect("recipe as TOPK/SHINGLE");
-            (a.parse().expect("TOPK"), b.parse().expect("SHINGLE"))
-        })
-        .collect()
+/// A recipe to compare: `TOPK/SHINGLE` with optional `+log` (1 + ln tf),
+/// `+stop` (stop words kept), `+learned` (IDF learned from the corpus and
+/// the planted copies, as `simdb init --learn-idf` would).
+#[derive(Clone, Copy)]
+struct Variant {
+    top_k: u32,
+    shingle: u32,
+    log_tf: bool,
+    keep_stop: bool,
+    learned: bool,
 }
 
-fn recipe_name(top_k: u32, shingle: u32) -> String {
-    let terms = if top_k == 0 {
-        "all terms".to_string()
-    } else {
-        format!("top-{top_k} keywords")
-    };
-    match shingle {
-        1 => terms,
-        2 => format!("{terms} + word bigrams"),
-        n => format!("{terms} + word {n}-grams"),
+impl Variant {
+    fn recipe(&self) -> Recipe {
+        let mut r = Recipe::with(self.top_k, self.shingle, false);
+        if self.log_tf {
+            r = r.with_log_tf();
+        }
+        if self.keep_stop {
+            r = r.keeping_stop_words();
+        }
+        r
     }
+
+    fn fingerprinter<'a>(&self, texts: impl IntoIterator<Item = &'a str>) -> Fingerprinter {
+        let f = Fingerprinter::new(self.recipe());
+        if !self.learned {
+            return f;
+        }
+        let table = simdb::fingerprint::LearnedIdf::learn(&f, texts);
+        Fingerprinter::with_learned_idf(self.recipe().with_learned_idf(&table), table)
+            .expect("the recipe names the table")
+    }
+
+    fn name(&self) -> String {
+        let terms = if self.top_k == 0 {
+            "all terms".to_string()
+        } else {
+            format!("top-{} keywords", self.top_k)
+        };
+        let mut n = match self.shingle {
+            1 => terms,
+            2 => format!("{terms} + word bigrams"),
+            k => format!("{terms} + word {k}-grams"),
+        };
+        if self.log_tf {
+            n += ", log tf";
+        }
+        if self.keep_stop {
+            n += ", stop words kept";
+        }
+        if self.learned {
+            n += ", learned IDF";
+        }
+        n
+    }
+}
+
+fn parse_recipes(s: &str) -> Vec<Variant> {
+    s.split(',')
+        .map(|r| {
+            let mut parts = r.split('+');
+            let (a, b) = parts
+                .next()
+                .and_then(|p| p.split_once('/'))
+                .expect("recipe as TOPK/SHINGLE[+log][+stop][+learned]");
+            let mut v = Variant {
+                top_k: a.parse().expect("TOPK"),
+                shingle: b.parse().expect("SHINGLE"),
+                log_tf: false,
+                keep_stop: false,
+                learned: false,
+            };
+            for p in parts {
+                match p {
+                    "log" => v.log_tf = true,
+                    "stop" => v.keep_stop = true,
+                    "learned" => v.learned = true,
+                    other => panic!("unknown recipe option {other:?}"),
+                }
+            }
+            v
+        })
+        .collect()
 }
 
 fn main() {
@@ -319,7 +387,7 @@ fn main() {
     report.insert("sample_per_kind".into(), json!(args.sample));
     report.insert("threshold".into(), json!(args.threshold));
     let mut corpora_json = Vec::new();
-    let mut plot_series: Vec<(String, Vec<f64>)> = Vec::new();
+    let mut plot_series: Vec<simdb::plot::Series> = Vec::new();
 
     for path in &args.corpus {
         let name = path.file_stem().unwrap().to_string_lossy().to_string();
@@ -354,8 +422,13 @@ fn main() {
             args.threshold
         );
         let mut recipes_json = Vec::new();
-        for (ri, &(top_k, shingle)) in recipes.iter().enumerate() {
-            let f = Fingerprinter::new(Recipe::with(top_k, shingle, false));
+        for (ri, variant) in recipes.iter().enumerate() {
+            let (top_k, shingle) = (variant.top_k, variant.shingle);
+            let f = variant.fingerprinter(
+                docs.iter()
+                    .map(|d| d.1.as_str())
+                    .chain(planted.iter().map(|p| p.2.as_str())),
+            );
             let sigs: Vec<Sig> = docs.par_iter().map(|(_, t)| sig(&f, t)).collect();
             let copies: Vec<Sig> = planted.par_iter().map(|(_, _, t)| sig(&f, t)).collect();
             let mut per_kind = vec![Counts::new(); kinds.len()];
@@ -442,7 +515,7 @@ fn main() {
                 row.insert("k".into(), json!(k));
                 by_k.push(serde_json::Value::Object(row));
             }
-            let rn = recipe_name(top_k, shingle);
+            let rn = variant.name();
             println!("\n-- recipe: {rn} (top_k={top_k}, shingle={shingle}); {no_features} documents without features");
             println!(
                 "{:>3} {:>8} {:>8} {:>8} {:>9} {:>9} {:>8} | verified: {:>8} {:>8} {:>8} {:>9} {:>8}",
@@ -478,7 +551,7 @@ fn main() {
                     100.0 * v["false_share"].as_f64().unwrap(),
                 );
             }
-            if ri == 0 {
+            {
                 println!("\nrecall by edit kind (recipe {rn}), plain / verified:");
                 print!("{:<20}", "kind");
                 for k in [0, 3, 5, 7, 9, 11] {
@@ -498,7 +571,7 @@ fn main() {
                 // Threshold sweep at k = 3 and k = 7.
                 println!("\nthreshold sweep (recipe {rn}): recall / false share of corpus pairs");
                 let mut sweep = Vec::new();
-                for t in [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7] {
+                for t in [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8] {
                     let mut line = format!("  t={t:.1}");
                     let mut entry = serde_json::Map::new();
                     entry.insert("threshold".into(), json!(t));
@@ -531,31 +604,54 @@ fn main() {
                     println!("{line}");
                     sweep.push(serde_json::Value::Object(entry));
                 }
-                for v in [0usize, 1] {
-                    plot_series.push((
-                        format!("{name} recall{}", if v == 1 { " (verified)" } else { "" }),
-                        (0..KS).map(|k| all_planted.rate(k, v)).collect(),
-                    ));
-                    plot_series.push((
-                        format!(
-                            "{name} precision{}",
-                            if v == 1 { " (verified)" } else { "" }
-                        ),
-                        by_k.iter()
+                for v in [0usize, 1].into_iter().filter(|_| ri == 0) {
+                    let tag = if v == 1 { " (verified)" } else { "" };
+                    let group = corpora_json.len();
+                    plot_series.push(simdb::plot::Series {
+                        label: format!("{name} recall{tag}"),
+                        values: (0..KS).map(|k| all_planted.rate(k, v)).collect(),
+                        group,
+                        dashed: v == 1,
+                        thin: false,
+                    });
+                    plot_series.push(simdb::plot::Series {
+                        label: format!("{name} precision{tag}"),
+                        values: by_k
+                            .iter()
                             .map(|r| {
                                 r[if v == 1 { "verified" } else { "plain" }]["precision"]
                                     .as_f64()
                                     .unwrap()
                             })
                             .collect(),
-                    ));
+                        group,
+                        dashed: v == 1,
+                        thin: true,
+                    });
                 }
                 recipes_json.push(json!({"recipe": rn, "top_k": top_k, "shingle": shingle,
                     "no_features": no_features, "by_k": by_k, "threshold_sweep": sweep}));
-            } else {
-                recipes_json.push(json!({"recipe": rn, "top_k": top_k, "shingle": shingle,
-                    "no_features": no_features, "by_k": by_k}));
             }
+        }
+        // The comparison: every recipe at k = 3 (plain and verified).
+        println!("\ncomparison at k=3 on {name} (markdown):");
+        println!("| recipe | recall | precision | F1 | corpus pairs | distinct share | verified recall | verified F1 | verified distinct share |");
+        println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+        for r in &recipes_json {
+            let row = &r["by_k"][3];
+            let (p, v) = (&row["plain"], &row["verified"]);
+            println!(
+                "| {} | {:.3} | {:.4} | {:.3} | {} | {:.1}% | {:.3} | {:.3} | {:.1}% |",
+                r["recipe"].as_str().unwrap(),
+                p["recall"].as_f64().unwrap(),
+                p["precision"].as_f64().unwrap(),
+                p["f1"].as_f64().unwrap(),
+                p["corpus_pairs"],
+                100.0 * p["false_share"].as_f64().unwrap(),
+                v["recall"].as_f64().unwrap(),
+                v["f1"].as_f64().unwrap(),
+                100.0 * v["false_share"].as_f64().unwrap(),
+            );
         }
         corpora_json.push(json!({"corpus": name, "documents": docs.len(),
             "planted": planted.len(), "recipes": recipes_json}));
@@ -566,7 +662,7 @@ fn main() {
     for path in &args.pairs {
         let name = path.file_stem().unwrap().to_string_lossy().to_string();
         let pairs = read_pairs(path);
-        let f = Fingerprinter::new(Recipe::with(recipes[0].0, recipes[0].1, false));
+        let f = recipes[0].fingerprinter(pairs.iter().flat_map(|p| [p.0.as_str(), p.1.as_str()]));
         let judged: Vec<(Option<(u32, f64)>, bool)> = pairs
             .par_iter()
             .map(|(a, b, l)| (compare(&sig(&f, a), &sig(&f, b)), *l))
@@ -576,7 +672,7 @@ fn main() {
         println!(
             "\n== {name}: {} labelled pairs ({positives} label 1, {no_feat} with a side without features), recipe {}",
             pairs.len(),
-            recipe_name(recipes[0].0, recipes[0].1)
+            recipes[0].name()
         );
         println!(
             "{:>3} {:>9} {:>9} {:>8} {:>8} {:>8} | verified: {:>9} {:>8} {:>8} {:>8}",
@@ -639,10 +735,10 @@ fn main() {
         let svg_path = args.out.join("eval.svg");
         let mut f = std::fs::File::create(&svg_path).expect("create eval.svg");
         f.write_all(
-            simdb::plot::lines(
+            simdb::plot::chart(
                 &format!(
                     "Recall of planted copies and pair precision against k ({})",
-                    recipe_name(recipes[0].0, recipes[0].1)
+                    recipes[0].name()
                 ),
                 "k (Hamming distance)",
                 "share",

@@ -26,8 +26,14 @@ echo "== simdb query --text (article-00020 with two words changed; not in the st
 echo "query: $(head -c 90 "$WORK/query.txt")..."
 "$SIMDB" query "$WORK/db" --text "$(cat "$WORK/query.txt")"
 
+echo "== simdb query --text --explain (why it matched: distance, similarity, shared terms)"
+"$SIMDB" query "$WORK/db" --text "$(cat "$WORK/query.txt")" --explain
+
 echo "== simdb query --id article-00010"
 "$SIMDB" query "$WORK/db" --id article-00010 --json
+
+echo "== simdb calibrate (where near-copies and distinct documents separate)"
+"$SIMDB" calibrate "$WORK/db" --sample 500 --plot "$WORK/calibrate.svg"
 
 echo "== simdb stats"
 "$SIMDB" stats "$WORK/db"

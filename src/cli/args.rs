@@ -68,12 +68,28 @@ pub struct RecipeArgs {
     /// Keep the K heaviest TF-IDF features; 0 keeps all (the default, see README).
     #[arg(long, value_name = "K", default_value_t = 0)]
     pub top_k: u32,
-    /// Add word n-gram shingles of this size as features (1 = words only).
-    #[arg(long, value_name = "N", default_value_t = 2)]
+    /// Add word n-gram shingles of this size as features (1 = words only,
+    /// the default; 2 keeps distinct same-topic texts further apart when
+    /// queries cannot be verified, e.g. stores queried by fingerprint).
+    #[arg(long, value_name = "N", default_value_t = 1)]
     pub shingle: u32,
     /// Let jieba's HMM find words missing from its dictionary.
     #[arg(long)]
     pub hmm: bool,
+    /// Term-frequency weighting: raw counts, or 1 + ln(count) (repeated
+    /// boilerplate weighs less).
+    #[arg(long, value_enum, default_value_t = TfArg::Raw)]
+    pub tf: TfArg,
+    /// Keep stop words as terms (by default a fixed Chinese and English
+    /// list is dropped).
+    #[arg(long)]
+    pub keep_stop_words: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TfArg {
+    Raw,
+    Log,
 }
 
 #[derive(Debug, Args)]
@@ -82,6 +98,12 @@ pub struct InitArgs {
     pub db: PathBuf,
     #[command(flatten)]
     pub recipe: RecipeArgs,
+    /// Learn the IDF table from these inputs (JSONL, text lines or a
+    /// directory, as for ingest) instead of using jieba's: terms common in
+    /// your corpus (templates, footers) weigh less. The table is kept in
+    /// the store and named in its recipe.
+    #[arg(long, value_name = "INPUT", num_args = 1..)]
+    pub learn_idf: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -203,7 +225,7 @@ pub struct QueryArgs {
     /// Block cache size in MiB (helps long --batch runs).
     #[arg(long, default_value_t = 256, value_name = "MIB")]
     pub cache_mb: usize,
-    /// With --text, --file or --id: report a candidate only if the two
+    /// With --text, --file, --id or text lines of --batch: report a candidate only if the two
     /// documents' verification sketches agree at least this much
     /// (estimated Jaccard of word 3-shingles, 0..1; 0 reports every
     /// candidate within k, with its similarity). Fingerprint queries and

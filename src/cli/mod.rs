@@ -15,7 +15,14 @@ use simdb::ingest::{self, DuplicatePolicy, Event, Format, Input};
 use simdb::{Db, Fingerprint, Fingerprinter, Hit, Recipe};
 
 fn recipe(a: &RecipeArgs) -> Recipe {
-    Recipe::with(a.top_k, a.shingle, a.hmm)
+    let mut r = Recipe::with(a.top_k, a.shingle, a.hmm);
+    if a.tf == TfArg::Log {
+        r = r.with_log_tf();
+    }
+    if a.keep_stop_words {
+        r = r.keeping_stop_words();
+    }
+    r
 }
 
 pub fn run(cli: Cli) -> Result<bool> {
@@ -36,13 +43,49 @@ pub fn run(cli: Cli) -> Result<bool> {
 
 fn init(a: InitArgs) -> Result<bool> {
     let r = recipe(&a.recipe);
-    Db::create(&a.db, r.clone())?;
+    let db = if a.learn_idf.is_empty() {
+        Db::create(&a.db, r)?
+    } else {
+        let f = Fingerprinter::new(r.clone());
+        let mut texts: Vec<String> = Vec::new();
+        let mut bad = 0u64;
+        for path in &a.learn_idf {
+            let input = Input::guess(path);
+            let items = ingest::read::read(&input, 64 << 20)
+                .with_context(|| format!("{}: cannot read", path.display()))?;
+            for item in items {
+                match item {
+                    Ok(d) => match d.content {
+                        simdb::Content::Text(t) => texts.push(t),
+                        _ => bad += 1,
+                    },
+                    Err(p) => {
+                        eprintln!("simdb: bad input: {p}");
+                        bad += 1;
+                    }
+                }
+            }
+        }
+        if texts.is_empty() {
+            bail!("--learn-idf: no texts to learn from");
+        }
+        let table = simdb::fingerprint::LearnedIdf::learn(&f, texts.iter().map(String::as_str));
+        eprintln!(
+            "learned IDF of {} terms from {} documents ({bad} lines skipped)",
+            table.len(),
+            table.docs()
+        );
+        Db::create_with_idf(&a.db, r, table)?
+    };
+    let r = db.recipe();
     println!(
-        "created {} (top_k={}, shingle={}, hmm={})",
+        "created {} (top_k={}, shingle={}, hmm={}, tf={}, idf={})",
         a.db.display(),
         r.top_k,
         r.shingle,
-        r.hmm
+        r.hmm,
+        r.tf,
+        r.idf
     );
     Ok(true)
 }
@@ -319,7 +362,8 @@ fn query(a: QueryArgs) -> Result<bool> {
     let mut out = BufWriter::new(stdout.lock());
     let w = &a.what;
     if let Some(batch) = &w.batch {
-        let found = query_batch(&db, batch, a.k, a.limit, &mut out)?;
+        let min = check_similarity(a.min_similarity)?;
+        let found = query_batch(&db, batch, a.k, min, a.limit, &mut out)?;
         out.flush()?;
         return Ok(found);
     }
@@ -422,9 +466,13 @@ fn print_explained(
             )?;
             continue;
         }
-        writeln!(out, "  shared:        {}", terms(&e.shared))?;
-        writeln!(out, "  only document: {}", e.only_document.join(", "))?;
-        writeln!(out, "  only query:    {}", terms(&e.only_query))?;
+        writeln!(out, "  shared:                  {}", terms(&e.shared))?;
+        writeln!(
+            out,
+            "  only in the document:    {}",
+            e.only_document.join(", ")
+        )?;
+        writeln!(out, "  query, not in doc top 8: {}", terms(&e.only_query))?;
     }
     Ok(())
 }
@@ -434,31 +482,38 @@ fn calibrate(a: CalibrateArgs) -> Result<bool> {
     let db = Db::open_read_only(&a.db)?;
     note_freshness(&db);
     let c = db.calibrate(a.sample, a.seed, min_similarity)?;
+    // Nearest-neighbour distances (0..=11) and random-pair distances
+    // (0..=64) on one axis.
+    let none_within = c.nearest[c.nearest.len() - 1];
+    let widen = |v: &[u64]| -> Vec<u64> {
+        let mut w = v[..v.len() - 1].to_vec();
+        w.resize(65, 0);
+        w
+    };
+    let unverified: Vec<u64> = c
+        .nearest
+        .iter()
+        .zip(c.nearest_confirmed.iter().zip(&c.nearest_rejected))
+        .map(|(n, (a, b))| n - a - b)
+        .collect();
     let svg = simdb::plot::histogram(
         &format!(
-            "{}: nearest neighbour of {} sampled documents",
+            "{}: {} sampled documents ({none_within} with no other document within 11 bits)",
             a.db.display(),
             c.sampled
         ),
-        "Hamming distance (12 = none within 11)",
+        "Hamming distance",
         &[
             (
-                format!("confirmed (similarity >= {min_similarity})"),
-                c.nearest_confirmed.clone(),
-            ),
-            ("rejected by the sketch".into(), c.nearest_rejected.clone()),
-            (
-                "no sketch / none within 11".into(),
-                c.nearest
-                    .iter()
-                    .zip(c.nearest_confirmed.iter().zip(&c.nearest_rejected))
-                    .map(|(n, (a, b))| n - a - b)
-                    .collect(),
+                format!("nearest, confirmed (similarity >= {min_similarity})"),
+                widen(&c.nearest_confirmed),
             ),
             (
-                "random pairs (distinct)".into(),
-                c.random_pairs[..13].to_vec(),
+                "nearest, rejected by the sketch".into(),
+                widen(&c.nearest_rejected),
             ),
+            ("nearest, no sketch to compare".into(), widen(&unverified)),
+            ("random pairs (unrelated)".into(), c.random_pairs.clone()),
         ],
     );
     std::fs::write(&a.plot, svg).with_context(|| format!("{}: cannot write", a.plot.display()))?;
@@ -520,6 +575,7 @@ fn query_batch(
     db: &Db,
     path: &Path,
     k: u32,
+    min_similarity: f64,
     limit: Option<usize>,
     out: &mut impl Write,
 ) -> Result<bool> {
@@ -536,11 +592,11 @@ fn query_batch(
     let mut found = false;
     let mut lines = reader.split(b'\n').enumerate();
     loop {
-        // (line number, label, fingerprint or error)
+        // (line number, label, fingerprint and sketch, or error)
         type Parsed = (
             usize,
             serde_json::Value,
-            std::result::Result<Fingerprint, String>,
+            std::result::Result<(Fingerprint, Option<simdb::Sketch>), String>,
         );
         let mut chunk: Vec<Parsed> = Vec::new();
         for (n, line) in lines.by_ref() {
@@ -549,16 +605,18 @@ fn query_batch(
                 continue;
             }
             let lineno = n + 1;
-            let parsed = (|| -> std::result::Result<(serde_json::Value, Fingerprint), String> {
+            type Query = (Fingerprint, Option<simdb::Sketch>);
+            let parsed = (|| -> std::result::Result<(serde_json::Value, Query), String> {
                 let v: serde_json::Value =
                     serde_json::from_slice(&line).map_err(|e| format!("invalid JSON: {e}"))?;
                 let label = v.get("id").cloned().unwrap_or(json!(lineno));
                 let q = match (v.get("text"), v.get("fingerprint")) {
                     (Some(serde_json::Value::String(t)), None) => {
-                        db.fingerprint(t).map_err(|e| e.to_string())?
+                        let a = db.fingerprinter().analyze(t).map_err(|e| e.to_string())?;
+                        (a.fingerprint, a.sketch)
                     }
                     (None, Some(serde_json::Value::String(h))) => {
-                        h.parse().map_err(|e: simdb::Error| e.to_string())?
+                        (h.parse().map_err(|e: simdb::Error| e.to_string())?, None)
                     }
                     _ => return Err(
                         "give exactly one of \"text\" (string) or \"fingerprint\" (16 hex digits)"
@@ -578,11 +636,14 @@ fn query_batch(
         if chunk.is_empty() {
             break;
         }
-        let qs: Vec<Fingerprint> = chunk.iter().filter_map(|c| c.2.clone().ok()).collect();
-        let mut answers = db.query_many(&qs, k, limit)?.into_iter();
+        let (qs, sketches): (Vec<Fingerprint>, Vec<Option<simdb::Sketch>>) =
+            chunk.iter().filter_map(|c| c.2.clone().ok()).unzip();
+        let mut answers = db
+            .query_many_verified(&qs, &sketches, k, min_similarity, limit)?
+            .into_iter();
         for (lineno, label, q) in chunk {
             let v = match q {
-                Ok(q) => {
+                Ok((q, _)) => {
                     let hits = answers.next().unwrap_or_default();
                     found |= !hits.is_empty();
                     json!({"query": label, "fingerprint": q.to_string(),
@@ -673,7 +734,9 @@ fn get(a: GetArgs) -> Result<bool> {
         println!(
             "{}",
             json!({"id": a.id, "fingerprint": r.fingerprint.to_string(), "content_hash": format!("{:016x}", r.content_hash),
-                   "length": r.length, "ingested_at": r.ingested_at, "source": r.source})
+                   "length": r.length, "ingested_at": r.ingested_at, "source": r.source,
+                   "terms": r.terms, "short": r.is_short(), "top_terms": r.top_terms,
+                   "sketch": r.sketch.map(|s| s.0.iter().map(|b| format!("{b:02x}")).collect::<String>())})
         );
     } else {
         println!("id           {}", a.id);
@@ -682,6 +745,20 @@ fn get(a: GetArgs) -> Result<bool> {
         println!("length       {}", r.length);
         println!("ingested_at  {}", r.ingested_at);
         println!("source       {}", r.source);
+        println!(
+            "terms        {}{}",
+            r.terms,
+            if r.is_short() { " (short)" } else { "" }
+        );
+        println!("top terms    {}", r.top_terms.join(", "));
+        println!(
+            "sketch       {}",
+            if r.sketch.is_some() {
+                "yes"
+            } else {
+                "none (no text seen)"
+            }
+        );
     }
     Ok(true)
 }

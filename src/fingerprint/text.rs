@@ -196,6 +196,117 @@ impl From<Fingerprint> for Analysis {
     }
 }
 
+/// An IDF table learned from a corpus: `idf(t) = ln(N / df(t))` over the
+/// corpus's N documents, kept for terms in at least two documents; other
+/// terms get `ln(N)` (as rare as a term can be in that corpus).
+///
+/// Serialised as UTF-8 text: a header line `simdb-idf v1 docs=N`, then
+/// `term \t idf` per line in byte order of the terms, idf printed with
+/// 6 decimals (so the bytes, and their hash, are reproducible).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LearnedIdf {
+    docs: u64,
+    map: FxHashMap<u64, f64>,
+    bytes: String,
+}
+
+impl LearnedIdf {
+    /// Learns document frequencies from `texts` with `f`'s segmentation
+    /// and stop words.
+    pub fn learn<'a>(f: &Fingerprinter, texts: impl IntoIterator<Item = &'a str>) -> LearnedIdf {
+        let mut df: FxHashMap<String, u64> = FxHashMap::default();
+        let mut docs = 0u64;
+        for text in texts {
+            docs += 1;
+            let norm = Fingerprinter::normalize(text);
+            let mut seen: FxHashSet<&str> = FxHashSet::default();
+            f.segment(&norm, |t| {
+                seen.insert(t);
+            });
+            for t in &seen {
+                match df.get_mut(*t) {
+                    Some(n) => *n += 1,
+                    None => {
+                        df.insert(t.to_string(), 1);
+                    }
+                }
+            }
+        }
+        let mut terms: Vec<(String, u64)> = df.into_iter().filter(|(_, n)| *n >= 2).collect();
+        terms.sort_unstable();
+        let mut bytes = format!("simdb-idf v1 docs={docs}\n");
+        for (t, n) in &terms {
+            bytes += &format!("{t}\t{:.6}\n", (docs as f64 / *n as f64).ln());
+        }
+        LearnedIdf::parse(&bytes).expect("a table just written parses")
+    }
+
+    /// Parses the serialised form; `Err` carries the reason.
+    pub fn parse(bytes: &str) -> std::result::Result<LearnedIdf, String> {
+        let mut lines = bytes.lines();
+        let docs: u64 = lines
+            .next()
+            .and_then(|h| h.strip_prefix("simdb-idf v1 docs="))
+            .and_then(|n| n.parse().ok())
+            .ok_or("not a simdb IDF table (bad header)")?;
+        let mut map = FxHashMap::default();
+        for (n, line) in lines.enumerate() {
+            let (t, v) = line
+                .split_once('\t')
+                .ok_or_else(|| format!("line {}: no tab", n + 2))?;
+            let v: f64 = v
+                .parse()
+                .map_err(|e| format!("line {}: bad idf: {e}", n + 2))?;
+            if !v.is_finite() || v < 0.0 {
+                return Err(format!("line {}: idf {v} out of range", n + 2));
+            }
+            map.insert(word_key(t), v);
+        }
+        Ok(LearnedIdf {
+            docs,
+            map,
+            bytes: bytes.to_string(),
+        })
+    }
+
+    /// The serialised form.
+    pub fn as_str(&self) -> &str {
+        &self.bytes
+    }
+
+    /// Number of documents learned from.
+    pub fn docs(&self) -> u64 {
+        self.docs
+    }
+
+    /// Number of terms kept.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether no term was kept.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Its identity in a recipe: `learned/docs=N/terms=M/xxh3=H`.
+    pub fn identity(&self) -> String {
+        format!(
+            "learned/docs={}/terms={}/xxh3={:016x}",
+            self.docs,
+            self.map.len(),
+            xxhash_rust::xxh3::xxh3_64(self.bytes.as_bytes())
+        )
+    }
+
+    fn get(&self, term: &str) -> f64 {
+        self.map
+            .get(&word_key(term))
+            .copied()
+            .unwrap_or_else(|| (self.docs.max(1) as f64).ln())
+    }
+}
+
 /// Turns text into features and fingerprints according to a [`Recipe`].
 ///
 /// Cheap to clone and `Sync`: the jieba dictionary and IDF table are loaded
@@ -203,12 +314,61 @@ impl From<Fingerprint> for Analysis {
 #[derive(Debug, Clone)]
 pub struct Fingerprinter {
     recipe: Recipe,
+    learned: Option<std::sync::Arc<LearnedIdf>>,
+    keep_stop_words: bool,
+    log_tf: bool,
 }
 
 impl Fingerprinter {
     /// A fingerprinter for `recipe`.
+    ///
+    /// # Panics
+    /// If the recipe names a learned IDF table: use
+    /// [`Fingerprinter::with_learned_idf`].
     pub fn new(recipe: Recipe) -> Fingerprinter {
-        Fingerprinter { recipe }
+        assert!(
+            !recipe.uses_learned_idf(),
+            "recipe names a learned IDF table; use Fingerprinter::with_learned_idf"
+        );
+        Fingerprinter::build(recipe, None)
+    }
+
+    /// A fingerprinter for `recipe` whose IDF is `table` (the recipe's
+    /// `idf` must be the table's identity).
+    pub fn with_learned_idf(recipe: Recipe, table: LearnedIdf) -> Result<Fingerprinter> {
+        if recipe.idf != table.identity() {
+            return Err(Error::Input(format!(
+                "the recipe names IDF table {:?}, the table given is {:?}",
+                recipe.idf,
+                table.identity()
+            )));
+        }
+        Ok(Fingerprinter::build(
+            recipe,
+            Some(std::sync::Arc::new(table)),
+        ))
+    }
+
+    fn build(recipe: Recipe, learned: Option<std::sync::Arc<LearnedIdf>>) -> Fingerprinter {
+        Fingerprinter {
+            keep_stop_words: recipe.stopwords == super::recipe::NO_STOPWORDS,
+            log_tf: recipe.tf == super::recipe::TF_LOG,
+            recipe,
+            learned,
+        }
+    }
+
+    /// The learned IDF table, if the recipe uses one.
+    pub fn learned_idf(&self) -> Option<&LearnedIdf> {
+        self.learned.as_deref()
+    }
+
+    /// The IDF of `term` under this recipe.
+    pub fn idf(&self, term: &str) -> f64 {
+        match &self.learned {
+            Some(l) => l.get(term),
+            None => idf(term),
+        }
     }
 
     /// The recipe.
@@ -248,8 +408,9 @@ impl Fingerprinter {
 
     fn segment<'a>(&self, norm: &'a str, mut emit: impl FnMut(&'a str)) {
         let stop = stop_words();
+        let keep_stop = self.keep_stop_words;
         let mut push = |t: &'a str| {
-            if !stop.contains(t) && t.chars().any(char::is_alphanumeric) {
+            if (keep_stop || !stop.contains(t)) && t.chars().any(char::is_alphanumeric) {
                 emit(t)
             }
         };
@@ -323,11 +484,19 @@ impl Fingerprinter {
         // term -> (count, idf): one IDF lookup per distinct term.
         let mut tf: FxHashMap<&'a str, (u32, f64)> = FxHashMap::default();
         for t in terms {
-            tf.entry(t).or_insert_with(|| (0, idf(t))).0 += 1;
+            tf.entry(t).or_insert_with(|| (0, self.idf(t))).0 += 1;
         }
+        let log_tf = self.log_tf;
+        let weight = move |n: u32| {
+            if log_tf {
+                1.0 + f64::from(n).ln()
+            } else {
+                f64::from(n)
+            }
+        };
         let mut feats: Vec<(Cow<'a, str>, f64)> = tf
             .iter()
-            .map(|(t, (n, idf))| (Cow::Borrowed(*t), f64::from(*n) * idf))
+            .map(|(t, (n, idf))| (Cow::Borrowed(*t), weight(*n) * idf))
             .collect();
 
         let n = self.recipe.shingle as usize;
@@ -347,7 +516,7 @@ impl Fingerprinter {
             }
             feats.extend(
                 sh.into_iter()
-                    .map(|(name, (c, mean_idf))| (Cow::Owned(name), f64::from(c) * mean_idf)),
+                    .map(|(name, (c, mean_idf))| (Cow::Owned(name), weight(c) * mean_idf)),
             );
         }
         feats

@@ -91,6 +91,8 @@ pub const MIN_FORMAT_VERSION: u32 = 2;
 pub const RECIPE_KEY: &[u8] = b"recipe";
 /// Meta key of the document count.
 pub const DOC_COUNT_KEY: &[u8] = b"doc_count";
+/// Meta key of a learned IDF table (see `fingerprint::LearnedIdf`).
+pub const IDF_TABLE_KEY: &[u8] = b"idf_table";
 /// Meta key of the number of short documents (u64 BE; see
 /// [`crate::fingerprint::SHORT_TERMS`]).
 pub const SHORT_COUNT_KEY: &[u8] = b"short_count";
@@ -495,6 +497,18 @@ impl Store {
         }
     }
 
+    /// A raw meta value.
+    pub fn get_meta(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.db.get_cf(self.cf(META), key)?)
+    }
+
+    /// Writes a raw meta value (synced).
+    pub fn put_meta(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::default();
+        b.put_cf(self.cf(META), key, value);
+        self.write(b, true)
+    }
+
     /// The number of short documents kept in meta (0 when absent: stores
     /// written before it was counted).
     pub fn short_count(&self) -> Result<u64> {
@@ -534,20 +548,15 @@ impl Store {
         mut visit: impl FnMut(Hit),
     ) -> Result<()> {
         crate::fingerprint::check_k(k)?;
-        // (family, bucket) to scan: one per family for k <= 3, the block
-        // values within probe_radius(k) bits of the query's for larger k.
+        // Buckets to scan per family: the query's block for k <= 3, every
+        // block value within probe_radius(k) bits of it for larger k.
         let r = index::probe_radius(k);
-        let buckets: Vec<(usize, u16)> = (0..BLOCKS)
-            .flat_map(|i| {
-                index::probe_blocks(q.block(i), r)
-                    .into_iter()
-                    .map(move |b| (i, b))
-            })
+        let plan: Vec<(usize, Vec<u16>)> = (0..BLOCKS)
+            .map(|i| (i, index::probe_blocks(q.block(i), r)))
             .collect();
-        // The scans are independent: the first half on this thread, the
-        // second on the rayon pool meanwhile (one wake-up, this thread keeps
-        // working).
-        let (mine, theirs) = buckets.split_at(buckets.len() / 2);
+        // The families are independent: two on this thread, two on the
+        // rayon pool meanwhile (one wake-up, this thread keeps working).
+        let (mine, theirs) = plan.split_at(2);
         let mut found: Vec<DocKey> = Vec::new();
         let mut other: Result<Vec<DocKey>> = Ok(Vec::new());
         let mut here: Result<()> = Ok(());
@@ -557,12 +566,12 @@ impl Store {
                 let mut v = Vec::new();
                 *other = theirs
                     .iter()
-                    .try_for_each(|&(i, b)| self.scan_bucket(i, b, q, k, &mut v))
+                    .try_for_each(|(i, blocks)| self.scan_buckets(*i, blocks, q, k, &mut v))
                     .map(|()| v);
             });
             here = mine
                 .iter()
-                .try_for_each(|&(i, b)| self.scan_bucket(i, b, q, k, &mut found));
+                .try_for_each(|(i, blocks)| self.scan_buckets(*i, blocks, q, k, &mut found));
         });
         here?;
         found.extend(other?);
@@ -620,7 +629,15 @@ impl Store {
     /// four families are scanned in parallel. Returns, per query, its hits
     /// (unsorted). Pays off when many queries share buckets (large batches:
     /// there are 65,536 buckets per family).
-    pub fn probe_many(&self, qs: &[Fingerprint], k: u32) -> Result<Vec<Vec<Hit>>> {
+    ///
+    /// `sketches`, if given, holds one optional sketch per query: hits of a
+    /// query with a sketch carry their similarity (as in [`Store::probe`]).
+    pub fn probe_many(
+        &self,
+        qs: &[Fingerprint],
+        k: u32,
+        sketches: Option<&[Option<Sketch>]>,
+    ) -> Result<Vec<Vec<Hit>>> {
         crate::fingerprint::check_k(k)?;
         use rayon::prelude::*;
         // (query index, doc) per family
@@ -636,7 +653,8 @@ impl Store {
         found.dedup();
         let mut out: Vec<Vec<Hit>> = vec![Vec::new(); qs.len()];
         for (qi, doc) in found {
-            out[qi].push(self.hit(doc, qs[qi], None)?);
+            let sketch = sketches.and_then(|s| s.get(qi)).and_then(Option::as_ref);
+            out[qi].push(self.hit(doc, qs[qi], sketch)?);
         }
         Ok(out)
     }
@@ -696,6 +714,45 @@ impl Store {
             it.status()?;
         }
         Ok(found)
+    }
+
+    /// Appends to `found` the documents within `k` of `q` in the buckets
+    /// `blocks` (ascending) of family `i`. One bucket uses the prefix bloom
+    /// filter; many (multi-probe) share one iterator that seeks forward
+    /// from bucket to bucket.
+    fn scan_buckets(
+        &self,
+        i: usize,
+        blocks: &[u16],
+        q: Fingerprint,
+        k: u32,
+        found: &mut Vec<DocKey>,
+    ) -> Result<()> {
+        if let [block] = blocks {
+            return self.scan_bucket(i, *block, q, k, found);
+        }
+        let name = BLOCK_FAMILIES[i];
+        let mut ro = ReadOptions::default();
+        ro.set_total_order_seek(true);
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(name), ro);
+        for block in blocks {
+            let prefix = block.to_be_bytes();
+            it.seek(prefix);
+            while let Some(key) = it.key() {
+                if !key.starts_with(&prefix) {
+                    break;
+                }
+                let fp = index::key_fingerprint(key)
+                    .ok_or_else(|| Error::corrupt(name, key, "index key is too short"))?;
+                if fp.distance(q) <= k {
+                    let ik = index::decode_key(i, key).map_err(|r| Error::corrupt(name, key, r))?;
+                    found.push(ik.doc);
+                }
+                it.next();
+            }
+            it.status()?;
+        }
+        Ok(())
     }
 
     /// Appends to `found` the documents within `k` of `q` in bucket `block`
