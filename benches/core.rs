@@ -44,12 +44,15 @@ fn fingerprint(c: &mut Criterion) {
     });
     for (name, recipe) in [
         ("default", Recipe::default()),
-        ("words_only", Recipe::with(0, 1, false)),
+        ("with_bigrams", Recipe::with(0, 2, false)),
     ] {
         let f = Fingerprinter::new(recipe);
         f.warm_up();
         g.bench_function(name, |b| b.iter(|| f.fingerprint(&text).unwrap()));
     }
+    // What ingest computes: fingerprint, verification sketch, top terms.
+    let f = Fingerprinter::new(Recipe::default());
+    g.bench_function("default_analyze", |b| b.iter(|| f.analyze(&text).unwrap()));
     g.finish();
 }
 

@@ -28,8 +28,8 @@
 //! - Labelled pairs (`{"a","b","label"}`): precision, recall and F1 of
 //!   "within k" (and verified) against the label.
 //!
-//! Output: tables on stdout, `eval.json` and `eval.svg` (recall and
-//! precision against k, default recipe) in `--out`. Corpus text is read
+//! Output: tables on stdout, `eval.json` and `eval.svg` (recall and pair
+//! precision = 1 - false share, against k, first recipe) in `--out`. Corpus text is read
 //! from the given paths and never copied anywhere.
 
 use std::io::Write;
@@ -470,8 +470,8 @@ fn main() {
                     )
                 })
                 .collect();
-            let mut flagged = vec![[0u64; 2]; KS];
-            let mut distinct = vec![[0u64; 2]; KS];
+            let mut flagged = [[0u64; 2]; KS];
+            let mut distinct = [[0u64; 2]; KS];
             for &(d, ver, near) in &judged {
                 for k in d as usize..KS {
                     flagged[k][0] += 1;
@@ -615,11 +615,11 @@ fn main() {
                         thin: false,
                     });
                     plot_series.push(simdb::plot::Series {
-                        label: format!("{name} precision{tag}"),
+                        label: format!("{name} pair precision{tag}"),
                         values: by_k
                             .iter()
                             .map(|r| {
-                                r[if v == 1 { "verified" } else { "plain" }]["precision"]
+                                1.0 - r[if v == 1 { "verified" } else { "plain" }]["false_share"]
                                     .as_f64()
                                     .unwrap()
                             })
@@ -728,7 +728,7 @@ fn main() {
     let json_path = args.out.join("eval.json");
     std::fs::write(
         &json_path,
-        serde_json::to_string_pretty(&serde_json::Value::Object(report)).unwrap(),
+        serde_json::to_string(&serde_json::Value::Object(report)).unwrap(),
     )
     .expect("write eval.json");
     if !plot_series.is_empty() {
@@ -737,7 +737,7 @@ fn main() {
         f.write_all(
             simdb::plot::chart(
                 &format!(
-                    "Recall of planted copies and pair precision against k ({})",
+                    "Recall of planted copies, precision of corpus pairs, against k ({})",
                     recipes[0].name()
                 ),
                 "k (Hamming distance)",
