@@ -494,7 +494,7 @@ impl Db {
     }
 
     /// Samples about `sample` documents (seeded) and measures, for each,
-    /// the distance to its nearest other document (up to k = 11, with its
+    /// the distance to its nearest other document (up to `max_k`, with its
     /// sketch similarity) and, for random pairs of sampled documents, their
     /// distance: see [`crate::explain::Calibration`].
     pub fn calibrate(
@@ -502,10 +502,12 @@ impl Db {
         sample: usize,
         seed: u64,
         threshold: f64,
+        max_k: u32,
     ) -> Result<crate::explain::Calibration> {
         use rayon::prelude::*;
+        fingerprint::check_k(max_k)?;
         let docs = self.store.sample(sample, seed)?;
-        let mut cal = crate::explain::Calibration::new(threshold);
+        let mut cal = crate::explain::Calibration::new(threshold, max_k);
         // Random pairs: each sampled document with another drawn at random
         // (the sample is in fingerprint order, so neighbours in it are not
         // random pairs).
@@ -992,8 +994,9 @@ impl Db {
 
     /// Checks that every record decodes, every record has exactly its `refs`
     /// entry and four index keys, every index key and `refs` entry points to
-    /// a record with the same fingerprint and id, and the document count
-    /// matches. Holds one small entry per document in memory.
+    /// a record with the same fingerprint and id, and the document and
+    /// short-document counts match. Holds one small entry per document in
+    /// memory.
     pub fn verify(&self) -> Result<VerifyReport> {
         use crate::error::hex;
         const REFS_BIT: u8 = 1 << 4;
@@ -1001,10 +1004,12 @@ impl Db {
         // doc key -> (xxh3 of the id, families seen)
         let mut docs: HashMap<DocKey, (u64, u8)> = HashMap::new();
         let id_hash = |id: &[u8]| xxhash_rust::xxh3::xxh3_64(id);
+        let mut short = 0u64;
         self.store.for_each_raw(store::DOCS, |k, v| {
             rep.documents += 1;
             match crate::store::codec::decode_record(v) {
                 Ok(r) => {
+                    short += u64::from(r.is_short());
                     if docs.insert(r.doc_key(), (id_hash(k), 0)).is_some() {
                         rep.problems.push(format!(
                             "{}: key {}: another record has the same fingerprint and sequence number",
@@ -1088,6 +1093,14 @@ impl Db {
                 store::META,
                 hex(store::DOC_COUNT_KEY),
                 rep.documents
+            ));
+        }
+        let short_count = self.store.short_count()?;
+        if short_count != short {
+            rep.problems.push(format!(
+                "{}: key {}: short-document count {short_count} but {short} short records",
+                store::META,
+                hex(store::SHORT_COUNT_KEY),
             ));
         }
         Ok(rep)

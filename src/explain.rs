@@ -87,11 +87,15 @@ pub struct Calibration {
     pub nearest_rejected: Vec<u64>,
     /// The similarity threshold used.
     pub threshold: f64,
+    /// Neighbours were searched up to this distance (<= 11); `nearest[12]`
+    /// counts documents with none within it.
+    pub max_k: u32,
 }
 
 impl Calibration {
-    /// An empty calibration for `threshold`.
-    pub fn new(threshold: f64) -> Calibration {
+    /// An empty calibration for `threshold`, neighbours searched up to
+    /// `max_k`.
+    pub fn new(threshold: f64, max_k: u32) -> Calibration {
         let near = MAX_EXACT_K as usize + 2;
         Calibration {
             sampled: 0,
@@ -100,6 +104,7 @@ impl Calibration {
             nearest_confirmed: vec![0; near],
             nearest_rejected: vec![0; near],
             threshold,
+            max_k: max_k.min(MAX_EXACT_K),
         }
     }
 
@@ -171,7 +176,7 @@ mod tests {
 
     #[test]
     fn calibration_counts() {
-        let mut c = Calibration::new(0.3);
+        let mut c = Calibration::new(0.3, 11);
         c.add_nearest(Some((0, Some(0.9))));
         c.add_nearest(Some((2, Some(0.1))));
         c.add_nearest(Some((5, Some(0.5))));

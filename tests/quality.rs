@@ -143,6 +143,20 @@ fn short_documents_are_flagged_and_counted() {
             .unwrap()
     };
     assert_eq!(stats(&db_path), 22);
+    assert_eq!(code(&simdb(&[&"verify", &db_path])), 0);
+    // A wrong count is a verify problem; repair recomputes it.
+    {
+        let raw = common::raw_open(&db_path);
+        let cf = raw.cf_handle("meta").unwrap();
+        raw.put_cf(cf, b"short_count", 99u64.to_be_bytes()).unwrap();
+    }
+    let o = simdb(&[&"verify", &db_path]);
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    assert!(
+        (stdout(&o) + &stderr(&o)).contains("short-document count 99 but 22"),
+        "{}",
+        stdout(&o)
+    );
     let o = simdb(&[&"verify", &db_path, &"--repair"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(stats(&db_path), 22);

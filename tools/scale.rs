@@ -6,7 +6,7 @@
 //! ```text
 //! cargo run --release --example scale -- --n 1000000 --queries 2000 [--mode uniform|skewed]
 //!     [--seed 1] [--dir DIR] [--brute 50] [--keep] [--reuse] [--cache-mb 256]
-//!     [--big-batch 100000]
+//!     [--big-batch 100000] [--ks 7,11] [--k-queries 1000]
 //! ```
 //!
 //! For each of the Q query fingerprints, four documents are planted at
@@ -15,6 +15,8 @@
 //! documents into 16 hot buckets of block 0 and half the queries there too.
 //! Recall is the share of planted neighbours returned at k=3 (must be 1.0);
 //! `--brute` queries are also compared in full with a linear scan.
+//! `--ks` times `--k-queries` warm queries at each larger k (multi-probe)
+//! and compares up to 5 of them per k with a linear scan.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -39,6 +41,8 @@ struct Args {
     reuse: bool,
     cache_mb: usize,
     big_batch: usize,
+    ks: Vec<u32>,
+    k_queries: usize,
 }
 
 fn args() -> Args {
@@ -53,6 +57,8 @@ fn args() -> Args {
         reuse: false,
         cache_mb: 256,
         big_batch: 100_000,
+        ks: Vec::new(),
+        k_queries: 1000,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -66,6 +72,8 @@ fn args() -> Args {
             "--brute" => a.brute = v().parse().expect("--brute"),
             "--cache-mb" => a.cache_mb = v().parse().expect("--cache-mb"),
             "--big-batch" => a.big_batch = v().parse().expect("--big-batch"),
+            "--ks" => a.ks = v().split(',').map(|k| k.parse().expect("--ks")).collect(),
+            "--k-queries" => a.k_queries = v().parse().expect("--k-queries"),
             "--keep" => a.keep = true,
             "--reuse" => {
                 a.reuse = true;
@@ -91,11 +99,15 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
 }
 
 fn time_queries(db: &Db, qs: &[u64]) -> (Vec<f64>, Vec<Vec<(String, u32)>>) {
+    time_queries_k(db, qs, 3)
+}
+
+fn time_queries_k(db: &Db, qs: &[u64], k: u32) -> (Vec<f64>, Vec<Vec<(String, u32)>>) {
     let mut lat = Vec::with_capacity(qs.len());
     let mut answers = Vec::with_capacity(qs.len());
     for &q in qs {
         let t = Instant::now();
-        let hits = db.query(Fingerprint(q), 3, None).expect("query");
+        let hits = db.query(Fingerprint(q), k, None).expect("query");
         lat.push(t.elapsed().as_secs_f64() * 1e3);
         answers.push(hits.into_iter().map(|h| (h.id, h.distance)).collect());
     }
@@ -104,8 +116,12 @@ fn time_queries(db: &Db, qs: &[u64]) -> (Vec<f64>, Vec<Vec<(String, u32)>>) {
 }
 
 fn report(name: &str, lat: &[f64]) {
+    report_k(3, name, lat)
+}
+
+fn report_k(k: u32, name: &str, lat: &[f64]) {
     println!(
-        "query k=3 {name:<14} p50 {:.3} ms  p95 {:.3} ms  p99 {:.3} ms  max {:.3} ms  ({} queries)",
+        "query k={k} {name:<14} p50 {:.3} ms  p95 {:.3} ms  p99 {:.3} ms  max {:.3} ms  ({} queries)",
         pct(lat, 0.5),
         pct(lat, 0.95),
         pct(lat, 0.99),
@@ -329,6 +345,35 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
         }
     }
     println!("brute force: {nb} queries compared in full, {mismatches} differ");
+
+    // Larger k: multi-probe latency (warm: one untimed pass first) and
+    // exactness on a few queries.
+    let brute_at = |q: u64, k: u32| -> Vec<(String, u32)> {
+        let mut want: Vec<(String, u32)> = fps
+            .par_iter()
+            .enumerate()
+            .filter_map(|(i, &f)| {
+                let d = (f ^ q).count_ones();
+                (d <= k).then(|| (format!("d{i:09}"), d))
+            })
+            .collect();
+        want.sort_by(|x, y| x.1.cmp(&y.1).then_with(|| x.0.cmp(&y.0)));
+        want
+    };
+    for &k in &a.ks {
+        let qs = &queries[..a.k_queries.min(queries.len())];
+        let _ = time_queries_k(&db, qs, k);
+        let (lat, ans) = time_queries_k(&db, qs, k);
+        report_k(k, "warm", &lat);
+        let nb = qs.len().min(5);
+        let differ = (0..nb).filter(|&j| brute_at(qs[j], k) != ans[j]).count();
+        let hits: usize = ans.iter().map(Vec::len).sum();
+        println!(
+            "k={k}: {hits} hits over {} queries; brute force: {nb} compared in full, {differ} differ",
+            qs.len()
+        );
+        assert_eq!(differ, 0, "index must equal brute force at k={k}");
+    }
     if a.keep {
         println!("kept {}", store.display());
     } else {

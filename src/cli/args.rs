@@ -54,6 +54,11 @@ pub struct CalibrateArgs {
     /// Sketch similarity that confirms a near-copy.
     #[arg(long, default_value_t = simdb::db::DEFAULT_MIN_SIMILARITY, value_name = "S")]
     pub min_similarity: f64,
+    /// Look for each sampled document's nearest neighbour up to this
+    /// distance (0..=11; on very large stores 7 is much faster: 17 instead
+    /// of 137 buckets per family).
+    #[arg(short = 'k', long, default_value_t = 11, value_name = "K")]
+    pub max_k: u32,
     /// Write the histograms as an SVG plot here.
     #[arg(long, value_name = "FILE", default_value = "simdb-calibrate.svg")]
     pub plot: PathBuf,

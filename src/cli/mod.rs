@@ -481,7 +481,7 @@ fn calibrate(a: CalibrateArgs) -> Result<bool> {
     let min_similarity = check_similarity(a.min_similarity)?;
     let db = Db::open_read_only(&a.db)?;
     note_freshness(&db);
-    let c = db.calibrate(a.sample, a.seed, min_similarity)?;
+    let c = db.calibrate(a.sample, a.seed, min_similarity, a.max_k)?;
     // Nearest-neighbour distances (0..=11) and random-pair distances
     // (0..=64) on one axis.
     let none_within = c.nearest[c.nearest.len() - 1];
@@ -498,9 +498,10 @@ fn calibrate(a: CalibrateArgs) -> Result<bool> {
         .collect();
     let svg = simdb::plot::histogram(
         &format!(
-            "{}: {} sampled documents ({none_within} with no other document within 11 bits)",
+            "{}: {} sampled documents ({none_within} with no other document within {} bits)",
             a.db.display(),
-            c.sampled
+            c.sampled,
+            c.max_k
         ),
         "Hamming distance",
         &[
@@ -533,8 +534,11 @@ fn calibrate(a: CalibrateArgs) -> Result<bool> {
         "k", "documents", "confirmed", "rejected"
     );
     for d in 0..c.nearest.len() {
+        if d as u32 > c.max_k && d != c.nearest.len() - 1 {
+            continue;
+        }
         let label = if d == c.nearest.len() - 1 {
-            ">11".to_string()
+            format!(">{}", c.max_k)
         } else {
             d.to_string()
         };
