@@ -46,8 +46,7 @@ fn init(a: InitArgs) -> Result<bool> {
     let db = if a.learn_idf.is_empty() {
         Db::create(&a.db, r)?
     } else {
-        let f = Fingerprinter::new(r.clone());
-        let mut texts: Vec<String> = Vec::new();
+        let mut learner = simdb::fingerprint::IdfLearner::new(Fingerprinter::new(r.clone()));
         let mut bad = 0u64;
         for path in &a.learn_idf {
             let input = Input::guess(path);
@@ -55,8 +54,8 @@ fn init(a: InitArgs) -> Result<bool> {
                 .with_context(|| format!("{}: cannot read", path.display()))?;
             for item in items {
                 match item {
-                    Ok(d) => match d.content {
-                        simdb::Content::Text(t) => texts.push(t),
+                    Ok(d) => match &d.content {
+                        simdb::Content::Text(t) => learner.add(t),
                         _ => bad += 1,
                     },
                     Err(p) => {
@@ -66,10 +65,10 @@ fn init(a: InitArgs) -> Result<bool> {
                 }
             }
         }
-        if texts.is_empty() {
+        if learner.docs() == 0 {
             bail!("--learn-idf: no texts to learn from");
         }
-        let table = simdb::fingerprint::LearnedIdf::learn(&f, texts.iter().map(String::as_str));
+        let table = learner.finish();
         eprintln!(
             "learned IDF of {} terms from {} documents ({bad} lines skipped)",
             table.len(),

@@ -30,8 +30,8 @@ use std::str::FromStr;
 pub use recipe::Recipe;
 pub use sketch::{Sketch, SKETCH_BYTES};
 pub use text::{
-    default_idf, idf, vocabulary, Analysis, Feature, Fingerprinter, LearnedIdf, SHORT_TERMS,
-    TOP_TERMS,
+    default_idf, idf, vocabulary, Analysis, Feature, Fingerprinter, IdfLearner, LearnedIdf,
+    SHORT_TERMS, TOP_TERMS,
 };
 
 use crate::error::{Error, Result};

@@ -212,33 +212,13 @@ pub struct LearnedIdf {
 
 impl LearnedIdf {
     /// Learns document frequencies from `texts` with `f`'s segmentation
-    /// and stop words.
+    /// and stop words (see [`IdfLearner`] to feed texts one at a time).
     pub fn learn<'a>(f: &Fingerprinter, texts: impl IntoIterator<Item = &'a str>) -> LearnedIdf {
-        let mut df: FxHashMap<String, u64> = FxHashMap::default();
-        let mut docs = 0u64;
-        for text in texts {
-            docs += 1;
-            let norm = Fingerprinter::normalize(text);
-            let mut seen: FxHashSet<&str> = FxHashSet::default();
-            f.segment(&norm, |t| {
-                seen.insert(t);
-            });
-            for t in &seen {
-                match df.get_mut(*t) {
-                    Some(n) => *n += 1,
-                    None => {
-                        df.insert(t.to_string(), 1);
-                    }
-                }
-            }
+        let mut l = IdfLearner::new(f.clone());
+        for t in texts {
+            l.add(t);
         }
-        let mut terms: Vec<(String, u64)> = df.into_iter().filter(|(_, n)| *n >= 2).collect();
-        terms.sort_unstable();
-        let mut bytes = format!("simdb-idf v1 docs={docs}\n");
-        for (t, n) in &terms {
-            bytes += &format!("{t}\t{:.6}\n", (docs as f64 / *n as f64).ln());
-        }
-        LearnedIdf::parse(&bytes).expect("a table just written parses")
+        l.finish()
     }
 
     /// Parses the serialised form; `Err` carries the reason.
@@ -304,6 +284,61 @@ impl LearnedIdf {
             .get(&word_key(term))
             .copied()
             .unwrap_or_else(|| (self.docs.max(1) as f64).ln())
+    }
+}
+
+/// Builds a [`LearnedIdf`] from texts fed one at a time: memory holds the
+/// distinct terms and their document counts, not the texts.
+#[derive(Debug)]
+pub struct IdfLearner {
+    f: Fingerprinter,
+    df: FxHashMap<String, u64>,
+    docs: u64,
+}
+
+impl IdfLearner {
+    /// A learner using `f`'s segmentation and stop words.
+    pub fn new(f: Fingerprinter) -> IdfLearner {
+        IdfLearner {
+            f,
+            df: FxHashMap::default(),
+            docs: 0,
+        }
+    }
+
+    /// Counts one document.
+    pub fn add(&mut self, text: &str) {
+        self.docs += 1;
+        let norm = Fingerprinter::normalize(text);
+        let mut seen: FxHashSet<&str> = FxHashSet::default();
+        self.f.segment(&norm, |t| {
+            seen.insert(t);
+        });
+        for t in seen {
+            match self.df.get_mut(t) {
+                Some(n) => *n += 1,
+                None => {
+                    self.df.insert(t.to_string(), 1);
+                }
+            }
+        }
+    }
+
+    /// Documents counted so far.
+    pub fn docs(&self) -> u64 {
+        self.docs
+    }
+
+    /// The table: terms in at least two documents, `ln(N / df)`.
+    pub fn finish(self) -> LearnedIdf {
+        let docs = self.docs;
+        let mut terms: Vec<(String, u64)> = self.df.into_iter().filter(|(_, n)| *n >= 2).collect();
+        terms.sort_unstable();
+        let mut bytes = format!("simdb-idf v1 docs={docs}\n");
+        for (t, n) in &terms {
+            bytes += &format!("{t}\t{:.6}\n", (docs as f64 / *n as f64).ln());
+        }
+        LearnedIdf::parse(&bytes).expect("a table just written parses")
     }
 }
 
