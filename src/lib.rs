@@ -6,8 +6,11 @@
 //! families: a fingerprint's four 16-bit blocks, one per family, so that any
 //! fingerprint within 3 bits shares at least one block with the query
 //! (pigeonhole) and a query is four short prefix scans; larger k probes the
-//! block values within 1 (k <= 7) or 2 (k <= 11) bits. Answers are exactly what a brute-force
-//! scan over all fingerprints returns.
+//! block values within 1 (k <= 7) or 2 (k <= 11) bits. Answers are exactly
+//! what a brute-force scan over all fingerprints returns. Text queries are
+//! then verified: each candidate's stored [`Sketch`] (a b-bit MinHash of
+//! its word 3-shingles) must agree with the query's at least
+//! [`db::DEFAULT_MIN_SIMILARITY`] (see [`Query`]).
 //!
 //! ```no_run
 //! use simdb::{Content, Db, Recipe};
@@ -18,12 +21,13 @@
 //! db.put("a", Content::Text("国务院总理主持召开常务会议，部署扩大内需的政策措施。".into()))?;
 //! let hits = db.query_text("国务院总理主持召开常务会议，部署扩大内需的若干政策措施。", 3, Some(10))?;
 //! for h in hits {
-//!     println!("{} at distance {}", h.id, h.distance);
+//!     println!("{} at distance {}, similarity {:?}", h.id, h.distance, h.similarity);
 //! }
 //! # Ok(()) }
 //! ```
 //!
-//! Modules: [`fingerprint`] and [`index`] are pure (no RocksDB, no files);
+//! Modules: [`fingerprint`], [`index`], [`explain`] and [`plot`] are pure
+//! (no RocksDB, no files);
 //! [`store`] is the only one that touches RocksDB; [`Db`] is the facade the
 //! `simdb` command is built on; [`ingest`] reads inputs and writes batches.
 

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 const W: f64 = 860.0;
-const H: f64 = 420.0;
+const H: f64 = 520.0;
 const LEFT: f64 = 60.0;
 const RIGHT: f64 = 300.0;
 const TOP: f64 = 40.0;

@@ -99,7 +99,7 @@ fn sig(f: &Fingerprinter, text: &str) -> Sig {
 }
 
 /// (distance, sketch similarity) of two signatures; None if either has no
-/// fingerprint.
+/// fingerprint (a text with a fingerprint always has a sketch).
 fn compare(a: &Sig, b: &Sig) -> Option<(u32, f64)> {
     let d = a.fp?.distance(b.fp?);
     let s = match (&a.sketch, &b.sketch) {
@@ -109,10 +109,17 @@ fn compare(a: &Sig, b: &Sig) -> Option<(u32, f64)> {
     Some((d, s))
 }
 
+/// Character 5-gram set of a text's letters and digits (lower-cased); a
+/// text with fewer than 5 of them is one shingle of all of them.
 fn char_shingles(text: &str) -> Vec<u64> {
-    let chars: Vec<char> = text.chars().filter(|c| c.is_alphanumeric()).collect();
+    let chars: Vec<char> = text
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect();
     let mut s: Vec<u64> = if chars.len() < 5 {
-        vec![xxhash_rust::xxh3::xxh3_64(text.as_bytes())]
+        let all: String = chars.iter().collect();
+        vec![xxhash_rust::xxh3::xxh3_64(all.as_bytes())]
     } else {
         chars
             .windows(5)

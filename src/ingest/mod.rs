@@ -1,6 +1,6 @@
 //! The ingest run, a pipeline: inputs are read in chunks; each chunk is
 //! fingerprinted on all cores (rayon) while the calling thread applies the
-//! previous one in input order through one [`Writer`] and commits it as one
+//! previous one in input order through one [`Writer`](crate::Writer) and commits it as one
 //! atomic batch.
 //!
 //! Memory is bounded by three chunks (each at most `batch_size` documents

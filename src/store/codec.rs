@@ -229,7 +229,7 @@ pub fn decode_doc_count(bytes: &[u8]) -> Result<u64, String> {
     Ok(u64::from_be_bytes(b))
 }
 
-/// Decodes the meta `recipe` value: UTF-8 JSON of a valid [`Recipe`].
+/// Decodes the meta `recipe` value: UTF-8 JSON of a valid [`Recipe`](crate::Recipe).
 pub fn decode_recipe(bytes: &[u8]) -> Result<crate::fingerprint::Recipe, String> {
     let r: crate::fingerprint::Recipe =
         serde_json::from_slice(bytes).map_err(|e| format!("bad recipe JSON: {e}"))?;
