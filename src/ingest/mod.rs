@@ -66,11 +66,14 @@ impl Default for Options {
 }
 
 /// One line of the duplicate report.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct DuplicateReport {
     pub id: String,
     pub duplicate_of: String,
     pub distance: u32,
+    /// Sketch similarity of the two texts, when both have a sketch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<f64>,
 }
 
 /// Counts of an ingest run.
@@ -314,6 +317,7 @@ fn apply(
                 id: doc.id.clone(),
                 duplicate_of: h.id.clone(),
                 distance: h.distance,
+                similarity: h.similarity,
             }));
             if opts.policy == DuplicatePolicy::Skip {
                 sum.skipped_duplicates += 1;
