@@ -523,27 +523,20 @@ impl Db {
             .par_iter()
             .map(|(doc, id)| -> Result<_> {
                 let sketch = self.get(id)?.and_then(|r| r.sketch);
+                // The nearest other document; among equally near ones, the
+                // most similar.
                 let mut best: Option<Hit> = None;
-                self.store.probe(
-                    doc.fingerprint,
-                    fingerprint::MAX_EXACT_K,
-                    sketch.as_ref(),
-                    |h| {
-                        if &h.id != id
-                            && best.as_ref().is_none_or(|b| {
-                                (
-                                    h.distance,
-                                    std::cmp::Reverse(h.similarity.map(|s| (s * 1e6) as i64)),
-                                ) < (
-                                    b.distance,
-                                    std::cmp::Reverse(b.similarity.map(|s| (s * 1e6) as i64)),
-                                )
-                            })
-                        {
+                let better = |h: &Hit, b: &Hit| {
+                    h.distance < b.distance
+                        || (h.distance == b.distance
+                            && h.similarity.unwrap_or(-1.0) > b.similarity.unwrap_or(-1.0))
+                };
+                self.store
+                    .probe(doc.fingerprint, max_k, sketch.as_ref(), |h| {
+                        if &h.id != id && best.as_ref().is_none_or(|b| better(&h, b)) {
                             best = Some(h);
                         }
-                    },
-                )?;
+                    })?;
                 Ok(best.map(|h| (h.distance, h.similarity)))
             })
             .collect::<Result<_>>()?;

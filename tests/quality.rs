@@ -269,6 +269,25 @@ fn explain_and_calibrate_on_the_command_line() {
         "{}",
         stdout(&o)
     );
+    // -k bounds the search: nothing is counted beyond it.
+    let o = simdb(&[
+        &"calibrate",
+        &db_path,
+        &"--sample",
+        &"400",
+        &"--plot",
+        &plot,
+        &"-k",
+        &"2",
+        &"--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let c2: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    let nearest = c2["nearest"].as_array().unwrap();
+    assert!(nearest[3..12].iter().all(|x| x == 0), "{c2}");
+    assert_eq!(c2["max_k"], 2);
+    let o = simdb(&[&"calibrate", &db_path, &"-k", &"12", &"--plot", &plot]);
+    assert_eq!(code(&o), 2);
 }
 
 #[test]
