@@ -29,8 +29,10 @@ echo "query: $(head -c 90 "$WORK/query.txt")..."
 echo "== simdb query --text --explain (why it matched: distance, similarity, shared terms)"
 "$SIMDB" query "$WORK/db" --text "$(cat "$WORK/query.txt")" --explain
 
-echo "== simdb query --id article-00010"
-"$SIMDB" query "$WORK/db" --id article-00010 --json
+# The first reported pair: query the stored original by id (itself excluded).
+ORIG="$(head -n 1 "$WORK/report.jsonl" | sed 's/.*"duplicate_of":"\([^"]*\)".*/\1/')"
+echo "== simdb query --id $ORIG (its edited copy was reported above)"
+"$SIMDB" query "$WORK/db" --id "$ORIG" --json
 
 echo "== simdb calibrate (where near-copies and distinct documents separate)"
 "$SIMDB" calibrate "$WORK/db" --sample 500 --plot "$WORK/calibrate.svg"

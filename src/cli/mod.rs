@@ -837,10 +837,11 @@ fn stats(a: StatsArgs) -> Result<bool> {
     println!("view         {}", view_text(&s.view));
     println!("size on disk {} bytes", s.bytes_on_disk);
     println!(
-        "recipe       top_k={} shingle={} hmm={} hash={} width={} tie={}",
+        "recipe       top_k={} shingle={} hmm={} tf={} hash={} width={} tie={}",
         s.recipe.top_k,
         s.recipe.shingle,
         s.recipe.hmm,
+        s.recipe.tf,
         s.recipe.hash,
         s.recipe.width,
         s.recipe.tie_rule
