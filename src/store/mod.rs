@@ -268,6 +268,36 @@ impl Drop for Staging {
     }
 }
 
+/// Calls `on` with the fingerprint and bytes of each key of bucket `block`
+/// of family `i`, from the iterator's position (just after a seek to the
+/// bucket) to the first key outside it; then checks the iterator's status.
+fn walk_bucket(
+    it: &mut rocksdb::DBRawIterator<'_>,
+    i: usize,
+    block: u16,
+    mut on: impl FnMut(Fingerprint, &[u8]) -> Result<()>,
+) -> Result<()> {
+    let prefix = block.to_be_bytes();
+    while let Some(key) = it.key() {
+        if !key.starts_with(&prefix) {
+            break;
+        }
+        let fp = index::key_fingerprint(key)
+            .ok_or_else(|| Error::corrupt(BLOCK_FAMILIES[i], key, "index key is too short"))?;
+        on(fp, key)?;
+        it.next();
+    }
+    it.status()?;
+    Ok(())
+}
+
+/// The document an index key of family `i` names.
+fn decode_doc(i: usize, key: &[u8]) -> Result<DocKey> {
+    index::decode_key(i, key)
+        .map(|ik| ik.doc)
+        .map_err(|r| Error::corrupt(BLOCK_FAMILIES[i], key, r))
+}
+
 fn sync_parent(path: &Path) {
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
@@ -694,32 +724,23 @@ impl Store {
             group.clear();
             group.extend(order[start..end].iter().map(|&(_, j)| (j, qs[j])));
             start = end;
-            let prefix = block.to_be_bytes();
-            it.seek(prefix);
-            while let Some(key) = it.key() {
-                if !key.starts_with(&prefix) {
-                    break;
-                }
-                let fp = index::key_fingerprint(key)
-                    .ok_or_else(|| Error::corrupt(name, key, "index key is too short"))?;
+            it.seek(block.to_be_bytes());
+            walk_bucket(&mut it, i, block, |fp, key| {
                 for &(j, q) in &group {
                     if fp.distance(q) <= k {
-                        let ik =
-                            index::decode_key(i, key).map_err(|r| Error::corrupt(name, key, r))?;
-                        found.push((j, ik.doc));
+                        found.push((j, decode_doc(i, key)?));
                     }
                 }
-                it.next();
-            }
-            it.status()?;
+                Ok(())
+            })?;
         }
         Ok(found)
     }
 
     /// Appends to `found` the documents within `k` of `q` in the buckets
-    /// `blocks` (ascending) of family `i`. One bucket uses the prefix bloom
-    /// filter; many (multi-probe) share one iterator that seeks forward
-    /// from bucket to bucket.
+    /// `blocks` (ascending) of family `i`. One bucket is read with the
+    /// prefix bloom filter and bounds; many (multi-probe) share one
+    /// iterator that seeks forward from bucket to bucket.
     fn scan_buckets(
         &self,
         i: usize,
@@ -728,61 +749,24 @@ impl Store {
         k: u32,
         found: &mut Vec<DocKey>,
     ) -> Result<()> {
+        let mut ro = ReadOptions::default();
         if let [block] = blocks {
-            return self.scan_bucket(i, *block, q, k, found);
+            ro.set_prefix_same_as_start(true);
+            ro.set_iterate_range(rocksdb::PrefixRange(&block.to_be_bytes()[..]));
+        } else {
+            ro.set_total_order_seek(true);
         }
-        let name = BLOCK_FAMILIES[i];
-        let mut ro = ReadOptions::default();
-        ro.set_total_order_seek(true);
-        let mut it = self.db.raw_iterator_cf_opt(self.cf(name), ro);
-        for block in blocks {
-            let prefix = block.to_be_bytes();
-            it.seek(prefix);
-            while let Some(key) = it.key() {
-                if !key.starts_with(&prefix) {
-                    break;
-                }
-                let fp = index::key_fingerprint(key)
-                    .ok_or_else(|| Error::corrupt(name, key, "index key is too short"))?;
-                if fp.distance(q) <= k {
-                    let ik = index::decode_key(i, key).map_err(|r| Error::corrupt(name, key, r))?;
-                    found.push(ik.doc);
-                }
-                it.next();
-            }
-            it.status()?;
-        }
-        Ok(())
-    }
-
-    /// Appends to `found` the documents within `k` of `q` in bucket `block`
-    /// of family `i`.
-    fn scan_bucket(
-        &self,
-        i: usize,
-        block: u16,
-        q: Fingerprint,
-        k: u32,
-        found: &mut Vec<DocKey>,
-    ) -> Result<()> {
-        let name = BLOCK_FAMILIES[i];
-        let prefix = block.to_be_bytes();
-        let mut ro = ReadOptions::default();
-        ro.set_prefix_same_as_start(true);
-        ro.set_iterate_range(rocksdb::PrefixRange(&prefix[..]));
-        let mut it = self.db.raw_iterator_cf_opt(self.cf(name), ro);
-        it.seek(prefix);
-        while let Some(key) = it.key() {
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(BLOCK_FAMILIES[i]), ro);
+        for &block in blocks {
+            it.seek(block.to_be_bytes());
             // Hot loop: read the fingerprint, decide; decode fully only hits.
-            let fp = index::key_fingerprint(key)
-                .ok_or_else(|| Error::corrupt(name, key, "index key is too short"))?;
-            if fp.distance(q) <= k {
-                let ik = index::decode_key(i, key).map_err(|r| Error::corrupt(name, key, r))?;
-                found.push(ik.doc);
-            }
-            it.next();
+            walk_bucket(&mut it, i, block, |fp, key| {
+                if fp.distance(q) <= k {
+                    found.push(decode_doc(i, key)?);
+                }
+                Ok(())
+            })?;
         }
-        it.status()?;
         Ok(())
     }
 
