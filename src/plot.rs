@@ -50,7 +50,8 @@ fn at(x: f64, y: f64, x_max: f64, y_max: f64) -> (f64, f64) {
     )
 }
 
-fn axes(out: &mut String, x_max: f64, y_max: f64, x_ticks: &[f64], y_ticks: &[f64]) {
+/// Axes, x ticks at data positions, and y grid lines at `(data y, label)`.
+fn axes(out: &mut String, x_max: f64, y_max: f64, x_ticks: &[f64], y_ticks: &[(f64, String)]) {
     let (x0, y0) = at(0.0, 0.0, x_max, y_max);
     let (x1, y1) = at(x_max, y_max, x_max, y_max);
     let _ = writeln!(
@@ -66,19 +67,14 @@ fn axes(out: &mut String, x_max: f64, y_max: f64, x_ticks: &[f64], y_ticks: &[f6
             y0 + 18.0
         );
     }
-    for &t in y_ticks {
-        let (_, y) = at(0.0, t, x_max, y_max);
+    for (t, label) in y_ticks {
+        let (_, y) = at(0.0, *t, x_max, y_max);
         let _ = writeln!(
             out,
-            r##"<line x1="{}" y1="{y}" x2="{x1}" y2="{y}" stroke="#ddd"/><text x="{}" y="{}" text-anchor="end">{}</text>"##,
+            r##"<line x1="{}" y1="{y}" x2="{x1}" y2="{y}" stroke="#ddd"/><text x="{}" y="{}" text-anchor="end">{label}</text>"##,
             x0 - 4.0,
             x0 - 7.0,
             y + 4.0,
-            if t.fract() == 0.0 {
-                format!("{t}")
-            } else {
-                format!("{t:.2}")
-            }
         );
     }
 }
@@ -130,7 +126,17 @@ pub fn chart(title: &str, x_label: &str, y_label: &str, series: &[Series]) -> St
     let mut out = String::new();
     frame(&mut out, title, x_label, y_label);
     let x_ticks: Vec<f64> = (0..n).map(|i| i as f64).collect();
-    let y_ticks: Vec<f64> = (0..=5).map(|i| y_max * f64::from(i) / 5.0).collect();
+    let y_ticks: Vec<(f64, String)> = (0..=5)
+        .map(|i| {
+            let t = y_max * f64::from(i) / 5.0;
+            let label = if t.fract() == 0.0 {
+                format!("{t}")
+            } else {
+                format!("{t:.2}")
+            };
+            (t, label)
+        })
+        .collect();
     axes(&mut out, x_max, y_max, &x_ticks, &y_ticks);
     for (si, sr) in series.iter().enumerate() {
         let (label, values) = (&sr.label, &sr.values);
@@ -184,20 +190,14 @@ pub fn histogram(title: &str, x_label: &str, series: &[(String, Vec<u64>)]) -> S
     frame(&mut out, title, x_label, "documents or pairs (log scale)");
     let step = (n / 16).max(1);
     let x_ticks: Vec<f64> = (0..n).step_by(step).map(|i| i as f64 + 0.5).collect();
-    axes(&mut out, x_max, y_max, &[], &[]);
     // Grid lines at 1, 10, 100, ...
-    for p in 0..(y_max as i32) {
-        let c = 10f64.powi(p);
-        let (x0, y) = at(0.0, scale(c), x_max, y_max);
-        let (x1, _) = at(x_max, 0.0, x_max, y_max);
-        let _ = writeln!(
-            out,
-            r##"<line x1="{}" y1="{y}" x2="{x1}" y2="{y}" stroke="#ddd"/><text x="{}" y="{}" text-anchor="end">{c}</text>"##,
-            x0 - 4.0,
-            x0 - 7.0,
-            y + 4.0,
-        );
-    }
+    let y_ticks: Vec<(f64, String)> = (0..(y_max as i32))
+        .map(|p| {
+            let c = 10f64.powi(p);
+            (scale(c), format!("{c}"))
+        })
+        .collect();
+    axes(&mut out, x_max, y_max, &[], &y_ticks);
     for &t in &x_ticks {
         let (x, y0) = at(t, 0.0, x_max, y_max);
         let _ = writeln!(
