@@ -264,10 +264,10 @@ mod tests {
         }
     }
 
-    #[test]
-    fn record_v2_bytes_are_pinned() {
-        let bytes = encode_record(&sample_v2());
-        let payload: Vec<u8> = [
+    /// The version 1 payload of `sample()`, field by field (also the
+    /// start of its version 2 payload).
+    fn v1_payload() -> Vec<u8> {
+        [
             &0x0123_4567_89ab_cdefu64.to_be_bytes()[..],
             &3u32.to_be_bytes(),
             &0x1122_3344_5566_7788u64.to_be_bytes(),
@@ -275,6 +275,15 @@ mod tests {
             &1_700_000_000u64.to_be_bytes(),
             &9u64.to_be_bytes(),
             b"a.jsonl:7",
+        ]
+        .concat()
+    }
+
+    #[test]
+    fn record_v2_bytes_are_pinned() {
+        let bytes = encode_record(&sample_v2());
+        let payload: Vec<u8> = [
+            &v1_payload()[..],
             &17u32.to_be_bytes(),
             &[1u8],
             &[0xa5; 32],
@@ -299,16 +308,7 @@ mod tests {
     #[test]
     fn record_v1_bytes_still_decode() {
         let mut bytes = vec![1u8];
-        let payload: Vec<u8> = [
-            &0x0123_4567_89ab_cdefu64.to_be_bytes()[..],
-            &3u32.to_be_bytes(),
-            &0x1122_3344_5566_7788u64.to_be_bytes(),
-            &42u64.to_be_bytes(),
-            &1_700_000_000u64.to_be_bytes(),
-            &9u64.to_be_bytes(),
-            b"a.jsonl:7",
-        ]
-        .concat();
+        let payload = v1_payload();
         bytes.extend_from_slice(&crc32fast::hash(&payload).to_be_bytes());
         bytes.extend_from_slice(&payload);
         // The literal v1 frame header, so a crc32fast change shows too.
