@@ -3,9 +3,22 @@
 # libclang (bindgen, for librocksdb-sys) and a C++ compiler. Idempotent.
 set -euo pipefail
 
+# bindgen (clang-sys) loads libclang.so, libclang-N.so or libclang.so.N.
+# libclang-cpp.so.N is a different library (the C++ API) that images often
+# carry without libclang itself: it must not count.
 have_libclang() {
-    ldconfig -p 2>/dev/null | grep -q 'libclang\(-[0-9.]*\)\?\.so' && return 0
-    ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1
+    local f
+    if [ -n "${LIBCLANG_PATH:-}" ]; then
+        for f in "$LIBCLANG_PATH"/libclang.so* "$LIBCLANG_PATH"/libclang-[0-9]*.so*; do
+            [ -e "$f" ] && return 0
+        done
+    fi
+    ldconfig -p 2>/dev/null | grep -Eq '[[:space:]]libclang(-[0-9.]+)?\.so' && return 0
+    for f in /usr/lib/llvm-*/lib/libclang.so* /usr/lib/llvm-*/lib/libclang-[0-9]*.so* \
+             /usr/lib/*-linux-gnu/libclang.so* /usr/lib/*-linux-gnu/libclang-[0-9]*.so*; do
+        [ -e "$f" ] && return 0
+    done
+    return 1
 }
 
 need=()
