@@ -77,15 +77,49 @@ impl Content {
 /// The sketch similarity a candidate needs to be reported, when both
 /// sides have a sketch: chosen with `tools/evaluate.rs` (README, "Choosing
 /// the defaults").
+///
+/// For the default character 4-gram sketch: the threshold that kept
+/// distinct corpus pairs at 0-0.6% of the flagged pairs on four of the five
+/// corpora measured while keeping 0.86-0.88 of copies with 5% of their
+/// characters edited (`tools/recall.rs --sweep`, README "Recall at
+/// realistic edits").
 pub const DEFAULT_MIN_SIMILARITY: f64 = 0.6;
+
+/// The default threshold of stores whose sketch is of word 3-shingles
+/// (made before character sketches): 0.6, from the evaluation of that
+/// sketch.
+pub const DEFAULT_MIN_SIMILARITY_WORDS3: f64 = 0.6;
+
+/// The default verification threshold for sketches of `kind`.
+pub fn default_min_similarity(kind: fingerprint::SketchKind) -> f64 {
+    match kind {
+        fingerprint::SketchKind::Words3 => DEFAULT_MIN_SIMILARITY_WORDS3,
+        fingerprint::SketchKind::Chars(_) => DEFAULT_MIN_SIMILARITY,
+    }
+}
+
+/// Confidence-ranked probing of a query (see [`index::ProbePlan::ranked`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    /// The query's least-confident bits, weakest first
+    /// ([`fingerprint::BitSums::weakest`]).
+    pub weak_bits: Vec<u8>,
+    /// Buckets read over the four families, at most.
+    pub budget: usize,
+}
 
 /// A query: a fingerprint, the distance, and optionally a verification
 /// sketch that confirms each candidate.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Query {
     pub fingerprint: Fingerprint,
-    /// Hamming distance (<= [`fingerprint::MAX_EXACT_K`]).
+    /// Hamming distance (<= [`fingerprint::MAX_EXACT_K`]): every document
+    /// within `k` is a candidate (exactly, as a brute-force scan).
     pub k: u32,
+    /// Beyond `k`, confidence-ranked probing: also every document that
+    /// differs from the query in at most [`index::PROBE_TOLERANCE`] bits
+    /// outside the query's weak set. `None` = exact at `k` only.
+    pub probe: Option<Probe>,
     /// The query's sketch; `None` reports every candidate within `k`.
     pub sketch: Option<Sketch>,
     /// With a sketch, a candidate whose record has a sketch is reported
@@ -104,10 +138,26 @@ impl Query {
         Query {
             fingerprint,
             k: 3,
+            probe: None,
             sketch: None,
             min_similarity: DEFAULT_MIN_SIMILARITY,
             limit: None,
             exclude: None,
+        }
+    }
+
+    /// Exact at `k`: no probing beyond it.
+    pub fn exact(mut self, k: u32) -> Query {
+        self.k = k;
+        self.probe = None;
+        self
+    }
+
+    /// The buckets to read and the rule a candidate must pass.
+    pub fn plan(&self) -> index::ProbePlan {
+        match &self.probe {
+            Some(p) => index::ProbePlan::ranked(self.fingerprint, self.k, &p.weak_bits, p.budget),
+            None => index::ProbePlan::exact(self.fingerprint, self.k),
         }
     }
 
@@ -343,7 +393,8 @@ impl Db {
     /// at most `limit` of them.
     pub fn query(&self, q: Fingerprint, k: u32, limit: Option<usize>) -> Result<Vec<Hit>> {
         let mut hits = Vec::new();
-        self.store.probe(q, k, None, |h| hits.push(h))?;
+        self.store
+            .probe(q, &index::ProbePlan::exact(q, k), None, |h| hits.push(h))?;
         Ok(index::finish(hits, limit))
     }
 
@@ -354,7 +405,7 @@ impl Db {
     pub fn search(&self, q: &Query) -> Result<Vec<Hit>> {
         let mut hits = Vec::new();
         self.store
-            .probe(q.fingerprint, q.k, q.sketch.as_ref(), |h| {
+            .probe(q.fingerprint, &q.plan(), q.sketch.as_ref(), |h| {
                 if q.confirms(&h) && q.exclude.as_deref() != Some(h.id.as_str()) {
                     hits.push(h)
                 }
@@ -362,91 +413,115 @@ impl Db {
         Ok(index::finish(hits, q.limit))
     }
 
-    /// Answers of many queries, in their order; each sorted by distance
-    /// then id, at most `limit` long. One sorted pass per block family over
-    /// the whole batch ([`Store::probe_many`]): much faster than one query
-    /// at a time once the batch is large (thousands of queries).
+    /// Answers of many fingerprint queries at `k` (exact), in their order;
+    /// each sorted by distance then id, at most `limit` long. One sorted
+    /// pass per block family over the whole batch (see [`Db::search_many`]).
     pub fn query_many(
         &self,
         qs: &[Fingerprint],
         k: u32,
         limit: Option<usize>,
     ) -> Result<Vec<Vec<Hit>>> {
-        Ok(self
-            .store
-            .probe_many(qs, k, None)?
-            .into_iter()
-            .map(|hits| index::finish(hits, limit))
-            .collect())
+        let qs: Vec<Query> = qs
+            .iter()
+            .map(|&fp| Query {
+                limit,
+                ..Query::new(fp).exact(k)
+            })
+            .collect();
+        self.search_many(&qs)
     }
 
-    /// [`Db::query_many`] with verification: `sketches` holds one optional
-    /// sketch per query; a query with a sketch reports a candidate whose
-    /// record has a sketch only if their similarity is at least
-    /// `min_similarity` (as [`Db::search`] does).
-    pub fn query_many_verified(
-        &self,
-        qs: &[Fingerprint],
-        sketches: &[Option<Sketch>],
-        k: u32,
-        min_similarity: f64,
-        limit: Option<usize>,
-    ) -> Result<Vec<Vec<Hit>>> {
-        if sketches.len() != qs.len() {
-            return Err(Error::Input(format!(
-                "{} queries but {} sketches",
-                qs.len(),
-                sketches.len()
-            )));
-        }
+    /// Answers of many [`Query`]s, in their order, as [`Db::search`] gives
+    /// them: one sorted pass per block family over the whole batch
+    /// (`Store::probe_many`), much faster than one query at a time once
+    /// the batch is large (thousands of queries).
+    pub fn search_many(&self, qs: &[Query]) -> Result<Vec<Vec<Hit>>> {
+        let plans: Vec<(Fingerprint, index::ProbePlan)> =
+            qs.iter().map(|q| (q.fingerprint, q.plan())).collect();
+        let sketches: Vec<Option<Sketch>> = qs.iter().map(|q| q.sketch).collect();
         Ok(self
             .store
-            .probe_many(qs, k, Some(sketches))?
+            .probe_many(&plans, Some(&sketches))?
             .into_iter()
-            .map(|mut hits| {
-                hits.retain(|h| h.similarity.is_none_or(|s| s >= min_similarity));
-                index::finish(hits, limit)
+            .zip(qs)
+            .map(|(mut hits, q)| {
+                hits.retain(|h| q.confirms(h) && q.exclude.as_deref() != Some(h.id.as_str()));
+                index::finish(hits, q.limit)
             })
             .collect())
     }
 
+    /// The verification threshold this store uses by default (it depends
+    /// on the recipe's sketch: see [`default_min_similarity`]).
+    pub fn default_min_similarity(&self) -> f64 {
+        self.recipe()
+            .sketch_kind()
+            .map(default_min_similarity)
+            .unwrap_or(DEFAULT_MIN_SIMILARITY)
+    }
+
+    /// The query for an analysed text or stored document: confidence-ranked
+    /// at the default budget when its weak bits are known, exact at k = 3
+    /// otherwise, verified at the store's default threshold.
+    pub fn query_for(
+        &self,
+        fingerprint: Fingerprint,
+        sketch: Option<Sketch>,
+        weak_bits: &[u8],
+    ) -> Query {
+        Query {
+            sketch,
+            probe: (!weak_bits.is_empty()).then(|| Probe {
+                weak_bits: weak_bits.to_vec(),
+                budget: index::DEFAULT_PROBE_BUDGET,
+            }),
+            min_similarity: self.default_min_similarity(),
+            ..Query::new(fingerprint)
+        }
+    }
+
     /// Near-duplicates of `text`, confirmed by the verification sketch at
     /// the default threshold ([`DEFAULT_MIN_SIMILARITY`]).
+    /// Near-duplicates of `text` within exactly `k` bits, confirmed by the
+    /// verification sketch at the store's default threshold. (The default
+    /// query, [`Db::text_query`], probes by confidence instead.)
     pub fn query_text(&self, text: &str, k: u32, limit: Option<usize>) -> Result<Vec<Hit>> {
         fingerprint::check_k(k)?;
-        let mut q = self.text_query(text)?;
-        q.k = k;
-        q.limit = limit;
+        let q = Query {
+            limit,
+            ..self.text_query(text)?.exact(k)
+        };
         self.search(&q)
     }
 
-    /// A [`Query`] for `text` (default k, threshold and no limit).
+    /// The default [`Query`] for `text`: confidence-ranked probing at the
+    /// default budget, verified at the store's default threshold, no limit.
     pub fn text_query(&self, text: &str) -> Result<Query> {
         let a = self.fingerprinter.analyze(text)?;
-        Ok(Query {
-            sketch: a.sketch,
-            ..Query::new(a.fingerprint)
-        })
+        Ok(self.query_for(a.fingerprint, a.sketch, &a.weak_bits))
     }
 
-    /// A [`Query`] for the stored document `id`, which it excludes.
+    /// The default [`Query`] for the stored document `id`, which it
+    /// excludes: confidence-ranked with the weak bits kept in its record
+    /// (exact at k = 3 for records that have none).
     pub fn id_query(&self, id: &str) -> Result<Query> {
         let rec = self
             .get(id)?
             .ok_or_else(|| Error::NotFound { id: id.to_string() })?;
         Ok(Query {
-            sketch: rec.sketch,
             exclude: Some(id.to_string()),
-            ..Query::new(rec.fingerprint)
+            ..self.query_for(rec.fingerprint, rec.sketch, &rec.weak_bits)
         })
     }
 
-    /// Near-duplicates of the stored document `id`, itself excluded,
-    /// confirmed by the sketches at the default threshold.
+    /// Near-duplicates of the stored document `id` within exactly `k` bits,
+    /// itself excluded, confirmed by the sketches at the default threshold.
     pub fn query_id(&self, id: &str, k: u32, limit: Option<usize>) -> Result<Vec<Hit>> {
-        let mut q = self.id_query(id)?;
-        q.k = k;
-        q.limit = limit;
+        let q = Query {
+            limit,
+            ..self.id_query(id)?.exact(k)
+        };
         self.search(&q)
     }
 
@@ -531,8 +606,9 @@ impl Db {
                         || (h.distance == b.distance
                             && h.similarity.unwrap_or(-1.0) > b.similarity.unwrap_or(-1.0))
                 };
+                let plan = index::ProbePlan::exact(doc.fingerprint, max_k);
                 self.store
-                    .probe(doc.fingerprint, max_k, sketch.as_ref(), |h| {
+                    .probe(doc.fingerprint, &plan, sketch.as_ref(), |h| {
                         if &h.id != id && best.as_ref().is_none_or(|b| better(&h, b)) {
                             best = Some(h);
                         }
@@ -787,6 +863,7 @@ impl Writer<'_> {
             terms: u32::try_from(doc.terms).unwrap_or(u32::MAX),
             sketch: doc.sketch,
             top_terms: doc.top_terms,
+            weak_bits: doc.weak_bits,
         };
         self.short += u64::from(rec.is_short());
         self.store.put_doc(&mut self.batch, id, &rec);
@@ -831,14 +908,15 @@ impl Writer<'_> {
     /// [`Db::search`] over the store and this batch.
     pub fn search(&self, q: &Query) -> Result<Vec<Hit>> {
         let mut hits = Vec::new();
+        let plan = q.plan();
         self.store
-            .probe(q.fingerprint, q.k, q.sketch.as_ref(), |h| {
+            .probe(q.fingerprint, &plan, q.sketch.as_ref(), |h| {
                 // An id touched by this batch is answered from the batch.
                 if !self.overlay.contains_key(&h.id) {
                     hits.push(h)
                 }
             })?;
-        for mut h in self.mem.query(q.fingerprint, q.k) {
+        for mut h in self.mem.query_plan(q.fingerprint, &plan) {
             if let (Some(a), Some(Some(r))) = (&q.sketch, self.overlay.get(&h.id)) {
                 h.similarity = r.sketch.map(|b| a.similarity(&b));
             }

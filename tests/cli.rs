@@ -43,16 +43,29 @@ fn corpus_docs(seed: u64, n: usize, with_edits: &[usize]) -> (String, Vec<(Strin
 
 /// The duplicate report brute force expects: for each document, the nearest
 /// earlier one within 3 bits (ties by id).
+/// The duplicate report ingest should write, by brute force over earlier
+/// documents: the default ranked plan's rule, then the sketch check.
 fn expected_report(docs: &[(String, String)]) -> Vec<(String, String, u32)> {
     let f = simdb::Fingerprinter::new(simdb::Recipe::default());
-    let fps: Vec<simdb::Fingerprint> = docs
-        .iter()
-        .map(|(_, t)| f.fingerprint(t).unwrap())
-        .collect();
+    let an: Vec<simdb::Analysis> = docs.iter().map(|(_, t)| f.analyze(t).unwrap()).collect();
     let mut out = Vec::new();
     for i in 0..docs.len() {
-        let earlier = (0..i).map(|j| (docs[j].0.as_str(), fps[j]));
-        if let Some(h) = simdb::index::brute_force(earlier, fps[i], 3).first() {
+        let q = an[i].fingerprint;
+        let plan = simdb::index::ProbePlan::ranked(
+            q,
+            3,
+            &an[i].weak_bits,
+            simdb::index::DEFAULT_PROBE_BUDGET,
+        );
+        let earlier = (0..i).map(|j| (docs[j].0.as_str(), an[j].fingerprint));
+        let confirmed = simdb::index::brute_force_plan(earlier, q, &plan)
+            .into_iter()
+            .find(|h| {
+                let j = docs.iter().position(|d| d.0 == h.id).unwrap();
+                let (a, b) = (an[i].sketch.unwrap(), an[j].sketch.unwrap());
+                a.similarity(&b) >= simdb::db::DEFAULT_MIN_SIMILARITY
+            });
+        if let Some(h) = confirmed {
             out.push((docs[i].0.clone(), h.id.clone(), h.distance));
         }
     }

@@ -11,8 +11,9 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use rand::Rng;
+use simdb::db::{Probe, Query};
 use simdb::fingerprint::MAX_EXACT_K as MAX_K;
-use simdb::index::{brute_force, MemIndex};
+use simdb::index::{brute_force, brute_force_plan, MemIndex, ProbePlan};
 use simdb::{Content, Db, Fingerprint, Recipe};
 
 /// Flips the given bit positions.
@@ -103,6 +104,37 @@ fn check_db(db: &Db, p: &Planted, when: &str) {
     }
     // The planted neighbours are really there: more hits for larger k.
     assert!(found_at.windows(2).all(|w| w[0] < w[1]), "{found_at:?}");
+    // Confidence-ranked plans equal the brute force of their own rule, for
+    // several budgets and weak orders (some weak sets packed into one
+    // block, some spread), alone and with an exact radius.
+    let mut ranked_hits = 0;
+    for (n, q) in p.queries.iter().enumerate() {
+        for (budget, k) in [(4, 0), (16, 0), (64, 3), (256, 0), (64, 7)] {
+            let plan_q = Query {
+                probe: Some(Probe {
+                    weak_bits: weak_order(n as u64),
+                    budget,
+                }),
+                min_similarity: 0.0,
+                ..Query::new(*q).exact(k)
+            };
+            let plan = plan_q.plan();
+            assert!(plan.buckets() <= budget + ProbePlan::exact(*q, k).buckets());
+            let want = brute_force_plan(
+                p.entries.iter().map(|(id, fp)| (id.as_str(), *fp)),
+                *q,
+                &plan,
+            );
+            let got = db.search(&plan_q).unwrap();
+            assert_eq!(got, want, "{when}: ranked query {q} budget {budget} k {k}");
+            ranked_hits += got.len();
+            assert_eq!(
+                db.search_many(std::slice::from_ref(&plan_q)).unwrap()[0],
+                want
+            );
+        }
+    }
+    assert!(ranked_hits > 0);
     // A batch answers as the queries one by one, in order; the batch holds
     // each query twice and queries sharing blocks.
     let mut batch: Vec<Fingerprint> = p.queries.clone();
@@ -116,6 +148,23 @@ fn check_db(db: &Db, p: &Planted, when: &str) {
             assert_eq!(*got, want, "{when}: batch query {q} at k={k}");
         }
     }
+}
+
+/// A weak-bit order: a permutation of the 64 bits, packed into few blocks
+/// for even `n`, spread for odd.
+fn weak_order(n: u64) -> Vec<u8> {
+    let mut rng = common::rng(1000 + n);
+    let mut bits: Vec<u8> = (0..64).collect();
+    if n.is_multiple_of(2) {
+        // Whole blocks in a random order, bits in order inside them.
+        let start = rng.random_range(0..4u8);
+        bits.sort_by_key(|b| ((b / 16 + 4 - start) % 4, *b));
+    } else {
+        for i in (1..bits.len()).rev() {
+            bits.swap(i, rng.random_range(0..=i));
+        }
+    }
+    bits
 }
 
 #[test]
@@ -163,11 +212,21 @@ fn writer_sees_its_own_pending_writes_exactly() {
             w.commit().unwrap();
         }
     }
-    for q in &p.queries {
+    for (n, q) in p.queries.iter().enumerate() {
         for k in 0..=MAX_K {
             let want = brute_force(all.iter().map(|(i, f)| (i.as_str(), *f)), *q, k);
             assert_eq!(w.query(*q, k, None).unwrap(), want);
         }
+        // Ranked: the store's and the batch's candidates by the same rule.
+        let rq = Query {
+            probe: Some(Probe {
+                weak_bits: weak_order(n as u64),
+                budget: 64,
+            }),
+            ..Query::new(*q)
+        };
+        let want = brute_force_plan(all.iter().map(|(i, f)| (i.as_str(), *f)), *q, &rq.plan());
+        assert_eq!(w.search(&rq).unwrap(), want);
     }
 }
 
@@ -214,6 +273,16 @@ fn mem_index_property() {
             for k in 0..=MAX_K {
                 let want = brute_force(entries.iter().map(|(i, f)| (i.as_str(), *f)), q, k);
                 prop_assert_eq!(idx.query(q, k), want);
+            }
+            // Ranked plans: weak sets from the flips themselves (the bits a
+            // near-copy changed), at several budgets.
+            let weak: Vec<u8> = flips.iter().flatten().map(|&b| b as u8).collect();
+            for budget in [4usize, 20, 64, 300] {
+                let plan = ProbePlan::ranked(q, 0, &weak, budget);
+                prop_assert!(plan.buckets() <= budget);
+                let want =
+                    brute_force_plan(entries.iter().map(|(i, f)| (i.as_str(), *f)), q, &plan);
+                prop_assert_eq!(idx.query_plan(q, &plan), want);
             }
             Ok(())
         })

@@ -52,8 +52,8 @@ pub struct CalibrateArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Sketch similarity that confirms a near-copy.
-    #[arg(long, default_value_t = simdb::db::DEFAULT_MIN_SIMILARITY, value_name = "S")]
-    pub min_similarity: f64,
+    #[arg(long, value_name = "S")]
+    pub min_similarity: Option<f64>,
     /// Look for each sampled document's nearest neighbour up to this
     /// distance (0..=11; on very large stores 7 is much faster: 17 instead
     /// of 137 buckets per family).
@@ -158,9 +158,17 @@ pub struct IngestArgs {
     /// Do not index documents that have a near-duplicate (they are still reported).
     #[arg(long)]
     pub skip_duplicates: bool,
-    /// Distance at which a document counts as a near-duplicate (0..=11).
-    #[arg(short, long, default_value_t = 3)]
-    pub k: u32,
+    /// Look for near-duplicates exactly within K bits (0..=11) instead of
+    /// the default confidence-ranked probing (which finds every document
+    /// within 3 bits and, beyond, those differing mostly in the document's
+    /// least-confident bits; see --probe-budget).
+    #[arg(short, long, value_name = "K")]
+    pub k: Option<u32>,
+    /// Buckets read per duplicate check by confidence-ranked probing
+    /// (default 128; 0 = exact at k only). With -k, probing adds to the
+    /// exact radius.
+    #[arg(long, value_name = "N")]
+    pub probe_budget: Option<usize>,
     /// Stop at the first bad line (documents before it are kept).
     #[arg(long)]
     pub strict: bool,
@@ -184,11 +192,12 @@ pub struct IngestArgs {
     /// Number of fingerprinting threads (default: all cores).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
-    /// A candidate within k counts as a duplicate only if the two texts'
+    /// A candidate counts as a duplicate only if the two texts'
     /// verification sketches agree at least this much (estimated Jaccard
-    /// of word 3-shingles, 0..1; 0 turns verification off).
-    #[arg(long, default_value_t = simdb::db::DEFAULT_MIN_SIMILARITY, value_name = "S")]
-    pub min_similarity: f64,
+    /// of their character 4-grams, or word 3-shingles for stores made
+    /// before simdb 0.2; 0..1, default 0.6; 0 turns verification off).
+    #[arg(long, value_name = "S")]
+    pub min_similarity: Option<f64>,
 }
 
 #[derive(Debug, Args)]
@@ -218,9 +227,18 @@ pub struct QueryArgs {
     pub db: PathBuf,
     #[command(flatten)]
     pub what: QueryWhat,
-    /// Maximum Hamming distance (0..=11; above 3 each family probes 17 buckets, above 7 137).
-    #[arg(short, long, default_value_t = 3)]
-    pub k: u32,
+    /// Exact mode: every document within K bits (0..=11; above 3 each
+    /// family reads 17 buckets, above 7 137), as a brute-force scan would
+    /// find. Without -k, text and --id queries probe by confidence (every
+    /// document within 3 bits, and beyond it those differing mostly in the
+    /// query's least-confident bits; see --probe-budget) and --fingerprint
+    /// queries are exact at 3.
+    #[arg(short, long, value_name = "K")]
+    pub k: Option<u32>,
+    /// Buckets read by confidence-ranked probing (default 128; 0 = exact at
+    /// k only). With -k, probing adds to the exact radius.
+    #[arg(long, value_name = "N")]
+    pub probe_budget: Option<usize>,
     /// At most this many results per query (default: all).
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
@@ -232,11 +250,12 @@ pub struct QueryArgs {
     pub cache_mb: usize,
     /// With --text, --file, --id or text lines of --batch: report a candidate only if the two
     /// documents' verification sketches agree at least this much
-    /// (estimated Jaccard of word 3-shingles, 0..1; 0 reports every
-    /// candidate within k, with its similarity). Fingerprint queries and
+    /// (estimated Jaccard of character 4-grams, or word 3-shingles for
+    /// stores made before simdb 0.2; 0..1, default 0.6; 0 reports every
+    /// candidate, with its similarity). Fingerprint queries and
     /// documents imported without text have no sketch and are not checked.
-    #[arg(long, default_value_t = simdb::db::DEFAULT_MIN_SIMILARITY, value_name = "S")]
-    pub min_similarity: f64,
+    #[arg(long, value_name = "S")]
+    pub min_similarity: Option<f64>,
     /// For each hit, show the distance, the similarity and the weighted
     /// terms the query and the document share and do not share.
     #[arg(long, conflicts_with = "batch")]

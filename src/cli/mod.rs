@@ -170,8 +170,10 @@ fn ingest_cmd(a: IngestArgs) -> Result<bool> {
             bail!("{}: no such file or directory", i.path.display());
         }
     }
+    let (k, probe_budget) = search_mode(a.k, a.probe_budget)?;
     let opts = ingest::Options {
-        k: a.k,
+        k,
+        probe_budget,
         policy: if a.skip_duplicates {
             DuplicatePolicy::Skip
         } else {
@@ -181,7 +183,7 @@ fn ingest_cmd(a: IngestArgs) -> Result<bool> {
         batch_size: a.batch_size,
         max_doc_bytes: a.max_doc_bytes,
         sync: a.sync,
-        min_similarity: check_similarity(a.min_similarity)?,
+        min_similarity: check_similarity(a.min_similarity.unwrap_or(db.default_min_similarity()))?,
     };
     let mut report = match &a.report {
         Some(p) => {
@@ -210,7 +212,7 @@ fn ingest_cmd(a: IngestArgs) -> Result<bool> {
             let msg = if short_notes <= SHORT_NOTES {
                 format!(
                     "simdb: {}: document {:?} is short ({terms} terms): its near-copies may lie beyond k={} (README, \"Short texts\")",
-                    d.source, d.id, opts.k
+                    d.source, d.id, opts.k.max(3)
                 )
             } else if short_notes == SHORT_NOTES + 1 {
                 "simdb: more short documents; their count is in the summary".to_string()
@@ -347,8 +349,28 @@ fn print_hits(out: &mut impl Write, q: Fingerprint, hits: &[Hit], as_json: bool)
     }
 }
 
+/// `-k` and `--probe-budget` as (exact radius, probe budget): without -k,
+/// k = 3 and the default budget; with -k alone, exact (budget 0).
+fn search_mode(k: Option<u32>, budget: Option<usize>) -> Result<(u32, usize)> {
+    if let Some(k) = k {
+        simdb::fingerprint::check_k(k)?;
+    }
+    if let Some(b) = budget {
+        if b > simdb::index::MAX_PROBE_BUDGET {
+            bail!(
+                "--probe-budget {b} is more than {} buckets",
+                simdb::index::MAX_PROBE_BUDGET
+            );
+        }
+    }
+    Ok(match (k, budget) {
+        (None, b) => (3, b.unwrap_or(simdb::index::DEFAULT_PROBE_BUDGET)),
+        (Some(k), b) => (k, b.unwrap_or(0)),
+    })
+}
+
 fn query(a: QueryArgs) -> Result<bool> {
-    simdb::fingerprint::check_k(a.k)?;
+    let (k, budget) = search_mode(a.k, a.probe_budget)?;
     let db = Db::open_tuned(
         &a.db,
         simdb::store::Access::ReadOnly,
@@ -360,15 +382,25 @@ fn query(a: QueryArgs) -> Result<bool> {
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let w = &a.what;
+    let min_similarity = check_similarity(a.min_similarity.unwrap_or(db.default_min_similarity()))?;
+    let mode = |mut q: simdb::Query| {
+        q.k = k;
+        q.limit = a.limit;
+        q.min_similarity = min_similarity;
+        match (&mut q.probe, budget) {
+            (_, 0) => q.probe = None,
+            (Some(p), b) => p.budget = b,
+            (None, _) => {}
+        }
+        q
+    };
     if let Some(batch) = &w.batch {
-        let min = check_similarity(a.min_similarity)?;
-        let found = query_batch(&db, batch, a.k, min, a.limit, &mut out)?;
+        let found = query_batch(&db, batch, &mode, &mut out)?;
         out.flush()?;
         return Ok(found);
     }
-    let min_similarity = check_similarity(a.min_similarity)?;
     // (query, the query's weighted terms for --explain)
-    let (mut q, terms) = if let Some(t) = &w.text {
+    let (q, terms) = if let Some(t) = &w.text {
         let q = db.text_query(t).context("fingerprinting --text")?;
         (q, a.explain.then(|| db.text_terms(t)))
     } else if let Some(f) = &w.file {
@@ -389,9 +421,7 @@ fn query(a: QueryArgs) -> Result<bool> {
     } else {
         unreachable!("clap requires one query source")
     };
-    q.k = a.k;
-    q.limit = a.limit;
-    q.min_similarity = min_similarity;
+    let q = mode(q);
     let hits = db.search(&q)?;
     match terms {
         Some(terms) => {
@@ -477,8 +507,8 @@ fn print_explained(
 }
 
 fn calibrate(a: CalibrateArgs) -> Result<bool> {
-    let min_similarity = check_similarity(a.min_similarity)?;
     let db = Db::open_read_only(&a.db)?;
+    let min_similarity = check_similarity(a.min_similarity.unwrap_or(db.default_min_similarity()))?;
     note_freshness(&db);
     let c = db.calibrate(a.sample, a.seed, min_similarity, a.max_k)?;
     // Nearest-neighbour distances (0..=11) and random-pair distances
@@ -577,9 +607,7 @@ fn calibrate(a: CalibrateArgs) -> Result<bool> {
 fn query_batch(
     db: &Db,
     path: &Path,
-    k: u32,
-    min_similarity: f64,
-    limit: Option<usize>,
+    mode: &dyn Fn(simdb::Query) -> simdb::Query,
     out: &mut impl Write,
 ) -> Result<bool> {
     let reader: Box<dyn BufRead> = if path.as_os_str() == "-" {
@@ -599,7 +627,7 @@ fn query_batch(
         type Parsed = (
             usize,
             serde_json::Value,
-            std::result::Result<(Fingerprint, Option<simdb::Sketch>), String>,
+            std::result::Result<simdb::Query, String>,
         );
         let mut chunk: Vec<Parsed> = Vec::new();
         for (n, line) in lines.by_ref() {
@@ -608,19 +636,18 @@ fn query_batch(
                 continue;
             }
             let lineno = n + 1;
-            type Query = (Fingerprint, Option<simdb::Sketch>);
-            let parsed = (|| -> std::result::Result<(serde_json::Value, Query), String> {
+            let parsed = (|| -> std::result::Result<(serde_json::Value, simdb::Query), String> {
                 let v: serde_json::Value =
                     serde_json::from_slice(&line).map_err(|e| format!("invalid JSON: {e}"))?;
                 let label = v.get("id").cloned().unwrap_or(json!(lineno));
                 let q = match (v.get("text"), v.get("fingerprint")) {
                     (Some(serde_json::Value::String(t)), None) => {
                         let a = db.fingerprinter().analyze(t).map_err(|e| e.to_string())?;
-                        (a.fingerprint, a.sketch)
+                        mode(db.query_for(a.fingerprint, a.sketch, &a.weak_bits))
                     }
-                    (None, Some(serde_json::Value::String(h))) => {
-                        (h.parse().map_err(|e: simdb::Error| e.to_string())?, None)
-                    }
+                    (None, Some(serde_json::Value::String(h))) => mode(simdb::Query::new(
+                        h.parse().map_err(|e: simdb::Error| e.to_string())?,
+                    )),
                     _ => return Err(
                         "give exactly one of \"text\" (string) or \"fingerprint\" (16 hex digits)"
                             .into(),
@@ -639,14 +666,11 @@ fn query_batch(
         if chunk.is_empty() {
             break;
         }
-        let (qs, sketches): (Vec<Fingerprint>, Vec<Option<simdb::Sketch>>) =
-            chunk.iter().filter_map(|c| c.2.clone().ok()).unzip();
-        let mut answers = db
-            .query_many_verified(&qs, &sketches, k, min_similarity, limit)?
-            .into_iter();
+        let qs: Vec<simdb::Query> = chunk.iter().filter_map(|c| c.2.clone().ok()).collect();
+        let mut answers = db.search_many(&qs)?.into_iter();
         for (lineno, label, q) in chunk {
             let v = match q {
-                Ok((q, _)) => {
+                Ok(simdb::Query { fingerprint: q, .. }) => {
                     let hits = answers.next().unwrap_or_default();
                     found |= !hits.is_empty();
                     json!({"query": label, "fingerprint": q.to_string(),

@@ -27,7 +27,7 @@ mod text;
 use std::fmt;
 use std::str::FromStr;
 
-pub use recipe::Recipe;
+pub use recipe::{Recipe, SketchKind};
 pub use sketch::{Sketch, SKETCH_BYTES};
 pub use text::{
     default_idf, idf, vocabulary, Analysis, Feature, Fingerprinter, IdfLearner, LearnedIdf,
@@ -157,6 +157,59 @@ fn sign_table() -> &'static [[f64; 8]; 256] {
 /// Errors: [`Error::NoFeatures`] if no feature has a non-zero weight,
 /// [`Error::Input`] if a weight is not finite.
 pub fn simhash_weighted<S: AsRef<str>>(features: &[(S, f64)]) -> Result<Fingerprint> {
+    simhash_sums(features).map(|s| s.fingerprint())
+}
+
+/// The per-bit sums of a Simhash, before their signs are taken.
+///
+/// Bit `i` of the fingerprint is 1 iff `sums[i] > 0`. The magnitude
+/// `|sums[i]|` is the bit's *margin*: how much weight would have to change
+/// for the bit to flip. A near-copy of a text differs from it mostly in the
+/// bits of smallest margin (Sood & Loguinov, CIKM 2011), which is what
+/// confidence-ranked probing ([`crate::index::ProbePlan`]) uses.
+#[derive(Clone, Copy, PartialEq)]
+pub struct BitSums(pub [f64; WIDTH as usize]);
+
+impl fmt::Debug for BitSums {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.0.iter()).finish()
+    }
+}
+
+/// How many of a document's least-confident bits its analysis (and its
+/// record) keeps, weakest first: enough for any probe budget up to
+/// [`crate::index::MAX_PROBE_BUDGET`].
+pub const WEAK_BITS: usize = 24;
+
+impl BitSums {
+    /// The fingerprint: bit `i` is 1 iff `sums[i] > 0` (a tie gives 0).
+    pub fn fingerprint(&self) -> Fingerprint {
+        let mut fp = 0u64;
+        for (bit, sum) in self.0.iter().enumerate() {
+            if *sum > 0.0 {
+                fp |= 1 << bit;
+            }
+        }
+        Fingerprint(fp)
+    }
+
+    /// Bit indices (0 = least significant) by margin `|sum|`, smallest
+    /// first (ties by index), at most `n` of them.
+    pub fn weakest(&self, n: usize) -> Vec<u8> {
+        let mut order: Vec<u8> = (0..WIDTH as u8).collect();
+        order.sort_by(|&a, &b| {
+            self.0[a as usize]
+                .abs()
+                .total_cmp(&self.0[b as usize].abs())
+                .then(a.cmp(&b))
+        });
+        order.truncate(n);
+        order
+    }
+}
+
+/// [`simhash_weighted`] keeping the per-bit sums (see [`BitSums`]).
+pub fn simhash_sums<S: AsRef<str>>(features: &[(S, f64)]) -> Result<BitSums> {
     // Sum in name order (then input order), so the result does not depend
     // on the order features were listed in. The first 8 bytes of a name,
     // zero-padded, as a big-endian u64 order names as bytewise comparison
@@ -207,13 +260,7 @@ pub fn simhash_weighted<S: AsRef<str>>(features: &[(S, f64)]) -> Result<Fingerpr
     if used == 0 {
         return Err(Error::NoFeatures);
     }
-    let mut fp = 0u64;
-    for (bit, sum) in sums.iter().enumerate() {
-        if *sum > 0.0 {
-            fp |= 1 << bit;
-        }
-    }
-    Ok(Fingerprint(fp))
+    Ok(BitSums(sums))
 }
 
 /// Refuses a `k` the index cannot answer exactly.

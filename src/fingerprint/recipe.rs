@@ -27,6 +27,53 @@ fn tf_raw() -> String {
     TF_RAW.to_string()
 }
 
+/// `sketch` value of stores made before the field existed: b-bit MinHash
+/// of word 3-shingles.
+pub const SKETCH_WORDS3: &str = "bbit-minhash-2x128/word-3-shingles";
+
+fn sketch_words3() -> String {
+    SKETCH_WORDS3.to_string()
+}
+
+/// The verification sketch of new stores: character n-grams of the text's
+/// letters and digits, so that an edited character touches n shingles
+/// (not the three word 3-shingles of every word it re-segments) and
+/// punctuation and spacing do not count (see README, "Verification").
+pub const DEFAULT_SKETCH_CHARS: usize = 4;
+
+/// The verification signature a recipe names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SketchKind {
+    /// b-bit MinHash of word 3-shingles (stores made before version 3 of
+    /// the record).
+    Words3,
+    /// b-bit MinHash of character n-grams of letters and digits.
+    Chars(usize),
+}
+
+impl SketchKind {
+    /// Parses a recipe's `sketch` value.
+    pub fn parse(s: &str) -> Option<SketchKind> {
+        if s == SKETCH_WORDS3 {
+            return Some(SketchKind::Words3);
+        }
+        let n: usize = s
+            .strip_prefix("bbit-minhash-2x128/char-")?
+            .strip_suffix("-grams-alnum")?
+            .parse()
+            .ok()?;
+        (1..=16).contains(&n).then_some(SketchKind::Chars(n))
+    }
+
+    /// The recipe's `sketch` value.
+    pub fn name(self) -> String {
+        match self {
+            SketchKind::Words3 => SKETCH_WORDS3.to_string(),
+            SketchKind::Chars(n) => format!("bbit-minhash-2x128/char-{n}-grams-alnum"),
+        }
+    }
+}
+
 /// How a text becomes a fingerprint.
 ///
 /// The configurable parts are `top_k`, `shingle` and `hmm`; the rest name
@@ -49,6 +96,12 @@ pub struct Recipe {
     /// Stores made before this field existed are `raw`.
     #[serde(default = "tf_raw")]
     pub tf: String,
+    /// The verification sketch stored with each document ([`SketchKind`]).
+    /// Not part of the fingerprint, but sketches are only comparable under
+    /// one definition. Stores made before this field existed use word
+    /// 3-shingles.
+    #[serde(default = "sketch_words3")]
+    pub sketch: String,
     /// Keep the `top_k` heaviest features; 0 keeps every feature.
     pub top_k: u32,
     /// Word n-gram shingles added as features: 1 = words only, n >= 2 adds
@@ -80,6 +133,7 @@ impl Recipe {
             idf: format!("jieba-rs-0.11/idf.txt/xxh3={:016x}", idf_table_hash()),
             stopwords: format!("simdb-v1/xxh3={:016x}", stopwords::lists_hash()),
             tf: tf_raw(),
+            sketch: SketchKind::Chars(DEFAULT_SKETCH_CHARS).name(),
             top_k,
             shingle: shingle.max(1),
             hash: HASH.to_string(),
@@ -98,7 +152,7 @@ impl Recipe {
                 }
             )*};
         }
-        cmp!(tokenizer, hmm, idf, stopwords, tf, top_k, shingle, hash, width, tie_rule);
+        cmp!(tokenizer, hmm, idf, stopwords, tf, sketch, top_k, shingle, hash, width, tie_rule);
         None
     }
 
@@ -117,7 +171,26 @@ impl Recipe {
         if stored.uses_learned_idf() {
             r.idf = stored.idf.clone();
         }
+        if let Some(kind) = SketchKind::parse(&stored.sketch) {
+            r.sketch = kind.name();
+        }
         r
+    }
+
+    /// This recipe with verification sketch `kind`.
+    pub fn with_sketch(mut self, kind: SketchKind) -> Recipe {
+        self.sketch = kind.name();
+        self
+    }
+
+    /// The verification sketch this recipe names.
+    pub fn sketch_kind(&self) -> crate::Result<SketchKind> {
+        SketchKind::parse(&self.sketch).ok_or_else(|| {
+            crate::Error::Input(format!(
+                "verification sketch {:?} is not one this build makes",
+                self.sketch
+            ))
+        })
     }
 
     /// This recipe with stop words kept.
@@ -151,6 +224,7 @@ impl Recipe {
                 self.tf
             )));
         }
+        self.sketch_kind()?;
         if self.shingle > 5 {
             return Err(crate::Error::Input(format!(
                 "shingle size {} is too large (at most 5)",

@@ -75,23 +75,59 @@ impl Sketch {
 
     /// The sketch from the terms' xxh3-64 hashes, in order.
     pub fn of_term_hashes(h: &[u64]) -> Option<Sketch> {
-        if h.is_empty() {
+        if h.len() < 3 {
+            Sketch::of_shingles(h.iter().map(|&x| fmix64(x)))
+        } else {
+            Sketch::of_shingles(
+                h.windows(3)
+                    .map(|w| fmix64(w[0] ^ w[1].rotate_left(21) ^ w[2].rotate_left(42))),
+            )
+        }
+    }
+
+    /// The sketch of the character `n`-grams of `text`'s letters and digits
+    /// (every other character, punctuation and spaces included, is left
+    /// out, so they cannot change the sketch): each `n`-gram is hashed with
+    /// xxh3-64 (seed 0) of its UTF-8 bytes. A text with fewer than `n` such
+    /// characters is one shingle of all of them; none, no sketch. `text`
+    /// should be normalised (see [`crate::Fingerprinter::normalize`]).
+    pub fn of_chars(text: &str, n: usize) -> Option<Sketch> {
+        let n = n.max(1);
+        // Byte offsets of the letters and digits, then one past the last.
+        let mut buf = String::with_capacity(text.len());
+        let mut ends: Vec<usize> = Vec::with_capacity(text.len());
+        for c in text.chars().filter(|c| c.is_alphanumeric()) {
+            buf.push(c);
+            ends.push(buf.len());
+        }
+        if ends.is_empty() {
             return None;
         }
+        if ends.len() < n {
+            return Sketch::of_shingles([xxhash_rust::xxh3::xxh3_64(buf.as_bytes())]);
+        }
+        let b = buf.as_bytes();
+        Sketch::of_shingles((n - 1..ends.len()).map(|last| {
+            let start = if last >= n { ends[last - n] } else { 0 };
+            xxhash_rust::xxh3::xxh3_64(&b[start..ends[last]])
+        }))
+    }
+
+    /// The sketch of a set of shingle hashes (repeats are harmless); `None`
+    /// when there are none.
+    pub fn of_shingles(shingles: impl IntoIterator<Item = u64>) -> Option<Sketch> {
         let mut bins = [u64::MAX; BINS];
-        let mut add = |s: u64| {
+        let mut any = false;
+        for s in shingles {
+            any = true;
             let b = (s >> 57) as usize;
             let v = s & VALUE_MASK;
             if v < bins[b] {
                 bins[b] = v;
             }
-        };
-        if h.len() < 3 {
-            h.iter().for_each(|&x| add(fmix64(x)));
-        } else {
-            for w in h.windows(3) {
-                add(fmix64(w[0] ^ w[1].rotate_left(21) ^ w[2].rotate_left(42)));
-            }
+        }
+        if !any {
+            return None;
         }
         let filled = bins;
         for (j, bin) in bins.iter_mut().enumerate() {
@@ -189,6 +225,29 @@ mod tests {
         let s = Sketch::of_terms(&["near", "duplicate", "detection", "simdb"]).unwrap();
         assert_eq!(format!("{s:?}"), GOLDEN);
     }
+
+    #[test]
+    fn char_sketch_ignores_punctuation_and_space_and_is_pinned() {
+        let a = Sketch::of_chars("近重复检测，simdb 数据库。", 4).unwrap();
+        let b = Sketch::of_chars("近重复 检测simdb——数据库", 4).unwrap();
+        assert_eq!(a, b);
+        // Fewer letters than n: one shingle of them all; none: no sketch.
+        assert_eq!(Sketch::of_chars("ab", 4), Sketch::of_chars("a-b", 4));
+        assert_eq!(Sketch::of_chars("，。 ", 4), None);
+        // One substituted character changes at most 4 of the 4-grams.
+        let long: String = "近重复检测数据库".repeat(40);
+        let mut edited: Vec<char> = long.chars().collect();
+        edited[100] = '量';
+        let edited: String = edited.into_iter().collect();
+        let s = Sketch::of_chars(&long, 4)
+            .unwrap()
+            .similarity(&Sketch::of_chars(&edited, 4).unwrap());
+        assert!(s > 0.3, "{s}");
+        assert_eq!(format!("{a:?}"), GOLDEN_CHARS);
+    }
+
+    const GOLDEN_CHARS: &str =
+        "Sketch(7b5e6fc39cff53eb33fd1434c7733eb2ef17ecd314372a3f651a61e2f04232db)";
 
     const GOLDEN: &str = "Sketch(aeffebfbbffffffaafbffebfebeffaebeebaaaeaeaabeeeeaeffefbeaabbfffa)";
 }

@@ -7,7 +7,7 @@ use jieba_rs::Jieba;
 use rustc_hash::{FxHashMap, FxHashSet};
 use unicode_normalization::UnicodeNormalization;
 
-use super::{simhash_weighted, stopwords, Fingerprint, Recipe};
+use super::{simhash_sums, simhash_weighted, stopwords, Fingerprint, Recipe};
 use crate::error::{Error, Result};
 
 /// jieba-rs 0.11's bundled IDF table (`src/data/idf.txt` of that crate,
@@ -160,6 +160,10 @@ pub struct Analysis {
     /// The heaviest terms (words, not shingles), heaviest first, at most
     /// [`TOP_TERMS`]; kept in the record for `query --explain`.
     pub top_terms: Vec<String>,
+    /// The fingerprint's least-confident bits, weakest first (at most
+    /// [`super::WEAK_BITS`]; empty when unknown, as for a bare
+    /// fingerprint): what confidence-ranked probing flips.
+    pub weak_bits: Vec<u8>,
 }
 
 /// How many of a document's heaviest terms its record keeps.
@@ -181,6 +185,7 @@ impl Analysis {
             terms: 0,
             distinct_terms: 0,
             top_terms: Vec::new(),
+            weak_bits: Vec::new(),
         }
     }
 
@@ -352,6 +357,7 @@ pub struct Fingerprinter {
     learned: Option<std::sync::Arc<LearnedIdf>>,
     keep_stop_words: bool,
     log_tf: bool,
+    sketch: super::SketchKind,
 }
 
 impl Fingerprinter {
@@ -388,9 +394,32 @@ impl Fingerprinter {
         Fingerprinter {
             keep_stop_words: recipe.stopwords == super::recipe::NO_STOPWORDS,
             log_tf: recipe.tf == super::recipe::TF_LOG,
+            // An unknown sketch name is refused by Recipe::validate (at
+            // create) and by the recipe check at open; word 3-shingles are
+            // what such a store could only have had.
+            sketch: recipe.sketch_kind().unwrap_or(super::SketchKind::Words3),
             recipe,
             learned,
         }
+    }
+
+    /// The verification sketch of normalised text `norm` whose terms are
+    /// `terms`, as the recipe defines it.
+    fn sketch_of(&self, norm: &str, terms: &[&str]) -> Option<super::Sketch> {
+        match self.sketch {
+            super::SketchKind::Words3 => super::Sketch::of_terms(terms),
+            super::SketchKind::Chars(n) => super::Sketch::of_chars(norm, n),
+        }
+    }
+
+    /// The verification sketch of `text` under this recipe.
+    pub fn sketch(&self, text: &str) -> Option<super::Sketch> {
+        let norm = Self::normalize(text);
+        let mut terms: Vec<&str> = Vec::new();
+        if self.sketch == super::SketchKind::Words3 {
+            self.segment(&norm, |t| terms.push(t));
+        }
+        self.sketch_of(&norm, &terms)
     }
 
     /// The learned IDF table, if the recipe uses one.
@@ -583,19 +612,18 @@ impl Fingerprinter {
             .take(TOP_TERMS)
             .map(|(t, _)| t.to_string())
             .collect();
-        let fingerprint = if self.recipe.top_k > 0 {
+        if self.recipe.top_k > 0 {
             feats.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
             feats.truncate(self.recipe.top_k as usize);
-            simhash_weighted(&feats)?
-        } else {
-            simhash_weighted(&feats)?
-        };
+        }
+        let sums = simhash_sums(&feats)?;
         Ok(Analysis {
-            fingerprint,
-            sketch: super::Sketch::of_terms(&terms),
+            fingerprint: sums.fingerprint(),
+            sketch: self.sketch_of(&norm, &terms),
             terms: terms.len(),
             distinct_terms,
             top_terms,
+            weak_bits: sums.weakest(super::WEAK_BITS),
         })
     }
 
@@ -778,7 +806,23 @@ mod tests {
                 assert_eq!(a.fingerprint, f.fingerprint(text).unwrap(), "{text}");
                 let terms = f.terms(text);
                 assert_eq!(a.terms, terms.len());
-                assert_eq!(a.sketch, super::super::Sketch::of_terms(&terms));
+                assert_eq!(
+                    a.sketch,
+                    super::super::Sketch::of_chars(&Fingerprinter::normalize(text), 4)
+                );
+                assert_eq!(a.sketch, f.sketch(text));
+                let words3 = Fingerprinter::new(
+                    f.recipe()
+                        .clone()
+                        .with_sketch(super::super::SketchKind::Words3),
+                );
+                assert_eq!(
+                    words3.analyze(text).unwrap().sketch,
+                    super::super::Sketch::of_terms(&terms)
+                );
+                assert_eq!(words3.sketch(text), super::super::Sketch::of_terms(&terms));
+                // The weak bits are the smallest margins, weakest first.
+                assert_eq!(a.weak_bits.len(), super::super::WEAK_BITS);
                 let feats = f.features(text);
                 let words: Vec<&str> = feats
                     .iter()

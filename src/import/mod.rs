@@ -536,6 +536,7 @@ fn build(
                         terms: 0,
                         sketch: None,
                         top_terms: Vec::new(),
+                        weak_bits: Vec::new(),
                     };
                     Some(Ok((d.id.into_bytes(), codec::encode_record(&rec))))
                 }

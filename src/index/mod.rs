@@ -213,6 +213,160 @@ pub fn probe_blocks(block: u16, radius: u32) -> Vec<u16> {
     out
 }
 
+/// Largest probe budget accepted (buckets over the four families).
+pub const MAX_PROBE_BUDGET: usize = 4096;
+
+/// The default probe budget of confidence-ranked queries: buckets read over
+/// the four families (an exact k <= 3 query reads 4). Chosen from
+/// `tools/recall.rs` (README, "Recall at realistic edits").
+pub const DEFAULT_PROBE_BUDGET: usize = 128;
+
+/// Differing bits outside the weak set that a ranked probe still accepts:
+/// 3, the most that four exact-block families guarantee to find.
+pub const PROBE_TOLERANCE: u32 = 3;
+
+/// Which buckets a query reads and which fingerprints it accepts.
+///
+/// - **Exact** ([`ProbePlan::exact`]): every fingerprint within `k` bits
+///   (multi-index hashing, see the module documentation); equal to a brute
+///   force scan at that k.
+/// - **Confidence-ranked** ([`ProbePlan::ranked`]): the query's least
+///   confident bits (smallest simhash margins, see
+///   [`crate::fingerprint::BitSums`]) form a *weak set* W chosen greedily,
+///   weakest first, so that reading every block value that differs from the
+///   query's only in W costs at most `budget` buckets over the four
+///   families (a block holding w weak bits costs 2^w buckets). A fingerprint
+///   is accepted when it differs from the query in at most
+///   [`PROBE_TOLERANCE`] bits outside W (any number inside W), or is
+///   within `k`. Four blocks and at most 3 differing bits outside W mean
+///   some block differs only inside W, so the plan finds every
+///   fingerprint it accepts: it too equals a brute-force scan of its rule
+///   ([`brute_force_plan`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProbePlan {
+    /// The weak set W (0 for an exact plan).
+    pub weak_mask: u64,
+    /// Every fingerprint within `k` is accepted.
+    pub k: u32,
+    /// Whether the weak-set rule applies (a ranked plan).
+    pub ranked: bool,
+    /// Per family, the block values to read, ascending.
+    pub blocks: [Vec<u16>; BLOCKS],
+}
+
+/// Which block (0 = most significant) holds fingerprint bit `bit`, and
+/// the bit's position inside that block's 16-bit value.
+#[inline]
+fn block_of_bit(bit: u8) -> (usize, u32) {
+    (BLOCKS - 1 - usize::from(bit / 16), u32::from(bit % 16))
+}
+
+impl ProbePlan {
+    /// Every fingerprint within `k` (<= [`MAX_EXACT_K`](crate::fingerprint::MAX_EXACT_K)).
+    pub fn exact(q: Fingerprint, k: u32) -> ProbePlan {
+        let r = probe_radius(k);
+        ProbePlan {
+            weak_mask: 0,
+            k,
+            ranked: false,
+            blocks: std::array::from_fn(|i| probe_blocks(q.block(i), r)),
+        }
+    }
+
+    /// A confidence-ranked plan for `q` whose bits, weakest first, are
+    /// `weak_order` (see [`crate::fingerprint::BitSums::weakest`]), reading
+    /// at most `budget` buckets beyond those of the exact plan at `k`.
+    /// Indices above 63 or repeated are ignored. With no weak bits known
+    /// the plan reads the k = 3 buckets and accepts what
+    /// [`PROBE_TOLERANCE`] allows (the exact k = 3 answer).
+    pub fn ranked(q: Fingerprint, k: u32, weak_order: &[u8], budget: usize) -> ProbePlan {
+        let budget = budget.clamp(BLOCKS, MAX_PROBE_BUDGET);
+        let mut per_block = [0u16; BLOCKS];
+        let mut count = [0u32; BLOCKS];
+        let mut cost = BLOCKS;
+        let mut weak_mask = 0u64;
+        for &bit in weak_order {
+            if bit >= 64 || weak_mask & (1 << bit) != 0 {
+                continue;
+            }
+            let (i, pos) = block_of_bit(bit);
+            // Adding a bit to a block doubles that block's buckets.
+            let extra = 1usize << count[i];
+            if cost + extra > budget {
+                continue;
+            }
+            cost += extra;
+            count[i] += 1;
+            per_block[i] |= 1 << pos;
+            weak_mask |= 1 << bit;
+            if cost == budget {
+                break;
+            }
+        }
+        let r = probe_radius(k);
+        let blocks = std::array::from_fn(|i| {
+            let mut v = probe_blocks(q.block(i), r);
+            v.extend(subsets(per_block[i]).map(|m| q.block(i) ^ m));
+            v.sort_unstable();
+            v.dedup();
+            v
+        });
+        ProbePlan {
+            weak_mask,
+            k,
+            ranked: true,
+            blocks,
+        }
+    }
+
+    /// Whether the plan accepts fingerprint `fp` for query `q`.
+    #[inline]
+    pub fn accepts(&self, q: Fingerprint, fp: Fingerprint) -> bool {
+        let x = q.0 ^ fp.0;
+        x.count_ones() <= self.k
+            || (self.ranked && (x & !self.weak_mask).count_ones() <= PROBE_TOLERANCE)
+    }
+
+    /// Buckets read over the four families.
+    pub fn buckets(&self) -> usize {
+        self.blocks.iter().map(Vec::len).sum()
+    }
+
+    /// Number of weak bits.
+    pub fn weak_bits(&self) -> u32 {
+        self.weak_mask.count_ones()
+    }
+}
+
+/// Every subset of the bits of `mask` (including 0 and `mask`).
+fn subsets(mask: u16) -> impl Iterator<Item = u16> {
+    // Enumerates submasks in decreasing order, then 0.
+    let mut next = Some(mask);
+    std::iter::from_fn(move || {
+        let cur = next?;
+        next = if cur == 0 {
+            None
+        } else {
+            Some((cur - 1) & mask)
+        };
+        Some(cur)
+    })
+}
+
+/// The oracle of a plan: every entry the plan accepts, by a linear scan.
+pub fn brute_force_plan<'a>(
+    entries: impl IntoIterator<Item = (&'a str, Fingerprint)>,
+    q: Fingerprint,
+    plan: &ProbePlan,
+) -> Vec<Hit> {
+    let hits = entries
+        .into_iter()
+        .filter(|(_, fp)| plan.accepts(q, *fp))
+        .map(|(id, fp)| Hit::new(id.to_string(), fp, fp.distance(q)))
+        .collect();
+    finish(hits, None)
+}
+
 /// SplitMix64: a small, stable pseudo-random generator (for sampling; not
 /// for anything persisted).
 pub fn splitmix64(state: &mut u64) -> u64 {
@@ -304,23 +458,27 @@ impl MemIndex {
     /// of `q`, sorted by distance then id.
     pub fn query(&self, q: Fingerprint, k: u32) -> Vec<Hit> {
         debug_assert!(k <= crate::fingerprint::MAX_EXACT_K);
+        self.query_plan(q, &ProbePlan::exact(q, k))
+    }
+
+    /// Every entry `plan` accepts for `q`, found by reading the plan's
+    /// buckets; sorted by distance then id.
+    pub fn query_plan(&self, q: Fingerprint, plan: &ProbePlan) -> Vec<Hit> {
         let mut seen: HashMap<usize, ()> = HashMap::new();
         let mut hits = Vec::new();
-        let r = probe_radius(k);
-        let probes = q
-            .blocks()
-            .into_iter()
+        let probes = plan
+            .blocks
+            .iter()
             .enumerate()
-            .flat_map(|(i, b)| probe_blocks(b, r).into_iter().map(move |v| (i, v)));
+            .flat_map(|(i, bs)| bs.iter().map(move |&v| (i, v)));
         for (i, b) in probes {
             let Some(slots) = self.buckets[i].get(&b) else {
                 continue;
             };
             for &s in slots {
                 if let Some((id, fp)) = &self.entries[s] {
-                    let d = fp.distance(q);
-                    if d <= k && seen.insert(s, ()).is_none() {
-                        hits.push(Hit::new(id.clone(), *fp, d));
+                    if plan.accepts(q, *fp) && seen.insert(s, ()).is_none() {
+                        hits.push(Hit::new(id.clone(), *fp, fp.distance(q)));
                     }
                 }
             }
@@ -397,6 +555,52 @@ mod tests {
         assert_eq!(
             (0..=11).map(probe_radius).collect::<Vec<_>>(),
             [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2]
+        );
+    }
+
+    #[test]
+    fn ranked_plan_reads_the_weak_subsets_within_budget() {
+        let q = Fingerprint(0x1234_5678_9abc_def0);
+        // Bits 0 and 1 are in block 3, bit 63 in block 0.
+        let plan = ProbePlan::ranked(q, 0, &[0, 1, 63], 64);
+        assert_eq!(plan.weak_mask, 0b11 | 1 << 63);
+        assert_eq!(plan.blocks[3].len(), 4);
+        assert_eq!(plan.blocks[0].len(), 2);
+        assert_eq!(plan.blocks[1], vec![q.block(1)]);
+        assert_eq!(plan.buckets(), 4 + 2 + 1 + 1);
+        let b3: Vec<u16> = [0u16, 1, 2, 3].iter().map(|m| q.block(3) ^ m).collect();
+        let mut sorted = b3.clone();
+        sorted.sort_unstable();
+        assert_eq!(plan.blocks[3], sorted);
+        // Weak bits are free, three others are tolerated, a fourth is not.
+        let all_weak = Fingerprint(q.0 ^ (0b11 | 1 << 63));
+        assert!(plan.accepts(q, all_weak));
+        let three = Fingerprint(all_weak.0 ^ (1 << 20 | 1 << 40 | 1 << 50));
+        assert!(plan.accepts(q, three));
+        assert!(!plan.accepts(q, Fingerprint(three.0 ^ (1 << 30))));
+        // The budget bounds the buckets; a block's weak bits cost 2^w.
+        let order: Vec<u8> = (0..64).collect();
+        for budget in [4, 5, 8, 16, 17, 64, 100, 1000] {
+            let p = ProbePlan::ranked(q, 0, &order, budget);
+            assert!(p.buckets() <= budget.max(4), "budget {budget}");
+            let per_block: Vec<u32> = (0..4)
+                .map(|i| (p.weak_mask >> (48 - 16 * i) & 0xffff).count_ones())
+                .collect();
+            let cost: usize = per_block.iter().map(|w| 1usize << w).sum();
+            assert_eq!(cost, p.buckets(), "budget {budget}");
+        }
+        // Bits 0..15 all sit in block 3: with budget 64 it takes 5 of them
+        // (36 buckets), then skips to other blocks only when they fit.
+        let p = ProbePlan::ranked(q, 0, &order, 64);
+        assert_eq!(p.weak_mask & 0xffff, 0b1_1111);
+        // No weak bits known: the k = 3 buckets, the k = 3 answer.
+        let none = ProbePlan::ranked(q, 0, &[], 64);
+        assert_eq!(none.buckets(), 4);
+        assert!(none.accepts(q, Fingerprint(q.0 ^ 0b111)));
+        assert!(!none.accepts(q, Fingerprint(q.0 ^ 0b1111)));
+        assert_eq!(
+            subsets(0b101).collect::<Vec<_>>(),
+            vec![0b101, 0b100, 0b001, 0]
         );
     }
 

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use crate::db::Query;
 use crate::db::{Db, Outcome};
+use crate::db::{Probe, Query};
 use crate::error::{Error, Result};
 use crate::fingerprint::Analysis;
 pub use read::{Doc, Format, Input, Problem};
@@ -49,6 +49,10 @@ pub struct Options {
     /// Sketch similarity a candidate needs to count as a duplicate (see
     /// [`crate::db::Query::min_similarity`]).
     pub min_similarity: f64,
+    /// Confidence-ranked probing beyond `k` with this budget (buckets over
+    /// the four families, see [`crate::index::ProbePlan::ranked`]); 0 =
+    /// exact at `k` only.
+    pub probe_budget: usize,
 }
 
 impl Default for Options {
@@ -61,6 +65,7 @@ impl Default for Options {
             max_doc_bytes: read::DEFAULT_MAX_DOC_BYTES,
             sync: false,
             min_similarity: crate::db::DEFAULT_MIN_SIMILARITY,
+            probe_budget: crate::index::DEFAULT_PROBE_BUDGET,
         }
     }
 }
@@ -308,6 +313,10 @@ fn apply(
             k: opts.k,
             sketch: a.sketch,
             min_similarity: opts.min_similarity,
+            probe: (opts.probe_budget > 0 && !a.weak_bits.is_empty()).then(|| Probe {
+                weak_bits: a.weak_bits.clone(),
+                budget: opts.probe_budget,
+            }),
             ..Query::new(fp)
         })?;
         let dup = near.into_iter().find(|h| h.id != doc.id);

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! offset  size  field
-//! 0       1     record format version, u8 (= 2; version 1 is still read)
+//! 0       1     record format version, u8 (= 3; versions 1 and 2 are still read)
 //! 1       4     crc32 (IEEE, crc32fast) of the payload bytes, u32 big-endian
 //! 5       n     payload: bincode 2.0 of `Record` with the fixed configuration
 //!               standard().with_big_endian().with_fixed_int_encoding():
@@ -26,10 +26,16 @@
 //!                 top_len       u64 BE, then top_len bytes of UTF-8: the
 //!                               document's heaviest terms (at most
 //!                               TOP_TERMS), heaviest first, '\n'-separated
+//!               version 3 adds:
+//!                 weak_len      u64 BE, then weak_len bytes: the
+//!                               fingerprint's least-confident bits,
+//!                               weakest first (bit index 0..63 each, at
+//!                               most WEAK_BITS), for confidence-ranked
+//!                               `query --id`; empty = unknown
 //! ```
 //!
-//! Version 1 records (no terms, sketch or top terms) decode with those
-//! fields empty.
+//! Version 1 records (no terms, sketch or top terms) and version 2 records
+//! (no weak bits) decode with those fields empty.
 //!
 //! The checksum covers exactly the payload; the version byte is checked
 //! separately (an unknown version is corruption, not a newer format: the
@@ -40,7 +46,7 @@ use serde::{Deserialize, Serialize};
 use crate::fingerprint::{Fingerprint, Sketch};
 
 /// Version byte of the record frame written by this build.
-pub const RECORD_VERSION: u8 = 2;
+pub const RECORD_VERSION: u8 = 3;
 pub use crate::fingerprint::TOP_TERMS;
 const HEADER_LEN: usize = 5;
 
@@ -74,6 +80,9 @@ pub struct Record {
     /// The heaviest terms, heaviest first (at most [`TOP_TERMS`]; no
     /// newlines inside a term).
     pub top_terms: Vec<String>,
+    /// The fingerprint's least-confident bits, weakest first (empty when
+    /// unknown: imported fingerprints, records before version 3).
+    pub weak_bits: Vec<u8>,
 }
 
 impl Record {
@@ -107,6 +116,27 @@ mod raw {
         pub sketch: Option<[u8; crate::fingerprint::SKETCH_BYTES]>,
         pub top_terms: String,
     }
+    #[derive(serde::Serialize, serde::Deserialize)]
+    pub struct V3 {
+        pub v2: V2,
+        pub weak_bits: Vec<u8>,
+    }
+    impl From<&super::Record> for V3 {
+        fn from(r: &super::Record) -> V3 {
+            V3 {
+                v2: r.into(),
+                weak_bits: r.weak_bits.clone(),
+            }
+        }
+    }
+    impl From<V3> for super::Record {
+        fn from(r: V3) -> super::Record {
+            super::Record {
+                weak_bits: r.weak_bits,
+                ..r.v2.into()
+            }
+        }
+    }
     impl From<&super::Record> for V2 {
         fn from(r: &super::Record) -> V2 {
             V2 {
@@ -136,6 +166,7 @@ mod raw {
                 terms: 0,
                 sketch: None,
                 top_terms: Vec::new(),
+                weak_bits: Vec::new(),
             }
         }
     }
@@ -157,7 +188,7 @@ mod raw {
 
 /// Encodes a record into its framed bytes.
 pub fn encode_record(r: &Record) -> Vec<u8> {
-    let payload = bincode::serde::encode_to_vec(raw::V2::from(r), config())
+    let payload = bincode::serde::encode_to_vec(raw::V3::from(r), config())
         .unwrap_or_else(|e| unreachable!("encoding a record to a Vec cannot fail: {e}"));
     let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
     out.push(RECORD_VERSION);
@@ -178,9 +209,9 @@ pub fn decode_record(bytes: &[u8]) -> Result<Record, String> {
             bytes.len()
         ));
     };
-    if version != 1 && version != RECORD_VERSION {
+    if !(1..=RECORD_VERSION).contains(&version) {
         return Err(format!(
-            "unknown record version {version} (expected 1 or {RECORD_VERSION})"
+            "unknown record version {version} (expected 1 to {RECORD_VERSION})"
         ));
     }
     let expected = u32::from_be_bytes([crc[0], crc[1], crc[2], crc[3]]);
@@ -203,11 +234,15 @@ pub fn decode_record(bytes: &[u8]) -> Result<Record, String> {
         }
         Ok(raw.into())
     }
-    if version == 1 {
-        decode::<raw::V1>(payload)
-    } else {
-        decode::<raw::V2>(payload)
+    let rec = match version {
+        1 => decode::<raw::V1>(payload)?,
+        2 => decode::<raw::V2>(payload)?,
+        _ => decode::<raw::V3>(payload)?,
+    };
+    if let Some(b) = rec.weak_bits.iter().find(|&&b| b >= 64) {
+        return Err(format!("weak bit {b} is not a bit of a 64-bit fingerprint"));
     }
+    Ok(rec)
 }
 
 /// Decodes the meta `format_version` value: u32 big-endian, non-zero.
@@ -252,6 +287,7 @@ mod tests {
             terms: 0,
             sketch: None,
             top_terms: Vec::new(),
+            weak_bits: Vec::new(),
         }
     }
 
@@ -279,10 +315,17 @@ mod tests {
         .concat()
     }
 
-    #[test]
-    fn record_v2_bytes_are_pinned() {
-        let bytes = encode_record(&sample_v2());
-        let payload: Vec<u8> = [
+    fn sample_v3() -> Record {
+        Record {
+            weak_bits: vec![63, 0, 17],
+            ..sample_v2()
+        }
+    }
+
+    /// The version 2 payload of `sample_v2()` (also the start of its
+    /// version 3 payload).
+    fn v2_payload() -> Vec<u8> {
+        [
             &v1_payload()[..],
             &17u32.to_be_bytes(),
             &[1u8],
@@ -290,17 +333,42 @@ mod tests {
             &12u64.to_be_bytes(),
             "北京\nsimdb".as_bytes(),
         ]
-        .concat();
-        let mut want = vec![2u8];
+        .concat()
+    }
+
+    #[test]
+    fn record_v3_bytes_are_pinned() {
+        let bytes = encode_record(&sample_v3());
+        let payload: Vec<u8> = [&v2_payload()[..], &3u64.to_be_bytes(), &[63, 0, 17]].concat();
+        let mut want = vec![3u8];
         want.extend_from_slice(&crc32fast::hash(&payload).to_be_bytes());
         want.extend_from_slice(&payload);
         assert_eq!(bytes, want);
+        assert_eq!(&bytes[..5], &GOLDEN_V3_HEADER[..], "{:02x?}", &bytes[..5]);
+        assert_eq!(decode_record(&bytes).unwrap(), sample_v3());
+        // No sketch, no terms, no weak bits: one tag byte and two empty
+        // lengths.
+        let bare = encode_record(&sample());
+        assert_eq!(bare.len(), 5 + 53 + 4 + 1 + 8 + 8);
+        assert_eq!(decode_record(&bare).unwrap(), sample());
+        // A weak bit outside the fingerprint is corruption.
+        let bad = Record {
+            weak_bits: vec![64],
+            ..sample()
+        };
+        assert!(decode_record(&encode_record(&bad)).is_err());
+    }
+
+    const GOLDEN_V3_HEADER: [u8; 5] = [0x03, 0x6a, 0x1e, 0x30, 0x38];
+
+    #[test]
+    fn record_v2_bytes_still_decode() {
+        let payload = v2_payload();
+        let mut bytes = vec![2u8];
+        bytes.extend_from_slice(&crc32fast::hash(&payload).to_be_bytes());
+        bytes.extend_from_slice(&payload);
         assert_eq!(&bytes[..5], &GOLDEN_V2_HEADER[..], "{:02x?}", &bytes[..5]);
         assert_eq!(decode_record(&bytes).unwrap(), sample_v2());
-        // No sketch, no terms: one tag byte and an empty string.
-        let bare = encode_record(&sample());
-        assert_eq!(bare.len(), 5 + 53 + 4 + 1 + 8);
-        assert_eq!(decode_record(&bare).unwrap(), sample());
     }
 
     const GOLDEN_V2_HEADER: [u8; 5] = [0x02, 0xef, 0xbc, 0x9b, 0x6d];
@@ -325,14 +393,14 @@ mod tests {
     fn record_round_trip() {
         assert_eq!(decode_record(&encode_record(&sample())).unwrap(), sample());
         assert_eq!(
-            decode_record(&encode_record(&sample_v2())).unwrap(),
-            sample_v2()
+            decode_record(&encode_record(&sample_v3())).unwrap(),
+            sample_v3()
         );
     }
 
     #[test]
     fn every_flipped_byte_is_detected() {
-        let bytes = encode_record(&sample_v2());
+        let bytes = encode_record(&sample_v3());
         for i in 0..bytes.len() {
             for bit in 0..8 {
                 let mut b = bytes.clone();

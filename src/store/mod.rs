@@ -564,29 +564,25 @@ impl Store {
         codec::decode_doc_count(&v).map_err(|r| Error::corrupt(META, DOC_COUNT_KEY, r))
     }
 
-    /// Every stored document within `k` of `q`, unsorted. Candidates are
-    /// decided from the index keys alone; only hits are looked up (`refs`,
-    /// then the record, which is checked).
+    /// Every stored document that `plan` accepts for `q` (see
+    /// [`index::ProbePlan`]; [`index::ProbePlan::exact`] is every document
+    /// within k), unsorted. Candidates are decided from the index keys
+    /// alone; only hits are looked up (`refs`, then the record, which is
+    /// checked).
     ///
     /// With `sketch`, each hit whose record has a sketch carries the
     /// estimated similarity of the two.
     pub fn probe(
         &self,
         q: Fingerprint,
-        k: u32,
+        plan: &index::ProbePlan,
         sketch: Option<&Sketch>,
         mut visit: impl FnMut(Hit),
     ) -> Result<()> {
-        crate::fingerprint::check_k(k)?;
-        // Buckets to scan per family: the query's block for k <= 3, every
-        // block value within probe_radius(k) bits of it for larger k.
-        let r = index::probe_radius(k);
-        let plan: Vec<(usize, Vec<u16>)> = (0..BLOCKS)
-            .map(|i| (i, index::probe_blocks(q.block(i), r)))
-            .collect();
+        crate::fingerprint::check_k(plan.k)?;
         // The families are independent: two on this thread, two on the
         // rayon pool meanwhile (one wake-up, this thread keeps working).
-        let (mine, theirs) = plan.split_at(2);
+        let (mine, theirs) = plan.blocks.split_at(2);
         let mut found: Vec<DocKey> = Vec::new();
         let mut other: Result<Vec<DocKey>> = Ok(Vec::new());
         let mut here: Result<()> = Ok(());
@@ -596,12 +592,14 @@ impl Store {
                 let mut v = Vec::new();
                 *other = theirs
                     .iter()
-                    .try_for_each(|(i, blocks)| self.scan_buckets(*i, blocks, q, k, &mut v))
+                    .enumerate()
+                    .try_for_each(|(j, blocks)| self.scan_buckets(j + 2, blocks, q, plan, &mut v))
                     .map(|()| v);
             });
             here = mine
                 .iter()
-                .try_for_each(|(i, blocks)| self.scan_buckets(*i, blocks, q, k, &mut found));
+                .enumerate()
+                .try_for_each(|(i, blocks)| self.scan_buckets(i, blocks, q, plan, &mut found));
         });
         here?;
         found.extend(other?);
@@ -664,16 +662,17 @@ impl Store {
     /// query with a sketch carry their similarity (as in [`Store::probe`]).
     pub fn probe_many(
         &self,
-        qs: &[Fingerprint],
-        k: u32,
+        qs: &[(Fingerprint, index::ProbePlan)],
         sketches: Option<&[Option<Sketch>]>,
     ) -> Result<Vec<Vec<Hit>>> {
-        crate::fingerprint::check_k(k)?;
+        for (_, plan) in qs {
+            crate::fingerprint::check_k(plan.k)?;
+        }
         use rayon::prelude::*;
         // (query index, doc) per family
         let per_family: Vec<Result<Vec<(usize, DocKey)>>> = (0..BLOCKS)
             .into_par_iter()
-            .map(|i| self.scan_buckets_for(i, qs, k))
+            .map(|i| self.scan_buckets_for(i, qs))
             .collect();
         let mut found: Vec<(usize, DocKey)> = Vec::new();
         for f in per_family {
@@ -684,7 +683,7 @@ impl Store {
         let mut out: Vec<Vec<Hit>> = vec![Vec::new(); qs.len()];
         for (qi, doc) in found {
             let sketch = sketches.and_then(|s| s.get(qi)).and_then(Option::as_ref);
-            out[qi].push(self.hit(doc, qs[qi], sketch)?);
+            out[qi].push(self.hit(doc, qs[qi].0, sketch)?);
         }
         Ok(out)
     }
@@ -693,26 +692,20 @@ impl Store {
     fn scan_buckets_for(
         &self,
         i: usize,
-        qs: &[Fingerprint],
-        k: u32,
+        qs: &[(Fingerprint, index::ProbePlan)],
     ) -> Result<Vec<(usize, DocKey)>> {
         let name = BLOCK_FAMILIES[i];
-        let r = index::probe_radius(k);
         let mut order: Vec<(u16, usize)> = qs
             .iter()
             .enumerate()
-            .flat_map(|(j, q)| {
-                index::probe_blocks(q.block(i), r)
-                    .into_iter()
-                    .map(move |b| (b, j))
-            })
+            .flat_map(|(j, (_, plan))| plan.blocks[i].iter().map(move |&b| (b, j)))
             .collect();
         order.sort_unstable();
         let mut ro = ReadOptions::default();
         ro.set_total_order_seek(true);
         let mut it = self.db.raw_iterator_cf_opt(self.cf(name), ro);
         let mut found = Vec::new();
-        let mut group: Vec<(usize, Fingerprint)> = Vec::new();
+        let mut group: Vec<(usize, Fingerprint, &index::ProbePlan)> = Vec::new();
         let mut start = 0;
         while start < order.len() {
             let block = order[start].0;
@@ -722,12 +715,16 @@ impl Store {
                     .take_while(|(b, _)| *b == block)
                     .count();
             group.clear();
-            group.extend(order[start..end].iter().map(|&(_, j)| (j, qs[j])));
+            group.extend(
+                order[start..end]
+                    .iter()
+                    .map(|&(_, j)| (j, qs[j].0, &qs[j].1)),
+            );
             start = end;
             it.seek(block.to_be_bytes());
             walk_bucket(&mut it, i, block, |fp, key| {
-                for &(j, q) in &group {
-                    if fp.distance(q) <= k {
+                for &(j, q, plan) in &group {
+                    if plan.accepts(q, fp) {
                         found.push((j, decode_doc(i, key)?));
                     }
                 }
@@ -746,7 +743,7 @@ impl Store {
         i: usize,
         blocks: &[u16],
         q: Fingerprint,
-        k: u32,
+        plan: &index::ProbePlan,
         found: &mut Vec<DocKey>,
     ) -> Result<()> {
         let mut ro = ReadOptions::default();
@@ -761,7 +758,7 @@ impl Store {
             it.seek(block.to_be_bytes());
             // Hot loop: read the fingerprint, decide; decode fully only hits.
             walk_bucket(&mut it, i, block, |fp, key| {
-                if fp.distance(q) <= k {
+                if plan.accepts(q, fp) {
                     found.push(decode_doc(i, key)?);
                 }
                 Ok(())

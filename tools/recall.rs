@@ -1,0 +1,877 @@
+//! Recall at realistic edits, beside MinHash LSH, measured in one run.
+//!
+//! ```text
+//! cargo build --release --example recall
+//! target/release/examples/recall --corpus ../shared/corpora/zh_news_xwlb.jsonl \
+//!     --corpus ../shared/corpora/en_bbc_news.jsonl --sample 300 --seed 1 --out /tmp/recall
+//! ```
+//!
+//! For each corpus, every document is an *original* (the store). From the
+//! originals longer than `--min-chars` (200) characters, `--sample` are
+//! drawn per edit kind and rate (1, 3, 5%) and copied with that edit:
+//!
+//! - `chars`: characters substituted, inserted or deleted at random
+//!   positions (one of the three at random per edit; new characters drawn
+//!   from the corpus's own characters), at r% of the characters;
+//! - `words`: words (jieba tokens) substituted, inserted or deleted, at r%
+//!   of the words (new words from the corpus);
+//! - `typos`: letters inside words replaced, dropped, doubled or swapped
+//!   with a neighbour, at r% of the letters and digits;
+//! - `punct`: punctuation inserted, deleted or replaced, at r% of the
+//!   characters;
+//! - `space`: spaces and line breaks inserted or removed, at r% of the
+//!   characters.
+//!
+//! Each copy is queried against the originals with:
+//!
+//! - `before`: the previous default (word 3-shingle sketch at 0.6, exact
+//!   k = 3);
+//! - `exact k=3`, `exact k=7`: this build's recipe, exact radius, verified;
+//! - `ranked B`: confidence-ranked probing with budget B buckets, verified
+//!   (the default is [`simdb::index::DEFAULT_PROBE_BUDGET`]);
+//! - `minhash`: MinHash LSH with 128 permutations over word 3-shingles
+//!   (jieba tokens for Chinese), banded for threshold 0.5 the way
+//!   datasketch's `MinHashLSH` chooses its bands (a candidate = shares a
+//!   band; no further check, as datasketch answers).
+//!
+//! Recall = share of copies whose original is among the answers. False
+//! pairs: every original is also queried against the other originals; a
+//! reported pair is *distinct* when the exact Jaccard similarity of the two
+//! texts' character 5-gram sets (letters and digits) is below 0.5. The
+//! tool prints distinct / reported, buckets read per query (at 50M
+//! documents a bucket holds ~763 keys) and candidates checked per query.
+//! `recall.json` in `--out` keeps every number. Corpus text is read from the
+//! given paths and never written anywhere.
+
+#[path = "common.rs"]
+mod common;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::Parser;
+use rand::seq::IndexedRandom;
+use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
+use serde_json::json;
+use simdb::fingerprint::{Analysis, Sketch, SketchKind};
+use simdb::index::{MemIndex, ProbePlan};
+use simdb::{Fingerprinter, Recipe};
+
+#[derive(Parser)]
+struct Args {
+    /// A JSONL corpus `{"id","text"}` (repeatable).
+    #[arg(long, required = true)]
+    corpus: Vec<PathBuf>,
+    /// Copies per edit kind and rate.
+    #[arg(long, default_value_t = 300)]
+    sample: usize,
+    /// Only originals longer than this many characters are copied.
+    #[arg(long, default_value_t = 200)]
+    min_chars: usize,
+    /// Use at most this many corpus documents (0 = all).
+    #[arg(long, default_value_t = 0)]
+    max_docs: usize,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Probe budgets to compare (buckets over the four families).
+    #[arg(long, default_value = "16,32,64,128,256")]
+    budgets: String,
+    /// Edit kinds (chars, words, typos, punct, space).
+    #[arg(long, default_value = "chars,words,typos,punct,space")]
+    kinds: String,
+    /// Sketch similarity a candidate needs (this build's default if unset).
+    #[arg(long)]
+    threshold: Option<f64>,
+    /// Extra verification sketches to compare, as chars:N or words3.
+    #[arg(long, default_value = "")]
+    sketches: String,
+    /// Also sweep sketch kinds (chars:3..6, words3) and thresholds over
+    /// the candidates of a ranked plan with this budget (0 = no sweep).
+    #[arg(long, default_value_t = 0)]
+    sweep: usize,
+    /// Where recall.json goes.
+    #[arg(long, default_value = "recall-out")]
+    out: PathBuf,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Kind {
+    Chars,
+    Words,
+    Typos,
+    Punct,
+    Space,
+}
+
+impl Kind {
+    fn parse(s: &str) -> Kind {
+        match s {
+            "chars" => Kind::Chars,
+            "words" => Kind::Words,
+            "typos" => Kind::Typos,
+            "punct" => Kind::Punct,
+            "space" => Kind::Space,
+            o => panic!("unknown edit kind {o:?}"),
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Chars => "chars",
+            Kind::Words => "words",
+            Kind::Typos => "typos",
+            Kind::Punct => "punct",
+            Kind::Space => "space",
+        }
+    }
+}
+
+const RATES: [u32; 3] = [1, 3, 5];
+const PUNCT: &[char] = &[
+    '，', '。', '、', '；', '：', '！', '？', '“', '”', '（', '）', ',', '.', ';', ':', '!', '?',
+    '"', '\'', '(', ')', '-',
+];
+
+fn edits(len: usize, rate: u32) -> usize {
+    ((len as f64 * f64::from(rate) / 100.0).round() as usize).max(1)
+}
+
+/// Applies one edit kind at `rate` percent.
+fn apply(
+    kind: Kind,
+    rate: u32,
+    text: &str,
+    jieba: &jieba_rs::Jieba,
+    chars_pool: &[char],
+    words_pool: &[String],
+    rng: &mut impl Rng,
+) -> String {
+    let mut cs: Vec<char> = text.chars().collect();
+    match kind {
+        Kind::Chars => {
+            for _ in 0..edits(cs.len(), rate) {
+                let c = *chars_pool.choose(rng).expect("characters");
+                let at = rng.random_range(0..cs.len().max(1));
+                match rng.random_range(0..3) {
+                    0 if !cs.is_empty() => cs[at] = c,
+                    1 => cs.insert(at, c),
+                    _ if cs.len() > 1 => {
+                        cs.remove(at);
+                    }
+                    _ => cs.insert(at, c),
+                }
+            }
+            cs.into_iter().collect()
+        }
+        Kind::Words => {
+            let mut toks: Vec<String> = jieba
+                .cut(text, false)
+                .into_iter()
+                .map(|t| t.word.to_string())
+                .collect();
+            let words: Vec<usize> = (0..toks.len())
+                .filter(|&i| toks[i].chars().any(char::is_alphanumeric))
+                .collect();
+            let sep = if text.is_ascii() { " " } else { "" };
+            for _ in 0..edits(words.len(), rate) {
+                let i = *words.choose(rng).expect("words");
+                let w = words_pool.choose(rng).expect("a word pool");
+                match rng.random_range(0..3) {
+                    0 => toks[i] = w.clone(),
+                    1 => toks[i] = format!("{}{sep}{w}", toks[i]),
+                    _ => toks[i].clear(),
+                }
+            }
+            toks.concat()
+        }
+        Kind::Typos => {
+            let letters: Vec<usize> = (0..cs.len()).filter(|&i| cs[i].is_alphanumeric()).collect();
+            let mut ops: Vec<usize> = letters
+                .choose_multiple(rng, edits(letters.len(), rate))
+                .copied()
+                .collect();
+            ops.sort_unstable_by(|a, b| b.cmp(a)); // back to front: indices stay valid
+            for at in ops {
+                let c = cs[at];
+                match rng.random_range(0..4) {
+                    0 => cs[at] = *chars_pool.choose(rng).expect("characters"),
+                    1 => {
+                        cs.remove(at);
+                    }
+                    2 => cs.insert(at, c),
+                    _ => {
+                        if at + 1 < cs.len() {
+                            cs.swap(at, at + 1);
+                        }
+                    }
+                }
+            }
+            cs.into_iter().collect()
+        }
+        Kind::Punct => {
+            for _ in 0..edits(cs.len(), rate) {
+                let p = *PUNCT.choose(rng).expect("punctuation");
+                let puncts: Vec<usize> = (0..cs.len())
+                    .filter(|&i| !cs[i].is_alphanumeric() && !cs[i].is_whitespace())
+                    .collect();
+                match rng.random_range(0..3) {
+                    0 if !puncts.is_empty() => {
+                        let i = *puncts.choose(rng).expect("non-empty");
+                        cs[i] = p;
+                    }
+                    1 if !puncts.is_empty() => {
+                        let i = *puncts.choose(rng).expect("non-empty");
+                        cs.remove(i);
+                    }
+                    _ => {
+                        let at = rng.random_range(0..=cs.len());
+                        cs.insert(at, p);
+                    }
+                }
+            }
+            cs.into_iter().collect()
+        }
+        Kind::Space => {
+            for _ in 0..edits(cs.len(), rate) {
+                let spaces: Vec<usize> = (0..cs.len()).filter(|&i| cs[i].is_whitespace()).collect();
+                if rng.random_bool(0.5) && !spaces.is_empty() {
+                    let i = *spaces.choose(rng).expect("non-empty");
+                    cs.remove(i);
+                } else {
+                    let at = rng.random_range(0..=cs.len());
+                    cs.insert(at, if rng.random_bool(0.8) { ' ' } else { '\n' });
+                }
+            }
+            cs.into_iter().collect()
+        }
+    }
+}
+
+/// Character 5-gram set of letters and digits (lower-cased): the yardstick
+/// of "distinct" (exact Jaccard < 0.5).
+fn char_shingles(text: &str) -> Vec<u64> {
+    let chars: Vec<char> = text
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect();
+    let mut s: Vec<u64> = if chars.len() < 5 {
+        let all: String = chars.iter().collect();
+        vec![xxhash_rust::xxh3::xxh3_64(all.as_bytes())]
+    } else {
+        chars
+            .windows(5)
+            .map(|w| xxhash_rust::xxh3::xxh3_64(w.iter().collect::<String>().as_bytes()))
+            .collect()
+    };
+    s.sort_unstable();
+    s.dedup();
+    s
+}
+
+fn jaccard(a: &[u64], b: &[u64]) -> f64 {
+    let (mut i, mut j, mut inter) = (0, 0, 0usize);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                inter += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    let uni = a.len() + b.len() - inter;
+    if uni == 0 {
+        1.0
+    } else {
+        inter as f64 / uni as f64
+    }
+}
+
+// --- MinHash LSH (the peer) ------------------------------------------------
+
+const PERMS: usize = 128;
+
+fn fmix64(mut k: u64) -> u64 {
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    k ^= k >> 33;
+    k
+}
+
+/// datasketch's `_optimal_param`: the (bands, rows) with bands * rows <=
+/// 128 minimising the mean of the false-positive and false-negative areas
+/// of the S-curve around `t`.
+fn optimal_bands(t: f64) -> (usize, usize) {
+    let area = |b: usize, r: usize, lo: f64, hi: f64, pos: bool| {
+        let steps = 400;
+        let h = (hi - lo) / steps as f64;
+        (0..steps)
+            .map(|i| {
+                let s = lo + (i as f64 + 0.5) * h;
+                let p = 1.0 - (1.0 - s.powi(r as i32)).powi(b as i32);
+                if pos {
+                    p * h
+                } else {
+                    (1.0 - p) * h
+                }
+            })
+            .sum::<f64>()
+    };
+    let mut best = (f64::MAX, (1, 1));
+    for b in 1..=PERMS {
+        for r in 1..=PERMS / b {
+            let e = 0.5 * area(b, r, 0.0, t, true) + 0.5 * area(b, r, t, 1.0, false);
+            if e < best.0 {
+                best = (e, (b, r));
+            }
+        }
+    }
+    best.1
+}
+
+struct MinHashLsh {
+    bands: usize,
+    rows: usize,
+    mults: Vec<(u64, u64)>,
+    tables: Vec<HashMap<u64, Vec<u32>>>,
+}
+
+impl MinHashLsh {
+    fn new(threshold: f64, seed: u64) -> MinHashLsh {
+        let (bands, rows) = optimal_bands(threshold);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        MinHashLsh {
+            bands,
+            rows,
+            mults: (0..PERMS)
+                .map(|_| (rng.random::<u64>() | 1, rng.random()))
+                .collect(),
+            tables: vec![HashMap::new(); bands],
+        }
+    }
+
+    fn signature(&self, jieba: &jieba_rs::Jieba, text: &str) -> Vec<u64> {
+        let lower = text.to_lowercase();
+        let toks: Vec<&str> = jieba
+            .cut(&lower, false)
+            .into_iter()
+            .map(|t| t.word)
+            .filter(|w| w.chars().any(char::is_alphanumeric))
+            .collect();
+        let shingles: Vec<u64> = if toks.len() < 3 {
+            vec![xxhash_rust::xxh3::xxh3_64(toks.concat().as_bytes())]
+        } else {
+            toks.windows(3)
+                .map(|w| xxhash_rust::xxh3::xxh3_64(w.join(" ").as_bytes()))
+                .collect()
+        };
+        self.mults
+            .iter()
+            .map(|&(a, b)| {
+                shingles
+                    .iter()
+                    .map(|&s| fmix64(s.wrapping_mul(a).wrapping_add(b)))
+                    .min()
+                    .unwrap_or(u64::MAX)
+            })
+            .collect()
+    }
+
+    fn band_keys(&self, sig: &[u64]) -> Vec<u64> {
+        (0..self.bands)
+            .map(|b| {
+                let mut h = xxhash_rust::xxh3::Xxh3::new();
+                for v in &sig[b * self.rows..(b + 1) * self.rows] {
+                    h.update(&v.to_le_bytes());
+                }
+                h.digest()
+            })
+            .collect()
+    }
+
+    fn insert(&mut self, id: u32, sig: &[u64]) {
+        for (b, key) in self.band_keys(sig).into_iter().enumerate() {
+            self.tables[b].entry(key).or_default().push(id);
+        }
+    }
+
+    fn query(&self, sig: &[u64]) -> Vec<u32> {
+        let mut out: Vec<u32> = self
+            .band_keys(sig)
+            .into_iter()
+            .enumerate()
+            .flat_map(|(b, key)| self.tables[b].get(&key).cloned().unwrap_or_default())
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
+// --- simdb systems -----------------------------------------------------------
+
+#[derive(Clone)]
+enum System {
+    Before,
+    Exact(u32),
+    Ranked(usize),
+    /// Ranked at the default budget with another sketch.
+    RankedSketch(usize, usize),
+    MinHash,
+}
+
+impl System {
+    fn name(&self) -> String {
+        match self {
+            System::Before => "before (k=3, word-3 sketch 0.6)".into(),
+            System::Exact(k) => format!("exact k={k}"),
+            System::Ranked(b) => format!("ranked {b}"),
+            System::RankedSketch(b, s) => format!("ranked {b}, sketch #{s}"),
+            System::MinHash => "minhash lsh 0.5".into(),
+        }
+    }
+}
+
+struct Sig {
+    a: Option<Analysis>,
+    old: Option<Analysis>,
+    extra: Vec<Option<Sketch>>,
+}
+
+#[derive(Default, Clone, serde::Serialize)]
+struct Tally {
+    found: u64,
+    total: u64,
+    buckets: u64,
+    candidates: u64,
+    queries: u64,
+    nanos: u64,
+}
+
+fn main() {
+    let args = Args::parse();
+    std::fs::create_dir_all(&args.out).expect("create --out");
+    let jieba = jieba_rs::Jieba::new();
+    let budgets: Vec<usize> = args
+        .budgets
+        .split(',')
+        .map(|b| b.trim().parse().expect("a budget"))
+        .collect();
+    let kinds: Vec<Kind> = args
+        .kinds
+        .split(',')
+        .map(|k| Kind::parse(k.trim()))
+        .collect();
+    let extra_kinds: Vec<SketchKind> = args
+        .sketches
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(|s| match s {
+            "words3" => SketchKind::Words3,
+            c => SketchKind::Chars(
+                c.strip_prefix("chars:")
+                    .and_then(|n| n.parse().ok())
+                    .expect("chars:N or words3"),
+            ),
+        })
+        .collect();
+    let recipe = Recipe::default();
+    let threshold = args.threshold.unwrap_or(simdb::db::DEFAULT_MIN_SIMILARITY);
+    let old_recipe = Recipe::default().with_sketch(SketchKind::Words3);
+    let (f, old_f) = (
+        Fingerprinter::new(recipe.clone()),
+        Fingerprinter::new(old_recipe),
+    );
+    let extra_f: Vec<Fingerprinter> = extra_kinds
+        .iter()
+        .map(|k| Fingerprinter::new(recipe.clone().with_sketch(*k)))
+        .collect();
+    let default_budget = simdb::index::DEFAULT_PROBE_BUDGET;
+    let mut systems = vec![System::Before, System::Exact(3), System::Exact(7)];
+    systems.extend(budgets.iter().map(|&b| System::Ranked(b)));
+    systems.extend((0..extra_kinds.len()).map(|s| System::RankedSketch(default_budget, s)));
+    systems.push(System::MinHash);
+    println!(
+        "recall: seed {}, {} copies per kind and rate, threshold {threshold}, default budget {default_budget}, recipe sketch {}",
+        args.seed, args.sample, recipe.sketch
+    );
+    let mut report = Vec::new();
+    for path in &args.corpus {
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        let mut docs = common::read_corpus(path.to_str().expect("UTF-8 path"));
+        if args.max_docs > 0 {
+            docs.truncate(args.max_docs);
+        }
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed);
+        let words_pool = common::corpus_words(&jieba, &docs, &mut rng);
+        let chars_pool: Vec<char> = (0..300)
+            .flat_map(|_| {
+                docs.choose(&mut rng)
+                    .expect("documents")
+                    .1
+                    .chars()
+                    .filter(|c| c.is_alphanumeric())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let long: Vec<usize> = (0..docs.len())
+            .filter(|&i| docs[i].1.chars().count() > args.min_chars)
+            .collect();
+        let mut planted: Vec<(Kind, u32, usize, String)> = Vec::new();
+        for &kind in &kinds {
+            for rate in RATES {
+                for &i in long.choose_multiple(&mut rng, args.sample.min(long.len())) {
+                    let copy = apply(
+                        kind,
+                        rate,
+                        &docs[i].1,
+                        &jieba,
+                        &chars_pool,
+                        &words_pool,
+                        &mut rng,
+                    );
+                    planted.push((kind, rate, i, copy));
+                }
+            }
+        }
+        let t0 = Instant::now();
+        let sig = |t: &str| Sig {
+            a: f.analyze(t).ok(),
+            old: old_f.analyze(t).ok(),
+            extra: extra_f.iter().map(|x| x.sketch(t)).collect(),
+        };
+        let originals: Vec<Sig> = docs.par_iter().map(|(_, t)| sig(t)).collect();
+        let copies: Vec<Sig> = planted.par_iter().map(|p| sig(&p.3)).collect();
+        let shingles: Vec<Vec<u64>> = docs.par_iter().map(|(_, t)| char_shingles(t)).collect();
+        let mut idx = MemIndex::new();
+        for (i, s) in originals.iter().enumerate() {
+            if let Some(a) = &s.a {
+                idx.insert(&i.to_string(), a.fingerprint);
+            }
+        }
+        let mut lsh = MinHashLsh::new(0.5, args.seed);
+        let lsh_orig: Vec<Vec<u64>> = docs
+            .par_iter()
+            .map(|(_, t)| lsh.signature(&jieba, t))
+            .collect();
+        let lsh_copies: Vec<Vec<u64>> = planted
+            .par_iter()
+            .map(|p| lsh.signature(&jieba, &p.3))
+            .collect();
+        for (i, s) in lsh_orig.iter().enumerate() {
+            lsh.insert(i as u32, s);
+        }
+        println!(
+            "\n== {name}: {} documents ({} over {} characters), {} copies; signatures in {:.1}s; minhash bands {}x{}",
+            docs.len(),
+            long.len(),
+            args.min_chars,
+            planted.len(),
+            t0.elapsed().as_secs_f64(),
+            lsh.bands,
+            lsh.rows
+        );
+
+        // One query: the originals a system reports for signature `q`
+        // (excluding `skip`), with buckets read and candidates checked.
+        let answer = |sys: &System,
+                      q: &Sig,
+                      lsh_sig: &[u64],
+                      skip: Option<usize>|
+         -> (Vec<usize>, u64, u64) {
+            let verify = |j: usize, old: bool, extra: Option<usize>| -> bool {
+                let s = &originals[j];
+                match (old, extra) {
+                    (true, _) => match (
+                        q.old.as_ref().and_then(|a| a.sketch),
+                        s.old.as_ref().and_then(|a| a.sketch),
+                    ) {
+                        (Some(x), Some(y)) => {
+                            x.similarity(&y) >= simdb::db::DEFAULT_MIN_SIMILARITY_WORDS3
+                        }
+                        _ => false,
+                    },
+                    (false, Some(e)) => match (q.extra[e], s.extra[e]) {
+                        (Some(x), Some(y)) => x.similarity(&y) >= threshold,
+                        _ => false,
+                    },
+                    (false, None) => match (
+                        q.a.as_ref().and_then(|a| a.sketch),
+                        s.a.as_ref().and_then(|a| a.sketch),
+                    ) {
+                        (Some(x), Some(y)) => x.similarity(&y) >= threshold,
+                        _ => false,
+                    },
+                }
+            };
+            match sys {
+                System::MinHash => {
+                    let hits: Vec<usize> = lsh
+                        .query(lsh_sig)
+                        .into_iter()
+                        .map(|j| j as usize)
+                        .filter(|&j| Some(j) != skip)
+                        .collect();
+                    let n = hits.len() as u64;
+                    (hits, lsh.bands as u64, n)
+                }
+                _ => {
+                    let Some(a) = q.a.as_ref() else {
+                        return (Vec::new(), 0, 0);
+                    };
+                    let (fp, plan, old, extra) = match sys {
+                        System::Before => {
+                            let Some(o) = q.old.as_ref() else {
+                                return (Vec::new(), 0, 0);
+                            };
+                            (
+                                o.fingerprint,
+                                ProbePlan::exact(o.fingerprint, 3),
+                                true,
+                                None,
+                            )
+                        }
+                        System::Exact(k) => (
+                            a.fingerprint,
+                            ProbePlan::exact(a.fingerprint, *k),
+                            false,
+                            None,
+                        ),
+                        System::Ranked(b) => (
+                            a.fingerprint,
+                            ProbePlan::ranked(a.fingerprint, 0, &a.weak_bits, *b),
+                            false,
+                            None,
+                        ),
+                        System::RankedSketch(b, e) => (
+                            a.fingerprint,
+                            ProbePlan::ranked(a.fingerprint, 0, &a.weak_bits, *b),
+                            false,
+                            Some(*e),
+                        ),
+                        System::MinHash => unreachable!(),
+                    };
+                    let hits = idx.query_plan(fp, &plan);
+                    let n = hits.len() as u64;
+                    let found = hits
+                        .into_iter()
+                        .map(|h| h.id.parse::<usize>().expect("index ids are positions"))
+                        .filter(|&j| Some(j) != skip && verify(j, old, extra))
+                        .collect();
+                    (found, plan.buckets() as u64, n)
+                }
+            }
+        };
+
+        if args.sweep > 0 {
+            sweep(
+                args.sweep, &recipe, &docs, &planted, &originals, &copies, &shingles, &idx,
+            );
+        }
+        let mut sys_json = Vec::new();
+        println!(
+            "{:<34} {}",
+            "system",
+            kinds
+                .iter()
+                .map(|k| format!("{:>17}", format!("{} 1/3/5%", k.name())))
+                .collect::<Vec<_>>()
+                .join(" ")
+                + "   flagged  distinct  buckets/q  cand/q"
+        );
+        for sys in &systems {
+            let t = Instant::now();
+            let tallies: Vec<((Kind, u32), Tally)> = planted
+                .par_iter()
+                .zip(&copies)
+                .zip(&lsh_copies)
+                .map(|(((kind, rate, orig, _), c), ls)| {
+                    let start = Instant::now();
+                    let (hits, buckets, cand) = answer(sys, c, ls, None);
+                    let nanos = start.elapsed().as_nanos() as u64;
+                    (
+                        (*kind, *rate),
+                        Tally {
+                            found: u64::from(hits.contains(orig)),
+                            total: 1,
+                            buckets,
+                            candidates: cand,
+                            queries: 1,
+                            nanos,
+                        },
+                    )
+                })
+                .collect();
+            let mut by: HashMap<(Kind, u32), Tally> = HashMap::new();
+            let mut all = Tally::default();
+            for (key, t) in tallies {
+                let e = by.entry(key).or_default();
+                for x in [e, &mut all] {
+                    x.found += t.found;
+                    x.total += t.total;
+                    x.buckets += t.buckets;
+                    x.candidates += t.candidates;
+                    x.queries += t.queries;
+                    x.nanos += t.nanos;
+                }
+            }
+            // False pairs among the originals.
+            let pairs: Vec<(usize, usize)> = (0..docs.len())
+                .into_par_iter()
+                .flat_map_iter(|i| {
+                    let (hits, _, _) = answer(sys, &originals[i], &lsh_orig[i], Some(i));
+                    hits.into_iter()
+                        .filter(move |&j| j > i)
+                        .map(move |j| (i, j))
+                })
+                .collect();
+            let mut pairs = pairs;
+            pairs.sort_unstable();
+            pairs.dedup();
+            let distinct = pairs
+                .par_iter()
+                .filter(|&&(i, j)| jaccard(&shingles[i], &shingles[j]) < 0.5)
+                .count();
+            let mut line = format!("{:<34}", sys.name());
+            let mut rec = serde_json::Map::new();
+            for &kind in &kinds {
+                let rs: Vec<f64> = RATES
+                    .iter()
+                    .map(|&r| {
+                        let t = &by[&(kind, r)];
+                        t.found as f64 / t.total.max(1) as f64
+                    })
+                    .collect();
+                line += &format!(" {:>17}", format!("{:.2}/{:.2}/{:.2}", rs[0], rs[1], rs[2]));
+                rec.insert(kind.name().into(), json!(rs));
+            }
+            let q = all.queries.max(1) as f64;
+            line += &format!(
+                "   {:>7} {:>9}  {:>9.1} {:>7.1}",
+                pairs.len(),
+                distinct,
+                all.buckets as f64 / q,
+                all.candidates as f64 / q
+            );
+            println!("{line}  ({:.1}s)", t.elapsed().as_secs_f64());
+            sys_json.push(json!({
+                "system": sys.name(), "recall": rec, "flagged_pairs": pairs.len(),
+                "distinct_pairs": distinct, "buckets_per_query": all.buckets as f64 / q,
+                "candidates_per_query": all.candidates as f64 / q,
+                "in_memory_us_per_query": all.nanos as f64 / q / 1000.0,
+            }));
+        }
+        report.push(
+            json!({"corpus": name, "documents": docs.len(), "long_documents": long.len(),
+            "copies": planted.len(), "minhash_bands": [lsh.bands, lsh.rows], "systems": sys_json}),
+        );
+    }
+    let out = args.out.join("recall.json");
+    std::fs::write(
+        &out,
+        serde_json::to_string_pretty(&json!({"seed": args.seed, "sample": args.sample,
+            "threshold": threshold, "default_budget": default_budget, "corpora": report}))
+        .expect("JSON"),
+    )
+    .expect("write recall.json");
+    println!("\nwrote {}", out.display());
+}
+
+/// Recall and distinct share per sketch kind and threshold, over the
+/// candidates of one ranked plan (what verification then decides).
+#[allow(clippy::too_many_arguments)]
+fn sweep(
+    budget: usize,
+    recipe: &Recipe,
+    docs: &[(String, String)],
+    planted: &[(Kind, u32, usize, String)],
+    originals: &[Sig],
+    copies: &[Sig],
+    shingles: &[Vec<u64>],
+    idx: &MemIndex,
+) {
+    let candidates = |q: &Sig| -> Vec<usize> {
+        let Some(a) = q.a.as_ref() else {
+            return Vec::new();
+        };
+        idx.query_plan(
+            a.fingerprint,
+            &ProbePlan::ranked(a.fingerprint, 0, &a.weak_bits, budget),
+        )
+        .into_iter()
+        .map(|h| h.id.parse::<usize>().expect("position"))
+        .collect()
+    };
+    let pairs: Vec<(usize, usize, bool)> = (0..docs.len())
+        .into_par_iter()
+        .flat_map_iter(|i| {
+            candidates(&originals[i])
+                .into_iter()
+                .filter(move |&j| j > i)
+                .map(move |j| (i, j, jaccard(&shingles[i], &shingles[j]) < 0.5))
+        })
+        .collect();
+    let found: Vec<bool> = planted
+        .par_iter()
+        .zip(copies)
+        .map(|(p, c)| candidates(c).contains(&p.2))
+        .collect();
+    println!(
+        "\nsweep over ranked {budget} candidates: {} corpus pairs ({} distinct), copies found before verification {:.3}",
+        pairs.len(),
+        pairs.iter().filter(|p| p.2).count(),
+        found.iter().filter(|f| **f).count() as f64 / found.len().max(1) as f64
+    );
+    let kinds = [
+        SketchKind::Chars(3),
+        SketchKind::Chars(4),
+        SketchKind::Chars(5),
+        SketchKind::Chars(6),
+        SketchKind::Words3,
+    ];
+    for kind in kinds {
+        let f = Fingerprinter::new(recipe.clone().with_sketch(kind));
+        let so: Vec<Option<Sketch>> = docs.par_iter().map(|(_, t)| f.sketch(t)).collect();
+        let sc: Vec<Option<Sketch>> = planted.par_iter().map(|p| f.sketch(&p.3)).collect();
+        let sim = |a: &Option<Sketch>, b: &Option<Sketch>| match (a, b) {
+            (Some(x), Some(y)) => x.similarity(y),
+            _ => 0.0,
+        };
+        println!("  sketch {}", kind.name());
+        for t in [0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7] {
+            let mut by: HashMap<(Kind, u32), (u64, u64)> = HashMap::new();
+            for (n, p) in planted.iter().enumerate() {
+                let e = by.entry((p.0, p.1)).or_default();
+                e.1 += 1;
+                if found[n] && sim(&sc[n], &so[p.2]) >= t {
+                    e.0 += 1;
+                }
+            }
+            let (mut fl, mut di) = (0, 0);
+            for &(i, j, d) in &pairs {
+                if sim(&so[i], &so[j]) >= t {
+                    fl += 1;
+                    di += usize::from(d);
+                }
+            }
+            let mut keys: Vec<_> = by.keys().copied().collect();
+            keys.sort_by_key(|k| (k.0.name(), k.1));
+            let rec: Vec<String> = keys
+                .iter()
+                .filter(|k| k.1 == 5)
+                .map(|k| format!("{} {:.2}", k.0.name(), by[k].0 as f64 / by[k].1 as f64))
+                .collect();
+            println!(
+                "    t={t:.2}  5%: {}   flagged {fl} distinct {di} ({:.1}%)",
+                rec.join(", "),
+                100.0 * di as f64 / fl.max(1) as f64
+            );
+        }
+    }
+}
