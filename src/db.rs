@@ -681,22 +681,11 @@ impl Db {
         let mut families = Vec::new();
         for (i, name) in store::BLOCK_FAMILIES.iter().enumerate() {
             let mut sizes: Vec<u64> = Vec::new();
-            let mut last: Option<[u8; 2]> = None;
             let mut keys = 0u64;
-            self.store.for_each_index_key(i, |k| {
-                keys += 1;
-                let p = [
-                    k.first().copied().unwrap_or(0),
-                    k.get(1).copied().unwrap_or(0),
-                ];
-                if last == Some(p) {
-                    if let Some(s) = sizes.last_mut() {
-                        *s += 1;
-                    }
-                } else {
-                    sizes.push(1);
-                    last = Some(p);
-                }
+            self.store.for_each_posting(i, |_, v| {
+                let n = (v.len() / index::ENTRY_LEN) as u64;
+                keys += n;
+                sizes.push(n);
                 Ok(())
             })?;
             sizes.sort_unstable();
@@ -764,6 +753,38 @@ impl Db {
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// Converts a store of an older format this build can migrate (format
+    /// 2) in place; a store already in this build's format is left as it
+    /// is. See `Store::migrate`.
+    pub fn migrate(path: impl AsRef<Path>) -> Result<MigrateReport> {
+        let (store, recipe, version) = Store::open_for_migration(path.as_ref())?;
+        // The recipe must be one this build reproduces, as at every open.
+        let current = Recipe::this_build_of(&recipe);
+        if let Some((field, stored, this)) = recipe.difference(&current) {
+            return Err(Error::RecipeMismatch {
+                path: path.as_ref().to_path_buf(),
+                field: field.to_string(),
+                stored,
+                requested: format!("{this} (fixed in this build)"),
+            });
+        }
+        if version == store::FORMAT_VERSION {
+            return Ok(MigrateReport {
+                from: version,
+                to: version,
+                indexed: 0,
+                unreadable: 0,
+            });
+        }
+        let (indexed, unreadable) = store.migrate()?;
+        Ok(MigrateReport {
+            from: version,
+            to: store::FORMAT_VERSION,
+            indexed,
+            unreadable,
+        })
     }
 
     /// Flushes memtables to disk.
@@ -969,6 +990,19 @@ pub(crate) fn now() -> u64 {
         .unwrap_or(0)
 }
 
+/// What [`Db::migrate`] did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct MigrateReport {
+    /// Format version found.
+    pub from: u32,
+    /// Format version now.
+    pub to: u32,
+    /// Records whose index entries were written again.
+    pub indexed: u64,
+    /// Records that do not decode (left in place; `verify` reports them).
+    pub unreadable: u64,
+}
+
 /// What [`Db::repair`] did.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct RepairReport {
@@ -1116,46 +1150,54 @@ impl Db {
             }
             Ok(())
         })?;
+        // Per fingerprint: records that have it, then entries in each
+        // family's postings; they must agree.
+        let mut per_fp: HashMap<Fingerprint, [u32; 1 + fingerprint::BLOCKS]> = HashMap::new();
+        for doc in docs.keys() {
+            per_fp.entry(doc.fingerprint).or_default()[0] += 1;
+        }
         for (i, name) in store::BLOCK_FAMILIES.iter().enumerate() {
-            let bit = 1u8 << i;
-            self.store.for_each_index_key(i, |k| {
-                rep.index_keys[i] += 1;
-                match index::decode_key(i, k) {
+            self.store.for_each_posting(i, |k, v| {
+                match index::decode_posting(i, k, v) {
                     Err(e) => rep.problems.push(format!("{name}: key {}: {e}", hex(k))),
-                    Ok(ik) => match docs.get_mut(&ik.doc) {
-                        None => rep.problems.push(format!(
-                            "{name}: key {}: orphan index key (no record has fingerprint {} and sequence number {})",
-                            hex(k),
-                            ik.doc.fingerprint,
-                            ik.doc.seq
-                        )),
-                        Some((_, seen)) => *seen |= bit,
-                    },
+                    Ok(fps) => {
+                        rep.index_keys[i] += fps.len() as u64;
+                        for fp in fps {
+                            per_fp.entry(fp).or_default()[1 + i] += 1;
+                        }
+                    }
                 }
                 Ok(())
             })?;
         }
-        let mut missing: Vec<_> = docs
+        let mut wrong: Vec<_> = per_fp
             .iter()
-            .filter(|(_, (_, seen))| *seen != 0b1_1111)
+            .filter(|(_, c)| c[1..].iter().any(|n| *n != c[0]))
             .collect();
-        missing.sort();
-        for (doc, (_, seen)) in missing {
-            if seen & REFS_BIT == 0 {
-                rep.problems.push(format!(
-                    "{}: key {}: missing entry of a record",
-                    store::REFS,
-                    hex(&doc.encode())
-                ));
-            }
+        wrong.sort();
+        for (fp, c) in wrong {
             for (i, name) in store::BLOCK_FAMILIES.iter().enumerate() {
-                if seen & (1 << i) == 0 {
+                let (want, got) = (c[0], c[1 + i]);
+                if got != want {
                     rep.problems.push(format!(
-                        "{name}: key {}: missing index key of a record",
-                        hex(&index::encode_key(i, *doc))
+                        "{name}: key {}: {got} entries of fingerprint {fp}, but {want} records have it ({})",
+                        hex(&index::bucket_key(fp.block(i))),
+                        if got > want { "orphan entries" } else { "missing entries of records" }
                     ));
                 }
             }
+        }
+        let mut missing: Vec<_> = docs
+            .iter()
+            .filter(|(_, (_, seen))| *seen & REFS_BIT == 0)
+            .collect();
+        missing.sort();
+        for (doc, _) in missing {
+            rep.problems.push(format!(
+                "{}: key {}: missing entry of a record",
+                store::REFS,
+                hex(&doc.encode())
+            ));
         }
         let count = self.store.doc_count()?;
         if count != rep.documents {

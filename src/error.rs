@@ -4,7 +4,7 @@
 //! the caller's input was wrong ([`Error::Input`], [`Error::NoFeatures`],
 //! [`Error::UnsupportedDistance`], [`Error::NotFound`]), the stored data is
 //! corrupt or incompatible ([`Error::Corrupt`], [`Error::RecipeMismatch`],
-//! [`Error::NewerFormat`], [`Error::OlderFormat`], [`Error::NotASimdbStore`]), or the system failed
+//! [`Error::NewerFormat`], [`Error::OlderFormat`], [`Error::NeedsMigration`], [`Error::NotASimdbStore`]), or the system failed
 //! ([`Error::Io`], [`Error::Storage`]).
 
 use std::path::PathBuf;
@@ -69,6 +69,19 @@ pub enum Error {
          from the original input"
     )]
     OlderFormat {
+        path: PathBuf,
+        found: u32,
+        supported: u32,
+    },
+
+    /// The store was written by an older simdb whose format this build
+    /// converts in place with `simdb migrate`.
+    #[error(
+        "{path}: store format version {found} is older than this build reads \
+         (version {supported}); run `simdb migrate {path}` once to convert it in place \
+         (it rebuilds the index from the stored records)"
+    )]
+    NeedsMigration {
         path: PathBuf,
         found: u32,
         supported: u32,

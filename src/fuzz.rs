@@ -26,7 +26,8 @@ pub fn input_readers(data: &[u8]) {
     let _ = crate::import::parse_json_line(data);
 }
 
-/// Record, index key and document key decoders; what decodes re-encodes to
+/// Record, posting and document key decoders and the posting merge; what
+/// decodes re-encodes to
 /// the same bytes (a version 1 record re-encodes as version 2, which
 /// decodes to the same record).
 pub fn record_and_keys(data: &[u8]) {
@@ -39,10 +40,19 @@ pub fn record_and_keys(data: &[u8]) {
         }
     }
     for i in 0..crate::fingerprint::BLOCKS {
-        if let Ok(k) = index::decode_key(i, data) {
-            assert_eq!(index::encode_key(i, k.doc), data);
+        // The first two bytes as a bucket key, the rest as its posting.
+        if let (Some(k), Some(v)) = (data.get(..2), data.get(2..)) {
+            if let Ok(fps) = index::decode_posting(i, k, v) {
+                assert_eq!(index::encode_posting(&fps), v);
+            }
         }
     }
+    // Merging any operands into any posting never panics, and gives a
+    // whole number of entries.
+    let (a, b) = data.split_at(data.len() / 2);
+    assert!(index::merge_posting(Some(a), [b])
+        .len()
+        .is_multiple_of(index::ENTRY_LEN));
     if let Ok(d) = DocKey::decode(data) {
         assert_eq!(d.encode(), data);
     }

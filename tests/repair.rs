@@ -1,5 +1,5 @@
 //! `verify` names each kind of damage; `verify --repair` rebuilds refs and
-//! index keys from the records.
+//! the block families' postings from the records.
 
 mod common;
 
@@ -34,13 +34,22 @@ fn repair_rebuilds_refs_and_index_keys_from_records() {
         let cf = |n: &str| raw.cf_handle(n).unwrap();
         // A missing index key, a missing refs entry, orphans in both.
         let r1 = rec(&raw, "d001");
-        raw.delete_cf(cf("block2"), index::encode_key(2, r1.doc_key()))
-            .unwrap();
+        let fp1 = r1.fingerprint;
+        raw.merge_cf(
+            cf("block2"),
+            index::bucket_key(fp1.block(2)),
+            index::posting_operand(false, fp1),
+        )
+        .unwrap();
         let r2 = rec(&raw, "d002");
         raw.delete_cf(cf("refs"), r2.doc_key().encode()).unwrap();
         let ghost = DocKey::new(Fingerprint(42), 0);
-        raw.put_cf(cf("block0"), index::encode_key(0, ghost), b"")
-            .unwrap();
+        raw.merge_cf(
+            cf("block0"),
+            index::bucket_key(ghost.fingerprint.block(0)),
+            index::posting_operand(true, ghost.fingerprint),
+        )
+        .unwrap();
         raw.put_cf(cf("refs"), ghost.encode(), b"ghost").unwrap();
         // A second record claiming d003's fingerprint and sequence number.
         let docs = cf("docs");
@@ -58,9 +67,9 @@ fn repair_rebuilds_refs_and_index_keys_from_records() {
     let text = before.problems.join("\n");
     for want in [
         "block2: key",
-        "missing index key",
+        "missing entries of records",
         "refs: key",
-        "orphan index key",
+        "orphan entries",
         "orphan entry",
         "same fingerprint and sequence number",
         "checksum mismatch",

@@ -4,7 +4,7 @@
 mod common;
 
 use common::raw_open;
-use simdb::{Content, Db, Error, Outcome, Recipe};
+use simdb::{Content, Db, Error, Fingerprint, Outcome, Recipe};
 
 fn text(s: &str) -> Content {
     Content::Text(s.to_string())
@@ -120,19 +120,34 @@ fn newer_format_and_foreign_directories_are_refused() {
         raw.put_cf(meta, b"format_version", v.to_be_bytes())
             .unwrap();
     };
-    set_version(3);
+    set_version(4);
     let err = Db::open(t.path()).err().unwrap();
     assert!(
         matches!(
             err,
             Error::NewerFormat {
-                found: 3,
-                supported: 2,
+                found: 4,
+                supported: 3,
                 ..
             }
         ),
         "{err}"
     );
+    // Format 2 (one index key per document) is converted by `migrate`.
+    set_version(2);
+    let err = Db::open(t.path()).err().unwrap();
+    assert!(
+        matches!(
+            err,
+            Error::NeedsMigration {
+                found: 2,
+                supported: 3,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("simdb migrate"), "{err}");
     // Format 1 (ids inside index keys) is no longer read: named, not foreign.
     set_version(1);
     let err = Db::open(t.path()).err().unwrap();
@@ -287,4 +302,89 @@ fn documents_sharing_a_fingerprint_keep_their_own_keys() {
     let rep = db.verify().unwrap();
     assert!(rep.is_clean(), "{:#?}", rep.problems);
     assert_eq!((rep.documents, rep.refs), (5, 5));
+}
+
+/// A format-2 store (one empty-valued key `block ‖ fingerprint ‖ seq` per
+/// document in each block family) is refused with a pointer to `migrate`,
+/// which rebuilds the postings from the records: then it verifies clean
+/// and answers as a brute force.
+#[test]
+fn format_2_stores_are_migrated_in_place() {
+    use rand::Rng;
+    let t = common::TempDb::new();
+    let mut rng = common::rng(12);
+    let mut entries: Vec<(String, Fingerprint)> = Vec::new();
+    {
+        let db = Db::create(t.path(), Recipe::default()).unwrap();
+        let mut w = db.writer().unwrap();
+        let base = Fingerprint(rng.random());
+        for i in 0..300u64 {
+            // Some share a fingerprint, some are near the base.
+            let fp = match i % 3 {
+                0 => base,
+                1 => Fingerprint(base.0 ^ (1 << (i % 64))),
+                _ => Fingerprint(rng.random()),
+            };
+            let id = format!("d{i:03}");
+            w.put(&id, fp, &Content::Fingerprint(fp), "t").unwrap();
+            entries.push((id, fp));
+        }
+        w.commit().unwrap();
+    }
+    {
+        // Rewrite the block families the way format 2 laid them out.
+        let raw = raw_open(&t.path());
+        let docs = raw.cf_handle("docs").unwrap();
+        let recs: Vec<simdb::Record> = entries
+            .iter()
+            .map(|(id, _)| {
+                simdb::store::codec::decode_record(&raw.get_cf(docs, id).unwrap().unwrap()).unwrap()
+            })
+            .collect();
+        for i in 0..4 {
+            let cf = raw.cf_handle(&format!("block{i}")).unwrap();
+            raw.delete_range_cf(cf, &[][..], &[0xff; 16][..]).unwrap();
+            for r in &recs {
+                let mut k = r.fingerprint.block(i).to_be_bytes().to_vec();
+                k.extend_from_slice(&r.fingerprint.value().to_be_bytes());
+                if r.seq != 0 {
+                    k.extend_from_slice(&r.seq.to_be_bytes());
+                }
+                raw.put_cf(cf, k, b"").unwrap();
+            }
+        }
+        let meta = raw.cf_handle("meta").unwrap();
+        raw.put_cf(meta, b"format_version", 2u32.to_be_bytes())
+            .unwrap();
+    }
+    assert!(matches!(
+        Db::open_read_only(t.path()).err().unwrap(),
+        Error::NeedsMigration { found: 2, .. }
+    ));
+    let o = common::simdb(&[&"migrate", &t.path()]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    assert!(
+        common::stdout(&o).contains("migrated format 2 -> 3: 300 records indexed, 0 unreadable"),
+        "{}",
+        common::stdout(&o)
+    );
+    let db = Db::open_read_only(t.path()).unwrap();
+    let rep = db.verify().unwrap();
+    assert!(rep.is_clean(), "{:#?}", rep.problems);
+    assert_eq!(rep.index_keys, [300; 4]);
+    for q in [entries[0].1, entries[1].1, entries[2].1] {
+        for k in [0, 3, 7] {
+            let want =
+                simdb::index::brute_force(entries.iter().map(|(i, f)| (i.as_str(), *f)), q, k);
+            assert_eq!(db.query(q, k, None).unwrap(), want, "k={k}");
+        }
+    }
+    drop(db);
+    // Migrating again is a no-op.
+    let o = common::simdb(&[&"migrate", &t.path()]);
+    assert!(
+        common::stdout(&o).contains("already format 3"),
+        "{}",
+        common::stdout(&o)
+    );
 }

@@ -360,6 +360,84 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
         want.sort_by(|x, y| x.1.cmp(&y.1).then_with(|| x.0.cmp(&y.0)));
         want
     };
+    // The default query: confidence-ranked at the default budget. Random
+    // fingerprints have no margins; each query gets a seeded random order
+    // of its 64 bits as its weak order (real texts' weak bits are spread
+    // over the blocks the same way). Checked against the plan's brute force.
+    {
+        let budget = simdb::index::DEFAULT_PROBE_BUDGET;
+        let qs = &queries[..a.k_queries.min(queries.len())];
+        let mut rng = ChaCha8Rng::seed_from_u64(a.seed ^ 0x7a4b);
+        let orders: Vec<Vec<u8>> = qs
+            .iter()
+            .map(|_| {
+                let mut o: Vec<u8> = (0..64).collect();
+                for i in (1..64).rev() {
+                    o.swap(i, rng.random_range(0..=i));
+                }
+                o
+            })
+            .collect();
+        let queries_r: Vec<simdb::Query> = qs
+            .iter()
+            .zip(&orders)
+            .map(|(&q, o)| simdb::Query {
+                probe: Some(simdb::db::Probe {
+                    weak_bits: o.clone(),
+                    budget,
+                }),
+                ..simdb::Query::new(Fingerprint(q))
+            })
+            .collect();
+        let run = |db: &Db| {
+            let mut lat = Vec::with_capacity(queries_r.len());
+            let mut ans = Vec::with_capacity(queries_r.len());
+            for q in &queries_r {
+                let t = Instant::now();
+                let hits = db.search(q).expect("ranked query");
+                lat.push(t.elapsed().as_secs_f64() * 1e3);
+                ans.push(
+                    hits.into_iter()
+                        .map(|h| (h.id, h.distance))
+                        .collect::<Vec<_>>(),
+                );
+            }
+            lat.sort_by(|a, b| a.total_cmp(b));
+            (lat, ans)
+        };
+        let _ = run(&db);
+        let (lat, ans) = run(&db);
+        let buckets: usize = queries_r.iter().map(|q| q.plan().buckets()).sum();
+        println!(
+            "query ranked {budget} warm  p50 {:.3} ms  p95 {:.3} ms  p99 {:.3} ms  max {:.3} ms  ({} queries, {:.1} buckets each)",
+            pct(&lat, 0.5),
+            pct(&lat, 0.95),
+            pct(&lat, 0.99),
+            lat[lat.len() - 1],
+            lat.len(),
+            buckets as f64 / queries_r.len() as f64
+        );
+        let nb = qs.len().min(5);
+        let mut differ = 0;
+        for j in 0..nb {
+            let plan = queries_r[j].plan();
+            let q = Fingerprint(qs[j]);
+            let mut want: Vec<(String, u32)> = fps
+                .par_iter()
+                .enumerate()
+                .filter(|(_, &f)| plan.accepts(q, Fingerprint(f)))
+                .map(|(i, &f)| (format!("d{i:09}"), (f ^ qs[j]).count_ones()))
+                .collect();
+            want.sort_by(|x, y| x.1.cmp(&y.1).then_with(|| x.0.cmp(&y.0)));
+            differ += usize::from(want != ans[j]);
+        }
+        let hits: usize = ans.iter().map(Vec::len).sum();
+        println!(
+            "ranked: {hits} hits over {} queries; brute force of the plan's rule: {nb} compared in full, {differ} differ",
+            qs.len()
+        );
+        assert_eq!(differ, 0, "ranked plan must equal its brute force");
+    }
     for &k in &a.ks {
         let qs = &queries[..a.k_queries.min(queries.len())];
         let _ = time_queries_k(&db, qs, k);

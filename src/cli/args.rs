@@ -39,6 +39,15 @@ pub enum Command {
     /// Sample the store and show how distances spread: nearest neighbours
     /// (confirmed near-copies vs rejected) and random pairs, with a plot.
     Calibrate(CalibrateArgs),
+    /// Convert a store made by an older simdb (format 2) to this build's
+    /// format, in place (the index is rebuilt from the stored records).
+    Migrate(MigrateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// The store (nothing else may have it open).
+    pub db: PathBuf,
 }
 
 #[derive(Debug, Args)]

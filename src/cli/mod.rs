@@ -35,6 +35,7 @@ pub fn run(cli: Cli) -> Result<bool> {
         Command::Get(a) => get(a),
         Command::Delete(a) => delete(a),
         Command::Stats(a) => stats(a),
+        Command::Migrate(a) => migrate(a),
         Command::Verify(a) => verify(a),
         Command::Backup(a) => backup(a),
         Command::Calibrate(a) => calibrate(a),
@@ -842,6 +843,23 @@ fn note_freshness(db: &Db) {
     if v.writer_active {
         eprintln!("simdb: note: {}: {}", db.path().display(), view_text(&v));
     }
+}
+
+fn migrate(a: MigrateArgs) -> Result<bool> {
+    let r = Db::migrate(&a.db)?;
+    if r.from == r.to {
+        println!("{}: already format {}", a.db.display(), r.to);
+    } else {
+        println!(
+            "{}: migrated format {} -> {}: {} records indexed, {} unreadable",
+            a.db.display(),
+            r.from,
+            r.to,
+            r.indexed,
+            r.unreadable
+        );
+    }
+    Ok(true)
 }
 
 fn stats(a: StatsArgs) -> Result<bool> {

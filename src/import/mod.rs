@@ -22,9 +22,11 @@
 //!
 //! 1. read and check every line, sort by (id, position) in runs;
 //! 2. merge: keep the last of each id, sort by (fingerprint, id);
-//! 3. merge: number documents sharing a fingerprint (`seq`), write `refs` and
-//!    `block0` (whose order is fingerprint order);
-//! 4. write `docs` in id order, and `block1..3` each from its own sort;
+//! 3. merge: number documents sharing a fingerprint (`seq`), write `refs`
+//!    (fingerprint order) and a file of the fingerprints;
+//! 4. write `docs` in id order and, beside it, each block family's postings
+//!    (block 0 from that file, already in its order; block1..3 each from
+//!    its own sort by (block, fingerprint));
 //! 5. create the store in a staging directory beside the target, ingest the
 //!    SST files, set the count (fsync), rename it into place.
 //!
@@ -408,56 +410,36 @@ fn build(
     let by_fp = by_fp.finish().map_err(io_err(&tmp))?;
     lap(&mut summary, "keep last of each id, sort by fingerprint");
 
-    // 3. Number documents sharing a fingerprint; write refs and block0 (both
-    // in fingerprint order) and the (fingerprint, seq) list for block1..3.
+    // 3. Number documents sharing a fingerprint; write refs (in fingerprint
+    // order) and the fingerprint list for the block families.
     on_event(Event::Step("refs"));
     let fps_path = tmp.join("fps.bin");
     let mut fps = BufWriter::with_capacity(1 << 20, File::create(&fps_path).map_err(io_err(&tmp))?);
     let mut seqs = Sorter::<Seq>::new(&tmp, "seq", budget / 4);
     let mut refs_entries: Vec<(DocKey, String)> = Vec::new();
     let mut refs_files = Vec::new();
-    let mut block0_files = Vec::new();
     let mut last: Option<(u64, u32)> = None;
     let mut documents = 0u64;
     let mut shared = 0u64;
-    let flush_chunk = |entries: &mut Vec<(DocKey, String)>,
-                       refs_files: &mut Vec<PathBuf>,
-                       block0_files: &mut Vec<PathBuf>|
-     -> Result<()> {
-        if entries.is_empty() {
-            return Ok(());
-        }
-        let n = refs_files.len();
-        let chunk = std::mem::take(entries);
-        let (r, b) = rayon::join(
-            || {
-                store::write_ssts(
-                    &sst,
-                    &format!("{}-{n:05}", store::REFS),
-                    store::REFS,
-                    u64::MAX,
-                    chunk
-                        .iter()
-                        .map(|(d, id)| Ok((d.encode(), id.as_bytes().to_vec()))),
-                )
-            },
-            || {
-                store::write_ssts(
-                    &sst,
-                    &format!("{}-{n:05}", store::BLOCK_FAMILIES[0]),
-                    store::BLOCK_FAMILIES[0],
-                    u64::MAX,
-                    chunk
-                        .iter()
-                        .map(|(d, _)| Ok((index::encode_key(0, *d), Vec::new()))),
-                )
-            },
-        );
-        refs_files.extend(r?);
-        block0_files.extend(b?);
-        Ok(())
-    };
-    // refs and block0 are written a chunk at a time, the two in parallel.
+    let flush_chunk =
+        |entries: &mut Vec<(DocKey, String)>, refs_files: &mut Vec<PathBuf>| -> Result<()> {
+            if entries.is_empty() {
+                return Ok(());
+            }
+            let n = refs_files.len();
+            let chunk = std::mem::take(entries);
+            refs_files.extend(store::write_ssts(
+                &sst,
+                &format!("{}-{n:05}", store::REFS),
+                store::REFS,
+                u64::MAX,
+                chunk
+                    .iter()
+                    .map(|(d, id)| Ok((d.encode(), id.as_bytes().to_vec()))),
+            )?);
+            Ok(())
+        };
+    // refs is written a chunk at a time.
     let chunk_docs = (opts.sst_file_bytes / 128).max(1024) as usize;
     for r in by_fp {
         let ByFp { fp, id } = r.map_err(io_err(&tmp))?;
@@ -480,22 +462,20 @@ fn build(
             .map_err(io_err(&tmp))?;
         refs_entries.push((DocKey::new(Fingerprint(fp), seq), id));
         if refs_entries.len() >= chunk_docs {
-            flush_chunk(&mut refs_entries, &mut refs_files, &mut block0_files)?;
+            flush_chunk(&mut refs_entries, &mut refs_files)?;
         }
     }
-    flush_chunk(&mut refs_entries, &mut refs_files, &mut block0_files)?;
+    flush_chunk(&mut refs_entries, &mut refs_files)?;
     fps.into_inner()
         .map_err(|e| e.into_error())
         .map_err(io_err(&tmp))?;
     summary.documents = documents;
     summary.shared_fingerprints = shared;
     let seqs = seqs.finish().map_err(io_err(&tmp))?;
-    lap(
-        &mut summary,
-        "number shared fingerprints, write refs and block0",
-    );
+    lap(&mut summary, "number shared fingerprints, write refs");
 
-    // 4. docs (id order) beside block1..3 (each its own sort).
+    // 4. docs (id order) beside the block families (block 0 in the order
+    // of step 3, block1..3 each from its own sort).
     on_event(Event::Step("docs"));
     let now = crate::db::now();
     let names: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
@@ -545,29 +525,37 @@ fn build(
         },
         || -> Result<Vec<Vec<PathBuf>>> {
             let mut out = Vec::new();
-            for i in 1..crate::fingerprint::BLOCKS {
-                let mut sorter = Sorter::<u128>::new(&tmp, &format!("block{i}"), budget / 2);
+            for i in 0..crate::fingerprint::BLOCKS {
+                // Fingerprints in (block i, fingerprint) order: the file is
+                // already in fingerprint order, which is block 0's.
                 let mut r =
                     BufReader::with_capacity(1 << 20, File::open(&fps_path).map_err(io_err(&tmp))?);
-                while let Some(b) = read_array::<12>(&mut r).map_err(io_err(&tmp))? {
-                    let fp = Fingerprint(u64::from_be_bytes(b[..8].try_into().unwrap_or([0; 8])));
-                    let seq = u32::from_be_bytes(b[8..].try_into().unwrap_or([0; 4]));
-                    let key =
-                        (fp.block(i) as u128) << 96 | (fp.value() as u128) << 32 | seq as u128;
-                    sorter.push(key).map_err(io_err(&tmp))?;
-                }
-                let sorted = sorter.finish().map_err(io_err(&tmp))?;
+                let mut read_fp = move || -> io::Result<Option<Fingerprint>> {
+                    Ok(read_array::<12>(&mut r)?.map(|b| {
+                        let mut f = [0u8; 8];
+                        f.copy_from_slice(&b[..8]);
+                        Fingerprint(u64::from_be_bytes(f))
+                    }))
+                };
+                let sorted: Box<dyn Iterator<Item = io::Result<Fingerprint>>> = if i == 0 {
+                    Box::new(std::iter::from_fn(move || read_fp().transpose()))
+                } else {
+                    let mut sorter = Sorter::<u128>::new(&tmp, &format!("block{i}"), budget / 2);
+                    while let Some(fp) = read_fp().map_err(io_err(&tmp))? {
+                        sorter
+                            .push((fp.block(i) as u128) << 64 | fp.value() as u128)
+                            .map_err(io_err(&tmp))?;
+                    }
+                    let sorted = sorter.finish().map_err(io_err(&tmp))?;
+                    Box::new(sorted.map(|k| k.map(|k| Fingerprint(k as u64))))
+                };
                 let name = store::BLOCK_FAMILIES[i];
                 out.push(store::write_ssts(
                     &sst,
                     name,
                     name,
                     opts.sst_file_bytes,
-                    sorted.map(|k| {
-                        let k = k.map_err(|e| Error::io(&tmp, e))?;
-                        let doc = DocKey::new(Fingerprint((k >> 32) as u64), k as u32);
-                        Ok((index::encode_key(i, doc), Vec::new()))
-                    }),
+                    postings(i, sorted.map(|r| r.map_err(|e| Error::io(&tmp, e)))),
                 )?);
             }
             Ok(out)
@@ -575,19 +563,43 @@ fn build(
     );
     let docs_files = docs_files?;
     let block_files = block_files?;
-    lap(&mut summary, "write docs and block1..3");
+    lap(&mut summary, "write docs and the four block families");
 
     // 5. A fresh store in the staging directory, then one rename.
     on_event(Event::Step("ingest"));
-    let mut families = vec![
-        (store::REFS, refs_files),
-        (store::BLOCK_FAMILIES[0], block0_files),
-        (store::DOCS, docs_files),
-    ];
+    let mut families = vec![(store::REFS, refs_files), (store::DOCS, docs_files)];
     for (i, files) in block_files.into_iter().enumerate() {
-        families.push((store::BLOCK_FAMILIES[i + 1], files));
+        families.push((store::BLOCK_FAMILIES[i], files));
     }
     staging.finish(&opts.recipe, opts.tuning, &families, documents)?;
     lap(&mut summary, "ingest and rename");
     Ok(summary)
+}
+
+/// The (bucket key, posting) entries of block family `i` from fingerprints
+/// in (block i, fingerprint) order.
+fn postings<'a>(
+    i: usize,
+    sorted: impl Iterator<Item = Result<Fingerprint>> + 'a,
+) -> impl Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + 'a {
+    let mut sorted = sorted.peekable();
+    std::iter::from_fn(move || {
+        let first = match sorted.next()? {
+            Ok(fp) => fp,
+            Err(e) => return Some(Err(e)),
+        };
+        let block = first.block(i);
+        let mut group = vec![first];
+        while let Some(Ok(fp)) = sorted.peek() {
+            if fp.block(i) != block {
+                break;
+            }
+            group.push(*fp);
+            sorted.next();
+        }
+        Some(Ok((
+            index::bucket_key(block).to_vec(),
+            index::encode_posting(&group),
+        )))
+    })
 }

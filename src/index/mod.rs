@@ -12,36 +12,52 @@
 //! block finds every neighbour: 1 bucket per family for k <= 3, 17 for
 //! k <= 7 (r = 1), 137 for k <= 11 (r = 2). See [`probe_blocks`].
 //!
-//! # Index key layout (one key per document in each of the four block families)
+//! # Bucket layout (one key per non-empty bucket in each of the four block families)
 //!
 //! ```text
-//! offset  size  field
-//! 0       2     block value, u16 big-endian (family i holds block i; block 0 = bits 63..48)
-//! 2       8     full fingerprint, u64 big-endian
-//! 10      0|4   document sequence number: nothing for 0, else u32 big-endian (>= 1)
+//! key    offset  size  field
+//!        0       2     block value, u16 big-endian (family i holds block i;
+//!                      block 0 = bits 63..48)
+//! value  offset  size  field
+//!        8j      8     fingerprint j of the bucket, u64 big-endian; ascending
+//!                      (byte order = numeric order), one entry per document,
+//!                      so documents sharing a fingerprint repeat it
 //! ```
 //!
-//! A document is named inside the index by its [`DocKey`]: its fingerprint
-//! and a sequence number that tells apart documents sharing that exact
-//! fingerprint (0 for the first, so almost every key is 10 bytes). The
-//! `refs` family maps a [`DocKey`] (`fingerprint ‖ seq`, same encoding) to
-//! the document id. Keeping the id out of the index keys keeps them small
-//! (about 10 bytes on disk each after RocksDB's prefix compression) and
-//! lets a query decide from keys alone; only hits are looked up.
+//! A bucket is one value, the *posting*: a query reads it with one point
+//! lookup and scans it with XOR + popcount, instead of stepping an
+//! iterator key by key (about 100 ns a key). Every fingerprint in the
+//! posting of block family `i` under key `b` has block `i` equal to `b`.
 //!
-//! Big-endian makes byte order numeric order, so a block's bucket is the
-//! contiguous range of keys with that 2-byte prefix.
+//! Writes never rewrite a posting: they add *operands* (RocksDB merge
+//! operands) that [`merge_posting`] folds in when RocksDB compacts or reads
+//! the bucket:
+//!
+//! ```text
+//! operand = one or more 9-byte entries:
+//!        0       1     b'+' (add one occurrence) or b'-' (remove one)
+//!        1       8     fingerprint, u64 big-endian
+//! ```
+//!
+//! A document is named inside the store by its [`DocKey`]: its fingerprint
+//! and a sequence number that tells apart documents sharing that exact
+//! fingerprint (0 for the first). The `refs` family maps a [`DocKey`]
+//! (`fingerprint ‖ seq`) to the document id; a query finds a fingerprint in
+//! a posting and then the documents that have it under that prefix of
+//! `refs`. Only hits are looked up.
 
 use std::collections::HashMap;
 
 use crate::fingerprint::{Fingerprint, BLOCKS};
 
-/// Length of the bucket prefix of an index key.
-pub const PREFIX_LEN: usize = 2;
-/// Length of the fixed part of an index key (block + fingerprint).
-pub const FIXED_LEN: usize = 10;
+/// Length of a bucket key (the block value, u16 big-endian).
+pub const BUCKET_KEY_LEN: usize = 2;
+/// Length of one posting entry (a fingerprint, u64 big-endian).
+pub const ENTRY_LEN: usize = 8;
 /// Length of the fingerprint part of a [`DocKey`].
 pub const DOC_KEY_PREFIX_LEN: usize = 8;
+/// Length of one entry of a merge operand.
+pub const OPERAND_LEN: usize = 9;
 
 /// A document found by a query.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -137,54 +153,148 @@ fn decode_seq(b: &[u8]) -> Result<u32, String> {
     }
 }
 
-/// The index key of document `doc` in block family `i`.
-pub fn encode_key(i: usize, doc: DocKey) -> Vec<u8> {
-    let mut k = Vec::with_capacity(FIXED_LEN + 4);
-    k.extend_from_slice(&doc.fingerprint.block(i).to_be_bytes());
-    k.extend_from_slice(&doc.fingerprint.value().to_be_bytes());
-    push_seq(&mut k, doc.seq);
-    k
-}
-
-/// The bucket prefix that a query for `fp` scans in block family `i`.
-pub fn bucket_prefix(i: usize, fp: Fingerprint) -> [u8; PREFIX_LEN] {
-    fp.block(i).to_be_bytes()
-}
-
-/// The fingerprint stored in index key `key`, without further checks: the
-/// query loop's fast path. `None` if the key is too short.
+/// The key of bucket `block` (in any block family).
 #[inline]
-pub fn key_fingerprint(key: &[u8]) -> Option<Fingerprint> {
-    let f: [u8; 8] = key.get(PREFIX_LEN..FIXED_LEN)?.try_into().ok()?;
-    Some(Fingerprint(u64::from_be_bytes(f)))
+pub fn bucket_key(block: u16) -> [u8; BUCKET_KEY_LEN] {
+    block.to_be_bytes()
 }
 
-/// A decoded index key.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IndexKey {
-    pub block: u16,
-    pub doc: DocKey,
-}
-
-/// Decodes an index key of block family `i`; `Err` carries the reason.
-pub fn decode_key(i: usize, key: &[u8]) -> Result<IndexKey, String> {
-    let (Some(b), Some(fingerprint)) = (key.get(0..2), key_fingerprint(key)) else {
-        return Err(format!(
-            "index key is {} bytes, shorter than {FIXED_LEN}",
+/// The block value of a bucket key; `Err` carries the reason.
+pub fn decode_bucket_key(key: &[u8]) -> Result<u16, String> {
+    match key {
+        [a, b] => Ok(u16::from_be_bytes([*a, *b])),
+        _ => Err(format!(
+            "bucket key is {} bytes (expected {BUCKET_KEY_LEN})",
             key.len()
-        ));
-    };
-    let block = u16::from_be_bytes([b[0], b[1]]);
-    let seq = decode_seq(&key[FIXED_LEN..])?;
-    if i < BLOCKS && fingerprint.block(i) != block {
-        return Err(format!(
-            "bucket {block:04x} does not match block {i} of fingerprint {fingerprint}"
-        ));
+        )),
     }
-    Ok(IndexKey {
-        block,
-        doc: DocKey { fingerprint, seq },
+}
+
+/// The posting of sorted fingerprints `fps`.
+pub fn encode_posting(fps: &[Fingerprint]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(fps.len() * ENTRY_LEN);
+    for fp in fps {
+        v.extend_from_slice(&fp.value().to_be_bytes());
+    }
+    v
+}
+
+/// The fingerprints of a posting, without checks beyond its length: the
+/// query loop's fast path. `None` if the length is not a multiple of 8.
+#[inline]
+pub fn posting_entries(value: &[u8]) -> Option<impl Iterator<Item = Fingerprint> + '_> {
+    value.len().is_multiple_of(ENTRY_LEN).then(|| {
+        value.chunks_exact(ENTRY_LEN).map(|c| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(c);
+            Fingerprint(u64::from_be_bytes(b))
+        })
     })
+}
+
+/// Decodes and checks the posting of bucket `key` in block family `i`:
+/// whole entries, ascending, each in the bucket its key names. `Err`
+/// carries the reason.
+pub fn decode_posting(i: usize, key: &[u8], value: &[u8]) -> Result<Vec<Fingerprint>, String> {
+    let block = decode_bucket_key(key)?;
+    let entries = posting_entries(value).ok_or_else(|| {
+        format!(
+            "posting is {} bytes, not a multiple of {ENTRY_LEN}",
+            value.len()
+        )
+    })?;
+    let mut out: Vec<Fingerprint> = Vec::with_capacity(value.len() / ENTRY_LEN);
+    for fp in entries {
+        if i < BLOCKS && fp.block(i) != block {
+            return Err(format!(
+                "fingerprint {fp} is in bucket {block:04x}, but its block {i} is {:04x}",
+                fp.block(i)
+            ));
+        }
+        if out.last().is_some_and(|last| *last > fp) {
+            return Err(format!("fingerprint {fp} is out of order"));
+        }
+        out.push(fp);
+    }
+    if out.is_empty() {
+        return Err("empty posting (an empty bucket has no key)".into());
+    }
+    Ok(out)
+}
+
+/// The merge operand that adds (or removes) one occurrence of `fp` to a
+/// bucket.
+pub fn posting_operand(add: bool, fp: Fingerprint) -> [u8; OPERAND_LEN] {
+    let mut op = [0u8; OPERAND_LEN];
+    op[0] = if add { b'+' } else { b'-' };
+    op[1..].copy_from_slice(&fp.value().to_be_bytes());
+    op
+}
+
+/// Folds merge operands (oldest first) into an existing posting: adds
+/// insert one occurrence, removes take one away (a remove of a fingerprint
+/// the bucket does not hold is ignored). Malformed bytes are skipped: a
+/// merge cannot fail without making the whole family unreadable, and
+/// `verify` compares every posting with the records. An empty result
+/// means the bucket is empty.
+pub fn merge_posting<'a>(
+    existing: Option<&[u8]>,
+    operands: impl IntoIterator<Item = &'a [u8]>,
+) -> Vec<u8> {
+    let mut adds: Vec<u64> = Vec::new();
+    let mut removes: Vec<u64> = Vec::new();
+    for op in operands {
+        for e in op.chunks_exact(OPERAND_LEN) {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&e[1..]);
+            match e[0] {
+                b'+' => adds.push(u64::from_be_bytes(b)),
+                b'-' => removes.push(u64::from_be_bytes(b)),
+                _ => {}
+            }
+        }
+    }
+    // An add and a remove of the same fingerprint cancel whatever their
+    // order: the multiset sum is what the store's writes mean.
+    adds.sort_unstable();
+    removes.sort_unstable();
+    let old: Vec<u64> = existing
+        .and_then(posting_entries)
+        .map(|it| it.map(|f| f.0).collect())
+        .unwrap_or_default();
+    let mut out = Vec::with_capacity((old.len() + adds.len()) * ENTRY_LEN);
+    let (mut i, mut j, mut r) = (0, 0, 0);
+    loop {
+        let next = match (old.get(i), adds.get(j)) {
+            (Some(&a), Some(&b)) if a <= b => {
+                i += 1;
+                a
+            }
+            (_, Some(&b)) => {
+                j += 1;
+                b
+            }
+            (Some(&a), None) => {
+                i += 1;
+                a
+            }
+            (None, None) => break,
+        };
+        while removes.get(r).is_some_and(|&x| x < next) {
+            r += 1; // removes of fingerprints the bucket does not hold
+        }
+        if removes.get(r) == Some(&next) {
+            r += 1;
+            continue;
+        }
+        out.extend_from_slice(&next.to_be_bytes());
+    }
+    out
+}
+
+/// Concatenates merge operands (RocksDB's partial merge).
+pub fn concat_operands<'a>(operands: impl IntoIterator<Item = &'a [u8]>) -> Vec<u8> {
+    operands.into_iter().flatten().copied().collect()
 }
 
 /// The block radius that makes a probe exact at distance `k`:
@@ -500,46 +610,99 @@ mod tests {
     use super::*;
 
     #[test]
-    fn key_bytes_are_pinned() {
-        let fp = Fingerprint(0x0123_4567_89ab_cdef);
+    fn bucket_and_posting_bytes_are_pinned() {
+        let a = Fingerprint(0x0123_4567_89ab_cdef);
+        let b = Fingerprint(0x0123_ffff_0000_0001);
+        assert_eq!(bucket_key(a.block(0)), [0x01, 0x23]);
+        assert_eq!(decode_bucket_key(&[0x01, 0x23]), Ok(0x0123));
+        assert!(decode_bucket_key(&[1]).is_err() && decode_bucket_key(&[1, 2, 3]).is_err());
+        let p = encode_posting(&[a, a, b]);
         assert_eq!(
-            encode_key(0, DocKey::new(fp, 0)),
-            b"\x01\x23\x01\x23\x45\x67\x89\xab\xcd\xef".to_vec()
+            p,
+            b"\x01\x23\x45\x67\x89\xab\xcd\xef\x01\x23\x45\x67\x89\xab\xcd\xef\x01\x23\xff\xff\x00\x00\x00\x01"
+                .to_vec()
         );
         assert_eq!(
-            encode_key(3, DocKey::new(fp, 2)),
-            b"\xcd\xef\x01\x23\x45\x67\x89\xab\xcd\xef\x00\x00\x00\x02".to_vec()
+            decode_posting(0, &bucket_key(0x0123), &p),
+            Ok(vec![a, a, b])
         );
         assert_eq!(
-            DocKey::new(fp, 1).encode(),
+            posting_operand(true, a),
+            *b"+\x01\x23\x45\x67\x89\xab\xcd\xef"
+        );
+        assert_eq!(posting_operand(false, a)[0], b'-');
+        DocKey::decode(&DocKey::new(a, 1).encode()).unwrap();
+        assert_eq!(
+            DocKey::new(a, 1).encode(),
             b"\x01\x23\x45\x67\x89\xab\xcd\xef\x00\x00\x00\x01".to_vec()
         );
-        assert_eq!(bucket_prefix(1, fp), [0x45, 0x67]);
     }
 
     #[test]
-    fn key_round_trip_and_bad_keys() {
-        let fp = Fingerprint(0xfeed_face_dead_beef);
-        for i in 0..4 {
-            for seq in [0, 1, 7, u32::MAX] {
-                let k = encode_key(i, DocKey::new(fp, seq));
-                let d = decode_key(i, &k).unwrap();
-                assert_eq!(d.doc, DocKey::new(fp, seq));
-                assert_eq!(d.block, fp.block(i));
-                assert_eq!(DocKey::decode(&DocKey::new(fp, seq).encode()), Ok(d.doc));
-            }
+    fn bad_postings_are_refused() {
+        let a = Fingerprint(0x0123_4567_89ab_cdef);
+        let b = Fingerprint(0x0123_0000_0000_0000);
+        let key = bucket_key(0x0123);
+        assert!(decode_posting(0, &key, &encode_posting(&[a])[..7]).is_err());
+        assert!(
+            decode_posting(0, &key, &encode_posting(&[a, b])).is_err(),
+            "order"
+        );
+        assert!(
+            decode_posting(1, &key, &encode_posting(&[a])).is_err(),
+            "bucket"
+        );
+        assert!(decode_posting(0, &key, &[]).is_err(), "empty");
+        assert!(
+            decode_posting(0, &[1], &encode_posting(&[a])).is_err(),
+            "key"
+        );
+        for seq in [0, 1, 7, u32::MAX] {
+            let d = DocKey::new(a, seq);
+            assert_eq!(DocKey::decode(&d.encode()), Ok(d));
         }
-        assert!(decode_key(0, b"short").is_err());
-        let k = encode_key(0, DocKey::new(fp, 9));
-        assert!(decode_key(0, &k[..9]).is_err());
-        assert!(decode_key(0, &k[..12]).is_err(), "half a sequence number");
-        let mut zero = encode_key(0, DocKey::new(fp, 0));
+        let mut zero = DocKey::new(a, 0).encode();
         zero.extend_from_slice(&[0, 0, 0, 0]);
-        assert!(decode_key(0, &zero).is_err(), "seq 0 has one encoding");
-        // A key filed under the wrong family.
-        assert!(decode_key(1, &encode_key(0, DocKey::new(fp, 0))).is_err());
+        assert!(DocKey::decode(&zero).is_err(), "seq 0 has one encoding");
         assert!(DocKey::decode(b"1234567").is_err());
         assert!(DocKey::decode(b"123456789").is_err());
+    }
+
+    #[test]
+    fn merging_is_a_multiset_sum() {
+        let f = |v: u64| Fingerprint(v);
+        let op = |add, v| posting_operand(add, f(v)).to_vec();
+        let base = encode_posting(&[f(1), f(5), f(5), f(9)]);
+        let ops = [
+            op(true, 5),
+            op(false, 1),
+            op(true, 0),
+            op(false, 9),
+            op(true, 9),
+        ];
+        let merged = merge_posting(Some(&base), ops.iter().map(Vec::as_slice));
+        assert_eq!(merged, encode_posting(&[f(0), f(5), f(5), f(5), f(9)]));
+        // Partial merges (concatenation) then a full merge give the same.
+        let partial = concat_operands(ops.iter().map(Vec::as_slice));
+        assert_eq!(merge_posting(Some(&base), [partial.as_slice()]), merged);
+        // Removing everything empties the bucket; a stray remove is ignored.
+        let gone = merge_posting(
+            Some(&encode_posting(&[f(3)])),
+            [op(false, 3).as_slice(), op(false, 4).as_slice()],
+        );
+        assert!(gone.is_empty());
+        assert_eq!(
+            merge_posting(None, [op(true, 2).as_slice()]),
+            encode_posting(&[f(2)])
+        );
+        // Garbage inside an operand is skipped, never a panic.
+        let mut junk = op(true, 7);
+        junk.extend_from_slice(b"?12345678");
+        junk.extend_from_slice(b"abc");
+        assert_eq!(
+            merge_posting(None, [junk.as_slice()]),
+            encode_posting(&[f(7)])
+        );
     }
 
     #[test]

@@ -4,37 +4,40 @@
 //!
 //! | family   | key                                        | value                     |
 //! |----------|--------------------------------------------|---------------------------|
-//! | `block0` | block 0 ‖ fingerprint ‖ seq (see [`crate::index`]) | empty             |
-//! | `block1` | block 1 ‖ fingerprint ‖ seq                | empty                     |
-//! | `block2` | block 2 ‖ fingerprint ‖ seq                | empty                     |
-//! | `block3` | block 3 ‖ fingerprint ‖ seq                | empty                     |
+//! | `block0` | block 0 of the fingerprints, u16 BE        | posting (see [`crate::index`]) |
+//! | `block1` | block 1                                    | posting                   |
+//! | `block2` | block 2                                    | posting                   |
+//! | `block3` | block 3                                    | posting                   |
 //! | `refs`   | fingerprint ‖ seq ([`DocKey`])             | document id, UTF-8        |
 //! | `docs`   | document id, UTF-8                         | framed record ([`codec`]) |
 //! | `meta`   | ASCII name                                 | see below                 |
 //!
-//! One document = one record, one `refs` entry and four index keys, written
-//! in one `WriteBatch`.
+//! One document = one record, one `refs` entry and one posting entry in
+//! each block family (a merge operand: postings are never rewritten by a
+//! write), written in one `WriteBatch`.
 //!
 //! # Family tuning
 //!
-//! The block families hold ~10-byte keys of near-random bytes and are read
-//! by bucket scans: a fixed 2-byte prefix extractor with a prefix bloom
-//! filter (no whole-key filter), 16 KiB blocks, restart interval 32, LZ4.
-//! The keys are random bytes, but RocksDB appends an 8-byte internal
-//! trailer (sequence number, type) to each, which LZ4 mostly removes along
-//! with the repeated block bytes (see README, Performance). `refs` and `docs` are read by
-//! point lookups: whole-key bloom filters and LZ4. All families share one
-//! LRU block cache ([`Tuning::block_cache_bytes`]) and memtables are capped
-//! at 256 MiB in total, so a process stays well under 1 GiB.
+//! The block families hold one key per bucket (65,536 at most each), read
+//! by point lookups (a multi-get per query): whole-key bloom filters, no
+//! compression (random fingerprints do not compress; a read then needs no
+//! decompression), 16 KiB blocks, and the posting merge operator. `refs`
+//! (8-byte prefix extractor: a query finds the documents of a fingerprint
+//! under its prefix) and `docs` are read by point lookups: whole-key bloom
+//! filters and LZ4. All families share one LRU block cache
+//! ([`Tuning::block_cache_bytes`]) and memtables are capped at 256 MiB in
+//! total, so a process stays well under 1 GiB.
 //!
 //! # Meta entries
 //!
 //! ```text
 //! key              value
 //! "magic"          the 12 bytes "simdb-store\n"
-//! "format_version" u32 big-endian (this build writes and reads 1)
+//! "format_version" u32 big-endian (this build writes 3 and reads 3)
 //! "recipe"         UTF-8 JSON of the fingerprint Recipe
 //! "doc_count"      u64 big-endian, number of documents (updated in each write batch)
+//! "short_count"    u64 big-endian, documents with fewer than 10 terms (absent = 0)
+//! "idf_table"      only with a learned IDF: "simdb-idf v1 docs=N", then "term\tidf" lines
 //! ```
 
 pub mod codec;
@@ -51,6 +54,10 @@ pub use codec::Record;
 use crate::error::{Error, Result};
 use crate::fingerprint::{Fingerprint, Recipe, Sketch, BLOCKS};
 use crate::index::{self, DocKey, Hit};
+
+/// Name of the block families' merge operator (RocksDB records it in each
+/// SST file; see [`index::merge_posting`]).
+const POSTING_MERGE: &str = "simdb-posting-v1";
 
 /// Names of the four block families, in block order.
 pub const BLOCK_FAMILIES: [&str; BLOCKS] = ["block0", "block1", "block2", "block3"];
@@ -84,9 +91,11 @@ pub const MAGIC: &[u8] = b"simdb-store\n";
 /// Meta key of the format version.
 pub const FORMAT_VERSION_KEY: &[u8] = b"format_version";
 /// The on-disk format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 /// The oldest format version this build reads.
-pub const MIN_FORMAT_VERSION: u32 = 2;
+pub const MIN_FORMAT_VERSION: u32 = 3;
+/// The older format `simdb migrate` brings to [`FORMAT_VERSION`] in place.
+pub const MIGRATABLE_FORMAT_VERSION: u32 = 2;
 /// Meta key of the recipe.
 pub const RECIPE_KEY: &[u8] = b"recipe";
 /// Meta key of the document count.
@@ -128,13 +137,23 @@ fn table_options(cache: &Cache, bloom: bool) -> BlockBasedOptions {
 pub(crate) fn family_options(name: &str, cache: &Cache) -> Options {
     let mut o = Options::default();
     if BLOCK_FAMILIES.contains(&name) {
-        o.set_prefix_extractor(SliceTransform::create_fixed_prefix(index::PREFIX_LEN));
-        o.set_memtable_prefix_bloom_ratio(0.1);
-        o.set_compression_type(DBCompressionType::Lz4);
+        // One key per bucket, read by point lookups (whole-key bloom
+        // filter); the posting is random 8-byte fingerprints, which do not
+        // compress, so blocks are stored plain and read without a
+        // decompression step.
+        o.set_merge_operator(
+            POSTING_MERGE,
+            |_key: &[u8], existing: Option<&[u8]>, ops: &rocksdb::MergeOperands| {
+                Some(index::merge_posting(existing, ops))
+            },
+            |_key: &[u8], _existing: Option<&[u8]>, ops: &rocksdb::MergeOperands| {
+                Some(index::concat_operands(ops))
+            },
+        );
+        o.set_compression_type(DBCompressionType::None);
+        o.set_memtable_whole_key_filtering(true);
         let mut b = table_options(cache, true);
         b.set_block_size(16 * 1024);
-        b.set_block_restart_interval(32);
-        b.set_whole_key_filtering(false);
         o.set_block_based_table_factory(&b);
     } else if name == REFS {
         o.set_prefix_extractor(SliceTransform::create_fixed_prefix(
@@ -268,36 +287,6 @@ impl Drop for Staging {
     }
 }
 
-/// Calls `on` with the fingerprint and bytes of each key of bucket `block`
-/// of family `i`, from the iterator's position (just after a seek to the
-/// bucket) to the first key outside it; then checks the iterator's status.
-fn walk_bucket(
-    it: &mut rocksdb::DBRawIterator<'_>,
-    i: usize,
-    block: u16,
-    mut on: impl FnMut(Fingerprint, &[u8]) -> Result<()>,
-) -> Result<()> {
-    let prefix = block.to_be_bytes();
-    while let Some(key) = it.key() {
-        if !key.starts_with(&prefix) {
-            break;
-        }
-        let fp = index::key_fingerprint(key)
-            .ok_or_else(|| Error::corrupt(BLOCK_FAMILIES[i], key, "index key is too short"))?;
-        on(fp, key)?;
-        it.next();
-    }
-    it.status()?;
-    Ok(())
-}
-
-/// The document an index key of family `i` names.
-fn decode_doc(i: usize, key: &[u8]) -> Result<DocKey> {
-    index::decode_key(i, key)
-        .map(|ik| ik.doc)
-        .map_err(|r| Error::corrupt(BLOCK_FAMILIES[i], key, r))
-}
-
 fn sync_parent(path: &Path) {
     let parent = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
@@ -406,6 +395,21 @@ impl Store {
 
     /// Opens an existing store and checks magic, format version and recipe.
     pub fn open(path: &Path, access: Access, tuning: Tuning) -> Result<(Store, Recipe)> {
+        Self::open_inner(path, access, tuning, false).map(|(s, r, _)| (s, r))
+    }
+
+    /// Opens a store for writing whatever its (known) format version, for
+    /// [`Store::migrate`]; returns the version too.
+    pub fn open_for_migration(path: &Path) -> Result<(Store, Recipe, u32)> {
+        Self::open_inner(path, Access::ReadWrite, Tuning::default(), true)
+    }
+
+    fn open_inner(
+        path: &Path,
+        access: Access,
+        tuning: Tuning,
+        any_version: bool,
+    ) -> Result<(Store, Recipe, u32)> {
         if !path.exists() {
             return Err(Error::NoSuchStore {
                 path: path.to_path_buf(),
@@ -474,11 +478,18 @@ impl Store {
                 supported: FORMAT_VERSION,
             });
         }
-        if version < MIN_FORMAT_VERSION {
+        if version == MIGRATABLE_FORMAT_VERSION && !any_version {
+            return Err(Error::NeedsMigration {
+                path: path.to_path_buf(),
+                found: version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        if version < MIGRATABLE_FORMAT_VERSION {
             return Err(Error::OlderFormat {
                 path: path.to_path_buf(),
                 found: version,
-                supported: MIN_FORMAT_VERSION,
+                supported: MIGRATABLE_FORMAT_VERSION,
             });
         }
         for want in ALL_FAMILIES {
@@ -492,7 +503,48 @@ impl Store {
             .ok_or_else(|| Error::corrupt(META, RECIPE_KEY, "missing"))?;
         let recipe =
             codec::decode_recipe(&recipe).map_err(|r| Error::corrupt(META, RECIPE_KEY, r))?;
-        Ok((store, recipe))
+        Ok((store, recipe, version))
+    }
+
+    /// Brings a format-2 store (one index key per document and block) to
+    /// this build's format: clears the block families, writes every
+    /// record's posting entries again from the records (`docs` and `refs`
+    /// are the same in both formats), then sets the format version, synced.
+    /// A crash before the end leaves a format-2 store that open refuses
+    /// until `migrate` runs again, which starts over. Returns the number
+    /// of records indexed and of records that do not decode (left alone,
+    /// as `verify --repair` does).
+    pub fn migrate(&self) -> Result<(u64, u64)> {
+        let mut b = WriteBatch::default();
+        for name in BLOCK_FAMILIES {
+            b.delete_range_cf(self.cf(name), &[][..], &[0xff; 16][..]);
+        }
+        self.write(b, true)?;
+        let (mut indexed, mut unreadable) = (0u64, 0u64);
+        let mut batch = WriteBatch::default();
+        self.for_each_raw(DOCS, |_, v| {
+            let Ok(rec) = codec::decode_record(v) else {
+                unreadable += 1;
+                return Ok(());
+            };
+            let op = index::posting_operand(true, rec.fingerprint);
+            for (i, name) in BLOCK_FAMILIES.iter().enumerate() {
+                batch.merge_cf(
+                    self.cf(name),
+                    index::bucket_key(rec.fingerprint.block(i)),
+                    op,
+                );
+            }
+            indexed += 1;
+            if indexed.is_multiple_of(50_000) {
+                self.write(std::mem::take(&mut batch), false)?;
+            }
+            Ok(())
+        })?;
+        self.write(batch, true)?;
+        self.flush()?;
+        self.put_meta(FORMAT_VERSION_KEY, &FORMAT_VERSION.to_be_bytes())?;
+        Ok((indexed, unreadable))
     }
 
     /// RocksDB's last sequence number in this handle's view: it grows with
@@ -583,32 +635,71 @@ impl Store {
         // The families are independent: two on this thread, two on the
         // rayon pool meanwhile (one wake-up, this thread keeps working).
         let (mine, theirs) = plan.blocks.split_at(2);
-        let mut found: Vec<DocKey> = Vec::new();
-        let mut other: Result<Vec<DocKey>> = Ok(Vec::new());
+        let mut found: Vec<Fingerprint> = Vec::new();
+        let mut other: Result<Vec<Fingerprint>> = Ok(Vec::new());
         let mut here: Result<()> = Ok(());
-        rayon::in_place_scope(|scope| {
-            let other = &mut other;
-            scope.spawn(move |_| {
-                let mut v = Vec::new();
-                *other = theirs
-                    .iter()
-                    .enumerate()
-                    .try_for_each(|(j, blocks)| self.scan_buckets(j + 2, blocks, q, plan, &mut v))
-                    .map(|()| v);
-            });
-            here = mine
+        if plan.buckets() <= 2 * BLOCKS {
+            // A few buckets: cheaper on this thread than a wake-up.
+            here = plan
+                .blocks
                 .iter()
                 .enumerate()
                 .try_for_each(|(i, blocks)| self.scan_buckets(i, blocks, q, plan, &mut found));
-        });
+        } else {
+            rayon::in_place_scope(|scope| {
+                let other = &mut other;
+                scope.spawn(move |_| {
+                    let mut v = Vec::new();
+                    *other = theirs
+                        .iter()
+                        .enumerate()
+                        .try_for_each(|(j, blocks)| {
+                            self.scan_buckets(j + 2, blocks, q, plan, &mut v)
+                        })
+                        .map(|()| v);
+                });
+                here = mine
+                    .iter()
+                    .enumerate()
+                    .try_for_each(|(i, blocks)| self.scan_buckets(i, blocks, q, plan, &mut found));
+            });
+        }
         here?;
         found.extend(other?);
         found.sort_unstable();
         found.dedup();
-        for doc in found {
-            visit(self.hit(doc, q, sketch)?);
+        for fp in found {
+            for doc in self.docs_with(fp)? {
+                visit(self.hit(doc, q, sketch)?);
+            }
         }
         Ok(())
+    }
+
+    /// The documents with fingerprint `fp` (its `refs` entries).
+    fn docs_with(&self, fp: Fingerprint) -> Result<Vec<DocKey>> {
+        let prefix = fp.value().to_be_bytes();
+        let mut ro = ReadOptions::default();
+        ro.set_prefix_same_as_start(true);
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(REFS), ro);
+        it.seek(prefix);
+        let mut out = Vec::new();
+        while let Some(k) = it.key() {
+            if !k.starts_with(&prefix) {
+                break;
+            }
+            out.push(DocKey::decode(k).map_err(|r| Error::corrupt(REFS, k, r))?);
+            it.next();
+        }
+        it.status()?;
+        if out.is_empty() {
+            return Err(Error::corrupt(
+                REFS,
+                &prefix,
+                format!("a bucket holds fingerprint {fp}, but no document has it"),
+            ));
+        }
+        Ok(out)
     }
 
     /// The hit for index entry `doc` found by query `q`: its id from `refs`,
@@ -669,43 +760,43 @@ impl Store {
             crate::fingerprint::check_k(plan.k)?;
         }
         use rayon::prelude::*;
-        // (query index, doc) per family
-        let per_family: Vec<Result<Vec<(usize, DocKey)>>> = (0..BLOCKS)
+        // (query index, fingerprint) per family
+        let per_family: Vec<Result<Vec<(usize, Fingerprint)>>> = (0..BLOCKS)
             .into_par_iter()
             .map(|i| self.scan_buckets_for(i, qs))
             .collect();
-        let mut found: Vec<(usize, DocKey)> = Vec::new();
+        let mut found: Vec<(usize, Fingerprint)> = Vec::new();
         for f in per_family {
             found.extend(f?);
         }
         found.sort_unstable();
         found.dedup();
         let mut out: Vec<Vec<Hit>> = vec![Vec::new(); qs.len()];
-        for (qi, doc) in found {
+        for (qi, fp) in found {
             let sketch = sketches.and_then(|s| s.get(qi)).and_then(Option::as_ref);
-            out[qi].push(self.hit(doc, qs[qi].0, sketch)?);
+            for doc in self.docs_with(fp)? {
+                out[qi].push(self.hit(doc, qs[qi].0, sketch)?);
+            }
         }
         Ok(out)
     }
 
-    /// One sorted pass over family `i` for all of `qs`.
+    /// One sorted pass over family `i` for all of `qs`: each bucket any
+    /// query needs is read once and checked against all of its queries.
     fn scan_buckets_for(
         &self,
         i: usize,
         qs: &[(Fingerprint, index::ProbePlan)],
-    ) -> Result<Vec<(usize, DocKey)>> {
-        let name = BLOCK_FAMILIES[i];
+    ) -> Result<Vec<(usize, Fingerprint)>> {
         let mut order: Vec<(u16, usize)> = qs
             .iter()
             .enumerate()
             .flat_map(|(j, (_, plan))| plan.blocks[i].iter().map(move |&b| (b, j)))
             .collect();
         order.sort_unstable();
-        let mut ro = ReadOptions::default();
-        ro.set_total_order_seek(true);
-        let mut it = self.db.raw_iterator_cf_opt(self.cf(name), ro);
         let mut found = Vec::new();
-        let mut group: Vec<(usize, Fingerprint, &index::ProbePlan)> = Vec::new();
+        // Distinct buckets, read a chunk at a time with one multi-get.
+        let mut groups: Vec<(u16, std::ops::Range<usize>)> = Vec::new();
         let mut start = 0;
         while start < order.len() {
             let block = order[start].0;
@@ -714,55 +805,61 @@ impl Store {
                     .iter()
                     .take_while(|(b, _)| *b == block)
                     .count();
-            group.clear();
-            group.extend(
-                order[start..end]
-                    .iter()
-                    .map(|&(_, j)| (j, qs[j].0, &qs[j].1)),
-            );
+            groups.push((block, start..end));
             start = end;
-            it.seek(block.to_be_bytes());
-            walk_bucket(&mut it, i, block, |fp, key| {
-                for &(j, q, plan) in &group {
-                    if plan.accepts(q, fp) {
-                        found.push((j, decode_doc(i, key)?));
+        }
+        for chunk in groups.chunks(4096) {
+            let blocks: Vec<u16> = chunk.iter().map(|g| g.0).collect();
+            self.read_buckets(i, &blocks, |n, fp| {
+                for &(_, j) in &order[chunk[n].1.clone()] {
+                    let (q, plan) = (&qs[j].0, &qs[j].1);
+                    if plan.accepts(*q, fp) {
+                        found.push((j, fp));
                     }
                 }
-                Ok(())
             })?;
         }
         Ok(found)
     }
 
-    /// Appends to `found` the documents within `k` of `q` in the buckets
-    /// `blocks` (ascending) of family `i`. One bucket is read with the
-    /// prefix bloom filter and bounds; many (multi-probe) share one
-    /// iterator that seeks forward from bucket to bucket.
+    /// Adds to `found` the fingerprints `plan` accepts for `q` in the
+    /// buckets `blocks` (ascending) of family `i`.
     fn scan_buckets(
         &self,
         i: usize,
         blocks: &[u16],
         q: Fingerprint,
         plan: &index::ProbePlan,
-        found: &mut Vec<DocKey>,
+        found: &mut Vec<Fingerprint>,
     ) -> Result<()> {
-        let mut ro = ReadOptions::default();
-        if let [block] = blocks {
-            ro.set_prefix_same_as_start(true);
-            ro.set_iterate_range(rocksdb::PrefixRange(&block.to_be_bytes()[..]));
-        } else {
-            ro.set_total_order_seek(true);
-        }
-        let mut it = self.db.raw_iterator_cf_opt(self.cf(BLOCK_FAMILIES[i]), ro);
-        for &block in blocks {
-            it.seek(block.to_be_bytes());
-            // Hot loop: read the fingerprint, decide; decode fully only hits.
-            walk_bucket(&mut it, i, block, |fp, key| {
-                if plan.accepts(q, fp) {
-                    found.push(decode_doc(i, key)?);
-                }
-                Ok(())
+        self.read_buckets(i, blocks, |_, fp| {
+            // Hot loop: XOR + popcount over the packed posting.
+            if plan.accepts(q, fp) {
+                found.push(fp);
+            }
+        })
+    }
+
+    /// Reads buckets `blocks` (ascending) of family `i` with one multi-get
+    /// and calls `on(n, fp)` for every fingerprint of the `n`-th bucket.
+    fn read_buckets(
+        &self,
+        i: usize,
+        blocks: &[u16],
+        mut on: impl FnMut(usize, Fingerprint),
+    ) -> Result<()> {
+        let name = BLOCK_FAMILIES[i];
+        let keys: Vec<[u8; index::BUCKET_KEY_LEN]> =
+            blocks.iter().map(|&b| index::bucket_key(b)).collect();
+        let values = self.db.batched_multi_get_cf(self.cf(name), &keys, true);
+        for (n, v) in values.into_iter().enumerate() {
+            let Some(v) = v? else { continue };
+            let entries = index::posting_entries(&v).ok_or_else(|| {
+                Error::corrupt(name, &keys[n], "posting is not a whole number of entries")
             })?;
+            for fp in entries {
+                on(n, fp);
+            }
         }
         Ok(())
     }
@@ -838,8 +935,13 @@ impl Store {
         let doc = rec.doc_key();
         b.put_cf(self.cf(DOCS), id.as_bytes(), codec::encode_record(rec));
         b.put_cf(self.cf(REFS), doc.encode(), id.as_bytes());
+        let op = index::posting_operand(true, rec.fingerprint);
         for (i, name) in BLOCK_FAMILIES.iter().enumerate() {
-            b.put_cf(self.cf(name), index::encode_key(i, doc), []);
+            b.merge_cf(
+                self.cf(name),
+                index::bucket_key(rec.fingerprint.block(i)),
+                op,
+            );
         }
     }
 
@@ -848,8 +950,13 @@ impl Store {
         let doc = rec.doc_key();
         b.delete_cf(self.cf(DOCS), id.as_bytes());
         b.delete_cf(self.cf(REFS), doc.encode());
+        let op = index::posting_operand(false, rec.fingerprint);
         for (i, name) in BLOCK_FAMILIES.iter().enumerate() {
-            b.delete_cf(self.cf(name), index::encode_key(i, doc));
+            b.merge_cf(
+                self.cf(name),
+                index::bucket_key(rec.fingerprint.block(i)),
+                op,
+            );
         }
     }
 
@@ -881,13 +988,21 @@ impl Store {
         Ok(())
     }
 
-    /// Calls `visit` with every raw key of block family `i`, in order.
-    pub fn for_each_index_key(
+    /// Calls `visit` with every bucket key and posting of block family `i`,
+    /// in order. Merged buckets left empty by deletes (a key with an empty
+    /// value) are skipped.
+    pub fn for_each_posting(
         &self,
         i: usize,
-        mut visit: impl FnMut(&[u8]) -> Result<()>,
+        mut visit: impl FnMut(&[u8], &[u8]) -> Result<()>,
     ) -> Result<()> {
-        self.for_each_raw(BLOCK_FAMILIES[i], |k, _| visit(k))
+        self.for_each_raw(BLOCK_FAMILIES[i], |k, v| {
+            if v.is_empty() {
+                Ok(())
+            } else {
+                visit(k, v)
+            }
+        })
     }
 
     /// Calls `visit` with every raw (key, value) of family `name`, in order.
@@ -982,7 +1097,7 @@ impl Store {
     /// Adds to `batch` the removal of every `refs` entry and index key.
     pub fn clear_index(&self, b: &mut WriteBatch) {
         for name in BLOCK_FAMILIES.iter().chain([REFS].iter()) {
-            // Every key of these families is at most 14 bytes.
+            // Every key of these families is at most 12 bytes.
             b.delete_range_cf(self.cf(name), &[][..], &[0xff; 16][..]);
         }
     }

@@ -117,5 +117,21 @@ pub fn exists(p: &Path) -> bool {
 /// Opens a store's RocksDB directly, every family, to damage it on purpose.
 pub fn raw_open(p: &Path) -> rocksdb::DB {
     let cfs = rocksdb::DB::list_cf(&rocksdb::Options::default(), p).unwrap();
-    rocksdb::DB::open_cf(&rocksdb::Options::default(), p, cfs).unwrap()
+    // The block families fold posting operands with simdb's merge.
+    let descs = cfs.into_iter().map(|name| {
+        let mut o = rocksdb::Options::default();
+        if name.starts_with("block") {
+            o.set_merge_operator(
+                "simdb-posting-v1",
+                |_: &[u8], existing: Option<&[u8]>, ops: &rocksdb::MergeOperands| {
+                    Some(simdb::index::merge_posting(existing, ops))
+                },
+                |_: &[u8], _: Option<&[u8]>, ops: &rocksdb::MergeOperands| {
+                    Some(simdb::index::concat_operands(ops))
+                },
+            );
+        }
+        rocksdb::ColumnFamilyDescriptor::new(name, o)
+    });
+    rocksdb::DB::open_cf_descriptors(&rocksdb::Options::default(), p, descs).unwrap()
 }
