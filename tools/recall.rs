@@ -91,6 +91,11 @@ struct Args {
     /// the candidates of a ranked plan with this budget (0 = no sweep).
     #[arg(long, default_value_t = 0)]
     sweep: usize,
+    /// Also write the planted copies of the first corpus here, as JSONL
+    /// `{"text", "original", "kind", "rate"}` (for an end-to-end check with
+    /// `simdb query --batch`; keep it outside the repository).
+    #[arg(long)]
+    write_copies: Option<PathBuf>,
     /// Where recall.json goes.
     #[arg(long, default_value = "recall-out")]
     out: PathBuf,
@@ -538,6 +543,15 @@ fn main() {
                     );
                     planted.push((kind, rate, i, copy));
                 }
+            }
+        }
+        if let Some(out) = args.write_copies.as_ref().filter(|_| report.is_empty()) {
+            let mut w =
+                std::io::BufWriter::new(std::fs::File::create(out).expect("--write-copies"));
+            for (kind, rate, i, text) in &planted {
+                let line = json!({"text": text, "original": docs[*i].0, "kind": kind.name(), "rate": rate});
+                std::io::Write::write_all(&mut w, format!("{line}\n").as_bytes())
+                    .expect("write copies");
             }
         }
         let t0 = Instant::now();

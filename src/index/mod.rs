@@ -448,6 +448,53 @@ impl ProbePlan {
     }
 }
 
+impl ProbePlan {
+    /// Appends to `out` the fingerprints of posting `value` (whole 8-byte
+    /// entries; a trailing partial entry is ignored, callers check the
+    /// length) that the plan accepts for `q`: the query's hot loop, the same
+    /// rule as [`ProbePlan::accepts`] without a branch per entry, using the
+    /// CPU's POPCNT instruction where it has one.
+    pub fn scan_posting(&self, q: Fingerprint, value: &[u8], out: &mut Vec<Fingerprint>) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::is_x86_feature_detected!("popcnt") {
+                // SAFETY: the CPU has POPCNT (checked just above), the only
+                // feature the function is compiled for.
+                unsafe { self.scan_posting_popcnt(q, value, out) };
+                return;
+            }
+        }
+        self.scan_posting_portable(q, value, out);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt")]
+    unsafe fn scan_posting_popcnt(&self, q: Fingerprint, value: &[u8], out: &mut Vec<Fingerprint>) {
+        self.scan_posting_portable(q, value, out);
+    }
+
+    #[inline(always)]
+    fn scan_posting_portable(&self, q: Fingerprint, value: &[u8], out: &mut Vec<Fingerprint>) {
+        let strong = if self.ranked { !self.weak_mask } else { 0 };
+        let tol = if self.ranked {
+            PROBE_TOLERANCE
+        } else {
+            u32::MAX
+        };
+        let k = self.k;
+        for c in value.chunks_exact(ENTRY_LEN) {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(c);
+            let fp = u64::from_be_bytes(b);
+            let x = fp ^ q.0;
+            let hit = (x.count_ones() <= k) | ((x & strong).count_ones() <= tol && self.ranked);
+            if hit {
+                out.push(Fingerprint(fp));
+            }
+        }
+    }
+}
+
 /// Every subset of the bits of `mask` (including 0 and `mask`).
 fn subsets(mask: u16) -> impl Iterator<Item = u16> {
     // Enumerates submasks in decreasing order, then 0.

@@ -205,6 +205,12 @@ pub fn run(
         ready = fingerprinted;
     }
     w.commit()?;
+    drop(w);
+    // Flush the run's memtables (and so its posting operands) to SST
+    // files: every later read-only open (query, get, stats) would
+    // otherwise replay the run's write-ahead log, and fold its operands
+    // into each bucket it reads.
+    db.flush()?;
     sum.elapsed = start.elapsed();
     Ok(sum)
 }

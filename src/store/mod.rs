@@ -832,12 +832,23 @@ impl Store {
         plan: &index::ProbePlan,
         found: &mut Vec<Fingerprint>,
     ) -> Result<()> {
-        self.read_buckets(i, blocks, |_, fp| {
-            // Hot loop: XOR + popcount over the packed posting.
-            if plan.accepts(q, fp) {
-                found.push(fp);
+        let name = BLOCK_FAMILIES[i];
+        let keys: Vec<[u8; index::BUCKET_KEY_LEN]> =
+            blocks.iter().map(|&b| index::bucket_key(b)).collect();
+        let values = self.db.batched_multi_get_cf(self.cf(name), &keys, true);
+        for (n, v) in values.into_iter().enumerate() {
+            let Some(v) = v? else { continue };
+            if !v.len().is_multiple_of(index::ENTRY_LEN) {
+                return Err(Error::corrupt(
+                    name,
+                    &keys[n],
+                    "posting is not a whole number of entries",
+                ));
             }
-        })
+            // Hot loop: XOR + popcount over the packed posting.
+            plan.scan_posting(q, &v, found);
+        }
+        Ok(())
     }
 
     /// Reads buckets `blocks` (ascending) of family `i` with one multi-get
