@@ -62,7 +62,7 @@ fn query(c: &mut Criterion) {
     let fps: Vec<Fingerprint> = (0..N).map(|_| Fingerprint(rng.random())).collect();
     let ids: Vec<String> = (0..N).map(|i| format!("doc-{i}")).collect();
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::create(dir.path().join("db"), Recipe::default()).unwrap();
+    let mut db = Db::create(dir.path().join("db"), Recipe::default()).unwrap();
     {
         let mut w = db.writer().unwrap();
         for (i, fp) in fps.iter().enumerate() {
@@ -158,10 +158,10 @@ fn ingest(c: &mut Criterion) {
                     let db = Db::create(d.path().join("db"), Recipe::default()).unwrap();
                     (d, db)
                 },
-                |(d, db)| {
+                |(d, mut db)| {
                     let inputs = [Input::guess(&input)];
                     let s = pool
-                        .install(|| ingest::run(&db, &inputs, &Default::default(), |_| {}))
+                        .install(|| ingest::run(&mut db, &inputs, &Default::default(), |_| {}))
                         .unwrap();
                     assert_eq!(s.inserted, 400);
                     (d, db) // dropped outside the timing

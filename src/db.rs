@@ -168,6 +168,9 @@ impl Query {
     }
 }
 
+/// The largest sample [`Db::calibrate`] takes.
+pub const MAX_CALIBRATION_SAMPLE: usize = 10_000_000;
+
 /// How fresh a handle's view of the store is.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct View {
@@ -271,13 +274,16 @@ impl Db {
         let recipe = recipe.with_learned_idf(&table);
         recipe.validate()?;
         let fingerprinter = Fingerprinter::with_learned_idf(recipe.clone(), table)?;
-        let store = Store::create(path.as_ref(), &recipe, Tuning::default())?;
-        store.put_meta(
-            store::IDF_TABLE_KEY,
-            fingerprinter
-                .learned_idf()
-                .map(|t| t.as_str().as_bytes())
-                .unwrap_or_default(),
+        let idf = fingerprinter
+            .learned_idf()
+            .map(|t| t.as_str().as_bytes())
+            .unwrap_or_default();
+        // The recipe names the table: both go in one batch.
+        let store = Store::create_with_meta(
+            path.as_ref(),
+            &recipe,
+            Tuning::default(),
+            &[(store::IDF_TABLE_KEY, idf)],
         )?;
         Ok(Db {
             store,
@@ -301,6 +307,18 @@ impl Db {
     pub fn open_tuned(path: impl AsRef<Path>, access: Access, tuning: Tuning) -> Result<Db> {
         let path = path.as_ref();
         let (store, recipe) = Store::open(path, access, tuning)?;
+        Self::with_store(path, store, recipe)
+    }
+
+    /// Opens a store for writing to repair it, even if an earlier repair
+    /// was interrupted (which other opens refuse); see [`Db::repair`].
+    pub fn open_for_repair(path: impl AsRef<Path>) -> Result<Db> {
+        let path = path.as_ref();
+        let (store, recipe) = Store::open_for_repair(path)?;
+        Self::with_store(path, store, recipe)
+    }
+
+    fn with_store(path: &Path, store: Store, recipe: Recipe) -> Result<Db> {
         let current = Recipe::this_build_of(&recipe);
         if let Some((field, stored, this)) = recipe.difference(&current) {
             return Err(Error::RecipeMismatch {
@@ -581,6 +599,11 @@ impl Db {
     ) -> Result<crate::explain::Calibration> {
         use rayon::prelude::*;
         fingerprint::check_k(max_k)?;
+        if sample > MAX_CALIBRATION_SAMPLE {
+            return Err(Error::Input(format!(
+                "a sample of {sample} documents is more than calibrate takes ({MAX_CALIBRATION_SAMPLE})"
+            )));
+        }
         let docs = self.store.sample(sample, seed)?;
         let mut cal = crate::explain::Calibration::new(threshold, max_k);
         // Random pairs: each sampled document with another drawn at random
@@ -651,7 +674,19 @@ impl Db {
 
     /// A batch writer. Its writes become visible to its own queries at once
     /// and to the store at [`Writer::commit`].
-    pub fn writer(&self) -> Result<Writer<'_>> {
+    ///
+    /// It borrows the `Db` mutably: one writer at a time, each keeping the
+    /// document count and the sequence numbers it gives out. A second one
+    /// while the first lives does not compile:
+    ///
+    /// ```compile_fail
+    /// # fn f(db: &mut simdb::Db) -> simdb::Result<()> {
+    /// let a = db.writer()?;
+    /// let b = db.writer()?; // error: `*db` is already borrowed mutably
+    /// drop((a, b));
+    /// # Ok(()) }
+    /// ```
+    pub fn writer(&mut self) -> Result<Writer<'_>> {
         if self.store.access() != Access::ReadWrite {
             return Err(Error::Input(format!(
                 "{}: store was opened read-only",
@@ -1041,8 +1076,14 @@ impl Db {
     pub fn repair(&mut self) -> Result<RepairReport> {
         use crate::error::hex;
         let mut rep = RepairReport::default();
+        // The marker goes with the clearing and leaves with the last batch
+        // of the rebuild: a repair killed in between leaves a store that
+        // open refuses (Error::RepairInProgress), never one that silently
+        // misses documents.
         let mut b = WriteBatch::default();
         self.store.clear_index(&mut b);
+        self.store
+            .put_meta_in(&mut b, store::REPAIR_MARKER_KEY, b"1");
         self.store.write(b, true)?;
         let mut batch = WriteBatch::default();
         let mut pending: std::collections::HashSet<DocKey> = Default::default();
@@ -1093,6 +1134,7 @@ impl Db {
         })?;
         store.put_doc_count(&mut batch, count);
         store.put_short_count(&mut batch, short);
+        store.delete_meta_in(&mut batch, store::REPAIR_MARKER_KEY);
         store.write(batch, true)?;
         Ok(rep)
     }

@@ -4,7 +4,7 @@
 //! the caller's input was wrong ([`Error::Input`], [`Error::NoFeatures`],
 //! [`Error::UnsupportedDistance`], [`Error::NotFound`]), the stored data is
 //! corrupt or incompatible ([`Error::Corrupt`], [`Error::RecipeMismatch`],
-//! [`Error::NewerFormat`], [`Error::OlderFormat`], [`Error::NeedsMigration`], [`Error::NotASimdbStore`]), or the system failed
+//! [`Error::NewerFormat`], [`Error::OlderFormat`], [`Error::NeedsMigration`], [`Error::RepairInProgress`], [`Error::NotASimdbStore`]), or the system failed
 //! ([`Error::Io`], [`Error::Storage`]).
 
 use std::path::PathBuf;
@@ -86,6 +86,14 @@ pub enum Error {
         found: u32,
         supported: u32,
     },
+
+    /// A `verify --repair` was interrupted after it cleared the index:
+    /// queries would miss documents until it runs again.
+    #[error(
+        "{path}: a repair was interrupted and the index is incomplete; \
+         run `simdb verify --repair {path}` to finish it"
+    )]
+    RepairInProgress { path: PathBuf },
 
     /// The store's fingerprint recipe differs from what the caller asked for.
     #[error(

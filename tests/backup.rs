@@ -17,13 +17,14 @@ fn records(db: &Db) -> Vec<(String, Fingerprint, u32)> {
     v
 }
 
-fn fill(db: &Db, from: usize, n: usize) {
+fn fill(db: &mut Db, from: usize, n: usize) {
     let vocab = common::vocab();
     let mut rng = common::rng(from as u64);
+    let f = db.fingerprinter().clone();
     let mut w = db.writer().unwrap();
     for i in from..from + n {
         let text = common::article(&mut rng, &vocab, 80).concat();
-        let fp = db.fingerprint(&text).unwrap();
+        let fp = f.fingerprint(&text).unwrap();
         w.put(&format!("doc-{i}"), fp, &Content::Text(text), "test")
             .unwrap();
     }
@@ -50,8 +51,8 @@ fn fill(db: &Db, from: usize, n: usize) {
 fn backup_of_a_free_store_is_a_checkpoint() {
     let t = common::TempDb::new();
     {
-        let db = Db::create(t.path(), Recipe::default()).unwrap();
-        fill(&db, 0, 300);
+        let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+        fill(&mut db, 0, 300);
     }
     let dest = t.dir.path().join("copy");
     assert_eq!(
@@ -72,8 +73,8 @@ fn backup_of_a_free_store_is_a_checkpoint() {
 #[test]
 fn backup_while_a_writer_holds_the_store_copies_its_committed_state() {
     let t = common::TempDb::new();
-    let db = Db::create(t.path(), Recipe::default()).unwrap();
-    fill(&db, 0, 300);
+    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    fill(&mut db, 0, 300);
     let committed = records(&db);
     // Pending, uncommitted writes are not part of the copy.
     let mut w = db.writer().unwrap();
@@ -111,8 +112,8 @@ fn backup_while_a_writer_holds_the_store_copies_its_committed_state() {
 fn backup_command() {
     let t = common::TempDb::new();
     {
-        let db = Db::create(t.path(), Recipe::default()).unwrap();
-        fill(&db, 0, 50);
+        let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+        fill(&mut db, 0, 50);
     }
     let dest = t.dir.path().join("copy");
     let o = common::simdb(&[&"backup", &t.path(), &dest]);
@@ -128,5 +129,46 @@ fn backup_command() {
         common::stderr(&o).contains("already exists"),
         "{}",
         common::stderr(&o)
+    );
+}
+
+/// Issue 16: a copy made while a writer holds a store whose IDF was
+/// learned at init must keep the table (and the short-document count), so
+/// it opens and verifies.
+#[test]
+fn regression_16_copy_keeps_learned_idf_and_short_count() {
+    let t = common::TempDb::new();
+    let vocab = common::vocab();
+    let mut rng = common::rng(16);
+    let texts: Vec<String> = (0..200)
+        .map(|i| common::article(&mut rng, &vocab, if i % 10 == 0 { 4 } else { 80 }).concat())
+        .collect();
+    let f = simdb::Fingerprinter::new(Recipe::default());
+    let table = simdb::fingerprint::LearnedIdf::learn(&f, texts.iter().map(String::as_str));
+    let mut db = Db::create_with_idf(t.path(), Recipe::default(), table).unwrap();
+    let f = db.fingerprinter().clone();
+    {
+        let mut w = db.writer().unwrap();
+        for (i, text) in texts.iter().enumerate() {
+            let a = f.analyze(text).unwrap();
+            w.put(&format!("d{i}"), a, &Content::Text(text.clone()), "t")
+                .unwrap();
+        }
+        w.commit().unwrap();
+    }
+    let short = db.stats().unwrap().short_documents;
+    assert!(short > 0);
+    // The store is held by this handle: the backup copies a read-only view.
+    let dest = t.dir.path().join("copy");
+    assert_eq!(Db::backup(t.path(), &dest).unwrap(), BackupMethod::Copy);
+    let copy = Db::open_read_only(&dest).unwrap();
+    let rep = copy.verify().unwrap();
+    assert!(rep.is_clean(), "{:?}", rep.problems);
+    assert_eq!(copy.stats().unwrap().short_documents, short);
+    assert_eq!(copy.recipe(), db.recipe());
+    // Both fingerprint a text the same way (the same learned table).
+    assert_eq!(
+        copy.fingerprint(&texts[1]).unwrap(),
+        db.fingerprint(&texts[1]).unwrap()
     );
 }

@@ -407,3 +407,70 @@ fn readers_work_while_a_writer_holds_the_store() {
     let o = simdb(&[&"get", &db, &"a"]);
     assert!(!stderr(&o).contains("note"), "{}", stderr(&o));
 }
+
+/// Issue 16: options that reached a panic (a capacity overflow, an
+/// unchecked shift) are clear errors naming the option.
+#[test]
+fn regression_16_huge_option_values_are_errors_not_panics() {
+    let t = TempDb::new();
+    let db = t.path();
+    assert_eq!(code(&simdb(&[&"init", &db])), 0);
+    let input = t.file(
+        "in.jsonl",
+        "{\"id\":\"a\",\"text\":\"near duplicate detection database\"}\n",
+    );
+    assert_eq!(code(&simdb(&[&"ingest", &db, &input])), 0);
+    let huge = u64::MAX.to_string();
+    for (args, want) in [
+        (
+            vec!["calibrate", "DB", "--sample", &huge],
+            "more than calibrate takes",
+        ),
+        (
+            vec![
+                "query",
+                "DB",
+                "--fingerprint",
+                "0123456789abcdef",
+                "--cache-mb",
+                &huge,
+            ],
+            "--cache-mb",
+        ),
+        (
+            vec!["import", "NEW", "IN", "--memory-mb", &huge],
+            "--memory-mb",
+        ),
+    ] {
+        let new = t.dir.path().join("new-store");
+        let args: Vec<std::ffi::OsString> = args
+            .iter()
+            .map(|a| match *a {
+                "DB" => db.clone().into_os_string(),
+                "NEW" => new.clone().into_os_string(),
+                "IN" => input.clone().into_os_string(),
+                other => other.into(),
+            })
+            .collect();
+        let refs: Vec<&dyn AsRef<std::ffi::OsStr>> = args
+            .iter()
+            .map(|a| a as &dyn AsRef<std::ffi::OsStr>)
+            .collect();
+        let o = simdb(&refs);
+        assert_eq!(code(&o), 2, "{}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{want}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    }
+    // A recipe naming a learned table, without the table: an error.
+    let mut r = simdb::Recipe::default();
+    r.idf = "learned/docs=2/terms=1/xxh3=0000000000000000".into();
+    let f = simdb::Fingerprinter::new(r);
+    assert!(matches!(
+        f.fingerprint("some text"),
+        Err(simdb::Error::Input(_))
+    ));
+    assert!(matches!(
+        f.analyze("some text"),
+        Err(simdb::Error::Input(_))
+    ));
+}

@@ -173,7 +173,7 @@ fn store_matches_brute_force_before_and_after_reopen() {
         let t = common::TempDb::new();
         let p = plant(seed, 3000, 12);
         {
-            let db = Db::create(t.path(), Recipe::default()).unwrap();
+            let mut db = Db::create(t.path(), Recipe::default()).unwrap();
             let mut w = db.writer().unwrap();
             for (i, (id, fp)) in p.entries.iter().enumerate() {
                 w.put(id, *fp, &Content::Text(id.to_string()), "test")
@@ -201,7 +201,7 @@ fn store_matches_brute_force_before_and_after_reopen() {
 fn writer_sees_its_own_pending_writes_exactly() {
     let t = common::TempDb::new();
     let p = plant(9, 500, 4);
-    let db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
     let mut w = db.writer().unwrap();
     let mut all = BTreeMap::new();
     for (i, (id, fp)) in p.entries.iter().enumerate() {

@@ -69,8 +69,8 @@ fn import_matches_ingest_and_spills() {
     let input = t.file("fps.jsonl", jsonl(&recs));
 
     let a_path = t.dir.path().join("ingested");
-    let a = Db::create(&a_path, Recipe::default()).unwrap();
-    let s = ingest::run(&a, &[Input::guess(&input)], &Default::default(), |_| {}).unwrap();
+    let mut a = Db::create(&a_path, Recipe::default()).unwrap();
+    let s = ingest::run(&mut a, &[Input::guess(&input)], &Default::default(), |_| {}).unwrap();
     assert_eq!(s.bad_lines, 0);
 
     let b_path = t.dir.path().join("imported");

@@ -39,7 +39,7 @@ type Run = (
 fn run(threads: usize, batch_size: usize) -> Run {
     let t = common::TempDb::new();
     let input = corpus(&t);
-    let db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
     let opts = ingest::Options {
         batch_size,
         ..Default::default()
@@ -51,7 +51,7 @@ fn run(threads: usize, batch_size: usize) -> Run {
     let mut report = Vec::new();
     let mut summary = pool
         .install(|| {
-            ingest::run(&db, &[Input::guess(&input)], &opts, |e| {
+            ingest::run(&mut db, &[Input::guess(&input)], &opts, |e| {
                 if let Event::Duplicate(r) = e {
                     report.push((r.id.clone(), r.duplicate_of.clone(), r.distance));
                 }

@@ -14,7 +14,7 @@ fn repair_rebuilds_refs_and_index_keys_from_records() {
     let mut rng = common::rng(3);
     let mut fps = Vec::new();
     {
-        let db = Db::create(t.path(), Recipe::default()).unwrap();
+        let mut db = Db::create(t.path(), Recipe::default()).unwrap();
         let mut w = db.writer().unwrap();
         for i in 0..500 {
             let fp = Fingerprint(rand::Rng::random(&mut rng));
@@ -104,4 +104,36 @@ fn repair_rebuilds_refs_and_index_keys_from_records() {
     assert!(db.query(Fingerprint(42), 0, None).unwrap().is_empty());
     assert_eq!(db.query(fps[1].1, 0, None).unwrap()[0].id, "d001");
     assert_eq!(db.query(fps[2].1, 0, None).unwrap()[0].id, "d002");
+}
+
+/// Issue 16: a repair killed after it cleared the index but before it
+/// rebuilt it must not leave a store that answers queries incompletely:
+/// open refuses it until `verify --repair` runs again.
+#[test]
+fn regression_16_interrupted_repair_is_refused_until_repaired() {
+    let t = common::TempDb::new();
+    let fp = Fingerprint(0x1234_5678_9abc_def0);
+    {
+        let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+        db.put("a", Content::Fingerprint(fp)).unwrap();
+    }
+    {
+        // The state a kill leaves: the marker written with the clearing of
+        // the index, the index cleared, no rebuild.
+        let raw = raw_open(&t.path());
+        let meta = raw.cf_handle("meta").unwrap();
+        raw.put_cf(meta, b"repair_in_progress", b"1").unwrap();
+        for i in 0..4 {
+            let cf = raw.cf_handle(&format!("block{i}")).unwrap();
+            raw.delete_range_cf(cf, &[][..], &[0xff; 16][..]).unwrap();
+        }
+    }
+    let err = Db::open_read_only(t.path()).err().unwrap();
+    assert!(err.to_string().contains("simdb verify --repair"), "{err}");
+    let o = common::simdb(&[&"query", &t.path(), &"--fingerprint", &fp.to_string()]);
+    assert_eq!(common::code(&o), 2, "{}", common::stdout(&o));
+    let o = common::simdb(&[&"verify", &t.path(), &"--repair"]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let db = Db::open_read_only(t.path()).unwrap();
+    assert_eq!(db.query(fp, 0, None).unwrap()[0].id, "a");
 }

@@ -43,7 +43,7 @@ fn upsert_and_delete_leave_no_orphan_keys() {
 #[test]
 fn same_id_twice_in_one_batch() {
     let t = common::TempDb::new();
-    let db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
     let f = db.fingerprinter().clone();
     let mut w = db.writer().unwrap();
     for (i, s) in [
@@ -315,7 +315,7 @@ fn format_2_stores_are_migrated_in_place() {
     let mut rng = common::rng(12);
     let mut entries: Vec<(String, Fingerprint)> = Vec::new();
     {
-        let db = Db::create(t.path(), Recipe::default()).unwrap();
+        let mut db = Db::create(t.path(), Recipe::default()).unwrap();
         let mut w = db.writer().unwrap();
         let base = Fingerprint(rng.random());
         for i in 0..300u64 {
@@ -387,4 +387,29 @@ fn format_2_stores_are_migrated_in_place() {
         "{}",
         common::stdout(&o)
     );
+}
+
+/// Issue 16: the "is a writer active" probe opened and closed `LOCK`, which
+/// drops every POSIX lock the process holds on it: a process holding the
+/// writer that asked a read-only view how fresh it was lost its lock, and a
+/// second writer could open the store.
+#[test]
+fn regression_16_freshness_probe_keeps_the_writers_lock() {
+    let t = common::TempDb::new();
+    let writer = Db::create(t.path(), Recipe::default()).unwrap();
+    let reader = Db::open_read_only(t.path()).unwrap();
+    assert!(reader.view().writer_active);
+    assert!(reader.view().writer_active);
+    let input = t.file("in.jsonl", "{\"id\":\"x\",\"text\":\"some text here\"}\n");
+    let o = common::simdb(&[&"ingest", &t.path(), &input]);
+    assert_eq!(common::code(&o), 2, "{}", common::stderr(&o));
+    assert!(
+        common::stderr(&o).contains("in use"),
+        "{}",
+        common::stderr(&o)
+    );
+    drop(reader);
+    drop(writer);
+    let reader = Db::open_read_only(t.path()).unwrap();
+    assert!(!reader.view().writer_active);
 }

@@ -40,6 +40,7 @@ struct Args {
     keep: bool,
     reuse: bool,
     cache_mb: usize,
+    row_cache_mb: usize,
     big_batch: usize,
     ks: Vec<u32>,
     k_queries: usize,
@@ -56,6 +57,7 @@ fn args() -> Args {
         keep: false,
         reuse: false,
         cache_mb: 256,
+        row_cache_mb: 0,
         big_batch: 100_000,
         ks: Vec::new(),
         k_queries: 1000,
@@ -71,6 +73,7 @@ fn args() -> Args {
             "--dir" => a.dir = Some(PathBuf::from(v())),
             "--brute" => a.brute = v().parse().expect("--brute"),
             "--cache-mb" => a.cache_mb = v().parse().expect("--cache-mb"),
+            "--row-cache-mb" => a.row_cache_mb = v().parse().expect("--row-cache-mb"),
             "--big-batch" => a.big_batch = v().parse().expect("--big-batch"),
             "--ks" => a.ks = v().split(',').map(|k| k.parse().expect("--ks")).collect(),
             "--k-queries" => a.k_queries = v().parse().expect("--k-queries"),
@@ -244,6 +247,7 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
     // Size on disk.
     let tuning = Tuning {
         block_cache_bytes: a.cache_mb << 20,
+        row_cache_bytes: a.row_cache_mb << 20,
     };
     let db = Db::open_tuned(store, Access::ReadOnly, tuning).expect("open");
     let mut index_bytes = 0;

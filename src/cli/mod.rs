@@ -93,7 +93,7 @@ fn init(a: InitArgs) -> Result<bool> {
 fn import_cmd(a: ImportArgs) -> Result<bool> {
     let opts = simdb::import::Options {
         recipe: recipe(&a.recipe),
-        memory_bytes: a.memory_mb.max(16) << 20,
+        memory_bytes: mib("--memory-mb", a.memory_mb.max(16))?,
         ..Default::default()
     };
     let started = std::time::Instant::now();
@@ -151,7 +151,7 @@ fn ingest_cmd(a: IngestArgs) -> Result<bool> {
             .build_global()
             .context("setting the thread count")?;
     }
-    let db = Db::open(&a.db)?;
+    let mut db = Db::open(&a.db)?;
     let inputs: Vec<Input> = a
         .inputs
         .iter()
@@ -207,7 +207,7 @@ fn ingest_cmd(a: IngestArgs) -> Result<bool> {
     let mut report_err: Option<io::Error> = None;
     const SHORT_NOTES: u64 = 20;
     let mut short_notes = 0u64;
-    let result = ingest::run(&db, &inputs, &opts, |ev| match ev {
+    let result = ingest::run(&mut db, &inputs, &opts, |ev| match ev {
         Event::Short(d, terms) => {
             short_notes += 1;
             let msg = if short_notes <= SHORT_NOTES {
@@ -350,6 +350,16 @@ fn print_hits(out: &mut impl Write, q: Fingerprint, hits: &[Hit], as_json: bool)
     }
 }
 
+/// `n` MiB in bytes, or an error naming the option when that overflows.
+fn mib(option: &str, n: usize) -> Result<usize> {
+    n.checked_mul(1 << 20).ok_or_else(|| {
+        anyhow::anyhow!(
+            "{option} {n} is too large (at most {} MiB)",
+            usize::MAX >> 20
+        )
+    })
+}
+
 /// `-k` and `--probe-budget` as (exact radius, probe budget): without -k,
 /// k = 3 and the default budget; with -k alone, exact (budget 0).
 fn search_mode(k: Option<u32>, budget: Option<usize>) -> Result<(u32, usize)> {
@@ -376,7 +386,8 @@ fn query(a: QueryArgs) -> Result<bool> {
         &a.db,
         simdb::store::Access::ReadOnly,
         simdb::store::Tuning {
-            block_cache_bytes: a.cache_mb << 20,
+            block_cache_bytes: mib("--cache-mb", a.cache_mb)?,
+            ..Default::default()
         },
     )?;
     note_freshness(&db);
@@ -942,7 +953,7 @@ fn backup(a: BackupArgs) -> Result<bool> {
 
 fn verify(a: VerifyArgs) -> Result<bool> {
     let db = if a.repair {
-        let mut db = Db::open(&a.db)?;
+        let mut db = Db::open_for_repair(&a.db)?;
         let rep = db.repair()?;
         if a.json {
             println!("{}", serde_json::to_string(&rep)?);

@@ -363,15 +363,24 @@ pub struct Fingerprinter {
 impl Fingerprinter {
     /// A fingerprinter for `recipe`.
     ///
-    /// # Panics
-    /// If the recipe names a learned IDF table: use
-    /// [`Fingerprinter::with_learned_idf`].
+    /// A recipe that names a learned IDF table needs the table
+    /// ([`Fingerprinter::with_learned_idf`]): without it, fingerprinting
+    /// is refused with [`Error::Input`] (never done with another table).
     pub fn new(recipe: Recipe) -> Fingerprinter {
-        assert!(
-            !recipe.uses_learned_idf(),
-            "recipe names a learned IDF table; use Fingerprinter::with_learned_idf"
-        );
         Fingerprinter::build(recipe, None)
+    }
+
+    /// The error of a fingerprinter whose recipe names a learned IDF table
+    /// it was not given.
+    fn check_idf(&self) -> Result<()> {
+        if self.learned.is_none() && self.recipe.uses_learned_idf() {
+            return Err(Error::Input(format!(
+                "the recipe names the learned IDF table {:?}, which was not given \
+                 (Fingerprinter::with_learned_idf)",
+                self.recipe.idf
+            )));
+        }
+        Ok(())
     }
 
     /// A fingerprinter for `recipe` whose IDF is `table` (the recipe's
@@ -591,6 +600,7 @@ impl Fingerprinter {
     ///
     /// Errors: [`Error::NoFeatures`] when nothing usable remains.
     pub fn analyze(&self, text: &str) -> Result<Analysis> {
+        self.check_idf()?;
         let norm = Self::normalize(text);
         let mut terms: Vec<&str> = Vec::new();
         self.segment(&norm, |t| terms.push(t));
@@ -631,6 +641,7 @@ impl Fingerprinter {
     ///
     /// Errors: [`Error::NoFeatures`] when nothing usable remains.
     pub fn fingerprint(&self, text: &str) -> Result<Fingerprint> {
+        self.check_idf()?;
         if self.recipe.top_k > 0 {
             let feats = self.features(text);
             if feats.is_empty() {

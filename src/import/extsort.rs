@@ -79,21 +79,51 @@ impl<T: Item> Sorter<T> {
         if !self.buf.is_empty() {
             self.spill()?;
         }
-        let mut readers = Vec::new();
-        let mut heap = BinaryHeap::new();
-        for (i, p) in self.runs.iter().enumerate() {
-            let mut r = BufReader::with_capacity(1 << 20, File::open(p)?);
-            if let Some(item) = T::read_from(&mut r)? {
-                heap.push(Head { item, run: i });
+        // Bounded fan-in: merge consecutive groups of runs into one run
+        // each (so equal items keep their push order) until few enough
+        // remain to be open at once.
+        let mut pass = 0;
+        while self.runs.len() > MAX_FAN_IN {
+            pass += 1;
+            let old = std::mem::take(&mut self.runs);
+            for (g, group) in old.chunks(MAX_FAN_IN).enumerate() {
+                let path = self.dir.join(format!("{}-p{pass}-{g:05}.run", self.name));
+                let mut w = BufWriter::with_capacity(1 << 20, File::create(&path)?);
+                self.runs.push(path);
+                let merged = open_merge::<T>(group.to_vec())?;
+                for item in merged {
+                    item?.write_to(&mut w)?;
+                }
+                w.into_inner().map_err(|e| e.into_error())?;
             }
-            readers.push(r);
+            for p in &old {
+                let _ = std::fs::remove_file(p);
+            }
         }
-        Ok(Sorted(Inner::Merge {
-            readers,
-            heap,
-            paths: std::mem::take(&mut self.runs),
-        }))
+        open_merge(std::mem::take(&mut self.runs))
     }
+}
+
+/// The most run files a merge holds open at once (each with a 1 MiB
+/// buffer): more runs are merged in passes.
+pub const MAX_FAN_IN: usize = 64;
+
+/// A merge of `paths` (at most [`MAX_FAN_IN`]), which it removes when done.
+fn open_merge<T: Item>(paths: Vec<PathBuf>) -> io::Result<Sorted<T>> {
+    let mut readers = Vec::new();
+    let mut heap = BinaryHeap::new();
+    for (i, p) in paths.iter().enumerate() {
+        let mut r = BufReader::with_capacity(1 << 20, File::open(p)?);
+        if let Some(item) = T::read_from(&mut r)? {
+            heap.push(Head { item, run: i });
+        }
+        readers.push(r);
+    }
+    Ok(Sorted(Inner::Merge {
+        readers,
+        heap,
+        paths,
+    }))
 }
 
 struct Head<T> {
@@ -122,6 +152,16 @@ impl<T: Ord> Ord for Head<T> {
 
 /// The sorted items of a [`Sorter`].
 pub struct Sorted<T: Item>(Inner<T>);
+
+impl<T: Item> Sorted<T> {
+    /// Run files this merge holds open (0 when it sorted in memory).
+    pub fn open_runs(&self) -> usize {
+        match &self.0 {
+            Inner::Memory(_) => 0,
+            Inner::Merge { readers, .. } => readers.len(),
+        }
+    }
+}
 
 enum Inner<T: Item> {
     Memory(std::vec::IntoIter<T>),
@@ -240,5 +280,28 @@ mod tests {
             0,
             "runs removed"
         );
+    }
+
+    /// Issue 16: the merge opened every run at once (a 1 MiB buffer and a
+    /// file descriptor each, growing with the input). Now at most
+    /// MAX_FAN_IN are open; more are merged in passes, still in order and
+    /// stable.
+    #[test]
+    fn regression_16_merge_fan_in_is_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        // 64 KiB budget, 16 bytes an item: a run every 4096 items, ~150 runs.
+        let n = 4096 * 150 + 7;
+        let mut s = Sorter::new(dir.path(), "t", 1 << 16);
+        for i in 0..n as u128 {
+            // Descending keys with ties: item = key * 2^20 + push order.
+            s.push(((n as u128 - i) / 3) << 20 | i).unwrap();
+        }
+        let sorted = s.finish().unwrap();
+        assert!(sorted.open_runs() <= MAX_FAN_IN, "{}", sorted.open_runs());
+        assert!(sorted.open_runs() > 1);
+        let got: Vec<u128> = sorted.map(|r| r.unwrap()).collect();
+        assert_eq!(got.len(), n);
+        assert!(got.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }

@@ -571,7 +571,11 @@ fn build(
     for (i, files) in block_files.into_iter().enumerate() {
         families.push((store::BLOCK_FAMILIES[i], files));
     }
-    staging.finish(&opts.recipe, opts.tuning, &families, documents)?;
+    let count = (
+        store::DOC_COUNT_KEY.to_vec(),
+        documents.to_be_bytes().to_vec(),
+    );
+    staging.finish(&opts.recipe, opts.tuning, &families, &[count])?;
     lap(&mut summary, "ingest and rename");
     Ok(summary)
 }

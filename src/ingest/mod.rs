@@ -136,7 +136,7 @@ pub enum Event<'a> {
 /// With `strict`, the first bad line ends the run with [`Error::Input`]
 /// after the documents before it are committed.
 pub fn run(
-    db: &Db,
+    db: &mut Db,
     inputs: &[Input],
     opts: &Options,
     mut on_event: impl FnMut(Event<'_>),
@@ -173,20 +173,27 @@ pub fn run(
             if let Some(raw) = raw {
                 let out = &mut fingerprinted;
                 scope.spawn(move |_| {
-                    let fps = raw
-                        .par_iter()
-                        .map(|it| it.as_ref().ok().map(|d| d.content.analyze(fingerprinter)))
+                    // Each document with its own analysis: the two cannot
+                    // fall out of step.
+                    let analysed: Chunk = raw
+                        .into_par_iter()
+                        .map(|it| {
+                            it.map(|d| {
+                                let a = d.content.analyze(fingerprinter);
+                                (d, a)
+                            })
+                        })
                         .collect();
-                    *out = Some((raw, fps));
+                    *out = Some(analysed);
                 });
             }
-            if let Some((chunk, fps)) = ready.take() {
+            if let Some(chunk) = ready.take() {
                 let at = match chunk.last() {
-                    Some(Ok(d)) => d.source.clone(),
+                    Some(Ok((d, _))) => d.source.clone(),
                     Some(Err(p)) => p.location.clone(),
                     None => String::new(),
                 };
-                applied = apply(&mut w, &mut sum, chunk, fps, opts, &mut on_event)
+                applied = apply(&mut w, &mut sum, chunk, opts, &mut on_event)
                     .and_then(|()| w.commit())
                     .map_err(|e| match e {
                         e @ (Error::Storage(_) | Error::Io { .. }) => Error::BatchWrite {
@@ -256,39 +263,40 @@ impl Chunks<'_> {
 /// A chunk ends after this many bytes of content (or `batch_size` documents).
 const CHUNK_BYTES: usize = 32 << 20;
 
-type Chunk = (Vec<read::Item>, Vec<Option<Result<Analysis>>>);
+/// A chunk of the input: each document with its analysis, or the problem
+/// of a line that is not a document.
+type Chunk = Vec<std::result::Result<(read::Doc, Result<Analysis>), Problem>>;
 
 /// Applies one fingerprinted chunk in input order.
 fn apply(
     w: &mut crate::db::Writer<'_>,
     sum: &mut Summary,
-    chunk: Vec<read::Item>,
-    fps: Vec<Option<Result<Analysis>>>,
+    chunk: Chunk,
     opts: &Options,
     on_event: &mut impl FnMut(Event<'_>),
 ) -> Result<()> {
-    for (item, fp) in chunk.iter().zip(fps) {
-        let doc = match item {
+    for item in chunk {
+        let (doc, fp) = match item {
             Err(p) => {
                 sum.bad_lines += 1;
-                on_event(Event::BadLine(p));
+                on_event(Event::BadLine(&p));
                 if opts.strict {
                     w.commit()?;
                     return Err(Error::Input(format!("{p} (stopped: --strict)")));
                 }
                 continue;
             }
-            Ok(d) => d,
+            Ok((d, a)) => (d, a),
         };
         sum.read += 1;
         let a = match fp {
-            Some(Ok(a)) => a,
-            Some(Err(Error::NoFeatures)) => {
+            Ok(a) => a,
+            Err(Error::NoFeatures) => {
                 sum.no_features += 1;
-                on_event(Event::NoFeatures(doc));
+                on_event(Event::NoFeatures(&doc));
                 continue;
             }
-            Some(Err(e)) => {
+            Err(e) => {
                 sum.bad_lines += 1;
                 let p = Problem {
                     location: doc.source.clone(),
@@ -301,7 +309,6 @@ fn apply(
                 }
                 continue;
             }
-            None => unreachable!("a fingerprint is computed for every document"),
         };
         let fp = a.fingerprint;
         // Unchanged re-ingests are not news: check before looking for duplicates.
@@ -313,7 +320,7 @@ fn apply(
         }
         if a.is_short() {
             sum.short += 1;
-            on_event(Event::Short(doc, a.terms));
+            on_event(Event::Short(&doc, a.terms));
         }
         let near = w.search(&Query {
             k: opts.k,

@@ -75,12 +75,17 @@ pub const ALL_FAMILIES: [&str; 7] = ["block0", "block1", "block2", "block3", REF
 pub struct Tuning {
     /// Size of the LRU block cache shared by all families (default 256 MiB).
     pub block_cache_bytes: usize,
+    /// Size of RocksDB's row cache (0 = none): whole values of point
+    /// lookups, bucket postings above all, served without the block
+    /// machinery.
+    pub row_cache_bytes: usize,
 }
 
 impl Default for Tuning {
     fn default() -> Tuning {
         Tuning {
             block_cache_bytes: 256 << 20,
+            row_cache_bytes: 0,
         }
     }
 }
@@ -102,6 +107,10 @@ pub const RECIPE_KEY: &[u8] = b"recipe";
 pub const DOC_COUNT_KEY: &[u8] = b"doc_count";
 /// Meta key of a learned IDF table (see `fingerprint::LearnedIdf`).
 pub const IDF_TABLE_KEY: &[u8] = b"idf_table";
+/// Meta key present while `verify --repair` rebuilds the index: written
+/// in the batch that clears the index, removed in the batch that finishes
+/// the rebuild; open refuses a store that has it.
+pub const REPAIR_MARKER_KEY: &[u8] = b"repair_in_progress";
 /// Meta key of the number of short documents (u64 BE; see
 /// [`crate::fingerprint::SHORT_TERMS`]).
 pub const SHORT_COUNT_KEY: &[u8] = b"short_count";
@@ -174,31 +183,57 @@ pub(crate) fn family_options(name: &str, cache: &Cache) -> Options {
     o
 }
 
-/// Whether another process holds the store's write lock (RocksDB's `LOCK`
-/// file, an fcntl lock) right now. Always false off Unix.
+/// Whether an error of RocksDB's open is its `LOCK` file being held: an
+/// I/O error that RocksDB words as "While lock file: …" (another process)
+/// or "lock hold by current process" (this one; `env/fs_posix.cc`).
+/// Anything else, a corruption found at open above all, is not "in use".
+fn is_lock_error(e: &rocksdb::Error) -> bool {
+    e.kind() == rocksdb::ErrorKind::IOError && is_lock_message(e.as_ref())
+}
+
+fn is_lock_message(s: &str) -> bool {
+    s.contains("While lock file:") || s.contains("lock hold by current process")
+}
+
+/// Whether a process holds the store's write lock (RocksDB's `LOCK` file,
+/// an fcntl lock) right now.
+///
+/// The probe must not open `LOCK`: closing any descriptor of a file drops
+/// every POSIX lock the process holds on it, RocksDB's own included when
+/// this process is the writer. On Linux it reads `/proc/locks` and looks
+/// for a lock on the file's device and inode; elsewhere it says false.
 pub fn writer_active(path: &Path) -> bool {
-    #[cfg(unix)]
+    #[cfg(target_os = "linux")]
     {
-        use std::os::unix::io::AsRawFd;
-        let Ok(f) = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path.join("LOCK"))
-        else {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(m) = std::fs::metadata(path.join("LOCK")) else {
             return false;
         };
-        // SAFETY: F_GETLK only fills `lock`, a plain C struct we own.
-        let mut lock: libc::flock = unsafe { std::mem::zeroed() };
-        lock.l_type = libc::F_WRLCK as libc::c_short;
-        lock.l_whence = libc::SEEK_SET as libc::c_short;
-        let r = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETLK, &mut lock) };
-        r == 0 && lock.l_type != libc::F_UNLCK as libc::c_short
+        let Ok(locks) = std::fs::read_to_string("/proc/locks") else {
+            return false;
+        };
+        locks_name_file(&locks, m.dev(), m.ino())
     }
-    #[cfg(not(unix))]
+    #[cfg(not(target_os = "linux"))]
     {
         let _ = path;
         false
     }
+}
+
+/// Whether `/proc/locks` text lists a lock (not a waiter) on the file of
+/// device `dev` and inode `ino` (printed as `MAJOR:MINOR:INODE`, the first
+/// two in hex).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn locks_name_file(locks: &str, dev: u64, ino: u64) -> bool {
+    // glibc's encoding of major and minor device numbers.
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    let want = format!("{major:02x}:{minor:02x}:{ino}");
+    locks
+        .lines()
+        .filter(|l| !l.contains("->"))
+        .any(|l| l.split_whitespace().any(|f| f == want))
 }
 
 /// A directory beside a store-to-be where a bulk build (import, backup) puts
@@ -252,23 +287,28 @@ impl Staging {
         Ok(d)
     }
 
-    /// Creates the new store with `recipe`, ingests the SST files of each
-    /// family, sets the document count (fsync), and renames the store into
-    /// place.
+    /// Creates the new store with `recipe` and the `meta` entries (the
+    /// document count, and what else the store keeps: a learned IDF
+    /// table, the short-document count) in one synced batch, ingests the
+    /// SST files of each family, and renames the store into place.
     pub fn finish(
         self,
         recipe: &Recipe,
         tuning: Tuning,
         families: &[(&str, Vec<PathBuf>)],
-        doc_count: u64,
+        meta: &[(Vec<u8>, Vec<u8>)],
     ) -> Result<()> {
         let db_dir = self.dir.join("db");
         {
-            let store = Store::create(&db_dir, recipe, tuning)?;
+            let extra: Vec<(&[u8], &[u8])> = meta
+                .iter()
+                .map(|(k, v)| (k.as_slice(), v.as_slice()))
+                .collect();
+            let store = Store::create_with_meta(&db_dir, recipe, tuning, &extra)?;
             for (name, files) in families {
                 store.ingest_ssts(name, files)?;
             }
-            store.set_doc_count(doc_count)?;
+            store.flush()?;
         }
         if self.target.exists() {
             return Err(Error::AlreadyExists {
@@ -344,8 +384,11 @@ fn descriptors(cache: &Cache) -> Vec<ColumnFamilyDescriptor> {
         .collect()
 }
 
-fn db_options(create: bool) -> Options {
+fn db_options(create: bool, tuning: Tuning) -> Options {
     let mut o = Options::default();
+    if tuning.row_cache_bytes > 0 {
+        o.set_row_cache(&Cache::new_lru_cache(tuning.row_cache_bytes));
+    }
     o.create_if_missing(create);
     o.create_missing_column_families(create);
     o.set_max_background_jobs(2);
@@ -360,6 +403,19 @@ impl Store {
     /// Creates a new store at `path` (which must not exist or be an empty
     /// directory) with `recipe`.
     pub fn create(path: &Path, recipe: &Recipe, tuning: Tuning) -> Result<Store> {
+        Self::create_with_meta(path, recipe, tuning, &[])
+    }
+
+    /// [`Store::create`] writing `extra` meta entries (a learned IDF
+    /// table, counts) in the same synced batch as the magic, version and
+    /// recipe: a crash leaves no store or a whole one, never a recipe that
+    /// names a table that is not there.
+    pub fn create_with_meta(
+        path: &Path,
+        recipe: &Recipe,
+        tuning: Tuning,
+        extra: &[(&[u8], &[u8])],
+    ) -> Result<Store> {
         if path.exists() {
             let empty = path.is_dir()
                 && std::fs::read_dir(path)
@@ -373,7 +429,7 @@ impl Store {
             }
         }
         let cache = Cache::new_lru_cache(tuning.block_cache_bytes);
-        let db = DB::open_cf_descriptors(&db_options(true), path, descriptors(&cache))?;
+        let db = DB::open_cf_descriptors(&db_options(true, tuning), path, descriptors(&cache))?;
         let store = Store {
             db,
             path: path.to_path_buf(),
@@ -387,6 +443,9 @@ impl Store {
         let json = serde_json::to_vec(recipe).map_err(|e| Error::Input(e.to_string()))?;
         b.put_cf(meta, RECIPE_KEY, json);
         b.put_cf(meta, DOC_COUNT_KEY, 0u64.to_be_bytes());
+        for (k, v) in extra {
+            b.put_cf(meta, k, v);
+        }
         let mut wo = WriteOptions::default();
         wo.set_sync(true);
         store.db.write_opt(b, &wo)?;
@@ -395,13 +454,20 @@ impl Store {
 
     /// Opens an existing store and checks magic, format version and recipe.
     pub fn open(path: &Path, access: Access, tuning: Tuning) -> Result<(Store, Recipe)> {
-        Self::open_inner(path, access, tuning, false).map(|(s, r, _)| (s, r))
+        Self::open_inner(path, access, tuning, false, false).map(|(s, r, _)| (s, r))
+    }
+
+    /// Opens a store for writing even if a repair was interrupted (for
+    /// `verify --repair`, which finishes it).
+    pub fn open_for_repair(path: &Path) -> Result<(Store, Recipe)> {
+        Self::open_inner(path, Access::ReadWrite, Tuning::default(), false, true)
+            .map(|(s, r, _)| (s, r))
     }
 
     /// Opens a store for writing whatever its (known) format version, for
     /// [`Store::migrate`]; returns the version too.
     pub fn open_for_migration(path: &Path) -> Result<(Store, Recipe, u32)> {
-        Self::open_inner(path, Access::ReadWrite, Tuning::default(), true)
+        Self::open_inner(path, Access::ReadWrite, Tuning::default(), true, false)
     }
 
     fn open_inner(
@@ -409,6 +475,7 @@ impl Store {
         access: Access,
         tuning: Tuning,
         any_version: bool,
+        repairing: bool,
     ) -> Result<(Store, Recipe, u32)> {
         if !path.exists() {
             return Err(Error::NoSuchStore {
@@ -431,7 +498,7 @@ impl Store {
             return Err(not_simdb(&format!("column family '{META}' is missing")));
         }
         let cache = Cache::new_lru_cache(tuning.block_cache_bytes);
-        let opts = db_options(false);
+        let opts = db_options(false, tuning);
         // Open with the families the store has, so an older format can be
         // recognised (and named) rather than refused as foreign.
         let descs: Vec<ColumnFamilyDescriptor> = families
@@ -444,8 +511,7 @@ impl Store {
             Access::ReadOnly => DB::open_cf_descriptors_read_only(&opts, path, descs, false),
         }
         .map_err(|e| {
-            let s = e.to_string();
-            if s.contains("lock") || s.contains("Resource temporarily unavailable") {
+            if is_lock_error(&e) {
                 Error::InUse {
                     path: path.to_path_buf(),
                 }
@@ -503,6 +569,11 @@ impl Store {
             .ok_or_else(|| Error::corrupt(META, RECIPE_KEY, "missing"))?;
         let recipe =
             codec::decode_recipe(&recipe).map_err(|r| Error::corrupt(META, RECIPE_KEY, r))?;
+        if !repairing && store.db.get_cf(meta, REPAIR_MARKER_KEY)?.is_some() {
+            return Err(Error::RepairInProgress {
+                path: path.to_path_buf(),
+            });
+        }
         Ok((store, recipe, version))
     }
 
@@ -582,6 +653,16 @@ impl Store {
     /// A raw meta value.
     pub fn get_meta(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         Ok(self.db.get_cf(self.cf(META), key)?)
+    }
+
+    /// Adds a raw meta value to `b`.
+    pub fn put_meta_in(&self, b: &mut WriteBatch, key: &[u8], value: &[u8]) {
+        b.put_cf(self.cf(META), key, value);
+    }
+
+    /// Adds the removal of a meta value to `b`.
+    pub fn delete_meta_in(&self, b: &mut WriteBatch, key: &[u8]) {
+        b.delete_cf(self.cf(META), key);
     }
 
     /// Writes a raw meta value (synced).
@@ -895,7 +976,7 @@ impl Store {
         ro.set_total_order_seek(true);
         let mut it = self.db.raw_iterator_cf_opt(self.cf(REFS), ro);
         let mut state = seed;
-        let mut out = Vec::with_capacity(n);
+        let mut out = Vec::with_capacity(n.min(1 << 20));
         for _ in 0..n {
             let point = crate::index::splitmix64(&mut state);
             it.seek(point.to_be_bytes());
@@ -1092,17 +1173,25 @@ impl Store {
             });
             families.push((*name, write_ssts(&sst, name, name, 256 << 20, entries)?));
         }
-        let count = self.db.get_cf_opt(self.cf(META), DOC_COUNT_KEY, &{
-            let mut ro = ReadOptions::default();
-            ro.set_snapshot(&snap);
-            ro
-        })?;
-        let count = count
-            .as_deref()
-            .and_then(|v| <[u8; 8]>::try_from(v).ok())
-            .map(u64::from_be_bytes)
-            .ok_or_else(|| Error::corrupt(META, DOC_COUNT_KEY, "missing or not 8 bytes"))?;
-        staging.finish(recipe, tuning, &families, count)
+        // Every meta entry of the view (document and short-document
+        // counts, a learned IDF table, …) except those the new store writes
+        // itself.
+        let mut meta = Vec::new();
+        let mut ro = ReadOptions::default();
+        ro.set_snapshot(&snap);
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(META), ro);
+        it.seek_to_first();
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            if ![MAGIC_KEY, FORMAT_VERSION_KEY, RECIPE_KEY].contains(&k) {
+                meta.push((k.to_vec(), v.to_vec()));
+            }
+            it.next();
+        }
+        it.status()?;
+        if !meta.iter().any(|(k, _)| k == DOC_COUNT_KEY) {
+            return Err(Error::corrupt(META, DOC_COUNT_KEY, "missing"));
+        }
+        staging.finish(recipe, tuning, &families, &meta)
     }
 
     /// Adds to `batch` the removal of every `refs` entry and index key.
@@ -1134,5 +1223,44 @@ impl Store {
             self.db.flush_cf(self.cf(name))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 16: open errors were classified by the substring "lock", which
+    /// "block checksum mismatch" contains: a corruption found at open was
+    /// reported as "store is in use" (and backup took its copy path).
+    #[test]
+    fn proc_locks_lines_are_matched_by_device_and_inode() {
+        let locks = "1: POSIX  ADVISORY  WRITE 4242 fd:01:1234567 0 EOF\n\
+                     1: -> POSIX  ADVISORY  WRITE 4343 08:02:99 0 EOF\n\
+                     2: FLOCK  ADVISORY  WRITE 77 103:05:42 0 EOF\n";
+        let dev = |major: u64, minor: u64| (major << 8) | minor;
+        assert!(locks_name_file(locks, dev(0xfd, 1), 1234567));
+        assert!(!locks_name_file(locks, dev(0xfd, 1), 123456));
+        assert!(
+            !locks_name_file(locks, dev(8, 2), 99),
+            "a waiter is not a holder"
+        );
+        assert!(locks_name_file(locks, dev(0x103, 5), 42));
+    }
+
+    #[test]
+    fn regression_16_only_lock_file_errors_mean_in_use() {
+        for (msg, lock) in [
+            ("IO error: While lock file: /s/LOCK: Resource temporarily unavailable", true),
+            (
+                "IO error: lock hold by current process, acquire time 1 acquiring thread 2: /s/LOCK: No locks available",
+                true,
+            ),
+            ("Corruption: block checksum mismatch: stored = 1, computed = 2", false),
+            ("IO error: No such file or directory: While opening a file for sequentially reading: /s/MANIFEST-000005", false),
+            ("Corruption: bad block contents", false),
+        ] {
+            assert_eq!(is_lock_message(msg), lock, "{msg}");
+        }
     }
 }
