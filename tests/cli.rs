@@ -462,8 +462,10 @@ fn regression_16_huge_option_values_are_errors_not_panics() {
         assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
     }
     // A recipe naming a learned table, without the table: an error.
-    let mut r = simdb::Recipe::default();
-    r.idf = "learned/docs=2/terms=1/xxh3=0000000000000000".into();
+    let r = simdb::Recipe {
+        idf: "learned/docs=2/terms=1/xxh3=0000000000000000".into(),
+        ..Default::default()
+    };
     let f = simdb::Fingerprinter::new(r);
     assert!(matches!(
         f.fingerprint("some text"),
