@@ -31,6 +31,9 @@
 //! [`store`] is the only one that touches RocksDB; [`Db`] is the facade the
 //! `simdb` command is built on; [`ingest`] reads inputs and writes batches.
 
+#![deny(clippy::unwrap_used, clippy::expect_used)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
+
 pub mod db;
 pub mod error;
 pub mod explain;

@@ -1,5 +1,9 @@
 //! The `simdb` command-line tool. See `simdb --help`.
 
+// As in the library: no unwrap or expect outside tests; each exception
+// carries its reason.
+#![deny(clippy::unwrap_used, clippy::expect_used)]
+
 mod cli;
 
 use std::process::ExitCode;

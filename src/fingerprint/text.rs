@@ -343,7 +343,13 @@ impl IdfLearner {
         for (t, n) in &terms {
             bytes += &format!("{t}\t{:.6}\n", (docs as f64 / *n as f64).ln());
         }
-        LearnedIdf::parse(&bytes).expect("a table just written parses")
+        #[allow(
+            clippy::expect_used,
+            reason = "the bytes were written just above in the form parse reads, and every \
+                      value is finite and >= 0 (ln(N / df) with 2 <= df <= N)"
+        )]
+        let table = LearnedIdf::parse(&bytes).expect("a table just written parses");
+        table
     }
 }
 
