@@ -697,7 +697,7 @@ impl Db {
             store: &self.store,
             batch: WriteBatch::default(),
             overlay: HashMap::new(),
-            next_seq: HashMap::new(),
+            seqs: store::schema::SeqAllocator::new(),
             mem: MemIndex::new(),
             count: self.store.doc_count()?,
             short: self.store.short_count()?,
@@ -849,7 +849,7 @@ pub struct Writer<'a> {
     /// Pending state of ids touched by this batch (None = deleted).
     overlay: HashMap<String, Option<Record>>,
     /// Next free sequence number of fingerprints given one in this batch.
-    next_seq: HashMap<Fingerprint, u32>,
+    seqs: store::schema::SeqAllocator,
     /// Pending fingerprints of this batch.
     mem: MemIndex,
     count: u64,
@@ -932,10 +932,8 @@ impl Writer<'_> {
     /// A sequence number for a new document of fingerprint `fp`: above
     /// every stored one and every one given out in this batch.
     fn alloc_seq(&mut self, fp: Fingerprint) -> Result<u32> {
-        let stored = self.store.next_seq(fp)?;
-        let seq = stored.max(self.next_seq.get(&fp).copied().unwrap_or(0));
-        self.next_seq.insert(fp, index::seq_after(fp, seq)?);
-        Ok(seq)
+        let store = self.store;
+        self.seqs.alloc(fp, 0, || store.next_seq(fp))
     }
 
     /// Deletes `id`; returns whether it existed.
@@ -997,7 +995,7 @@ impl Writer<'_> {
         self.store.put_short_count(&mut batch, self.short);
         self.store.write(batch, self.sync)?;
         self.overlay.clear();
-        self.next_seq.clear();
+        self.seqs.clear();
         self.mem = MemIndex::new();
         self.ops = 0;
         Ok(())
@@ -1087,7 +1085,7 @@ impl Db {
         self.store.write(b, true)?;
         let mut batch = WriteBatch::default();
         let mut pending: std::collections::HashSet<DocKey> = Default::default();
-        let mut next_seq: HashMap<Fingerprint, u32> = HashMap::new();
+        let mut seqs = store::schema::SeqAllocator::new();
         let mut count = 0u64;
         let mut short = 0u64;
         let store = &self.store;
@@ -1107,20 +1105,14 @@ impl Db {
                     .push(format!("{}: key {}: id is not UTF-8", store::DOCS, hex(k)));
                 return Ok(());
             };
+            let fp = rec.fingerprint;
             if pending.contains(&rec.doc_key()) || store.has_ref(rec.doc_key())? {
-                let fp = rec.fingerprint;
-                let seq = store
-                    .next_seq(fp)?
-                    .max(next_seq.get(&fp).copied().unwrap_or(0))
-                    .max(index::seq_after(fp, rec.seq)?);
-                rec.seq = seq;
+                let min = index::seq_after(fp, rec.seq)?;
+                rec.seq = seqs.alloc(fp, min, || store.next_seq(fp))?;
                 rep.renumbered += 1;
+            } else {
+                seqs.taken(fp, rec.seq)?;
             }
-            next_seq.insert(
-                rec.fingerprint,
-                index::seq_after(rec.fingerprint, rec.seq)?
-                    .max(next_seq.get(&rec.fingerprint).copied().unwrap_or(0)),
-            );
             pending.insert(rec.doc_key());
             short += u64::from(rec.is_short());
             store.put_doc(&mut batch, id, &rec);
@@ -1128,7 +1120,7 @@ impl Db {
             if pending.len() >= 10_000 {
                 store.write(std::mem::take(&mut batch), false)?;
                 pending.clear();
-                next_seq.clear();
+                seqs.clear();
             }
             Ok(())
         })?;

@@ -46,7 +46,7 @@ use crate::db::{check_id, Content};
 use crate::error::{Error, Result};
 use crate::fingerprint::{Fingerprint, Recipe};
 use crate::index::{self, DocKey};
-use crate::store::{self, codec, Record, Tuning};
+use crate::store::{self, Record, Tuning};
 
 /// First 8 bytes of the binary form.
 ///
@@ -418,7 +418,10 @@ fn build(
     let mut seqs = Sorter::<Seq>::new(&tmp, "seq", budget / 4);
     let mut refs_entries: Vec<(DocKey, String)> = Vec::new();
     let mut refs_files = Vec::new();
-    let mut last: Option<(u64, u32)> = None;
+    // The input is in fingerprint order: the allocator only ever needs to
+    // know the current fingerprint (a fresh store has no stored numbers).
+    let mut numbers = store::schema::SeqAllocator::new();
+    let mut last: Option<u64> = None;
     let mut documents = 0u64;
     let mut shared = 0u64;
     let flush_chunk =
@@ -435,7 +438,7 @@ fn build(
                 u64::MAX,
                 chunk
                     .iter()
-                    .map(|(d, id)| Ok((d.encode(), id.as_bytes().to_vec()))),
+                    .map(|(d, id)| Ok(store::schema::refs_entry(*d, id))),
             )?);
             Ok(())
         };
@@ -443,11 +446,11 @@ fn build(
     let chunk_docs = (opts.sst_file_bytes / 128).max(1024) as usize;
     for r in by_fp {
         let ByFp { fp, id } = r.map_err(io_err(&tmp))?;
-        let seq = match last {
-            Some((f, s)) if f == fp => index::seq_after(Fingerprint(fp), s)?,
-            _ => 0,
-        };
-        last = Some((fp, seq));
+        if last != Some(fp) {
+            numbers.clear();
+            last = Some(fp);
+        }
+        let seq = numbers.alloc(Fingerprint(fp), 0, || Ok(0))?;
         documents += 1;
         if seq != 0 {
             shared += 1;
@@ -518,7 +521,7 @@ fn build(
                         top_terms: Vec::new(),
                         weak_bits: Vec::new(),
                     };
-                    Some(Ok((d.id.into_bytes(), codec::encode_record(&rec))))
+                    Some(Ok(store::schema::docs_entry(&d.id, &rec)))
                 }
             });
             store::write_ssts(&sst, store::DOCS, store::DOCS, opts.sst_file_bytes, entries)

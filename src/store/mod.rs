@@ -41,6 +41,7 @@
 //! ```
 
 pub mod codec;
+pub mod schema;
 
 use std::path::{Path, PathBuf};
 
@@ -598,14 +599,7 @@ impl Store {
                 unreadable += 1;
                 return Ok(());
             };
-            let op = index::posting_operand(true, rec.fingerprint);
-            for (i, name) in BLOCK_FAMILIES.iter().enumerate() {
-                batch.merge_cf(
-                    self.cf(name),
-                    index::bucket_key(rec.fingerprint.block(i)),
-                    op,
-                );
-            }
+            self.merge_postings(&mut batch, &schema::posting_operands(rec.fingerprint, true));
             indexed += 1;
             if indexed.is_multiple_of(50_000) {
                 self.write(std::mem::take(&mut batch), false)?;
@@ -1024,32 +1018,28 @@ impl Store {
     /// Adds the writes of one document to `batch`: its record, its `refs`
     /// entry and its four index keys.
     pub fn put_doc(&self, b: &mut WriteBatch, id: &str, rec: &Record) {
-        let doc = rec.doc_key();
-        b.put_cf(self.cf(DOCS), id.as_bytes(), codec::encode_record(rec));
-        b.put_cf(self.cf(REFS), doc.encode(), id.as_bytes());
-        let op = index::posting_operand(true, rec.fingerprint);
-        for (i, name) in BLOCK_FAMILIES.iter().enumerate() {
-            b.merge_cf(
-                self.cf(name),
-                index::bucket_key(rec.fingerprint.block(i)),
-                op,
-            );
+        let e = schema::doc_entries(id, rec);
+        b.put_cf(self.cf(DOCS), &e.docs.0, &e.docs.1);
+        b.put_cf(self.cf(REFS), &e.refs.0, &e.refs.1);
+        self.merge_postings(b, &e.postings);
+    }
+
+    /// Adds posting operands (one per block family) to `b`.
+    fn merge_postings(
+        &self,
+        b: &mut WriteBatch,
+        ops: &[([u8; index::BUCKET_KEY_LEN], [u8; index::OPERAND_LEN]); BLOCKS],
+    ) {
+        for (name, (key, op)) in BLOCK_FAMILIES.iter().zip(ops) {
+            b.merge_cf(self.cf(name), key, op);
         }
     }
 
     /// Adds the deletes of one document to `batch` (see [`Store::put_doc`]).
     pub fn delete_doc(&self, b: &mut WriteBatch, id: &str, rec: &Record) {
-        let doc = rec.doc_key();
         b.delete_cf(self.cf(DOCS), id.as_bytes());
-        b.delete_cf(self.cf(REFS), doc.encode());
-        let op = index::posting_operand(false, rec.fingerprint);
-        for (i, name) in BLOCK_FAMILIES.iter().enumerate() {
-            b.merge_cf(
-                self.cf(name),
-                index::bucket_key(rec.fingerprint.block(i)),
-                op,
-            );
-        }
+        b.delete_cf(self.cf(REFS), rec.doc_key().encode());
+        self.merge_postings(b, &schema::removal_operands(rec));
     }
 
     /// Sets the document count in `batch`.

@@ -1,0 +1,152 @@
+//! The schema, in one place: what one document is in each column family,
+//! and how documents sharing a fingerprint are numbered. Everything that
+//! writes documents (the writer, repair, migrate, import, backup) goes
+//! through these functions; the byte layouts themselves are in
+//! [`crate::index`] (bucket keys, postings, document keys) and
+//! [`super::codec`] (records). Pure: no RocksDB.
+
+use std::collections::HashMap;
+
+use super::codec::{self, Record};
+use crate::error::Result;
+use crate::fingerprint::{Fingerprint, BLOCKS};
+use crate::index::{self, DocKey};
+
+/// The entries of one document: `docs` (id → record), `refs` (document
+/// key → id) and, per block family, its bucket key and the merge operand
+/// that adds (or removes) its fingerprint to the bucket's posting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocEntries {
+    pub docs: (Vec<u8>, Vec<u8>),
+    pub refs: (Vec<u8>, Vec<u8>),
+    pub postings: [([u8; index::BUCKET_KEY_LEN], [u8; index::OPERAND_LEN]); BLOCKS],
+}
+
+/// The entries that store document `id` with record `rec`. Removing it
+/// deletes the `docs` and `refs` keys and applies [`removal_operands`].
+pub fn doc_entries(id: &str, rec: &Record) -> DocEntries {
+    DocEntries {
+        docs: docs_entry(id, rec),
+        refs: refs_entry(rec.doc_key(), id),
+        postings: posting_operands(rec.fingerprint, true),
+    }
+}
+
+/// The `docs` entry of document `id`: id → framed record.
+pub fn docs_entry(id: &str, rec: &Record) -> (Vec<u8>, Vec<u8>) {
+    (id.as_bytes().to_vec(), codec::encode_record(rec))
+}
+
+/// The `refs` entry of the document named `doc` in the index: document
+/// key → id.
+pub fn refs_entry(doc: DocKey, id: &str) -> (Vec<u8>, Vec<u8>) {
+    (doc.encode(), id.as_bytes().to_vec())
+}
+
+/// Per block family, the bucket key of `fp` and the operand that adds
+/// (`add`) or removes one occurrence of it.
+pub fn posting_operands(
+    fp: Fingerprint,
+    add: bool,
+) -> [([u8; index::BUCKET_KEY_LEN], [u8; index::OPERAND_LEN]); BLOCKS] {
+    std::array::from_fn(|i| {
+        (
+            index::bucket_key(fp.block(i)),
+            index::posting_operand(add, fp),
+        )
+    })
+}
+
+/// The operands that take document `rec` out of the four postings.
+pub fn removal_operands(
+    rec: &Record,
+) -> [([u8; index::BUCKET_KEY_LEN], [u8; index::OPERAND_LEN]); BLOCKS] {
+    posting_operands(rec.fingerprint, false)
+}
+
+/// Hands out sequence numbers for new documents of a fingerprint: above
+/// every stored one (asked of the store through the closure) and every one
+/// given out or marked taken since the last [`SeqAllocator::clear`].
+/// The one allocator of the writer, repair and import.
+#[derive(Debug, Default)]
+pub struct SeqAllocator {
+    next: HashMap<Fingerprint, u32>,
+}
+
+impl SeqAllocator {
+    pub fn new() -> SeqAllocator {
+        SeqAllocator::default()
+    }
+
+    /// The next number for `fp`, at least `min`; `stored_next` is the
+    /// smallest number above every stored document of `fp` (0 if none).
+    pub fn alloc(
+        &mut self,
+        fp: Fingerprint,
+        min: u32,
+        stored_next: impl FnOnce() -> Result<u32>,
+    ) -> Result<u32> {
+        let given = self.next.get(&fp).copied().unwrap_or(0);
+        let seq = stored_next()?.max(given).max(min);
+        self.next.insert(fp, index::seq_after(fp, seq)?);
+        Ok(seq)
+    }
+
+    /// Records that `seq` is taken for `fp` (a document kept its number).
+    pub fn taken(&mut self, fp: Fingerprint, seq: u32) -> Result<()> {
+        let after = index::seq_after(fp, seq)?;
+        let e = self.next.entry(fp).or_insert(after);
+        *e = (*e).max(after);
+        Ok(())
+    }
+
+    /// Forgets what was given out (after a commit: the store knows it).
+    pub fn clear(&mut self) {
+        self.next.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_are_the_codecs_bytes() {
+        let fp = Fingerprint(0x0123_4567_89ab_cdef);
+        let rec = Record {
+            fingerprint: fp,
+            seq: 2,
+            content_hash: 1,
+            length: 2,
+            ingested_at: 3,
+            source: "s".into(),
+            terms: 0,
+            sketch: None,
+            top_terms: Vec::new(),
+            weak_bits: Vec::new(),
+        };
+        let e = doc_entries("id", &rec);
+        assert_eq!(e.docs, (b"id".to_vec(), codec::encode_record(&rec)));
+        assert_eq!(e.refs, (DocKey::new(fp, 2).encode(), b"id".to_vec()));
+        assert_eq!(e.postings[1].0, [0x45, 0x67]);
+        assert_eq!(e.postings[3].1, index::posting_operand(true, fp));
+        assert_eq!(removal_operands(&rec)[0].1[0], b'-');
+    }
+
+    #[test]
+    fn allocator_numbers_above_stored_and_given() {
+        let fp = Fingerprint(7);
+        let mut a = SeqAllocator::new();
+        assert_eq!(a.alloc(fp, 0, || Ok(3)).unwrap(), 3);
+        // Above what was given, and above what the store has.
+        assert_eq!(a.alloc(fp, 0, || Ok(0)).unwrap(), 4);
+        assert_eq!(a.alloc(fp, 0, || Ok(10)).unwrap(), 10);
+        assert_eq!(a.alloc(fp, 0, || Ok(0)).unwrap(), 11);
+        assert_eq!(a.alloc(fp, 15, || Ok(0)).unwrap(), 15);
+        a.taken(fp, 20).unwrap();
+        assert_eq!(a.alloc(fp, 0, || Ok(0)).unwrap(), 21);
+        a.clear();
+        assert_eq!(a.alloc(fp, 0, || Ok(0)).unwrap(), 0);
+        a.taken(Fingerprint(8), u32::MAX).unwrap_err();
+    }
+}
