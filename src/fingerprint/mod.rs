@@ -19,6 +19,7 @@
 //!    0 (a tie gives 0). Features are summed in byte order of their strings, so
 //!    the result does not depend on thread count or hash-map order.
 
+mod idf;
 mod recipe;
 mod sketch;
 pub mod stopwords;
@@ -27,12 +28,10 @@ mod text;
 use std::fmt;
 use std::str::FromStr;
 
+pub use idf::{default_idf, idf, vocabulary, LearnedIdf};
 pub use recipe::{Recipe, SketchKind};
 pub use sketch::{Sketch, SKETCH_BYTES};
-pub use text::{
-    default_idf, idf, vocabulary, Analysis, Feature, Fingerprinter, IdfLearner, LearnedIdf,
-    SHORT_TERMS, TOP_TERMS,
-};
+pub use text::{Analysis, Feature, Fingerprinter, IdfLearner, SHORT_TERMS, TOP_TERMS};
 
 use crate::error::{Error, Result};
 

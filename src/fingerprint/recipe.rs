@@ -6,8 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::idf::idf_table_hash;
 use super::stopwords;
-use super::text::idf_table_hash;
 
 /// Tokenizer identity of this build.
 pub const TOKENIZER: &str = "nfkc+lowercase;cjk=jieba-rs-0.11/default-dict;other=alnum-runs";
