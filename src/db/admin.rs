@@ -1,0 +1,191 @@
+//! Looking at a whole store: stats, calibration, backup, migration.
+
+use std::path::Path;
+
+use super::{BackupMethod, Db, FamilyStats, MigrateReport, Stats, MAX_CALIBRATION_SAMPLE};
+use crate::error::{Error, Result};
+use crate::fingerprint::{self, Recipe};
+use crate::index::{self, Hit};
+use crate::store::{self, Store, Tuning};
+
+impl Db {
+    /// Samples about `sample` documents (seeded) and measures, for each,
+    /// the distance to its nearest other document (up to `max_k`, with its
+    /// sketch similarity) and, for random pairs of sampled documents, their
+    /// distance: see [`crate::explain::Calibration`].
+    pub fn calibrate(
+        &self,
+        sample: usize,
+        seed: u64,
+        threshold: f64,
+        max_k: u32,
+    ) -> Result<crate::explain::Calibration> {
+        use rayon::prelude::*;
+        fingerprint::check_k(max_k)?;
+        if sample > MAX_CALIBRATION_SAMPLE {
+            return Err(Error::Input(format!(
+                "a sample of {sample} documents is more than calibrate takes ({MAX_CALIBRATION_SAMPLE})"
+            )));
+        }
+        let docs = self.store.sample(sample, seed)?;
+        let mut cal = crate::explain::Calibration::new(threshold, max_k);
+        // Random pairs: each sampled document with another drawn at random
+        // (the sample is in fingerprint order, so neighbours in it are not
+        // random pairs).
+        let mut state = seed ^ 0x5eed;
+        for (i, (a, _)) in docs.iter().enumerate() {
+            let j = (index::splitmix64(&mut state) % docs.len() as u64) as usize;
+            if j != i {
+                let d = a.fingerprint.distance(docs[j].0.fingerprint) as usize;
+                cal.random_pairs[d] += 1;
+            }
+        }
+        let nearest: Vec<Option<(u32, Option<f64>)>> = docs
+            .par_iter()
+            .map(|(doc, id)| -> Result<_> {
+                let sketch = self.get(id)?.and_then(|r| r.sketch);
+                // The nearest other document; among equally near ones, the
+                // most similar.
+                let mut best: Option<Hit> = None;
+                let better = |h: &Hit, b: &Hit| {
+                    h.distance < b.distance
+                        || (h.distance == b.distance
+                            && h.similarity.unwrap_or(-1.0) > b.similarity.unwrap_or(-1.0))
+                };
+                let plan = index::ProbePlan::exact(doc.fingerprint, max_k);
+                self.store
+                    .probe(doc.fingerprint, &plan, sketch.as_ref(), |h| {
+                        if &h.id != id && best.as_ref().is_none_or(|b| better(&h, b)) {
+                            best = Some(h);
+                        }
+                    })?;
+                Ok(best.map(|h| (h.distance, h.similarity)))
+            })
+            .collect::<Result<_>>()?;
+        for n in nearest {
+            cal.add_nearest(n);
+        }
+        Ok(cal)
+    }
+
+    /// Counts, bucket-size percentiles per block family, size on disk.
+    pub fn stats(&self) -> Result<Stats> {
+        let mut families = Vec::new();
+        for (i, name) in store::BLOCK_FAMILIES.iter().enumerate() {
+            let mut sizes: Vec<u64> = Vec::new();
+            let mut keys = 0u64;
+            self.store.for_each_posting(i, |_, v| {
+                let n = (v.len() / index::ENTRY_LEN) as u64;
+                keys += n;
+                sizes.push(n);
+                Ok(())
+            })?;
+            sizes.sort_unstable();
+            let pct = |p: f64| -> u64 {
+                if sizes.is_empty() {
+                    0
+                } else {
+                    let i = ((sizes.len() as f64 - 1.0) * p).round() as usize;
+                    sizes[i.min(sizes.len() - 1)]
+                }
+            };
+            families.push(FamilyStats {
+                name: name.to_string(),
+                keys,
+                buckets: sizes.len() as u64,
+                sst_bytes: self.store.family_size(name),
+                bucket_p50: pct(0.5),
+                bucket_p90: pct(0.9),
+                bucket_p99: pct(0.99),
+                bucket_max: sizes.last().copied().unwrap_or(0),
+            });
+        }
+        Ok(Stats {
+            path: self.path().display().to_string(),
+            documents: self.len()?,
+            short_documents: self.store.short_count()?,
+            recipe: self.recipe().clone(),
+            families,
+            bytes_on_disk: dir_size(self.path()),
+            view: self.view(),
+        })
+    }
+
+    /// Bytes of SST files per family, in [`store::ALL_FAMILIES`] order (data
+    /// still in memtables is not counted; see [`Db::flush`]).
+    pub fn family_sizes(&self) -> Vec<(&'static str, u64)> {
+        store::ALL_FAMILIES
+            .iter()
+            .map(|n| (*n, self.store.family_size(n)))
+            .collect()
+    }
+
+    /// Makes a consistent copy of the store at `src` in `dest` (which must
+    /// not exist), and says how. When no other process writes to `src`, the
+    /// copy is a RocksDB checkpoint (hard links, instant). While another
+    /// process writes, it is a copy of a read-only view of the store as of
+    /// the moment it was opened: every family rewritten into a fresh store
+    /// that is renamed into place when complete.
+    pub fn backup(src: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<BackupMethod> {
+        let (src, dest) = (src.as_ref(), dest.as_ref());
+        if dest.exists() {
+            return Err(Error::AlreadyExists {
+                path: dest.to_path_buf(),
+            });
+        }
+        match Db::open(src) {
+            Ok(db) => {
+                db.store.checkpoint(dest)?;
+                Ok(BackupMethod::Checkpoint)
+            }
+            Err(Error::InUse { .. }) => {
+                let db = Db::open_read_only(src)?;
+                db.store.copy_to(dest, db.recipe(), Tuning::default())?;
+                Ok(BackupMethod::Copy)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Converts a store of an older format this build can migrate (format
+    /// 2) in place; a store already in this build's format is left as it
+    /// is. See `Store::migrate`.
+    pub fn migrate(path: impl AsRef<Path>) -> Result<MigrateReport> {
+        let (store, recipe, version) = Store::open_for_migration(path.as_ref())?;
+        // The recipe must be one this build reproduces, as at every open.
+        let current = Recipe::this_build_of(&recipe);
+        if let Some((field, stored, this)) = recipe.difference(&current) {
+            return Err(Error::RecipeMismatch {
+                path: path.as_ref().to_path_buf(),
+                field: field.to_string(),
+                stored,
+                requested: format!("{this} (fixed in this build)"),
+            });
+        }
+        if version == store::FORMAT_VERSION {
+            return Ok(MigrateReport {
+                from: version,
+                to: version,
+                indexed: 0,
+                unreadable: 0,
+            });
+        }
+        let (indexed, unreadable) = store.migrate()?;
+        Ok(MigrateReport {
+            from: version,
+            to: store::FORMAT_VERSION,
+            indexed,
+            unreadable,
+        })
+    }
+}
+
+fn dir_size(p: &Path) -> u64 {
+    walkdir::WalkDir::new(p)
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.metadata().ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum()
+}

@@ -1,0 +1,242 @@
+//! Checking and rebuilding a store: verify, repair, migrate.
+
+use std::collections::HashMap;
+
+use rocksdb::WriteBatch;
+
+use super::Db;
+use crate::error::Result;
+use crate::fingerprint::{self, Fingerprint};
+use crate::index::{self, DocKey};
+use crate::store;
+
+/// What [`Db::migrate`] did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct MigrateReport {
+    /// Format version found.
+    pub from: u32,
+    /// Format version now.
+    pub to: u32,
+    /// Records whose index entries were written again.
+    pub indexed: u64,
+    /// Records that do not decode (left in place; `verify` reports them).
+    pub unreadable: u64,
+}
+
+/// What [`Db::repair`] did.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct RepairReport {
+    /// Records whose `refs` entry and index keys were rewritten.
+    pub reindexed: u64,
+    /// Records given a new sequence number because another record claimed
+    /// the same fingerprint and sequence number.
+    pub renumbered: u64,
+    /// Records that do not decode (checksum or format): left in place and
+    /// not indexed; `verify` keeps reporting them. Family, key, reason.
+    pub unreadable: Vec<String>,
+}
+
+/// What [`Db::verify`] found.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct VerifyReport {
+    pub documents: u64,
+    pub refs: u64,
+    pub index_keys: [u64; 4],
+    /// Each problem: family, key in hex, what is wrong.
+    pub problems: Vec<String>,
+}
+
+impl VerifyReport {
+    /// Whether nothing is wrong.
+    pub fn is_clean(&self) -> bool {
+        self.problems.is_empty()
+    }
+}
+
+impl Db {
+    /// Rebuilds the `refs` family and the four index families from the
+    /// records, which are the source of truth, and resets the document
+    /// count. Needs the store open for writing. Records that do not decode
+    /// are reported and left alone.
+    pub fn repair(&mut self) -> Result<RepairReport> {
+        use crate::error::hex;
+        let mut rep = RepairReport::default();
+        // The marker goes with the clearing and leaves with the last batch
+        // of the rebuild: a repair killed in between leaves a store that
+        // open refuses (Error::RepairInProgress), never one that silently
+        // misses documents.
+        let mut b = WriteBatch::default();
+        self.store.clear_index(&mut b);
+        self.store
+            .put_meta_in(&mut b, store::REPAIR_MARKER_KEY, b"1");
+        self.store.write(b, true)?;
+        let mut batch = WriteBatch::default();
+        let mut pending: std::collections::HashSet<DocKey> = Default::default();
+        let mut seqs = store::schema::SeqAllocator::new();
+        let mut count = 0u64;
+        let mut short = 0u64;
+        let store = &self.store;
+        store.for_each_raw(store::DOCS, |k, v| {
+            // The count is of records, readable or not (as verify counts).
+            count += 1;
+            let mut rec = match crate::store::codec::decode_record(v) {
+                Ok(r) => r,
+                Err(e) => {
+                    rep.unreadable
+                        .push(format!("{}: key {}: {e}", store::DOCS, hex(k)));
+                    return Ok(());
+                }
+            };
+            let Ok(id) = std::str::from_utf8(k) else {
+                rep.unreadable
+                    .push(format!("{}: key {}: id is not UTF-8", store::DOCS, hex(k)));
+                return Ok(());
+            };
+            let fp = rec.fingerprint;
+            if pending.contains(&rec.doc_key()) || store.has_ref(rec.doc_key())? {
+                let min = index::seq_after(fp, rec.seq)?;
+                rec.seq = seqs.alloc(fp, min, || store.next_seq(fp))?;
+                rep.renumbered += 1;
+            } else {
+                seqs.taken(fp, rec.seq)?;
+            }
+            pending.insert(rec.doc_key());
+            short += u64::from(rec.is_short());
+            store.put_doc(&mut batch, id, &rec);
+            rep.reindexed += 1;
+            if pending.len() >= 10_000 {
+                store.write(std::mem::take(&mut batch), false)?;
+                pending.clear();
+                seqs.clear();
+            }
+            Ok(())
+        })?;
+        store.put_doc_count(&mut batch, count);
+        store.put_short_count(&mut batch, short);
+        store.delete_meta_in(&mut batch, store::REPAIR_MARKER_KEY);
+        store.write(batch, true)?;
+        Ok(rep)
+    }
+
+    /// Checks that every record decodes, every record has exactly its `refs`
+    /// entry and four index keys, every index key and `refs` entry points to
+    /// a record with the same fingerprint and id, and the document and
+    /// short-document counts match. Holds one small entry per document in
+    /// memory.
+    pub fn verify(&self) -> Result<VerifyReport> {
+        use crate::error::hex;
+        const REFS_BIT: u8 = 1 << 4;
+        let mut rep = VerifyReport::default();
+        // doc key -> (xxh3 of the id, families seen)
+        let mut docs: HashMap<DocKey, (u64, u8)> = HashMap::new();
+        let id_hash = |id: &[u8]| xxhash_rust::xxh3::xxh3_64(id);
+        let mut short = 0u64;
+        self.store.for_each_raw(store::DOCS, |k, v| {
+            rep.documents += 1;
+            match crate::store::codec::decode_record(v) {
+                Ok(r) => {
+                    short += u64::from(r.is_short());
+                    if docs.insert(r.doc_key(), (id_hash(k), 0)).is_some() {
+                        rep.problems.push(format!(
+                            "{}: key {}: another record has the same fingerprint and sequence number",
+                            store::DOCS,
+                            hex(k)
+                        ));
+                    }
+                }
+                Err(e) => rep
+                    .problems
+                    .push(format!("{}: key {}: {e}", store::DOCS, hex(k))),
+            }
+            Ok(())
+        })?;
+        self.store.for_each_raw(store::REFS, |k, v| {
+            rep.refs += 1;
+            match DocKey::decode(k) {
+                Err(e) => rep.problems.push(format!("{}: key {}: {e}", store::REFS, hex(k))),
+                Ok(doc) => match docs.get_mut(&doc) {
+                    Some((h, seen)) if *h == id_hash(v) => *seen |= REFS_BIT,
+                    Some(_) => rep.problems.push(format!(
+                        "{}: key {}: names id {:?}, whose record is elsewhere",
+                        store::REFS,
+                        hex(k),
+                        String::from_utf8_lossy(v)
+                    )),
+                    None => rep.problems.push(format!(
+                        "{}: key {}: orphan entry (no record has this fingerprint and sequence number)",
+                        store::REFS,
+                        hex(k)
+                    )),
+                },
+            }
+            Ok(())
+        })?;
+        // Per fingerprint: records that have it, then entries in each
+        // family's postings; they must agree.
+        let mut per_fp: HashMap<Fingerprint, [u32; 1 + fingerprint::BLOCKS]> = HashMap::new();
+        for doc in docs.keys() {
+            per_fp.entry(doc.fingerprint).or_default()[0] += 1;
+        }
+        for (i, name) in store::BLOCK_FAMILIES.iter().enumerate() {
+            self.store.for_each_posting(i, |k, v| {
+                match index::decode_posting(i, k, v) {
+                    Err(e) => rep.problems.push(format!("{name}: key {}: {e}", hex(k))),
+                    Ok(fps) => {
+                        rep.index_keys[i] += fps.len() as u64;
+                        for fp in fps {
+                            per_fp.entry(fp).or_default()[1 + i] += 1;
+                        }
+                    }
+                }
+                Ok(())
+            })?;
+        }
+        let mut wrong: Vec<_> = per_fp
+            .iter()
+            .filter(|(_, c)| c[1..].iter().any(|n| *n != c[0]))
+            .collect();
+        wrong.sort();
+        for (fp, c) in wrong {
+            for (i, name) in store::BLOCK_FAMILIES.iter().enumerate() {
+                let (want, got) = (c[0], c[1 + i]);
+                if got != want {
+                    rep.problems.push(format!(
+                        "{name}: key {}: {got} entries of fingerprint {fp}, but {want} records have it ({})",
+                        hex(&index::bucket_key(fp.block(i))),
+                        if got > want { "orphan entries" } else { "missing entries of records" }
+                    ));
+                }
+            }
+        }
+        let mut missing: Vec<_> = docs
+            .iter()
+            .filter(|(_, (_, seen))| *seen & REFS_BIT == 0)
+            .collect();
+        missing.sort();
+        for (doc, _) in missing {
+            rep.problems.push(format!(
+                "{}: key {}: missing entry of a record",
+                store::REFS,
+                hex(&doc.encode())
+            ));
+        }
+        let count = self.store.doc_count()?;
+        if count != rep.documents {
+            rep.problems.push(format!(
+                "{}: key {}: document count {count} but {} records",
+                store::META,
+                hex(store::DOC_COUNT_KEY),
+                rep.documents
+            ));
+        }
+        let short_count = self.store.short_count()?;
+        if short_count != short {
+            rep.problems.push(format!(
+                "{}: key {}: short-document count {short_count} but {short} short records",
+                store::META,
+                hex(store::SHORT_COUNT_KEY),
+            ));
+        }
+        Ok(rep)
+    }
+}

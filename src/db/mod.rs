@@ -1,0 +1,654 @@
+//! The facade: open or create a store, write documents, query, get, delete,
+//! stats. The CLI is a thin client of this module.
+
+use std::path::Path;
+
+mod admin;
+mod check;
+mod writer;
+
+pub use check::{MigrateReport, RepairReport, VerifyReport};
+pub(crate) use writer::now;
+pub use writer::{check_id, Writer};
+
+use crate::error::{Error, Result};
+use crate::fingerprint::{self, Analysis, Fingerprint, Fingerprinter, Recipe, Sketch};
+use crate::index::{self, Hit};
+use crate::store::{self, Access, Record, Store, Tuning};
+
+/// What a document is made of.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Content {
+    /// Text, fingerprinted by the store's recipe.
+    Text(String),
+    /// Pre-weighted features `(feature, weight)`, fingerprinted by
+    /// [`fingerprint::simhash_weighted`].
+    Features(Vec<(String, f64)>),
+    /// A fingerprint computed elsewhere (`import`, or `"fingerprint"` in
+    /// ingest's JSONL).
+    Fingerprint(Fingerprint),
+}
+
+impl Content {
+    /// xxh3-64 identity of the content (text bytes, or the features in order
+    /// as `name \t weight-bits-hex \n`).
+    pub fn hash(&self) -> u64 {
+        match self {
+            Content::Text(t) => xxhash_rust::xxh3::xxh3_64(t.as_bytes()),
+            Content::Features(f) => {
+                let mut h = xxhash_rust::xxh3::Xxh3::new();
+                for (n, w) in f {
+                    h.update(n.as_bytes());
+                    h.update(format!("\t{:016x}\n", w.to_bits()).as_bytes());
+                }
+                h.digest()
+            }
+            Content::Fingerprint(fp) => xxhash_rust::xxh3::xxh3_64(&fp.value().to_be_bytes()),
+        }
+    }
+
+    /// Length in bytes (text), number of features, or 0 (a fingerprint).
+    pub fn len(&self) -> u64 {
+        match self {
+            Content::Text(t) => t.len() as u64,
+            Content::Features(f) => f.len() as u64,
+            Content::Fingerprint(_) => 0,
+        }
+    }
+
+    /// Whether the content is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The fingerprint and, for text, the verification sketch and terms.
+    pub fn analyze(&self, fp: &Fingerprinter) -> Result<Analysis> {
+        match self {
+            Content::Text(t) => fp.analyze(t),
+            _ => self.fingerprint(fp).map(Analysis::bare),
+        }
+    }
+
+    /// The fingerprint of this content under `fp`'s recipe.
+    pub fn fingerprint(&self, fp: &Fingerprinter) -> Result<Fingerprint> {
+        match self {
+            Content::Text(t) => fp.fingerprint(t),
+            Content::Features(f) => fingerprint::simhash_weighted(f),
+            Content::Fingerprint(fp) => Ok(*fp),
+        }
+    }
+}
+
+/// The sketch similarity a candidate needs to be reported, when both
+/// sides have a sketch: chosen with `tools/evaluate.rs` (README, "Choosing
+/// the defaults").
+///
+/// For the default character 4-gram sketch: the threshold that kept
+/// distinct corpus pairs at 0-0.6% of the flagged pairs on four of the five
+/// corpora measured while keeping 0.86-0.88 of copies with 5% of their
+/// characters edited (`tools/recall.rs --sweep`, README "Recall at
+/// realistic edits").
+pub const DEFAULT_MIN_SIMILARITY: f64 = 0.6;
+
+/// The default threshold of stores whose sketch is of word 3-shingles
+/// (made before character sketches): 0.6, from the evaluation of that
+/// sketch.
+pub const DEFAULT_MIN_SIMILARITY_WORDS3: f64 = 0.6;
+
+/// The default verification threshold for sketches of `kind`.
+pub fn default_min_similarity(kind: fingerprint::SketchKind) -> f64 {
+    match kind {
+        fingerprint::SketchKind::Words3 => DEFAULT_MIN_SIMILARITY_WORDS3,
+        fingerprint::SketchKind::Chars(_) => DEFAULT_MIN_SIMILARITY,
+    }
+}
+
+/// Confidence-ranked probing of a query (see [`index::ProbePlan::ranked`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    /// The query's least-confident bits, weakest first
+    /// ([`fingerprint::BitSums::weakest`]).
+    pub weak_bits: Vec<u8>,
+    /// Buckets read over the four families, at most.
+    pub budget: usize,
+}
+
+/// A query: a fingerprint, the distance, and optionally a verification
+/// sketch that confirms each candidate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Query {
+    pub fingerprint: Fingerprint,
+    /// Hamming distance (<= [`fingerprint::MAX_EXACT_K`]): every document
+    /// within `k` is a candidate (exactly, as a brute-force scan).
+    pub k: u32,
+    /// Beyond `k`, confidence-ranked probing: also every document that
+    /// differs from the query in at most [`index::PROBE_TOLERANCE`] bits
+    /// outside the query's weak set. `None` = exact at `k` only.
+    pub probe: Option<Probe>,
+    /// The query's sketch; `None` reports every candidate within `k`.
+    pub sketch: Option<Sketch>,
+    /// With a sketch, a candidate whose record has a sketch is reported
+    /// only if their similarity is at least this (0 reports all, with their
+    /// similarity).
+    pub min_similarity: f64,
+    /// At most this many hits.
+    pub limit: Option<usize>,
+    /// Leave out this id (the query document itself).
+    pub exclude: Option<String>,
+}
+
+impl Query {
+    /// A fingerprint query at k = 3, default threshold, no sketch, no limit.
+    pub fn new(fingerprint: Fingerprint) -> Query {
+        Query {
+            fingerprint,
+            k: 3,
+            probe: None,
+            sketch: None,
+            min_similarity: DEFAULT_MIN_SIMILARITY,
+            limit: None,
+            exclude: None,
+        }
+    }
+
+    /// Exact at `k`: no probing beyond it.
+    pub fn exact(mut self, k: u32) -> Query {
+        self.k = k;
+        self.probe = None;
+        self
+    }
+
+    /// The buckets to read and the rule a candidate must pass.
+    pub fn plan(&self) -> index::ProbePlan {
+        match &self.probe {
+            Some(p) => index::ProbePlan::ranked(self.fingerprint, self.k, &p.weak_bits, p.budget),
+            None => index::ProbePlan::exact(self.fingerprint, self.k),
+        }
+    }
+
+    /// Whether hit `h` passes verification (hits without a similarity,
+    /// because one side has no sketch, pass unconfirmed).
+    pub fn confirms(&self, h: &Hit) -> bool {
+        h.similarity.is_none_or(|s| s >= self.min_similarity)
+    }
+}
+
+/// The largest sample [`Db::calibrate`] takes.
+pub const MAX_CALIBRATION_SAMPLE: usize = 10_000_000;
+
+/// How fresh a handle's view of the store is.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct View {
+    /// Opened read-only (a fixed view) or for writing (always current).
+    pub read_only: bool,
+    /// Unix seconds when the handle was opened: a read-only view shows the
+    /// store as of then.
+    pub opened_at: u64,
+    /// RocksDB's last sequence number in the view.
+    pub sequence: u64,
+    /// Whether another process is writing to the store now (so newer
+    /// writes than this view may exist).
+    pub writer_active: bool,
+}
+
+/// How [`Db::backup`] made its copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum BackupMethod {
+    /// A RocksDB checkpoint: hard links to the store's files.
+    Checkpoint,
+    /// A rewrite of a read-only view (the store was in use by a writer).
+    Copy,
+}
+
+/// What a write did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// A new id.
+    Inserted,
+    /// An existing id with different content: its index keys moved.
+    Replaced,
+    /// An existing id with identical content: nothing written.
+    Unchanged,
+}
+
+/// Counts and shape of a store, for `simdb stats`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Stats {
+    pub path: String,
+    pub documents: u64,
+    /// Documents with fewer than [`fingerprint::SHORT_TERMS`] terms.
+    pub short_documents: u64,
+    pub recipe: Recipe,
+    pub families: Vec<FamilyStats>,
+    pub bytes_on_disk: u64,
+    pub view: View,
+}
+
+/// Bucket sizes of one block family.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FamilyStats {
+    pub name: String,
+    pub keys: u64,
+    pub buckets: u64,
+    pub sst_bytes: u64,
+    /// Bucket-size percentiles over non-empty buckets: p50, p90, p99, max.
+    pub bucket_p50: u64,
+    pub bucket_p90: u64,
+    pub bucket_p99: u64,
+    pub bucket_max: u64,
+}
+
+/// An open simdb store.
+pub struct Db {
+    store: Store,
+    fingerprinter: Fingerprinter,
+    opened_at: u64,
+}
+
+impl Db {
+    /// Creates a store at `path` with `recipe`.
+    pub fn create(path: impl AsRef<Path>, recipe: Recipe) -> Result<Db> {
+        Self::create_tuned(path, recipe, Tuning::default())
+    }
+
+    /// Creates a store at `path` with `recipe` and memory knobs `tuning`.
+    pub fn create_tuned(path: impl AsRef<Path>, recipe: Recipe, tuning: Tuning) -> Result<Db> {
+        recipe.validate()?;
+        if recipe.uses_learned_idf() {
+            return Err(Error::Input(
+                "the recipe names a learned IDF table: create the store with Db::create_with_idf"
+                    .into(),
+            ));
+        }
+        let store = Store::create(path.as_ref(), &recipe, tuning)?;
+        Ok(Db {
+            store,
+            fingerprinter: Fingerprinter::new(recipe),
+            opened_at: now(),
+        })
+    }
+
+    /// Creates a store whose IDF is `table` (learned from the user's own
+    /// corpus, see [`fingerprint::LearnedIdf::learn`]); the table is kept
+    /// in the store and named in its recipe.
+    pub fn create_with_idf(
+        path: impl AsRef<Path>,
+        recipe: Recipe,
+        table: fingerprint::LearnedIdf,
+    ) -> Result<Db> {
+        let recipe = recipe.with_learned_idf(&table);
+        recipe.validate()?;
+        let fingerprinter = Fingerprinter::with_learned_idf(recipe.clone(), table)?;
+        let idf = fingerprinter
+            .learned_idf()
+            .map(|t| t.as_str().as_bytes())
+            .unwrap_or_default();
+        // The recipe names the table: both go in one batch.
+        let store = Store::create_with_meta(
+            path.as_ref(),
+            &recipe,
+            Tuning::default(),
+            &[(store::IDF_TABLE_KEY, idf)],
+        )?;
+        Ok(Db {
+            store,
+            fingerprinter,
+            opened_at: now(),
+        })
+    }
+
+    /// Opens a store for writing (one writer at a time).
+    pub fn open(path: impl AsRef<Path>) -> Result<Db> {
+        Self::open_tuned(path, Access::ReadWrite, Tuning::default())
+    }
+
+    /// Opens a store for reading; works while another process writes to it
+    /// and sees the store as it was when opened.
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Db> {
+        Self::open_tuned(path, Access::ReadOnly, Tuning::default())
+    }
+
+    /// Opens a store with the given access and memory knobs.
+    pub fn open_tuned(path: impl AsRef<Path>, access: Access, tuning: Tuning) -> Result<Db> {
+        let path = path.as_ref();
+        let (store, recipe) = Store::open(path, access, tuning)?;
+        Self::with_store(path, store, recipe)
+    }
+
+    /// Opens a store for writing to repair it, even if an earlier repair
+    /// was interrupted (which other opens refuse); see [`Db::repair`].
+    pub fn open_for_repair(path: impl AsRef<Path>) -> Result<Db> {
+        let path = path.as_ref();
+        let (store, recipe) = Store::open_for_repair(path)?;
+        Self::with_store(path, store, recipe)
+    }
+
+    fn with_store(path: &Path, store: Store, recipe: Recipe) -> Result<Db> {
+        let current = Recipe::this_build_of(&recipe);
+        if let Some((field, stored, this)) = recipe.difference(&current) {
+            return Err(Error::RecipeMismatch {
+                path: path.to_path_buf(),
+                field: field.to_string(),
+                stored,
+                requested: format!("{this} (fixed in this build)"),
+            });
+        }
+        let fingerprinter = if recipe.uses_learned_idf() {
+            let key = store::IDF_TABLE_KEY;
+            let bytes = store.get_meta(key)?.ok_or_else(|| {
+                Error::corrupt(store::META, key, "the learned IDF table is missing")
+            })?;
+            let text = std::str::from_utf8(&bytes)
+                .map_err(|_| Error::corrupt(store::META, key, "not UTF-8"))?;
+            let table = fingerprint::LearnedIdf::parse(text)
+                .map_err(|r| Error::corrupt(store::META, key, r))?;
+            Fingerprinter::with_learned_idf(recipe, table).map_err(|e| {
+                Error::corrupt(store::META, key, format!("does not match the recipe: {e}"))
+            })?
+        } else {
+            Fingerprinter::new(recipe)
+        };
+        Ok(Db {
+            store,
+            fingerprinter,
+            opened_at: now(),
+        })
+    }
+
+    /// Opens a store and checks that its recipe is `expected`.
+    pub fn open_expecting(path: impl AsRef<Path>, expected: &Recipe) -> Result<Db> {
+        let db = Self::open(path.as_ref())?;
+        if let Some((field, stored, requested)) = db.recipe().difference(expected) {
+            return Err(Error::RecipeMismatch {
+                path: path.as_ref().to_path_buf(),
+                field: field.to_string(),
+                stored,
+                requested,
+            });
+        }
+        Ok(db)
+    }
+
+    /// How fresh this handle's view is. A read-only handle sees the store as
+    /// of its opening; if another process is writing, newer documents may
+    /// exist (reopen to see them).
+    pub fn view(&self) -> View {
+        let read_only = self.store.access() == Access::ReadOnly;
+        View {
+            read_only,
+            opened_at: self.opened_at,
+            sequence: self.store.sequence(),
+            writer_active: read_only && store::writer_active(self.path()),
+        }
+    }
+
+    /// The store's recipe.
+    pub fn recipe(&self) -> &Recipe {
+        self.fingerprinter.recipe()
+    }
+
+    /// The fingerprinter of the store's recipe.
+    pub fn fingerprinter(&self) -> &Fingerprinter {
+        &self.fingerprinter
+    }
+
+    /// The store's directory.
+    pub fn path(&self) -> &Path {
+        self.store.path()
+    }
+
+    /// Number of documents.
+    pub fn len(&self) -> Result<u64> {
+        self.store.doc_count()
+    }
+
+    /// Whether the store holds no document.
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    /// The fingerprint of `text` under the store's recipe.
+    pub fn fingerprint(&self, text: &str) -> Result<Fingerprint> {
+        self.fingerprinter.fingerprint(text)
+    }
+
+    /// Stored documents within `k` (<= 11) of `q`, sorted by distance then id,
+    /// at most `limit` of them.
+    pub fn query(&self, q: Fingerprint, k: u32, limit: Option<usize>) -> Result<Vec<Hit>> {
+        let mut hits = Vec::new();
+        self.store
+            .probe(q, &index::ProbePlan::exact(q, k), None, |h| hits.push(h))?;
+        Ok(index::finish(hits, limit))
+    }
+
+    /// Answers a [`Query`]: documents within `q.k` of `q.fingerprint`,
+    /// confirmed by the verification sketch when `q.sketch` is given
+    /// (hits whose record has no sketch are kept, unconfirmed), sorted by
+    /// distance then id, at most `q.limit`.
+    pub fn search(&self, q: &Query) -> Result<Vec<Hit>> {
+        let mut hits = Vec::new();
+        self.store
+            .probe(q.fingerprint, &q.plan(), q.sketch.as_ref(), |h| {
+                if q.confirms(&h) && q.exclude.as_deref() != Some(h.id.as_str()) {
+                    hits.push(h)
+                }
+            })?;
+        Ok(index::finish(hits, q.limit))
+    }
+
+    /// Answers of many fingerprint queries at `k` (exact), in their order;
+    /// each sorted by distance then id, at most `limit` long. One sorted
+    /// pass per block family over the whole batch (see [`Db::search_many`]).
+    pub fn query_many(
+        &self,
+        qs: &[Fingerprint],
+        k: u32,
+        limit: Option<usize>,
+    ) -> Result<Vec<Vec<Hit>>> {
+        let qs: Vec<Query> = qs
+            .iter()
+            .map(|&fp| Query {
+                limit,
+                ..Query::new(fp).exact(k)
+            })
+            .collect();
+        self.search_many(&qs)
+    }
+
+    /// Answers of many [`Query`]s, in their order, as [`Db::search`] gives
+    /// them: one sorted pass per block family over the whole batch
+    /// (`Store::probe_many`), much faster than one query at a time once
+    /// the batch is large (thousands of queries).
+    pub fn search_many(&self, qs: &[Query]) -> Result<Vec<Vec<Hit>>> {
+        let plans: Vec<(Fingerprint, index::ProbePlan)> =
+            qs.iter().map(|q| (q.fingerprint, q.plan())).collect();
+        let sketches: Vec<Option<Sketch>> = qs.iter().map(|q| q.sketch).collect();
+        Ok(self
+            .store
+            .probe_many(&plans, Some(&sketches))?
+            .into_iter()
+            .zip(qs)
+            .map(|(mut hits, q)| {
+                hits.retain(|h| q.confirms(h) && q.exclude.as_deref() != Some(h.id.as_str()));
+                index::finish(hits, q.limit)
+            })
+            .collect())
+    }
+
+    /// The verification threshold this store uses by default (it depends
+    /// on the recipe's sketch: see [`default_min_similarity`]).
+    pub fn default_min_similarity(&self) -> f64 {
+        self.recipe()
+            .sketch_kind()
+            .map(default_min_similarity)
+            .unwrap_or(DEFAULT_MIN_SIMILARITY)
+    }
+
+    /// The query for an analysed text or stored document: confidence-ranked
+    /// at the default budget when its weak bits are known, exact at k = 3
+    /// otherwise, verified at the store's default threshold.
+    pub fn query_for(
+        &self,
+        fingerprint: Fingerprint,
+        sketch: Option<Sketch>,
+        weak_bits: &[u8],
+    ) -> Query {
+        Query {
+            sketch,
+            probe: (!weak_bits.is_empty()).then(|| Probe {
+                weak_bits: weak_bits.to_vec(),
+                budget: index::DEFAULT_PROBE_BUDGET,
+            }),
+            min_similarity: self.default_min_similarity(),
+            ..Query::new(fingerprint)
+        }
+    }
+
+    /// Near-duplicates of `text`, confirmed by the verification sketch at
+    /// the default threshold ([`DEFAULT_MIN_SIMILARITY`]).
+    /// Near-duplicates of `text` within exactly `k` bits, confirmed by the
+    /// verification sketch at the store's default threshold. (The default
+    /// query, [`Db::text_query`], probes by confidence instead.)
+    pub fn query_text(&self, text: &str, k: u32, limit: Option<usize>) -> Result<Vec<Hit>> {
+        fingerprint::check_k(k)?;
+        let q = Query {
+            limit,
+            ..self.text_query(text)?.exact(k)
+        };
+        self.search(&q)
+    }
+
+    /// The default [`Query`] for `text`: confidence-ranked probing at the
+    /// default budget, verified at the store's default threshold, no limit.
+    pub fn text_query(&self, text: &str) -> Result<Query> {
+        let a = self.fingerprinter.analyze(text)?;
+        Ok(self.query_for(a.fingerprint, a.sketch, &a.weak_bits))
+    }
+
+    /// The default [`Query`] for the stored document `id`, which it
+    /// excludes: confidence-ranked with the weak bits kept in its record
+    /// (exact at k = 3 for records that have none).
+    pub fn id_query(&self, id: &str) -> Result<Query> {
+        let rec = self
+            .get(id)?
+            .ok_or_else(|| Error::NotFound { id: id.to_string() })?;
+        Ok(Query {
+            exclude: Some(id.to_string()),
+            ..self.query_for(rec.fingerprint, rec.sketch, &rec.weak_bits)
+        })
+    }
+
+    /// Near-duplicates of the stored document `id` within exactly `k` bits,
+    /// itself excluded, confirmed by the sketches at the default threshold.
+    pub fn query_id(&self, id: &str, k: u32, limit: Option<usize>) -> Result<Vec<Hit>> {
+        let q = Query {
+            limit,
+            ..self.id_query(id)?.exact(k)
+        };
+        self.search(&q)
+    }
+
+    /// Explains `hits` of a query: the query's weighted terms are
+    /// `query_terms` (heaviest first; see [`Db::text_terms`] and
+    /// [`Db::record_terms`]), each document's are its stored top terms.
+    pub fn explain(
+        &self,
+        query_terms: &[(String, f64)],
+        hits: &[Hit],
+    ) -> Result<Vec<crate::explain::Explanation>> {
+        hits.iter()
+            .map(|h| {
+                let top = self.get(&h.id)?.map(|r| r.top_terms).unwrap_or_default();
+                Ok(crate::explain::explain(
+                    &h.id,
+                    h.distance,
+                    h.similarity,
+                    query_terms,
+                    &top,
+                    fingerprint::TOP_TERMS,
+                ))
+            })
+            .collect()
+    }
+
+    /// Every term of `text` with its TF-IDF weight, heaviest first (word
+    /// features; shingles left out).
+    pub fn text_terms(&self, text: &str) -> Vec<(String, f64)> {
+        self.fingerprinter
+            .features(text)
+            .into_iter()
+            .filter(|f| !f.name.contains(' '))
+            .map(|f| (f.name, f.weight))
+            .collect()
+    }
+
+    /// A stored document's top terms, weighted by IDF alone (its term
+    /// frequencies are not stored).
+    pub fn record_terms(&self, rec: &Record) -> Vec<(String, f64)> {
+        rec.top_terms
+            .iter()
+            .map(|t| (t.clone(), self.fingerprinter.idf(t)))
+            .collect()
+    }
+
+    /// The record of `id`.
+    pub fn get(&self, id: &str) -> Result<Option<Record>> {
+        self.store.get(id)
+    }
+
+    /// Inserts or replaces one document and commits it.
+    pub fn put(&mut self, id: &str, content: Content) -> Result<Outcome> {
+        let a = content.analyze(&self.fingerprinter)?;
+        let mut w = self.writer()?;
+        let out = w.put(id, a, &content, "api")?;
+        w.commit()?;
+        Ok(out)
+    }
+
+    /// Deletes documents by id and commits; returns how many existed.
+    pub fn delete<S: AsRef<str>>(&mut self, ids: &[S]) -> Result<usize> {
+        let mut w = self.writer()?;
+        let mut n = 0;
+        for id in ids {
+            if w.delete(id.as_ref())? {
+                n += 1;
+            }
+        }
+        w.commit()?;
+        Ok(n)
+    }
+
+    /// A batch writer. Its writes become visible to its own queries at once
+    /// and to the store at [`Writer::commit`].
+    ///
+    /// It borrows the `Db` mutably: one writer at a time, each keeping the
+    /// document count and the sequence numbers it gives out. A second one
+    /// while the first lives does not compile:
+    ///
+    /// ```compile_fail
+    /// # fn f(db: &mut simdb::Db) -> simdb::Result<()> {
+    /// let a = db.writer()?;
+    /// let b = db.writer()?; // error: `*db` is already borrowed mutably
+    /// drop((a, b));
+    /// # Ok(()) }
+    /// ```
+    pub fn writer(&mut self) -> Result<Writer<'_>> {
+        if self.store.access() != Access::ReadWrite {
+            return Err(Error::Input(format!(
+                "{}: store was opened read-only",
+                self.path().display()
+            )));
+        }
+        Writer::new(&self.store)
+    }
+
+    /// Every (id, record), in id order.
+    pub fn for_each(&self, visit: impl FnMut(&str, Record) -> Result<()>) -> Result<()> {
+        self.store.for_each_doc(visit)
+    }
+
+    /// Flushes memtables to disk.
+    pub fn flush(&self) -> Result<()> {
+        self.store.flush()
+    }
+}
