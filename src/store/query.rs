@@ -1,0 +1,336 @@
+//! Reading the index: buckets by multi-get, postings scanned with XOR +
+//! popcount, hits resolved through `refs` and checked against their
+//! records.
+
+use rocksdb::ReadOptions;
+
+use super::{Store, BLOCK_FAMILIES, DOCS, REFS};
+use crate::error::{Error, Result};
+use crate::fingerprint::{Fingerprint, Sketch, BLOCKS};
+use crate::index::{self, DocKey, Hit};
+
+impl Store {
+    /// Every stored document that `plan` accepts for `q` (see
+    /// [`index::ProbePlan`]; [`index::ProbePlan::exact`] is every document
+    /// within k), unsorted. Candidates are decided from the index keys
+    /// alone; only hits are looked up (`refs`, then the record, which is
+    /// checked).
+    ///
+    /// With `sketch`, each hit whose record has a sketch carries the
+    /// estimated similarity of the two.
+    pub fn probe(
+        &self,
+        q: Fingerprint,
+        plan: &index::ProbePlan,
+        sketch: Option<&Sketch>,
+        mut visit: impl FnMut(Hit),
+    ) -> Result<()> {
+        crate::fingerprint::check_k(plan.k)?;
+        // The families are independent: two on this thread, two on the
+        // rayon pool meanwhile (one wake-up, this thread keeps working).
+        let (mine, theirs) = plan.blocks.split_at(2);
+        let mut found: Vec<Fingerprint> = Vec::new();
+        let mut other: Result<Vec<Fingerprint>> = Ok(Vec::new());
+        let mut here: Result<()> = Ok(());
+        if plan.buckets() <= 2 * BLOCKS {
+            // A few buckets: cheaper on this thread than a wake-up.
+            here = plan
+                .blocks
+                .iter()
+                .enumerate()
+                .try_for_each(|(i, blocks)| self.scan_buckets(i, blocks, q, plan, &mut found));
+        } else {
+            rayon::in_place_scope(|scope| {
+                let other = &mut other;
+                scope.spawn(move |_| {
+                    let mut v = Vec::new();
+                    *other = theirs
+                        .iter()
+                        .enumerate()
+                        .try_for_each(|(j, blocks)| {
+                            self.scan_buckets(j + 2, blocks, q, plan, &mut v)
+                        })
+                        .map(|()| v);
+                });
+                here = mine
+                    .iter()
+                    .enumerate()
+                    .try_for_each(|(i, blocks)| self.scan_buckets(i, blocks, q, plan, &mut found));
+            });
+        }
+        here?;
+        found.extend(other?);
+        found.sort_unstable();
+        found.dedup();
+        for fp in found {
+            for doc in self.docs_with(fp)? {
+                visit(self.hit(doc, q, sketch)?);
+            }
+        }
+        Ok(())
+    }
+
+    /// The documents with fingerprint `fp` (its `refs` entries).
+    fn docs_with(&self, fp: Fingerprint) -> Result<Vec<DocKey>> {
+        let prefix = fp.value().to_be_bytes();
+        let mut ro = ReadOptions::default();
+        ro.set_prefix_same_as_start(true);
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(REFS), ro);
+        it.seek(prefix);
+        let mut out = Vec::new();
+        while let Some(k) = it.key() {
+            if !k.starts_with(&prefix) {
+                break;
+            }
+            out.push(DocKey::decode(k).map_err(|r| Error::corrupt(REFS, k, r))?);
+            it.next();
+        }
+        it.status()?;
+        if out.is_empty() {
+            return Err(Error::corrupt(
+                REFS,
+                &prefix,
+                format!("a bucket holds fingerprint {fp}, but no document has it"),
+            ));
+        }
+        Ok(out)
+    }
+
+    /// The hit for index entry `doc` found by query `q`: its id from `refs`,
+    /// checked against its record (which must decode and name `doc`), so a
+    /// damaged record, `refs` entry or index key is an error naming the
+    /// family and key, never a wrong answer.
+    fn hit(&self, doc: DocKey, q: Fingerprint, sketch: Option<&Sketch>) -> Result<Hit> {
+        let id = self.resolve(doc)?.ok_or_else(|| {
+            Error::corrupt(
+                REFS,
+                &doc.encode(),
+                "an index key names a document that has no refs entry",
+            )
+        })?;
+        let similarity = match self.get(&id)? {
+            Some(r) if r.doc_key() == doc => sketch.zip(r.sketch).map(|(a, b)| a.similarity(&b)),
+            Some(r) => {
+                return Err(Error::corrupt(
+                    DOCS,
+                    id.as_bytes(),
+                    format!(
+                        "the record has fingerprint {} and sequence number {}, the index {} and {}",
+                        r.fingerprint, r.seq, doc.fingerprint, doc.seq
+                    ),
+                ))
+            }
+            None => {
+                return Err(Error::corrupt(
+                    REFS,
+                    &doc.encode(),
+                    format!("names id {id:?}, which has no record"),
+                ))
+            }
+        };
+        Ok(Hit {
+            id,
+            fingerprint: doc.fingerprint,
+            distance: doc.fingerprint.distance(q),
+            similarity,
+        })
+    }
+
+    /// Answers many queries with one pass per family: the queries are sorted
+    /// by their block, each bucket that any query needs is scanned once and
+    /// every key in it is checked against all queries of that bucket. The
+    /// four families are scanned in parallel. Returns, per query, its hits
+    /// (unsorted). Pays off when many queries share buckets (large batches:
+    /// there are 65,536 buckets per family).
+    ///
+    /// `sketches`, if given, holds one optional sketch per query: hits of a
+    /// query with a sketch carry their similarity (as in [`Store::probe`]).
+    pub fn probe_many(
+        &self,
+        qs: &[(Fingerprint, index::ProbePlan)],
+        sketches: Option<&[Option<Sketch>]>,
+    ) -> Result<Vec<Vec<Hit>>> {
+        for (_, plan) in qs {
+            crate::fingerprint::check_k(plan.k)?;
+        }
+        use rayon::prelude::*;
+        // (query index, fingerprint) per family
+        let per_family: Vec<Result<Vec<(usize, Fingerprint)>>> = (0..BLOCKS)
+            .into_par_iter()
+            .map(|i| self.scan_buckets_for(i, qs))
+            .collect();
+        let mut found: Vec<(usize, Fingerprint)> = Vec::new();
+        for f in per_family {
+            found.extend(f?);
+        }
+        found.sort_unstable();
+        found.dedup();
+        let mut out: Vec<Vec<Hit>> = vec![Vec::new(); qs.len()];
+        for (qi, fp) in found {
+            let sketch = sketches.and_then(|s| s.get(qi)).and_then(Option::as_ref);
+            for doc in self.docs_with(fp)? {
+                out[qi].push(self.hit(doc, qs[qi].0, sketch)?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// One sorted pass over family `i` for all of `qs`: each bucket any
+    /// query needs is read once and checked against all of its queries.
+    fn scan_buckets_for(
+        &self,
+        i: usize,
+        qs: &[(Fingerprint, index::ProbePlan)],
+    ) -> Result<Vec<(usize, Fingerprint)>> {
+        let mut order: Vec<(u16, usize)> = qs
+            .iter()
+            .enumerate()
+            .flat_map(|(j, (_, plan))| plan.blocks[i].iter().map(move |&b| (b, j)))
+            .collect();
+        order.sort_unstable();
+        let mut found = Vec::new();
+        // Distinct buckets, read a chunk at a time with one multi-get.
+        let mut groups: Vec<(u16, std::ops::Range<usize>)> = Vec::new();
+        let mut start = 0;
+        while start < order.len() {
+            let block = order[start].0;
+            let end = start
+                + order[start..]
+                    .iter()
+                    .take_while(|(b, _)| *b == block)
+                    .count();
+            groups.push((block, start..end));
+            start = end;
+        }
+        for chunk in groups.chunks(4096) {
+            let blocks: Vec<u16> = chunk.iter().map(|g| g.0).collect();
+            self.read_buckets(i, &blocks, |n, fp| {
+                for &(_, j) in &order[chunk[n].1.clone()] {
+                    let (q, plan) = (&qs[j].0, &qs[j].1);
+                    if plan.accepts(*q, fp) {
+                        found.push((j, fp));
+                    }
+                }
+            })?;
+        }
+        Ok(found)
+    }
+
+    /// Adds to `found` the fingerprints `plan` accepts for `q` in the
+    /// buckets `blocks` (ascending) of family `i`.
+    fn scan_buckets(
+        &self,
+        i: usize,
+        blocks: &[u16],
+        q: Fingerprint,
+        plan: &index::ProbePlan,
+        found: &mut Vec<Fingerprint>,
+    ) -> Result<()> {
+        let name = BLOCK_FAMILIES[i];
+        let keys: Vec<[u8; index::BUCKET_KEY_LEN]> =
+            blocks.iter().map(|&b| index::bucket_key(b)).collect();
+        let values = self.db.batched_multi_get_cf(self.cf(name), &keys, true);
+        for (n, v) in values.into_iter().enumerate() {
+            let Some(v) = v? else { continue };
+            if !v.len().is_multiple_of(index::ENTRY_LEN) {
+                return Err(Error::corrupt(
+                    name,
+                    &keys[n],
+                    "posting is not a whole number of entries",
+                ));
+            }
+            // Hot loop: XOR + popcount over the packed posting.
+            plan.scan_posting(q, &v, found);
+        }
+        Ok(())
+    }
+
+    /// Reads buckets `blocks` (ascending) of family `i` with one multi-get
+    /// and calls `on(n, fp)` for every fingerprint of the `n`-th bucket.
+    fn read_buckets(
+        &self,
+        i: usize,
+        blocks: &[u16],
+        mut on: impl FnMut(usize, Fingerprint),
+    ) -> Result<()> {
+        let name = BLOCK_FAMILIES[i];
+        let keys: Vec<[u8; index::BUCKET_KEY_LEN]> =
+            blocks.iter().map(|&b| index::bucket_key(b)).collect();
+        let values = self.db.batched_multi_get_cf(self.cf(name), &keys, true);
+        for (n, v) in values.into_iter().enumerate() {
+            let Some(v) = v? else { continue };
+            let entries = index::posting_entries(&v).ok_or_else(|| {
+                Error::corrupt(name, &keys[n], "posting is not a whole number of entries")
+            })?;
+            for fp in entries {
+                on(n, fp);
+            }
+        }
+        Ok(())
+    }
+
+    /// The id of the document the index names `doc`, if any.
+    pub fn resolve(&self, doc: DocKey) -> Result<Option<String>> {
+        let key = doc.encode();
+        match self.db.get_pinned_cf(self.cf(REFS), &key)? {
+            None => Ok(None),
+            Some(v) => std::str::from_utf8(&v)
+                .map(|s| Some(s.to_string()))
+                .map_err(|_| Error::corrupt(REFS, &key, "document id is not UTF-8")),
+        }
+    }
+
+    /// About `n` documents drawn at random: for each of `n` uniform 64-bit
+    /// points, the first `refs` entry at or after it (wrapping around).
+    /// Documents after wide gaps between fingerprints are likelier; for
+    /// calibration that bias is negligible. Duplicates are removed.
+    pub fn sample(&self, n: usize, seed: u64) -> Result<Vec<(DocKey, String)>> {
+        let mut ro = ReadOptions::default();
+        ro.set_total_order_seek(true);
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(REFS), ro);
+        let mut state = seed;
+        let mut out = Vec::with_capacity(n.min(1 << 20));
+        for _ in 0..n {
+            let point = crate::index::splitmix64(&mut state);
+            it.seek(point.to_be_bytes());
+            if !it.valid() {
+                it.status()?;
+                it.seek_to_first();
+            }
+            let (Some(k), Some(v)) = (it.key(), it.value()) else {
+                it.status()?;
+                return Ok(Vec::new()); // empty store
+            };
+            let doc = DocKey::decode(k).map_err(|r| Error::corrupt(REFS, k, r))?;
+            let id = std::str::from_utf8(v)
+                .map_err(|_| Error::corrupt(REFS, k, "document id is not UTF-8"))?;
+            out.push((doc, id.to_string()));
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
+
+    /// The smallest sequence number above every stored document with
+    /// fingerprint `fp` (0 if there is none).
+    pub fn next_seq(&self, fp: Fingerprint) -> Result<u32> {
+        let prefix = fp.value().to_be_bytes();
+        let mut last = prefix.to_vec();
+        last.extend_from_slice(&u32::MAX.to_be_bytes());
+        let mut ro = ReadOptions::default();
+        ro.set_prefix_same_as_start(true);
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(REFS), ro);
+        // Not seek_to_last under an upper bound: that seeks to the bound,
+        // whose prefix the bloom filter rightly says is absent.
+        it.seek_for_prev(&last);
+        let next = match it.key() {
+            Some(k) if k.starts_with(&prefix) => {
+                let doc = DocKey::decode(k).map_err(|r| Error::corrupt(REFS, k, r))?;
+                index::seq_after(fp, doc.seq)?
+            }
+            _ => 0,
+        };
+        it.status()?;
+        Ok(next)
+    }
+}
