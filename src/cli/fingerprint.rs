@@ -1,0 +1,66 @@
+//! `simdb fingerprint`.
+
+use super::prelude::*;
+
+pub(super) fn fingerprint(a: FingerprintArgs) -> Result<bool> {
+    let fp = match &a.db {
+        Some(db) => Db::open_read_only(db)?.fingerprinter().clone(),
+        None => Fingerprinter::new(recipe(&a.recipe)),
+    };
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let one = |text: &str, out: &mut BufWriter<io::StdoutLock>| -> Result<()> {
+        let q = fp.fingerprint(text)?;
+        if a.json {
+            let mut v = json!({"fingerprint": q.to_string()});
+            if a.explain {
+                v["features"] = serde_json::to_value(fp.features(text))?;
+            }
+            writeln!(out, "{v}")?;
+        } else {
+            writeln!(out, "{q}")?;
+            if a.explain {
+                for f in fp.features(text) {
+                    writeln!(out, "  {:>10.4}  {}", f.weight, f.name)?;
+                }
+            }
+        }
+        Ok(())
+    };
+    if let Some(t) = &a.text {
+        one(t, &mut out)?;
+    } else if let Some(f) = &a.file {
+        one(&read_text(f)?, &mut out)?;
+    } else {
+        let stdin = io::stdin();
+        let mut bad = 0usize;
+        for (n, line) in stdin.lock().split(b'\n').enumerate() {
+            let line = line.context("reading standard input")?;
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let res = ingest::read::parse_json_doc(&line)
+                .map_err(anyhow::Error::msg)
+                .and_then(|(id, c)| Ok((id, c.fingerprint(&fp)?)));
+            match res {
+                Ok((id, q)) => {
+                    if a.json {
+                        writeln!(out, "{}", json!({"id": id, "fingerprint": q.to_string()}))?
+                    } else {
+                        writeln!(out, "{q}\t{id}")?
+                    }
+                }
+                Err(e) => {
+                    bad += 1;
+                    eprintln!("simdb: -:{}: {e:#}", n + 1);
+                }
+            }
+        }
+        out.flush()?;
+        if bad > 0 {
+            bail!("{bad} line(s) of standard input could not be fingerprinted");
+        }
+    }
+    out.flush()?;
+    Ok(true)
+}

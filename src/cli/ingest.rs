@@ -1,0 +1,165 @@
+//! `simdb ingest`.
+
+use super::prelude::*;
+
+pub(super) fn ingest_cmd(a: IngestArgs) -> Result<bool> {
+    if let Some(n) = a.threads {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n.max(1))
+            .build_global()
+            .context("setting the thread count")?;
+    }
+    let mut db = Db::open(&a.db)?;
+    let inputs: Vec<Input> = a
+        .inputs
+        .iter()
+        .map(|p| {
+            let mut i = Input::guess(p);
+            i.format = match a.format {
+                FormatArg::Auto => i.format,
+                FormatArg::Jsonl => Format::Jsonl,
+                FormatArg::Lines => Format::Lines,
+                FormatArg::Dir => Format::Dir,
+            };
+            i
+        })
+        .collect();
+    for i in &inputs {
+        if i.path.as_os_str() != "-" && !i.path.exists() {
+            bail!("{}: no such file or directory", i.path.display());
+        }
+    }
+    let (k, probe_budget) = search_mode(a.k, a.probe_budget)?;
+    let opts = ingest::Options {
+        k,
+        probe_budget,
+        policy: if a.skip_duplicates {
+            DuplicatePolicy::Skip
+        } else {
+            DuplicatePolicy::IndexAll
+        },
+        strict: a.strict,
+        batch_size: a.batch_size,
+        max_doc_bytes: a.max_doc_bytes,
+        sync: a.sync,
+        min_similarity: check_similarity(a.min_similarity.unwrap_or(db.default_min_similarity()))?,
+    };
+    let mut report = match &a.report {
+        Some(p) => {
+            Some(BufWriter::new(File::create(p).with_context(|| {
+                format!("{}: cannot create report", p.display())
+            })?))
+        }
+        None => None,
+    };
+    let bar = if io::stderr().is_terminal() {
+        let b = indicatif::ProgressBar::new_spinner();
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+        );
+        Some(b)
+    } else {
+        None
+    };
+    let mut report_err: Option<io::Error> = None;
+    const SHORT_NOTES: u64 = 20;
+    let mut short_notes = 0u64;
+    let result = ingest::run(&mut db, &inputs, &opts, |ev| match ev {
+        Event::Short(d, terms) => {
+            short_notes += 1;
+            let msg = if short_notes <= SHORT_NOTES {
+                format!(
+                    "simdb: {}: document {:?} is short ({terms} terms): its near-copies may lie beyond k={} (README, \"Short texts\")",
+                    d.source, d.id, opts.k.max(3)
+                )
+            } else if short_notes == SHORT_NOTES + 1 {
+                "simdb: more short documents; their count is in the summary".to_string()
+            } else {
+                return;
+            };
+            match &bar {
+                Some(b) => b.println(msg),
+                None => eprintln!("{msg}"),
+            }
+        }
+        Event::BadLine(p) => {
+            let msg = format!("simdb: bad input: {p}");
+            match &bar {
+                Some(b) => b.println(msg),
+                None => eprintln!("{msg}"),
+            }
+        }
+        Event::NoFeatures(d) => {
+            let msg = format!(
+                "simdb: {}: document {:?} has no usable features; not indexed",
+                d.source, d.id
+            );
+            match &bar {
+                Some(b) => b.println(msg),
+                None => eprintln!("{msg}"),
+            }
+        }
+        Event::Duplicate(r) => {
+            if let Some(w) = report.as_mut() {
+                if let Err(e) = ingest::write_report(w, r) {
+                    report_err.get_or_insert(e);
+                }
+            }
+        }
+        Event::Committed(s) => {
+            if a.acks {
+                let mut out = io::stdout().lock();
+                let _ = writeln!(out, "{{\"acknowledged\": {}}}", s.read);
+                let _ = out.flush();
+            }
+            if let Some(b) = &bar {
+                b.set_message(format!(
+                    "{} read, {} inserted, {} duplicates, {} bad, {:.0} docs/s",
+                    s.read,
+                    s.inserted,
+                    s.duplicates,
+                    s.bad_lines,
+                    s.docs_per_second()
+                ));
+                b.tick();
+            }
+        }
+    });
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    if let Some(w) = report.as_mut() {
+        w.flush().context("writing the duplicate report")?;
+    }
+    if let Some(e) = report_err {
+        return Err(e).context("writing the duplicate report");
+    }
+    let s = result?;
+    if a.json {
+        let mut v = serde_json::to_value(&s)?;
+        v["elapsed_seconds"] = json!(s.elapsed.as_secs_f64());
+        v["docs_per_second"] = json!(s.docs_per_second());
+        println!("{v}");
+    } else {
+        eprintln!(
+            "read {} | inserted {} | replaced {} | unchanged {} | duplicates {}{} | short {} | no features {} | bad lines {} | {:.2}s, {:.0} docs/s",
+            s.read,
+            s.inserted,
+            s.replaced,
+            s.unchanged,
+            s.duplicates,
+            if s.skipped_duplicates > 0 {
+                format!(" ({} skipped)", s.skipped_duplicates)
+            } else {
+                String::new()
+            },
+            s.short,
+            s.no_features,
+            s.bad_lines,
+            s.elapsed.as_secs_f64(),
+            s.docs_per_second()
+        );
+    }
+    Ok(true)
+}

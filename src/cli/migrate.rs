@@ -1,0 +1,20 @@
+//! `simdb migrate`.
+
+use super::prelude::*;
+
+pub(super) fn migrate(a: MigrateArgs) -> Result<bool> {
+    let r = Db::migrate(&a.db)?;
+    if r.from == r.to {
+        println!("{}: already format {}", a.db.display(), r.to);
+    } else {
+        println!(
+            "{}: migrated format {} -> {}: {} records indexed, {} unreadable",
+            a.db.display(),
+            r.from,
+            r.to,
+            r.indexed,
+            r.unreadable
+        );
+    }
+    Ok(true)
+}

@@ -1,0 +1,53 @@
+//! `simdb stats`.
+
+use super::prelude::*;
+
+pub(super) fn stats(a: StatsArgs) -> Result<bool> {
+    let db = Db::open_read_only(&a.db)?;
+    let s = db.stats()?;
+    if a.json {
+        println!("{}", serde_json::to_string(&s)?);
+        return Ok(true);
+    }
+    println!("store        {}", s.path);
+    println!("documents    {}", s.documents);
+    println!(
+        "short docs   {} (fewer than {} terms; README, \"Short texts\")",
+        s.short_documents,
+        simdb::fingerprint::SHORT_TERMS
+    );
+    println!("view         {}", view_text(&s.view));
+    println!("size on disk {} bytes", s.bytes_on_disk);
+    println!(
+        "recipe       top_k={} shingle={} hmm={} tf={} hash={} width={} tie={}",
+        s.recipe.top_k,
+        s.recipe.shingle,
+        s.recipe.hmm,
+        s.recipe.tf,
+        s.recipe.hash,
+        s.recipe.width,
+        s.recipe.tie_rule
+    );
+    println!(
+        "             tokenizer={} idf={} stopwords={}",
+        s.recipe.tokenizer, s.recipe.idf, s.recipe.stopwords
+    );
+    println!(
+        "{:<8} {:>10} {:>10} {:>12} {:>6} {:>6} {:>6} {:>6}",
+        "family", "keys", "buckets", "sst bytes", "p50", "p90", "p99", "max"
+    );
+    for f in &s.families {
+        println!(
+            "{:<8} {:>10} {:>10} {:>12} {:>6} {:>6} {:>6} {:>6}",
+            f.name,
+            f.keys,
+            f.buckets,
+            f.sst_bytes,
+            f.bucket_p50,
+            f.bucket_p90,
+            f.bucket_p99,
+            f.bucket_max
+        );
+    }
+    Ok(true)
+}
