@@ -130,9 +130,9 @@ pub enum Error {
         source: std::io::Error,
     },
 
-    /// An error reported by RocksDB.
+    /// An error reported by the storage engine (RocksDB).
     #[error("storage engine: {0}")]
-    Storage(rocksdb::Error),
+    Storage(StorageError),
 
     /// A batch of an ingest could not be written (disk full, I/O error).
     /// The batches before it are stored; the store stays consistent.
@@ -147,9 +147,33 @@ pub enum Error {
     },
 }
 
+/// An error of the storage engine, as its message (RocksDB's own error type
+/// is not part of simdb's API).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StorageError {
+    message: String,
+}
+
+impl StorageError {
+    /// The engine's message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl std::fmt::Display for StorageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for StorageError {}
+
 impl From<rocksdb::Error> for Error {
     fn from(e: rocksdb::Error) -> Error {
-        Error::Storage(e)
+        Error::Storage(StorageError {
+            message: e.into_string(),
+        })
     }
 }
 

@@ -27,9 +27,11 @@
 //! ```
 //!
 //! Modules: [`fingerprint`], [`index`], [`explain`] and [`plot`] are pure
-//! (no RocksDB, no files);
-//! [`store`] is the only one that touches RocksDB; [`Db`] is the facade the
-//! `simdb` command is built on; [`ingest`] reads inputs and writes batches.
+//! (no RocksDB, no files); the private `store` module is the only one that
+//! touches RocksDB (its record codec is public as [`codec`], its open
+//! options as [`Access`] and [`Tuning`]; no RocksDB type is part of the
+//! API); [`Db`] is the facade the `simdb` command is built on; [`ingest`]
+//! reads inputs and writes batches.
 
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
@@ -44,10 +46,10 @@ pub mod import;
 pub mod index;
 pub mod ingest;
 pub mod plot;
-pub mod store;
+mod store;
 
 pub use db::{Content, Db, Outcome, Query, Stats, Writer};
-pub use error::{Error, Result};
+pub use error::{Error, Result, StorageError};
 pub use fingerprint::{simhash_weighted, Analysis, Fingerprint, Fingerprinter, Recipe, Sketch};
 pub use index::Hit;
-pub use store::Record;
+pub use store::{codec, Access, Record, Tuning};

@@ -97,7 +97,7 @@ fn backup_while_a_writer_holds_the_store_copies_its_committed_state() {
     assert!(rep.is_clean(), "{:?}", rep.problems);
     assert_eq!(records(&copy), committed);
     assert_eq!(copy.len().unwrap(), committed.len() as u64);
-    assert!(!simdb::store::Staging::dir_for(&dest).exists());
+    assert!(!simdb::import::staging_dir(&dest).exists());
     // The copy is a working store: it queries and takes writes.
     let (id, fp, _) = &committed[0];
     assert_eq!(&copy.query(*fp, 0, None).unwrap()[0].id, id);

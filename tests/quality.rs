@@ -303,7 +303,7 @@ fn version_1_records_still_read() {
         let raw = common::raw_open(&t.path());
         let cf = raw.cf_handle("docs").unwrap();
         let v2 = raw.get_cf(cf, b"x").unwrap().unwrap();
-        let rec = simdb::store::codec::decode_record(&v2).unwrap();
+        let rec = simdb::codec::decode_record(&v2).unwrap();
         let payload: Vec<u8> = [
             &rec.fingerprint.value().to_be_bytes()[..],
             &rec.seq.to_be_bytes(),

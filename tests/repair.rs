@@ -27,7 +27,7 @@ fn repair_rebuilds_refs_and_index_keys_from_records() {
     }
     let rec = |db: &rocksdb::DB, id: &str| -> simdb::Record {
         let docs = db.cf_handle("docs").unwrap();
-        simdb::store::codec::decode_record(&db.get_cf(docs, id).unwrap().unwrap()).unwrap()
+        simdb::codec::decode_record(&db.get_cf(docs, id).unwrap().unwrap()).unwrap()
     };
     {
         let raw = raw_open(&t.path());

@@ -338,7 +338,7 @@ fn format_2_stores_are_migrated_in_place() {
         let recs: Vec<simdb::Record> = entries
             .iter()
             .map(|(id, _)| {
-                simdb::store::codec::decode_record(&raw.get_cf(docs, id).unwrap().unwrap()).unwrap()
+                simdb::codec::decode_record(&raw.get_cf(docs, id).unwrap().unwrap()).unwrap()
             })
             .collect();
         for i in 0..4 {

@@ -27,7 +27,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 use simdb::import::{write_binary_record, BINARY_MAGIC};
-use simdb::store::{Access, Tuning};
+use simdb::{Access, Tuning};
 use simdb::{Db, Fingerprint};
 
 struct Args {

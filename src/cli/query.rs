@@ -6,8 +6,8 @@ pub(super) fn query(a: QueryArgs) -> Result<bool> {
     let (k, budget) = search_mode(a.k, a.probe_budget)?;
     let db = Db::open_tuned(
         &a.db,
-        simdb::store::Access::ReadOnly,
-        simdb::store::Tuning {
+        simdb::Access::ReadOnly,
+        simdb::Tuning {
             block_cache_bytes: mib("--cache-mb", a.cache_mb)?,
             ..Default::default()
         },

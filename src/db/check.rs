@@ -2,8 +2,6 @@
 
 use std::collections::HashMap;
 
-use rocksdb::WriteBatch;
-
 use super::Db;
 use crate::error::Result;
 use crate::fingerprint::{self, Fingerprint};
@@ -65,12 +63,12 @@ impl Db {
         // of the rebuild: a repair killed in between leaves a store that
         // open refuses (Error::RepairInProgress), never one that silently
         // misses documents.
-        let mut b = WriteBatch::default();
+        let mut b = store::Batch::default();
         self.store.clear_index(&mut b);
         self.store
             .put_meta_in(&mut b, store::REPAIR_MARKER_KEY, b"1");
         self.store.write(b, true)?;
-        let mut batch = WriteBatch::default();
+        let mut batch = store::Batch::default();
         let mut pending: std::collections::HashSet<DocKey> = Default::default();
         let mut seqs = store::schema::SeqAllocator::new();
         let mut count = 0u64;

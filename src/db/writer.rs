@@ -3,8 +3,6 @@
 
 use std::collections::HashMap;
 
-use rocksdb::WriteBatch;
-
 use super::{Content, Outcome, Query};
 use crate::error::{Error, Result};
 use crate::fingerprint::{Analysis, Fingerprint};
@@ -18,7 +16,7 @@ use crate::store::{self, Record, Store};
 /// duplicate check of a later one.
 pub struct Writer<'a> {
     store: &'a Store,
-    batch: WriteBatch,
+    batch: store::Batch,
     /// Pending state of ids touched by this batch (None = deleted).
     overlay: HashMap<String, Option<Record>>,
     /// Next free sequence number of fingerprints given one in this batch.
@@ -36,7 +34,7 @@ impl<'a> Writer<'a> {
     pub(super) fn new(store: &'a Store) -> Result<Writer<'a>> {
         Ok(Writer {
             store,
-            batch: WriteBatch::default(),
+            batch: store::Batch::default(),
             overlay: HashMap::new(),
             seqs: store::schema::SeqAllocator::new(),
             mem: MemIndex::new(),

@@ -3,10 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use rocksdb::{Cache, ReadOptions, WriteBatch};
+use rocksdb::{Cache, ReadOptions};
 
 use super::{
-    codec, family_options, schema, Store, Tuning, ALL_FAMILIES, BLOCK_FAMILIES, DOCS,
+    codec, family_options, schema, Batch, Store, Tuning, ALL_FAMILIES, BLOCK_FAMILIES, DOCS,
     DOC_COUNT_KEY, FORMAT_VERSION, FORMAT_VERSION_KEY, MAGIC_KEY, META, RECIPE_KEY, REFS,
 };
 use crate::error::{Error, Result};
@@ -163,13 +163,13 @@ impl Store {
     /// of records indexed and of records that do not decode (left alone,
     /// as `verify --repair` does).
     pub fn migrate(&self) -> Result<(u64, u64)> {
-        let mut b = WriteBatch::default();
+        let mut b = Batch::default();
         for name in BLOCK_FAMILIES {
-            b.delete_range_cf(self.cf(name), &[][..], &[0xff; 16][..]);
+            b.0.delete_range_cf(self.cf(name), &[][..], &[0xff; 16][..]);
         }
         self.write(b, true)?;
         let (mut indexed, mut unreadable) = (0u64, 0u64);
-        let mut batch = WriteBatch::default();
+        let mut batch = Batch::default();
         self.for_each_raw(DOCS, |_, v| {
             let Ok(rec) = codec::decode_record(v) else {
                 unreadable += 1;
@@ -229,7 +229,7 @@ impl Store {
             let entries = std::iter::from_fn(|| {
                 let kv = match (it.key(), it.value()) {
                     (Some(k), Some(v)) => Some(Ok((k.to_vec(), v.to_vec()))),
-                    _ => it.status().err().map(|e| Err(Error::Storage(e))),
+                    _ => it.status().err().map(|e| Err(Error::from(e))),
                 };
                 it.next();
                 kv
@@ -258,17 +258,10 @@ impl Store {
     }
 
     /// Adds to `batch` the removal of every `refs` entry and index key.
-    pub fn clear_index(&self, b: &mut WriteBatch) {
+    pub fn clear_index(&self, b: &mut Batch) {
         for name in BLOCK_FAMILIES.iter().chain([REFS].iter()) {
             // Every key of these families is at most 12 bytes.
-            b.delete_range_cf(self.cf(name), &[][..], &[0xff; 16][..]);
+            b.0.delete_range_cf(self.cf(name), &[][..], &[0xff; 16][..]);
         }
-    }
-
-    /// Sets the document count, durably (fsync).
-    pub fn set_doc_count(&self, n: u64) -> Result<()> {
-        let mut b = WriteBatch::default();
-        self.put_doc_count(&mut b, n);
-        self.write(b, true)
     }
 }

@@ -75,6 +75,12 @@ pub const META: &str = "meta";
 /// Every family, in a fixed order.
 pub const ALL_FAMILIES: [&str; 7] = ["block0", "block1", "block2", "block3", REFS, DOCS, META];
 
+/// A batch of writes, applied atomically across families by
+/// [`Store::write`] (RocksDB's write batch; the type keeps RocksDB out of
+/// the modules above the store).
+#[derive(Default)]
+pub struct Batch(WriteBatch);
+
 /// Memory knobs of an open store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tuning {
@@ -102,8 +108,6 @@ pub const MAGIC: &[u8] = b"simdb-store\n";
 pub const FORMAT_VERSION_KEY: &[u8] = b"format_version";
 /// The on-disk format version this build writes and reads.
 pub const FORMAT_VERSION: u32 = 3;
-/// The oldest format version this build reads.
-pub const MIN_FORMAT_VERSION: u32 = 3;
 /// The older format `simdb migrate` brings to [`FORMAT_VERSION`] in place.
 pub const MIGRATABLE_FORMAT_VERSION: u32 = 2;
 /// Meta key of the recipe.
@@ -301,18 +305,18 @@ impl Store {
             _cache: cache,
         };
         let meta = store.cf(META);
-        let mut b = WriteBatch::default();
-        b.put_cf(meta, MAGIC_KEY, MAGIC);
-        b.put_cf(meta, FORMAT_VERSION_KEY, FORMAT_VERSION.to_be_bytes());
+        let mut b = Batch::default();
+        b.0.put_cf(meta, MAGIC_KEY, MAGIC);
+        b.0.put_cf(meta, FORMAT_VERSION_KEY, FORMAT_VERSION.to_be_bytes());
         let json = serde_json::to_vec(recipe).map_err(|e| Error::Input(e.to_string()))?;
-        b.put_cf(meta, RECIPE_KEY, json);
-        b.put_cf(meta, DOC_COUNT_KEY, 0u64.to_be_bytes());
+        b.0.put_cf(meta, RECIPE_KEY, json);
+        b.0.put_cf(meta, DOC_COUNT_KEY, 0u64.to_be_bytes());
         for (k, v) in extra {
-            b.put_cf(meta, k, v);
+            b.0.put_cf(meta, k, v);
         }
         let mut wo = WriteOptions::default();
         wo.set_sync(true);
-        store.db.write_opt(b, &wo)?;
+        store.db.write_opt(b.0, &wo)?;
         Ok(store)
     }
 
@@ -380,7 +384,7 @@ impl Store {
                     path: path.to_path_buf(),
                 }
             } else {
-                Error::Storage(e)
+                Error::from(e)
             }
         })?;
         let store = Store {
@@ -479,19 +483,19 @@ impl Store {
     }
 
     /// Adds a raw meta value to `b`.
-    pub fn put_meta_in(&self, b: &mut WriteBatch, key: &[u8], value: &[u8]) {
-        b.put_cf(self.cf(META), key, value);
+    pub fn put_meta_in(&self, b: &mut Batch, key: &[u8], value: &[u8]) {
+        b.0.put_cf(self.cf(META), key, value);
     }
 
     /// Adds the removal of a meta value to `b`.
-    pub fn delete_meta_in(&self, b: &mut WriteBatch, key: &[u8]) {
-        b.delete_cf(self.cf(META), key);
+    pub fn delete_meta_in(&self, b: &mut Batch, key: &[u8]) {
+        b.0.delete_cf(self.cf(META), key);
     }
 
     /// Writes a raw meta value (synced).
     pub fn put_meta(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::default();
-        b.put_cf(self.cf(META), key, value);
+        let mut b = Batch::default();
+        b.0.put_cf(self.cf(META), key, value);
         self.write(b, true)
     }
 
@@ -507,8 +511,8 @@ impl Store {
     }
 
     /// Sets the short-document count in `b`.
-    pub fn put_short_count(&self, b: &mut WriteBatch, n: u64) {
-        b.put_cf(self.cf(META), SHORT_COUNT_KEY, n.to_be_bytes());
+    pub fn put_short_count(&self, b: &mut Batch, n: u64) {
+        b.0.put_cf(self.cf(META), SHORT_COUNT_KEY, n.to_be_bytes());
     }
 
     /// The document count kept in meta.
@@ -522,41 +526,41 @@ impl Store {
 
     /// Adds the writes of one document to `batch`: its record, its `refs`
     /// entry and its four index keys.
-    pub fn put_doc(&self, b: &mut WriteBatch, id: &str, rec: &Record) {
+    pub fn put_doc(&self, b: &mut Batch, id: &str, rec: &Record) {
         let e = schema::doc_entries(id, rec);
-        b.put_cf(self.cf(DOCS), &e.docs.0, &e.docs.1);
-        b.put_cf(self.cf(REFS), &e.refs.0, &e.refs.1);
+        b.0.put_cf(self.cf(DOCS), &e.docs.0, &e.docs.1);
+        b.0.put_cf(self.cf(REFS), &e.refs.0, &e.refs.1);
         self.merge_postings(b, &e.postings);
     }
 
     /// Adds posting operands (one per block family) to `b`.
     fn merge_postings(
         &self,
-        b: &mut WriteBatch,
+        b: &mut Batch,
         ops: &[([u8; index::BUCKET_KEY_LEN], [u8; index::OPERAND_LEN]); BLOCKS],
     ) {
         for (name, (key, op)) in BLOCK_FAMILIES.iter().zip(ops) {
-            b.merge_cf(self.cf(name), key, op);
+            b.0.merge_cf(self.cf(name), key, op);
         }
     }
 
     /// Adds the deletes of one document to `batch` (see [`Store::put_doc`]).
-    pub fn delete_doc(&self, b: &mut WriteBatch, id: &str, rec: &Record) {
-        b.delete_cf(self.cf(DOCS), id.as_bytes());
-        b.delete_cf(self.cf(REFS), rec.doc_key().encode());
+    pub fn delete_doc(&self, b: &mut Batch, id: &str, rec: &Record) {
+        b.0.delete_cf(self.cf(DOCS), id.as_bytes());
+        b.0.delete_cf(self.cf(REFS), rec.doc_key().encode());
         self.merge_postings(b, &schema::removal_operands(rec));
     }
 
     /// Sets the document count in `batch`.
-    pub fn put_doc_count(&self, b: &mut WriteBatch, n: u64) {
-        b.put_cf(self.cf(META), DOC_COUNT_KEY, n.to_be_bytes());
+    pub fn put_doc_count(&self, b: &mut Batch, n: u64) {
+        b.0.put_cf(self.cf(META), DOC_COUNT_KEY, n.to_be_bytes());
     }
 
     /// Writes `batch` atomically across families.
-    pub fn write(&self, b: WriteBatch, sync: bool) -> Result<()> {
+    pub fn write(&self, b: Batch, sync: bool) -> Result<()> {
         let mut wo = WriteOptions::default();
         wo.set_sync(sync);
-        self.db.write_opt(b, &wo)?;
+        self.db.write_opt(b.0, &wo)?;
         Ok(())
     }
 
