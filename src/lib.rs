@@ -19,7 +19,9 @@
 //! let dir = std::env::temp_dir().join("simdb-doc-example");
 //! let mut db = Db::create(&dir, Recipe::default())?;
 //! db.put("a", Content::Text("国务院总理主持召开常务会议，部署扩大内需的政策措施。".into()))?;
-//! let hits = db.query_text("国务院总理主持召开常务会议，部署扩大内需的若干政策措施。", 3, Some(10))?;
+//! // The default query: confidence-ranked probing, confirmed by the sketch.
+//! let q = db.text_query("国务院总理主持召开常务会议，部署扩大内需的若干政策措施。")?;
+//! let hits = db.search(&q)?;
 //! for h in hits {
 //!     println!("{} at distance {}, similarity {:?}", h.id, h.distance, h.similarity);
 //! }

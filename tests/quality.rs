@@ -67,7 +67,7 @@ fn sketch_confirms_or_rejects_candidates() {
     // An edited copy (3 of 300 words) is confirmed; its record keeps terms.
     let mut rng = common::rng(9);
     let e = common::edit(&mut rng, &common::vocab(), &a[0], 3).concat();
-    let hits = db.query_text(&e, 11, None).unwrap();
+    let hits = db.search(&db.text_query(&e).unwrap().exact(11)).unwrap();
     assert_eq!(hits.len(), 1, "{hits:?}");
     assert!(hits[0].similarity.unwrap() > 0.6, "{hits:?}");
     let rec = db.get("one").unwrap().unwrap();
@@ -359,7 +359,12 @@ fn learned_idf_is_kept_in_the_store_and_checked() {
     }
     let db = Db::open(t.path()).unwrap();
     assert_eq!(db.fingerprint(&texts[0]).unwrap(), fp_learned);
-    assert_eq!(db.query_text(&texts[0], 0, None).unwrap()[0].id, "a");
+    assert_eq!(
+        db.search(&db.text_query(&texts[0]).unwrap().exact(0))
+            .unwrap()[0]
+            .id,
+        "a"
+    );
     drop(db);
     // A recipe naming a learned table cannot be created without it, and a
     // store whose table is missing is refused as corrupt.

@@ -239,7 +239,7 @@ fn empty_documents_are_an_error_not_a_zero_fingerprint() {
         db.put("e", text("  ，。 the of ")),
         Err(Error::NoFeatures)
     ));
-    assert!(matches!(db.query_text("", 3, None), Err(Error::NoFeatures)));
+    assert!(matches!(db.text_query(""), Err(Error::NoFeatures)));
     assert_eq!(db.len().unwrap(), 0);
 }
 

@@ -504,20 +504,6 @@ impl Db {
         }
     }
 
-    /// Near-duplicates of `text`, confirmed by the verification sketch at
-    /// the default threshold ([`DEFAULT_MIN_SIMILARITY`]).
-    /// Near-duplicates of `text` within exactly `k` bits, confirmed by the
-    /// verification sketch at the store's default threshold. (The default
-    /// query, [`Db::text_query`], probes by confidence instead.)
-    pub fn query_text(&self, text: &str, k: u32, limit: Option<usize>) -> Result<Vec<Hit>> {
-        fingerprint::check_k(k)?;
-        let q = Query {
-            limit,
-            ..self.text_query(text)?.exact(k)
-        };
-        self.search(&q)
-    }
-
     /// The default [`Query`] for `text`: confidence-ranked probing at the
     /// default budget, verified at the store's default threshold, no limit.
     pub fn text_query(&self, text: &str) -> Result<Query> {
@@ -536,16 +522,6 @@ impl Db {
             exclude: Some(id.to_string()),
             ..self.query_for(rec.fingerprint, rec.sketch, &rec.weak_bits)
         })
-    }
-
-    /// Near-duplicates of the stored document `id` within exactly `k` bits,
-    /// itself excluded, confirmed by the sketches at the default threshold.
-    pub fn query_id(&self, id: &str, k: u32, limit: Option<usize>) -> Result<Vec<Hit>> {
-        let q = Query {
-            limit,
-            ..self.id_query(id)?.exact(k)
-        };
-        self.search(&q)
     }
 
     /// Explains `hits` of a query: the query's weighted terms are

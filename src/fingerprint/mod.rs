@@ -29,7 +29,7 @@ use std::fmt;
 use std::str::FromStr;
 
 pub use idf::{default_idf, idf, vocabulary, LearnedIdf};
-pub use recipe::{Recipe, SketchKind};
+pub use recipe::{Recipe, SketchKind, StopWords, TfWeighting};
 pub use sketch::{Sketch, SKETCH_BYTES};
 pub use text::{Analysis, Feature, Fingerprinter, IdfLearner, SHORT_TERMS, TOP_TERMS};
 

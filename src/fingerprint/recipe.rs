@@ -41,6 +41,23 @@ fn sketch_words3() -> String {
 /// punctuation and spacing do not count (see README, "Verification").
 pub const DEFAULT_SKETCH_CHARS: usize = 4;
 
+/// How a recipe weighs a term's count (its `tf` field).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TfWeighting {
+    /// count × idf.
+    Raw,
+    /// (1 + ln count) × idf.
+    Log,
+}
+
+/// Whether a recipe drops the stop-word lists' words (its `stopwords`
+/// field: the lists' identity, or `none`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopWords {
+    Dropped,
+    Kept,
+}
+
 /// The verification signature a recipe names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SketchKind {
@@ -162,10 +179,10 @@ impl Recipe {
     /// as the build that made it.
     pub fn this_build_of(stored: &Recipe) -> Recipe {
         let mut r = Recipe::with(stored.top_k, stored.shingle, stored.hmm);
-        if stored.stopwords == NO_STOPWORDS {
+        if stored.stop_words() == StopWords::Kept {
             r = r.keeping_stop_words();
         }
-        if stored.tf == TF_LOG {
+        if stored.tf_weighting().ok() == Some(TfWeighting::Log) {
             r = r.with_log_tf();
         }
         if stored.uses_learned_idf() {
@@ -175,6 +192,26 @@ impl Recipe {
             r.sketch = kind.name();
         }
         r
+    }
+
+    /// The term-frequency weighting this recipe names.
+    pub fn tf_weighting(&self) -> crate::Result<TfWeighting> {
+        match self.tf.as_str() {
+            TF_RAW => Ok(TfWeighting::Raw),
+            TF_LOG => Ok(TfWeighting::Log),
+            other => Err(crate::Error::Input(format!(
+                "term-frequency weighting {other:?} is not \"{TF_RAW}\" or \"{TF_LOG}\""
+            ))),
+        }
+    }
+
+    /// Whether this recipe drops stop words.
+    pub fn stop_words(&self) -> StopWords {
+        if self.stopwords == NO_STOPWORDS {
+            StopWords::Kept
+        } else {
+            StopWords::Dropped
+        }
     }
 
     /// This recipe with verification sketch `kind`.
@@ -218,12 +255,7 @@ impl Recipe {
 
     /// Checks the configurable values.
     pub fn validate(&self) -> crate::Result<()> {
-        if self.tf != TF_RAW && self.tf != TF_LOG {
-            return Err(crate::Error::Input(format!(
-                "term-frequency weighting {:?} is not \"raw\" or \"log\"",
-                self.tf
-            )));
-        }
+        self.tf_weighting()?;
         self.sketch_kind()?;
         if self.shingle > 5 {
             return Err(crate::Error::Input(format!(

@@ -238,8 +238,10 @@ impl Fingerprinter {
 
     fn build(recipe: Recipe, learned: Option<std::sync::Arc<LearnedIdf>>) -> Fingerprinter {
         Fingerprinter {
-            keep_stop_words: recipe.stopwords == super::recipe::NO_STOPWORDS,
-            log_tf: recipe.tf == super::recipe::TF_LOG,
+            keep_stop_words: recipe.stop_words() == super::StopWords::Kept,
+            // An unknown weighting is refused by Recipe::validate (at
+            // create and at open).
+            log_tf: recipe.tf_weighting().ok() == Some(super::TfWeighting::Log),
             // An unknown sketch name is refused by Recipe::validate (at
             // create) and by the recipe check at open; word 3-shingles are
             // what such a store could only have had.
