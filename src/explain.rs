@@ -127,6 +127,32 @@ impl Calibration {
         }
     }
 
+    /// Random pairs measured.
+    pub fn random_pair_count(&self) -> u64 {
+        self.random_pairs.iter().sum()
+    }
+
+    /// Mean distance of the random pairs (0 when there are none).
+    pub fn random_mean(&self) -> f64 {
+        let n = self.random_pair_count();
+        if n == 0 {
+            return 0.0;
+        }
+        self.random_pairs
+            .iter()
+            .enumerate()
+            .map(|(d, c)| d as f64 * *c as f64)
+            .sum::<f64>()
+            / n as f64
+    }
+
+    /// Random pairs within `k` bits.
+    pub fn random_within(&self, k: usize) -> u64 {
+        self.random_pairs[..=k.min(self.random_pairs.len() - 1)]
+            .iter()
+            .sum()
+    }
+
     /// The smallest k at which at least `share` of the sampled documents'
     /// confirmed nearest neighbours are found, if any are.
     pub fn k_for_share(&self, share: f64) -> Option<u32> {

@@ -263,3 +263,40 @@ fn a_disk_that_fills_up_mid_ingest() {
         );
     }
 }
+
+/// Issue 11: a UTF-8 byte-order mark at the start of a JSONL file (files
+/// exported on Windows have one) made line 1 "invalid JSON". It is dropped,
+/// for ingest and for `query --batch`.
+#[test]
+fn regression_11_byte_order_mark_starts_no_bad_line() {
+    let t = common::TempDb::new();
+    let db = t.path();
+    assert_eq!(common::code(&common::simdb(&[&"init", &db])), 0);
+    let input = t.file(
+        "bom.jsonl",
+        "\u{feff}{\"id\":\"a\",\"text\":\"near duplicate detection database for text\"}\n{\"id\":\"b\",\"text\":\"another document entirely\"}\n",
+    );
+    let o = common::simdb(&[&"ingest", &db, &input]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    assert!(
+        common::stderr(&o).contains("inserted 2"),
+        "{}",
+        common::stderr(&o)
+    );
+    assert!(
+        common::stderr(&o).contains("bad lines 0"),
+        "{}",
+        common::stderr(&o)
+    );
+    let batch = t.file(
+        "q.jsonl",
+        "\u{feff}{\"id\":\"q\",\"text\":\"near duplicate detection database for text\"}\n",
+    );
+    let o = common::simdb(&[&"query", &db, &"--batch", &batch]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    assert!(
+        common::stdout(&o).contains("\"id\":\"a\""),
+        "{}",
+        common::stdout(&o)
+    );
+}

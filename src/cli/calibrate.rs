@@ -72,23 +72,13 @@ pub(super) fn calibrate(a: CalibrateArgs) -> Result<bool> {
             c.nearest[d], c.nearest_confirmed[d], c.nearest_rejected[d]
         );
     }
-    let pairs: u64 = c.random_pairs.iter().sum();
-    let below = |k: usize| c.random_pairs[..=k].iter().sum::<u64>();
-    let mean = if pairs > 0 {
-        c.random_pairs
-            .iter()
-            .enumerate()
-            .map(|(d, n)| d as f64 * *n as f64)
-            .sum::<f64>()
-            / pairs as f64
-    } else {
-        0.0
-    };
     println!(
-        "random pairs: {pairs}, mean distance {mean:.1}; within 3: {}, within 7: {}, within 11: {}",
-        below(3),
-        below(7),
-        below(11)
+        "random pairs: {}, mean distance {:.1}; within 3: {}, within 7: {}, within 11: {}",
+        c.random_pair_count(),
+        c.random_mean(),
+        c.random_within(3),
+        c.random_within(7),
+        c.random_within(11)
     );
     match (c.k_for_share(0.9), c.k_for_share(0.99)) {
         (Some(a90), Some(a99)) => {

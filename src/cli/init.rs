@@ -7,29 +7,9 @@ pub(super) fn init(a: InitArgs) -> Result<bool> {
     let db = if a.learn_idf.is_empty() {
         Db::create(&a.db, r)?
     } else {
-        let mut learner = simdb::fingerprint::IdfLearner::new(Fingerprinter::new(r.clone()));
-        let mut bad = 0u64;
-        for path in &a.learn_idf {
-            let input = Input::guess(path);
-            let items = ingest::read::read(&input, 64 << 20)
-                .with_context(|| format!("{}: cannot read", path.display()))?;
-            for item in items {
-                match item {
-                    Ok(d) => match &d.content {
-                        simdb::Content::Text(t) => learner.add(t),
-                        _ => bad += 1,
-                    },
-                    Err(p) => {
-                        eprintln!("simdb: bad input: {p}");
-                        bad += 1;
-                    }
-                }
-            }
-        }
-        if learner.docs() == 0 {
-            bail!("--learn-idf: no texts to learn from");
-        }
-        let table = learner.finish();
+        let inputs: Vec<Input> = a.learn_idf.iter().map(|p| Input::guess(p)).collect();
+        let (table, bad) = ingest::learn_idf(&r, &inputs, |p| eprintln!("simdb: bad input: {p}"))
+            .context("--learn-idf")?;
         eprintln!(
             "learned IDF of {} terms from {} documents ({bad} lines skipped)",
             table.len(),

@@ -195,30 +195,24 @@ fn query_batch(
         );
         let mut chunk: Vec<Parsed> = Vec::new();
         for (n, line) in lines.by_ref() {
-            let line = line.with_context(|| format!("{}: read error", path.display()))?;
+            let mut line = line.with_context(|| format!("{}: read error", path.display()))?;
+            if n == 0 && line.starts_with(ingest::read::UTF8_BOM) {
+                line.drain(..ingest::read::UTF8_BOM.len());
+            }
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
             let lineno = n + 1;
-            let parsed = (|| -> std::result::Result<(serde_json::Value, simdb::Query), String> {
-                let v: serde_json::Value =
-                    serde_json::from_slice(&line).map_err(|e| format!("invalid JSON: {e}"))?;
-                let label = v.get("id").cloned().unwrap_or(json!(lineno));
-                let q = match (v.get("text"), v.get("fingerprint")) {
-                    (Some(serde_json::Value::String(t)), None) => {
-                        let a = db.fingerprinter().analyze(t).map_err(|e| e.to_string())?;
+            let parsed = ingest::read::parse_query_line(&line).and_then(|(label, bq)| {
+                let q = match bq {
+                    ingest::read::BatchQuery::Text(t) => {
+                        let a = db.fingerprinter().analyze(&t).map_err(|e| e.to_string())?;
                         mode(db.query_for(a.fingerprint, a.sketch, &a.weak_bits))
                     }
-                    (None, Some(serde_json::Value::String(h))) => mode(simdb::Query::new(
-                        h.parse().map_err(|e: simdb::Error| e.to_string())?,
-                    )),
-                    _ => return Err(
-                        "give exactly one of \"text\" (string) or \"fingerprint\" (16 hex digits)"
-                            .into(),
-                    ),
+                    ingest::read::BatchQuery::Fingerprint(fp) => mode(simdb::Query::new(fp)),
                 };
-                Ok((label, q))
-            })();
+                Ok((label.unwrap_or(json!(lineno)), q))
+            });
             chunk.push(match parsed {
                 Ok((label, q)) => (lineno, label, Ok(q)),
                 Err(e) => (lineno, json!(lineno), Err(e)),

@@ -360,3 +360,45 @@ pub fn write_report(out: &mut impl Write, r: &DuplicateReport) -> std::io::Resul
     serde_json::to_writer(&mut *out, r)?;
     out.write_all(b"\n")
 }
+
+/// Learns an IDF table (see [`crate::fingerprint::LearnedIdf`]) from the
+/// texts of `inputs` (read as ingest reads them), with `recipe`'s
+/// segmentation and stop words; `on_bad` sees each line or document that
+/// is not a text. Memory holds the distinct terms, not the texts. Returns
+/// the table and how many lines were skipped; an input with no text at all
+/// is an error.
+pub fn learn_idf(
+    recipe: &crate::Recipe,
+    inputs: &[Input],
+    mut on_bad: impl FnMut(&Problem),
+) -> Result<(crate::fingerprint::LearnedIdf, u64)> {
+    let mut learner =
+        crate::fingerprint::IdfLearner::new(crate::Fingerprinter::new(recipe.clone()));
+    let mut skipped = 0u64;
+    for input in inputs {
+        let items = read::read(input, read::DEFAULT_MAX_DOC_BYTES)
+            .map_err(|e| Error::io(&input.path, e))?;
+        for item in items {
+            match item {
+                Ok(d) => match &d.content {
+                    crate::Content::Text(t) => learner.add(t),
+                    _ => {
+                        skipped += 1;
+                        on_bad(&Problem {
+                            location: d.source.clone(),
+                            reason: "not a text (features or a fingerprint)".into(),
+                        });
+                    }
+                },
+                Err(p) => {
+                    skipped += 1;
+                    on_bad(&p);
+                }
+            }
+        }
+    }
+    if learner.docs() == 0 {
+        return Err(Error::Input("no texts to learn the IDF from".into()));
+    }
+    Ok((learner.finish(), skipped))
+}

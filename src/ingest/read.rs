@@ -146,6 +146,40 @@ struct JsonDoc {
 }
 
 /// Parses one JSONL line into (id, content).
+/// What one line of `query --batch` asks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BatchQuery {
+    /// `{"text": …}`: the default query of a text.
+    Text(String),
+    /// `{"fingerprint": "16 hex digits"}`: an exact query at k = 3.
+    Fingerprint(crate::Fingerprint),
+}
+
+/// Parses one line of `query --batch`: a JSON object with exactly one of
+/// `"text"` (a string) or `"fingerprint"` (16 hex digits), and optionally
+/// `"id"`, any JSON value, echoed back with the answer as its label.
+/// `Err` is the reason.
+pub fn parse_query_line(line: &[u8]) -> Result<(Option<serde_json::Value>, BatchQuery), String> {
+    let v: serde_json::Value =
+        serde_json::from_slice(line).map_err(|e| format!("invalid JSON: {e}"))?;
+    if !v.is_object() {
+        return Err("not a JSON object".into());
+    }
+    let label = v.get("id").cloned();
+    let q = match (v.get("text"), v.get("fingerprint")) {
+        (Some(serde_json::Value::String(t)), None) => BatchQuery::Text(t.clone()),
+        (None, Some(serde_json::Value::String(h))) => {
+            BatchQuery::Fingerprint(h.parse().map_err(|e: crate::Error| e.to_string())?)
+        }
+        _ => {
+            return Err(
+                "give exactly one of \"text\" (string) or \"fingerprint\" (16 hex digits)".into(),
+            )
+        }
+    };
+    Ok((label, q))
+}
+
 pub fn parse_json_doc(line: &[u8]) -> Result<(String, Content), String> {
     // serde would read a struct from an array too; a document is an object.
     match line.iter().find(|b| !b.is_ascii_whitespace()) {
@@ -268,8 +302,12 @@ pub fn read(
     }
 }
 
+/// The UTF-8 encoding of U+FEFF, the byte-order mark.
+pub const UTF8_BOM: &[u8] = b"\xef\xbb\xbf";
+
 /// The documents of `reader` in `format` (`Jsonl` or `Lines`; `Dir` reads
 /// as `Lines`), named `name:line`, lines longer than `max_doc_bytes` refused.
+/// A byte-order mark before the first line is dropped.
 pub fn read_lines(
     reader: Box<dyn BufRead + Send>,
     name: String,
@@ -329,6 +367,11 @@ impl Iterator for LineReader {
                     ))
                 }
                 Ok(Some(true)) => {}
+            }
+            // A UTF-8 byte-order mark before the first line (files saved
+            // on Windows often start with one) is not part of the data.
+            if self.line == 1 && self.buf.starts_with(UTF8_BOM) {
+                self.buf.drain(..UTF8_BOM.len());
             }
             if self.buf.iter().all(u8::is_ascii_whitespace) {
                 continue; // blank lines are not documents
