@@ -7,7 +7,7 @@ pub(super) fn init(a: InitArgs) -> Result<bool> {
     let db = if a.learn_idf.is_empty() {
         Db::create(&a.db, r)?
     } else {
-        let inputs: Vec<Input> = a.learn_idf.iter().map(|p| Input::guess(p)).collect();
+        let inputs: Vec<Input> = a.learn_idf.iter().map(Input::guess).collect();
         let (table, bad) = ingest::learn_idf(&r, &inputs, |p| eprintln!("simdb: bad input: {p}"))
             .context("--learn-idf")?;
         eprintln!(
