@@ -300,3 +300,30 @@ fn regression_11_byte_order_mark_starts_no_bad_line() {
         common::stdout(&o)
     );
 }
+
+/// Issue 11: ids `1` and `"1"` name the same document (an integer id is its
+/// decimal string), as the README says: the second replaces the first.
+#[test]
+fn regression_11_integer_and_string_ids_are_one_document() {
+    let t = common::TempDb::new();
+    let db = t.path();
+    assert_eq!(common::code(&common::simdb(&[&"init", &db])), 0);
+    let input = t.file(
+        "ids.jsonl",
+        "{\"id\":1,\"text\":\"first text about one thing\"}\n{\"id\":\"1\",\"text\":\"second text about another\"}\n",
+    );
+    let o = common::simdb(&[&"ingest", &db, &input]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    assert!(
+        common::stderr(&o).contains("inserted 1 | replaced 1"),
+        "{}",
+        common::stderr(&o)
+    );
+    let o = common::simdb(&[&"get", &db, &"1", &"--json"]);
+    assert_eq!(common::code(&o), 0);
+    assert!(
+        common::stdout(&o).contains("ids.jsonl:2"),
+        "{}",
+        common::stdout(&o)
+    );
+}

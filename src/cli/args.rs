@@ -8,21 +8,50 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 ///
 /// Exit codes: 0 = something found (or done), 1 = nothing found, 2 = error.
 #[derive(Debug, Parser)]
-#[command(name = "simdb", version, about, long_about = None)]
+#[command(name = "simdb", version, about, long_about = None, after_help = EXAMPLES)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
+
+const EXAMPLES: &str = "\
+Examples:
+  simdb init news.db
+  simdb ingest news.db nightly.jsonl --report dups.jsonl      # {\"id\", \"text\"} per line
+  simdb query news.db --text \"国务院常务会议部署扩大内需\"
+  simdb query news.db --id xwlb/20240312/03 --json
+  simdb query news.db --batch queries.jsonl > answers.jsonl
+  simdb query news.db --fingerprint 3fa9c2d1e07b4c88 -k 7     # exact: all within 7 bits
+  simdb stats news.db
+
+See `simdb <command> --help` and the README for what each option does.";
+
+const INGEST_EXAMPLES: &str = "\
+Examples:
+  simdb ingest news.db day1.jsonl day2.jsonl --report dups.jsonl
+  cat docs.jsonl | simdb ingest news.db - --skip-duplicates
+  simdb ingest news.db articles/ --format dir                 # one document per file
+  simdb ingest news.db big.jsonl --acks --sync                # durable acknowledgements";
+
+const QUERY_EXAMPLES: &str = "\
+Examples:
+  simdb query news.db --text \"some text\"                     # confidence-ranked, verified
+  simdb query news.db --file article.txt --explain            # why each hit matched
+  simdb query news.db --id doc-42 --limit 5 --json
+  simdb query news.db --text \"some text\" -k 7                # exact: every document within 7 bits
+  simdb query news.db --batch queries.jsonl      # JSONL: {\"id\", \"text\"} or {\"fingerprint\"}";
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Create a new, empty store with a fingerprint recipe.
     Init(InitArgs),
     /// Add or replace documents from JSONL, text files or directories.
+    #[command(after_help = INGEST_EXAMPLES)]
     Ingest(IngestArgs),
     /// Bulk-load precomputed fingerprints into a new store (sorted SST files).
     Import(ImportArgs),
     /// Find stored near-duplicates of a text, file, fingerprint or stored id.
+    #[command(after_help = QUERY_EXAMPLES)]
     Query(QueryArgs),
     /// Print fingerprints of texts (needs no store).
     Fingerprint(FingerprintArgs),
