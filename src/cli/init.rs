@@ -19,13 +19,14 @@ pub(super) fn init(a: InitArgs) -> Result<bool> {
     };
     let r = db.recipe();
     println!(
-        "created {} (top_k={}, shingle={}, hmm={}, tf={}, idf={})",
+        "created {} (top_k={}, shingle={}, hmm={}, tf={}, idf={}, sketch={})",
         a.db.display(),
         r.top_k,
         r.shingle,
         r.hmm,
         r.tf,
-        r.idf
+        r.idf,
+        r.sketch
     );
     Ok(true)
 }
