@@ -41,3 +41,73 @@ pub fn corpus_words(
     }
     words
 }
+
+/// Character 5-gram set of a text's letters and digits (lower-cased); a
+/// text with fewer than 5 of them is one shingle of all of them.
+#[allow(dead_code, reason = "used by the evaluation tools, not by every tool")]
+pub fn char_shingles(text: &str) -> Vec<u64> {
+    let chars: Vec<char> = text
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect();
+    let mut s: Vec<u64> = if chars.len() < 5 {
+        let all: String = chars.iter().collect();
+        vec![xxhash_rust::xxh3::xxh3_64(all.as_bytes())]
+    } else {
+        chars
+            .windows(5)
+            .map(|w| xxhash_rust::xxh3::xxh3_64(w.iter().collect::<String>().as_bytes()))
+            .collect()
+    };
+    s.sort_unstable();
+    s.dedup();
+    s
+}
+
+#[allow(dead_code, reason = "used by the evaluation tools, not by every tool")]
+pub fn jaccard(a: &[u64], b: &[u64]) -> f64 {
+    let (mut i, mut j, mut inter) = (0, 0, 0usize);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                inter += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    let uni = a.len() + b.len() - inter;
+    if uni == 0 {
+        1.0
+    } else {
+        inter as f64 / uni as f64
+    }
+}
+
+/// A text's jieba tokens (words and the separators between them, so edits
+/// keep the rest of the text intact) and the positions of the words.
+#[allow(dead_code, reason = "used by the evaluation tools, not by every tool")]
+pub fn word_tokens(jieba: &jieba_rs::Jieba, text: &str) -> (Vec<String>, Vec<usize>) {
+    let toks: Vec<String> = jieba
+        .cut(text, false)
+        .into_iter()
+        .map(|t| t.word.to_string())
+        .collect();
+    let words = (0..toks.len())
+        .filter(|&i| toks[i].chars().any(char::is_alphanumeric))
+        .collect();
+    (toks, words)
+}
+
+/// The documents of corpus `path`, at most `max_docs` of them (0 = all).
+#[allow(dead_code, reason = "used by the evaluation tools, not by every tool")]
+pub fn load_corpus(path: &std::path::Path, max_docs: usize) -> Vec<(String, String)> {
+    let mut docs = read_corpus(path.to_str().expect("UTF-8 path"));
+    if max_docs > 0 {
+        docs.truncate(max_docs);
+    }
+    docs
+}

@@ -104,14 +104,7 @@ fn main() {
     let mut found = 0;
     let mut tried = 0;
     for (id, text) in long.choose_multiple(&mut rng, edits).map(|d| (&d.0, &d.1)) {
-        let mut toks: Vec<String> = jieba
-            .cut(text, false)
-            .into_iter()
-            .map(|t| t.word.to_string())
-            .collect();
-        let words: Vec<usize> = (0..toks.len())
-            .filter(|&i| toks[i].chars().any(char::is_alphanumeric))
-            .collect();
+        let (mut toks, words) = common::word_tokens(&jieba, text);
         for &i in words.choose_multiple(&mut rng, 3) {
             toks[i] = vocab.choose(&mut rng).unwrap().clone();
         }

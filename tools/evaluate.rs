@@ -109,49 +109,6 @@ fn compare(a: &Sig, b: &Sig) -> Option<(u32, f64)> {
     Some((d, s))
 }
 
-/// Character 5-gram set of a text's letters and digits (lower-cased); a
-/// text with fewer than 5 of them is one shingle of all of them.
-fn char_shingles(text: &str) -> Vec<u64> {
-    let chars: Vec<char> = text
-        .chars()
-        .filter(|c| c.is_alphanumeric())
-        .flat_map(char::to_lowercase)
-        .collect();
-    let mut s: Vec<u64> = if chars.len() < 5 {
-        let all: String = chars.iter().collect();
-        vec![xxhash_rust::xxh3::xxh3_64(all.as_bytes())]
-    } else {
-        chars
-            .windows(5)
-            .map(|w| xxhash_rust::xxh3::xxh3_64(w.iter().collect::<String>().as_bytes()))
-            .collect()
-    };
-    s.sort_unstable();
-    s.dedup();
-    s
-}
-
-fn jaccard(a: &[u64], b: &[u64]) -> f64 {
-    let (mut i, mut j, mut inter) = (0, 0, 0usize);
-    while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                inter += 1;
-                i += 1;
-                j += 1;
-            }
-        }
-    }
-    let uni = a.len() + b.len() - inter;
-    if uni == 0 {
-        1.0
-    } else {
-        inter as f64 / uni as f64
-    }
-}
-
 /// Word tokens (jieba for Chinese, its Latin runs for other text) and the
 /// separators between them, so edits keep the rest of the text intact.
 fn tokens(jieba: &jieba_rs::Jieba, text: &str) -> Vec<String> {
@@ -398,10 +355,7 @@ fn main() {
 
     for path in &args.corpus {
         let name = path.file_stem().unwrap().to_string_lossy().to_string();
-        let mut docs = common::read_corpus(path.to_str().expect("UTF-8 path"));
-        if args.max_docs > 0 {
-            docs.truncate(args.max_docs);
-        }
+        let docs = common::load_corpus(path, args.max_docs);
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed);
         let pool = common::corpus_words(&jieba, &docs, &mut rng);
         let ascii = docs.iter().take(200).all(|(_, t)| t.is_ascii());
@@ -419,7 +373,10 @@ fn main() {
                 planted.push((ki, i, copy));
             }
         }
-        let shingles: Vec<Vec<u64>> = docs.par_iter().map(|(_, t)| char_shingles(t)).collect();
+        let shingles: Vec<Vec<u64>> = docs
+            .par_iter()
+            .map(|(_, t)| common::char_shingles(t))
+            .collect();
         println!(
             "\n== {name}: {} documents, {} planted copies ({} per kind), seed {}, threshold {}",
             docs.len(),
@@ -473,7 +430,7 @@ fn main() {
                     (
                         d,
                         s >= args.threshold,
-                        jaccard(&shingles[i], &shingles[j]) >= 0.5,
+                        common::jaccard(&shingles[i], &shingles[j]) >= 0.5,
                     )
                 })
                 .collect();
@@ -594,7 +551,7 @@ fn main() {
                         for &(i, j, d) in &pairs {
                             if d <= k && compare(&sigs[i], &sigs[j]).unwrap().1 >= t {
                                 fl += 1;
-                                di += u64::from(jaccard(&shingles[i], &shingles[j]) < 0.5);
+                                di += u64::from(common::jaccard(&shingles[i], &shingles[j]) < 0.5);
                             }
                         }
                         let r = found as f64 / planted.len() as f64;

@@ -170,14 +170,7 @@ fn apply(
             cs.into_iter().collect()
         }
         Kind::Words => {
-            let mut toks: Vec<String> = jieba
-                .cut(text, false)
-                .into_iter()
-                .map(|t| t.word.to_string())
-                .collect();
-            let words: Vec<usize> = (0..toks.len())
-                .filter(|&i| toks[i].chars().any(char::is_alphanumeric))
-                .collect();
+            let (mut toks, words) = common::word_tokens(jieba, text);
             let sep = if text.is_ascii() { " " } else { "" };
             for _ in 0..edits(words.len(), rate) {
                 let i = *words.choose(rng).expect("words");
@@ -250,49 +243,6 @@ fn apply(
             }
             cs.into_iter().collect()
         }
-    }
-}
-
-/// Character 5-gram set of letters and digits (lower-cased): the yardstick
-/// of "distinct" (exact Jaccard < 0.5).
-fn char_shingles(text: &str) -> Vec<u64> {
-    let chars: Vec<char> = text
-        .chars()
-        .filter(|c| c.is_alphanumeric())
-        .flat_map(char::to_lowercase)
-        .collect();
-    let mut s: Vec<u64> = if chars.len() < 5 {
-        let all: String = chars.iter().collect();
-        vec![xxhash_rust::xxh3::xxh3_64(all.as_bytes())]
-    } else {
-        chars
-            .windows(5)
-            .map(|w| xxhash_rust::xxh3::xxh3_64(w.iter().collect::<String>().as_bytes()))
-            .collect()
-    };
-    s.sort_unstable();
-    s.dedup();
-    s
-}
-
-fn jaccard(a: &[u64], b: &[u64]) -> f64 {
-    let (mut i, mut j, mut inter) = (0, 0, 0usize);
-    while i < a.len() && j < b.len() {
-        match a[i].cmp(&b[j]) {
-            std::cmp::Ordering::Less => i += 1,
-            std::cmp::Ordering::Greater => j += 1,
-            std::cmp::Ordering::Equal => {
-                inter += 1;
-                i += 1;
-                j += 1;
-            }
-        }
-    }
-    let uni = a.len() + b.len() - inter;
-    if uni == 0 {
-        1.0
-    } else {
-        inter as f64 / uni as f64
     }
 }
 
@@ -509,10 +459,7 @@ fn main() {
     let mut report = Vec::new();
     for path in &args.corpus {
         let name = path.file_stem().unwrap().to_string_lossy().to_string();
-        let mut docs = common::read_corpus(path.to_str().expect("UTF-8 path"));
-        if args.max_docs > 0 {
-            docs.truncate(args.max_docs);
-        }
+        let docs = common::load_corpus(path, args.max_docs);
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed);
         let words_pool = common::corpus_words(&jieba, &docs, &mut rng);
         let chars_pool: Vec<char> = (0..300)
@@ -562,7 +509,10 @@ fn main() {
         };
         let originals: Vec<Sig> = docs.par_iter().map(|(_, t)| sig(t)).collect();
         let copies: Vec<Sig> = planted.par_iter().map(|p| sig(&p.3)).collect();
-        let shingles: Vec<Vec<u64>> = docs.par_iter().map(|(_, t)| char_shingles(t)).collect();
+        let shingles: Vec<Vec<u64>> = docs
+            .par_iter()
+            .map(|(_, t)| common::char_shingles(t))
+            .collect();
         let mut idx = MemIndex::new();
         for (i, s) in originals.iter().enumerate() {
             if let Some(a) = &s.a {
@@ -750,7 +700,7 @@ fn main() {
             pairs.dedup();
             let distinct = pairs
                 .par_iter()
-                .filter(|&&(i, j)| jaccard(&shingles[i], &shingles[j]) < 0.5)
+                .filter(|&&(i, j)| common::jaccard(&shingles[i], &shingles[j]) < 0.5)
                 .count();
             let mut line = format!("{:<34}", sys.name());
             let mut rec = serde_json::Map::new();
@@ -828,7 +778,7 @@ fn sweep(
             candidates(&originals[i])
                 .into_iter()
                 .filter(move |&j| j > i)
-                .map(move |j| (i, j, jaccard(&shingles[i], &shingles[j]) < 0.5))
+                .map(move |j| (i, j, common::jaccard(&shingles[i], &shingles[j]) < 0.5))
         })
         .collect();
     let found: Vec<bool> = planted

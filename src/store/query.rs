@@ -204,12 +204,12 @@ impl Store {
         }
         for chunk in groups.chunks(4096) {
             let blocks: Vec<u16> = chunk.iter().map(|g| g.0).collect();
-            self.read_buckets(i, &blocks, |n, fp| {
+            self.read_buckets(i, &blocks, |n, posting| {
+                let mut hits = Vec::new();
                 for &(_, j) in &order[chunk[n].1.clone()] {
-                    let (q, plan) = (&qs[j].0, &qs[j].1);
-                    if plan.accepts(*q, fp) {
-                        found.push((j, fp));
-                    }
+                    hits.clear();
+                    qs[j].1.scan_posting(qs[j].0, posting, &mut hits);
+                    found.extend(hits.iter().map(|&fp| (j, fp)));
                 }
             })?;
         }
@@ -226,6 +226,19 @@ impl Store {
         plan: &index::ProbePlan,
         found: &mut Vec<Fingerprint>,
     ) -> Result<()> {
+        // Hot loop: XOR + popcount over each packed posting.
+        self.read_buckets(i, blocks, |_, posting| plan.scan_posting(q, posting, found))
+    }
+
+    /// Reads buckets `blocks` (ascending) of family `i` with one multi-get
+    /// and calls `on(n, posting)` with the posting of the `n`-th bucket
+    /// (whole 8-byte entries, checked; absent buckets are skipped).
+    fn read_buckets(
+        &self,
+        i: usize,
+        blocks: &[u16],
+        mut on: impl FnMut(usize, &[u8]),
+    ) -> Result<()> {
         let name = BLOCK_FAMILIES[i];
         let keys: Vec<[u8; index::BUCKET_KEY_LEN]> =
             blocks.iter().map(|&b| index::bucket_key(b)).collect();
@@ -239,32 +252,7 @@ impl Store {
                     "posting is not a whole number of entries",
                 ));
             }
-            // Hot loop: XOR + popcount over the packed posting.
-            plan.scan_posting(q, &v, found);
-        }
-        Ok(())
-    }
-
-    /// Reads buckets `blocks` (ascending) of family `i` with one multi-get
-    /// and calls `on(n, fp)` for every fingerprint of the `n`-th bucket.
-    fn read_buckets(
-        &self,
-        i: usize,
-        blocks: &[u16],
-        mut on: impl FnMut(usize, Fingerprint),
-    ) -> Result<()> {
-        let name = BLOCK_FAMILIES[i];
-        let keys: Vec<[u8; index::BUCKET_KEY_LEN]> =
-            blocks.iter().map(|&b| index::bucket_key(b)).collect();
-        let values = self.db.batched_multi_get_cf(self.cf(name), &keys, true);
-        for (n, v) in values.into_iter().enumerate() {
-            let Some(v) = v? else { continue };
-            let entries = index::posting_entries(&v).ok_or_else(|| {
-                Error::corrupt(name, &keys[n], "posting is not a whole number of entries")
-            })?;
-            for fp in entries {
-                on(n, fp);
-            }
+            on(n, &v);
         }
         Ok(())
     }
