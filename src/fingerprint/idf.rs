@@ -47,29 +47,31 @@ pub(crate) fn word_key(word: &str) -> u64 {
 fn idf_table() -> &'static IdfTable {
     static TABLE: OnceLock<IdfTable> = OnceLock::new();
     TABLE.get_or_init(|| {
+        // Loaded at every process start that fingerprints text: no more
+        // than the map. That no two words share a hash, and the median,
+        // are properties of the vendored table, checked once by tests.
         let mut map =
             std::collections::HashMap::with_capacity_and_hasher(280_000, Default::default());
-        let mut values = Vec::with_capacity(280_000);
-        let mut words: FxHashMap<u64, &str> = FxHashMap::default();
-        for line in IDF_TABLE.lines() {
-            let mut parts = line.split_whitespace();
-            if let (Some(word), Some(Ok(idf))) = (parts.next(), parts.next().map(str::parse::<f64>))
-            {
-                let key = word_key(word);
-                if let Some(other) = words.insert(key, word) {
-                    assert_eq!(other, word, "two IDF words share an xxh3-64 hash");
-                }
-                map.insert(key, idf);
-                values.push(idf);
-            }
+        for (word, idf) in table_entries() {
+            map.insert(word_key(word), idf);
         }
-        // The lower median, as jieba-rs computes it: ascending index (len-1)/2.
-        values.sort_by(f64::total_cmp);
-        let median = values
-            .get(values.len().saturating_sub(1) / 2)
-            .copied()
-            .unwrap_or(1.0);
-        IdfTable { map, median }
+        IdfTable {
+            map,
+            median: JIEBA_IDF_LOWER_MEDIAN,
+        }
+    })
+}
+
+/// The lower median of the vendored table's values (ascending index
+/// (len - 1) / 2, as jieba-rs computes it): the IDF of a term missing from
+/// the table. A test recomputes it from the table.
+const JIEBA_IDF_LOWER_MEDIAN: f64 = 11.9547675029;
+
+/// The `(word, idf)` lines of the vendored table.
+fn table_entries() -> impl Iterator<Item = (&'static str, f64)> {
+    IDF_TABLE.lines().filter_map(|line| {
+        let (word, idf) = line.split_once(' ')?;
+        Some((word, idf.trim().parse().ok()?))
     })
 }
 
@@ -182,4 +184,40 @@ impl LearnedIdf {
 /// Builds jieba's IDF table now rather than on first use.
 pub(crate) fn warm_up() {
     let _ = idf_table();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vendored_table_properties_hold() {
+        let entries: Vec<(&str, f64)> = table_entries().collect();
+        assert_eq!(entries.len(), 270_132);
+        // The same entries as a whitespace split reads.
+        let split = IDF_TABLE
+            .lines()
+            .filter(|l| {
+                let mut p = l.split_whitespace();
+                matches!(
+                    (p.next(), p.next().map(str::parse::<f64>)),
+                    (Some(_), Some(Ok(_)))
+                )
+            })
+            .count();
+        assert_eq!(split, entries.len());
+        // No two words share an xxh3-64 key (a lookup never reads another
+        // word's IDF).
+        let mut keys: FxHashMap<u64, &str> = FxHashMap::default();
+        for (w, _) in &entries {
+            if let Some(other) = keys.insert(word_key(w), w) {
+                assert_eq!(other, *w, "two IDF words share an xxh3-64 hash");
+            }
+        }
+        // The median constant is the table's lower median.
+        let mut values: Vec<f64> = entries.iter().map(|e| e.1).collect();
+        values.sort_by(f64::total_cmp);
+        assert_eq!(values[(values.len() - 1) / 2], JIEBA_IDF_LOWER_MEDIAN);
+        assert_eq!(default_idf(), JIEBA_IDF_LOWER_MEDIAN);
+    }
 }
