@@ -433,8 +433,9 @@ impl ProbePlan {
     #[inline]
     pub fn accepts(&self, q: Fingerprint, fp: Fingerprint) -> bool {
         let x = q.0 ^ fp.0;
-        x.count_ones() <= self.k
-            || (self.ranked && (x & !self.weak_mask).count_ones() <= PROBE_TOLERANCE)
+        // `|` and `&`, not `||` and `&&`: no branch in the scan loop.
+        (x.count_ones() <= self.k)
+            | (self.ranked & ((x & !self.weak_mask).count_ones() <= PROBE_TOLERANCE))
     }
 
     /// Buckets read over the four families.
@@ -442,18 +443,11 @@ impl ProbePlan {
         self.blocks.iter().map(Vec::len).sum()
     }
 
-    /// Number of weak bits.
-    pub fn weak_bits(&self) -> u32 {
-        self.weak_mask.count_ones()
-    }
-}
-
-impl ProbePlan {
     /// Appends to `out` the fingerprints of posting `value` (whole 8-byte
     /// entries; a trailing partial entry is ignored, callers check the
-    /// length) that the plan accepts for `q`: the query's hot loop, the same
-    /// rule as [`ProbePlan::accepts`] without a branch per entry, using the
-    /// CPU's POPCNT instruction where it has one.
+    /// length) that the plan accepts for `q`: the query's hot loop,
+    /// [`ProbePlan::accepts`] compiled with the CPU's POPCNT instruction
+    /// where it has one.
     pub fn scan_posting(&self, q: Fingerprint, value: &[u8], out: &mut Vec<Fingerprint>) {
         #[cfg(target_arch = "x86_64")]
         {
@@ -475,21 +469,12 @@ impl ProbePlan {
 
     #[inline(always)]
     fn scan_posting_portable(&self, q: Fingerprint, value: &[u8], out: &mut Vec<Fingerprint>) {
-        let strong = if self.ranked { !self.weak_mask } else { 0 };
-        let tol = if self.ranked {
-            PROBE_TOLERANCE
-        } else {
-            u32::MAX
-        };
-        let k = self.k;
         for c in value.chunks_exact(ENTRY_LEN) {
             let mut b = [0u8; 8];
             b.copy_from_slice(c);
-            let fp = u64::from_be_bytes(b);
-            let x = fp ^ q.0;
-            let hit = (x.count_ones() <= k) | ((x & strong).count_ones() <= tol && self.ranked);
-            if hit {
-                out.push(Fingerprint(fp));
+            let fp = Fingerprint(u64::from_be_bytes(b));
+            if self.accepts(q, fp) {
+                out.push(fp);
             }
         }
     }
