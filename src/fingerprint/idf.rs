@@ -3,8 +3,6 @@
 //! hash) and the fingerprinter (which looks terms up), so neither depends
 //! on the other for it.
 
-use std::sync::OnceLock;
-
 use rustc_hash::FxHashMap;
 
 /// jieba-rs 0.11's bundled IDF table (`src/data/idf.txt` of that crate,
@@ -12,54 +10,40 @@ use rustc_hash::FxHashMap;
 /// A test checks it against jieba-rs's own TF-IDF extractor.
 const IDF_TABLE: &str = include_str!("data/jieba_idf.txt");
 
-/// The IDF table keyed by the xxh3-64 of each word: a lookup touches one
-/// entry and never the table's text (word-keyed lookups spent most of their
-/// time on cache misses comparing keys). Building checks that no two words
-/// share a hash; an unlisted word takes a listed word's IDF only if their
-/// 64-bit hashes collide (about 1 in 6.6e13 per lookup).
-struct IdfTable {
-    map: std::collections::HashMap<u64, f64, std::hash::BuildHasherDefault<KeyIsHash>>,
-    median: f64,
-}
+include!(concat!(env!("OUT_DIR"), "/jieba_idf.rs"));
 
-/// A `Hasher` for keys that already are hashes.
-#[derive(Default)]
-struct KeyIsHash(u64);
-
-impl std::hash::Hasher for KeyIsHash {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
-    }
-}
+/// The vendored table as built by `build.rs`: an open-addressing hash table
+/// of [`IDF_SLOTS`] 16-byte slots (xxh3-64 of the word, then the IDF's f64
+/// bits, little-endian; key 0 is an empty slot), linear probing from the
+/// key's low bits. Part of the binary: nothing is parsed or built at start,
+/// and a lookup touches a slot or two, never the table's text. An unlisted
+/// word takes a listed word's IDF only if their 64-bit hashes collide (about
+/// 1 in 6.6e13 per lookup); no two listed words collide (a test checks it).
+static IDF_SLOTS_BYTES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/jieba_idf.bin"));
 
 pub(crate) fn word_key(word: &str) -> u64 {
     xxhash_rust::xxh3::xxh3_64(word.as_bytes())
 }
 
-fn idf_table() -> &'static IdfTable {
-    static TABLE: OnceLock<IdfTable> = OnceLock::new();
-    TABLE.get_or_init(|| {
-        // Loaded at every process start that fingerprints text: no more
-        // than the map. That no two words share a hash, and the median,
-        // are properties of the vendored table, checked once by tests.
-        let mut map =
-            std::collections::HashMap::with_capacity_and_hasher(280_000, Default::default());
-        for (word, idf) in table_entries() {
-            map.insert(word_key(word), idf);
+/// The vendored table's IDF for the word whose key is `key`.
+fn jieba_idf(key: u64) -> Option<f64> {
+    if key == 0 {
+        return None; // never a listed word's key (build.rs checks)
+    }
+    let mask = IDF_SLOTS - 1;
+    let mut i = (key as usize) & mask;
+    loop {
+        let slot = IDF_SLOTS_BYTES.get(i * 16..i * 16 + 16)?;
+        let (k, v) = slot.split_at(8);
+        let k = u64::from_le_bytes(k.try_into().ok()?);
+        if k == key {
+            return Some(f64::from_bits(u64::from_le_bytes(v.try_into().ok()?)));
         }
-        IdfTable {
-            map,
-            median: JIEBA_IDF_LOWER_MEDIAN,
+        if k == 0 {
+            return None;
         }
-    })
+        i = (i + 1) & mask;
+    }
 }
 
 /// The lower median of the vendored table's values (ascending index
@@ -68,6 +52,7 @@ fn idf_table() -> &'static IdfTable {
 const JIEBA_IDF_LOWER_MEDIAN: f64 = 11.9547675029;
 
 /// The `(word, idf)` lines of the vendored table.
+#[cfg(test)]
 fn table_entries() -> impl Iterator<Item = (&'static str, f64)> {
     IDF_TABLE.lines().filter_map(|line| {
         let (word, idf) = line.split_once(' ')?;
@@ -75,21 +60,20 @@ fn table_entries() -> impl Iterator<Item = (&'static str, f64)> {
     })
 }
 
-/// xxh3-64 of the IDF table's bytes: its identity in the recipe.
+/// xxh3-64 of the IDF table's bytes: its identity in the recipe, computed
+/// by `build.rs` (a test recomputes it).
 pub(crate) fn idf_table_hash() -> u64 {
-    static HASH: OnceLock<u64> = OnceLock::new();
-    *HASH.get_or_init(|| xxhash_rust::xxh3::xxh3_64(IDF_TABLE.as_bytes()))
+    IDF_TABLE_HASH
 }
 
 /// The IDF of a term: its value in the table, or the table's median.
 pub fn idf(term: &str) -> f64 {
-    let t = idf_table();
-    t.map.get(&word_key(term)).copied().unwrap_or(t.median)
+    jieba_idf(word_key(term)).unwrap_or(JIEBA_IDF_LOWER_MEDIAN)
 }
 
 /// The IDF given to terms missing from the table (the table's lower median).
 pub fn default_idf() -> f64 {
-    idf_table().median
+    JIEBA_IDF_LOWER_MEDIAN
 }
 
 /// The words of the vendored IDF table (jieba's vocabulary), in table
@@ -181,11 +165,6 @@ impl LearnedIdf {
     }
 }
 
-/// Builds jieba's IDF table now rather than on first use.
-pub(crate) fn warm_up() {
-    let _ = idf_table();
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,5 +198,25 @@ mod tests {
         values.sort_by(f64::total_cmp);
         assert_eq!(values[(values.len() - 1) / 2], JIEBA_IDF_LOWER_MEDIAN);
         assert_eq!(default_idf(), JIEBA_IDF_LOWER_MEDIAN);
+        // The built table holds every entry (the last line of a word wins,
+        // as a map built from the lines would) and nothing else.
+        let mut expect: FxHashMap<u64, f64> = FxHashMap::default();
+        for (w, v) in &entries {
+            expect.insert(word_key(w), *v);
+        }
+        for (w, _) in &entries {
+            assert_eq!(idf(w).to_bits(), expect[&word_key(w)].to_bits(), "{w}");
+        }
+        let stored = IDF_SLOTS_BYTES
+            .chunks_exact(16)
+            .filter(|s| s[..8] != [0; 8])
+            .count();
+        assert_eq!(stored, expect.len());
+        assert_eq!(idf("not-a-jieba-word"), JIEBA_IDF_LOWER_MEDIAN);
+        // The identity build.rs computed is the hash of the table's text.
+        assert_eq!(
+            idf_table_hash(),
+            xxhash_rust::xxh3::xxh3_64(IDF_TABLE.as_bytes())
+        );
     }
 }

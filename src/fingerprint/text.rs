@@ -288,10 +288,12 @@ impl Fingerprinter {
         &self.recipe
     }
 
-    /// Loads the dictionary and tables now rather than on first use.
+    /// Loads jieba-rs's dictionary now rather than on first use, when the
+    /// recipe's HMM needs it (the built-in tables need no loading).
     pub fn warm_up(&self) {
-        super::idf::warm_up();
-        let _ = jieba();
+        if self.recipe.hmm {
+            let _ = jieba();
+        }
     }
 
     /// Normalised text: NFKC, then lower case.
@@ -344,11 +346,15 @@ impl Fingerprinter {
         let mut start = 0;
         let mut cur = Class::Sep;
         let flush = |cls: Class, run: &'a str, push: &mut dyn FnMut(&'a str)| match cls {
-            Class::Cjk => {
-                for tok in jieba().cut(run, self.recipe.hmm) {
+            // Without the HMM (the default), the built-in dictionary cuts
+            // as jieba-rs does without its start-up cost; the HMM needs
+            // jieba-rs itself.
+            Class::Cjk if self.recipe.hmm => {
+                for tok in jieba().cut(run, true) {
                     push(tok.word);
                 }
             }
+            Class::Cjk => super::dict::cut(run, &mut *push),
             Class::Word => push(run),
             Class::Sep => {}
         };
