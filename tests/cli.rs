@@ -476,3 +476,51 @@ fn regression_16_huge_option_values_are_errors_not_panics() {
         Err(simdb::Error::Input(_))
     ));
 }
+
+#[test]
+fn completions_are_scripts_the_shell_accepts() {
+    let o = simdb(&[&"completions", &"bash"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let script = stdout(&o);
+    for sub in ["ingest", "query", "migrate", "completions"] {
+        assert!(script.contains(sub), "bash completion lacks {sub}");
+    }
+    assert!(script.contains("--probe-budget"));
+    // bash parses it (where bash is installed, as on every CI machine).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("simdb.bash");
+    std::fs::write(&path, &script).unwrap();
+    if let Ok(s) = std::process::Command::new("bash")
+        .arg("-n")
+        .arg(&path)
+        .status()
+    {
+        assert!(s.success(), "bash -n rejects the completion script");
+    }
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let o = simdb(&[&"completions", &shell]);
+        assert_eq!(code(&o), 0, "{shell}: {}", stderr(&o));
+        assert!(stdout(&o).contains("simdb"), "{shell}");
+    }
+    let o = simdb(&[&"completions", &"tcsh"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("possible values"), "{}", stderr(&o));
+}
+
+#[test]
+fn help_shows_examples() {
+    for args in [
+        &["--help"][..],
+        &["ingest", "--help"],
+        &["query", "--help"],
+        &["completions", "--help"],
+    ] {
+        let args: Vec<&dyn AsRef<std::ffi::OsStr>> = args
+            .iter()
+            .map(|a| a as &dyn AsRef<std::ffi::OsStr>)
+            .collect();
+        let o = simdb(&args);
+        assert_eq!(code(&o), 0);
+        assert!(stdout(&o).contains("Examples:\n  simdb "), "{}", stdout(&o));
+    }
+}

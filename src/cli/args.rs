@@ -71,6 +71,21 @@ pub enum Command {
     /// Convert a store made by an older simdb (format 2) to this build's
     /// format, in place (the index is rebuilt from the stored records).
     Migrate(MigrateArgs),
+    /// Print a shell completion script.
+    #[command(after_help = COMPLETIONS_EXAMPLES)]
+    Completions(CompletionsArgs),
+}
+
+const COMPLETIONS_EXAMPLES: &str = "\
+Examples:
+  simdb completions bash > ~/.local/share/bash-completion/completions/simdb
+  simdb completions zsh > \"${fpath[1]}/_simdb\"
+  simdb completions fish > ~/.config/fish/completions/simdb.fish";
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Args)]

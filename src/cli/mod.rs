@@ -60,6 +60,12 @@ pub fn run(cli: Cli) -> Result<bool> {
         Command::Verify(a) => verify::verify(a),
         Command::Backup(a) => backup::backup(a),
         Command::Calibrate(a) => calibrate::calibrate(a),
+        Command::Completions(a) => {
+            use clap::CommandFactory;
+            let mut cmd = Cli::command();
+            clap_complete::generate(a.shell, &mut cmd, "simdb", &mut io::stdout());
+            Ok(true)
+        }
     }
 }
 
