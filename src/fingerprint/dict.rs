@@ -1,7 +1,7 @@
 //! jieba's dictionary segmentation (`Jieba::cut(text, false)`: no HMM)
 //! over a dictionary built into the binary.
 //!
-//! `build.rs` turns jieba-rs 0.11's default dictionary (vendored byte for
+//! `tools/build.rs` turns jieba-rs 0.11's default dictionary (vendored byte for
 //! byte) into an FST map from word to frequency. A process maps it with the
 //! binary and starts segmenting at once, where `Jieba::new()` decompresses
 //! and parses 349,045 lines into a trie at every start (~100 ms).
@@ -26,7 +26,7 @@ static DICT_FST: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/jieba_dict.fs
 
 /// For each character of U+4E00..=U+9FFF, 16 bytes: the FST node reached
 /// from the root by its UTF-8 bytes and the output so far (u64 LE each), or
-/// an address of u64::MAX if no word starts with it. Built by `build.rs`:
+/// an address of u64::MAX if no word starts with it. Built by `tools/build.rs`:
 /// the root's and the first byte's nodes are the widest, and every lookup
 /// would cross them.
 static FIRST_STEP: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/jieba_first.bin"));
@@ -58,7 +58,7 @@ fn dict() -> &'static Fst<&'static [u8]> {
     // Reads the FST's header and footer only.
     FST.get_or_init(|| match Fst::new(DICT_FST) {
         Ok(f) => f,
-        // build.rs wrote these bytes with the same crate: unreachable
+        // tools/build.rs wrote these bytes with the same crate: unreachable
         // unless the build itself is broken.
         Err(e) => panic!("the built-in jieba dictionary is corrupt: {e}"),
     })

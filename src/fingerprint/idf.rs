@@ -12,7 +12,7 @@ const IDF_TABLE: &str = include_str!("data/jieba_idf.txt");
 
 include!(concat!(env!("OUT_DIR"), "/jieba_idf.rs"));
 
-/// The vendored table as built by `build.rs`: an open-addressing hash table
+/// The vendored table as built by `tools/build.rs`: an open-addressing hash table
 /// of [`IDF_SLOTS`] 16-byte slots (xxh3-64 of the word, then the IDF's f64
 /// bits, little-endian; key 0 is an empty slot), linear probing from the
 /// key's low bits. Part of the binary: nothing is parsed or built at start,
@@ -28,7 +28,7 @@ pub(crate) fn word_key(word: &str) -> u64 {
 /// The vendored table's IDF for the word whose key is `key`.
 fn jieba_idf(key: u64) -> Option<f64> {
     if key == 0 {
-        return None; // never a listed word's key (build.rs checks)
+        return None; // never a listed word's key (tools/build.rs checks)
     }
     let mask = IDF_SLOTS - 1;
     let mut i = (key as usize) & mask;
@@ -61,7 +61,7 @@ fn table_entries() -> impl Iterator<Item = (&'static str, f64)> {
 }
 
 /// xxh3-64 of the IDF table's bytes: its identity in the recipe, computed
-/// by `build.rs` (a test recomputes it).
+/// by `tools/build.rs` (a test recomputes it).
 pub(crate) fn idf_table_hash() -> u64 {
     IDF_TABLE_HASH
 }
@@ -213,7 +213,7 @@ mod tests {
             .count();
         assert_eq!(stored, expect.len());
         assert_eq!(idf("not-a-jieba-word"), JIEBA_IDF_LOWER_MEDIAN);
-        // The identity build.rs computed is the hash of the table's text.
+        // The identity tools/build.rs computed is the hash of the table's text.
         assert_eq!(
             idf_table_hash(),
             xxhash_rust::xxh3::xxh3_64(IDF_TABLE.as_bytes())

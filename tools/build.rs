@@ -26,7 +26,7 @@ const IDF: &str = "src/fingerprint/data/jieba_idf.txt";
 fn main() {
     println!("cargo:rerun-if-changed={DICT}");
     println!("cargo:rerun-if-changed={IDF}");
-    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=tools/build.rs");
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     build_dict(&out);
     build_idf(&out);
