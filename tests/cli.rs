@@ -524,3 +524,70 @@ fn help_shows_examples() {
         assert!(stdout(&o).contains("Examples:\n  simdb "), "{}", stdout(&o));
     }
 }
+
+#[test]
+fn pairs_lists_verified_pairs_once_as_jsonl() {
+    let t = TempDb::new();
+    let db = t.path();
+    let (lines, docs) = corpus_docs(31, 60, &[2, 9, 30, 44]);
+    let input = t.file("in.jsonl", lines);
+    assert_eq!(code(&simdb(&[&"init", &db])), 0);
+    assert_eq!(code(&simdb(&[&"ingest", &db, &input])), 0);
+    // What brute force says: every pair within 3 bits, with its similarity.
+    let f = simdb::Fingerprinter::new(simdb::Recipe::default());
+    let an: Vec<simdb::Analysis> = docs.iter().map(|(_, t)| f.analyze(t).unwrap()).collect();
+    let mut want_all = Vec::new();
+    for i in 0..docs.len() {
+        for j in i + 1..docs.len() {
+            let d = an[i].fingerprint.distance(an[j].fingerprint);
+            if d <= 3 {
+                let s = an[i].sketch.unwrap().similarity(&an[j].sketch.unwrap());
+                let (a, b) = if docs[i].0 < docs[j].0 {
+                    (i, j)
+                } else {
+                    (j, i)
+                };
+                want_all.push((docs[a].0.clone(), docs[b].0.clone(), d, s));
+            }
+        }
+    }
+    want_all.sort_by(|x, y| (&x.0, &x.1).cmp(&(&y.0, &y.1)));
+    assert!(
+        !want_all.is_empty(),
+        "the edited copies are near their originals"
+    );
+    let parse = |o: &std::process::Output| {
+        let mut v: Vec<(String, String, u32, f64)> = stdout(o)
+            .lines()
+            .map(|l| {
+                let p: Value = serde_json::from_str(l).unwrap();
+                (
+                    p["a"].as_str().unwrap().to_string(),
+                    p["b"].as_str().unwrap().to_string(),
+                    p["distance"].as_u64().unwrap() as u32,
+                    p["similarity"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        v.sort_by(|x, y| (&x.0, &x.1).cmp(&(&y.0, &y.1)));
+        v
+    };
+    let o = simdb(&[&"pairs", &db, &"--min-similarity", &"0"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(parse(&o), want_all);
+    // The default threshold keeps the verified ones.
+    let o = simdb(&[&"pairs", &db]);
+    let want: Vec<_> = want_all
+        .iter()
+        .filter(|p| p.3 >= simdb::db::DEFAULT_MIN_SIMILARITY)
+        .cloned()
+        .collect();
+    assert_eq!(parse(&o), want);
+    assert!(stderr(&o).contains("pairs within k=3"), "{}", stderr(&o));
+    // Nothing within 0 bits among distinct texts: exit 1, no output.
+    let o = simdb(&[&"pairs", &db, &"-k", &"0", &"--min-similarity", &"0"]);
+    assert_eq!(code(&o), 1);
+    assert!(stdout(&o).is_empty());
+    let o = simdb(&[&"pairs", &db, &"-k", &"12"]);
+    assert_eq!(code(&o), 2);
+}

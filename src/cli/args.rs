@@ -71,6 +71,9 @@ pub enum Command {
     /// Convert a store made by an older simdb (format 2) to this build's
     /// format, in place (the index is rebuilt from the stored records).
     Migrate(MigrateArgs),
+    /// Every near-duplicate pair in the store, once each, as JSONL.
+    #[command(after_help = PAIRS_EXAMPLES)]
+    Pairs(PairsArgs),
     /// Print a shell completion script.
     #[command(after_help = COMPLETIONS_EXAMPLES)]
     Completions(CompletionsArgs),
@@ -81,6 +84,30 @@ Examples:
   simdb completions bash > ~/.local/share/bash-completion/completions/simdb
   simdb completions zsh > \"${fpath[1]}/_simdb\"
   simdb completions fish > ~/.config/fish/completions/simdb.fish";
+
+const PAIRS_EXAMPLES: &str = "\
+Examples:
+  simdb pairs news.db > pairs.jsonl               # {\"a\", \"b\", \"distance\", \"similarity\"} per line
+  simdb pairs news.db -k 5 --min-similarity 0     # every pair within 5 bits, unverified";
+
+#[derive(Debug, Args)]
+pub struct PairsArgs {
+    /// The store.
+    pub db: PathBuf,
+    /// Largest distance of a pair (0..=11; above 3 each bucket is also
+    /// joined with its 16 neighbours, above 7 with 136).
+    #[arg(short = 'k', long = "k", default_value_t = 3)]
+    pub k: u32,
+    /// Report a pair only if the two documents' verification sketches agree
+    /// at least this much (0..1; default 0.6, 0 reports every pair within
+    /// k). Pairs where a document has no sketch are reported without a
+    /// similarity.
+    #[arg(long)]
+    pub min_similarity: Option<f64>,
+    /// Block cache size in MiB.
+    #[arg(long, default_value_t = 256)]
+    pub cache_mb: usize,
+}
 
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {

@@ -12,6 +12,7 @@ mod import;
 mod ingest;
 mod init;
 mod migrate;
+mod pairs;
 mod query;
 mod stats;
 mod verify;
@@ -60,6 +61,7 @@ pub fn run(cli: Cli) -> Result<bool> {
         Command::Verify(a) => verify::verify(a),
         Command::Backup(a) => backup::backup(a),
         Command::Calibrate(a) => calibrate::calibrate(a),
+        Command::Pairs(a) => pairs::pairs(a),
         Command::Completions(a) => {
             use clap::CommandFactory;
             let mut cmd = Cli::command();

@@ -5,9 +5,11 @@ use std::path::Path;
 
 mod admin;
 mod check;
+mod pairs;
 mod writer;
 
 pub use check::{MigrateReport, RepairReport, VerifyReport};
+pub use pairs::{Pair, PairsReport};
 pub(crate) use writer::now;
 pub use writer::{check_id, Writer};
 

@@ -46,6 +46,8 @@
 //! a posting and then the documents that have it under that prefix of
 //! `refs`. Only hits are looked up.
 
+pub mod join;
+
 use std::collections::HashMap;
 
 use crate::fingerprint::{Fingerprint, BLOCKS};

@@ -4,7 +4,7 @@
 
 use rocksdb::ReadOptions;
 
-use super::{Store, BLOCK_FAMILIES, DOCS, REFS};
+use super::{Record, Store, BLOCK_FAMILIES, DOCS, REFS};
 use crate::error::{Error, Result};
 use crate::fingerprint::{Fingerprint, Sketch, BLOCKS};
 use crate::index::{self, DocKey, Hit};
@@ -63,26 +63,28 @@ impl Store {
         found.sort_unstable();
         found.dedup();
         for fp in found {
-            for doc in self.docs_with(fp)? {
-                visit(self.hit(doc, q, sketch)?);
-            }
+            self.hits_of(fp, q, sketch, &mut visit)?;
         }
         Ok(())
     }
 
-    /// The documents with fingerprint `fp` (its `refs` entries).
-    fn docs_with(&self, fp: Fingerprint) -> Result<Vec<DocKey>> {
+    /// The documents with fingerprint `fp`: their `refs` entries, document
+    /// key and id. A fingerprint the index holds has at least one.
+    fn docs_with(&self, fp: Fingerprint) -> Result<Vec<(DocKey, String)>> {
         let prefix = fp.value().to_be_bytes();
         let mut ro = ReadOptions::default();
         ro.set_prefix_same_as_start(true);
         let mut it = self.db.raw_iterator_cf_opt(self.cf(REFS), ro);
         it.seek(prefix);
         let mut out = Vec::new();
-        while let Some(k) = it.key() {
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
             if !k.starts_with(&prefix) {
                 break;
             }
-            out.push(DocKey::decode(k).map_err(|r| Error::corrupt(REFS, k, r))?);
+            let doc = DocKey::decode(k).map_err(|r| Error::corrupt(REFS, k, r))?;
+            let id = std::str::from_utf8(v)
+                .map_err(|_| Error::corrupt(REFS, k, "document id is not UTF-8"))?;
+            out.push((doc, id.to_string()));
             it.next();
         }
         it.status()?;
@@ -96,44 +98,60 @@ impl Store {
         Ok(out)
     }
 
-    /// The hit for index entry `doc` found by query `q`: its id from `refs`,
-    /// checked against its record (which must decode and name `doc`), so a
-    /// damaged record, `refs` entry or index key is an error naming the
-    /// family and key, never a wrong answer.
-    fn hit(&self, doc: DocKey, q: Fingerprint, sketch: Option<&Sketch>) -> Result<Hit> {
-        let id = self.resolve(doc)?.ok_or_else(|| {
-            Error::corrupt(
+    /// The record of document `id`, which `refs` names `doc`: it must
+    /// exist, decode and name `doc`, so a damaged record, `refs` entry or
+    /// index key is an error naming the family and key, never a wrong
+    /// answer.
+    fn checked_record(&self, doc: DocKey, id: &str) -> Result<Record> {
+        match self.get(id)? {
+            Some(r) if r.doc_key() == doc => Ok(r),
+            Some(r) => Err(Error::corrupt(
+                DOCS,
+                id.as_bytes(),
+                format!(
+                    "the record has fingerprint {} and sequence number {}, the index {} and {}",
+                    r.fingerprint, r.seq, doc.fingerprint, doc.seq
+                ),
+            )),
+            None => Err(Error::corrupt(
                 REFS,
                 &doc.encode(),
-                "an index key names a document that has no refs entry",
-            )
-        })?;
-        let similarity = match self.get(&id)? {
-            Some(r) if r.doc_key() == doc => sketch.zip(r.sketch).map(|(a, b)| a.similarity(&b)),
-            Some(r) => {
-                return Err(Error::corrupt(
-                    DOCS,
-                    id.as_bytes(),
-                    format!(
-                        "the record has fingerprint {} and sequence number {}, the index {} and {}",
-                        r.fingerprint, r.seq, doc.fingerprint, doc.seq
-                    ),
-                ))
-            }
-            None => {
-                return Err(Error::corrupt(
-                    REFS,
-                    &doc.encode(),
-                    format!("names id {id:?}, which has no record"),
-                ))
-            }
-        };
-        Ok(Hit {
-            id,
-            fingerprint: doc.fingerprint,
-            distance: doc.fingerprint.distance(q),
-            similarity,
-        })
+                format!("names id {id:?}, which has no record"),
+            )),
+        }
+    }
+
+    /// The hits of fingerprint `fp` for query `q`: every document with it,
+    /// checked against its record, with its similarity to `sketch`.
+    fn hits_of(
+        &self,
+        fp: Fingerprint,
+        q: Fingerprint,
+        sketch: Option<&Sketch>,
+        mut visit: impl FnMut(Hit),
+    ) -> Result<()> {
+        for (doc, id) in self.docs_with(fp)? {
+            let r = self.checked_record(doc, &id)?;
+            visit(Hit {
+                similarity: sketch.zip(r.sketch).map(|(a, b)| a.similarity(&b)),
+                id,
+                fingerprint: doc.fingerprint,
+                distance: doc.fingerprint.distance(q),
+            });
+        }
+        Ok(())
+    }
+
+    /// Every document with fingerprint `fp`, id and record (checked as a
+    /// query checks its hits).
+    pub fn documents_with(&self, fp: Fingerprint) -> Result<Vec<(String, Record)>> {
+        self.docs_with(fp)?
+            .into_iter()
+            .map(|(doc, id)| {
+                let r = self.checked_record(doc, &id)?;
+                Ok((id, r))
+            })
+            .collect()
     }
 
     /// Answers many queries with one pass per family: the queries are sorted
@@ -168,9 +186,8 @@ impl Store {
         let mut out: Vec<Vec<Hit>> = vec![Vec::new(); qs.len()];
         for (qi, fp) in found {
             let sketch = sketches.and_then(|s| s.get(qi)).and_then(Option::as_ref);
-            for doc in self.docs_with(fp)? {
-                out[qi].push(self.hit(doc, qs[qi].0, sketch)?);
-            }
+            let hits = &mut out[qi];
+            self.hits_of(fp, qs[qi].0, sketch, |h| hits.push(h))?;
         }
         Ok(out)
     }
@@ -204,8 +221,8 @@ impl Store {
         }
         for chunk in groups.chunks(4096) {
             let blocks: Vec<u16> = chunk.iter().map(|g| g.0).collect();
+            let mut hits = Vec::new();
             self.read_buckets(i, &blocks, |n, posting| {
-                let mut hits = Vec::new();
                 for &(_, j) in &order[chunk[n].1.clone()] {
                     hits.clear();
                     qs[j].1.scan_posting(qs[j].0, posting, &mut hits);
@@ -257,15 +274,49 @@ impl Store {
         Ok(())
     }
 
-    /// The id of the document the index names `doc`, if any.
-    pub fn resolve(&self, doc: DocKey) -> Result<Option<String>> {
-        let key = doc.encode();
-        match self.db.get_pinned_cf(self.cf(REFS), &key)? {
-            None => Ok(None),
-            Some(v) => std::str::from_utf8(&v)
-                .map(|s| Some(s.to_string()))
-                .map_err(|_| Error::corrupt(REFS, &key, "document id is not UTF-8")),
+    /// The postings of buckets `lo..=hi` of block family `i`, in order:
+    /// `visit(block, posting)` with whole 8-byte entries (checked); buckets
+    /// left empty by deletes are skipped.
+    pub fn for_each_posting_in(
+        &self,
+        i: usize,
+        lo: u16,
+        hi: u16,
+        mut visit: impl FnMut(u16, &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let name = BLOCK_FAMILIES[i];
+        let mut ro = ReadOptions::default();
+        ro.fill_cache(false);
+        ro.set_total_order_seek(true);
+        if hi < u16::MAX {
+            ro.set_iterate_upper_bound(index::bucket_key(hi + 1).to_vec());
         }
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(name), ro);
+        it.seek(index::bucket_key(lo));
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            let block = index::decode_bucket_key(k).map_err(|r| Error::corrupt(name, k, r))?;
+            if !v.is_empty() {
+                if !v.len().is_multiple_of(index::ENTRY_LEN) {
+                    return Err(Error::corrupt(
+                        name,
+                        k,
+                        "posting is not a whole number of entries",
+                    ));
+                }
+                visit(block, v)?;
+            }
+            it.next();
+        }
+        it.status()?;
+        Ok(())
+    }
+
+    /// The posting of bucket `block` of family `i` (whole 8-byte entries,
+    /// checked), or `None` if the bucket is empty.
+    pub fn posting(&self, i: usize, block: u16) -> Result<Option<Vec<u8>>> {
+        let mut out = None;
+        self.read_buckets(i, &[block], |_, p| out = Some(p.to_vec()))?;
+        Ok(out.filter(|p| !p.is_empty()))
     }
 
     /// About `n` documents drawn at random: for each of `n` uniform 64-bit

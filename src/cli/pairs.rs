@@ -1,0 +1,40 @@
+//! `simdb pairs`.
+
+use super::prelude::*;
+
+pub(super) fn pairs(a: PairsArgs) -> Result<bool> {
+    let db = Db::open_tuned(
+        &a.db,
+        simdb::Access::ReadOnly,
+        simdb::Tuning {
+            block_cache_bytes: mib("--cache-mb", a.cache_mb)?,
+            ..Default::default()
+        },
+    )?;
+    note_freshness(&db);
+    let min_similarity = check_similarity(a.min_similarity.unwrap_or(db.default_min_similarity()))?;
+    let start = std::time::Instant::now();
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let rep = db.pairs(a.k, min_similarity, |p| {
+        serde_json::to_writer(&mut out, p)
+            .map_err(io::Error::from)
+            .and_then(|()| out.write_all(b"\n"))
+            .map_err(|source| simdb::Error::Io {
+                path: "<stdout>".into(),
+                source,
+            })
+    })?;
+    out.flush()?;
+    eprintln!(
+        "simdb: {} pairs within k={} ({} unconfirmed, {} below similarity {min_similarity}); {} fingerprint pairs, {} fingerprints shared by several documents; {:.1}s",
+        rep.pairs,
+        a.k,
+        rep.unconfirmed,
+        rep.rejected,
+        rep.fingerprint_pairs,
+        rep.shared_fingerprints,
+        start.elapsed().as_secs_f64()
+    );
+    Ok(rep.pairs > 0)
+}

@@ -1,0 +1,188 @@
+//! All near-duplicate pairs of a store (`simdb pairs`): a self-join by
+//! sorted passes over the block families (see [`crate::index::join`]).
+
+use rayon::prelude::*;
+
+use super::Db;
+use crate::error::Result;
+use crate::fingerprint::{self, Fingerprint, BLOCKS};
+use crate::index::{self, join};
+use crate::store::Record;
+
+/// Buckets (of 65,536 per family) one worker joins at a time.
+const RANGE: u32 = 512;
+
+/// One near-duplicate pair of documents, `a < b` by id.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Pair {
+    pub a: String,
+    pub b: String,
+    pub distance: u32,
+    /// Sketch similarity of the two texts; absent when either document has
+    /// no sketch (the pair is then unconfirmed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<f64>,
+}
+
+/// Counts of a [`Db::pairs`] run.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct PairsReport {
+    /// Pairs emitted.
+    pub pairs: u64,
+    /// Of those, pairs without a similarity (a document has no sketch).
+    pub unconfirmed: u64,
+    /// Pairs within k whose similarity is below the threshold (not emitted).
+    pub rejected: u64,
+    /// Pairs of distinct fingerprints within k (before expanding to
+    /// documents).
+    pub fingerprint_pairs: u64,
+    /// Fingerprints held by more than one document.
+    pub shared_fingerprints: u64,
+}
+
+impl Db {
+    /// Every pair of stored documents within `k` bits (0..=11) whose
+    /// sketches agree at least `min_similarity` (0 keeps every pair; a pair
+    /// where either document has no sketch is kept, unconfirmed), each
+    /// once, handed to `emit` as it is found: exactly the pairs a
+    /// brute-force comparison of all documents finds.
+    ///
+    /// Memory holds the pairs of a few hundred buckets at a time, not the
+    /// store. Each family is read once in bucket order (with radius
+    /// `k / 4` > 0, also the neighbouring buckets of each bucket).
+    pub fn pairs(
+        &self,
+        k: u32,
+        min_similarity: f64,
+        mut emit: impl FnMut(&Pair) -> Result<()>,
+    ) -> Result<PairsReport> {
+        fingerprint::check_k(k)?;
+        let mut rep = PairsReport::default();
+        let radius = index::probe_radius(k);
+        let ranges: Vec<(u16, u16)> = (0..(1u32 << 16) / RANGE)
+            .map(|c| ((c * RANGE) as u16, (c * RANGE + RANGE - 1) as u16))
+            .collect();
+        let window = 4 * rayon::current_num_threads().max(1);
+        for i in 0..BLOCKS {
+            for group in ranges.chunks(window) {
+                // Joined in parallel, emitted in bucket order.
+                let found: Vec<Result<(Vec<join::FpPair>, Vec<Fingerprint>)>> = group
+                    .par_iter()
+                    .map(|&(lo, hi)| self.join_range(i, lo, hi, k, radius))
+                    .collect();
+                for f in found {
+                    let (mut pairs, shared) = f?;
+                    pairs.sort_unstable();
+                    rep.fingerprint_pairs += pairs.len() as u64;
+                    rep.shared_fingerprints += shared.len() as u64;
+                    for fp in shared {
+                        let docs = self.store.documents_with(fp)?;
+                        self.emit_pairs(&docs, None, min_similarity, &mut rep, &mut emit)?;
+                    }
+                    for (x, y) in pairs {
+                        let dx = self.store.documents_with(x)?;
+                        let dy = self.store.documents_with(y)?;
+                        self.emit_pairs(&dx, Some(&dy), min_similarity, &mut rep, &mut emit)?;
+                    }
+                }
+            }
+        }
+        Ok(rep)
+    }
+
+    /// The fingerprint pairs family `i` reports from buckets `lo..=hi`,
+    /// and (family 0 only) the fingerprints several documents share.
+    fn join_range(
+        &self,
+        i: usize,
+        lo: u16,
+        hi: u16,
+        k: u32,
+        radius: u32,
+    ) -> Result<(Vec<join::FpPair>, Vec<Fingerprint>)> {
+        let mut pairs = Vec::new();
+        let mut shared = Vec::new();
+        let mut a: Vec<Fingerprint> = Vec::new();
+        let mut b: Vec<Fingerprint> = Vec::new();
+        self.store
+            .for_each_posting_in(i, lo, hi, |block, posting| {
+                distinct(posting, &mut a, (i == 0).then_some(&mut shared));
+                join::join_postings(i, &a, None, k, &mut pairs);
+                if radius > 0 {
+                    for n in index::probe_blocks(block, radius) {
+                        if n > block {
+                            if let Some(p) = self.store.posting(i, n)? {
+                                distinct(&p, &mut b, None);
+                                join::join_postings(i, &a, Some(&b), k, &mut pairs);
+                            }
+                        }
+                    }
+                }
+                Ok(())
+            })?;
+        Ok((pairs, shared))
+    }
+
+    /// Emits the document pairs of `x` × `y` (or within `x` when `y` is
+    /// `None`) that pass the similarity threshold.
+    fn emit_pairs(
+        &self,
+        x: &[(String, Record)],
+        y: Option<&[(String, Record)]>,
+        min_similarity: f64,
+        rep: &mut PairsReport,
+        emit: &mut impl FnMut(&Pair) -> Result<()>,
+    ) -> Result<()> {
+        let mut one = |(ia, ra): &(String, Record), (ib, rb): &(String, Record)| -> Result<()> {
+            let similarity = ra.sketch.zip(rb.sketch).map(|(p, q)| p.similarity(&q));
+            if similarity.is_some_and(|s| s < min_similarity) {
+                rep.rejected += 1;
+                return Ok(());
+            }
+            rep.pairs += 1;
+            rep.unconfirmed += u64::from(similarity.is_none());
+            let (a, b) = if ia < ib { (ia, ib) } else { (ib, ia) };
+            emit(&Pair {
+                a: a.clone(),
+                b: b.clone(),
+                distance: ra.fingerprint.distance(rb.fingerprint),
+                similarity,
+            })
+        };
+        match y {
+            None => {
+                for (n, p) in x.iter().enumerate() {
+                    for q in &x[n + 1..] {
+                        one(p, q)?;
+                    }
+                }
+            }
+            Some(y) => {
+                for p in x {
+                    for q in y {
+                        one(p, q)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The distinct fingerprints of a posting (sorted, so repeats are
+/// adjacent) into `out`; with `shared`, each repeated one is added there
+/// once.
+fn distinct(posting: &[u8], out: &mut Vec<Fingerprint>, mut shared: Option<&mut Vec<Fingerprint>>) {
+    out.clear();
+    for fp in index::posting_entries(posting).into_iter().flatten() {
+        if out.last() == Some(&fp) {
+            if let Some(s) = shared.as_deref_mut() {
+                if s.last() != Some(&fp) {
+                    s.push(fp);
+                }
+            }
+        } else {
+            out.push(fp);
+        }
+    }
+}
