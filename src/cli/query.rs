@@ -17,16 +17,11 @@ pub(super) fn query(a: QueryArgs) -> Result<bool> {
     let mut out = BufWriter::new(stdout.lock());
     let w = &a.what;
     let min_similarity = check_similarity(a.min_similarity.unwrap_or(db.default_min_similarity()))?;
-    let mode = |mut q: simdb::Query| {
-        q.k = k;
-        q.limit = a.limit;
-        q.min_similarity = min_similarity;
-        match (&mut q.probe, budget) {
-            (_, 0) => q.probe = None,
-            (Some(p), b) => p.budget = b,
-            (None, _) => {}
-        }
-        q
+    let mode = |q: simdb::Query| simdb::Query {
+        k,
+        limit: a.limit,
+        min_similarity,
+        ..q.with_budget(budget)
     };
     if let Some(batch) = &w.batch {
         let found = query_batch(&db, batch, &mode, &mut out)?;

@@ -160,6 +160,28 @@ impl Query {
         self
     }
 
+    /// Confidence-ranked probing of the weakest of `weak_bits` within
+    /// `budget` buckets, beyond `k`; no probing when either is empty (no
+    /// weak bits known, or a budget of 0).
+    pub fn probing(mut self, weak_bits: &[u8], budget: usize) -> Query {
+        self.probe = (budget > 0 && !weak_bits.is_empty()).then(|| Probe {
+            weak_bits: weak_bits.to_vec(),
+            budget,
+        });
+        self
+    }
+
+    /// The same query with the probing budget set to `budget` (0 = exact
+    /// at `k` only); a query without weak bits stays exact.
+    pub fn with_budget(mut self, budget: usize) -> Query {
+        match (&mut self.probe, budget) {
+            (_, 0) => self.probe = None,
+            (Some(p), b) => p.budget = b,
+            (None, _) => {}
+        }
+        self
+    }
+
     /// The buckets to read and the rule a candidate must pass.
     pub fn plan(&self) -> index::ProbePlan {
         match &self.probe {
@@ -497,13 +519,10 @@ impl Db {
     ) -> Query {
         Query {
             sketch,
-            probe: (!weak_bits.is_empty()).then(|| Probe {
-                weak_bits: weak_bits.to_vec(),
-                budget: index::DEFAULT_PROBE_BUDGET,
-            }),
             min_similarity: self.default_min_similarity(),
             ..Query::new(fingerprint)
         }
+        .probing(weak_bits, index::DEFAULT_PROBE_BUDGET)
     }
 
     /// The default [`Query`] for `text`: confidence-ranked probing at the
