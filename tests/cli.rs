@@ -591,3 +591,104 @@ fn pairs_lists_verified_pairs_once_as_jsonl() {
     let o = simdb(&[&"pairs", &db, &"-k", &"12"]);
     assert_eq!(code(&o), 2);
 }
+
+#[test]
+fn dedup_keeps_lines_unchanged_and_drops_what_ingest_would_skip() {
+    let t = TempDb::new();
+    let (mut lines, docs) = corpus_docs(47, 40, &[1, 7, 22]);
+    // An exact repeat under another id, a line without features, a bad line.
+    let repeat = json!({"id": "again-7", "text": docs.iter().find(|d| d.0 == "doc-7").unwrap().1});
+    lines += &format!(
+        "{repeat}\n{}\nnot json\n",
+        json!({"id": "empty", "text": "，。"})
+    );
+    let input = t.file("in.jsonl", &lines);
+    let dropped = t.path().with_file_name("dropped.jsonl");
+    let o = simdb(&[&"dedup", &input, &"--dropped", &dropped]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    let kept: Vec<&str> = out.lines().collect();
+    // Every kept line is an input line, unchanged, in input order.
+    let input_lines: Vec<&str> = lines.lines().collect();
+    let mut at = 0;
+    for k in &kept {
+        at += input_lines[at..]
+            .iter()
+            .position(|l| l == k)
+            .expect("an input line")
+            + 1;
+    }
+    assert!(
+        stderr(&o).contains("in.jsonl:46: invalid JSON"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        kept.iter().any(|l| l.contains("\"empty\"")),
+        "no features: kept"
+    );
+    assert!(!kept.iter().any(|l| l.contains("again-7")));
+    // The same documents as ingest --skip-duplicates inserts.
+    let db = t.path();
+    assert_eq!(code(&simdb(&[&"init", &db])), 0);
+    let report = t.path().with_file_name("report.jsonl");
+    let o2 = simdb(&[
+        &"ingest",
+        &db,
+        &input,
+        &"--skip-duplicates",
+        &"--report",
+        &report,
+    ]);
+    assert_eq!(code(&o2), 0, "{}", stderr(&o2));
+    let skipped: Vec<Value> = std::fs::read_to_string(&report)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let drops: Vec<Value> = std::fs::read_to_string(&dropped)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        drops.len() >= 2,
+        "the edits and the repeat are dropped: {drops:?}"
+    );
+    assert_eq!(drops.len(), skipped.len());
+    for (d, s) in drops.iter().zip(&skipped) {
+        assert_eq!(d["id"], s["id"]);
+        assert_eq!(d["duplicate_of"], s["duplicate_of"]);
+        assert_eq!(d["in_db"], false);
+        assert!(d["duplicate_of_source"]
+            .as_str()
+            .unwrap()
+            .contains("in.jsonl:"));
+    }
+    let again = drops.iter().find(|d| d["id"] == "again-7").unwrap();
+    assert_eq!(again["duplicate_of"], "doc-7");
+    assert_eq!(again["distance"], 0);
+    assert_eq!(
+        kept.len() + drops.len() + 1,
+        input_lines.len(),
+        "all but the bad line"
+    );
+    // Against the store that holds them all: everything with features is dropped.
+    let o = simdb(&[&"dedup", &input, &"--db", &db]);
+    assert_eq!(code(&o), 0);
+    let out_db = stdout(&o);
+    let kept_db: Vec<&str> = out_db.lines().collect();
+    assert_eq!(kept_db.len(), 1, "only the featureless line: {kept_db:?}");
+    // Nothing to drop: exit 1; the scratch directory is removed.
+    let scratch = t.path().with_file_name("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    let one = t.file("one.jsonl", format!("{}\n", input_lines[0]));
+    let o = simdb(&[&"dedup", &one, &"--scratch", &scratch]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_eq!(stdout(&o), format!("{}\n", input_lines[0]));
+    assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0);
+    // --strict stops at the bad line.
+    let o = simdb(&[&"dedup", &input, &"--strict"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("--strict"), "{}", stderr(&o));
+}

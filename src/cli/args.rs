@@ -71,6 +71,10 @@ pub enum Command {
     /// Convert a store made by an older simdb (format 2) to this build's
     /// format, in place (the index is rebuilt from the stored records).
     Migrate(MigrateArgs),
+    /// Keep the input lines whose document has no near-copy earlier in the
+    /// input (or in --db): a clean corpus on standard output.
+    #[command(after_help = DEDUP_EXAMPLES)]
+    Dedup(DedupArgs),
     /// Every near-duplicate pair in the store, once each, as JSONL.
     #[command(after_help = PAIRS_EXAMPLES)]
     Pairs(PairsArgs),
@@ -84,6 +88,60 @@ Examples:
   simdb completions bash > ~/.local/share/bash-completion/completions/simdb
   simdb completions zsh > \"${fpath[1]}/_simdb\"
   simdb completions fish > ~/.config/fish/completions/simdb.fish";
+
+const DEDUP_EXAMPLES: &str = "\
+Examples:
+  simdb dedup corpus.jsonl > unique.jsonl
+  simdb dedup day1.jsonl day2.jsonl --dropped dropped.jsonl > unique.jsonl
+  simdb dedup tonight.jsonl --db news.db > new.jsonl          # also drop what news.db holds
+  cat docs.txt | simdb dedup - --format lines > unique.txt";
+
+#[derive(Debug, Args)]
+pub struct DedupArgs {
+    /// Inputs: files, directories, or - for standard input. Kept JSONL and
+    /// text lines are written unchanged; for a directory, the kept files'
+    /// paths.
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// Input format.
+    #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
+    pub format: FormatArg,
+    /// Also drop documents with a near-copy in this store (read-only; its
+    /// recipe and IDF fingerprint the input).
+    #[arg(long, value_name = "DB")]
+    pub db: Option<PathBuf>,
+    /// Write each dropped document here as JSONL: {"id", "source",
+    /// "duplicate_of", "duplicate_of_source", "in_db", "distance",
+    /// "similarity"}.
+    #[arg(long, value_name = "FILE")]
+    pub dropped: Option<PathBuf>,
+    /// Near-copies exactly within K bits (0..=11) instead of the default
+    /// confidence-ranked probing, as for ingest.
+    #[arg(short, long, value_name = "K")]
+    pub k: Option<u32>,
+    /// Buckets read per check by confidence-ranked probing (default 128;
+    /// 0 = exact at k only).
+    #[arg(long, value_name = "N")]
+    pub probe_budget: Option<usize>,
+    /// Sketch similarity that confirms a near-copy (0..1, default 0.6;
+    /// 0 turns verification off).
+    #[arg(long, value_name = "S")]
+    pub min_similarity: Option<f64>,
+    /// Where the index of kept documents lives while the run lasts (a
+    /// temporary directory inside it, removed at the end).
+    #[arg(long, value_name = "DIR")]
+    pub scratch: Option<PathBuf>,
+    /// Stop at the first bad line (bad lines are otherwise reported on
+    /// standard error and left out of the output).
+    #[arg(long)]
+    pub strict: bool,
+    /// Longest accepted line (or file) in bytes.
+    #[arg(long, default_value_t = 64 << 20, value_name = "BYTES")]
+    pub max_doc_bytes: usize,
+    /// Print the summary (on standard error) as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
 
 const PAIRS_EXAMPLES: &str = "\
 Examples:

@@ -10,25 +10,7 @@ pub(super) fn ingest_cmd(a: IngestArgs) -> Result<bool> {
             .context("setting the thread count")?;
     }
     let mut db = Db::open(&a.db)?;
-    let inputs: Vec<Input> = a
-        .inputs
-        .iter()
-        .map(|p| {
-            let mut i = Input::guess(p);
-            i.format = match a.format {
-                FormatArg::Auto => i.format,
-                FormatArg::Jsonl => Format::Jsonl,
-                FormatArg::Lines => Format::Lines,
-                FormatArg::Dir => Format::Dir,
-            };
-            i
-        })
-        .collect();
-    for i in &inputs {
-        if i.path.as_os_str() != "-" && !i.path.exists() {
-            bail!("{}: no such file or directory", i.path.display());
-        }
-    }
+    let inputs = inputs(&a.inputs, a.format, false)?;
     let (k, probe_budget) = search_mode(a.k, a.probe_budget)?;
     let opts = ingest::Options {
         k,

@@ -5,6 +5,7 @@ pub mod args;
 
 mod backup;
 mod calibrate;
+mod dedup;
 mod delete;
 mod fingerprint;
 mod get;
@@ -30,7 +31,8 @@ mod prelude {
 
     pub(super) use super::args::*;
     pub(super) use super::{
-        check_similarity, hit_json, mib, note_freshness, read_text, recipe, search_mode, view_text,
+        check_similarity, hit_json, inputs, mib, note_freshness, read_text, recipe, search_mode,
+        view_text,
     };
 }
 
@@ -61,6 +63,7 @@ pub fn run(cli: Cli) -> Result<bool> {
         Command::Verify(a) => verify::verify(a),
         Command::Backup(a) => backup::backup(a),
         Command::Calibrate(a) => calibrate::calibrate(a),
+        Command::Dedup(a) => dedup::dedup(a),
         Command::Pairs(a) => pairs::pairs(a),
         Command::Completions(a) => {
             use clap::CommandFactory;
@@ -122,6 +125,31 @@ fn search_mode(k: Option<u32>, budget: Option<usize>) -> Result<(u32, usize)> {
         (None, b) => (3, b.unwrap_or(simdb::index::DEFAULT_PROBE_BUDGET)),
         (Some(k), b) => (k, b.unwrap_or(0)),
     })
+}
+
+/// The inputs named on the command line, in `format` (guessed per path
+/// with `auto`); every path but `-` must exist.
+fn inputs(paths: &[std::path::PathBuf], format: FormatArg, keep_lines: bool) -> Result<Vec<Input>> {
+    let inputs: Vec<Input> = paths
+        .iter()
+        .map(|p| {
+            let mut i = Input::guess(p);
+            i.format = match format {
+                FormatArg::Auto => i.format,
+                FormatArg::Jsonl => Format::Jsonl,
+                FormatArg::Lines => Format::Lines,
+                FormatArg::Dir => Format::Dir,
+            };
+            i.keep_lines = keep_lines;
+            i
+        })
+        .collect();
+    for i in &inputs {
+        if i.path.as_os_str() != "-" && !i.path.exists() {
+            bail!("{}: no such file or directory", i.path.display());
+        }
+    }
+    Ok(inputs)
 }
 
 fn check_similarity(s: f64) -> Result<f64> {

@@ -9,6 +9,7 @@
 //! number of threads. Each document's duplicate check sees the store and
 //! every document before it in the run, even in the same batch.
 
+pub mod dedup;
 pub mod read;
 
 use std::io::Write;
@@ -16,10 +17,11 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
+use crate::db::Query;
 use crate::db::{Db, Outcome};
-use crate::db::{Probe, Query};
 use crate::error::{Error, Result};
 use crate::fingerprint::Analysis;
+pub use dedup::{dedup, DedupEvent, DedupSummary, Dropped};
 pub use read::{Doc, Format, Input, Problem};
 
 /// What to do with a document that has a near-duplicate.
@@ -53,6 +55,19 @@ pub struct Options {
     /// the four families, see [`crate::index::ProbePlan::ranked`]); 0 =
     /// exact at `k` only.
     pub probe_budget: usize,
+}
+
+impl Options {
+    /// The duplicate check of an analysed document under these options.
+    pub fn duplicate_query(&self, a: &Analysis) -> Query {
+        Query {
+            k: self.k,
+            sketch: a.sketch,
+            min_similarity: self.min_similarity,
+            ..Query::new(a.fingerprint)
+        }
+        .probing(&a.weak_bits, self.probe_budget)
+    }
 }
 
 impl Default for Options {
@@ -148,69 +163,28 @@ pub fn run(
     let mut w = db.writer()?;
     w.set_sync(opts.sync);
     let mut sum = Summary::default();
-    let batch_size = opts.batch_size.max(1);
-
-    // Pipeline: while this thread applies and commits chunk n, chunk n+1 is
-    // fingerprinted on the rayon pool (the caller's pool, if it runs inside
-    // one). Chunks are read here, between the two. At most three chunks are
-    // held at once (applying, fingerprinting, just read).
-    let mut reader = Chunks {
-        inputs: inputs.iter(),
-        items: None,
-        batch_size,
-        max_doc_bytes: opts.max_doc_bytes,
-    };
-    let mut ready: Option<Chunk> = None;
-    loop {
-        let raw = reader.next_chunk()?;
-        if raw.is_none() && ready.is_none() {
-            break;
-        }
-        let mut fingerprinted: Option<Chunk> = None;
-        let mut applied: Result<()> = Ok(());
-        let fingerprinter = &fingerprinter;
-        rayon::in_place_scope(|scope| {
-            if let Some(raw) = raw {
-                let out = &mut fingerprinted;
-                scope.spawn(move |_| {
-                    // Each document with its own analysis: the two cannot
-                    // fall out of step.
-                    let analysed: Chunk = raw
-                        .into_par_iter()
-                        .map(|it| {
-                            it.map(|d| {
-                                let a = d.content.analyze(fingerprinter);
-                                (d, a)
-                            })
-                        })
-                        .collect();
-                    *out = Some(analysed);
-                });
-            }
-            if let Some(chunk) = ready.take() {
-                let at = match chunk.last() {
-                    Some(Ok((d, _))) => d.source.clone(),
-                    Some(Err(p)) => p.location.clone(),
-                    None => String::new(),
-                };
-                applied = apply(&mut w, &mut sum, chunk, opts, &mut on_event)
-                    .and_then(|()| w.commit())
-                    .map_err(|e| match e {
-                        e @ (Error::Storage(_) | Error::Io { .. }) => Error::BatchWrite {
-                            at,
-                            source: Box::new(e),
-                        },
-                        e => e,
-                    });
-                sum.elapsed = start.elapsed();
-            }
-        });
+    pipeline(&fingerprinter, inputs, opts, |chunk| {
+        let at = match chunk.last() {
+            Some(Ok((d, _))) => d.source.clone(),
+            Some(Err(p)) => p.location.clone(),
+            None => String::new(),
+        };
+        let applied = apply(&mut w, &mut sum, chunk, opts, &mut on_event)
+            .and_then(|()| w.commit())
+            .map_err(|e| match e {
+                e @ (Error::Storage(_) | Error::Io { .. }) => Error::BatchWrite {
+                    at,
+                    source: Box::new(e),
+                },
+                e => e,
+            });
+        sum.elapsed = start.elapsed();
         applied?;
         if sum.read + sum.bad_lines > 0 {
             on_event(Event::Committed(&sum));
         }
-        ready = fingerprinted;
-    }
+        Ok(())
+    })?;
     w.commit()?;
     drop(w);
     // Flush the run's memtables (and so its posting operands) to SST
@@ -220,6 +194,60 @@ pub fn run(
     db.flush()?;
     sum.elapsed = start.elapsed();
     Ok(sum)
+}
+
+/// Reads `inputs` in chunks, analyses each chunk on all cores (rayon) and
+/// hands the chunks to `apply` in input order, on the calling thread.
+///
+/// Pipeline: while `apply` works on chunk n, chunk n+1 is analysed on the
+/// rayon pool (the caller's pool, if it runs inside one). Chunks are read
+/// here, between the two. At most three chunks are held at once (applied,
+/// analysed, just read).
+fn pipeline(
+    fingerprinter: &crate::Fingerprinter,
+    inputs: &[Input],
+    opts: &Options,
+    mut apply: impl FnMut(Chunk) -> Result<()>,
+) -> Result<()> {
+    let mut reader = Chunks {
+        inputs: inputs.iter(),
+        items: None,
+        batch_size: opts.batch_size.max(1),
+        max_doc_bytes: opts.max_doc_bytes,
+    };
+    let mut ready: Option<Chunk> = None;
+    loop {
+        let raw = reader.next_chunk()?;
+        if raw.is_none() && ready.is_none() {
+            return Ok(());
+        }
+        let mut analysed: Option<Chunk> = None;
+        let mut applied: Result<()> = Ok(());
+        rayon::in_place_scope(|scope| {
+            if let Some(raw) = raw {
+                let out = &mut analysed;
+                scope.spawn(move |_| {
+                    // Each document with its own analysis: the two cannot
+                    // fall out of step.
+                    let chunk: Chunk = raw
+                        .into_par_iter()
+                        .map(|it| {
+                            it.map(|d| {
+                                let a = d.content.analyze(fingerprinter);
+                                (d, a)
+                            })
+                        })
+                        .collect();
+                    *out = Some(chunk);
+                });
+            }
+            if let Some(chunk) = ready.take() {
+                applied = apply(chunk);
+            }
+        });
+        applied?;
+        ready = analysed;
+    }
 }
 
 /// Reads the inputs one chunk at a time.
@@ -322,16 +350,7 @@ fn apply(
             sum.short += 1;
             on_event(Event::Short(&doc, a.terms));
         }
-        let near = w.search(&Query {
-            k: opts.k,
-            sketch: a.sketch,
-            min_similarity: opts.min_similarity,
-            probe: (opts.probe_budget > 0 && !a.weak_bits.is_empty()).then(|| Probe {
-                weak_bits: a.weak_bits.clone(),
-                budget: opts.probe_budget,
-            }),
-            ..Query::new(fp)
-        })?;
+        let near = w.search(&opts.duplicate_query(&a))?;
         let dup = near.into_iter().find(|h| h.id != doc.id);
         if let Some(h) = &dup {
             sum.duplicates += 1;

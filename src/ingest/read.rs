@@ -32,6 +32,9 @@ pub struct Input {
     /// A path, or `-` for standard input.
     pub path: PathBuf,
     pub format: Format,
+    /// Keep each document's line as read ([`Doc::line`]), for a caller
+    /// that writes lines back out unchanged (`simdb dedup`).
+    pub keep_lines: bool,
 }
 
 impl Input {
@@ -46,7 +49,11 @@ impl Input {
         } else {
             Format::Jsonl
         };
-        Input { path, format }
+        Input {
+            path,
+            format,
+            keep_lines: false,
+        }
     }
 
     /// The name used in messages and `Lines` ids.
@@ -66,6 +73,10 @@ pub struct Doc {
     pub content: Content,
     /// `name:line` (or the file path for directories).
     pub source: String,
+    /// The line as read, without its line ending (and without a byte-order
+    /// mark on line 1), when the input keeps lines ([`Input::keep_lines`];
+    /// never for directories).
+    pub line: Option<Vec<u8>>,
 }
 
 /// Something wrong with one line or file of an input.
@@ -292,12 +303,9 @@ pub fn read(
             } else {
                 Box::new(BufReader::with_capacity(1 << 20, File::open(&input.path)?))
             };
-            Ok(Box::new(read_lines(
-                reader,
-                name,
-                input.format,
-                max_doc_bytes,
-            )))
+            let mut lines = LineReader::new(reader, name, input.format, max_doc_bytes);
+            lines.keep = input.keep_lines;
+            Ok(Box::new(lines))
         }
     }
 }
@@ -314,15 +322,7 @@ pub fn read_lines(
     format: Format,
     max_doc_bytes: usize,
 ) -> impl Iterator<Item = Item> + Send {
-    LineReader {
-        reader,
-        name,
-        format,
-        line: 0,
-        buf: Vec::new(),
-        max: max_doc_bytes,
-        done: false,
-    }
+    LineReader::new(reader, name, format, max_doc_bytes)
 }
 
 struct LineReader {
@@ -333,6 +333,28 @@ struct LineReader {
     buf: Vec<u8>,
     max: usize,
     done: bool,
+    /// Keep each document's line ([`Doc::line`]).
+    keep: bool,
+}
+
+impl LineReader {
+    fn new(
+        reader: Box<dyn BufRead + Send>,
+        name: String,
+        format: Format,
+        max_doc_bytes: usize,
+    ) -> LineReader {
+        LineReader {
+            reader,
+            name,
+            format,
+            line: 0,
+            buf: Vec::new(),
+            max: max_doc_bytes,
+            done: false,
+            keep: false,
+        }
+    }
 }
 
 impl Iterator for LineReader {
@@ -376,12 +398,14 @@ impl Iterator for LineReader {
             if self.buf.iter().all(u8::is_ascii_whitespace) {
                 continue; // blank lines are not documents
             }
+            let line = self.keep.then(|| self.buf.clone());
             return Some(match self.format {
                 Format::Jsonl => match parse_json_doc(&self.buf) {
                     Ok((id, content)) => Ok(Doc {
                         id,
                         content,
                         source: location,
+                        line,
                     }),
                     Err(reason) => Err(Problem { location, reason }),
                 },
@@ -390,6 +414,7 @@ impl Iterator for LineReader {
                         id: location.clone(),
                         content: Content::Text(t.to_string()),
                         source: location,
+                        line,
                     }),
                     Err(e) => Err(Problem {
                         location,
@@ -455,6 +480,7 @@ fn read_file_doc(root: &Path, path: &Path, max: usize) -> Item {
             id,
             content: Content::Text(t),
             source: location,
+            line: None,
         }),
         Err(e) => problem(format!(
             "invalid UTF-8 at byte {}",

@@ -1,0 +1,190 @@
+//! Filter mode (`simdb dedup`): the documents of the inputs that have no
+//! near-copy earlier in the inputs or in a store, in input order.
+//!
+//! The documents kept so far live in a scratch store (a [`Db`] the caller
+//! makes, usually in a temp directory): memory stays bounded however long
+//! the input, and "earlier in the input" is decided by the same index,
+//! probing and verification as ingest's duplicate check, so `dedup` keeps
+//! exactly the documents that `ingest --skip-duplicates` would insert into
+//! a store holding what `--db` holds.
+
+use std::time::{Duration, Instant};
+
+use super::{pipeline, Chunk, Options};
+use crate::db::Db;
+use crate::error::{Error, Result};
+use crate::ingest::read::{Doc, Input, Problem};
+
+/// A dropped document and what it duplicates.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Dropped {
+    pub id: String,
+    /// Where it was read (`name:line`, or the file).
+    pub source: String,
+    /// The id of the document it is a near-copy of.
+    pub duplicate_of: String,
+    /// Where that document was read, if it is in the input (absent for a
+    /// document of the store).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duplicate_of_source: Option<String>,
+    /// Whether that document is in the store (`--db`), not the input.
+    pub in_db: bool,
+    pub distance: u32,
+    /// Sketch similarity of the two texts, when both have a sketch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<f64>,
+}
+
+/// Counts of a dedup run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DedupSummary {
+    /// Documents read (good lines).
+    pub read: u64,
+    pub kept: u64,
+    /// Dropped as near-copies of an earlier document of the input.
+    pub dropped: u64,
+    /// Dropped as near-copies of a document of the store.
+    pub dropped_in_db: u64,
+    /// Documents with no usable features (kept: they duplicate nothing).
+    pub no_features: u64,
+    /// Lines or files that are not documents (not in the output).
+    pub bad_lines: u64,
+    #[serde(skip)]
+    pub elapsed: Duration,
+}
+
+/// What a dedup run tells its caller, in input order.
+pub enum DedupEvent<'a> {
+    /// A document to keep.
+    Keep(&'a Doc),
+    /// A document dropped as a near-copy.
+    Drop(&'a Doc, &'a Dropped),
+    /// A line or file that is not a document.
+    BadLine(&'a Problem),
+}
+
+/// Filters `inputs`: each document is kept unless it has a confirmed
+/// near-copy (as `opts` define it: k, probing, similarity) among the
+/// documents kept before it or in `against`. `scratch` must be an empty
+/// store opened for writing; it ends up holding the kept documents (under
+/// their input position, with the id as their source). Documents are
+/// fingerprinted with `against`'s recipe and IDF when it is given, else
+/// with `scratch`'s.
+///
+/// With `opts.strict`, the first bad line ends the run with
+/// [`Error::Input`].
+pub fn dedup(
+    scratch: &mut Db,
+    against: Option<&Db>,
+    inputs: &[Input],
+    opts: &Options,
+    mut on_event: impl FnMut(DedupEvent<'_>) -> Result<()>,
+) -> Result<DedupSummary> {
+    crate::fingerprint::check_k(opts.k)?;
+    if !scratch.is_empty()? {
+        return Err(Error::Input(
+            "the scratch store of a dedup run must be empty".into(),
+        ));
+    }
+    let start = Instant::now();
+    let fingerprinter = against
+        .map(|d| d.fingerprinter())
+        .unwrap_or(scratch.fingerprinter())
+        .clone();
+    fingerprinter.warm_up();
+    let mut w = scratch.writer()?;
+    let mut sum = DedupSummary::default();
+    pipeline(&fingerprinter, inputs, opts, |chunk: Chunk| {
+        for item in chunk {
+            let (doc, analysis) = match item {
+                Err(p) => {
+                    sum.bad_lines += 1;
+                    on_event(DedupEvent::BadLine(&p))?;
+                    if opts.strict {
+                        return Err(Error::Input(format!("{p} (stopped: --strict)")));
+                    }
+                    continue;
+                }
+                Ok(x) => x,
+            };
+            sum.read += 1;
+            let a = match analysis {
+                Ok(a) => a,
+                Err(Error::NoFeatures) => {
+                    sum.no_features += 1;
+                    sum.kept += 1;
+                    on_event(DedupEvent::Keep(&doc))?;
+                    continue;
+                }
+                Err(e) => {
+                    sum.bad_lines += 1;
+                    let p = Problem {
+                        location: doc.source.clone(),
+                        reason: e.to_string(),
+                    };
+                    on_event(DedupEvent::BadLine(&p))?;
+                    if opts.strict {
+                        return Err(Error::Input(format!("{p} (stopped: --strict)")));
+                    }
+                    continue;
+                }
+            };
+            let q = opts.duplicate_query(&a);
+            let in_db = match against {
+                Some(db) => db.search(&q)?.into_iter().next(),
+                None => None,
+            };
+            let dropped = match in_db {
+                Some(h) => Some(Dropped {
+                    id: doc.id.clone(),
+                    source: doc.source.clone(),
+                    duplicate_of: h.id,
+                    duplicate_of_source: None,
+                    in_db: true,
+                    distance: h.distance,
+                    similarity: h.similarity,
+                }),
+                None => match w.search(&q)?.into_iter().next() {
+                    Some(h) => {
+                        // Kept documents are stored under their position,
+                        // with their id as the source.
+                        let (id, source) = match w.get(&h.id)? {
+                            Some(r) => (r.source, Some(h.id.clone())),
+                            None => (h.id.clone(), None),
+                        };
+                        Some(Dropped {
+                            id: doc.id.clone(),
+                            source: doc.source.clone(),
+                            duplicate_of: id,
+                            duplicate_of_source: source,
+                            in_db: false,
+                            distance: h.distance,
+                            similarity: h.similarity,
+                        })
+                    }
+                    None => None,
+                },
+            };
+            match dropped {
+                Some(d) => {
+                    if d.in_db {
+                        sum.dropped_in_db += 1;
+                    } else {
+                        sum.dropped += 1;
+                    }
+                    on_event(DedupEvent::Drop(&doc, &d))?;
+                }
+                None => {
+                    // Under its source (`name:line`): unique in the run.
+                    w.put(&doc.source, a, &doc.content, &doc.id)?;
+                    sum.kept += 1;
+                    on_event(DedupEvent::Keep(&doc))?;
+                }
+            }
+        }
+        w.commit()
+    })?;
+    w.commit()?;
+    sum.elapsed = start.elapsed();
+    Ok(sum)
+}
