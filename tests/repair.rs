@@ -82,7 +82,8 @@ fn repair_rebuilds_refs_and_index_keys_from_records() {
     let out = common::stdout(&o);
     assert!(
         out.contains("repaired: 500 records re-indexed, 1 renumbered, 1 unreadable"),
-        "{out}"
+        "{out}{}",
+        common::stderr(&o)
     );
     // Only the unreadable record is left to report.
     assert_eq!(common::code(&o), 2, "{out}");

@@ -120,34 +120,37 @@ fn newer_format_and_foreign_directories_are_refused() {
         raw.put_cf(meta, b"format_version", v.to_be_bytes())
             .unwrap();
     };
-    set_version(4);
+    set_version(5);
     let err = Db::open(t.path()).err().unwrap();
     assert!(
         matches!(
             err,
             Error::NewerFormat {
-                found: 4,
-                supported: 3,
+                found: 5,
+                supported: 4,
                 ..
             }
         ),
         "{err}"
     );
-    // Format 2 (one index key per document) is converted by `migrate`.
-    set_version(2);
-    let err = Db::open(t.path()).err().unwrap();
-    assert!(
-        matches!(
-            err,
-            Error::NeedsMigration {
-                found: 2,
-                supported: 3,
-                ..
-            }
-        ),
-        "{err}"
-    );
-    assert!(err.to_string().contains("simdb migrate"), "{err}");
+    // Formats 2 (one index key per document) and 3 (no clusters) are
+    // converted by `migrate`.
+    for v in [2, 3] {
+        set_version(v);
+        let err = Db::open(t.path()).err().unwrap();
+        assert!(
+            matches!(
+                err,
+                Error::NeedsMigration {
+                    found,
+                    supported: 4,
+                    ..
+                } if found == v
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("simdb migrate"), "{err}");
+    }
     // Format 1 (ids inside index keys) is no longer read: named, not foreign.
     set_version(1);
     let err = Db::open(t.path()).err().unwrap();
@@ -356,6 +359,7 @@ fn format_2_stores_are_migrated_in_place() {
         let meta = raw.cf_handle("meta").unwrap();
         raw.put_cf(meta, b"format_version", 2u32.to_be_bytes())
             .unwrap();
+        downgrade_records_and_drop_clusters(raw);
     }
     assert!(matches!(
         Db::open_read_only(t.path()).err().unwrap(),
@@ -364,7 +368,9 @@ fn format_2_stores_are_migrated_in_place() {
     let o = common::simdb(&[&"migrate", &t.path()]);
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     assert!(
-        common::stdout(&o).contains("migrated format 2 -> 3: 300 records indexed, 0 unreadable"),
+        common::stdout(&o).contains(
+            "migrated format 2 -> 4: 300 records indexed, 300 given their place in the ingest order"
+        ),
         "{}",
         common::stdout(&o)
     );
@@ -383,10 +389,113 @@ fn format_2_stores_are_migrated_in_place() {
     // Migrating again is a no-op.
     let o = common::simdb(&[&"migrate", &t.path()]);
     assert!(
-        common::stdout(&o).contains("already format 3"),
+        common::stdout(&o).contains("already format 4"),
         "{}",
         common::stdout(&o)
     );
+}
+
+/// Rewrites every record as record version 3 (no ord, no priority), drops
+/// the clusters family and the ingest-order meta: a store as simdb 0.2
+/// (format 3) wrote it, but for the format version.
+fn downgrade_records_and_drop_clusters(mut raw: rocksdb::DB) {
+    let docs = raw.cf_handle("docs").unwrap();
+    let all: Vec<(Vec<u8>, Vec<u8>)> = raw
+        .iterator_cf(docs, rocksdb::IteratorMode::Start)
+        .map(|kv| {
+            let (k, v) = kv.unwrap();
+            (k.to_vec(), v.to_vec())
+        })
+        .collect();
+    for (k, v) in all {
+        let rec = simdb::codec::decode_record(&v).unwrap();
+        assert!(rec.priority.is_none());
+        // A version 4 payload is the version 3 payload, the ord and a
+        // priority tag byte.
+        let payload = &v[5..v.len() - 9];
+        let mut v3 = vec![3u8];
+        v3.extend_from_slice(&crc32fast::hash(payload).to_be_bytes());
+        v3.extend_from_slice(payload);
+        assert_eq!(
+            simdb::codec::decode_record(&v3).unwrap(),
+            simdb::Record { ord: 0, ..rec }
+        );
+        raw.put_cf(docs, k, v3).unwrap();
+    }
+    let meta = raw.cf_handle("meta").unwrap();
+    raw.delete_cf(meta, b"next_ord").unwrap();
+    raw.delete_cf(meta, b"clock").unwrap();
+    raw.drop_cf("clusters").unwrap();
+}
+
+#[test]
+fn format_3_stores_get_ords_and_clusters() {
+    let t = common::TempDb::new();
+    let (lines, _) = {
+        let vocab = common::vocab();
+        let mut rng = common::rng(5);
+        let mut lines = String::new();
+        for i in 0..40 {
+            let words = common::article(&mut rng, &vocab, 300);
+            lines += &format!(
+                "{}\n",
+                serde_json::json!({"id": format!("a{i}"), "text": words.concat()})
+            );
+            if i % 10 == 0 {
+                let e = common::edit(&mut rng, &vocab, &words, 1).concat();
+                lines += &format!(
+                    "{}\n",
+                    serde_json::json!({"id": format!("a{i}-copy"), "text": e})
+                );
+            }
+        }
+        (lines, ())
+    };
+    let input = t.file("in.jsonl", &lines);
+    assert_eq!(common::code(&common::simdb(&[&"init", &t.path()])), 0);
+    assert_eq!(
+        common::code(&common::simdb(&[&"ingest", &t.path(), &input])),
+        0
+    );
+    let clusters_of = |db: &Db| {
+        let mut v = Vec::new();
+        db.clusters(2, |c| {
+            v.push(c.members.iter().map(|m| m.id.clone()).collect::<Vec<_>>());
+            Ok(())
+        })
+        .unwrap();
+        v.sort();
+        v
+    };
+    let before = clusters_of(&Db::open_read_only(t.path()).unwrap());
+    assert!(!before.is_empty());
+    {
+        let raw = raw_open(&t.path());
+        let meta = raw.cf_handle("meta").unwrap();
+        raw.put_cf(meta, b"format_version", 3u32.to_be_bytes())
+            .unwrap();
+        downgrade_records_and_drop_clusters(raw);
+    }
+    assert!(matches!(
+        Db::open_read_only(t.path()).err().unwrap(),
+        Error::NeedsMigration { found: 3, .. }
+    ));
+    let o = common::simdb(&[&"migrate", &t.path()]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    assert!(
+        common::stdout(&o).contains(
+            "migrated format 3 -> 4: 0 records indexed, 44 given their place in the ingest order"
+        ),
+        "{}",
+        common::stdout(&o)
+    );
+    let db = Db::open_read_only(t.path()).unwrap();
+    let rep = db.verify().unwrap();
+    assert!(rep.is_clean(), "{:#?}", rep.problems);
+    // The same groups as ingest made (the ingest ran within a second, so
+    // the ingest order is the id order; the copies come after their
+    // originals in both).
+    assert_eq!(clusters_of(&db), before);
 }
 
 /// Issue 16: the "is a writer active" probe opened and closed `LOCK`, which

@@ -71,6 +71,10 @@ pub enum Command {
     /// Convert a store made by an older simdb (format 2) to this build's
     /// format, in place (the index is rebuilt from the stored records).
     Migrate(MigrateArgs),
+    /// List clusters of near-duplicates: representative, members, size,
+    /// largest distance.
+    #[command(after_help = CLUSTERS_EXAMPLES)]
+    Clusters(ClustersArgs),
     /// Keep the input lines whose document has no near-copy earlier in the
     /// input (or in --db): a clean corpus on standard output.
     #[command(after_help = DEDUP_EXAMPLES)]
@@ -88,6 +92,11 @@ Examples:
   simdb completions bash > ~/.local/share/bash-completion/completions/simdb
   simdb completions zsh > \"${fpath[1]}/_simdb\"
   simdb completions fish > ~/.config/fish/completions/simdb.fish";
+
+const CLUSTERS_EXAMPLES: &str = "\
+Examples:
+  simdb clusters news.db                      # every cluster of 2 or more
+  simdb clusters news.db --min-size 10 --json | head";
 
 const DEDUP_EXAMPLES: &str = "\
 Examples:
@@ -469,6 +478,20 @@ pub struct VerifyArgs {
     #[arg(long)]
     pub repair: bool,
     /// JSON output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ClustersArgs {
+    /// The store.
+    pub db: PathBuf,
+    /// List only clusters of at least this many documents (>= 2).
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub min_size: u64,
+    /// One JSON object per cluster per line: {"id", "size",
+    /// "representative", "max_distance", "members": [{"id", "distance",
+    /// "priority", "ingested_at"}]}.
     #[arg(long)]
     pub json: bool,
 }

@@ -125,7 +125,7 @@ pub(super) fn ingest_cmd(a: IngestArgs) -> Result<bool> {
         println!("{v}");
     } else {
         eprintln!(
-            "read {} | inserted {} | replaced {} | unchanged {} | duplicates {}{} | short {} | no features {} | bad lines {} | {:.2}s, {:.0} docs/s",
+"read {} | inserted {} | replaced {} | unchanged {} | duplicates {}{} | short {} | no features {} | bad lines {} | clusters: {} new, {} grown, {} merged | {:.2}s, {:.0} docs/s",
             s.read,
             s.inserted,
             s.replaced,
@@ -139,6 +139,9 @@ pub(super) fn ingest_cmd(a: IngestArgs) -> Result<bool> {
             s.short,
             s.no_features,
             s.bad_lines,
+            s.clusters.new,
+            s.clusters.grown,
+            s.clusters.merged,
             s.elapsed.as_secs_f64(),
             s.docs_per_second()
         );

@@ -8,11 +8,13 @@ pub(super) fn migrate(a: MigrateArgs) -> Result<bool> {
         println!("{}: already format {}", a.db.display(), r.to);
     } else {
         println!(
-            "{}: migrated format {} -> {}: {} records indexed, {} unreadable",
+            "{}: migrated format {} -> {}: {} records indexed, {} given their place in the ingest order, {} clusters built, {} unreadable",
             a.db.display(),
             r.from,
             r.to,
             r.indexed,
+            r.ordered,
+            r.clusters,
             r.unreadable
         );
     }

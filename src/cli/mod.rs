@@ -5,6 +5,7 @@ pub mod args;
 
 mod backup;
 mod calibrate;
+mod clusters;
 mod dedup;
 mod delete;
 mod fingerprint;
@@ -63,6 +64,7 @@ pub fn run(cli: Cli) -> Result<bool> {
         Command::Verify(a) => verify::verify(a),
         Command::Backup(a) => backup::backup(a),
         Command::Calibrate(a) => calibrate::calibrate(a),
+        Command::Clusters(a) => clusters::clusters(a),
         Command::Dedup(a) => dedup::dedup(a),
         Command::Pairs(a) => pairs::pairs(a),
         Command::Completions(a) => {

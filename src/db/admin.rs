@@ -4,7 +4,7 @@ use std::path::Path;
 
 use super::{BackupMethod, Db, FamilyStats, MigrateReport, Stats, MAX_CALIBRATION_SAMPLE};
 use crate::error::{Error, Result};
-use crate::fingerprint::{self, Recipe};
+use crate::fingerprint;
 use crate::index::{self, Hit};
 use crate::store::{self, Store, Tuning};
 
@@ -147,34 +147,45 @@ impl Db {
         }
     }
 
-    /// Converts a store of an older format this build can migrate (format
-    /// 2) in place; a store already in this build's format is left as it
-    /// is. See `Store::migrate`.
+    /// Converts a store of an older format this build can migrate (2 or
+    /// 3) in place; a store already in this build's format is left as it
+    /// is. Format 2's postings are rebuilt from the records; every record
+    /// from before format 4 gets its place in the ingest order (by time
+    /// written, then id); then the clusters are built as
+    /// [`Db::repair`] builds them. The format version is written last, so
+    /// a migration that is interrupted is simply run again.
     pub fn migrate(path: impl AsRef<Path>) -> Result<MigrateReport> {
-        let (store, recipe, version) = Store::open_for_migration(path.as_ref())?;
+        let path = path.as_ref();
+        let (mut store, recipe, version) = Store::open_for_migration(path)?;
         // The recipe must be one this build reproduces, as at every open.
-        let current = Recipe::this_build_of(&recipe);
-        if let Some((field, stored, this)) = recipe.difference(&current) {
-            return Err(Error::RecipeMismatch {
-                path: path.as_ref().to_path_buf(),
-                field: field.to_string(),
-                stored,
-                requested: format!("{this} (fixed in this build)"),
-            });
-        }
+        Db::check_recipe(path, &recipe)?;
         if version == store::FORMAT_VERSION {
             return Ok(MigrateReport {
                 from: version,
                 to: version,
-                indexed: 0,
-                unreadable: 0,
+                ..Default::default()
             });
         }
-        let (indexed, unreadable) = store.migrate()?;
+        store.ensure_clusters_family()?;
+        let (indexed, unreadable) = if version < 3 {
+            store.migrate_postings()?
+        } else {
+            (0, 0)
+        };
+        let (ordered, _) = store.assign_ords()?;
+        let db = Db::with_store(path, store, recipe)?;
+        let clusters = db.rebuild_clusters()?;
+        db.store.flush()?;
+        db.store.put_meta(
+            store::FORMAT_VERSION_KEY,
+            &store::FORMAT_VERSION.to_be_bytes(),
+        )?;
         Ok(MigrateReport {
             from: version,
             to: store::FORMAT_VERSION,
             indexed,
+            ordered,
+            clusters,
             unreadable,
         })
     }

@@ -9,14 +9,18 @@ use crate::index::{self, DocKey};
 use crate::store;
 
 /// What [`Db::migrate`] did.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct MigrateReport {
     /// Format version found.
     pub from: u32,
     /// Format version now.
     pub to: u32,
-    /// Records whose index entries were written again.
+    /// Records whose index entries were written again (from format 2).
     pub indexed: u64,
+    /// Records given their place in the ingest order (from formats 2, 3).
+    pub ordered: u64,
+    /// Clusters of two or more documents built.
+    pub clusters: u64,
     /// Records that do not decode (left in place; `verify` reports them).
     pub unreadable: u64,
 }
@@ -32,6 +36,10 @@ pub struct RepairReport {
     /// Records that do not decode (checksum or format): left in place and
     /// not indexed; `verify` keeps reporting them. Family, key, reason.
     pub unreadable: Vec<String>,
+    /// Records given a new ord because another record had the same.
+    pub reordered: u64,
+    /// Clusters of two or more documents rebuilt.
+    pub clusters: u64,
 }
 
 /// What [`Db::verify`] found.
@@ -73,6 +81,8 @@ impl Db {
         let mut seqs = store::schema::SeqAllocator::new();
         let mut count = 0u64;
         let mut short = 0u64;
+        let (mut next_ord, mut clock) = self.store.ord_state()?;
+        let mut ords: Vec<u64> = Vec::new();
         let store = &self.store;
         store.for_each_raw(store::DOCS, |k, v| {
             // The count is of records, readable or not (as verify counts).
@@ -100,6 +110,9 @@ impl Db {
             }
             pending.insert(rec.doc_key());
             short += u64::from(rec.is_short());
+            next_ord = next_ord.max(rec.ord + 1);
+            clock = clock.max(rec.ingested_at);
+            ords.push(rec.ord);
             store.put_doc(&mut batch, id, &rec);
             rep.reindexed += 1;
             if pending.len() >= 10_000 {
@@ -109,10 +122,45 @@ impl Db {
             }
             Ok(())
         })?;
+        store.write(batch, true)?;
+        // Two records with one ord (a record copied by hand, a bug): the
+        // first in id order keeps it, the others take new ones.
+        ords.sort_unstable();
+        let twice: std::collections::HashSet<u64> = ords
+            .windows(2)
+            .filter(|w| w[0] == w[1])
+            .map(|w| w[0])
+            .collect();
+        drop(ords);
+        let mut batch = store::Batch::default();
+        if !twice.is_empty() {
+            let mut kept: std::collections::HashSet<u64> = Default::default();
+            store.for_each_raw(store::DOCS, |k, v| {
+                let (Ok(id), Ok(mut rec)) = (
+                    std::str::from_utf8(k),
+                    crate::store::codec::decode_record(v),
+                ) else {
+                    return Ok(());
+                };
+                if twice.contains(&rec.ord) && !kept.insert(rec.ord) {
+                    rec.ord = next_ord;
+                    next_ord += 1;
+                    store.put_record(&mut batch, id, &rec);
+                    rep.reordered += 1;
+                }
+                Ok(())
+            })?;
+        }
         store.put_doc_count(&mut batch, count);
         store.put_short_count(&mut batch, short);
-        store.delete_meta_in(&mut batch, store::REPAIR_MARKER_KEY);
+        store.put_ord_state(&mut batch, next_ord, clock);
         store.write(batch, true)?;
+        // The clusters, from the records and the rebuilt index; the marker
+        // leaves with the last of them.
+        rep.clusters = self.rebuild_clusters()?;
+        let mut b = store::Batch::default();
+        self.store.delete_meta_in(&mut b, store::REPAIR_MARKER_KEY);
+        self.store.write(b, true)?;
         Ok(rep)
     }
 
@@ -129,11 +177,15 @@ impl Db {
         let mut docs: HashMap<DocKey, (u64, u8)> = HashMap::new();
         let id_hash = |id: &[u8]| xxhash_rust::xxh3::xxh3_64(id);
         let mut short = 0u64;
+        let mut ords: Vec<u64> = Vec::new();
+        let mut latest = 0u64;
         self.store.for_each_raw(store::DOCS, |k, v| {
             rep.documents += 1;
             match crate::store::codec::decode_record(v) {
                 Ok(r) => {
                     short += u64::from(r.is_short());
+                    ords.push(r.ord);
+                    latest = latest.max(r.ingested_at);
                     if docs.insert(r.doc_key(), (id_hash(k), 0)).is_some() {
                         rep.problems.push(format!(
                             "{}: key {}: another record has the same fingerprint and sequence number",
@@ -235,6 +287,31 @@ impl Db {
                 hex(store::SHORT_COUNT_KEY),
             ));
         }
+        // Ingest order: every ord once, below the next one; the clock not
+        // behind any record.
+        ords.sort_unstable();
+        if let Some(w) = ords.windows(2).find(|w| w[0] == w[1]) {
+            rep.problems
+                .push(format!("{}: two records have ord {}", store::DOCS, w[0]));
+        }
+        let (next_ord, clock) = self.store.ord_state()?;
+        if let Some(&max) = ords.last() {
+            if max >= next_ord {
+                rep.problems.push(format!(
+                    "{}: key {}: next ord {next_ord}, but a record has ord {max}",
+                    store::META,
+                    hex(store::NEXT_ORD_KEY)
+                ));
+            }
+        }
+        if latest > clock {
+            rep.problems.push(format!(
+                "{}: key {}: clock {clock}, but a record was written at {latest}",
+                store::META,
+                hex(store::CLOCK_KEY)
+            ));
+        }
+        self.verify_clusters(&mut rep.problems)?;
         Ok(rep)
     }
 }

@@ -5,13 +5,15 @@ use std::path::Path;
 
 mod admin;
 mod check;
+pub mod clusters;
 mod pairs;
 mod writer;
 
 pub use check::{MigrateReport, RepairReport, VerifyReport};
+pub use clusters::{Cluster, ClusterChanges, Member};
 pub use pairs::{Pair, PairsReport};
 pub(crate) use writer::now;
-pub use writer::{check_id, Writer};
+pub use writer::{check_id, Placement, Writer};
 
 use crate::error::{Error, Result};
 use crate::fingerprint::{self, Analysis, Fingerprint, Fingerprinter, Recipe, Sketch};
@@ -347,16 +349,22 @@ impl Db {
         Self::with_store(path, store, recipe)
     }
 
-    fn with_store(path: &Path, store: Store, recipe: Recipe) -> Result<Db> {
-        let current = Recipe::this_build_of(&recipe);
-        if let Some((field, stored, this)) = recipe.difference(&current) {
-            return Err(Error::RecipeMismatch {
+    /// Refuses a recipe this build does not reproduce.
+    fn check_recipe(path: &Path, recipe: &Recipe) -> Result<()> {
+        let current = Recipe::this_build_of(recipe);
+        match recipe.difference(&current) {
+            Some((field, stored, this)) => Err(Error::RecipeMismatch {
                 path: path.to_path_buf(),
                 field: field.to_string(),
                 stored,
                 requested: format!("{this} (fixed in this build)"),
-            });
+            }),
+            None => Ok(()),
         }
+    }
+
+    fn with_store(path: &Path, store: Store, recipe: Recipe) -> Result<Db> {
+        Self::check_recipe(path, &recipe)?;
         let fingerprinter = if recipe.uses_learned_idf() {
             let key = store::IDF_TABLE_KEY;
             let bytes = store.get_meta(key)?.ok_or_else(|| {

@@ -3,11 +3,25 @@
 
 use std::collections::HashMap;
 
+use super::clusters::{ClusterChanges, ClusterState};
 use super::{Content, Outcome, Query};
 use crate::error::{Error, Result};
 use crate::fingerprint::{Analysis, Fingerprint};
 use crate::index::{self, Hit, MemIndex};
-use crate::store::{self, Record, Store};
+use crate::store::schema::Rank;
+use crate::store::{self, Priority, Record, Store};
+
+/// Where a written document goes, beyond its content: its priority (for
+/// the choice of its cluster's representative) and its confirmed
+/// near-copies, whose clusters it joins (see [`crate::db::clusters`]).
+#[derive(Debug, Clone, Default)]
+pub struct Placement {
+    /// The input's priority (NaN is refused).
+    pub priority: Option<f64>,
+    /// Ids of stored documents (or documents written earlier in this
+    /// writer) that are confirmed near-copies of it.
+    pub near: Vec<String>,
+}
 
 /// A batch of writes: one RocksDB `WriteBatch`, atomic across families.
 ///
@@ -27,11 +41,17 @@ pub struct Writer<'a> {
     short: u64,
     ops: usize,
     sync: bool,
+    /// The ord the next written document takes, and the latest time
+    /// stamped (a write never stamps an earlier one).
+    next_ord: u64,
+    clock: u64,
+    clusters: ClusterState,
 }
 
 impl<'a> Writer<'a> {
     /// A writer of `store` (opened for writing), starting from its counts.
     pub(super) fn new(store: &'a Store) -> Result<Writer<'a>> {
+        let (next_ord, clock) = store.ord_state()?;
         Ok(Writer {
             store,
             batch: store::Batch::default(),
@@ -42,6 +62,9 @@ impl<'a> Writer<'a> {
             short: store.short_count()?,
             ops: 0,
             sync: false,
+            next_ord,
+            clock,
+            clusters: ClusterState::default(),
         })
     }
 }
@@ -63,7 +86,8 @@ impl Writer<'_> {
     /// Inserts or replaces `id` with a document of fingerprint
     /// `doc.fingerprint` (and, from an [`Analysis`] of its text, its term
     /// count, verification sketch and top terms; a bare [`Fingerprint`]
-    /// converts into an analysis without them).
+    /// converts into an analysis without them). The document is alone in
+    /// its cluster; see [`Writer::put_placed`].
     pub fn put(
         &mut self,
         id: &str,
@@ -71,7 +95,28 @@ impl Writer<'_> {
         content: &Content,
         source: &str,
     ) -> Result<Outcome> {
+        self.put_placed(id, doc, content, source, &Placement::default())
+    }
+
+    /// [`Writer::put`] with a priority, joining the clusters of the
+    /// near-copies `place.near` (ingest passes what its duplicate check
+    /// confirmed). A replaced document leaves its cluster first and takes
+    /// a new place in the ingest order.
+    pub fn put_placed(
+        &mut self,
+        id: &str,
+        doc: impl Into<Analysis>,
+        content: &Content,
+        source: &str,
+        place: &Placement,
+    ) -> Result<Outcome> {
         check_id(id)?;
+        let priority = match place.priority {
+            None => None,
+            Some(p) => Some(Priority::new(p).ok_or_else(|| {
+                Error::Input(format!("document {id:?}: priority is not a number"))
+            })?),
+        };
         let doc: Analysis = doc.into();
         let fp = doc.fingerprint;
         let hash = content.hash();
@@ -81,6 +126,8 @@ impl Writer<'_> {
                 return Ok(Outcome::Unchanged)
             }
             Some(r) => {
+                self.clusters
+                    .leave(self.store, &mut self.batch, id, Rank::of(r))?;
                 self.store.delete_doc(&mut self.batch, id, r);
                 self.short = self.short.saturating_sub(u64::from(r.is_short()));
                 // Same fingerprint: keep the slot (the put below overwrites
@@ -97,20 +144,36 @@ impl Writer<'_> {
                 (Outcome::Inserted, self.alloc_seq(fp)?)
             }
         };
+        // Near-copies with their ranks, read before this document is in.
+        let mut near = Vec::with_capacity(place.near.len());
+        for n in &place.near {
+            if n != id {
+                if let Some(r) = self.get(n)? {
+                    near.push((n.clone(), Rank::of(&r)));
+                }
+            }
+        }
+        self.clock = self.clock.max(now());
+        let ord = self.next_ord;
+        self.next_ord += 1;
         let rec = Record {
             fingerprint: fp,
             seq,
             content_hash: hash,
             length: content.len(),
-            ingested_at: now(),
+            ingested_at: self.clock,
             source: source.to_string(),
             terms: u32::try_from(doc.terms).unwrap_or(u32::MAX),
             sketch: doc.sketch,
             top_terms: doc.top_terms,
             weak_bits: doc.weak_bits,
+            ord,
+            priority,
         };
         self.short += u64::from(rec.is_short());
         self.store.put_doc(&mut self.batch, id, &rec);
+        self.clusters
+            .join(self.store, &mut self.batch, id, Rank::of(&rec), &near)?;
         self.overlay.insert(id.to_string(), Some(rec));
         self.mem.insert(id, fp);
         self.ops += 1;
@@ -129,6 +192,8 @@ impl Writer<'_> {
         let Some(old) = self.get(id)? else {
             return Ok(false);
         };
+        self.clusters
+            .leave(self.store, &mut self.batch, id, Rank::of(&old))?;
         self.store.delete_doc(&mut self.batch, id, &old);
         self.overlay.insert(id.to_string(), None);
         self.mem.remove(id);
@@ -168,6 +233,11 @@ impl Writer<'_> {
         Ok(index::finish(hits, q.limit))
     }
 
+    /// How this writer changed the clusters so far.
+    pub fn cluster_changes(&self) -> ClusterChanges {
+        self.clusters.changes()
+    }
+
     /// Number of writes pending.
     pub fn pending(&self) -> usize {
         self.ops
@@ -181,7 +251,10 @@ impl Writer<'_> {
         let mut batch = std::mem::take(&mut self.batch);
         self.store.put_doc_count(&mut batch, self.count);
         self.store.put_short_count(&mut batch, self.short);
+        self.store
+            .put_ord_state(&mut batch, self.next_ord, self.clock);
         self.store.write(batch, self.sync)?;
+        self.clusters.committed();
         self.overlay.clear();
         self.seqs.clear();
         self.mem = MemIndex::new();

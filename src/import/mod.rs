@@ -520,6 +520,10 @@ fn build(
                         sketch: None,
                         top_terms: Vec::new(),
                         weak_bits: Vec::new(),
+                        // Input order: the earliest read is the earliest
+                        // ingested, as ingest would number them.
+                        ord: d.pos,
+                        priority: None,
                     };
                     Some(Ok(store::schema::docs_entry(&d.id, &rec)))
                 }
@@ -578,7 +582,18 @@ fn build(
         store::DOC_COUNT_KEY.to_vec(),
         documents.to_be_bytes().to_vec(),
     );
-    staging.finish(&opts.recipe, opts.tuning, &families, &[count])?;
+    // Positions count records from 1; the documents are stamped `now`.
+    let next_ord = (
+        store::NEXT_ORD_KEY.to_vec(),
+        (summary.records + 1).to_be_bytes().to_vec(),
+    );
+    let clock = (store::CLOCK_KEY.to_vec(), now.to_be_bytes().to_vec());
+    staging.finish(
+        &opts.recipe,
+        opts.tuning,
+        &families,
+        &[count, next_ord, clock],
+    )?;
     lap(&mut summary, "ingest and rename");
     Ok(summary)
 }

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::db::Query;
-use crate::db::{Db, Outcome};
+use crate::db::{Db, Outcome, Placement};
 use crate::error::{Error, Result};
 use crate::fingerprint::Analysis;
 pub use dedup::{dedup, DedupEvent, DedupSummary, Dropped};
@@ -115,6 +115,8 @@ pub struct Summary {
     pub short: u64,
     /// Lines or files that could not be read as documents.
     pub bad_lines: u64,
+    /// How the run changed the clusters.
+    pub clusters: crate::db::ClusterChanges,
     #[serde(skip)]
     pub elapsed: Duration,
 }
@@ -179,6 +181,7 @@ pub fn run(
                 e => e,
             });
         sum.elapsed = start.elapsed();
+        sum.clusters = w.cluster_changes();
         applied?;
         if sum.read + sum.bad_lines > 0 {
             on_event(Event::Committed(&sum));
@@ -186,6 +189,7 @@ pub fn run(
         Ok(())
     })?;
     w.commit()?;
+    sum.clusters = w.cluster_changes();
     drop(w);
     // Flush the run's memtables (and so its posting operands) to SST
     // files: every later read-only open (query, get, stats) would
@@ -351,8 +355,8 @@ fn apply(
             on_event(Event::Short(&doc, a.terms));
         }
         let near = w.search(&opts.duplicate_query(&a))?;
-        let dup = near.into_iter().find(|h| h.id != doc.id);
-        if let Some(h) = &dup {
+        let near: Vec<crate::Hit> = near.into_iter().filter(|h| h.id != doc.id).collect();
+        if let Some(h) = near.first() {
             sum.duplicates += 1;
             on_event(Event::Duplicate(&DuplicateReport {
                 id: doc.id.clone(),
@@ -365,7 +369,11 @@ fn apply(
                 continue;
             }
         }
-        match w.put(&doc.id, a, &doc.content, &doc.source)? {
+        let place = Placement {
+            priority: doc.priority,
+            near: near.into_iter().map(|h| h.id).collect(),
+        };
+        match w.put_placed(&doc.id, a, &doc.content, &doc.source, &place)? {
             Outcome::Inserted => sum.inserted += 1,
             Outcome::Replaced => sum.replaced += 1,
             Outcome::Unchanged => sum.unchanged += 1,

@@ -77,6 +77,8 @@ pub struct Doc {
     /// mark on line 1), when the input keeps lines ([`Input::keep_lines`];
     /// never for directories).
     pub line: Option<Vec<u8>>,
+    /// The JSONL line's `"priority"`, if any.
+    pub priority: Option<f64>,
 }
 
 /// Something wrong with one line or file of an input.
@@ -154,6 +156,8 @@ struct JsonDoc {
     features: Option<serde_json::Value>,
     #[serde(default)]
     fingerprint: Option<serde_json::Value>,
+    #[serde(default)]
+    priority: Option<serde_json::Value>,
 }
 
 /// Parses one JSONL line into (id, content).
@@ -192,6 +196,12 @@ pub fn parse_query_line(line: &[u8]) -> Result<(Option<serde_json::Value>, Batch
 }
 
 pub fn parse_json_doc(line: &[u8]) -> Result<(String, Content), String> {
+    parse_json_doc_with_priority(line).map(|(id, c, _)| (id, c))
+}
+
+/// [`parse_json_doc`] with the line's `"priority"` (a finite number, for
+/// the choice of a cluster's representative), if it has one.
+pub fn parse_json_doc_with_priority(line: &[u8]) -> Result<(String, Content, Option<f64>), String> {
     // serde would read a struct from an array too; a document is an object.
     match line.iter().find(|b| !b.is_ascii_whitespace()) {
         Some(b'{') => {}
@@ -253,7 +263,17 @@ pub fn parse_json_doc(line: &[u8]) -> Result<(String, Content), String> {
         }
         (None, None, None) => return Err("missing \"text\"".into()),
     };
-    Ok((id, content))
+    let priority = match d.priority {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::Number(n)) if n.as_f64().is_some_and(f64::is_finite) => n.as_f64(),
+        Some(other) => {
+            return Err(format!(
+                "\"priority\" must be a finite number, not {}",
+                json_kind(&other)
+            ))
+        }
+    };
+    Ok((id, content, priority))
 }
 
 /// Parses `{"name": weight, …}` or `[["name", weight], …]`.
@@ -400,12 +420,13 @@ impl Iterator for LineReader {
             }
             let line = self.keep.then(|| self.buf.clone());
             return Some(match self.format {
-                Format::Jsonl => match parse_json_doc(&self.buf) {
-                    Ok((id, content)) => Ok(Doc {
+                Format::Jsonl => match parse_json_doc_with_priority(&self.buf) {
+                    Ok((id, content, priority)) => Ok(Doc {
                         id,
                         content,
                         source: location,
                         line,
+                        priority,
                     }),
                     Err(reason) => Err(Problem { location, reason }),
                 },
@@ -415,6 +436,7 @@ impl Iterator for LineReader {
                         content: Content::Text(t.to_string()),
                         source: location,
                         line,
+                        priority: None,
                     }),
                     Err(e) => Err(Problem {
                         location,
@@ -481,6 +503,7 @@ fn read_file_doc(root: &Path, path: &Path, max: usize) -> Item {
             content: Content::Text(t),
             source: location,
             line: None,
+            priority: None,
         }),
         Err(e) => problem(format!(
             "invalid UTF-8 at byte {}",

@@ -7,7 +7,7 @@ use rocksdb::{Cache, ReadOptions};
 
 use super::{
     codec, family_options, schema, Batch, Store, Tuning, ALL_FAMILIES, BLOCK_FAMILIES, DOCS,
-    DOC_COUNT_KEY, FORMAT_VERSION, FORMAT_VERSION_KEY, MAGIC_KEY, META, RECIPE_KEY, REFS,
+    DOC_COUNT_KEY, FORMAT_VERSION_KEY, MAGIC_KEY, META, RECIPE_KEY, REFS,
 };
 use crate::error::{Error, Result};
 use crate::fingerprint::Recipe;
@@ -154,15 +154,15 @@ where
 }
 
 impl Store {
-    /// Brings a format-2 store (one index key per document and block) to
-    /// this build's format: clears the block families, writes every
+    /// Rebuilds the postings of a format-2 store (one index key per
+    /// document and block): clears the block families and writes every
     /// record's posting entries again from the records (`docs` and `refs`
-    /// are the same in both formats), then sets the format version, synced.
-    /// A crash before the end leaves a format-2 store that open refuses
-    /// until `migrate` runs again, which starts over. Returns the number
-    /// of records indexed and of records that do not decode (left alone,
-    /// as `verify --repair` does).
-    pub fn migrate(&self) -> Result<(u64, u64)> {
+    /// are the same in both formats), synced. The format version is left
+    /// to the caller (`Db::migrate` writes it last), so a crash leaves a
+    /// format-2 store that open refuses until `migrate` runs again, which
+    /// starts over. Returns the number of records indexed and of records
+    /// that do not decode (left alone, as `verify --repair` does).
+    pub fn migrate_postings(&self) -> Result<(u64, u64)> {
         let mut b = Batch::default();
         for name in BLOCK_FAMILIES {
             b.0.delete_range_cf(self.cf(name), &[][..], &[0xff; 16][..]);
@@ -184,7 +184,6 @@ impl Store {
         })?;
         self.write(batch, true)?;
         self.flush()?;
-        self.put_meta(FORMAT_VERSION_KEY, &FORMAT_VERSION.to_be_bytes())?;
         Ok((indexed, unreadable))
     }
 

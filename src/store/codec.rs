@@ -32,10 +32,18 @@
 //!                               weakest first (bit index 0..63 each, at
 //!                               most WEAK_BITS), for confidence-ranked
 //!                               `query --id`; empty = unknown
+//!               version 4 adds:
+//!                 ord           u64 BE   ingest order: a store-wide counter,
+//!                                        larger = written later (each insert
+//!                                        or replacement takes the next)
+//!                 priority      u8 0 (none) | u8 1, then u64 BE: the f64
+//!                               bits of the input's "priority" (never NaN)
 //! ```
 //!
-//! Version 1 records (no terms, sketch or top terms) and version 2 records
-//! (no weak bits) decode with those fields empty.
+//! Version 1 records (no terms, sketch or top terms), version 2 records
+//! (no weak bits) and version 3 records (no ord or priority) decode with
+//! those fields empty (ord 0); only `simdb migrate` reads them, and gives
+//! each an ord.
 //!
 //! The checksum covers exactly the payload; the version byte is checked
 //! separately (an unknown version is corruption, not a newer format: the
@@ -46,7 +54,7 @@ use serde::{Deserialize, Serialize};
 use crate::fingerprint::{Fingerprint, Sketch};
 
 /// Version byte of the record frame written by this build.
-pub const RECORD_VERSION: u8 = 3;
+pub const RECORD_VERSION: u8 = 4;
 pub use crate::fingerprint::TOP_TERMS;
 const HEADER_LEN: usize = 5;
 
@@ -55,6 +63,39 @@ fn config() -> impl bincode::config::Config {
         .with_big_endian()
         .with_fixed_int_encoding()
         .with_limit::<{ 1 << 20 }>()
+}
+
+/// A document's priority (the input's `"priority"` number): among the
+/// members of a cluster, the one with the highest is its representative.
+/// Never NaN; kept as the f64's bits so that records compare with `Eq`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Priority(u64);
+
+impl Priority {
+    /// `v` as a priority; `None` for NaN.
+    pub fn new(v: f64) -> Option<Priority> {
+        (!v.is_nan()).then_some(Priority(v.to_bits()))
+    }
+
+    pub fn value(self) -> f64 {
+        f64::from_bits(self.0)
+    }
+
+    /// A key that sorts priorities from highest to lowest, and no priority
+    /// after every priority.
+    pub fn rank_key(p: Option<Priority>) -> u64 {
+        match p {
+            None => u64::MAX,
+            Some(p) => {
+                // The usual order-preserving map of f64 bits to u64 …
+                let b = p.0;
+                let ascending = if b >> 63 == 1 { !b } else { b | 1 << 63 };
+                // … reversed, so the highest comes first; never u64::MAX
+                // (that would need NaN bits).
+                !ascending
+            }
+        }
+    }
 }
 
 /// What the store keeps about one document.
@@ -83,6 +124,11 @@ pub struct Record {
     /// The fingerprint's least-confident bits, weakest first (empty when
     /// unknown: imported fingerprints, records before version 3).
     pub weak_bits: Vec<u8>,
+    /// Ingest order (store-wide, larger = written later); 0 in records
+    /// before version 4.
+    pub ord: u64,
+    /// The input's priority, if it gave one.
+    pub priority: Option<Priority>,
 }
 
 impl Record {
@@ -120,6 +166,30 @@ mod raw {
     pub struct V3 {
         pub v2: V2,
         pub weak_bits: Vec<u8>,
+    }
+    #[derive(serde::Serialize, serde::Deserialize)]
+    pub struct V4 {
+        pub v3: V3,
+        pub ord: u64,
+        pub priority: Option<u64>,
+    }
+    impl From<&super::Record> for V4 {
+        fn from(r: &super::Record) -> V4 {
+            V4 {
+                v3: r.into(),
+                ord: r.ord,
+                priority: r.priority.map(|p| p.0),
+            }
+        }
+    }
+    impl From<V4> for super::Record {
+        fn from(r: V4) -> super::Record {
+            super::Record {
+                ord: r.ord,
+                priority: r.priority.map(super::Priority),
+                ..r.v3.into()
+            }
+        }
     }
     impl From<&super::Record> for V3 {
         fn from(r: &super::Record) -> V3 {
@@ -167,6 +237,8 @@ mod raw {
                 sketch: None,
                 top_terms: Vec::new(),
                 weak_bits: Vec::new(),
+                ord: 0,
+                priority: None,
             }
         }
     }
@@ -188,7 +260,7 @@ mod raw {
 
 /// Encodes a record into its framed bytes.
 pub fn encode_record(r: &Record) -> Vec<u8> {
-    let payload = bincode::serde::encode_to_vec(raw::V3::from(r), config())
+    let payload = bincode::serde::encode_to_vec(raw::V4::from(r), config())
         .unwrap_or_else(|e| unreachable!("encoding a record to a Vec cannot fail: {e}"));
     let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
     out.push(RECORD_VERSION);
@@ -237,8 +309,12 @@ pub fn decode_record(bytes: &[u8]) -> Result<Record, String> {
     let rec = match version {
         1 => decode::<raw::V1>(payload)?,
         2 => decode::<raw::V2>(payload)?,
-        _ => decode::<raw::V3>(payload)?,
+        3 => decode::<raw::V3>(payload)?,
+        _ => decode::<raw::V4>(payload)?,
     };
+    if rec.priority.is_some_and(|p| p.value().is_nan()) {
+        return Err("priority is NaN".into());
+    }
     if let Some(b) = rec.weak_bits.iter().find(|&&b| b >= 64) {
         return Err(format!("weak bit {b} is not a bit of a 64-bit fingerprint"));
     }
@@ -288,6 +364,8 @@ mod tests {
             sketch: None,
             top_terms: Vec::new(),
             weak_bits: Vec::new(),
+            ord: 0,
+            priority: None,
         }
     }
 
@@ -336,20 +414,40 @@ mod tests {
         .concat()
     }
 
+    fn sample_v4() -> Record {
+        Record {
+            ord: 0x0102_0304_0506_0708,
+            priority: Priority::new(-2.5),
+            ..sample_v3()
+        }
+    }
+
+    /// The version 3 payload of `sample_v3()` (also the start of its
+    /// version 4 payload).
+    fn v3_payload() -> Vec<u8> {
+        [&v2_payload()[..], &3u64.to_be_bytes(), &[63, 0, 17]].concat()
+    }
+
     #[test]
-    fn record_v3_bytes_are_pinned() {
-        let bytes = encode_record(&sample_v3());
-        let payload: Vec<u8> = [&v2_payload()[..], &3u64.to_be_bytes(), &[63, 0, 17]].concat();
-        let mut want = vec![3u8];
+    fn record_v4_bytes_are_pinned() {
+        let bytes = encode_record(&sample_v4());
+        let payload: Vec<u8> = [
+            &v3_payload()[..],
+            &0x0102_0304_0506_0708u64.to_be_bytes(),
+            &[1u8],
+            &(-2.5f64).to_bits().to_be_bytes(),
+        ]
+        .concat();
+        let mut want = vec![4u8];
         want.extend_from_slice(&crc32fast::hash(&payload).to_be_bytes());
         want.extend_from_slice(&payload);
         assert_eq!(bytes, want);
-        assert_eq!(&bytes[..5], &GOLDEN_V3_HEADER[..], "{:02x?}", &bytes[..5]);
-        assert_eq!(decode_record(&bytes).unwrap(), sample_v3());
-        // No sketch, no terms, no weak bits: one tag byte and two empty
-        // lengths.
+        assert_eq!(&bytes[..5], &GOLDEN_V4_HEADER[..], "{:02x?}", &bytes[..5]);
+        assert_eq!(decode_record(&bytes).unwrap(), sample_v4());
+        // No sketch, no terms, no weak bits, no priority: one tag byte and
+        // two empty lengths, the ord and one tag byte.
         let bare = encode_record(&sample());
-        assert_eq!(bare.len(), 5 + 53 + 4 + 1 + 8 + 8);
+        assert_eq!(bare.len(), 5 + 53 + 4 + 1 + 8 + 8 + 8 + 1);
         assert_eq!(decode_record(&bare).unwrap(), sample());
         // A weak bit outside the fingerprint is corruption.
         let bad = Record {
@@ -359,7 +457,54 @@ mod tests {
         assert!(decode_record(&encode_record(&bad)).is_err());
     }
 
+    const GOLDEN_V4_HEADER: [u8; 5] = [0x04, 0x49, 0x55, 0xbd, 0x6e];
+
+    #[test]
+    fn record_v3_bytes_still_decode() {
+        let payload = v3_payload();
+        let mut bytes = vec![3u8];
+        bytes.extend_from_slice(&crc32fast::hash(&payload).to_be_bytes());
+        bytes.extend_from_slice(&payload);
+        assert_eq!(&bytes[..5], &GOLDEN_V3_HEADER[..], "{:02x?}", &bytes[..5]);
+        assert_eq!(decode_record(&bytes).unwrap(), sample_v3());
+    }
+
     const GOLDEN_V3_HEADER: [u8; 5] = [0x03, 0x6a, 0x1e, 0x30, 0x38];
+
+    #[test]
+    fn priorities_rank_highest_first_and_none_last() {
+        let mut v: Vec<Option<Priority>> = [
+            3.0,
+            -1.0,
+            0.0,
+            -0.0,
+            1e300,
+            -f64::INFINITY,
+            f64::INFINITY,
+            0.5,
+        ]
+        .iter()
+        .map(|&x| Priority::new(x))
+        .collect();
+        v.push(None);
+        v.sort_by_key(|p| Priority::rank_key(*p));
+        let vals: Vec<Option<f64>> = v.iter().map(|p| p.map(Priority::value)).collect();
+        assert_eq!(
+            vals,
+            [
+                Some(f64::INFINITY),
+                Some(1e300),
+                Some(3.0),
+                Some(0.5),
+                Some(0.0),
+                Some(-0.0),
+                Some(-1.0),
+                Some(f64::NEG_INFINITY),
+                None
+            ]
+        );
+        assert!(Priority::new(f64::NAN).is_none());
+    }
 
     #[test]
     fn record_v2_bytes_still_decode() {
@@ -393,14 +538,14 @@ mod tests {
     fn record_round_trip() {
         assert_eq!(decode_record(&encode_record(&sample())).unwrap(), sample());
         assert_eq!(
-            decode_record(&encode_record(&sample_v3())).unwrap(),
-            sample_v3()
+            decode_record(&encode_record(&sample_v4())).unwrap(),
+            sample_v4()
         );
     }
 
     #[test]
     fn every_flipped_byte_is_detected() {
-        let bytes = encode_record(&sample_v3());
+        let bytes = encode_record(&sample_v4());
         for i in 0..bytes.len() {
             for bit in 0..8 {
                 let mut b = bytes.clone();

@@ -11,6 +11,7 @@
 //! | `refs`   | fingerprint ‖ seq ([`DocKey`])             | document id, UTF-8        |
 //! | `docs`   | document id, UTF-8                         | framed record ([`codec`]) |
 //! | `meta`   | ASCII name                                 | see below                 |
+//! | `clusters` | `d`/`m`/`s` ‖ … (see [`schema`])         | cluster id, id, or size   |
 //!
 //! One document = one record, one `refs` entry and one posting entry in
 //! each block family (a merge operand: postings are never rewritten by a
@@ -33,14 +34,18 @@
 //! ```text
 //! key              value
 //! "magic"          the 12 bytes "simdb-store\n"
-//! "format_version" u32 big-endian (this build writes 3 and reads 3)
+//! "format_version" u32 big-endian (this build writes 4 and reads 4; migrates 2 and 3)
 //! "recipe"         UTF-8 JSON of the fingerprint Recipe
 //! "doc_count"      u64 big-endian, number of documents (updated in each write batch)
 //! "short_count"    u64 big-endian, documents with fewer than 10 terms (absent = 0)
 //! "idf_table"      only with a learned IDF: "simdb-idf v1 docs=N", then "term\tidf" lines
+//! "next_ord"       u64 big-endian, the ord the next written document takes (absent = 0)
+//! "clock"          u64 big-endian, the latest `ingested_at` written (absent = 0):
+//!                  a write never stamps an earlier time, so ord order is time order
 //! ```
 
 mod bulk;
+mod clusters;
 pub mod codec;
 mod query;
 pub mod schema;
@@ -54,7 +59,7 @@ use rocksdb::{
     ReadOptions, SliceTransform, WriteBatch, WriteOptions, DB,
 };
 
-pub use codec::Record;
+pub use codec::{Priority, Record};
 
 use crate::error::{Error, Result};
 use crate::fingerprint::{Recipe, BLOCKS};
@@ -72,8 +77,12 @@ pub const DOCS: &str = "docs";
 pub const REFS: &str = "refs";
 /// Name of the meta family.
 pub const META: &str = "meta";
+/// Name of the clusters family (see [`schema`]).
+pub const CLUSTERS: &str = "clusters";
 /// Every family, in a fixed order.
-pub const ALL_FAMILIES: [&str; 7] = ["block0", "block1", "block2", "block3", REFS, DOCS, META];
+pub const ALL_FAMILIES: [&str; 8] = [
+    "block0", "block1", "block2", "block3", REFS, DOCS, META, CLUSTERS,
+];
 
 /// A batch of writes, applied atomically across families by
 /// [`Store::write`] (RocksDB's write batch; the type keeps RocksDB out of
@@ -107,9 +116,14 @@ pub const MAGIC: &[u8] = b"simdb-store\n";
 /// Meta key of the format version.
 pub const FORMAT_VERSION_KEY: &[u8] = b"format_version";
 /// The on-disk format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 3;
-/// The older format `simdb migrate` brings to [`FORMAT_VERSION`] in place.
+pub const FORMAT_VERSION: u32 = 4;
+/// The oldest format `simdb migrate` brings to [`FORMAT_VERSION`] in place
+/// (2: postings of single keys; 3: no ords and no clusters).
 pub const MIGRATABLE_FORMAT_VERSION: u32 = 2;
+/// Meta key of the ord the next written document takes.
+pub const NEXT_ORD_KEY: &[u8] = b"next_ord";
+/// Meta key of the latest `ingested_at` written.
+pub const CLOCK_KEY: &[u8] = b"clock";
 /// Meta key of the recipe.
 pub const RECIPE_KEY: &[u8] = b"recipe";
 /// Meta key of the document count.
@@ -181,7 +195,7 @@ pub(crate) fn family_options(name: &str, cache: &Cache) -> Options {
         o.set_compression_type(DBCompressionType::Lz4);
         let b = table_options(cache, true);
         o.set_block_based_table_factory(&b);
-    } else if name == DOCS {
+    } else if name == DOCS || name == CLUSTERS {
         o.set_compression_type(DBCompressionType::Lz4);
         let b = table_options(cache, true);
         o.set_block_based_table_factory(&b);
@@ -416,7 +430,7 @@ impl Store {
                 supported: FORMAT_VERSION,
             });
         }
-        if version == MIGRATABLE_FORMAT_VERSION && !any_version {
+        if (MIGRATABLE_FORMAT_VERSION..FORMAT_VERSION).contains(&version) && !any_version {
             return Err(Error::NeedsMigration {
                 path: path.to_path_buf(),
                 found: version,
@@ -431,6 +445,11 @@ impl Store {
             });
         }
         for want in ALL_FAMILIES {
+            // Stores before format 4 have no clusters family; migration
+            // makes it.
+            if want == CLUSTERS && version < FORMAT_VERSION {
+                continue;
+            }
             if !families.iter().any(|f| f == want) {
                 return Err(not_simdb(&format!("column family '{want}' is missing")));
             }
@@ -526,6 +545,14 @@ impl Store {
             .get_cf(self.cf(META), DOC_COUNT_KEY)?
             .ok_or_else(|| Error::corrupt(META, DOC_COUNT_KEY, "missing"))?;
         codec::decode_doc_count(&v).map_err(|r| Error::corrupt(META, DOC_COUNT_KEY, r))
+    }
+
+    /// Adds a rewrite of document `id`'s record alone to `b` (its
+    /// fingerprint and sequence number unchanged, so its index entries
+    /// stand).
+    pub fn put_record(&self, b: &mut Batch, id: &str, rec: &Record) {
+        let (k, v) = schema::docs_entry(id, rec);
+        b.0.put_cf(self.cf(DOCS), k, v);
     }
 
     /// Adds the writes of one document to `batch`: its record, its `refs`

@@ -64,6 +64,99 @@ pub fn removal_operands(
     posting_operands(rec.fingerprint, false)
 }
 
+// ---- The `clusters` family ----
+//
+// Only clusters of two or more documents have entries; a document without
+// a `d` entry is a cluster of its own, whose id is its ord.
+//
+//   'd' ‖ id                        -> cluster id, u64 BE   (membership)
+//   'm' ‖ cluster id ‖ rank (16 B)  -> id                   (members, best first)
+//   's' ‖ cluster id                -> size, u64 BE         (>= 2)
+//
+// A rank is `Priority::rank_key(priority)` then `ord`, both u64 BE: the
+// first member in key order is the representative (highest priority, then
+// earliest ingested).
+
+/// Where a document ranks in its cluster: by priority (highest first, none
+/// last), then by ord (earliest first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Rank {
+    pub priority_key: u64,
+    pub ord: u64,
+}
+
+impl Rank {
+    /// The rank of the document stored as `rec`.
+    pub fn of(rec: &Record) -> Rank {
+        Rank {
+            priority_key: codec::Priority::rank_key(rec.priority),
+            ord: rec.ord,
+        }
+    }
+
+    pub fn to_bytes(self) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        b[..8].copy_from_slice(&self.priority_key.to_be_bytes());
+        b[8..].copy_from_slice(&self.ord.to_be_bytes());
+        b
+    }
+}
+
+/// The `d` key of document `id`.
+pub fn membership_key(id: &str) -> Vec<u8> {
+    [&b"d"[..], id.as_bytes()].concat()
+}
+
+/// The prefix of the `m` keys of cluster `cid`.
+pub fn members_prefix(cid: u64) -> [u8; 9] {
+    let mut k = [b'm'; 9];
+    k[1..].copy_from_slice(&cid.to_be_bytes());
+    k
+}
+
+/// The `m` key of the member of rank `rank` of cluster `cid`.
+pub fn member_key(cid: u64, rank: Rank) -> [u8; 25] {
+    let mut k = [0u8; 25];
+    k[..9].copy_from_slice(&members_prefix(cid));
+    k[9..].copy_from_slice(&rank.to_bytes());
+    k
+}
+
+/// The `s` key of cluster `cid`.
+pub fn size_key(cid: u64) -> [u8; 9] {
+    let mut k = [b's'; 9];
+    k[1..].copy_from_slice(&cid.to_be_bytes());
+    k
+}
+
+/// A u64 BE value (a cluster id or size); `Err` carries the reason.
+pub fn decode_u64(v: &[u8]) -> std::result::Result<u64, String> {
+    let b: [u8; 8] = v
+        .try_into()
+        .map_err(|_| format!("value is {} bytes, not 8", v.len()))?;
+    Ok(u64::from_be_bytes(b))
+}
+
+/// The cluster id and rank of an `m` key (without its `m`); `Err` carries
+/// the reason.
+pub fn decode_member_key(k: &[u8]) -> std::result::Result<(u64, Rank), String> {
+    let b: [u8; 24] = k
+        .try_into()
+        .map_err(|_| format!("member key is {} bytes, not 25", k.len() + 1))?;
+    let u = |i: usize| {
+        let mut x = [0u8; 8];
+        x.copy_from_slice(&b[i..i + 8]);
+        u64::from_be_bytes(x)
+    };
+    Ok((
+        u(0),
+        Rank {
+            priority_key: u(8),
+            ord: u(16),
+        },
+    ))
+}
+
 /// Hands out sequence numbers for new documents of a fingerprint: above
 /// every stored one (asked of the store through the closure) and every one
 /// given out or marked taken since the last [`SeqAllocator::clear`].
@@ -124,6 +217,8 @@ mod tests {
             sketch: None,
             top_terms: Vec::new(),
             weak_bits: Vec::new(),
+            ord: 0,
+            priority: None,
         };
         let e = doc_entries("id", &rec);
         assert_eq!(e.docs, (b"id".to_vec(), codec::encode_record(&rec)));

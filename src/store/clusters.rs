@@ -1,0 +1,150 @@
+//! Reading and writing the `clusters` family (layout in [`super::schema`]),
+//! and the ingest-order meta values.
+
+use rocksdb::{Direction, IteratorMode, ReadOptions};
+
+use super::schema::{self, Rank};
+use super::{codec, Batch, Store, CLOCK_KEY, CLUSTERS, DOCS, META, NEXT_ORD_KEY};
+use crate::error::{Error, Result};
+
+impl Store {
+    /// The cluster id in document `id`'s `d` entry (`None`: the document
+    /// is alone, or absent).
+    pub fn cluster_entry(&self, id: &str) -> Result<Option<u64>> {
+        let key = schema::membership_key(id);
+        match self.db.get_pinned_cf(self.cf(CLUSTERS), &key)? {
+            None => Ok(None),
+            Some(v) => schema::decode_u64(&v)
+                .map(Some)
+                .map_err(|r| Error::corrupt(CLUSTERS, &key, r)),
+        }
+    }
+
+    /// The size in cluster `cid`'s `s` entry (`None`: no such cluster).
+    pub fn cluster_size(&self, cid: u64) -> Result<Option<u64>> {
+        let key = schema::size_key(cid);
+        match self.db.get_pinned_cf(self.cf(CLUSTERS), key)? {
+            None => Ok(None),
+            Some(v) => schema::decode_u64(&v)
+                .map(Some)
+                .map_err(|r| Error::corrupt(CLUSTERS, &key, r)),
+        }
+    }
+
+    /// The members of cluster `cid` in rank order (representative first).
+    pub fn cluster_members(&self, cid: u64) -> Result<Vec<(Rank, String)>> {
+        let prefix = schema::members_prefix(cid);
+        let mut it = self.db.raw_iterator_cf(self.cf(CLUSTERS));
+        it.seek(prefix);
+        let mut out = Vec::new();
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            if !k.starts_with(&prefix) {
+                break;
+            }
+            let (_, rank) =
+                schema::decode_member_key(&k[1..]).map_err(|r| Error::corrupt(CLUSTERS, k, r))?;
+            let id = std::str::from_utf8(v)
+                .map_err(|_| Error::corrupt(CLUSTERS, k, "member id is not UTF-8"))?;
+            out.push((rank, id.to_string()));
+            it.next();
+        }
+        it.status()?;
+        Ok(out)
+    }
+
+    /// Calls `visit(cid, size)` for every cluster of two or more documents,
+    /// in cluster id order.
+    pub fn for_each_cluster(&self, mut visit: impl FnMut(u64, u64) -> Result<()>) -> Result<()> {
+        let mut ro = ReadOptions::default();
+        ro.set_iterate_lower_bound(b"s".to_vec());
+        ro.set_iterate_upper_bound(b"t".to_vec());
+        let it = self.db.iterator_cf_opt(
+            self.cf(CLUSTERS),
+            ro,
+            IteratorMode::From(b"s", Direction::Forward),
+        );
+        for item in it {
+            let (k, v) = item?;
+            let cid = schema::decode_u64(&k[1..]).map_err(|r| Error::corrupt(CLUSTERS, &k, r))?;
+            let size = schema::decode_u64(&v).map_err(|r| Error::corrupt(CLUSTERS, &k, r))?;
+            visit(cid, size)?;
+        }
+        Ok(())
+    }
+
+    /// Adds a raw `clusters` write to `b` (`None` deletes the key).
+    pub fn put_cluster_raw(&self, b: &mut Batch, key: &[u8], value: Option<&[u8]>) {
+        match value {
+            Some(v) => b.0.put_cf(self.cf(CLUSTERS), key, v),
+            None => b.0.delete_cf(self.cf(CLUSTERS), key),
+        }
+    }
+
+    /// Adds the removal of every `clusters` entry to `b`.
+    pub fn clear_clusters(&self, b: &mut Batch) {
+        b.0.delete_range_cf(self.cf(CLUSTERS), &[][..], &[0xff; 1][..]);
+    }
+
+    /// The ingest order's meta values: the next ord and the clock (both 0
+    /// when absent).
+    pub fn ord_state(&self) -> Result<(u64, u64)> {
+        let read = |key: &[u8]| -> Result<u64> {
+            match self.db.get_cf(self.cf(META), key)? {
+                None => Ok(0),
+                Some(v) => schema::decode_u64(&v).map_err(|r| Error::corrupt(META, key, r)),
+            }
+        };
+        Ok((read(NEXT_ORD_KEY)?, read(CLOCK_KEY)?))
+    }
+
+    /// Sets the ingest order's meta values in `b`.
+    pub fn put_ord_state(&self, b: &mut Batch, next_ord: u64, clock: u64) {
+        b.0.put_cf(self.cf(META), NEXT_ORD_KEY, next_ord.to_be_bytes());
+        b.0.put_cf(self.cf(META), CLOCK_KEY, clock.to_be_bytes());
+    }
+
+    /// Makes the clusters family if the store has none (stores before
+    /// format 4, on migration).
+    pub fn ensure_clusters_family(&mut self) -> Result<()> {
+        if self.db.cf_handle(CLUSTERS).is_none() {
+            let opts = super::family_options(CLUSTERS, &self._cache);
+            self.db.create_cf(CLUSTERS, &opts)?;
+        }
+        Ok(())
+    }
+
+    /// Gives every record written before format 4 (record version < 4) an
+    /// ord: `ingested_at << 32 | n`, n its position in id order, so
+    /// ord order is ingest-time order (ties by id) and every ord is unique.
+    /// Sets the next ord and the clock above all of them. Returns the
+    /// number of records rewritten and of records that do not decode.
+    pub fn assign_ords(&self) -> Result<(u64, u64)> {
+        let (mut next, mut clock) = self.ord_state()?;
+        let (mut rewritten, mut unreadable, mut n) = (0u64, 0u64, 0u64);
+        let mut batch = Batch::default();
+        self.for_each_raw(DOCS, |k, v| {
+            let Ok(mut rec) = codec::decode_record(v) else {
+                unreadable += 1;
+                return Ok(());
+            };
+            clock = clock.max(rec.ingested_at);
+            // n counts every record, so a migration run again after an
+            // interruption numbers the rest as the first run would have.
+            let pos = n;
+            n += 1;
+            if v.first().is_some_and(|&version| version < 4) {
+                rec.ord = (rec.ingested_at.min(u64::from(u32::MAX)) << 32) | (pos & 0xffff_ffff);
+                batch.0.put_cf(self.cf(DOCS), k, codec::encode_record(&rec));
+                rewritten += 1;
+                if rewritten.is_multiple_of(50_000) {
+                    self.write(std::mem::take(&mut batch), false)?;
+                }
+            }
+            next = next.max(rec.ord + 1);
+            Ok(())
+        })?;
+        self.put_ord_state(&mut batch, next, clock);
+        self.write(batch, true)?;
+        Ok((rewritten, unreadable))
+    }
+}
