@@ -453,3 +453,133 @@ fn sigkill_during_a_merging_ingest_converges() {
         assert_eq!(all_clusters(&db), want, "kill {n} after {kill_after} acks");
     }
 }
+
+#[test]
+fn expire_deletes_what_was_written_before_and_updates_clusters() {
+    let t = common::TempDb::new();
+    let docs = corpus(4);
+    let (first, second) = docs.split_at(docs.len() / 2);
+    let file = |name: &str, part: &[Doc]| {
+        let text: String = part.iter().map(|d| format!("{}\n", d.line)).collect();
+        t.file(name, text)
+    };
+    let (f1, f2) = (file("night1.jsonl", first), file("night2.jsonl", second));
+    assert_eq!(common::code(&common::simdb(&[&"init", &t.path()])), 0);
+    assert_eq!(
+        common::code(&common::simdb(&[&"ingest", &t.path(), &f1])),
+        0
+    );
+    // The next whole second: night 1 is before it, night 2 at or after.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    let cutoff = now.as_secs() + 1;
+    std::thread::sleep(std::time::Duration::from_millis(
+        1000 - u64::from(now.subsec_millis()) + 20,
+    ));
+    assert_eq!(
+        common::code(&common::simdb(&[&"ingest", &t.path(), &f2])),
+        0
+    );
+    let before = all_clusters(&Db::open_read_only(t.path()).unwrap());
+    assert!(
+        before.iter().any(|c| {
+            let ids: Vec<&str> = c.members.iter().map(|m| m.id.as_str()).collect();
+            ids.iter().any(|i| first.iter().any(|d| d.id == *i))
+                && ids.iter().any(|i| second.iter().any(|d| d.id == *i))
+        }),
+        "a cluster spans both nights"
+    );
+    let at = format!("@{cutoff}");
+    let o = common::simdb(&[&"expire", &t.path(), &"--before", &at, &"--dry-run"]);
+    assert!(
+        common::stdout(&o).contains(&format!("{} documents written before", first.len())),
+        "{}",
+        common::stdout(&o)
+    );
+    let o = common::simdb(&[&"expire", &t.path(), &"--before", &at, &"--json"]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let r: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
+    assert_eq!(r["deleted"], first.len() as u64);
+    assert_eq!(r["remaining"], second.len() as u64);
+    let db = Db::open_read_only(t.path()).unwrap();
+    assert!(db.verify().unwrap().is_clean());
+    for d in first {
+        assert!(db.get(&d.id).unwrap().is_none());
+    }
+    // Clusters keep only their night-2 members; those left alone dissolved.
+    for c in all_clusters(&db) {
+        assert!(c.members.len() >= 2);
+        for m in &c.members {
+            assert!(second.iter().any(|d| d.id == m.id), "{}", m.id);
+        }
+    }
+    let s = db.stats().unwrap();
+    assert!(s.oldest.unwrap() >= cutoff);
+    // Nothing more to expire: exit 1.
+    let o = common::simdb(&[&"expire", &t.path(), &"--before", &at]);
+    assert_eq!(common::code(&o), 1);
+    let o = common::simdb(&[&"expire", &t.path(), &"--before", &"yesterday"]);
+    assert_eq!(common::code(&o), 2);
+    assert!(
+        common::stderr(&o).contains("not a date"),
+        "{}",
+        common::stderr(&o)
+    );
+}
+
+#[test]
+fn cli_lists_clusters_shows_them_in_get_and_reports_them_per_run() {
+    let t = common::TempDb::new();
+    let docs = corpus(6);
+    let all: String = docs.iter().map(|d| format!("{}\n", d.line)).collect();
+    let input = t.file("all.jsonl", &all);
+    assert_eq!(common::code(&common::simdb(&[&"init", &t.path()])), 0);
+    let o = common::simdb(&[&"ingest", &t.path(), &input]);
+    let want = all_clusters(&Db::open_read_only(t.path()).unwrap());
+    assert!(
+        common::stderr(&o).contains(&format!("clusters: {} new, 0 grown", want.len())),
+        "{}",
+        common::stderr(&o)
+    );
+    let o = common::simdb(&[&"clusters", &t.path(), &"--json"]);
+    assert_eq!(common::code(&o), 0);
+    let got: Vec<serde_json::Value> = common::stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(&want) {
+        assert_eq!(g["id"], w.id);
+        assert_eq!(g["representative"], w.representative.as_str());
+        assert_eq!(g["size"], w.size);
+        assert_eq!(g["members"].as_array().unwrap().len() as u64, w.size);
+    }
+    let big = want.iter().max_by_key(|c| c.size).unwrap();
+    let min = big.size.to_string();
+    let o = common::simdb(&[&"clusters", &t.path(), &"--min-size", &min]);
+    assert!(common::stdout(&o).contains(&format!("representative {}", big.representative)));
+    let o = common::simdb(&[&"get", &t.path(), &big.members[1].id]);
+    assert!(
+        common::stdout(&o).contains(&format!(
+            "cluster      {}: {} documents, representative {}",
+            big.id, big.size, big.representative
+        )),
+        "{}",
+        common::stdout(&o)
+    );
+    // Re-running the same input changes nothing.
+    let o = common::simdb(&[&"ingest", &t.path(), &input]);
+    assert!(common::stderr(&o).contains("clusters: 0 new, 0 grown, 0 merged"));
+    // A bad priority is a bad line, named.
+    let bad = t.file(
+        "bad.jsonl",
+        "{\"id\":\"x\",\"text\":\"hello world again\",\"priority\":\"high\"}\n",
+    );
+    let o = common::simdb(&[&"ingest", &t.path(), &bad]);
+    assert!(
+        common::stderr(&o).contains("\"priority\" must be a finite number"),
+        "{}",
+        common::stderr(&o)
+    );
+}

@@ -71,6 +71,10 @@ pub enum Command {
     /// Convert a store made by an older simdb (format 2) to this build's
     /// format, in place (the index is rebuilt from the stored records).
     Migrate(MigrateArgs),
+    /// Delete the documents written before a date (retention), updating
+    /// their clusters.
+    #[command(after_help = EXPIRE_EXAMPLES)]
+    Expire(ExpireArgs),
     /// List clusters of near-duplicates: representative, members, size,
     /// largest distance.
     #[command(after_help = CLUSTERS_EXAMPLES)]
@@ -92,6 +96,28 @@ Examples:
   simdb completions bash > ~/.local/share/bash-completion/completions/simdb
   simdb completions zsh > \"${fpath[1]}/_simdb\"
   simdb completions fish > ~/.config/fish/completions/simdb.fish";
+
+const EXPIRE_EXAMPLES: &str = "\
+Examples:
+  simdb expire news.db --before 2024-01-01                 # midnight UTC
+  simdb expire news.db --before 2024-06-30T18:00:00+08:00
+  simdb expire news.db --before @1704067200 --dry-run";
+
+#[derive(Debug, Args)]
+pub struct ExpireArgs {
+    /// The store (opened for writing).
+    pub db: PathBuf,
+    /// Delete documents written before this time: YYYY-MM-DD (midnight
+    /// UTC), an RFC 3339 time, or @UNIX_SECONDS.
+    #[arg(long, value_name = "TIME")]
+    pub before: String,
+    /// Count what would be deleted, delete nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// JSON output.
+    #[arg(long)]
+    pub json: bool,
+}
 
 const CLUSTERS_EXAMPLES: &str = "\
 Examples:

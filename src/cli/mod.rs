@@ -8,6 +8,7 @@ mod calibrate;
 mod clusters;
 mod dedup;
 mod delete;
+mod expire;
 mod fingerprint;
 mod get;
 mod import;
@@ -32,8 +33,8 @@ mod prelude {
 
     pub(super) use super::args::*;
     pub(super) use super::{
-        check_similarity, hit_json, inputs, mib, note_freshness, read_text, recipe, search_mode,
-        view_text,
+        check_similarity, format_unix, hit_json, inputs, mib, note_freshness, parse_time,
+        read_text, recipe, search_mode, view_text,
     };
 }
 
@@ -65,6 +66,7 @@ pub fn run(cli: Cli) -> Result<bool> {
         Command::Backup(a) => backup::backup(a),
         Command::Calibrate(a) => calibrate::calibrate(a),
         Command::Clusters(a) => clusters::clusters(a),
+        Command::Expire(a) => expire::expire(a),
         Command::Dedup(a) => dedup::dedup(a),
         Command::Pairs(a) => pairs::pairs(a),
         Command::Completions(a) => {
@@ -179,24 +181,33 @@ fn view_text(v: &simdb::db::View) -> String {
 
 /// `YYYY-MM-DD HH:MM:SS UTC` of Unix seconds.
 fn format_unix(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Civil from days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    match i64::try_from(secs)
+        .ok()
+        .and_then(|s| jiff::Timestamp::from_second(s).ok())
+    {
+        Some(t) => t.strftime("%Y-%m-%d %H:%M:%S UTC").to_string(),
+        None => format!("@{secs}"),
+    }
+}
+
+/// A time given on the command line: `YYYY-MM-DD` (midnight UTC), an RFC
+/// 3339 timestamp (`2024-03-01T06:00:00Z`, `…+08:00`), or `@SECONDS`.
+fn parse_time(s: &str) -> Result<u64> {
+    let secs = if let Some(n) = s.strip_prefix('@') {
+        n.parse::<i64>()
+            .with_context(|| format!("{s:?}: not a number of seconds"))?
+    } else if let Ok(t) = s.parse::<jiff::Timestamp>() {
+        t.as_second()
+    } else {
+        let d: jiff::civil::Date = s.parse().with_context(|| {
+            format!("{s:?}: not a date (YYYY-MM-DD), an RFC 3339 time or @SECONDS")
+        })?;
+        d.to_zoned(jiff::tz::TimeZone::UTC)
+            .with_context(|| format!("{s:?}: out of range"))?
+            .timestamp()
+            .as_second()
+    };
+    u64::try_from(secs).with_context(|| format!("{s:?} is before 1970"))
 }
 
 /// On standard error, when another process writes to the store: how fresh

@@ -11,6 +11,13 @@ pub(super) fn stats(a: StatsArgs) -> Result<bool> {
     }
     println!("store        {}", s.path);
     println!("documents    {}", s.documents);
+    if let (Some(a), Some(b)) = (s.oldest, s.newest) {
+        println!("written      {} .. {}", format_unix(a), format_unix(b));
+    }
+    println!(
+        "clusters     {} of 2 or more documents, {} documents in them",
+        s.clusters, s.clustered_documents
+    );
     println!(
         "short docs   {} (fewer than {} terms; README, \"Short texts\")",
         s.short_documents,

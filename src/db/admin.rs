@@ -100,8 +100,14 @@ impl Db {
                 bucket_max: sizes.last().copied().unwrap_or(0),
             });
         }
+        let age = self.age_range()?;
+        let (clusters, clustered_documents) = self.cluster_counts()?;
         Ok(Stats {
             path: self.path().display().to_string(),
+            oldest: age.map(|a| a.0),
+            newest: age.map(|a| a.1),
+            clusters,
+            clustered_documents,
             documents: self.len()?,
             short_documents: self.store.short_count()?,
             recipe: self.recipe().clone(),
@@ -188,6 +194,66 @@ impl Db {
             clusters,
             unreadable,
         })
+    }
+}
+
+/// What [`Db::expire`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ExpireReport {
+    /// Documents deleted.
+    pub deleted: u64,
+    /// Documents left.
+    pub remaining: u64,
+    /// Clusters left with one member, which dissolved (members leave
+    /// their clusters as they are deleted).
+    pub clusters_dissolved: u64,
+}
+
+impl Db {
+    /// Deletes every document written before `before` (Unix seconds), in
+    /// batches of at most 10,000 deletions, each atomic: a document is
+    /// either whole or gone, and its cluster is updated in the same batch.
+    /// Reads every record once; holds the ids to delete in memory.
+    pub fn expire(&mut self, before: u64) -> Result<ExpireReport> {
+        let mut ids: Vec<String> = Vec::new();
+        self.store.for_each_doc(|id, rec| {
+            if rec.ingested_at < before {
+                ids.push(id.to_string());
+            }
+            Ok(())
+        })?;
+        let (clusters_before, _) = self.cluster_counts()?;
+        let mut w = self.writer()?;
+        let mut deleted = 0u64;
+        for chunk in ids.chunks(10_000) {
+            for id in chunk {
+                deleted += u64::from(w.delete(id)?);
+            }
+            w.commit()?;
+        }
+        drop(w);
+        self.flush()?;
+        let (clusters_after, _) = self.cluster_counts()?;
+        Ok(ExpireReport {
+            deleted,
+            remaining: self.len()?,
+            clusters_dissolved: clusters_before.saturating_sub(clusters_after),
+        })
+    }
+
+    /// The oldest and newest write times of the stored documents (Unix
+    /// seconds), or `None` for an empty store. Reads every record.
+    pub fn age_range(&self) -> Result<Option<(u64, u64)>> {
+        let mut range: Option<(u64, u64)> = None;
+        self.store.for_each_doc(|_, rec| {
+            let t = rec.ingested_at;
+            range = Some(match range {
+                None => (t, t),
+                Some((a, b)) => (a.min(t), b.max(t)),
+            });
+            Ok(())
+        })?;
+        Ok(range)
     }
 }
 

@@ -9,6 +9,7 @@ pub mod clusters;
 mod pairs;
 mod writer;
 
+pub use admin::ExpireReport;
 pub use check::{MigrateReport, RepairReport, VerifyReport};
 pub use clusters::{Cluster, ClusterChanges, Member};
 pub use pairs::{Pair, PairsReport};
@@ -242,6 +243,12 @@ pub enum Outcome {
 pub struct Stats {
     pub path: String,
     pub documents: u64,
+    /// The oldest and newest write times (Unix seconds); absent when empty.
+    pub oldest: Option<u64>,
+    pub newest: Option<u64>,
+    /// Clusters of two or more documents, and the documents in them.
+    pub clusters: u64,
+    pub clustered_documents: u64,
     /// Documents with fewer than [`fingerprint::SHORT_TERMS`] terms.
     pub short_documents: u64,
     pub recipe: Recipe,

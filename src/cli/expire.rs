@@ -1,0 +1,42 @@
+//! `simdb expire`.
+
+use super::prelude::*;
+
+pub(super) fn expire(a: ExpireArgs) -> Result<bool> {
+    let before = parse_time(&a.before)?;
+    if a.dry_run {
+        let db = Db::open_read_only(&a.db)?;
+        let mut n = 0u64;
+        db.for_each(|_, r| {
+            n += u64::from(r.ingested_at < before);
+            Ok(())
+        })?;
+        if a.json {
+            println!("{}", json!({"would_delete": n, "before": before}));
+        } else {
+            println!(
+                "{}: {n} documents written before {} would be deleted (dry run)",
+                a.db.display(),
+                format_unix(before)
+            );
+        }
+        return Ok(n > 0);
+    }
+    let mut db = Db::open(&a.db)?;
+    let r = db.expire(before)?;
+    if a.json {
+        let mut v = serde_json::to_value(&r)?;
+        v["before"] = json!(before);
+        println!("{v}");
+    } else {
+        println!(
+            "{}: deleted {} documents written before {}; {} left; {} clusters dissolved",
+            a.db.display(),
+            r.deleted,
+            format_unix(before),
+            r.remaining,
+            r.clusters_dissolved
+        );
+    }
+    Ok(r.deleted > 0)
+}
