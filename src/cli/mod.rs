@@ -33,8 +33,8 @@ mod prelude {
 
     pub(super) use super::args::*;
     pub(super) use super::{
-        check_similarity, format_unix, hit_json, inputs, mib, note_freshness, parse_time,
-        read_text, recipe, search_mode, view_text,
+        check_similarity, format_unix, hit_json, inputs, mib, note_freshness, open_reader,
+        parse_time, read_text, recipe, search_mode, view_text,
     };
 }
 
@@ -154,6 +154,18 @@ fn inputs(paths: &[std::path::PathBuf], format: FormatArg, keep_lines: bool) -> 
         }
     }
     Ok(inputs)
+}
+
+/// A read-only handle with a block cache of `cache_mb` MiB.
+fn open_reader(path: &Path, cache_mb: usize) -> Result<Db> {
+    Ok(Db::open_tuned(
+        path,
+        simdb::Access::ReadOnly,
+        simdb::Tuning {
+            block_cache_bytes: mib("--cache-mb", cache_mb)?,
+            ..Default::default()
+        },
+    )?)
 }
 
 fn check_similarity(s: f64) -> Result<f64> {

@@ -3,14 +3,7 @@
 use super::prelude::*;
 
 pub(super) fn pairs(a: PairsArgs) -> Result<bool> {
-    let db = Db::open_tuned(
-        &a.db,
-        simdb::Access::ReadOnly,
-        simdb::Tuning {
-            block_cache_bytes: mib("--cache-mb", a.cache_mb)?,
-            ..Default::default()
-        },
-    )?;
+    let db = open_reader(&a.db, a.cache_mb)?;
     note_freshness(&db);
     let min_similarity = check_similarity(a.min_similarity.unwrap_or(db.default_min_similarity()))?;
     let start = std::time::Instant::now();

@@ -4,14 +4,7 @@ use super::prelude::*;
 
 pub(super) fn query(a: QueryArgs) -> Result<bool> {
     let (k, budget) = search_mode(a.k, a.probe_budget)?;
-    let db = Db::open_tuned(
-        &a.db,
-        simdb::Access::ReadOnly,
-        simdb::Tuning {
-            block_cache_bytes: mib("--cache-mb", a.cache_mb)?,
-            ..Default::default()
-        },
-    )?;
+    let db = open_reader(&a.db, a.cache_mb)?;
     note_freshness(&db);
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());

@@ -101,7 +101,7 @@ pub fn dedup(
                     sum.bad_lines += 1;
                     on_event(DedupEvent::BadLine(&p))?;
                     if opts.strict {
-                        return Err(Error::Input(format!("{p} (stopped: --strict)")));
+                        return Err(p.stopped());
                     }
                     continue;
                 }
@@ -118,13 +118,10 @@ pub fn dedup(
                 }
                 Err(e) => {
                     sum.bad_lines += 1;
-                    let p = Problem {
-                        location: doc.source.clone(),
-                        reason: e.to_string(),
-                    };
+                    let p = Problem::of(&doc, &e);
                     on_event(DedupEvent::BadLine(&p))?;
                     if opts.strict {
-                        return Err(Error::Input(format!("{p} (stopped: --strict)")));
+                        return Err(p.stopped());
                     }
                     continue;
                 }

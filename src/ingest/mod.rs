@@ -314,7 +314,7 @@ fn apply(
                 on_event(Event::BadLine(&p));
                 if opts.strict {
                     w.commit()?;
-                    return Err(Error::Input(format!("{p} (stopped: --strict)")));
+                    return Err(p.stopped());
                 }
                 continue;
             }
@@ -330,14 +330,11 @@ fn apply(
             }
             Err(e) => {
                 sum.bad_lines += 1;
-                let p = Problem {
-                    location: doc.source.clone(),
-                    reason: e.to_string(),
-                };
+                let p = Problem::of(&doc, &e);
                 on_event(Event::BadLine(&p));
                 if opts.strict {
                     w.commit()?;
-                    return Err(Error::Input(format!("{p} (stopped: --strict)")));
+                    return Err(p.stopped());
                 }
                 continue;
             }

@@ -89,6 +89,21 @@ pub struct Problem {
     pub reason: String,
 }
 
+impl Problem {
+    /// The problem of a document that could not be analysed.
+    pub fn of(doc: &Doc, e: &crate::Error) -> Problem {
+        Problem {
+            location: doc.source.clone(),
+            reason: e.to_string(),
+        }
+    }
+
+    /// The error that ends a `--strict` run at this problem.
+    pub fn stopped(&self) -> crate::Error {
+        crate::Error::Input(format!("{self} (stopped: --strict)"))
+    }
+}
+
 impl std::fmt::Display for Problem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.location, self.reason)
