@@ -34,6 +34,9 @@ ORIG="$(head -n 1 "$WORK/report.jsonl" | sed 's/.*"duplicate_of":"\([^"]*\)".*/\
 echo "== simdb query --id $ORIG (its edited copy was reported above)"
 "$SIMDB" query "$WORK/db" --id "$ORIG" --json
 
+echo "== simdb clusters (each edited copy joined its original's cluster at ingest; first three)"
+"$SIMDB" clusters "$WORK/db" | head -n 9
+
 echo "== simdb calibrate (where near-copies and distinct documents separate)"
 "$SIMDB" calibrate "$WORK/db" --sample 500 --plot "$WORK/calibrate.svg"
 
