@@ -155,11 +155,11 @@ impl Db {
 
     /// Converts a store of an older format this build can migrate (2 or
     /// 3) in place; a store already in this build's format is left as it
-    /// is. Format 2's postings are rebuilt from the records; every record
-    /// from before format 4 gets its place in the ingest order (by time
-    /// written, then id); then the clusters are built as
-    /// [`Db::repair`] builds them. The format version is written last, so
-    /// a migration that is interrupted is simply run again.
+    /// is. Every record from before format 4 gets its place in the ingest
+    /// order (by time written, then id); then [`Db::repair`] rebuilds
+    /// `refs`, the postings (format 2 kept one key per document) and the
+    /// clusters from the records. The format version is written last, so a
+    /// migration that is interrupted is simply run again.
     pub fn migrate(path: impl AsRef<Path>) -> Result<MigrateReport> {
         let path = path.as_ref();
         let (mut store, recipe, version) = Store::open_for_migration(path)?;
@@ -173,14 +173,9 @@ impl Db {
             });
         }
         store.ensure_clusters_family()?;
-        let (indexed, unreadable) = if version < 3 {
-            store.migrate_postings()?
-        } else {
-            (0, 0)
-        };
         let (ordered, _) = store.assign_ords()?;
-        let db = Db::with_store(path, store, recipe)?;
-        let clusters = db.rebuild_clusters()?;
+        let mut db = Db::with_store(path, store, recipe)?;
+        let rep = db.repair()?;
         db.store.flush()?;
         db.store.put_meta(
             store::FORMAT_VERSION_KEY,
@@ -189,10 +184,10 @@ impl Db {
         Ok(MigrateReport {
             from: version,
             to: store::FORMAT_VERSION,
-            indexed,
+            indexed: rep.reindexed,
             ordered,
-            clusters,
-            unreadable,
+            clusters: rep.clusters,
+            unreadable: rep.unreadable.len() as u64,
         })
     }
 }

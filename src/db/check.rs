@@ -15,7 +15,7 @@ pub struct MigrateReport {
     pub from: u32,
     /// Format version now.
     pub to: u32,
-    /// Records whose index entries were written again (from format 2).
+    /// Records whose `refs` entry and postings were written again.
     pub indexed: u64,
     /// Records given their place in the ingest order (from formats 2, 3).
     pub ordered: u64,

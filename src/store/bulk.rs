@@ -1,13 +1,13 @@
 //! Whole-store work: staged builds renamed into place (import, backup),
-//! SST files, checkpoints, copies, migration.
+//! SST files, checkpoints, copies, clearing the index for a repair.
 
 use std::path::{Path, PathBuf};
 
 use rocksdb::{Cache, ReadOptions};
 
 use super::{
-    codec, family_options, schema, Batch, Store, Tuning, ALL_FAMILIES, BLOCK_FAMILIES, DOCS,
-    DOC_COUNT_KEY, FORMAT_VERSION_KEY, MAGIC_KEY, META, RECIPE_KEY, REFS,
+    family_options, Batch, Store, Tuning, ALL_FAMILIES, BLOCK_FAMILIES, DOC_COUNT_KEY,
+    FORMAT_VERSION_KEY, MAGIC_KEY, META, RECIPE_KEY, REFS,
 };
 use crate::error::{Error, Result};
 use crate::fingerprint::Recipe;
@@ -154,39 +154,6 @@ where
 }
 
 impl Store {
-    /// Rebuilds the postings of a format-2 store (one index key per
-    /// document and block): clears the block families and writes every
-    /// record's posting entries again from the records (`docs` and `refs`
-    /// are the same in both formats), synced. The format version is left
-    /// to the caller (`Db::migrate` writes it last), so a crash leaves a
-    /// format-2 store that open refuses until `migrate` runs again, which
-    /// starts over. Returns the number of records indexed and of records
-    /// that do not decode (left alone, as `verify --repair` does).
-    pub fn migrate_postings(&self) -> Result<(u64, u64)> {
-        let mut b = Batch::default();
-        for name in BLOCK_FAMILIES {
-            b.0.delete_range_cf(self.cf(name), &[][..], &[0xff; 16][..]);
-        }
-        self.write(b, true)?;
-        let (mut indexed, mut unreadable) = (0u64, 0u64);
-        let mut batch = Batch::default();
-        self.for_each_raw(DOCS, |_, v| {
-            let Ok(rec) = codec::decode_record(v) else {
-                unreadable += 1;
-                return Ok(());
-            };
-            self.merge_postings(&mut batch, &schema::posting_operands(rec.fingerprint, true));
-            indexed += 1;
-            if indexed.is_multiple_of(50_000) {
-                self.write(std::mem::take(&mut batch), false)?;
-            }
-            Ok(())
-        })?;
-        self.write(batch, true)?;
-        self.flush()?;
-        Ok((indexed, unreadable))
-    }
-
     /// Ingests sorted SST files built by [`write_ssts`] into family `name`
     /// (moved, not copied). For bulk loads into an empty store.
     pub fn ingest_ssts(&self, name: &str, files: &[PathBuf]) -> Result<()> {

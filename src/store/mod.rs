@@ -350,10 +350,11 @@ impl Store {
             .map(|(s, r, _)| (s, r))
     }
 
-    /// Opens a store for writing whatever its (known) format version, for
-    /// [`Store::migrate`]; returns the version too.
+    /// Opens a store for writing whatever its (known) format version, and
+    /// even if a repair was interrupted (migration ends with one, and a
+    /// migration run again finishes it); returns the version too.
     pub fn open_for_migration(path: &Path) -> Result<(Store, Recipe, u32)> {
-        Self::open_inner(path, Access::ReadWrite, Tuning::default(), true, false)
+        Self::open_inner(path, Access::ReadWrite, Tuning::default(), true, true)
     }
 
     fn open_inner(
