@@ -279,6 +279,9 @@ fn db_options(create: bool, tuning: Tuning) -> Options {
     // family (RocksDB's default): ~100 threads created and torn down for a
     // store of a few dozen files, most of a short command's wall time.
     o.set_max_file_opening_threads(1);
+    // Nor read every table file's properties to update statistics that
+    // only compaction heuristics use.
+    o.set_skip_stats_update_on_db_open(true);
     // All memtables together; the default (64 MiB per family, two each)
     // could reach ~900 MiB over seven families.
     o.set_db_write_buffer_size(256 << 20);
@@ -391,7 +394,17 @@ impl Store {
         let descs: Vec<ColumnFamilyDescriptor> = families
             .iter()
             .filter(|f| f.as_str() != "default")
-            .map(|f| ColumnFamilyDescriptor::new(f, family_options(f, &cache)))
+            .map(|f| {
+                let mut o = family_options(f, &cache);
+                if access == Access::ReadOnly {
+                    // A reader never fills a memtable: no memtable bloom
+                    // filter (`refs` would allocate and zero 6 MiB of it
+                    // per memtable at open, most of a short command's
+                    // page faults).
+                    o.set_memtable_prefix_bloom_ratio(0.0);
+                }
+                ColumnFamilyDescriptor::new(f, o)
+            })
             .collect();
         let db = match access {
             Access::ReadWrite => DB::open_cf_descriptors(&opts, path, descs),
