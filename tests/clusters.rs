@@ -394,11 +394,20 @@ fn verify_names_damaged_cluster_entries_and_repair_rebuilds_them() {
         let mut s = vec![b's'];
         s.extend_from_slice(&before[1].id.to_be_bytes());
         raw.put_cf(cf, s, 99u64.to_be_bytes()).unwrap();
+        // A document missing from the ingest order, and a stray entry.
+        let mut o = vec![b'o'];
+        o.extend_from_slice(&0u64.to_be_bytes());
+        raw.delete_cf(cf, &o).unwrap();
+        let mut stray = vec![b'o'];
+        stray.extend_from_slice(&u64::MAX.to_be_bytes());
+        raw.put_cf(cf, stray, b"nobody").unwrap();
     }
     let rep = Db::open_read_only(t.path()).unwrap().verify().unwrap();
     let text = rep.problems.join("\n");
     assert!(text.contains("has no d entry"), "{text}");
     assert!(text.contains("size 99"), "{text}");
+    assert!(text.contains("\"nobody\", which has no record"), "{text}");
+    assert!(text.contains("entries in the ingest order, but"), "{text}");
     let o = common::simdb(&[&"verify", &t.path(), &"--repair"]);
     assert_eq!(common::code(&o), 0, "{}", common::stdout(&o));
     let db = Db::open_read_only(t.path()).unwrap();

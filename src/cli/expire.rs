@@ -6,11 +6,7 @@ pub(super) fn expire(a: ExpireArgs) -> Result<bool> {
     let before = parse_time(&a.before)?;
     if a.dry_run {
         let db = Db::open_read_only(&a.db)?;
-        let mut n = 0u64;
-        db.for_each(|_, r| {
-            n += u64::from(r.ingested_at < before);
-            Ok(())
-        })?;
+        let n = db.expired(before, usize::MAX)?.len() as u64;
         if a.json {
             println!("{}", json!({"would_delete": n, "before": before}));
         } else {

@@ -208,25 +208,23 @@ impl Db {
     /// Deletes every document written before `before` (Unix seconds), in
     /// batches of at most 10,000 deletions, each atomic: a document is
     /// either whole or gone, and its cluster is updated in the same batch.
-    /// Reads every record once; holds the ids to delete in memory.
+    /// Walks the ingest order from the oldest document and stops at the
+    /// first one written at or after `before` (write times never go
+    /// backwards in a store), so it reads what it deletes and one more.
     pub fn expire(&mut self, before: u64) -> Result<ExpireReport> {
-        let mut ids: Vec<String> = Vec::new();
-        self.store.for_each_doc(|id, rec| {
-            if rec.ingested_at < before {
-                ids.push(id.to_string());
-            }
-            Ok(())
-        })?;
         let (clusters_before, _) = self.cluster_counts()?;
-        let mut w = self.writer()?;
         let mut deleted = 0u64;
-        for chunk in ids.chunks(10_000) {
-            for id in chunk {
+        loop {
+            let ids = self.expired(before, 10_000)?;
+            if ids.is_empty() {
+                break;
+            }
+            let mut w = self.writer()?;
+            for id in &ids {
                 deleted += u64::from(w.delete(id)?);
             }
             w.commit()?;
         }
-        drop(w);
         self.flush()?;
         let (clusters_after, _) = self.cluster_counts()?;
         Ok(ExpireReport {
@@ -236,19 +234,44 @@ impl Db {
         })
     }
 
-    /// The oldest and newest write times of the stored documents (Unix
-    /// seconds), or `None` for an empty store. Reads every record.
-    pub fn age_range(&self) -> Result<Option<(u64, u64)>> {
-        let mut range: Option<(u64, u64)> = None;
-        self.store.for_each_doc(|_, rec| {
-            let t = rec.ingested_at;
-            range = Some(match range {
-                None => (t, t),
-                Some((a, b)) => (a.min(t), b.max(t)),
-            });
-            Ok(())
+    /// The ids of at most `limit` of the oldest documents written before
+    /// `before`.
+    pub fn expired(&self, before: u64, limit: usize) -> Result<Vec<String>> {
+        let mut ids = Vec::new();
+        self.store.for_each_in_order(|_, id| {
+            let rec = self.store.get(id)?.ok_or_else(|| {
+                Error::corrupt(
+                    store::CLUSTERS,
+                    id.as_bytes(),
+                    "the ingest order names a document that has no record",
+                )
+            })?;
+            if rec.ingested_at >= before || ids.len() >= limit {
+                return Ok(false);
+            }
+            ids.push(id.to_string());
+            Ok(true)
         })?;
-        Ok(range)
+        Ok(ids)
+    }
+
+    /// The oldest and newest write times of the stored documents (Unix
+    /// seconds), or `None` for an empty store: the first and last documents
+    /// of the ingest order.
+    pub fn age_range(&self) -> Result<Option<(u64, u64)>> {
+        let mut oldest: Option<String> = None;
+        self.store.for_each_in_order(|_, id| {
+            oldest = Some(id.to_string());
+            Ok(false)
+        })?;
+        let newest = self.store.newest_in_order()?;
+        let time = |id: Option<String>| -> Result<Option<u64>> {
+            match id {
+                None => Ok(None),
+                Some(id) => Ok(self.store.get(&id)?.map(|r| r.ingested_at)),
+            }
+        };
+        Ok(time(oldest)?.zip(time(newest)?))
     }
 }
 

@@ -134,7 +134,7 @@ impl Db {
         drop(ords);
         let mut batch = store::Batch::default();
         if !twice.is_empty() {
-            let mut kept: std::collections::HashSet<u64> = Default::default();
+            let mut kept: HashMap<u64, String> = HashMap::new();
             store.for_each_raw(store::DOCS, |k, v| {
                 let (Ok(id), Ok(mut rec)) = (
                     std::str::from_utf8(k),
@@ -142,14 +142,26 @@ impl Db {
                 ) else {
                     return Ok(());
                 };
-                if twice.contains(&rec.ord) && !kept.insert(rec.ord) {
-                    rec.ord = next_ord;
-                    next_ord += 1;
-                    store.put_record(&mut batch, id, &rec);
-                    rep.reordered += 1;
+                if twice.contains(&rec.ord) {
+                    match kept.entry(rec.ord) {
+                        std::collections::hash_map::Entry::Occupied(_) => {
+                            rec.ord = next_ord;
+                            next_ord += 1;
+                            store.put_record(&mut batch, id, &rec);
+                            store.put_order(&mut batch, rec.ord, id);
+                            rep.reordered += 1;
+                        }
+                        std::collections::hash_map::Entry::Vacant(v) => {
+                            v.insert(id.to_string());
+                        }
+                    }
                 }
                 Ok(())
             })?;
+            // The ord's entry names the record that kept it.
+            for (ord, id) in &kept {
+                store.put_order(&mut batch, *ord, id);
+            }
         }
         store.put_doc_count(&mut batch, count);
         store.put_short_count(&mut batch, short);
@@ -311,7 +323,7 @@ impl Db {
                 hex(store::CLOCK_KEY)
             ));
         }
-        self.verify_clusters(&mut rep.problems)?;
+        self.verify_clusters(&mut rep.problems, ords.len() as u64)?;
         Ok(rep)
     }
 }

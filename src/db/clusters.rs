@@ -460,21 +460,40 @@ impl Db {
     }
 
     /// Adds to `problems` what is wrong with the `clusters` family: every
-    /// `d` entry names an existing document and agrees with its `m` entry,
+    /// readable record (`readable` of them) has its `o` entry and no other
+    /// `o` entry exists; every `d` entry names an existing document and agrees with its `m` entry,
     /// whose rank is the record's; every `m` entry has its `d` entry; every
     /// cluster's `s` entry is its number of members, at least 2.
-    pub(super) fn verify_clusters(&self, problems: &mut Vec<String>) -> Result<()> {
+    pub(super) fn verify_clusters(&self, problems: &mut Vec<String>, readable: u64) -> Result<()> {
         use crate::error::hex;
         let name = store::CLUSTERS;
         let mut membership: HashMap<String, (u64, bool)> = HashMap::new();
         let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
         let mut sizes: BTreeMap<u64, u64> = BTreeMap::new();
+        let mut ordered = 0u64;
         self.store.for_each_raw(name, |k, v| {
             let bad = |what: String| format!("{name}: key {}: {what}", hex(k));
             match k.first() {
+                Some(b'o') => match (schema::decode_u64(&k[1..]), std::str::from_utf8(v)) {
+                    (Ok(ord), Ok(id)) => {
+                        match self.store.get(id) {
+                            Ok(Some(r)) if r.ord == ord => ordered += 1,
+                            Ok(Some(r)) => problems.push(bad(format!(
+                                "names id {id:?}, whose record has ord {}",
+                                r.ord
+                            ))),
+                            Ok(None) => problems
+                                .push(bad(format!("names id {id:?}, which has no record"))),
+                            // An unreadable record: reported by the records pass.
+                            Err(_) => {}
+                        }
+                    }
+                    (Err(e), _) => problems.push(bad(e)),
+                    (_, Err(_)) => problems.push(bad("document id is not UTF-8".into())),
+                },
                 Some(b'd') => match (std::str::from_utf8(&k[1..]), schema::decode_u64(v)) {
                     (Ok(id), Ok(cid)) => {
-                        if self.store.get(id)?.is_none() {
+                        if matches!(self.store.get(id), Ok(None)) {
                             problems.push(bad(format!("names id {id:?}, which has no record")));
                         }
                         membership.insert(id.to_string(), (cid, false));
@@ -485,13 +504,14 @@ impl Db {
                 Some(b'm') => match (schema::decode_member_key(&k[1..]), std::str::from_utf8(v)) {
                     (Ok((cid, rank)), Ok(id)) => {
                         *counts.entry(cid).or_default() += 1;
-                        match self.store.get(id)? {
-                            Some(r) if Rank::of(&r) == rank => {}
-                            Some(_) => problems.push(bad(format!(
+                        match self.store.get(id) {
+                            Ok(Some(r)) if Rank::of(&r) == rank => {}
+                            Ok(Some(_)) => problems.push(bad(format!(
                                 "member {id:?} has another rank in its record"
                             ))),
-                            None => problems
+                            Ok(None) => problems
                                 .push(bad(format!("names id {id:?}, which has no record"))),
+                            Err(_) => {} // reported by the records pass
                         }
                         match membership.get_mut(id) {
                             Some((c, seen)) if *c == cid && !*seen => *seen = true,
@@ -514,6 +534,14 @@ impl Db {
             }
             Ok(())
         })?;
+        // Every readable record has its entry: as many entries name a
+        // record of their ord as there are readable records (ords are
+        // unique, so no record is counted twice).
+        if ordered != readable {
+            problems.push(format!(
+                "{name}: {ordered} entries in the ingest order, but {readable} readable records (a record without its entry)"
+            ));
+        }
         for (id, (cid, seen)) in &membership {
             if !seen {
                 problems.push(format!(

@@ -178,6 +178,33 @@ impl Item for ByFp {
     }
 }
 
+/// Step 4: the ingest order index, in ord order.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct ByOrd {
+    ord: u64,
+    id: String,
+}
+
+impl Item for ByOrd {
+    fn write_to(&self, w: &mut impl Write) -> io::Result<()> {
+        w.write_all(&self.ord.to_be_bytes())?;
+        write_str(w, &self.id)
+    }
+    fn read_from(r: &mut impl BufRead) -> io::Result<Option<Self>> {
+        let Some(ord) = read_array::<8>(r)? else {
+            return Ok(None);
+        };
+        let id = read_str(r)?;
+        Ok(Some(ByOrd {
+            ord: u64::from_be_bytes(ord),
+            id,
+        }))
+    }
+    fn mem_bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + self.id.capacity()
+    }
+}
+
 /// Step 3: ids with a non-zero sequence number, in id order.
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 struct Seq {
@@ -483,14 +510,22 @@ fn build(
     let now = crate::db::now();
     let names: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
     let (docs_files, block_files) = rayon::join(
-        || -> Result<Vec<PathBuf>> {
+        || -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
             let mut r =
                 BufReader::with_capacity(1 << 20, File::open(&uniq_path).map_err(io_err(&tmp))?);
             let mut seqs = seqs.peekable();
+            // The ingest order index, sorted by ord (the input position).
+            let mut order = Sorter::<ByOrd>::new(&tmp, "order", budget / 4);
             let entries = std::iter::from_fn(|| match ById::read_from(&mut r) {
                 Err(e) => Some(Err(Error::io(&uniq_path, e))),
                 Ok(None) => None,
                 Ok(Some(d)) => {
+                    if let Err(e) = order.push(ByOrd {
+                        ord: d.pos,
+                        id: d.id.clone(),
+                    }) {
+                        return Some(Err(Error::io(&tmp, e)));
+                    }
                     let mut seq = 0;
                     while let Some(Ok(s)) = seqs.peek() {
                         if s.id < d.id {
@@ -528,7 +563,21 @@ fn build(
                     Some(Ok(store::schema::docs_entry(&d.id, &rec)))
                 }
             });
-            store::write_ssts(&sst, store::DOCS, store::DOCS, opts.sst_file_bytes, entries)
+            let docs =
+                store::write_ssts(&sst, store::DOCS, store::DOCS, opts.sst_file_bytes, entries)?;
+            let sorted = order.finish().map_err(io_err(&tmp))?;
+            let order_files = store::write_ssts(
+                &sst,
+                "order",
+                store::CLUSTERS,
+                opts.sst_file_bytes,
+                sorted.map(|o| {
+                    let o = o.map_err(|e| Error::io(&tmp, e))?;
+                    let (k, v) = store::schema::order_entry(o.ord, &o.id);
+                    Ok((k.to_vec(), v))
+                }),
+            )?;
+            Ok((docs, order_files))
         },
         || -> Result<Vec<Vec<PathBuf>>> {
             let mut out = Vec::new();
@@ -568,13 +617,20 @@ fn build(
             Ok(out)
         },
     );
-    let docs_files = docs_files?;
+    let (docs_files, order_files) = docs_files?;
     let block_files = block_files?;
-    lap(&mut summary, "write docs and the four block families");
+    lap(
+        &mut summary,
+        "write docs, the ingest order and the four block families",
+    );
 
     // 5. A fresh store in the staging directory, then one rename.
     on_event(Event::Step("ingest"));
-    let mut families = vec![(store::REFS, refs_files), (store::DOCS, docs_files)];
+    let mut families = vec![
+        (store::REFS, refs_files),
+        (store::DOCS, docs_files),
+        (store::CLUSTERS, order_files),
+    ];
     for (i, files) in block_files.into_iter().enumerate() {
         families.push((store::BLOCK_FAMILIES[i], files));
     }

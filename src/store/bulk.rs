@@ -229,5 +229,6 @@ impl Store {
             // Every key of these families is at most 12 bytes.
             b.0.delete_range_cf(self.cf(name), &[][..], &[0xff; 16][..]);
         }
+        self.clear_order(b);
     }
 }

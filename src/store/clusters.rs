@@ -80,9 +80,58 @@ impl Store {
         }
     }
 
-    /// Adds the removal of every `clusters` entry to `b`.
+    /// Adds the removal of every cluster entry (`d`, `m`, `s`; not the
+    /// ingest order) to `b`.
     pub fn clear_clusters(&self, b: &mut Batch) {
-        b.0.delete_range_cf(self.cf(CLUSTERS), &[][..], &[0xff; 1][..]);
+        for (from, to) in [(b"d", b"e"), (b"m", b"n"), (b"s", b"t")] {
+            b.0.delete_range_cf(self.cf(CLUSTERS), &from[..], &to[..]);
+        }
+    }
+
+    /// Adds the removal of the ingest order index (`o` entries) to `b`.
+    pub fn clear_order(&self, b: &mut Batch) {
+        b.0.delete_range_cf(self.cf(CLUSTERS), &b"o"[..], &b"p"[..]);
+    }
+
+    /// Calls `visit(ord, id)` for documents in ingest order, oldest first,
+    /// until it returns `false`.
+    pub fn for_each_in_order(
+        &self,
+        mut visit: impl FnMut(u64, &str) -> Result<bool>,
+    ) -> Result<()> {
+        let mut ro = ReadOptions::default();
+        ro.set_iterate_upper_bound(b"p".to_vec());
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(CLUSTERS), ro);
+        it.seek(b"o");
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            let ord = schema::decode_u64(&k[1..]).map_err(|r| Error::corrupt(CLUSTERS, k, r))?;
+            let id = std::str::from_utf8(v)
+                .map_err(|_| Error::corrupt(CLUSTERS, k, "document id is not UTF-8"))?;
+            if !visit(ord, id)? {
+                break;
+            }
+            it.next();
+        }
+        it.status()?;
+        Ok(())
+    }
+
+    /// The id of the newest document (largest ord), if any.
+    pub fn newest_in_order(&self) -> Result<Option<String>> {
+        let mut ro = ReadOptions::default();
+        ro.set_iterate_lower_bound(b"o".to_vec());
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(CLUSTERS), ro);
+        it.seek_for_prev(b"p");
+        let out = match (it.key(), it.value()) {
+            (Some(k), Some(v)) if k.first() == Some(&b'o') => Some(
+                std::str::from_utf8(v)
+                    .map_err(|_| Error::corrupt(CLUSTERS, k, "document id is not UTF-8"))?
+                    .to_string(),
+            ),
+            _ => None,
+        };
+        it.status()?;
+        Ok(out)
     }
 
     /// The ingest order's meta values: the next ord and the clock (both 0

@@ -569,12 +569,19 @@ impl Store {
         b.0.put_cf(self.cf(DOCS), k, v);
     }
 
+    /// Adds document `id`'s entry in the ingest order index (`o` ‖ `ord`)
+    /// to `b`.
+    pub fn put_order(&self, b: &mut Batch, ord: u64, id: &str) {
+        b.0.put_cf(self.cf(CLUSTERS), schema::order_key(ord), id.as_bytes());
+    }
+
     /// Adds the writes of one document to `batch`: its record, its `refs`
     /// entry and its four index keys.
     pub fn put_doc(&self, b: &mut Batch, id: &str, rec: &Record) {
         let e = schema::doc_entries(id, rec);
         b.0.put_cf(self.cf(DOCS), &e.docs.0, &e.docs.1);
         b.0.put_cf(self.cf(REFS), &e.refs.0, &e.refs.1);
+        b.0.put_cf(self.cf(CLUSTERS), e.order.0, &e.order.1);
         self.merge_postings(b, &e.postings);
     }
 
@@ -593,6 +600,7 @@ impl Store {
     pub fn delete_doc(&self, b: &mut Batch, id: &str, rec: &Record) {
         b.0.delete_cf(self.cf(DOCS), id.as_bytes());
         b.0.delete_cf(self.cf(REFS), rec.doc_key().encode());
+        b.0.delete_cf(self.cf(CLUSTERS), schema::order_key(rec.ord));
         self.merge_postings(b, &schema::removal_operands(rec));
     }
 

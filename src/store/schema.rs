@@ -20,6 +20,8 @@ pub struct DocEntries {
     pub docs: (Vec<u8>, Vec<u8>),
     pub refs: (Vec<u8>, Vec<u8>),
     pub postings: [([u8; index::BUCKET_KEY_LEN], [u8; index::OPERAND_LEN]); BLOCKS],
+    /// The `o` entry in the `clusters` family: ord -> id.
+    pub order: ([u8; 9], Vec<u8>),
 }
 
 /// The entries that store document `id` with record `rec`. Removing it
@@ -29,7 +31,13 @@ pub fn doc_entries(id: &str, rec: &Record) -> DocEntries {
         docs: docs_entry(id, rec),
         refs: refs_entry(rec.doc_key(), id),
         postings: posting_operands(rec.fingerprint, true),
+        order: order_entry(rec.ord, id),
     }
+}
+
+/// The `o` entry of the document of ord `ord`: the ingest order index.
+pub fn order_entry(ord: u64, id: &str) -> ([u8; 9], Vec<u8>) {
+    (order_key(ord), id.as_bytes().to_vec())
 }
 
 /// The `docs` entry of document `id`: id → framed record.
@@ -66,9 +74,11 @@ pub fn removal_operands(
 
 // ---- The `clusters` family ----
 //
-// Only clusters of two or more documents have entries; a document without
-// a `d` entry is a cluster of its own, whose id is its ord.
+// The ingest order of every document, and the clusters. Only clusters of
+// two or more documents have entries; a document without a `d` entry is a
+// cluster of its own, whose id is its ord.
 //
+//   'o' ‖ ord                       -> id                   (every document, oldest first)
 //   'd' ‖ id                        -> cluster id, u64 BE   (membership)
 //   'm' ‖ cluster id ‖ rank (16 B)  -> id                   (members, best first)
 //   's' ‖ cluster id                -> size, u64 BE         (>= 2)
@@ -100,6 +110,13 @@ impl Rank {
         b[8..].copy_from_slice(&self.ord.to_be_bytes());
         b
     }
+}
+
+/// The `o` key of ord `ord`.
+pub fn order_key(ord: u64) -> [u8; 9] {
+    let mut k = [b'o'; 9];
+    k[1..].copy_from_slice(&ord.to_be_bytes());
+    k
 }
 
 /// The `d` key of document `id`.
@@ -224,6 +241,8 @@ mod tests {
         assert_eq!(e.docs, (b"id".to_vec(), codec::encode_record(&rec)));
         assert_eq!(e.refs, (DocKey::new(fp, 2).encode(), b"id".to_vec()));
         assert_eq!(e.postings[1].0, [0x45, 0x67]);
+        assert_eq!(e.order, (order_key(0), b"id".to_vec()));
+        assert_eq!(order_key(0x0102)[..], [b'o', 0, 0, 0, 0, 0, 0, 1, 2]);
         assert_eq!(e.postings[3].1, index::posting_operand(true, fp));
         assert_eq!(removal_operands(&rec)[0].1[0], b'-');
     }
