@@ -173,5 +173,32 @@ fn ingest(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, fingerprint, query, ingest);
+/// The query's hot loop: one posting of 763 fingerprints (a bucket at 50M
+/// documents) scanned by an exact k = 3 plan and a ranked plan.
+fn scan_posting(c: &mut Criterion) {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+    let mut fps: Vec<u64> = (0..763).map(|_| rng.random()).collect();
+    fps.sort_unstable();
+    let posting: Vec<u8> = fps.iter().flat_map(|f| f.to_be_bytes()).collect();
+    let q = Fingerprint(rng.random());
+    let weak: Vec<u8> = (0..24u8).map(|i| (i * 7) % 64).collect();
+    let mut g = c.benchmark_group("scan_posting_763");
+    g.throughput(Throughput::Elements(763));
+    for (name, plan) in [
+        ("exact_k3", simdb::index::ProbePlan::exact(q, 3)),
+        ("ranked", simdb::index::ProbePlan::ranked(q, 3, &weak, 128)),
+    ] {
+        let mut out = Vec::with_capacity(16);
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                out.clear();
+                plan.scan_posting(q, std::hint::black_box(&posting), &mut out);
+                out.len()
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, fingerprint, query, ingest, scan_posting);
 criterion_main!(benches);
