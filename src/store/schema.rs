@@ -248,6 +248,44 @@ mod tests {
     }
 
     #[test]
+    fn cluster_keys_round_trip_and_rank_by_priority_then_ord() {
+        use crate::store::codec::Priority;
+        let rank = |p: Option<f64>, ord: u64| Rank {
+            priority_key: Priority::rank_key(p.and_then(Priority::new)),
+            ord,
+        };
+        let r = rank(Some(2.5), 0x0a0b);
+        let k = member_key(7, r);
+        assert_eq!(k[0], b'm');
+        assert_eq!(&k[..9], &members_prefix(7)[..]);
+        assert_eq!(decode_member_key(&k[1..]).unwrap(), (7, r));
+        assert!(decode_member_key(&k[2..]).is_err());
+        assert!(decode_member_key(&[]).is_err());
+        assert_eq!(size_key(7)[..], [b's', 0, 0, 0, 0, 0, 0, 0, 7]);
+        assert_eq!(membership_key("ab"), b"dab".to_vec());
+        assert_eq!(decode_u64(&9u64.to_be_bytes()).unwrap(), 9);
+        assert!(decode_u64(&[1, 2]).is_err());
+        // Key order is rank order: priority (highest first, none last),
+        // then ord.
+        let mut keys: Vec<[u8; 25]> = [
+            rank(None, 1),
+            rank(Some(-1.0), 9),
+            rank(Some(3.0), 5),
+            rank(Some(3.0), 2),
+            rank(None, 0),
+        ]
+        .iter()
+        .map(|r| member_key(1, *r))
+        .collect();
+        keys.sort();
+        let ords: Vec<u64> = keys
+            .iter()
+            .map(|k| decode_member_key(&k[1..]).unwrap().1.ord)
+            .collect();
+        assert_eq!(ords, [2, 5, 9, 0, 1]);
+    }
+
+    #[test]
     fn allocator_numbers_above_stored_and_given() {
         let fp = Fingerprint(7);
         let mut a = SeqAllocator::new();
