@@ -13,10 +13,11 @@ pub(super) fn verify(a: VerifyArgs) -> Result<bool> {
                 println!("cannot repair: {u}");
             }
             println!(
-                "repaired: {} records re-indexed, {} renumbered, {} unreadable",
+                "repaired: {} records re-indexed, {} renumbered, {} unreadable; {} clusters rebuilt",
                 rep.reindexed,
                 rep.renumbered,
-                rep.unreadable.len()
+                rep.unreadable.len(),
+                rep.clusters
             );
         }
         db
