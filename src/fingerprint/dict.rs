@@ -31,26 +31,30 @@ static DICT_FST: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/jieba_dict.fs
 /// would cross them.
 static FIRST_STEP: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/jieba_first.bin"));
 
-/// The walk after character `c` from the root: `None` if no word starts
-/// with it, `Some(None)` if `c` is outside the precomputed block.
+/// Where the walk from the root stands after a block's first character.
+enum FirstStep {
+    /// No dictionary word starts with it.
+    NoWord,
+    /// At this FST node, with this output so far.
+    At(usize, u64),
+    /// Outside the precomputed characters: walk from the root.
+    Walk,
+}
+
 #[inline]
-fn first_step(c: char) -> Option<Option<(usize, u64)>> {
-    let Some(i) = (c as usize)
+fn first_step(c: char) -> FirstStep {
+    let entry = (c as usize)
         .checked_sub(0x4E00)
-        .filter(|&i| i <= 0x9FFF - 0x4E00)
-    else {
-        return Some(None);
+        .and_then(|i| FIRST_STEP.get(i * 16..i * 16 + 16));
+    let Some((a, v)) = entry.map(|e| e.split_at(8)) else {
+        return FirstStep::Walk;
     };
-    let e = FIRST_STEP.get(i * 16..i * 16 + 16)?;
-    let (a, v) = e.split_at(8);
-    let addr = u64::from_le_bytes(a.try_into().ok()?);
-    if addr == u64::MAX {
-        return None;
+    let u = |b: &[u8]| b.try_into().map(u64::from_le_bytes).ok();
+    match (u(a), u(v)) {
+        (Some(u64::MAX), _) => FirstStep::NoWord,
+        (Some(addr), Some(value)) => FirstStep::At(addr as usize, value),
+        _ => FirstStep::Walk,
     }
-    Some(Some((
-        addr as usize,
-        u64::from_le_bytes(v.try_into().ok()?),
-    )))
 }
 
 fn dict() -> &'static Fst<&'static [u8]> {
@@ -142,19 +146,20 @@ fn cut_block<'a>(block: &'a str, emit: &mut impl FnMut(&'a str)) {
         let bytes = block.as_bytes();
         for i in 0..n {
             edge_start.push(edges.len());
-            let first = block[offsets[i]..].chars().next().map(first_step);
-            let (mut node, mut out, from) = match first {
-                Some(Some(Some((addr, value)))) => {
-                    let node = fst.node(addr);
-                    if node.is_final() {
-                        edges.push((i + 1, Output::new(value).cat(node.final_output()).value()));
-                    }
-                    (node, Output::new(value), i + 1)
-                }
-                Some(None) => continue, // no word starts here
-                _ => (fst.root(), Output::zero(), i),
+            let c = block[offsets[i]..offsets[i + 1]].chars().next();
+            let (mut node, mut out, mut j) = match c.map_or(FirstStep::Walk, first_step) {
+                FirstStep::NoWord => continue,
+                FirstStep::At(addr, value) => (fst.node(addr), Output::new(value), i + 1),
+                FirstStep::Walk => (fst.root(), Output::zero(), i),
             };
-            'chars: for j in from..n {
+            // Characters i..j are walked; a final node ends a word there.
+            'chars: loop {
+                if j > i && node.is_final() {
+                    edges.push((j, out.cat(node.final_output()).value()));
+                }
+                if j == n {
+                    break;
+                }
                 for &b in &bytes[offsets[j]..offsets[j + 1]] {
                     match node.find_input(b) {
                         Some(t) => {
@@ -165,9 +170,7 @@ fn cut_block<'a>(block: &'a str, emit: &mut impl FnMut(&'a str)) {
                         None => break 'chars,
                     }
                 }
-                if node.is_final() {
-                    edges.push((j + 1, out.cat(node.final_output()).value()));
-                }
+                j += 1;
             }
         }
         edge_start.push(edges.len());
