@@ -214,16 +214,20 @@ impl Db {
     pub fn expire(&mut self, before: u64) -> Result<ExpireReport> {
         let (clusters_before, _) = self.cluster_counts()?;
         let mut deleted = 0u64;
+        // Each batch resumes after the last document the previous one
+        // deleted, not at the start of the order (over its tombstones).
+        let mut from = 0u64;
         loop {
-            let ids = self.expired(before, 10_000)?;
-            if ids.is_empty() {
+            let found = self.expired_from(from, before, 10_000)?;
+            let Some(&(last, _)) = found.last() else {
                 break;
-            }
+            };
             let mut w = self.writer()?;
-            for id in &ids {
+            for (_, id) in &found {
                 deleted += u64::from(w.delete(id)?);
             }
             w.commit()?;
+            from = last + 1;
         }
         self.flush()?;
         let (clusters_after, _) = self.cluster_counts()?;
@@ -237,22 +241,32 @@ impl Db {
     /// The ids of at most `limit` of the oldest documents written before
     /// `before`.
     pub fn expired(&self, before: u64, limit: usize) -> Result<Vec<String>> {
-        let mut ids = Vec::new();
-        self.store.for_each_in_order(|_, id| {
+        Ok(self
+            .expired_from(0, before, limit)?
+            .into_iter()
+            .map(|(_, id)| id)
+            .collect())
+    }
+
+    /// At most `limit` documents written before `before` from ord `from`
+    /// on, oldest first, with their ords.
+    fn expired_from(&self, from: u64, before: u64, limit: usize) -> Result<Vec<(u64, String)>> {
+        let mut found = Vec::new();
+        self.store.for_each_in_order(from, |ord, id| {
             let rec = self.store.get(id)?.ok_or_else(|| {
                 Error::corrupt(
                     store::CLUSTERS,
-                    id.as_bytes(),
-                    "the ingest order names a document that has no record",
+                    &store::schema::order_key(ord),
+                    format!("the ingest order names {id:?}, which has no record"),
                 )
             })?;
-            if rec.ingested_at >= before || ids.len() >= limit {
+            if rec.ingested_at >= before || found.len() >= limit {
                 return Ok(false);
             }
-            ids.push(id.to_string());
+            found.push((ord, id.to_string()));
             Ok(true)
         })?;
-        Ok(ids)
+        Ok(found)
     }
 
     /// The oldest and newest write times of the stored documents (Unix
@@ -260,7 +274,7 @@ impl Db {
     /// of the ingest order.
     pub fn age_range(&self) -> Result<Option<(u64, u64)>> {
         let mut oldest: Option<String> = None;
-        self.store.for_each_in_order(|_, id| {
+        self.store.for_each_in_order(0, |_, id| {
             oldest = Some(id.to_string());
             Ok(false)
         })?;

@@ -94,15 +94,16 @@ impl Store {
     }
 
     /// Calls `visit(ord, id)` for documents in ingest order, oldest first,
-    /// until it returns `false`.
+    /// from ord `from` on, until it returns `false`.
     pub fn for_each_in_order(
         &self,
+        from: u64,
         mut visit: impl FnMut(u64, &str) -> Result<bool>,
     ) -> Result<()> {
         let mut ro = ReadOptions::default();
         ro.set_iterate_upper_bound(b"p".to_vec());
         let mut it = self.db.raw_iterator_cf_opt(self.cf(CLUSTERS), ro);
-        it.seek(b"o");
+        it.seek(schema::order_key(from));
         while let (Some(k), Some(v)) = (it.key(), it.value()) {
             let ord = schema::decode_u64(&k[1..]).map_err(|r| Error::corrupt(CLUSTERS, k, r))?;
             let id = std::str::from_utf8(v)
