@@ -52,6 +52,11 @@ pub struct VerifyReport {
     pub problems: Vec<String>,
 }
 
+/// The hash under which verify remembers a document id.
+pub(super) fn id_hash(id: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(id)
+}
+
 impl VerifyReport {
     /// Whether nothing is wrong.
     pub fn is_clean(&self) -> bool {
@@ -187,16 +192,16 @@ impl Db {
         let mut rep = VerifyReport::default();
         // doc key -> (xxh3 of the id, families seen)
         let mut docs: HashMap<DocKey, (u64, u8)> = HashMap::new();
-        let id_hash = |id: &[u8]| xxhash_rust::xxh3::xxh3_64(id);
         let mut short = 0u64;
-        let mut ords: Vec<u64> = Vec::new();
+        // (ord, id hash) of every readable record.
+        let mut ords: Vec<(u64, u64)> = Vec::new();
         let mut latest = 0u64;
         self.store.for_each_raw(store::DOCS, |k, v| {
             rep.documents += 1;
             match crate::store::codec::decode_record(v) {
                 Ok(r) => {
                     short += u64::from(r.is_short());
-                    ords.push(r.ord);
+                    ords.push((r.ord, id_hash(k)));
                     latest = latest.max(r.ingested_at);
                     if docs.insert(r.doc_key(), (id_hash(k), 0)).is_some() {
                         rep.problems.push(format!(
@@ -302,12 +307,12 @@ impl Db {
         // Ingest order: every ord once, below the next one; the clock not
         // behind any record.
         ords.sort_unstable();
-        if let Some(w) = ords.windows(2).find(|w| w[0] == w[1]) {
+        if let Some(w) = ords.windows(2).find(|w| w[0].0 == w[1].0) {
             rep.problems
-                .push(format!("{}: two records have ord {}", store::DOCS, w[0]));
+                .push(format!("{}: two records have ord {}", store::DOCS, w[0].0));
         }
         let (next_ord, clock) = self.store.ord_state()?;
-        if let Some(&max) = ords.last() {
+        if let Some(&(max, _)) = ords.last() {
             if max >= next_ord {
                 rep.problems.push(format!(
                     "{}: key {}: next ord {next_ord}, but a record has ord {max}",
@@ -323,7 +328,7 @@ impl Db {
                 hex(store::CLOCK_KEY)
             ));
         }
-        self.verify_clusters(&mut rep.problems, ords.len() as u64)?;
+        self.verify_clusters(&mut rep.problems, &ords)?;
         Ok(rep)
     }
 }
