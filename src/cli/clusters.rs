@@ -9,7 +9,6 @@ pub(super) fn clusters(a: ClustersArgs) -> Result<bool> {
     let mut out = BufWriter::new(stdout.lock());
     let mut n = 0u64;
     let mut docs = 0u64;
-    let mut werr: Option<io::Error> = None;
     db.clusters(a.min_size, |c| {
         n += 1;
         docs += c.size;
@@ -29,15 +28,7 @@ pub(super) fn clusters(a: ClustersArgs) -> Result<bool> {
                 ids.join(" ")
             )
         };
-        r.map_err(|e| {
-            let msg = e.to_string();
-            werr = Some(e);
-            simdb::Error::Input(format!("writing standard output: {msg}"))
-        })
-    })
-    .map_err(|e| match werr.take() {
-        Some(w) => anyhow::Error::from(w).context("writing standard output"),
-        None => e.into(),
+        r.map_err(write_error("<stdout>"))
     })?;
     out.flush()?;
     if !a.json {

@@ -46,37 +46,29 @@ pub(super) fn dedup(a: DedupArgs) -> Result<bool> {
     };
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    let mut write_err: Option<anyhow::Error> = None;
     let result = ingest::dedup(&mut scratch, against.as_ref(), &inputs, &opts, |ev| {
         let r = match ev {
             ingest::DedupEvent::Keep(d) => {
                 let line = d.line.as_deref().unwrap_or(d.source.as_bytes());
                 out.write_all(line)
                     .and_then(|()| out.write_all(b"\n"))
-                    .context("writing standard output")
+                    .map_err(write_error("<stdout>"))
             }
-            ingest::DedupEvent::Drop(_, r) => match dropped.as_mut() {
-                Some(w) => serde_json::to_writer(&mut *w, r)
+            ingest::DedupEvent::Drop(_, r) => match (dropped.as_mut(), &a.dropped) {
+                (Some(w), Some(path)) => serde_json::to_writer(&mut *w, r)
                     .map_err(io::Error::from)
                     .and_then(|()| w.write_all(b"\n"))
-                    .context("writing the dropped list"),
-                None => Ok(()),
+                    .map_err(write_error(path)),
+                _ => Ok(()),
             },
             ingest::DedupEvent::BadLine(p) => {
                 eprintln!("simdb: {p} (left out)");
                 Ok(())
             }
         };
-        // Stop the run at the first write error (a closed pipe).
-        r.map_err(|e| {
-            let msg = format!("{e:#}");
-            write_err = Some(e);
-            simdb::Error::Input(msg)
-        })
+        // The first write error (a closed pipe) stops the run.
+        r
     });
-    if let Some(e) = write_err {
-        return Err(e);
-    }
     let s = result?;
     out.flush().context("writing standard output")?;
     if let Some(w) = dropped.as_mut() {

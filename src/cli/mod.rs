@@ -34,7 +34,7 @@ mod prelude {
     pub(super) use super::args::*;
     pub(super) use super::{
         check_similarity, format_unix, hit_json, inputs, mib, note_freshness, open_reader,
-        parse_time, read_text, recipe, search_mode, view_text,
+        parse_time, read_text, recipe, search_mode, view_text, write_error,
     };
 }
 
@@ -154,6 +154,14 @@ fn inputs(paths: &[std::path::PathBuf], format: FormatArg, keep_lines: bool) -> 
         }
     }
     Ok(inputs)
+}
+
+/// A write error inside a library callback, as the library's I/O error on
+/// `path` (`<stdout>` for standard output): it stops the library's run and
+/// keeps the `io::Error` in the chain, so a closed pipe is not reported.
+fn write_error(path: impl Into<std::path::PathBuf>) -> impl FnOnce(io::Error) -> simdb::Error {
+    let path = path.into();
+    move |source| simdb::Error::Io { path, source }
 }
 
 /// A read-only handle with a block cache of `cache_mb` MiB.

@@ -13,10 +13,7 @@ pub(super) fn pairs(a: PairsArgs) -> Result<bool> {
         serde_json::to_writer(&mut out, p)
             .map_err(io::Error::from)
             .and_then(|()| out.write_all(b"\n"))
-            .map_err(|source| simdb::Error::Io {
-                path: "<stdout>".into(),
-                source,
-            })
+            .map_err(write_error("<stdout>"))
     })?;
     out.flush()?;
     eprintln!(
