@@ -111,12 +111,14 @@ impl Writer<'_> {
         place: &Placement,
     ) -> Result<Outcome> {
         check_id(id)?;
-        let priority = match place.priority {
-            None => None,
-            Some(p) => Some(Priority::new(p).ok_or_else(|| {
-                Error::Input(format!("document {id:?}: priority is not a number"))
-            })?),
-        };
+        let priority = place
+            .priority
+            .map(|p| {
+                Priority::new(p).ok_or_else(|| {
+                    Error::Input(format!("document {id:?}: priority is not a number"))
+                })
+            })
+            .transpose()?;
         let doc: Analysis = doc.into();
         let fp = doc.fingerprint;
         let hash = content.hash();

@@ -189,7 +189,6 @@ pub fn run(
         Ok(())
     })?;
     w.commit()?;
-    sum.clusters = w.cluster_changes();
     drop(w);
     // Flush the run's memtables (and so its posting operands) to SST
     // files: every later read-only open (query, get, stats) would
