@@ -130,6 +130,15 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    /// The service could not start (the address is taken, the runtime
+    /// could not be built).
+    #[error("cannot serve on {addr}")]
+    Serve {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+
     /// An error reported by the storage engine (RocksDB).
     #[error("storage engine: {0}")]
     Storage(StorageError),

@@ -48,6 +48,7 @@ pub mod import;
 pub mod index;
 pub mod ingest;
 pub mod plot;
+pub mod server;
 mod store;
 
 pub use db::{Content, Db, Outcome, Query, Stats, Writer};

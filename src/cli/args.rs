@@ -86,9 +86,48 @@ pub enum Command {
     /// Every near-duplicate pair in the store, once each, as JSONL.
     #[command(after_help = PAIRS_EXAMPLES)]
     Pairs(PairsArgs),
+    /// Serve the store over HTTP: writes, checks, queries, deletes, stats
+    /// and Prometheus metrics (README, "Service").
+    #[command(after_help = SERVE_EXAMPLES)]
+    Serve(ServeArgs),
     /// Print a shell completion script.
     #[command(after_help = COMPLETIONS_EXAMPLES)]
     Completions(CompletionsArgs),
+}
+
+const SERVE_EXAMPLES: &str = "\
+Examples:
+  simdb serve news.db                                   # http://127.0.0.1:7420
+  curl -s localhost:7420/query -d '{\"text\": \"国务院常务会议部署扩大内需\"}'
+  simdb serve news.db --addr 0.0.0.0:7420 --token-file /etc/simdb/token";
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The store (created with `simdb init`).
+    pub db: PathBuf,
+    /// Address to listen on. Anything but a loopback address needs
+    /// --token-file. Port 0 picks a free port (printed at start).
+    #[arg(long, default_value = simdb::server::DEFAULT_ADDR, value_name = "HOST:PORT")]
+    pub addr: std::net::SocketAddr,
+    /// A file whose first line is the bearer token every request must
+    /// carry (`Authorization: Bearer TOKEN`; at least 16 characters).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Worker threads (default: one per core).
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Largest request body in MiB.
+    #[arg(long, default_value_t = 64, value_name = "MIB")]
+    pub max_body_mb: usize,
+    /// Seconds a client may take to send its request body.
+    #[arg(long, default_value_t = 30, value_name = "SECS")]
+    pub body_timeout: u64,
+    /// Most documents or queries in one request.
+    #[arg(long, default_value_t = 10_000, value_name = "N")]
+    pub max_batch: usize,
+    /// Block cache size in MiB.
+    #[arg(long, default_value_t = 256, value_name = "MIB")]
+    pub cache_mb: usize,
 }
 
 const COMPLETIONS_EXAMPLES: &str = "\

@@ -17,6 +17,7 @@ mod init;
 mod migrate;
 mod pairs;
 mod query;
+mod serve;
 mod stats;
 mod verify;
 
@@ -69,6 +70,7 @@ pub fn run(cli: Cli) -> Result<bool> {
         Command::Expire(a) => expire::expire(a),
         Command::Dedup(a) => dedup::dedup(a),
         Command::Pairs(a) => pairs::pairs(a),
+        Command::Serve(a) => serve::serve(a),
         Command::Completions(a) => {
             use clap::CommandFactory;
             let mut cmd = Cli::command();
@@ -114,21 +116,7 @@ fn mib(option: &str, n: usize) -> Result<usize> {
 /// `-k` and `--probe-budget` as (exact radius, probe budget): without -k,
 /// k = 3 and the default budget; with -k alone, exact (budget 0).
 fn search_mode(k: Option<u32>, budget: Option<usize>) -> Result<(u32, usize)> {
-    if let Some(k) = k {
-        simdb::fingerprint::check_k(k)?;
-    }
-    if let Some(b) = budget {
-        if b > simdb::index::MAX_PROBE_BUDGET {
-            bail!(
-                "--probe-budget {b} is more than {} buckets",
-                simdb::index::MAX_PROBE_BUDGET
-            );
-        }
-    }
-    Ok(match (k, budget) {
-        (None, b) => (3, b.unwrap_or(simdb::index::DEFAULT_PROBE_BUDGET)),
-        (Some(k), b) => (k, b.unwrap_or(0)),
-    })
+    Ok(simdb::db::search_mode(k, budget)?)
 }
 
 /// The inputs named on the command line, in `format` (guessed per path

@@ -9,6 +9,13 @@ use crate::index::{self, Hit};
 use crate::store::{self, Store, Tuning};
 
 impl Db {
+    /// Bytes of the store's directory on disk (every file under it).
+    pub fn bytes_on_disk(&self) -> u64 {
+        dir_size(self.path())
+    }
+}
+
+impl Db {
     /// Samples about `sample` documents (seeded) and measures, for each,
     /// the distance to its nearest other document (up to `max_k`, with its
     /// sketch similarity) and, for random pairs of sampled documents, their

@@ -257,6 +257,54 @@ pub struct Stats {
     pub view: View,
 }
 
+/// A stored document as `simdb get --json` and the service show it: its
+/// record and its cluster.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Document {
+    pub id: String,
+    pub fingerprint: Fingerprint,
+    /// xxh3-64 of the content, 16 hex digits (see [`Content::hash`]).
+    pub content_hash: String,
+    pub length: u64,
+    pub ingested_at: u64,
+    pub source: String,
+    pub terms: u32,
+    pub short: bool,
+    pub top_terms: Vec<String>,
+    /// The verification sketch in hex, if the document had text.
+    pub sketch: Option<String>,
+    pub ord: u64,
+    pub priority: Option<f64>,
+    pub cluster: ClusterSummary,
+}
+
+/// A document's cluster, in brief.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ClusterSummary {
+    pub id: u64,
+    pub size: u64,
+    pub representative: String,
+}
+
+/// The exact radius and probe budget of a query that gives `k` and a
+/// probe `budget`, or leaves them out: without k, k = 3 probed at
+/// [`index::DEFAULT_PROBE_BUDGET`]; with k alone, exact at k (budget 0).
+pub fn search_mode(k: Option<u32>, budget: Option<usize>) -> Result<(u32, usize)> {
+    if let Some(k) = k {
+        fingerprint::check_k(k)?;
+    }
+    if let Some(b) = budget.filter(|&b| b > index::MAX_PROBE_BUDGET) {
+        return Err(Error::Input(format!(
+            "probe budget {b} is more than {} buckets",
+            index::MAX_PROBE_BUDGET
+        )));
+    }
+    Ok(match (k, budget) {
+        (None, b) => (3, b.unwrap_or(index::DEFAULT_PROBE_BUDGET)),
+        (Some(k), b) => (k, b.unwrap_or(0)),
+    })
+}
+
 /// Bucket sizes of one block family.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct FamilyStats {
@@ -276,6 +324,8 @@ pub struct Db {
     store: Store,
     fingerprinter: Fingerprinter,
     opened_at: u64,
+    /// Held by each writer of [`Db::shared_writer`].
+    write_lock: std::sync::Mutex<()>,
 }
 
 impl Db {
@@ -298,6 +348,7 @@ impl Db {
             store,
             fingerprinter: Fingerprinter::new(recipe),
             opened_at: now(),
+            write_lock: std::sync::Mutex::new(()),
         })
     }
 
@@ -327,6 +378,7 @@ impl Db {
             store,
             fingerprinter,
             opened_at: now(),
+            write_lock: std::sync::Mutex::new(()),
         })
     }
 
@@ -391,6 +443,7 @@ impl Db {
             store,
             fingerprinter,
             opened_at: now(),
+            write_lock: std::sync::Mutex::new(()),
         })
     }
 
@@ -608,6 +661,38 @@ impl Db {
         self.store.get(id)
     }
 
+    /// Document `id` with its cluster, as `simdb get --json` shows it.
+    pub fn document(&self, id: &str) -> Result<Option<Document>> {
+        let Some(r) = self.get(id)? else {
+            return Ok(None);
+        };
+        // A write between the two reads may have deleted it.
+        let Some(c) = self.cluster_of(id)? else {
+            return Ok(None);
+        };
+        Ok(Some(Document {
+            id: id.to_string(),
+            fingerprint: r.fingerprint,
+            content_hash: format!("{:016x}", r.content_hash),
+            length: r.length,
+            ingested_at: r.ingested_at,
+            source: r.source.clone(),
+            terms: r.terms,
+            short: r.is_short(),
+            top_terms: r.top_terms.clone(),
+            sketch: r
+                .sketch
+                .map(|s| s.0.iter().map(|b| format!("{b:02x}")).collect()),
+            ord: r.ord,
+            priority: r.priority.map(|p| p.value()),
+            cluster: ClusterSummary {
+                id: c.id,
+                size: c.size,
+                representative: c.representative,
+            },
+        }))
+    }
+
     /// Inserts or replaces one document and commits it.
     pub fn put(&mut self, id: &str, content: Content) -> Result<Outcome> {
         let a = content.analyze(&self.fingerprinter)?;
@@ -645,13 +730,35 @@ impl Db {
     /// # Ok(()) }
     /// ```
     pub fn writer(&mut self) -> Result<Writer<'_>> {
+        self.check_writable()?;
+        Writer::new(&self.store, None)
+    }
+
+    /// A batch writer through a shared `Db` (a service answering queries
+    /// on other threads meanwhile): it waits until no other shared writer
+    /// lives, so writers still come one at a time, each starting from what
+    /// the one before it committed. Queries through `&Db` never wait for
+    /// it: each reads one consistent view of the store, which holds a
+    /// committed batch whole or not at all.
+    pub fn shared_writer(&self) -> Result<Writer<'_>> {
+        self.check_writable()?;
+        // A writer that panicked left nothing half-written behind (its
+        // batch was never committed): the lock stays usable.
+        let guard = self
+            .write_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Writer::new(&self.store, Some(guard))
+    }
+
+    fn check_writable(&self) -> Result<()> {
         if self.store.access() != Access::ReadWrite {
             return Err(Error::Input(format!(
                 "{}: store was opened read-only",
                 self.path().display()
             )));
         }
-        Writer::new(&self.store)
+        Ok(())
     }
 
     /// Every (id, record), in id order.

@@ -46,11 +46,16 @@ pub struct Writer<'a> {
     next_ord: u64,
     clock: u64,
     clusters: ClusterState,
+    /// The lock of a [`Db::shared_writer`](super::Db::shared_writer).
+    _lock: Option<std::sync::MutexGuard<'a, ()>>,
 }
 
 impl<'a> Writer<'a> {
     /// A writer of `store` (opened for writing), starting from its counts.
-    pub(super) fn new(store: &'a Store) -> Result<Writer<'a>> {
+    pub(super) fn new(
+        store: &'a Store,
+        lock: Option<std::sync::MutexGuard<'a, ()>>,
+    ) -> Result<Writer<'a>> {
         let (next_ord, clock) = store.ord_state()?;
         Ok(Writer {
             store,
@@ -65,6 +70,7 @@ impl<'a> Writer<'a> {
             next_ord,
             clock,
             clusters: ClusterState::default(),
+            _lock: lock,
         })
     }
 }
@@ -81,6 +87,13 @@ impl Writer<'_> {
             Some(r) => Ok(r.clone()),
             None => self.store.get(id),
         }
+    }
+
+    /// Whether `id` is stored (or pending) with this fingerprint and content.
+    pub fn is_unchanged(&self, id: &str, a: &Analysis, content: &Content) -> Result<bool> {
+        Ok(self
+            .get(id)?
+            .is_some_and(|r| r.fingerprint == a.fingerprint && r.content_hash == content.hash()))
     }
 
     /// Inserts or replaces `id` with a document of fingerprint

@@ -338,20 +338,11 @@ fn apply(
                 continue;
             }
         };
-        let fp = a.fingerprint;
-        // Unchanged re-ingests are not news: check before looking for duplicates.
-        if let Some(old) = w.get(&doc.id)? {
-            if old.fingerprint == fp && old.content_hash == doc.content.hash() {
-                sum.unchanged += 1;
-                continue;
-            }
-        }
-        if a.is_short() {
+        if a.is_short() && !w.is_unchanged(&doc.id, &a, &doc.content)? {
             sum.short += 1;
             on_event(Event::Short(&doc, a.terms));
         }
-        let near = w.search(&opts.duplicate_query(&a))?;
-        let near: Vec<crate::Hit> = near.into_iter().filter(|h| h.id != doc.id).collect();
+        let (placed, near) = place(w, &doc, a, opts)?;
         if let Some(h) = near.first() {
             sum.duplicates += 1;
             on_event(Event::Duplicate(&DuplicateReport {
@@ -360,22 +351,58 @@ fn apply(
                 distance: h.distance,
                 similarity: h.similarity,
             }));
-            if opts.policy == DuplicatePolicy::Skip {
-                sum.skipped_duplicates += 1;
-                continue;
-            }
         }
-        let place = Placement {
-            priority: doc.priority,
-            near: near.into_iter().map(|h| h.id).collect(),
-        };
-        match w.put_placed(&doc.id, a, &doc.content, &doc.source, &place)? {
-            Outcome::Inserted => sum.inserted += 1,
-            Outcome::Replaced => sum.replaced += 1,
-            Outcome::Unchanged => sum.unchanged += 1,
+        match placed {
+            Placed::Unchanged => sum.unchanged += 1,
+            Placed::Skipped => sum.skipped_duplicates += 1,
+            Placed::Written(Outcome::Inserted) => sum.inserted += 1,
+            Placed::Written(Outcome::Replaced) => sum.replaced += 1,
+            Placed::Written(Outcome::Unchanged) => sum.unchanged += 1,
         }
     }
     Ok(())
+}
+
+/// What [`place`] did with a document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placed {
+    /// The same id with the same content is stored: nothing written, no
+    /// duplicate check.
+    Unchanged,
+    /// It has near-duplicates and the policy is [`DuplicatePolicy::Skip`]:
+    /// not written.
+    Skipped,
+    /// Written (inserted, or replacing the id's earlier content).
+    Written(Outcome),
+}
+
+/// Writes one analysed document through `w` as ingest does: an unchanged
+/// re-ingest is left alone; otherwise its near-duplicates in the store and
+/// in `w`'s pending batch are found with [`Options::duplicate_query`]
+/// (the document's own id aside) and, unless the policy skips duplicates,
+/// it is written joining their clusters. Returns what was done and the
+/// near-duplicates, nearest first (empty for an unchanged document).
+pub fn place(
+    w: &mut crate::db::Writer<'_>,
+    doc: &Doc,
+    a: Analysis,
+    opts: &Options,
+) -> Result<(Placed, Vec<crate::Hit>)> {
+    // Unchanged re-ingests are not news: check before looking for duplicates.
+    if w.is_unchanged(&doc.id, &a, &doc.content)? {
+        return Ok((Placed::Unchanged, Vec::new()));
+    }
+    let mut near = w.search(&opts.duplicate_query(&a))?;
+    near.retain(|h| h.id != doc.id);
+    if !near.is_empty() && opts.policy == DuplicatePolicy::Skip {
+        return Ok((Placed::Skipped, near));
+    }
+    let place = Placement {
+        priority: doc.priority,
+        near: near.iter().map(|h| h.id.clone()).collect(),
+    };
+    let outcome = w.put_placed(&doc.id, a, &doc.content, &doc.source, &place)?;
+    Ok((Placed::Written(outcome), near))
 }
 
 /// Writes one report line as JSON.

@@ -235,20 +235,63 @@ pub fn parse_json_doc_with_priority(line: &[u8]) -> Result<(String, Content, Opt
             format!("invalid JSON: {s}")
         }
     })?;
+    interpret(d).map_err(|b| b.reason)
+}
+
+/// What is wrong with one field of a JSON document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadField {
+    /// The field's name (`"id"`, `"text"`, …).
+    pub field: &'static str,
+    pub reason: String,
+}
+
+impl BadField {
+    fn new(field: &'static str, reason: impl Into<String>) -> BadField {
+        BadField {
+            field,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// A document given as a JSON value (an element of a request body): the
+/// rules of a JSONL line (see [`Format::Jsonl`]; other fields are
+/// ignored), with the field at fault. `Err` names no field when the value
+/// is not an object.
+pub fn doc_from_value(
+    v: &serde_json::Value,
+) -> Result<(String, Content, Option<f64>), Option<BadField>> {
+    if !v.is_object() {
+        return Err(None);
+    }
+    let d = JsonDoc::deserialize(v).map_err(|_| None)?;
+    interpret(d).map_err(Some)
+}
+
+fn interpret(d: JsonDoc) -> Result<(String, Content, Option<f64>), BadField> {
     let id = match d.id {
-        None | Some(serde_json::Value::Null) => return Err("missing \"id\"".into()),
-        Some(serde_json::Value::String(s)) if s.is_empty() => return Err("empty \"id\"".into()),
+        None | Some(serde_json::Value::Null) => return Err(BadField::new("id", "missing \"id\"")),
+        Some(serde_json::Value::String(s)) if s.is_empty() => {
+            return Err(BadField::new("id", "empty \"id\""))
+        }
         Some(serde_json::Value::String(s)) => s,
         Some(serde_json::Value::Number(n)) if n.is_i64() || n.is_u64() => n.to_string(),
         Some(other) => {
-            return Err(format!(
-                "\"id\" must be a string or an integer, not {}",
-                json_kind(&other)
+            return Err(BadField::new(
+                "id",
+                format!(
+                    "\"id\" must be a string or an integer, not {}",
+                    json_kind(&other)
+                ),
             ))
         }
     };
     if id.len() > 4096 {
-        return Err(format!("\"id\" is {} bytes (at most 4096)", id.len()));
+        return Err(BadField::new(
+            "id",
+            format!("\"id\" is {} bytes (at most 4096)", id.len()),
+        ));
     }
     let given = [
         d.text.is_some(),
@@ -256,35 +299,45 @@ pub fn parse_json_doc_with_priority(line: &[u8]) -> Result<(String, Content, Opt
         d.fingerprint.is_some(),
     ];
     if given.iter().filter(|g| **g).count() > 1 {
-        return Err("give one of \"text\", \"features\" or \"fingerprint\", not several".into());
+        return Err(BadField::new(
+            "text",
+            "give one of \"text\", \"features\" or \"fingerprint\", not several",
+        ));
     }
     let content = match (d.text, d.features, d.fingerprint) {
         (Some(serde_json::Value::String(t)), _, _) => Content::Text(t),
         (Some(other), _, _) => {
-            return Err(format!(
-                "\"text\" must be a string, not {}",
-                json_kind(&other)
+            return Err(BadField::new(
+                "text",
+                format!("\"text\" must be a string, not {}", json_kind(&other)),
             ))
         }
-        (_, Some(f), _) => Content::Features(parse_features(&f)?),
-        (_, _, Some(serde_json::Value::String(h))) if h.len() == 16 => Content::Fingerprint(
-            h.parse()
-                .map_err(|e: crate::Error| format!("bad \"fingerprint\": {e}"))?,
-        ),
+        (_, Some(f), _) => {
+            Content::Features(parse_features(&f).map_err(|r| BadField::new("features", r))?)
+        }
+        (_, _, Some(serde_json::Value::String(h))) if h.len() == 16 => {
+            Content::Fingerprint(h.parse().map_err(|e: crate::Error| {
+                BadField::new("fingerprint", format!("bad \"fingerprint\": {e}"))
+            })?)
+        }
         (_, _, Some(other)) => {
-            return Err(format!(
-                "\"fingerprint\" must be a string of 16 hex digits, not {other}"
+            return Err(BadField::new(
+                "fingerprint",
+                format!("\"fingerprint\" must be a string of 16 hex digits, not {other}"),
             ))
         }
-        (None, None, None) => return Err("missing \"text\"".into()),
+        (None, None, None) => return Err(BadField::new("text", "missing \"text\"")),
     };
     let priority = match d.priority {
         None | Some(serde_json::Value::Null) => None,
         Some(serde_json::Value::Number(n)) if n.as_f64().is_some_and(f64::is_finite) => n.as_f64(),
         Some(other) => {
-            return Err(format!(
-                "\"priority\" must be a finite number, not {}",
-                json_kind(&other)
+            return Err(BadField::new(
+                "priority",
+                format!(
+                    "\"priority\" must be a finite number, not {}",
+                    json_kind(&other)
+                ),
             ))
         }
     };

@@ -2,12 +2,24 @@
 //! popcount, hits resolved through `refs` and checked against their
 //! records.
 
-use rocksdb::ReadOptions;
+use rocksdb::{ReadOptions, SnapshotWithThreadMode, DB};
 
-use super::{Record, Store, BLOCK_FAMILIES, DOCS, REFS};
+use super::{codec, Record, Store, BLOCK_FAMILIES, DOCS, REFS};
 use crate::error::{Error, Result};
 use crate::fingerprint::{Fingerprint, Sketch, BLOCKS};
 use crate::index::{self, DocKey, Hit};
+
+/// The view one query reads at: every read of a query (buckets, `refs`,
+/// records) is at one snapshot, so a batch committed meanwhile is seen
+/// whole or not at all (a document deleted between reading its bucket and
+/// its record would otherwise look like a damaged index).
+type Snapshot<'a> = SnapshotWithThreadMode<'a, DB>;
+
+fn read_at(at: &Snapshot<'_>) -> ReadOptions {
+    let mut ro = ReadOptions::default();
+    ro.set_snapshot(at);
+    ro
+}
 
 impl Store {
     /// Every stored document that `plan` accepts for `q` (see
@@ -26,6 +38,7 @@ impl Store {
         mut visit: impl FnMut(Hit),
     ) -> Result<()> {
         crate::fingerprint::check_k(plan.k)?;
+        let at = &self.db.snapshot();
         // The families are independent: two on this thread, two on the
         // rayon pool meanwhile (one wake-up, this thread keeps working).
         let (mine, theirs) = plan.blocks.split_at(2);
@@ -34,11 +47,10 @@ impl Store {
         let mut here: Result<()> = Ok(());
         if plan.buckets() <= 2 * BLOCKS {
             // A few buckets: cheaper on this thread than a wake-up.
-            here = plan
-                .blocks
-                .iter()
-                .enumerate()
-                .try_for_each(|(i, blocks)| self.scan_buckets(i, blocks, q, plan, &mut found));
+            here =
+                plan.blocks.iter().enumerate().try_for_each(|(i, blocks)| {
+                    self.scan_buckets(at, i, blocks, q, plan, &mut found)
+                });
         } else {
             rayon::in_place_scope(|scope| {
                 let other = &mut other;
@@ -48,14 +60,13 @@ impl Store {
                         .iter()
                         .enumerate()
                         .try_for_each(|(j, blocks)| {
-                            self.scan_buckets(j + 2, blocks, q, plan, &mut v)
+                            self.scan_buckets(at, j + 2, blocks, q, plan, &mut v)
                         })
                         .map(|()| v);
                 });
-                here = mine
-                    .iter()
-                    .enumerate()
-                    .try_for_each(|(i, blocks)| self.scan_buckets(i, blocks, q, plan, &mut found));
+                here = mine.iter().enumerate().try_for_each(|(i, blocks)| {
+                    self.scan_buckets(at, i, blocks, q, plan, &mut found)
+                });
             });
         }
         here?;
@@ -63,16 +74,16 @@ impl Store {
         found.sort_unstable();
         found.dedup();
         for fp in found {
-            self.hits_of(fp, q, sketch, &mut visit)?;
+            self.hits_of(at, fp, q, sketch, &mut visit)?;
         }
         Ok(())
     }
 
     /// The documents with fingerprint `fp`: their `refs` entries, document
     /// key and id. A fingerprint the index holds has at least one.
-    fn docs_with(&self, fp: Fingerprint) -> Result<Vec<(DocKey, String)>> {
+    fn docs_with(&self, at: &Snapshot<'_>, fp: Fingerprint) -> Result<Vec<(DocKey, String)>> {
         let prefix = fp.value().to_be_bytes();
-        let mut ro = ReadOptions::default();
+        let mut ro = read_at(at);
         ro.set_prefix_same_as_start(true);
         let mut it = self.db.raw_iterator_cf_opt(self.cf(REFS), ro);
         it.seek(prefix);
@@ -102,8 +113,14 @@ impl Store {
     /// exist, decode and name `doc`, so a damaged record, `refs` entry or
     /// index key is an error naming the family and key, never a wrong
     /// answer.
-    fn checked_record(&self, doc: DocKey, id: &str) -> Result<Record> {
-        match self.get(id)? {
+    fn checked_record(&self, at: &Snapshot<'_>, doc: DocKey, id: &str) -> Result<Record> {
+        let v = self
+            .db
+            .get_pinned_cf_opt(self.cf(DOCS), id.as_bytes(), &read_at(at))?;
+        let rec = v
+            .map(|v| codec::decode_record(&v).map_err(|r| Error::corrupt(DOCS, id.as_bytes(), r)))
+            .transpose()?;
+        match rec {
             Some(r) if r.doc_key() == doc => Ok(r),
             Some(r) => Err(Error::corrupt(
                 DOCS,
@@ -125,13 +142,14 @@ impl Store {
     /// checked against its record, with its similarity to `sketch`.
     fn hits_of(
         &self,
+        at: &Snapshot<'_>,
         fp: Fingerprint,
         q: Fingerprint,
         sketch: Option<&Sketch>,
         mut visit: impl FnMut(Hit),
     ) -> Result<()> {
-        for (doc, id) in self.docs_with(fp)? {
-            let r = self.checked_record(doc, &id)?;
+        for (doc, id) in self.docs_with(at, fp)? {
+            let r = self.checked_record(at, doc, &id)?;
             visit(Hit {
                 similarity: sketch.zip(r.sketch).map(|(a, b)| a.similarity(&b)),
                 id,
@@ -145,10 +163,11 @@ impl Store {
     /// Every document with fingerprint `fp`, id and record (checked as a
     /// query checks its hits).
     pub fn documents_with(&self, fp: Fingerprint) -> Result<Vec<(String, Record)>> {
-        self.docs_with(fp)?
+        let at = &self.db.snapshot();
+        self.docs_with(at, fp)?
             .into_iter()
             .map(|(doc, id)| {
-                let r = self.checked_record(doc, &id)?;
+                let r = self.checked_record(at, doc, &id)?;
                 Ok((id, r))
             })
             .collect()
@@ -172,10 +191,11 @@ impl Store {
             crate::fingerprint::check_k(plan.k)?;
         }
         use rayon::prelude::*;
+        let at = &self.db.snapshot();
         // (query index, fingerprint) per family
         let per_family: Vec<Result<Vec<(usize, Fingerprint)>>> = (0..BLOCKS)
             .into_par_iter()
-            .map(|i| self.scan_buckets_for(i, qs))
+            .map(|i| self.scan_buckets_for(at, i, qs))
             .collect();
         let mut found: Vec<(usize, Fingerprint)> = Vec::new();
         for f in per_family {
@@ -187,7 +207,7 @@ impl Store {
         for (qi, fp) in found {
             let sketch = sketches.and_then(|s| s.get(qi)).and_then(Option::as_ref);
             let hits = &mut out[qi];
-            self.hits_of(fp, qs[qi].0, sketch, |h| hits.push(h))?;
+            self.hits_of(at, fp, qs[qi].0, sketch, |h| hits.push(h))?;
         }
         Ok(out)
     }
@@ -196,6 +216,7 @@ impl Store {
     /// query needs is read once and checked against all of its queries.
     fn scan_buckets_for(
         &self,
+        at: &Snapshot<'_>,
         i: usize,
         qs: &[(Fingerprint, index::ProbePlan)],
     ) -> Result<Vec<(usize, Fingerprint)>> {
@@ -222,7 +243,7 @@ impl Store {
         for chunk in groups.chunks(4096) {
             let blocks: Vec<u16> = chunk.iter().map(|g| g.0).collect();
             let mut hits = Vec::new();
-            self.read_buckets(i, &blocks, |n, posting| {
+            self.read_buckets(at, i, &blocks, |n, posting| {
                 for &(_, j) in &order[chunk[n].1.clone()] {
                     hits.clear();
                     qs[j].1.scan_posting(qs[j].0, posting, &mut hits);
@@ -237,6 +258,7 @@ impl Store {
     /// buckets `blocks` (ascending) of family `i`.
     fn scan_buckets(
         &self,
+        at: &Snapshot<'_>,
         i: usize,
         blocks: &[u16],
         q: Fingerprint,
@@ -244,7 +266,9 @@ impl Store {
         found: &mut Vec<Fingerprint>,
     ) -> Result<()> {
         // Hot loop: XOR + popcount over each packed posting.
-        self.read_buckets(i, blocks, |_, posting| plan.scan_posting(q, posting, found))
+        self.read_buckets(at, i, blocks, |_, posting| {
+            plan.scan_posting(q, posting, found)
+        })
     }
 
     /// Reads buckets `blocks` (ascending) of family `i` with one multi-get
@@ -252,6 +276,7 @@ impl Store {
     /// (whole 8-byte entries, checked; absent buckets are skipped).
     fn read_buckets(
         &self,
+        at: &Snapshot<'_>,
         i: usize,
         blocks: &[u16],
         mut on: impl FnMut(usize, &[u8]),
@@ -259,7 +284,9 @@ impl Store {
         let name = BLOCK_FAMILIES[i];
         let keys: Vec<[u8; index::BUCKET_KEY_LEN]> =
             blocks.iter().map(|&b| index::bucket_key(b)).collect();
-        let values = self.db.batched_multi_get_cf(self.cf(name), &keys, true);
+        let values = self
+            .db
+            .batched_multi_get_cf_opt(self.cf(name), &keys, true, &read_at(at));
         for (n, v) in values.into_iter().enumerate() {
             let Some(v) = v? else { continue };
             if !v.len().is_multiple_of(index::ENTRY_LEN) {
@@ -315,7 +342,9 @@ impl Store {
     /// checked), or `None` if the bucket is empty.
     pub fn posting(&self, i: usize, block: u16) -> Result<Option<Vec<u8>>> {
         let mut out = None;
-        self.read_buckets(i, &[block], |_, p| out = Some(p.to_vec()))?;
+        self.read_buckets(&self.db.snapshot(), i, &[block], |_, p| {
+            out = Some(p.to_vec())
+        })?;
         Ok(out.filter(|p| !p.is_empty()))
     }
 

@@ -1,0 +1,611 @@
+//! The service's request shapes, parsed from JSON with the field at fault
+//! in every error (pure: no store, no HTTP).
+//!
+//! - Documents (`POST /documents`, `POST /documents/check`): one document
+//!   object, or an array of them; each is read as a JSONL line of `simdb
+//!   ingest` is (`"id"`, one of `"text"`, `"features"`, `"fingerprint"`,
+//!   optional `"priority"`; other fields ignored).
+//! - Queries (`POST /query`): one query object, or `{"queries": [...]}`;
+//!   a query has exactly one of `"text"`, `"fingerprint"` (16 hex digits)
+//!   or `"id"`, and optionally `"k"`, `"probe_budget"`, `"limit"`,
+//!   `"min_similarity"` and `"explain"`; any other field is refused (a
+//!   misspelt option must not pass silently).
+//! - URL parameters: `sync`, `k`, `probe_budget`, `min_similarity`.
+
+use serde_json::{Map, Value};
+
+use crate::db::Content;
+use crate::fingerprint::{self, Fingerprint};
+use crate::ingest::read::{doc_from_value, Doc};
+
+/// A request that cannot be answered as asked: what was wrong and, when
+/// it concerns one field, its path (`documents[3].text`, `k`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadRequest {
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl BadRequest {
+    pub fn new(message: impl Into<String>) -> BadRequest {
+        BadRequest {
+            field: None,
+            message: message.into(),
+        }
+    }
+
+    pub fn field(field: impl Into<String>, message: impl Into<String>) -> BadRequest {
+        BadRequest {
+            field: Some(field.into()),
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for BadRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.field {
+            Some(field) => write!(f, "{field}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+type Parsed<T> = std::result::Result<T, BadRequest>;
+
+fn parse_json(body: &[u8]) -> Parsed<Value> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(BadRequest::new("the request body is empty (JSON expected)"));
+    }
+    serde_json::from_slice(body).map_err(|e| BadRequest::new(format!("invalid JSON: {e}")))
+}
+
+/// The documents of a write request (at most `max_batch`), each with the
+/// source `http:INDEX` (its place in the request). `batch` says whether
+/// the body was an array.
+pub fn parse_documents(body: &[u8], max_batch: usize) -> Parsed<(Vec<Doc>, bool)> {
+    let v = parse_json(body)?;
+    let (items, batch) = match v {
+        Value::Array(items) => (items, true),
+        v @ Value::Object(_) => (vec![v], false),
+        _ => {
+            return Err(BadRequest::new(
+                "expected a document object or an array of them",
+            ))
+        }
+    };
+    if items.is_empty() {
+        return Err(BadRequest::new("the batch holds no document"));
+    }
+    if items.len() > max_batch {
+        return Err(BadRequest::new(format!(
+            "the batch holds {} documents; at most {max_batch} per request",
+            items.len()
+        )));
+    }
+    let path = |i: usize| {
+        if batch {
+            format!("[{i}]")
+        } else {
+            String::new()
+        }
+    };
+    let docs = items
+        .iter()
+        .enumerate()
+        .map(|(i, v)| match doc_from_value(v) {
+            Ok((id, content, priority)) => Ok(Doc {
+                id,
+                content,
+                source: format!("http:{i}"),
+                line: None,
+                priority,
+            }),
+            Err(None) => Err(BadRequest::field(
+                if batch { path(i) } else { "body".into() },
+                "a document must be a JSON object",
+            )),
+            Err(Some(b)) => Err(BadRequest::field(
+                format!("{}{}{}", path(i), if batch { "." } else { "" }, b.field),
+                b.reason,
+            )),
+        })
+        .collect::<Parsed<Vec<Doc>>>()?;
+    Ok((docs, batch))
+}
+
+/// What a query asks about.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Subject {
+    Text(String),
+    Fingerprint(Fingerprint),
+    /// A stored document (left out of its own answer).
+    Id(String),
+}
+
+/// One query of `POST /query`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuerySpec {
+    pub subject: Subject,
+    pub k: Option<u32>,
+    pub probe_budget: Option<usize>,
+    pub limit: Option<usize>,
+    pub min_similarity: Option<f64>,
+    pub explain: bool,
+}
+
+/// A query request: one query, or a batch (`{"queries": [...]}`, at most
+/// `max_batch`).
+pub fn parse_queries(body: &[u8], max_batch: usize) -> Parsed<(Vec<QuerySpec>, bool)> {
+    let v = parse_json(body)?;
+    let Value::Object(mut m) = v else {
+        return Err(BadRequest::new(
+            "expected a query object, or {\"queries\": [...]}",
+        ));
+    };
+    let Some(qs) = m.remove("queries") else {
+        return Ok((vec![query_from(&m, "")?], false));
+    };
+    if let Some(other) = m.keys().next() {
+        return Err(BadRequest::field(
+            other.clone(),
+            "a batch has only \"queries\"; give options in each query",
+        ));
+    }
+    let Value::Array(qs) = qs else {
+        return Err(BadRequest::field(
+            "queries",
+            format!("must be an array of queries, not {}", kind(&qs)),
+        ));
+    };
+    if qs.is_empty() {
+        return Err(BadRequest::field("queries", "the batch holds no query"));
+    }
+    if qs.len() > max_batch {
+        return Err(BadRequest::field(
+            "queries",
+            format!(
+                "the batch holds {} queries; at most {max_batch} per request",
+                qs.len()
+            ),
+        ));
+    }
+    let specs = qs
+        .iter()
+        .enumerate()
+        .map(|(i, q)| match q {
+            Value::Object(m) => query_from(m, &format!("queries[{i}].")),
+            other => Err(BadRequest::field(
+                format!("queries[{i}]"),
+                format!("must be a query object, not {}", kind(other)),
+            )),
+        })
+        .collect::<Parsed<Vec<QuerySpec>>>()?;
+    Ok((specs, true))
+}
+
+const QUERY_FIELDS: [&str; 8] = [
+    "text",
+    "fingerprint",
+    "id",
+    "k",
+    "probe_budget",
+    "limit",
+    "min_similarity",
+    "explain",
+];
+
+fn query_from(m: &Map<String, Value>, at: &str) -> Parsed<QuerySpec> {
+    let field = |f: &str| format!("{at}{f}");
+    if let Some(unknown) = m.keys().find(|k| !QUERY_FIELDS.contains(&k.as_str())) {
+        return Err(BadRequest::field(
+            field(unknown),
+            format!(
+                "unknown field; a query has {}",
+                QUERY_FIELDS.map(|f| format!("\"{f}\"")).join(", ")
+            ),
+        ));
+    }
+    let given: Vec<&str> = ["text", "fingerprint", "id"]
+        .into_iter()
+        .filter(|f| m.contains_key(*f))
+        .collect();
+    let subject = match given.as_slice() {
+        ["text"] => match &m["text"] {
+            Value::String(t) => Subject::Text(t.clone()),
+            other => return Err(must(&field("text"), "a string", other)),
+        },
+        ["fingerprint"] => match &m["fingerprint"] {
+            Value::String(h) => Subject::Fingerprint(h.parse().map_err(|e: crate::Error| {
+                BadRequest::field(field("fingerprint"), e.to_string())
+            })?),
+            other => return Err(must(&field("fingerprint"), "16 hex digits", other)),
+        },
+        ["id"] => match &m["id"] {
+            Value::String(s) if !s.is_empty() => Subject::Id(s.clone()),
+            Value::Number(n) if n.is_u64() || n.is_i64() => Subject::Id(n.to_string()),
+            other => {
+                return Err(must(
+                    &field("id"),
+                    "a non-empty string or an integer",
+                    other,
+                ))
+            }
+        },
+        [] => {
+            return Err(BadRequest::new(format!(
+                "{}give one of \"text\", \"fingerprint\" or \"id\"",
+                if at.is_empty() {
+                    String::new()
+                } else {
+                    format!("{}: ", at.trim_end_matches('.'))
+                }
+            )))
+        }
+        several => {
+            return Err(BadRequest::field(
+                field(several[1]),
+                "give one of \"text\", \"fingerprint\" or \"id\", not several",
+            ))
+        }
+    };
+    let k = opt_uint(m, &field("k"), "k")?
+        .map(|k| {
+            u32::try_from(k)
+                .ok()
+                .filter(|k| fingerprint::check_k(*k).is_ok())
+                .ok_or_else(|| {
+                    BadRequest::field(
+                        field("k"),
+                        format!("{k} is out of range (0..={})", fingerprint::MAX_EXACT_K),
+                    )
+                })
+        })
+        .transpose()?;
+    let probe_budget = opt_uint(m, &field("probe_budget"), "probe_budget")?
+        .map(|b| {
+            usize::try_from(b)
+                .ok()
+                .filter(|b| *b <= crate::index::MAX_PROBE_BUDGET)
+                .ok_or_else(|| {
+                    BadRequest::field(
+                        field("probe_budget"),
+                        format!(
+                            "{b} is more than {} buckets",
+                            crate::index::MAX_PROBE_BUDGET
+                        ),
+                    )
+                })
+        })
+        .transpose()?;
+    let limit =
+        opt_uint(m, &field("limit"), "limit")?.map(|l| usize::try_from(l).unwrap_or(usize::MAX));
+    let min_similarity = match m.get("min_similarity") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(similarity(v, &field("min_similarity"))?),
+    };
+    let explain = match m.get("explain") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => return Err(must(&field("explain"), "true or false", other)),
+    };
+    Ok(QuerySpec {
+        subject,
+        k,
+        probe_budget,
+        limit,
+        min_similarity,
+        explain,
+    })
+}
+
+fn opt_uint(m: &Map<String, Value>, path: &str, name: &str) -> Parsed<Option<u64>> {
+    match m.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) if n.is_u64() => Ok(n.as_u64()),
+        Some(other) => Err(must(path, "a non-negative integer", other)),
+    }
+}
+
+fn similarity(v: &Value, path: &str) -> Parsed<f64> {
+    match v.as_f64() {
+        Some(s) if (0.0..=1.0).contains(&s) => Ok(s),
+        Some(s) => Err(BadRequest::field(
+            path,
+            format!("{s} is not between 0 and 1"),
+        )),
+        None => Err(must(path, "a number between 0 and 1", v)),
+    }
+}
+
+fn must(path: &str, what: &str, v: &Value) -> BadRequest {
+    BadRequest::field(path, format!("must be {what}, not {}", kind(v)))
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The URL parameters of a request.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Params {
+    /// fsync before answering.
+    pub sync: bool,
+    pub k: Option<u32>,
+    pub probe_budget: Option<usize>,
+    pub min_similarity: Option<f64>,
+}
+
+/// Parses a query string; `allowed` are the parameters the endpoint takes.
+pub fn parse_params(query: Option<&str>, allowed: &[&str]) -> Parsed<Params> {
+    let mut p = Params::default();
+    let pairs: Vec<(String, String)> = match query {
+        None => Vec::new(),
+        Some(q) => serde_urlencoded::from_str(q)
+            .map_err(|e| BadRequest::new(format!("bad URL parameters: {e}")))?,
+    };
+    for (name, value) in pairs {
+        if !allowed.contains(&name.as_str()) {
+            return Err(BadRequest::field(
+                name,
+                if allowed.is_empty() {
+                    "unknown parameter; this endpoint takes none".to_string()
+                } else {
+                    format!(
+                        "unknown parameter; this endpoint takes {}",
+                        allowed.join(", ")
+                    )
+                },
+            ));
+        }
+        let bad = |what: &str| BadRequest::field(name.clone(), format!("{value:?} is not {what}"));
+        match name.as_str() {
+            "sync" => {
+                p.sync = match value.as_str() {
+                    "" | "true" | "1" => true,
+                    "false" | "0" => false,
+                    _ => return Err(bad("true or false")),
+                }
+            }
+            "k" => {
+                let k: u32 = value.parse().map_err(|_| bad("an integer"))?;
+                fingerprint::check_k(k).map_err(|e| BadRequest::field("k", e.to_string()))?;
+                p.k = Some(k);
+            }
+            "probe_budget" => {
+                let b: usize = value.parse().map_err(|_| bad("an integer"))?;
+                if b > crate::index::MAX_PROBE_BUDGET {
+                    return Err(bad(&format!(
+                        "at most {} buckets",
+                        crate::index::MAX_PROBE_BUDGET
+                    )));
+                }
+                p.probe_budget = Some(b);
+            }
+            "min_similarity" => {
+                let s: f64 = value.parse().map_err(|_| bad("a number"))?;
+                p.min_similarity = Some(similarity(&Value::from(s), "min_similarity")?);
+            }
+            _ => unreachable!("only allowed parameters get here"),
+        }
+    }
+    Ok(p)
+}
+
+/// A document's content as the service echoes it: nothing of the text.
+pub fn content_kind(c: &Content) -> &'static str {
+    match c {
+        Content::Text(_) => "text",
+        Content::Features(_) => "features",
+        Content::Fingerprint(_) => "fingerprint",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn documents_one_or_many() {
+        let (d, batch) = parse_documents(br#"{"id":"a","text":"x y"}"#, 10).unwrap();
+        assert!(!batch);
+        assert_eq!(d[0].id, "a");
+        let (d, batch) = parse_documents(
+            br#"[{"id":1,"text":"x"},{"id":"b","fingerprint":"00000000000000ff"}]"#,
+            10,
+        )
+        .unwrap();
+        assert!(batch);
+        assert_eq!(d[0].id, "1");
+        assert_eq!(d[1].source, "http:1");
+    }
+
+    #[test]
+    fn document_errors_name_the_field() {
+        let e = parse_documents(br#"[{"id":"a","text":"x"},{"id":"b","text":5}]"#, 10).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("[1].text"));
+        assert!(e.message.contains("must be a string"), "{e}");
+        let e = parse_documents(br#"{"text":"x"}"#, 10).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("id"));
+        let e = parse_documents(br#"[{"id":"a","text":"x"}, 7]"#, 10).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("[1]"));
+        let e = parse_documents(br#"[1,2,3]"#, 2).unwrap_err();
+        assert!(e.message.contains("at most 2"), "{e}");
+        let e = parse_documents(b"[]", 2).unwrap_err();
+        assert!(e.message.contains("no document"), "{e}");
+        let e = parse_documents(b"{\"id\":", 2).unwrap_err();
+        assert!(e.message.starts_with("invalid JSON"), "{e}");
+        let e = parse_documents(b"  ", 2).unwrap_err();
+        assert!(e.message.contains("empty"), "{e}");
+    }
+
+    #[test]
+    fn queries_one_or_batch() {
+        let (q, batch) =
+            parse_queries(br#"{"text":"abc","k":5,"limit":3,"explain":true}"#, 10).unwrap();
+        assert!(!batch);
+        assert_eq!(q[0].subject, Subject::Text("abc".into()));
+        assert_eq!((q[0].k, q[0].limit, q[0].explain), (Some(5), Some(3), true));
+        let (q, batch) = parse_queries(
+            br#"{"queries":[{"fingerprint":"00000000000000ff"},{"id":7}]}"#,
+            10,
+        )
+        .unwrap();
+        assert!(batch);
+        assert_eq!(q[1].subject, Subject::Id("7".into()));
+    }
+
+    #[test]
+    fn query_errors_name_the_field() {
+        let cases: &[(&[u8], &str, &str)] = &[
+            (br#"{"text":"a","kk":3}"#, "kk", "unknown field"),
+            (br#"{"text":"a","k":12}"#, "k", "out of range"),
+            (br#"{"text":"a","k":-1}"#, "k", "non-negative integer"),
+            (
+                br#"{"text":"a","min_similarity":2}"#,
+                "min_similarity",
+                "between 0 and 1",
+            ),
+            (
+                br#"{"text":"a","explain":"yes"}"#,
+                "explain",
+                "true or false",
+            ),
+            (br#"{"text":"a","id":"b"}"#, "id", "not several"),
+            (br#"{"fingerprint":"xyz"}"#, "fingerprint", ""),
+            (br#"{"text":7}"#, "text", "must be a string"),
+            (
+                br#"{"queries":[{"text":"a"},{"text":"b","limit":"x"}]}"#,
+                "queries[1].limit",
+                "integer",
+            ),
+            (
+                br#"{"queries":[{"text":"a"}],"k":3}"#,
+                "k",
+                "a batch has only",
+            ),
+            (br#"{"queries":{}}"#, "queries", "must be an array"),
+            (
+                br#"{"text":"a","probe_budget":99999999}"#,
+                "probe_budget",
+                "buckets",
+            ),
+        ];
+        for (body, field, msg) in cases {
+            let e = parse_queries(body, 10).unwrap_err();
+            assert_eq!(
+                e.field.as_deref(),
+                Some(*field),
+                "{}",
+                String::from_utf8_lossy(body)
+            );
+            assert!(e.message.contains(msg), "{e}");
+        }
+        let e = parse_queries(br#"{"k":3}"#, 10).unwrap_err();
+        assert!(
+            e.field.is_none() && e.message.contains("give one of"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn params() {
+        let p = parse_params(Some("sync=true&k=5"), &["sync", "k"]).unwrap();
+        assert_eq!((p.sync, p.k), (true, Some(5)));
+        let p = parse_params(Some("sync"), &["sync"]).unwrap();
+        assert!(p.sync);
+        let e = parse_params(Some("sink=true"), &["sync"]).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("sink"));
+        let e = parse_params(Some("k=12"), &["k"]).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("k"));
+        let e = parse_params(Some("sync=maybe"), &["sync"]).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("sync"));
+        let e = parse_params(Some("x=1"), &[]).unwrap_err();
+        assert!(e.message.contains("takes none"), "{e}");
+    }
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            "[a-z0-9 ]{0,8}".prop_map(Value::from),
+            "[0-9a-f]{16}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 24, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                prop::collection::vec(
+                    (
+                        prop_oneof![
+                            Just("id".to_string()),
+                            Just("text".to_string()),
+                            Just("fingerprint".to_string()),
+                            Just("features".to_string()),
+                            Just("priority".to_string()),
+                            Just("queries".to_string()),
+                            Just("k".to_string()),
+                            Just("limit".to_string()),
+                            Just("explain".to_string()),
+                            Just("min_similarity".to_string()),
+                            "[a-z]{1,6}",
+                        ],
+                        inner
+                    ),
+                    0..6
+                )
+                .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// Any JSON value, and any bytes, parse to a request or to an
+        /// error with a message; never a panic. An error about an element
+        /// of a batch names that element.
+        #[test]
+        fn parsing_never_panics(v in json_value(), raw in prop::collection::vec(any::<u8>(), 0..64)) {
+            let body = serde_json::to_vec(&v).unwrap();
+            for b in [&body[..], &raw[..]] {
+                match parse_documents(b, 4) {
+                    Ok((docs, _)) => prop_assert!(!docs.is_empty() && docs.len() <= 4),
+                    Err(e) => {
+                        prop_assert!(!e.message.is_empty());
+                        if let (Value::Array(items), Some(f)) = (&v, &e.field) {
+                            if b == &body[..] && f.starts_with('[') {
+                                let i: usize = f[1..f.find(']').unwrap()].parse().unwrap();
+                                prop_assert!(i < items.len());
+                            }
+                        }
+                    }
+                }
+                match parse_queries(b, 4) {
+                    Ok((qs, _)) => prop_assert!(!qs.is_empty() && qs.len() <= 4),
+                    Err(e) => prop_assert!(!e.message.is_empty()),
+                }
+            }
+        }
+
+        /// A well-formed document always parses, with its id and text.
+        #[test]
+        fn good_documents_parse(ids in prop::collection::vec("[a-z0-9/]{1,12}", 1..6), text in "\\PC{1,40}") {
+            let docs: Vec<Value> = ids.iter().map(|id| serde_json::json!({"id": id, "text": text, "url": "x"})).collect();
+            let (parsed, batch) = parse_documents(&serde_json::to_vec(&docs).unwrap(), 8).unwrap();
+            prop_assert!(batch);
+            prop_assert_eq!(parsed.len(), ids.len());
+            for (d, id) in parsed.iter().zip(&ids) {
+                prop_assert_eq!(&d.id, id);
+                prop_assert_eq!(&d.content, &Content::Text(text.clone()));
+            }
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! The service's Prometheus metrics (OpenMetrics text, `GET /metrics`).
+//!
+//! | metric | type | labels |
+//! |---|---|---|
+//! | `simdb_http_requests_total` | counter | `endpoint` (the route, e.g. `/documents/{id}`), `method`, `status` |
+//! | `simdb_http_request_duration_seconds` | histogram (50 µs .. 13 s) | `endpoint`, `method` |
+//! | `simdb_documents_written_total` | counter | `outcome` (inserted, replaced, unchanged, duplicate, no_features, deleted) |
+//! | `simdb_documents` | gauge | the store's document count, read at each scrape |
+//! | `simdb_store_bytes` | gauge | the store directory's size on disk, read at each scrape |
+
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    endpoint: String,
+    method: String,
+    status: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LatencyLabels {
+    endpoint: String,
+    method: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: String,
+}
+
+fn latency_histogram() -> Histogram {
+    // 50 µs, 100 µs, … about 13 s.
+    Histogram::new(exponential_buckets(50e-6, 2.0, 19))
+}
+
+/// The metrics of one running service.
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    latency: Family<LatencyLabels, Histogram, fn() -> Histogram>,
+    written: Family<OutcomeLabels, Counter>,
+    documents: Gauge,
+    bytes: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        let mut registry = Registry::default();
+        let requests = Family::<RequestLabels, Counter>::default();
+        let latency = Family::<LatencyLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+            latency_histogram,
+        );
+        let written = Family::<OutcomeLabels, Counter>::default();
+        let documents = Gauge::default();
+        let bytes = Gauge::default();
+        registry.register(
+            "simdb_http_requests",
+            "HTTP requests answered, by endpoint, method and status",
+            requests.clone(),
+        );
+        registry.register(
+            "simdb_http_request_duration_seconds",
+            "Time from the request's arrival to its answer",
+            latency.clone(),
+        );
+        registry.register(
+            "simdb_documents_written",
+            "Documents of write requests, by what was done with them",
+            written.clone(),
+        );
+        registry.register(
+            "simdb_documents",
+            "Documents in the store",
+            documents.clone(),
+        );
+        registry.register(
+            "simdb_store_bytes",
+            "Size of the store's directory on disk",
+            bytes.clone(),
+        );
+        Metrics {
+            registry,
+            requests,
+            latency,
+            written,
+            documents,
+            bytes,
+        }
+    }
+}
+
+impl Metrics {
+    /// Counts one answered request.
+    pub fn request(&self, endpoint: &str, method: &str, status: u16, took: Duration) {
+        self.requests
+            .get_or_create(&RequestLabels {
+                endpoint: endpoint.to_string(),
+                method: method.to_string(),
+                status: status.to_string(),
+            })
+            .inc();
+        self.latency
+            .get_or_create(&LatencyLabels {
+                endpoint: endpoint.to_string(),
+                method: method.to_string(),
+            })
+            .observe(took.as_secs_f64());
+    }
+
+    /// Counts `n` documents of a write request that ended as `outcome`.
+    pub fn written(&self, outcome: &str, n: u64) {
+        if n > 0 {
+            self.written
+                .get_or_create(&OutcomeLabels {
+                    outcome: outcome.to_string(),
+                })
+                .inc_by(n);
+        }
+    }
+
+    /// The metrics as OpenMetrics text, with the store's gauges set to
+    /// `documents` and `bytes`.
+    pub fn encode(&self, documents: u64, bytes: u64) -> String {
+        self.documents
+            .set(i64::try_from(documents).unwrap_or(i64::MAX));
+        self.bytes.set(i64::try_from(bytes).unwrap_or(i64::MAX));
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
