@@ -407,6 +407,17 @@ async fn blocking<T: Send + 'static>(
 /// The whole request body, within the size and time limits.
 async fn read_body(app: &App, body: Body) -> std::result::Result<Bytes, ApiError> {
     let limit = app.config.max_body_bytes;
+    let too_large = || {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            None,
+            format!("the request body is larger than {limit} bytes (the server's --max-body-mb)"),
+        )
+    };
+    // A body announced too large is refused before it is read.
+    if usize::try_from(axum::body::HttpBody::size_hint(&body).lower()).map_or(true, |n| n > limit) {
+        return Err(too_large());
+    }
     match tokio::time::timeout(app.config.body_timeout, axum::body::to_bytes(body, limit)).await {
         Err(_) => Err(ApiError::new(
             StatusCode::REQUEST_TIMEOUT,
@@ -416,11 +427,7 @@ async fn read_body(app: &App, body: Body) -> std::result::Result<Bytes, ApiError
                 app.config.body_timeout.as_secs()
             ),
         )),
-        Ok(Err(e)) if is_length_limit(&e) => Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            None,
-            format!("the request body is larger than {limit} bytes (the server's --max-body-mb)"),
-        )),
+        Ok(Err(e)) if is_length_limit(&e) => Err(too_large()),
         Ok(Err(e)) => Err(ApiError::new(
             StatusCode::BAD_REQUEST,
             None,

@@ -1,0 +1,603 @@
+//! `simdb serve`: the real binary on a free loopback port, spoken to over
+//! HTTP (ureq).
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{json, Value};
+
+/// A running `simdb serve`; killed (SIGKILL) on drop if still running.
+struct Server {
+    child: Child,
+    base: String,
+    token: Option<String>,
+}
+
+impl Server {
+    fn start(db: &Path, extra: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_simdb"))
+            .arg("serve")
+            .arg(db)
+            .args(["--addr", "127.0.0.1:0"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn simdb serve");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .split("http://")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_string();
+        Server {
+            child,
+            base: format!("http://{addr}"),
+            token: None,
+        }
+    }
+
+    fn agent() -> ureq::Agent {
+        ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(60)))
+            .build()
+            .into()
+    }
+
+    fn auth<B>(&self, r: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
+        match &self.token {
+            Some(t) => r.header("Authorization", &format!("Bearer {t}")),
+            None => r,
+        }
+    }
+
+    /// (status, JSON body) of a request with an optional body.
+    fn call(&self, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
+        let agent = Self::agent();
+        let url = format!("{}{path}", self.base);
+        let resp = match (method, body) {
+            ("GET", _) => self.auth(agent.get(&url)).call(),
+            ("DELETE", _) => self.auth(agent.delete(&url)).call(),
+            ("POST", Some(b)) => self.auth(agent.post(&url)).send(b),
+            ("PUT", Some(b)) => self.auth(agent.put(&url)).send(b),
+            _ => unreachable!(),
+        };
+        let mut resp = resp.expect("HTTP request");
+        let status = resp.status().as_u16();
+        let text = resp.body_mut().read_to_string().unwrap();
+        let v = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (status, v)
+    }
+
+    fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        self.call("POST", path, Some(&body.to_string()))
+    }
+
+    /// SIGTERM, then the exit status and stderr.
+    fn stop(mut self) -> (i32, String) {
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let status = self.child.wait().unwrap();
+        let mut err = String::new();
+        use std::io::Read;
+        self.child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        (status.code().unwrap_or(-1), err)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn init(t: &TempDb) {
+    let o = simdb(&[&"init", &t.path()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+}
+
+/// `n` generated Chinese articles of 150 words.
+fn articles(seed: u64, n: usize) -> Vec<String> {
+    let v = vocab();
+    let mut r = rng(seed);
+    (0..n).map(|_| article(&mut r, &v, 150).concat()).collect()
+}
+
+fn verify_clean(db: &Path) {
+    let o = simdb(&[&"verify", &db]);
+    assert_eq!(code(&o), 0, "verify: {}{}", stdout(&o), stderr(&o));
+}
+
+#[test]
+fn endpoints_answer_as_the_cli_does() {
+    let t = TempDb::new();
+    init(&t);
+    let texts = articles(1, 6);
+    let s = Server::start(&t.path(), &[]);
+    // A batch: five articles and a copy of the first.
+    let mut docs: Vec<Value> = texts[..5]
+        .iter()
+        .enumerate()
+        .map(|(i, x)| json!({"id": format!("a{i}"), "text": x, "url": "ignored"}))
+        .collect();
+    docs.push(json!({"id": "copy", "text": texts[0]}));
+    let (st, v) = s.post("/documents", &json!(docs));
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["inserted"], 6, "{v}");
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results[5]["outcome"], "inserted");
+    assert_eq!(results[5]["duplicates"][0]["id"], "a0", "{v}");
+    assert_eq!(results[5]["duplicates"][0]["distance"], 0);
+    // The same again: unchanged.
+    let (_, v) = s.post("/documents", &json!(docs[1]));
+    assert_eq!(v["unchanged"], 1, "{v}");
+    // A document with no words: reported, not written.
+    let (_, v) = s.post("/documents", &json!({"id": "empty", "text": "。，"}));
+    assert_eq!(v["results"][0]["outcome"], "no_features", "{v}");
+    // Insert-if-new: a copy of a stored text is not written.
+    let (st, v) = s.post(
+        "/documents/check",
+        &json!([{"id": "b0", "text": texts[1]}, {"id": "b1", "text": texts[5]}]),
+    );
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["results"][0]["outcome"], "duplicate", "{v}");
+    assert_eq!(v["results"][0]["duplicates"][0]["id"], "a1");
+    assert_eq!(v["results"][1]["outcome"], "inserted", "{v}");
+    assert_eq!(s.call("GET", "/documents/b0", None).0, 404);
+    // Get, with the cluster.
+    let (st, d) = s.call("GET", "/documents/copy", None);
+    assert_eq!(st, 200, "{d}");
+    assert_eq!(d["cluster"]["size"], 2, "{d}");
+    assert_eq!(d["cluster"]["representative"], "a0");
+    // Ids with slashes and percent-encoding.
+    let (st, v) = s.post(
+        "/documents",
+        &json!({"id": "dir/x y.txt", "text": texts[2]}),
+    );
+    assert_eq!(st, 200, "{v}");
+    let (st, d2) = s.call("GET", "/documents/dir/x%20y.txt", None);
+    assert_eq!((st, d2["id"].as_str()), (200, Some("dir/x y.txt")), "{d2}");
+    // Queries: text, fingerprint, id, explain, batch.
+    let (st, by_text) = s.post("/query", &json!({"text": texts[0]}));
+    assert_eq!(st, 200, "{by_text}");
+    let ids: Vec<&str> = by_text["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["a0", "copy"]);
+    let (_, by_id) = s.post("/query", &json!({"id": "a0", "k": 3}));
+    assert_eq!(by_id["hits"][0]["id"], "copy", "{by_id}");
+    let fp = by_text["fingerprint"].as_str().unwrap().to_string();
+    let (_, by_fp) = s.post("/query", &json!({"fingerprint": fp, "limit": 1}));
+    assert_eq!(by_fp["hits"].as_array().unwrap().len(), 1, "{by_fp}");
+    let (_, ex) = s.post("/query", &json!({"text": texts[0], "explain": true}));
+    assert!(
+        ex["query_terms"].as_array().is_some_and(|t| !t.is_empty()),
+        "{ex}"
+    );
+    assert!(ex["hits"][0]["shared"].is_array(), "{ex}");
+    let (st, batch) = s.post(
+        "/query",
+        &json!({"queries": [{"text": texts[0]}, {"id": "nope"}, {"fingerprint": fp}]}),
+    );
+    assert_eq!(st, 200, "{batch}");
+    assert_eq!(batch["results"][0], by_text);
+    assert_eq!(batch["results"][1]["status"], 404, "{batch}");
+    assert_eq!(batch["results"][2]["hits"][0]["distance"], 0);
+    // Delete.
+    let (st, v) = s.call("DELETE", "/documents/a4", None);
+    assert_eq!((st, &v["deleted"]), (200, &json!(true)), "{v}");
+    assert_eq!(s.call("DELETE", "/documents/a4", None).0, 404);
+    assert_eq!(s.call("GET", "/documents/a4", None).0, 404);
+    // Health, stats, metrics.
+    let (st, h) = s.call("GET", "/health", None);
+    assert_eq!((st, &h["documents"]), (200, &json!(7)), "{h}");
+    let (_, stats) = s.call("GET", "/stats", None);
+    assert_eq!(stats["documents"], 7, "{stats}");
+    let (st, m) = s.call("GET", "/metrics", None);
+    let m = m.as_str().unwrap().to_string();
+    assert_eq!(st, 200);
+    assert!(
+        m.contains(r#"simdb_http_requests_total{endpoint="/query",method="POST",status="200"} 5"#),
+        "{m}"
+    );
+    assert!(m.contains("simdb_documents 7"), "{m}");
+    assert!(
+        m.contains(r#"simdb_documents_written_total{outcome="duplicate"} 1"#),
+        "{m}"
+    );
+    assert!(
+        m.contains("simdb_http_request_duration_seconds_bucket"),
+        "{m}"
+    );
+
+    // Stopped: the same store answers the CLI with the same JSON.
+    let (code_, err) = s.stop();
+    assert_eq!(code_, 0, "{err}");
+    let o = simdb(&[&"query", &t.path(), &"--json", &"--text", &texts[0]]);
+    let cli: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(cli, by_text);
+    let o = simdb(&[&"get", &t.path(), &"copy", &"--json"]);
+    let cli: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(cli, d);
+    verify_clean(&t.path());
+}
+
+#[test]
+fn bad_requests_get_a_4xx_naming_the_field_and_write_nothing() {
+    let t = TempDb::new();
+    init(&t);
+    let s = Server::start(&t.path(), &["--max-body-mb", "1", "--max-batch", "50"]);
+    let cases: Vec<(&str, &str, String, u16, Option<&str>)> = vec![
+        ("POST", "/documents", "{\"id\":".into(), 400, None),
+        ("POST", "/documents", "".into(), 400, None),
+        ("POST", "/documents", "[1]".into(), 400, Some("[0]")),
+        (
+            "POST",
+            "/documents",
+            r#"[{"id":"ok","text":"正常的文本内容"},{"id":"bad","text":5}]"#.into(),
+            400,
+            Some("[1].text"),
+        ),
+        (
+            "POST",
+            "/documents",
+            r#"{"text":"无编号"}"#.into(),
+            400,
+            Some("id"),
+        ),
+        (
+            "POST",
+            "/documents?sync=maybe",
+            r#"{"id":"x","text":"文本"}"#.into(),
+            400,
+            Some("sync"),
+        ),
+        (
+            "POST",
+            "/documents?k=12",
+            r#"{"id":"x","text":"文本"}"#.into(),
+            400,
+            Some("k"),
+        ),
+        (
+            "POST",
+            "/query",
+            r#"{"text":"文本","k":"3"}"#.into(),
+            400,
+            Some("k"),
+        ),
+        (
+            "POST",
+            "/query",
+            r#"{"txt":"文本"}"#.into(),
+            400,
+            Some("txt"),
+        ),
+        (
+            "POST",
+            "/query",
+            r#"{"id":"missing"}"#.into(),
+            404,
+            Some("id"),
+        ),
+        (
+            "POST",
+            "/query",
+            r#"{"text":"。。"}"#.into(),
+            422,
+            Some("text"),
+        ),
+        (
+            "POST",
+            "/query",
+            r#"{"fingerprint":"12"}"#.into(),
+            400,
+            Some("fingerprint"),
+        ),
+        (
+            "POST",
+            "/query?x=1",
+            r#"{"text":"文本"}"#.into(),
+            400,
+            Some("x"),
+        ),
+        (
+            "POST",
+            "/documents",
+            serde_json::to_string(
+                &(0..51)
+                    .map(|i| json!({"id": i, "text": "文本"}))
+                    .collect::<Vec<_>>(),
+            )
+            .unwrap(),
+            400,
+            None,
+        ),
+        ("GET", "/nowhere", String::new(), 404, None),
+        ("PUT", "/documents", "{}".into(), 405, None),
+    ];
+    for (method, path, body, status, field) in cases {
+        let (st, v) = s.call(method, path, Some(&body));
+        assert_eq!(
+            st,
+            status,
+            "{method} {path} {}: {v}",
+            &body[..body.len().min(80)]
+        );
+        assert!(v["error"].as_str().is_some_and(|e| !e.is_empty()), "{v}");
+        assert_eq!(v["field"].as_str(), field, "{method} {path}: {v}");
+    }
+    // A body over the limit: 413 (or, if the client was still sending
+    // when the server answered and closed, a broken connection).
+    let big = json!({"id": "big", "text": "字".repeat(400_000)}).to_string();
+    match Server::agent()
+        .post(&format!("{}/documents", s.base))
+        .send(&big)
+    {
+        Ok(mut r) => {
+            assert_eq!(r.status().as_u16(), 413);
+            let v: Value = serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap();
+            assert!(v["error"].as_str().unwrap().contains("larger than"), "{v}");
+        }
+        Err(ureq::Error::Io(e)) => assert!(
+            matches!(
+                e.kind(),
+                std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset
+            ),
+            "{e}"
+        ),
+        Err(e) => panic!("{e}"),
+    }
+    // A body announced over the limit is refused before it is sent.
+    {
+        use std::io::{Read, Write};
+        let addr = s.base.trim_start_matches("http://");
+        let mut c = std::net::TcpStream::connect(addr).unwrap();
+        write!(
+            c,
+            "POST /documents HTTP/1.1\r\nHost: x\r\nContent-Length: 5000000\r\n\r\n"
+        )
+        .unwrap();
+        let mut buf = [0u8; 512];
+        let n = c.read(&mut buf).unwrap();
+        let head = String::from_utf8_lossy(&buf[..n]);
+        assert!(head.starts_with("HTTP/1.1 413"), "{head}");
+    }
+    // The batch with a bad document wrote nothing.
+    assert_eq!(s.call("GET", "/documents/ok", None).0, 404);
+    assert_eq!(s.call("GET", "/health", None).1["documents"], 0);
+}
+
+#[test]
+fn a_token_is_required_off_loopback_and_checked_on_every_request() {
+    let t = TempDb::new();
+    init(&t);
+    let o = simdb(&[&"serve", &t.path(), &"--addr", &"0.0.0.0:0"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("--token-file"), "{}", stderr(&o));
+    let short = t.file("short", "abc\n");
+    let o = simdb(&[&"serve", &t.path(), &"--token-file", &short]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("at least 16"), "{}", stderr(&o));
+
+    let secret = "0123456789abcdef0123456789abcdef";
+    let file = t.file("token", format!("{secret}\n"));
+    let mut s = Server::start(&t.path(), &["--token-file", file.to_str().unwrap()]);
+    for path in ["/health", "/metrics", "/documents/x"] {
+        let (st, v) = s.call("GET", path, None);
+        assert_eq!(st, 401, "{path}: {v}");
+    }
+    s.token = Some("0123456789abcdef0123456789abcdeX".into());
+    assert_eq!(s.call("GET", "/health", None).0, 401);
+    s.token = Some(secret.into());
+    assert_eq!(s.call("GET", "/health", None).0, 200);
+    let (st, _) = s.post("/documents", &json!({"id": "x", "text": "有令牌的写入"}));
+    assert_eq!(st, 200);
+}
+
+/// Many clients send copies of the same documents to /documents/check at
+/// once: each document is inserted exactly once.
+#[test]
+fn check_inserts_each_document_once_under_concurrent_requests() {
+    let t = TempDb::new();
+    init(&t);
+    let s = Arc::new(Server::start(&t.path(), &[]));
+    let texts = Arc::new(articles(7, 12));
+    let inserted = Arc::new(Mutex::new(Vec::new()));
+    let threads: Vec<_> = (0..8)
+        .map(|c| {
+            let (s, texts, inserted) = (s.clone(), texts.clone(), inserted.clone());
+            std::thread::spawn(move || {
+                for round in 0..3 {
+                    // Each client sends every text, in its own order, one
+                    // or three per request, under its own ids.
+                    let mut order: Vec<usize> = (0..texts.len()).collect();
+                    order.rotate_left((c * 5 + round) % texts.len());
+                    for chunk in order.chunks(if c % 2 == 0 { 1 } else { 3 }) {
+                        let docs: Vec<Value> = chunk
+                            .iter()
+                            .map(
+                                |&i| json!({"id": format!("t{i}-c{c}-r{round}"), "text": texts[i]}),
+                            )
+                            .collect();
+                        let (st, v) = s.post("/documents/check", &json!(docs));
+                        assert_eq!(st, 200, "{v}");
+                        for r in v["results"].as_array().unwrap() {
+                            if r["outcome"] == "inserted" {
+                                inserted
+                                    .lock()
+                                    .unwrap()
+                                    .push(r["id"].as_str().unwrap().to_string());
+                            } else {
+                                assert_eq!(r["outcome"], "duplicate", "{r}");
+                            }
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for th in threads {
+        th.join().unwrap();
+    }
+    let mut per_text = vec![0; texts.len()];
+    for id in inserted.lock().unwrap().iter() {
+        let i: usize = id[1..id.find('-').unwrap()].parse().unwrap();
+        per_text[i] += 1;
+    }
+    assert_eq!(per_text, vec![1; texts.len()]);
+    assert_eq!(s.call("GET", "/health", None).1["documents"], texts.len());
+}
+
+/// Queries while batches are written and deleted: every answer is a
+/// committed state (a batch's two copies are seen together or not at all)
+/// and none fails.
+#[test]
+fn queries_see_whole_batches_while_writes_go_on() {
+    let t = TempDb::new();
+    init(&t);
+    let s = Arc::new(Server::start(&t.path(), &[]));
+    let texts = Arc::new(articles(11, 4));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (s, texts, stop) = (s.clone(), texts.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut n = 0;
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(3) {
+                let i = n % texts.len();
+                let pair = json!([{"id": format!("x{i}"), "text": texts[i]}, {"id": format!("y{i}"), "text": texts[i]}]);
+                assert_eq!(s.post("/documents", &pair).0, 200);
+                assert_eq!(s.call("DELETE", &format!("/documents/x{i}"), None).0, 200);
+                assert_eq!(s.call("DELETE", &format!("/documents/y{i}"), None).0, 200);
+                n += 1;
+            }
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            n
+        })
+    };
+    let readers: Vec<_> = (0..3)
+        .map(|r| {
+            let (s, texts, stop) = (s.clone(), texts.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut seen = [0usize; 3];
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    let i = (seen.iter().sum::<usize>() + r) % texts.len();
+                    let (st, v) = s.post("/query", &json!({"text": texts[i], "k": 3}));
+                    assert_eq!(st, 200, "{v}");
+                    let n = v["hits"].as_array().unwrap().len();
+                    // Both copies of a committed pair delete one at a time:
+                    // 2, 1 (between the deletes) or 0; never a failure.
+                    assert!(n <= 2, "{v}");
+                    seen[n] += 1;
+                }
+                seen
+            })
+        })
+        .collect();
+    let rounds = writer.join().unwrap();
+    assert!(rounds > 5, "only {rounds} write rounds");
+    for r in readers {
+        r.join().unwrap();
+    }
+    drop(s);
+    verify_clean(&t.path());
+}
+
+#[test]
+fn sigterm_keeps_every_acknowledged_write() {
+    let t = TempDb::new();
+    init(&t);
+    let s = Server::start(&t.path(), &[]);
+    let texts = articles(21, 40);
+    for (i, x) in texts.iter().enumerate() {
+        let (st, _) = s.post("/documents", &json!({"id": i, "text": x}));
+        assert_eq!(st, 200);
+    }
+    let (code_, err) = s.stop();
+    assert_eq!(code_, 0, "{err}");
+    assert!(err.contains("stopped"), "{err}");
+    let db = simdb::Db::open_read_only(t.path()).unwrap();
+    assert_eq!(db.len().unwrap(), 40);
+    verify_clean(&t.path());
+}
+
+/// kill -9 while clients write: after a restart every acknowledged
+/// document is there and verify is clean.
+#[test]
+fn kill_9_loses_no_acknowledged_write() {
+    let t = TempDb::new();
+    init(&t);
+    let s = Server::start(&t.path(), &[]);
+    let pid = s.child.id() as i32;
+    let base = Arc::new(s.base.clone());
+    let texts = Arc::new(articles(31, 50));
+    let acked = Arc::new(Mutex::new(Vec::<String>::new()));
+    let clients: Vec<_> = (0..4)
+        .map(|c| {
+            let (base, texts, acked) = (base.clone(), texts.clone(), acked.clone());
+            std::thread::spawn(move || {
+                let agent = Server::agent();
+                for n in 0.. {
+                    let docs: Vec<Value> = (0..10)
+                        .map(|j| {
+                            json!({"id": format!("c{c}-{n}-{j}"), "text": texts[(n * 10 + j + c) % texts.len()]})
+                        })
+                        .collect();
+                    let body = json!(docs).to_string();
+                    let sync = if n % 2 == 0 { "?sync=true" } else { "" };
+                    match agent.post(&format!("{base}/documents{sync}")).send(&body) {
+                        Ok(r) if r.status() == 200 => {
+                            let mut a = acked.lock().unwrap();
+                            a.extend((0..10).map(|j| format!("c{c}-{n}-{j}")));
+                        }
+                        Ok(r) => panic!("status {}", r.status()),
+                        Err(_) => return n, // the server is gone
+                    }
+                }
+                unreachable!()
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+    for c in clients {
+        c.join().unwrap();
+    }
+    drop(s);
+    let acked = acked.lock().unwrap().clone();
+    assert!(acked.len() >= 40, "only {} acknowledged", acked.len());
+    verify_clean(&t.path());
+    // Restart: the service opens the store and has every acknowledged one.
+    let s = Server::start(&t.path(), &[]);
+    for id in &acked {
+        let (st, _) = s.call("GET", &format!("/documents/{id}"), None);
+        assert_eq!(st, 200, "{id} was acknowledged and is gone");
+    }
+    let (code_, err) = s.stop();
+    assert_eq!(code_, 0, "{err}");
+    verify_clean(&t.path());
+}
