@@ -14,7 +14,7 @@ pub use check::{MigrateReport, RepairReport, VerifyReport};
 pub use clusters::{Cluster, ClusterChanges, Member};
 pub use pairs::{Pair, PairsReport};
 pub(crate) use writer::now;
-pub use writer::{check_id, Placement, Writer};
+pub use writer::{check_id, Placement, SharedWriter, Writer};
 
 use crate::error::{Error, Result};
 use crate::fingerprint::{self, Analysis, Fingerprint, Fingerprinter, Recipe, Sketch};
@@ -731,7 +731,7 @@ impl Db {
     /// ```
     pub fn writer(&mut self) -> Result<Writer<'_>> {
         self.check_writable()?;
-        Writer::new(&self.store, None)
+        Writer::new(&self.store)
     }
 
     /// A batch writer through a shared `Db` (a service answering queries
@@ -740,7 +740,7 @@ impl Db {
     /// the one before it committed. Queries through `&Db` never wait for
     /// it: each reads one consistent view of the store, which holds a
     /// committed batch whole or not at all.
-    pub fn shared_writer(&self) -> Result<Writer<'_>> {
+    pub fn shared_writer(&self) -> Result<SharedWriter<'_>> {
         self.check_writable()?;
         // A writer that panicked left nothing half-written behind (its
         // batch was never committed): the lock stays usable.
@@ -748,7 +748,7 @@ impl Db {
             .write_lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        Writer::new(&self.store, Some(guard))
+        Ok(SharedWriter::new(Writer::new(&self.store)?, guard))
     }
 
     fn check_writable(&self) -> Result<()> {
@@ -759,6 +759,14 @@ impl Db {
             )));
         }
         Ok(())
+    }
+
+    /// Whether a query with many buckets reads half of its families on
+    /// rayon's pool meanwhile (the default: lower latency for one caller).
+    /// A service answering many queries at once turns it off: each query
+    /// then stays on its thread, with no wake-up of another.
+    pub fn set_parallel_queries(&mut self, on: bool) {
+        self.store.parallel_probe = on;
     }
 
     /// Every (id, record), in id order.

@@ -46,16 +46,41 @@ pub struct Writer<'a> {
     next_ord: u64,
     clock: u64,
     clusters: ClusterState,
-    /// The lock of a [`Db::shared_writer`](super::Db::shared_writer).
-    _lock: Option<std::sync::MutexGuard<'a, ()>>,
+}
+
+/// A [`Writer`] through a shared `Db` ([`Db::shared_writer`](super::Db::shared_writer)): it holds the
+/// `Db`'s writer lock until dropped, and is used as the writer it
+/// dereferences to.
+pub struct SharedWriter<'a> {
+    writer: Writer<'a>,
+    _lock: std::sync::MutexGuard<'a, ()>,
+}
+
+impl<'a> SharedWriter<'a> {
+    pub(super) fn new(writer: Writer<'a>, lock: std::sync::MutexGuard<'a, ()>) -> Self {
+        SharedWriter {
+            writer,
+            _lock: lock,
+        }
+    }
+}
+
+impl<'a> std::ops::Deref for SharedWriter<'a> {
+    type Target = Writer<'a>;
+    fn deref(&self) -> &Writer<'a> {
+        &self.writer
+    }
+}
+
+impl std::ops::DerefMut for SharedWriter<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.writer
+    }
 }
 
 impl<'a> Writer<'a> {
     /// A writer of `store` (opened for writing), starting from its counts.
-    pub(super) fn new(
-        store: &'a Store,
-        lock: Option<std::sync::MutexGuard<'a, ()>>,
-    ) -> Result<Writer<'a>> {
+    pub(super) fn new(store: &'a Store) -> Result<Writer<'a>> {
         let (next_ord, clock) = store.ord_state()?;
         Ok(Writer {
             store,
@@ -70,7 +95,6 @@ impl<'a> Writer<'a> {
             next_ord,
             clock,
             clusters: ClusterState::default(),
-            _lock: lock,
         })
     }
 }

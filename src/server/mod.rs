@@ -127,8 +127,10 @@ pub fn read_token(path: &Path) -> Result<String> {
 /// On a signal the service stops accepting connections, answers the
 /// requests it has (writes in flight are committed), flushes the
 /// memtables and returns.
-pub fn serve(db: Db, config: Config, on_ready: impl FnOnce(SocketAddr)) -> Result<()> {
+pub fn serve(mut db: Db, config: Config, on_ready: impl FnOnce(SocketAddr)) -> Result<()> {
     config.check()?;
+    // Concurrent requests keep the cores busy: a query stays on its thread.
+    db.set_parallel_queries(false);
     let addr = config.addr;
     let fail = |source: std::io::Error| Error::Serve {
         addr: addr.to_string(),

@@ -154,6 +154,9 @@ pub struct Store {
     path: PathBuf,
     access: Access,
     _cache: Cache,
+    /// Whether one query may read its families on two threads (see
+    /// [`Store::probe`]).
+    pub(crate) parallel_probe: bool,
 }
 
 fn table_options(cache: &Cache, bloom: bool) -> BlockBasedOptions {
@@ -324,6 +327,7 @@ impl Store {
             path: path.to_path_buf(),
             access: Access::ReadWrite,
             _cache: cache,
+            parallel_probe: true,
         };
         let meta = store.cf(META);
         let mut b = Batch::default();
@@ -424,6 +428,7 @@ impl Store {
             path: path.to_path_buf(),
             access,
             _cache: cache,
+            parallel_probe: true,
         };
         let meta = store.cf(META);
         match store.db.get_cf(meta, MAGIC_KEY)? {

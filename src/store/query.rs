@@ -45,8 +45,9 @@ impl Store {
         let mut found: Vec<Fingerprint> = Vec::new();
         let mut other: Result<Vec<Fingerprint>> = Ok(Vec::new());
         let mut here: Result<()> = Ok(());
-        if plan.buckets() <= 2 * BLOCKS {
-            // A few buckets: cheaper on this thread than a wake-up.
+        if plan.buckets() <= 2 * BLOCKS || !self.parallel_probe {
+            // A few buckets: cheaper on this thread than a wake-up (and
+            // always, when requests already keep every core busy).
             here =
                 plan.blocks.iter().enumerate().try_for_each(|(i, blocks)| {
                     self.scan_buckets(at, i, blocks, q, plan, &mut found)

@@ -1,0 +1,506 @@
+//! Load test of `simdb serve` on loopback (issue 13's figures): requests
+//! per second and p50/p99 latency per endpoint, measured by the clients.
+//!
+//! ```text
+//! cargo build --release --bin simdb --example load
+//! target/release/examples/load target/release/simdb ../shared/corpora/zh_news_xwlb.jsonl \
+//!     [--clients 8] [--seconds 10] [--max-requests 200000] [--crash]
+//! ```
+//!
+//! Phases, each against the real server in a temp directory:
+//!
+//! 1. **ingest**: `simdb init` + `simdb ingest` of the corpus (whole
+//!    process), the baseline of write throughput.
+//! 2. **insert**: a fresh store served; the same documents sent to
+//!    `POST /documents` in batches of 100 by 2 clients.
+//! 3. **text**: `--clients` clients send text queries of the first 400
+//!    characters of random documents; **fingerprint**: the same with the
+//!    documents' fingerprints. Then both with one client (`text, 1` and
+//!    `fp, 1`): the latency of a request that waits for no other (with 8
+//!    clients on 2 cores a request mostly waits for the 7 others: a
+//!    closed loop's latency is clients / throughput).
+//! 4. **mixed**: `--clients` clients, each request drawn at random: 50%
+//!    text query, 20% fingerprint query, 10% get, 10% insert of an edited
+//!    copy under a new id (batch of 1), 10% insert-if-new of one.
+//!
+//! Each query phase ends after `--seconds` or `--max-requests`. Then every
+//! acknowledged document is read back (`GET`), the server is stopped
+//! (SIGTERM) and `simdb verify` must be clean. With `--crash`, a last
+//! mixed phase is ended by kill -9 of the server at a random moment; the
+//! server is restarted and every acknowledged document must be there,
+//! and verify clean.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rand::seq::IndexedRandom;
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Value};
+
+#[path = "common.rs"]
+#[allow(dead_code)]
+mod common;
+
+struct Opts {
+    bin: String,
+    corpus: String,
+    clients: usize,
+    seconds: f64,
+    max_requests: u64,
+    crash: bool,
+}
+
+fn opts() -> Opts {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let usage = || -> ! {
+        eprintln!(
+            "usage: load SIMDB_BINARY CORPUS.jsonl [--clients N] [--seconds S] [--max-requests N] [--crash]"
+        );
+        std::process::exit(2)
+    };
+    if args.len() < 2 {
+        usage();
+    }
+    let mut o = Opts {
+        bin: args[0].clone(),
+        corpus: args[1].clone(),
+        clients: 8,
+        seconds: 10.0,
+        max_requests: 200_000,
+        crash: false,
+    };
+    let mut i = 2;
+    while i < args.len() {
+        let val = |i: usize| args.get(i + 1).cloned().unwrap_or_else(|| usage());
+        match args[i].as_str() {
+            "--clients" => o.clients = val(i).parse().unwrap_or_else(|_| usage()),
+            "--seconds" => o.seconds = val(i).parse().unwrap_or_else(|_| usage()),
+            "--max-requests" => o.max_requests = val(i).parse().unwrap_or_else(|_| usage()),
+            "--crash" => {
+                o.crash = true;
+                i += 1;
+                continue;
+            }
+            _ => usage(),
+        }
+        i += 2;
+    }
+    o
+}
+
+/// A running server.
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Server {
+    fn start(bin: &str, db: &Path) -> Server {
+        let mut child = Command::new(bin)
+            .arg("serve")
+            .arg(db)
+            .args(["--addr", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{bin}: {e}"));
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("piped stdout"))
+            .read_line(&mut line)
+            .expect("the server's first line");
+        let addr = line
+            .split("http://")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no address in {line:?}"));
+        Server {
+            base: format!("http://{addr}"),
+            child,
+        }
+    }
+
+    fn stop(mut self) {
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let st = self.child.wait().expect("wait for the server");
+        assert!(st.success(), "the server exited with {st}");
+    }
+
+    fn kill9(mut self) {
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGKILL);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(60)))
+        .build()
+        .into()
+}
+
+/// POSTs `body`; the JSON answer, or None if the server is gone.
+fn post(agent: &ureq::Agent, url: &str, body: &str) -> Option<Value> {
+    let mut r = agent.post(url).send(body).ok()?;
+    let status = r.status().as_u16();
+    let text = r.body_mut().read_to_string().ok()?;
+    assert_eq!(status, 200, "{url}: {text}");
+    Some(serde_json::from_str(&text).expect("a JSON answer"))
+}
+
+fn get_status(agent: &ureq::Agent, url: &str) -> Option<u16> {
+    let mut r = agent.get(url).call().ok()?;
+    let _ = r.body_mut().read_to_string();
+    Some(r.status().as_u16())
+}
+
+/// Latencies per endpoint, in µs.
+#[derive(Default)]
+struct Lat(std::collections::BTreeMap<&'static str, Vec<u64>>);
+
+impl Lat {
+    fn add(&mut self, name: &'static str, t: Duration) {
+        self.0.entry(name).or_default().push(t.as_micros() as u64);
+    }
+    fn merge(&mut self, o: Lat) {
+        for (k, mut v) in o.0 {
+            self.0.entry(k).or_default().append(&mut v);
+        }
+    }
+    fn print(&mut self, phase: &str, elapsed: f64) {
+        for (name, v) in self.0.iter_mut() {
+            v.sort_unstable();
+            let q = |p: f64| v[((v.len() as f64 * p) as usize).min(v.len() - 1)] as f64 / 1e3;
+            println!(
+                "| {phase:<11} | {name:<20} | {:>8} | {:>8.0} | {:>7.2} | {:>7.2} |",
+                v.len(),
+                v.len() as f64 / elapsed,
+                q(0.5),
+                q(0.99)
+            );
+        }
+    }
+}
+
+/// What every phase shares.
+struct World {
+    docs: Vec<(String, String)>,
+    /// Query texts: the first 400 characters of documents.
+    queries: Vec<String>,
+    /// Fingerprints of the stored documents.
+    fps: Mutex<Vec<String>>,
+    /// Ids acknowledged by the server.
+    acked: Mutex<Vec<String>>,
+    next_id: AtomicU64,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Mix {
+    Text,
+    Fingerprint,
+    Mixed,
+}
+
+/// `clients` clients send `mix` until `seconds` pass, `max` requests are
+/// sent, `stop` is set or the server goes away. Returns the latencies and
+/// the elapsed seconds.
+fn run_phase(
+    w: &Arc<World>,
+    base: &str,
+    mix: Mix,
+    clients: usize,
+    seconds: f64,
+    max: u64,
+    stop: Arc<AtomicBool>,
+) -> (Lat, f64) {
+    let sent = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let threads: Vec<_> = (0..clients)
+        .map(|c| {
+            let (w, base, sent, stop) = (w.clone(), base.to_string(), sent.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let agent = agent();
+                let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(c as u64 + 100);
+                let mut lat = Lat::default();
+                let query_url = format!("{base}/query");
+                while start.elapsed().as_secs_f64() < seconds
+                    && sent.fetch_add(1, Ordering::Relaxed) < max
+                    && !stop.load(Ordering::Relaxed)
+                {
+                    let roll: f64 = match mix {
+                        Mix::Text => 0.0,
+                        Mix::Fingerprint => 0.55,
+                        Mix::Mixed => rng.random(),
+                    };
+                    let t = Instant::now();
+                    let ok = if roll < 0.5 {
+                        let q = w.queries.choose(&mut rng).expect("queries");
+                        let body = json!({ "text": q }).to_string();
+                        post(&agent, &query_url, &body).map(|_| "POST /query text")
+                    } else if roll < 0.7 {
+                        let fp = {
+                            let fps = w.fps.lock().expect("lock");
+                            fps.choose(&mut rng).cloned().expect("fingerprints")
+                        };
+                        let body = json!({ "fingerprint": fp }).to_string();
+                        post(&agent, &query_url, &body).map(|_| "POST /query fp")
+                    } else if roll < 0.8 {
+                        let id = {
+                            let a = w.acked.lock().expect("lock");
+                            a.choose(&mut rng).cloned().expect("acked ids")
+                        };
+                        let url = format!("{base}/documents/{}", encode(&id));
+                        get_status(&agent, &url).map(|s| {
+                            assert_eq!(s, 200, "GET {id}");
+                            "GET /documents/{id}"
+                        })
+                    } else {
+                        let check = roll >= 0.9;
+                        let n = w.next_id.fetch_add(1, Ordering::Relaxed);
+                        let (_, text) = w.docs.choose(&mut rng).expect("docs");
+                        // An edited copy: a few characters replaced.
+                        let mut chars: Vec<char> = text.chars().collect();
+                        for _ in 0..(chars.len() / 50).max(1) {
+                            let i = rng.random_range(0..chars.len());
+                            chars[i] = '的';
+                        }
+                        let id = format!("load-{n}");
+                        let body =
+                            json!([{"id": id, "text": chars.into_iter().collect::<String>()}])
+                                .to_string();
+                        let path = if check {
+                            "/documents/check"
+                        } else {
+                            "/documents"
+                        };
+                        post(&agent, &format!("{base}{path}"), &body).map(|v| {
+                            if v["results"][0]["outcome"] == "inserted" {
+                                w.acked.lock().expect("lock").push(id);
+                            }
+                            if check {
+                                "POST /documents/check"
+                            } else {
+                                "POST /documents"
+                            }
+                        })
+                    };
+                    match ok {
+                        Some(name) => lat.add(name, t.elapsed()),
+                        None => break, // the server is gone
+                    }
+                }
+                lat
+            })
+        })
+        .collect();
+    let mut lat = Lat::default();
+    for t in threads {
+        lat.merge(t.join().expect("a client"));
+    }
+    (lat, start.elapsed().as_secs_f64())
+}
+
+/// Percent-encodes an id for a URL path.
+fn encode(id: &str) -> String {
+    id.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn simdb(bin: &str, args: &[&dyn AsRef<std::ffi::OsStr>]) -> String {
+    let mut c = Command::new(bin);
+    for a in args {
+        c.arg(a.as_ref());
+    }
+    let o = c.output().unwrap_or_else(|e| panic!("{bin}: {e}"));
+    assert!(
+        o.status.success(),
+        "simdb failed: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Every acknowledged id answers 200.
+fn check_acked(w: &World, base: &str) -> usize {
+    let agent = agent();
+    let acked = w.acked.lock().expect("lock").clone();
+    for id in &acked {
+        let url = format!("{base}/documents/{}", encode(id));
+        assert_eq!(
+            get_status(&agent, &url),
+            Some(200),
+            "acknowledged {id} is missing"
+        );
+    }
+    acked.len()
+}
+
+fn main() {
+    let o = opts();
+    let docs = common::read_corpus(&o.corpus);
+    assert!(!docs.is_empty(), "{}: no documents", o.corpus);
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let queries: Vec<String> = docs
+        .iter()
+        .filter(|(_, t)| t.chars().count() >= 400)
+        .map(|(_, t)| t.chars().take(400).collect())
+        .collect();
+    println!(
+        "corpus {} ({} documents; {} query texts of 400 characters), {} clients, {} s per phase, {} threads on the machine",
+        o.corpus,
+        docs.len(),
+        queries.len(),
+        o.clients,
+        o.seconds,
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+
+    // 1. The baseline: simdb ingest of the same documents.
+    let ingest_db = dir.path().join("ingest.db");
+    simdb(&o.bin, &[&"init", &ingest_db]);
+    let t = Instant::now();
+    simdb(&o.bin, &[&"ingest", &ingest_db, &o.corpus]);
+    let ingest_secs = t.elapsed().as_secs_f64();
+    let ingest_rate = docs.len() as f64 / ingest_secs;
+    std::fs::remove_dir_all(&ingest_db).expect("remove the baseline store");
+
+    // 2. Inserts over HTTP, batches of 100, two clients.
+    let db: PathBuf = dir.path().join("serve.db");
+    simdb(&o.bin, &[&"init", &db]);
+    let server = Server::start(&o.bin, &db);
+    let w = Arc::new(World {
+        docs,
+        queries,
+        fps: Mutex::new(Vec::new()),
+        acked: Mutex::new(Vec::new()),
+        next_id: AtomicU64::new(0),
+    });
+    let t = Instant::now();
+    let batches: Vec<&[(String, String)]> = w.docs.chunks(100).collect();
+    let next = AtomicU64::new(0);
+    let mut insert_lat = Lat::default();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                s.spawn(|| {
+                    let agent = agent();
+                    let mut lat = Lat::default();
+                    let url = format!("{}/documents", server.base);
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+                        let Some(batch) = batches.get(i) else { break };
+                        let body = json!(batch
+                            .iter()
+                            .map(|(id, text)| json!({"id": id, "text": text}))
+                            .collect::<Vec<_>>())
+                        .to_string();
+                        let t = Instant::now();
+                        let v = post(&agent, &url, &body).expect("the server answers");
+                        lat.add("POST /documents x100", t.elapsed());
+                        let mut fps = w.fps.lock().expect("lock");
+                        let mut acked = w.acked.lock().expect("lock");
+                        for r in v["results"].as_array().expect("results") {
+                            if let Some(fp) = r["fingerprint"].as_str() {
+                                fps.push(fp.to_string());
+                                acked.push(r["id"].as_str().expect("id").to_string());
+                            }
+                        }
+                    }
+                    lat
+                })
+            })
+            .collect();
+        for h in handles {
+            insert_lat.merge(h.join().expect("an insert client"));
+        }
+    });
+    let insert_secs = t.elapsed().as_secs_f64();
+    let insert_rate = w.docs.len() as f64 / insert_secs;
+    println!();
+    println!(
+        "writes: simdb ingest {:.0} docs/s ({:.1} s, whole process); POST /documents in batches of 100 from 2 clients {:.0} docs/s ({:.1} s): {:.0}% of ingest",
+        ingest_rate,
+        ingest_secs,
+        insert_rate,
+        insert_secs,
+        100.0 * insert_rate / ingest_rate
+    );
+    println!();
+    println!("| phase       | request              | count    | req/s    | p50 ms  | p99 ms  |");
+    println!("|-------------|----------------------|----------|----------|---------|---------|");
+    insert_lat.print("insert", insert_secs);
+
+    // 3. and 4. Queries, then the mix.
+    for (phase, mix, clients) in [
+        ("text", Mix::Text, o.clients),
+        ("fingerprint", Mix::Fingerprint, o.clients),
+        ("text, 1", Mix::Text, 1),
+        ("fp, 1", Mix::Fingerprint, 1),
+        ("mixed", Mix::Mixed, o.clients),
+    ] {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (mut lat, secs) = run_phase(
+            &w,
+            &server.base,
+            mix,
+            clients,
+            o.seconds,
+            o.max_requests,
+            stop,
+        );
+        lat.print(phase, secs);
+    }
+    let n = check_acked(&w, &server.base);
+    server.stop();
+    simdb(&o.bin, &[&"verify", &db]);
+    println!();
+    println!(
+        "after SIGTERM: all {n} acknowledged documents were read back before it; verify clean"
+    );
+
+    if o.crash {
+        let server = Server::start(&o.bin, &db);
+        let stop = Arc::new(AtomicBool::new(false));
+        let kill_after = rand::rng().random_range(0.5..o.seconds.max(1.0));
+        let w2 = w.clone();
+        let base = server.base.clone();
+        let stop2 = stop.clone();
+        let load = std::thread::spawn(move || {
+            run_phase(
+                &w2,
+                &base,
+                Mix::Mixed,
+                o.clients,
+                f64::INFINITY,
+                u64::MAX,
+                stop2,
+            )
+        });
+        std::thread::sleep(Duration::from_secs_f64(kill_after));
+        server.kill9();
+        let (lat, _) = load.join().expect("the crash phase");
+        stop.store(true, Ordering::Relaxed);
+        let sent: usize = lat.0.values().map(Vec::len).sum();
+        let server = Server::start(&o.bin, &db);
+        let n = check_acked(&w, &server.base);
+        server.stop();
+        simdb(&o.bin, &[&"verify", &db]);
+        println!(
+            "crash: kill -9 after {kill_after:.1} s of mixed load ({sent} requests answered); after restart all {n} acknowledged documents are there; verify clean"
+        );
+    }
+}
