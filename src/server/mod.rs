@@ -389,6 +389,9 @@ impl From<Error> for ApiError {
 
 type Answer = std::result::Result<Response, ApiError>;
 
+/// A query's weighted terms, heaviest first (for `explain`).
+type Terms = Vec<(String, f64)>;
+
 fn json_answer(v: Value) -> Answer {
     Ok(axum::Json(v).into_response())
 }
@@ -559,7 +562,7 @@ impl App {
     }
 
     /// The query of `spec` and, with `explain`, its weighted terms.
-    fn build_query(&self, spec: &QuerySpec) -> Result<(Query, Option<Vec<(String, f64)>>)> {
+    fn build_query(&self, spec: &QuerySpec) -> Result<(Query, Option<Terms>)> {
         let (k, budget) = db::search_mode(spec.k, spec.probe_budget)?;
         let (base, terms) = match &spec.subject {
             Subject::Text(t) => (
@@ -588,12 +591,7 @@ impl App {
     }
 
     /// `simdb query --json`'s answer to one query.
-    fn render(
-        &self,
-        q: &Query,
-        terms: Option<Vec<(String, f64)>>,
-        hits: &[crate::Hit],
-    ) -> Result<Value> {
+    fn render(&self, q: &Query, terms: Option<Terms>, hits: &[crate::Hit]) -> Result<Value> {
         Ok(match terms {
             Some(terms) => json!({
                 "fingerprint": q.fingerprint,
@@ -614,7 +612,7 @@ impl App {
     /// `{"error"}` in its place. Queries without `explain` share one pass
     /// over the index ([`Db::search_many`]).
     fn answer_batch(&self, specs: &[QuerySpec]) -> std::result::Result<Value, ApiError> {
-        let built: Vec<Result<(Query, Option<Vec<(String, f64)>>)>> =
+        let built: Vec<Result<(Query, Option<Terms>)>> =
             specs.iter().map(|s| self.build_query(s)).collect();
         let qs: Vec<Query> = built
             .iter()
