@@ -95,12 +95,8 @@ fn read_text(path: &Path) -> Result<String> {
 }
 
 fn hit_json(h: &Hit) -> serde_json::Value {
-    let mut v =
-        json!({"id": h.id, "fingerprint": h.fingerprint.to_string(), "distance": h.distance});
-    if let Some(s) = h.similarity {
-        v["similarity"] = json!(s);
-    }
-    v
+    // Hit's own serialisation: the shape the service answers with too.
+    json!(h)
 }
 
 /// `n` MiB in bytes, or an error naming the option when that overflows.
