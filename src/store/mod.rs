@@ -186,7 +186,11 @@ pub(crate) fn family_options(name: &str, cache: &Cache) -> Options {
             },
         );
         o.set_compression_type(DBCompressionType::None);
+        // A bloom filter over the memtable's keys too (RocksDB builds none
+        // unless given a size): most probed buckets are absent from a
+        // memtable, and without it each costs a skiplist search.
         o.set_memtable_whole_key_filtering(true);
+        o.set_memtable_prefix_bloom_ratio(0.01);
         let mut b = table_options(cache, true);
         b.set_block_size(16 * 1024);
         o.set_block_based_table_factory(&b);
