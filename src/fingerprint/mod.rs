@@ -264,6 +264,13 @@ pub fn simhash_sums<S: AsRef<str>>(features: &[(S, f64)]) -> Result<BitSums> {
     Ok(BitSums(sums))
 }
 
+/// `c.is_alphanumeric()`, answered without the table lookup for the
+/// common ideographs (U+4E00..=U+9FFF, all letters).
+#[inline]
+pub(crate) fn is_alphanumeric(c: char) -> bool {
+    matches!(c as u32, 0x4E00..=0x9FFF) || c.is_alphanumeric()
+}
+
 /// Refuses a `k` the index cannot answer exactly.
 pub fn check_k(k: u32) -> Result<()> {
     if k > MAX_EXACT_K {

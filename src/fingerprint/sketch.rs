@@ -96,7 +96,7 @@ impl Sketch {
         // Byte offsets of the letters and digits, then one past the last.
         let mut buf = String::with_capacity(text.len());
         let mut ends: Vec<usize> = Vec::with_capacity(text.len());
-        for c in text.chars().filter(|c| c.is_alphanumeric()) {
+        for c in text.chars().filter(|&c| super::is_alphanumeric(c)) {
             buf.push(c);
             ends.push(buf.len());
         }

@@ -35,19 +35,19 @@ fn is_cjk(c: char) -> bool {
         | 0x20000..=0x2A6DF | 0x2A700..=0x2EBEF | 0x30000..=0x3134F)
 }
 
-/// Whether `c.to_lowercase()` is `c` alone. U+3000..=U+9FFF (CJK
-/// punctuation, kana, ideographs) has no case mappings, so the common
-/// Chinese characters skip the lookup.
+/// `c` normalised (NFKC, then lower case) when `c` is one of the common
+/// characters that are normalisation boundaries: ASCII, CJK ideographs,
+/// full-width ASCII and the CJK punctuation U+3000..=U+3011. `None` for
+/// the rest. (The tests check both claims against the Unicode tables.)
 #[inline]
-fn lowercases_to_itself(c: char) -> bool {
-    if c.is_ascii() {
-        return !c.is_ascii_uppercase();
+fn simple_form(c: char) -> Option<char> {
+    match c as u32 {
+        0..=0x7F => Some(c.to_ascii_lowercase()),
+        0x4E00..=0x9FFF | 0x3001..=0x3011 => Some(c),
+        0x3000 => Some(' '),
+        0xFF01..=0xFF5E => char::from_u32(c as u32 - 0xFEE0).map(|a| a.to_ascii_lowercase()),
+        _ => None,
     }
-    if ('\u{3000}'..='\u{9fff}').contains(&c) {
-        return true;
-    }
-    let mut l = c.to_lowercase();
-    l.next() == Some(c) && l.next().is_none()
 }
 
 /// A weighted feature.
@@ -301,15 +301,34 @@ impl Fingerprinter {
         if text.is_ascii() {
             return text.to_ascii_lowercase();
         }
-        // Fast path, same result: text already in NFKC whose characters all
-        // lower-case to themselves is returned as it is.
-        if unicode_normalization::is_nfkc_quick(text.chars())
-            == unicode_normalization::IsNormalized::Yes
-            && text.chars().all(lowercases_to_itself)
-        {
-            return text.to_string();
+        // The common characters (ASCII, ideographs, full-width ASCII, CJK
+        // punctuation) are mapped one by one (`simple_form`); the rest goes
+        // through NFKC in runs. A simple character is a normalisation
+        // boundary (a starter that never composes with what precedes it),
+        // so cutting before it changes nothing; it is mapped alone only when
+        // what follows is simple too, since a combining mark after it would
+        // compose with it.
+        let mut out = String::with_capacity(text.len());
+        let mut run: Option<usize> = None;
+        let mut chars = text.char_indices().peekable();
+        while let Some((i, c)) = chars.next() {
+            let next_simple = chars.peek().is_none_or(|&(_, n)| simple_form(n).is_some());
+            match simple_form(c) {
+                Some(f) if next_simple => {
+                    if let Some(s) = run.take() {
+                        out.extend(text[s..i].nfkc().flat_map(char::to_lowercase));
+                    }
+                    out.push(f);
+                }
+                _ => {
+                    run.get_or_insert(i);
+                }
+            }
         }
-        text.nfkc().flat_map(char::to_lowercase).collect()
+        if let Some(s) = run {
+            out.extend(text[s..].nfkc().flat_map(char::to_lowercase));
+        }
+        out
     }
 
     /// The terms of `text` in order, stop words removed.
@@ -324,7 +343,7 @@ impl Fingerprinter {
         let stop = stop_words();
         let keep_stop = self.keep_stop_words;
         let mut push = |t: &'a str| {
-            if (keep_stop || !stop.contains(t)) && t.chars().any(char::is_alphanumeric) {
+            if (keep_stop || !stop.contains(t)) && t.chars().any(super::is_alphanumeric) {
                 emit(t)
             }
         };
@@ -622,6 +641,68 @@ mod tests {
             "mixed Case 中文 ÀÉ",
         ] {
             assert_eq!(Fingerprinter::normalize(t), slow(t), "{t:?}");
+        }
+    }
+
+    #[test]
+    fn simple_forms_are_nfkc_lowercase_and_boundaries() {
+        use unicode_normalization::char::{canonical_combining_class, decompose_canonical};
+        let slow = |t: &str| -> String { t.nfkc().flat_map(char::to_lowercase).collect() };
+        let mut simple = 0;
+        for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+            if let Some(f) = simple_form(c) {
+                simple += 1;
+                assert_eq!(slow(&c.to_string()), f.to_string(), "{c:?}");
+                assert_eq!(canonical_combining_class(c), 0, "{c:?}");
+            }
+            // No simple character is the second of a canonical pair: none
+            // composes with the character before it.
+            let mut parts = Vec::new();
+            decompose_canonical(c, |d| parts.push(d));
+            if parts.len() == 2 {
+                assert!(simple_form(parts[1]).is_none(), "{c:?} = {parts:?}");
+            }
+        }
+        assert!(simple > 20_000);
+        for c in ('\u{4E00}'..='\u{9FFF}').chain(['a', '1', 'é', '.', '\u{2B73A}']) {
+            assert_eq!(
+                super::super::is_alphanumeric(c),
+                c.is_alphanumeric(),
+                "{c:?}"
+            );
+        }
+        // Hangul: a leading and a vowel jamo compose; neither is simple.
+        assert!(simple_form('\u{1100}').is_none() && simple_form('\u{1161}').is_none());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn normalize_equals_nfkc_then_lowercase(
+            picks in proptest::collection::vec((0usize..16, 0u32..64), 0..40)
+        ) {
+            // Simple characters beside combining marks, jamo, compatibility
+            // characters and capitals, where a cut in the wrong place shows.
+            let pools: [&[char]; 16] = [
+                &['a', 'E', 'z', '1', ' ', ',', '.'],
+                &['\u{301}', '\u{308}', '\u{327}', '\u{3099}', '\u{309A}', '\u{20DD}'],
+                &['中', '国', '\u{4E00}', '\u{9FFF}', '人'],
+                &['，', '。', '、', '　', '「', '」', 'Ａ', 'ｚ', '１'],
+                &['\u{1100}', '\u{1161}', '\u{11A8}', '가', '\u{AC01}'],
+                &['ｶ', 'ﾞ', 'か', 'ﾟ', 'ハ'],
+                &['ﬁ', 'Ⅻ', '①', '㍿', '豈', '⼀', 'ǅ'],
+                &['Σ', 'ς', 'İ', 'Å', 'Ω', 'K'],
+                &['\u{0B47}', '\u{0B3E}', '\u{0DD9}', '\u{0DCF}'],
+                &['😀', 'ע', '\u{200D}'],
+                &['e', 'o', 'A', 'u'],
+                &['\u{301}', '\u{302}', '\u{323}'],
+                &['ｶ', 'ﾞ'],
+                &['＝', '＿', '～', '｀'],
+                &['\u{3000}', '\u{3011}', '\u{3012}', '\u{303F}'],
+                &['\u{F900}', '\u{2F800}', '\u{3400}'],
+            ];
+            let t: String = picks.iter().map(|&(p, i)| pools[p][i as usize % pools[p].len()]).collect();
+            let slow: String = t.nfkc().flat_map(char::to_lowercase).collect();
+            proptest::prop_assert_eq!(Fingerprinter::normalize(&t), slow);
         }
     }
 
