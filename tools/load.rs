@@ -4,7 +4,7 @@
 //! ```text
 //! cargo build --release --bin simdb --example load
 //! target/release/examples/load target/release/simdb ../shared/corpora/zh_news_xwlb.jsonl \
-//!     [--clients 8] [--seconds 10] [--max-requests 200000] [--crash]
+//!     [--clients 8] [--seconds 10] [--max-requests 200000] [--crash] [--reopen]
 //! ```
 //!
 //! Phases, each against the real server in a temp directory:
@@ -12,7 +12,10 @@
 //! 1. **ingest**: `simdb init` + `simdb ingest` of the corpus (whole
 //!    process), the baseline of write throughput.
 //! 2. **insert**: a fresh store served; the same documents sent to
-//!    `POST /documents` in batches of 100 by 2 clients.
+//!    `POST /documents` in batches of 100 by 2 clients. With `--reopen`,
+//!    the server is then stopped and started again, so the queries below
+//!    read table files (as a store that has been running a while does)
+//!    rather than the memtables the inserts filled.
 //! 3. **text**: `--clients` clients send text queries of the first 400
 //!    characters of random documents; **fingerprint**: the same with the
 //!    documents' fingerprints. Then both with one client (`text, 1` and
@@ -52,13 +55,14 @@ struct Opts {
     seconds: f64,
     max_requests: u64,
     crash: bool,
+    reopen: bool,
 }
 
 fn opts() -> Opts {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage = || -> ! {
         eprintln!(
-            "usage: load SIMDB_BINARY CORPUS.jsonl [--clients N] [--seconds S] [--max-requests N] [--crash]"
+            "usage: load SIMDB_BINARY CORPUS.jsonl [--clients N] [--seconds S] [--max-requests N] [--crash] [--reopen]"
         );
         std::process::exit(2)
     };
@@ -72,6 +76,7 @@ fn opts() -> Opts {
         seconds: 10.0,
         max_requests: 200_000,
         crash: false,
+        reopen: false,
     };
     let mut i = 2;
     while i < args.len() {
@@ -82,6 +87,11 @@ fn opts() -> Opts {
             "--max-requests" => o.max_requests = val(i).parse().unwrap_or_else(|_| usage()),
             "--crash" => {
                 o.crash = true;
+                i += 1;
+                continue;
+            }
+            "--reopen" => {
+                o.reopen = true;
                 i += 1;
                 continue;
             }
@@ -381,7 +391,7 @@ fn main() {
     // 2. Inserts over HTTP, batches of 100, two clients.
     let db: PathBuf = dir.path().join("serve.db");
     simdb(&o.bin, &[&"init", &db]);
-    let server = Server::start(&o.bin, &db);
+    let mut server = Server::start(&o.bin, &db);
     let w = Arc::new(World {
         docs,
         queries,
@@ -443,6 +453,10 @@ fn main() {
     println!("| phase       | request              | count    | req/s    | p50 ms  | p99 ms  |");
     println!("|-------------|----------------------|----------|----------|---------|---------|");
     insert_lat.print("insert", insert_secs);
+    if o.reopen {
+        server.stop();
+        server = Server::start(&o.bin, &db);
+    }
 
     // 3. and 4. Queries, then the mix.
     for (phase, mix, clients) in [
