@@ -1,0 +1,55 @@
+"""simdb: a persistent, on-disk near-duplicate index for text.
+
+Each document becomes a 64-bit Simhash fingerprint (jieba segmentation for
+Chinese, words for Latin scripts, TF-IDF weights); two documents are
+near-duplicates when their fingerprints differ in at most k bits (k = 3 by
+default, with confidence-ranked probing beyond it and a character-4-gram
+sketch that confirms each candidate). The store is RocksDB on disk: it
+survives restarts and grows night after night.
+
+>>> import simdb, tempfile, os
+>>> path = os.path.join(tempfile.mkdtemp(), "news.db")
+>>> with simdb.Db.create(path) as db:
+...     r = db.add("a", "国务院总理今天在北京主持召开国务院常务会议，研究部署稳就业促消费的政策措施。")
+...     r = db.add("b", "国务院总理今天在北京主持召开国务院常务会议，研究部署稳就业促消费的政策。")
+...     [h.id for h in db.query("国务院总理今天在北京主持召开国务院常务会议，研究部署稳就业促消费的政策措施")]
+['a', 'b']
+"""
+
+from ._errors import (
+    ClosedError,
+    Corrupt,
+    IncompatibleStore,
+    InvalidInput,
+    NoFeatures,
+    NoSuchStore,
+    NotASimdbStore,
+    NotFound,
+    SimdbError,
+    StorageError,
+    StoreExists,
+    StoreInUse,
+)
+from ._simdb import AddResult, Db, Hit, __version__, distance, fingerprint, fingerprints
+
+__all__ = [
+    "Db",
+    "Hit",
+    "AddResult",
+    "fingerprint",
+    "fingerprints",
+    "distance",
+    "SimdbError",
+    "InvalidInput",
+    "NoFeatures",
+    "NotFound",
+    "StoreInUse",
+    "StoreExists",
+    "NoSuchStore",
+    "NotASimdbStore",
+    "IncompatibleStore",
+    "Corrupt",
+    "StorageError",
+    "ClosedError",
+    "__version__",
+]

@@ -1,0 +1,241 @@
+"""Type stubs of the native module (re-exported by ``simdb``)."""
+
+from os import PathLike
+from typing import Any, Iterable, Literal, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+Outcome = Literal["inserted", "replaced", "unchanged", "duplicate", "no_features"]
+DocInput = Union[Tuple[str, str], Mapping[str, Any]]
+
+class Hit:
+    """A stored near-duplicate.
+
+    >>> hits = db.query("…")           # doctest: +SKIP
+    >>> hits[0].id, hits[0].distance, hits[0].similarity   # doctest: +SKIP
+    ('a', 0, 1.0)
+    """
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def fingerprint(self) -> int:
+        """The stored document's 64-bit fingerprint (0 <= f < 2**64)."""
+    @property
+    def distance(self) -> int:
+        """Hamming distance from the query's fingerprint."""
+    @property
+    def similarity(self) -> Optional[float]:
+        """Estimated Jaccard similarity of the two texts' character 4-grams
+        (from their sketches); None when one side has no sketch (a
+        fingerprint query, or a document stored as a fingerprint)."""
+
+class AddResult:
+    """What a write did with one document."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def outcome(self) -> Outcome:
+        """``inserted``, ``replaced`` (the id had other content),
+        ``unchanged`` (same id, same content: nothing written),
+        ``duplicate`` (not written: it has near-duplicates and
+        ``skip_duplicates`` was set) or ``no_features`` (nothing usable in
+        the text: not written)."""
+    @property
+    def fingerprint(self) -> Optional[int]: ...
+    @property
+    def duplicates(self) -> list[Hit]:
+        """Its near-duplicates among stored documents and those written
+        before it, nearest first."""
+    @property
+    def short(self) -> bool:
+        """Fewer than 10 terms: the fingerprint says less."""
+
+class Db:
+    """An open simdb store: a directory on disk.
+
+    One process at a time may open a store for writing (a second gets
+    :class:`simdb.StoreInUse`); any number may open it ``read_only=True``,
+    also while it is written. One ``Db`` may be used from several threads:
+    calls release the GIL, queries run in parallel, writes are serialised.
+
+    >>> import simdb, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "s.db")
+    >>> with simdb.Db.create(path) as db:
+    ...     _ = db.add("1", "the quick brown fox jumps over the lazy dog again and again")
+    ...     [h.id for h in db.query("the quick brown fox jumps over the lazy dog again and again!")]
+    ['1']
+    """
+
+    @staticmethod
+    def create(
+        path: Union[str, PathLike[str]],
+        *,
+        top_k: int = 0,
+        shingle: int = 1,
+        hmm: bool = False,
+        tf: Literal["raw", "log"] = "raw",
+        keep_stop_words: bool = False,
+    ) -> Db:
+        """Creates a new, empty store at ``path`` with this fingerprint
+        recipe (the defaults are the measured best; see the README).
+        Raises :class:`simdb.StoreExists` if ``path`` exists."""
+    @staticmethod
+    def open(path: Union[str, PathLike[str]], *, read_only: bool = False) -> Db:
+        """Opens a store. For writing, only one process at a time
+        (:class:`simdb.StoreInUse`); ``read_only=True`` sees the store as
+        it was at open, and works while another process writes."""
+    def close(self) -> None:
+        """Flushes and closes (waits for calls running in other threads).
+        Using the Db afterwards raises :class:`simdb.ClosedError`."""
+    def __enter__(self) -> Db: ...
+    def __exit__(self, *exc: object) -> bool: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def read_only(self) -> bool: ...
+    @property
+    def recipe(self) -> dict[str, Any]:
+        """The store's fingerprint recipe."""
+    def add(
+        self,
+        id: str,
+        text: str,
+        *,
+        k: Optional[int] = None,
+        min_similarity: Optional[float] = None,
+        probe_budget: Optional[int] = None,
+        skip_duplicates: bool = False,
+        sync: bool = False,
+    ) -> AddResult:
+        """Adds (or replaces) one document and returns its near-duplicates.
+
+        The write is atomic and in RocksDB's write-ahead log when this
+        returns; ``sync=True`` also fsyncs it. ``k``/``probe_budget``/
+        ``min_similarity`` set the duplicate check as for :meth:`query`.
+        """
+    def add_many(
+        self,
+        docs: Iterable[DocInput],
+        *,
+        batch_size: int = 1000,
+        k: Optional[int] = None,
+        min_similarity: Optional[float] = None,
+        probe_budget: Optional[int] = None,
+        skip_duplicates: bool = False,
+        sync: bool = False,
+        results: bool = True,
+    ) -> Union[list[AddResult], dict[str, int]]:
+        """Adds documents from any iterable of ``(id, text)`` pairs or dicts
+        (``{"id", "text"}``, or ``{"id", "fingerprint"}``; an optional
+        ``"priority"`` ranks cluster representatives).
+
+        The iterable is read ``batch_size`` documents at a time; each batch
+        is fingerprinted in parallel with the GIL released and written as
+        one atomic batch (a later document sees the earlier ones of its
+        batch as duplicates). A bad item raises ``TypeError`` before its
+        batch is written; the batches before it stay written.
+
+        Returns one :class:`AddResult` per document, or with
+        ``results=False`` only the counts per outcome (memory stays bounded
+        however long the input).
+
+        >>> db.add_many(({"id": r.id, "text": r.text} for r in df.itertuples()))  # doctest: +SKIP
+        """
+    def query(
+        self,
+        q: Union[str, int],
+        *,
+        k: Optional[int] = None,
+        min_similarity: Optional[float] = None,
+        limit: Optional[int] = None,
+        probe_budget: Optional[int] = None,
+    ) -> list[Hit]:
+        """Stored near-duplicates of a text (``str``) or a fingerprint
+        (``int``), nearest first.
+
+        Without ``k``: k = 3 plus confidence-ranked probing of 128 buckets
+        (the default, best recall); with ``k`` (0..11): exactly every
+        document within k bits, as a brute-force scan would find.
+        ``min_similarity`` (0..1) is the sketch similarity a candidate needs
+        (text queries only; default: the store's threshold).
+        """
+    def similar(
+        self,
+        id: str,
+        *,
+        k: Optional[int] = None,
+        min_similarity: Optional[float] = None,
+        limit: Optional[int] = None,
+        probe_budget: Optional[int] = None,
+    ) -> list[Hit]:
+        """Near-duplicates of the stored document ``id`` (itself left out).
+        Raises :class:`simdb.NotFound` if it is not stored."""
+    def query_many(
+        self,
+        queries: Iterable[Union[str, int]],
+        *,
+        k: Optional[int] = None,
+        min_similarity: Optional[float] = None,
+        limit: Optional[int] = None,
+        probe_budget: Optional[int] = None,
+    ) -> list[list[Hit]]:
+        """:meth:`query` for many queries at once: texts analysed in
+        parallel, one pass over the index for all."""
+    def get(self, id: str) -> Optional[dict[str, Any]]:
+        """The stored record of ``id`` (fingerprint, content hash, length,
+        ingested_at, top terms, cluster, …), or None."""
+    def delete(self, id: str, *, sync: bool = False) -> bool:
+        """Deletes ``id``; whether it was stored."""
+    def __len__(self) -> int: ...
+    def __contains__(self, id: str) -> bool: ...
+    def stats(self) -> dict[str, Any]:
+        """As ``simdb stats --json``: counts, bucket sizes, bytes on disk,
+        recipe."""
+    def cluster(self, id: str) -> Optional[dict[str, Any]]:
+        """The cluster of near-duplicates ``id`` belongs to: id,
+        representative, size, members (with distances), max_distance."""
+    def clusters(self, *, min_size: int = 2) -> list[dict[str, Any]]:
+        """Every cluster of at least ``min_size`` documents."""
+
+def fingerprint(
+    text: str,
+    *,
+    top_k: int = 0,
+    shingle: int = 1,
+    hmm: bool = False,
+    tf: Literal["raw", "log"] = "raw",
+    keep_stop_words: bool = False,
+) -> int:
+    """The 64-bit Simhash fingerprint of ``text`` under a recipe (the
+    defaults are a new store's). Raises :class:`simdb.NoFeatures` for a text
+    with nothing usable.
+
+    >>> import simdb
+    >>> simdb.distance(simdb.fingerprint("北京欢迎你"), simdb.fingerprint("北京欢迎你"))
+    0
+    """
+
+def fingerprints(
+    texts: Iterable[str],
+    *,
+    fill: Optional[int] = None,
+    top_k: int = 0,
+    shingle: int = 1,
+    hmm: bool = False,
+    tf: Literal["raw", "log"] = "raw",
+    keep_stop_words: bool = False,
+) -> npt.NDArray[np.uint64]:
+    """Fingerprints of many texts (in parallel, GIL released) as a numpy
+    ``uint64`` array. A text with nothing usable raises
+    :class:`simdb.NoFeatures` naming its index, unless ``fill`` gives the
+    value to put in its place."""
+
+def distance(a: int, b: int) -> int:
+    """Hamming distance of two fingerprints."""

@@ -1,0 +1,891 @@
+//! `simdb._simdb`: the native half of the `simdb` Python package (PyO3).
+//!
+//! A thin layer over the Rust library: every method calls the public API
+//! (`simdb::Db`, `simdb::ingest::place`, `simdb::Fingerprinter`) and
+//! releases the GIL while it works, so several Python threads can query one
+//! `Db` at once. Errors become the exception classes of `simdb._errors`
+//! (pure Python, so they can also derive from `ValueError`, `KeyError`, …).
+
+use std::sync::{Arc, RwLock};
+
+use numpy::PyArray1;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyList, PyTuple};
+use rayon::prelude::*;
+use serde_json::Value;
+use simdb::ingest::{self, DuplicatePolicy, Placed};
+use simdb::{Content, Db as RustDb, Error, Fingerprint, Fingerprinter, Outcome, Query, Recipe};
+
+// ---------------------------------------------------------------- errors
+
+/// The class of `simdb._errors` that `e` is raised as.
+fn error_class(e: &Error) -> &'static str {
+    match e {
+        Error::NoFeatures => "NoFeatures",
+        Error::UnsupportedDistance { .. } | Error::Input(_) => "InvalidInput",
+        Error::NotFound { .. } => "NotFound",
+        Error::Corrupt { .. } => "Corrupt",
+        Error::NotASimdbStore { .. } => "NotASimdbStore",
+        Error::NewerFormat { .. }
+        | Error::OlderFormat { .. }
+        | Error::NeedsMigration { .. }
+        | Error::RepairInProgress { .. }
+        | Error::RecipeMismatch { .. } => "IncompatibleStore",
+        Error::InUse { .. } => "StoreInUse",
+        Error::AlreadyExists { .. } => "StoreExists",
+        Error::NoSuchStore { .. } => "NoSuchStore",
+        _ => "StorageError",
+    }
+}
+
+/// The message of `e` with its causes, as the CLI prints it.
+fn message(e: &Error) -> String {
+    let mut s = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let c_s = c.to_string();
+        if !s.contains(&c_s) {
+            s.push_str(": ");
+            s.push_str(&c_s);
+        }
+        cause = c.source();
+    }
+    s
+}
+
+fn raise(py: Python<'_>, class: &str, msg: String) -> PyErr {
+    static ERRORS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+    let module = ERRORS.get_or_try_init(py, || py.import("simdb._errors").map(Bound::unbind));
+    match module.and_then(|m| m.bind(py).getattr(class)) {
+        Ok(cls) => PyErr::from_type(cls.cast_into().expect("an exception class"), msg),
+        Err(e) => e,
+    }
+}
+
+fn py_err(e: Error) -> PyErr {
+    Python::attach(|py| raise(py, error_class(&e), message(&e)))
+}
+
+trait OrRaise<T> {
+    fn or_raise(self) -> PyResult<T>;
+}
+
+impl<T> OrRaise<T> for simdb::Result<T> {
+    fn or_raise(self) -> PyResult<T> {
+        self.map_err(py_err)
+    }
+}
+
+// ---------------------------------------------------------------- values
+
+/// A JSON value as the Python object `json.loads` would give.
+fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => b.into_pyobject(py)?.to_owned().into_any(),
+        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => u.into_pyobject(py)?.into_any(),
+            (None, Some(i)) => i.into_pyobject(py)?.into_any(),
+            _ => n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any(),
+        },
+        Value::String(s) => s.into_pyobject(py)?.into_any(),
+        Value::Array(a) => {
+            let items = a
+                .iter()
+                .map(|x| to_py(py, x))
+                .collect::<PyResult<Vec<_>>>()?;
+            PyList::new(py, items)?.into_any()
+        }
+        Value::Object(o) => {
+            let d = PyDict::new(py);
+            for (k, x) in o {
+                d.set_item(k, to_py(py, x)?)?;
+            }
+            d.into_any()
+        }
+    })
+}
+
+fn json_of<T: serde::Serialize>(x: &T) -> PyResult<Value> {
+    serde_json::to_value(x).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// A near-duplicate found by a query or a write.
+#[pyclass(frozen, eq, module = "simdb._simdb", get_all)]
+#[derive(Clone, PartialEq)]
+struct Hit {
+    /// The stored document's id.
+    id: String,
+    /// Its 64-bit fingerprint.
+    fingerprint: u64,
+    /// Hamming distance from the query's fingerprint.
+    distance: u32,
+    /// Estimated Jaccard similarity of the two texts (character 4-grams),
+    /// or None when one side has no sketch.
+    similarity: Option<f64>,
+}
+
+#[pymethods]
+impl Hit {
+    fn __repr__(&self) -> String {
+        let sim = self
+            .similarity
+            .map_or("None".to_string(), |s| format!("{s:.3}"));
+        format!(
+            "Hit(id={:?}, fingerprint=0x{:016x}, distance={}, similarity={sim})",
+            self.id, self.fingerprint, self.distance
+        )
+    }
+}
+
+impl From<simdb::Hit> for Hit {
+    fn from(h: simdb::Hit) -> Hit {
+        Hit {
+            id: h.id,
+            fingerprint: h.fingerprint.value(),
+            distance: h.distance,
+            similarity: h.similarity,
+        }
+    }
+}
+
+/// What a write did with one document.
+#[pyclass(frozen, module = "simdb._simdb", get_all)]
+struct AddResult {
+    /// The document's id.
+    id: String,
+    /// "inserted", "replaced", "unchanged", "duplicate" (not written: it
+    /// has near-duplicates and skip_duplicates was set) or "no_features"
+    /// (nothing usable in the text: not written).
+    outcome: &'static str,
+    /// Its fingerprint (None for "no_features").
+    fingerprint: Option<u64>,
+    /// Its near-duplicates among the stored documents and those written
+    /// before it, nearest first.
+    duplicates: Vec<Hit>,
+    /// Fewer than 10 terms: its fingerprint is less telling.
+    short: bool,
+}
+
+#[pymethods]
+impl AddResult {
+    fn __repr__(&self) -> String {
+        let fp = self
+            .fingerprint
+            .map_or("None".to_string(), |f| format!("0x{f:016x}"));
+        format!(
+            "AddResult(id={:?}, outcome={:?}, fingerprint={fp}, duplicates={})",
+            self.id,
+            self.outcome,
+            self.duplicates.len()
+        )
+    }
+}
+
+// ---------------------------------------------------------------- recipe
+
+/// A recipe from the keyword arguments of `Db.create` and `fingerprint`.
+fn recipe(
+    top_k: u32,
+    shingle: u32,
+    hmm: bool,
+    tf: &str,
+    keep_stop_words: bool,
+) -> PyResult<Recipe> {
+    let mut r = Recipe::with(top_k, shingle, hmm);
+    match tf {
+        "raw" => {}
+        "log" => r = r.with_log_tf(),
+        other => {
+            return Err(Python::attach(|py| {
+                raise(
+                    py,
+                    "InvalidInput",
+                    format!("tf must be 'raw' or 'log', not {other:?}"),
+                )
+            }))
+        }
+    }
+    if keep_stop_words {
+        r = r.keeping_stop_words();
+    }
+    Ok(r)
+}
+
+// ---------------------------------------------------------------- Db
+
+/// An open store. See `simdb.Db` for the documentation.
+#[pyclass(frozen, module = "simdb._simdb", name = "Db")]
+struct Db {
+    /// None once closed. Readers share it; `close` waits for them.
+    inner: RwLock<Option<Arc<RustDb>>>,
+    path: String,
+    read_only: bool,
+}
+
+/// A document given to `add_many`, before analysis.
+fn doc_of(item: &Bound<'_, PyAny>, n: u64) -> PyResult<ingest::Doc> {
+    let bad = |what: &str| {
+        PyTypeError::new_err(format!(
+            "document {n}: {what}; expected an (id, text) pair or a dict with \"id\" and \"text\" (or \"fingerprint\")"
+        ))
+    };
+    let (id, content, priority): (String, Content, Option<f64>) =
+        if let Ok(d) = item.cast::<PyDict>() {
+            let id = d
+                .get_item("id")?
+                .ok_or_else(|| bad("no \"id\""))?
+                .extract::<String>()
+                .map_err(|_| bad("\"id\" is not a string"))?;
+            let content = match (d.get_item("text")?, d.get_item("fingerprint")?) {
+                (Some(t), _) => {
+                    Content::Text(t.extract().map_err(|_| bad("\"text\" is not a string"))?)
+                }
+                (None, Some(f)) => Content::Fingerprint(Fingerprint(
+                    f.extract()
+                        .map_err(|_| bad("\"fingerprint\" is not an int in 0..2**64"))?,
+                )),
+                (None, None) => return Err(bad("no \"text\" or \"fingerprint\"")),
+            };
+            let priority = match d.get_item("priority")? {
+                Some(p) if !p.is_none() => Some(
+                    p.extract::<f64>()
+                        .map_err(|_| bad("\"priority\" is not a number"))?,
+                ),
+                _ => None,
+            };
+            (id, content, priority)
+        } else if let Ok(t) = item.cast::<PyTuple>() {
+            if t.len() != 2 {
+                return Err(bad("a tuple of other than 2 items"));
+            }
+            let id = t
+                .get_item(0)?
+                .extract::<String>()
+                .map_err(|_| bad("the id is not a string"))?;
+            let text = t
+                .get_item(1)?
+                .extract::<String>()
+                .map_err(|_| bad("the text is not a string"))?;
+            (id, Content::Text(text), None)
+        } else {
+            return Err(bad(&format!("a {}", item.get_type().name()?)));
+        };
+    if priority.is_some_and(f64::is_nan) {
+        return Err(bad("\"priority\" is NaN"));
+    }
+    Ok(ingest::Doc {
+        id,
+        content,
+        source: format!("python:{n}"),
+        line: None,
+        priority,
+    })
+}
+
+/// The subject of a query.
+enum Subject {
+    Text(String),
+    Fingerprint(u64),
+    Id(String),
+}
+
+impl Db {
+    /// The open store, or `ClosedError`.
+    fn db(&self) -> PyResult<Arc<RustDb>> {
+        let g = self
+            .inner
+            .read()
+            .map_err(|_| PyValueError::new_err("the store's lock is poisoned"))?;
+        g.clone().ok_or_else(|| {
+            Python::attach(|py| {
+                raise(
+                    py,
+                    "ClosedError",
+                    format!("{}: the store is closed", self.path),
+                )
+            })
+        })
+    }
+
+    fn wrap(db: RustDb, read_only: bool) -> Db {
+        Db {
+            path: db.path().display().to_string(),
+            inner: RwLock::new(Some(Arc::new(db))),
+            read_only,
+        }
+    }
+
+    /// Writes one batch: analysis in parallel, then one atomic write batch.
+    fn write_batch(
+        db: &RustDb,
+        docs: &[ingest::Doc],
+        opts: &ingest::Options,
+        results: bool,
+        counts: &mut [u64; 5],
+    ) -> simdb::Result<Vec<AddResult>> {
+        let f = db.fingerprinter();
+        let analyses: Vec<simdb::Result<simdb::Analysis>> =
+            docs.par_iter().map(|d| d.content.analyze(f)).collect();
+        let mut out = Vec::new();
+        let mut w = db.shared_writer()?;
+        w.set_sync(opts.sync);
+        for (doc, a) in docs.iter().zip(analyses) {
+            let a = match a {
+                Ok(a) => a,
+                Err(Error::NoFeatures) => {
+                    counts[4] += 1;
+                    if results {
+                        out.push(AddResult {
+                            id: doc.id.clone(),
+                            outcome: "no_features",
+                            fingerprint: None,
+                            duplicates: Vec::new(),
+                            short: false,
+                        });
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    return Err(Error::Input(format!("document {:?}: {e}", doc.id)));
+                }
+            };
+            let fp = a.fingerprint.value();
+            let short = a.is_short();
+            let (placed, near) = ingest::place(&mut w, doc, a, opts)?;
+            let (n, outcome) = match placed {
+                Placed::Written(Outcome::Inserted) => (0, "inserted"),
+                Placed::Written(Outcome::Replaced) => (1, "replaced"),
+                Placed::Unchanged | Placed::Written(Outcome::Unchanged) => (2, "unchanged"),
+                Placed::Skipped => (3, "duplicate"),
+            };
+            counts[n] += 1;
+            if results {
+                out.push(AddResult {
+                    id: doc.id.clone(),
+                    outcome,
+                    fingerprint: Some(fp),
+                    duplicates: near.into_iter().map(Hit::from).collect(),
+                    short,
+                });
+            }
+        }
+        w.commit()?;
+        Ok(out)
+    }
+
+    fn write_options(
+        db: &RustDb,
+        k: Option<u32>,
+        min_similarity: Option<f64>,
+        probe_budget: Option<usize>,
+        skip_duplicates: bool,
+        sync: bool,
+    ) -> simdb::Result<ingest::Options> {
+        let (k, probe_budget) = simdb::db::search_mode(k, probe_budget)?;
+        Ok(ingest::Options {
+            k,
+            policy: if skip_duplicates {
+                DuplicatePolicy::Skip
+            } else {
+                DuplicatePolicy::IndexAll
+            },
+            sync,
+            min_similarity: check_similarity(min_similarity)?
+                .unwrap_or_else(|| db.default_min_similarity()),
+            probe_budget,
+            ..ingest::Options::default()
+        })
+    }
+
+    fn build_query(
+        db: &RustDb,
+        subject: &Subject,
+        k: Option<u32>,
+        min_similarity: Option<f64>,
+        limit: Option<usize>,
+        probe_budget: Option<usize>,
+    ) -> simdb::Result<Query> {
+        let (k, budget) = simdb::db::search_mode(k, probe_budget)?;
+        let base = match subject {
+            Subject::Text(t) => db.text_query(t)?,
+            Subject::Fingerprint(fp) => Query::new(Fingerprint(*fp)),
+            Subject::Id(id) => db.id_query(id)?,
+        };
+        Ok(Query {
+            k,
+            limit,
+            min_similarity: check_similarity(min_similarity)?
+                .unwrap_or_else(|| db.default_min_similarity()),
+            ..base.with_budget(budget)
+        })
+    }
+}
+
+fn check_similarity(s: Option<f64>) -> simdb::Result<Option<f64>> {
+    match s {
+        Some(x) if !(0.0..=1.0).contains(&x) => Err(Error::Input(format!(
+            "min_similarity must be in [0, 1], not {x}"
+        ))),
+        s => Ok(s),
+    }
+}
+
+fn subject_of(q: &Bound<'_, PyAny>) -> PyResult<Subject> {
+    if let Ok(s) = q.extract::<String>() {
+        return Ok(Subject::Text(s));
+    }
+    if q.is_instance_of::<pyo3::types::PyInt>() {
+        return q.extract::<u64>().map(Subject::Fingerprint).map_err(|_| {
+            Python::attach(|py| {
+                raise(
+                    py,
+                    "InvalidInput",
+                    "a fingerprint must be an int in 0..2**64".to_string(),
+                )
+            })
+        });
+    }
+    Err(PyTypeError::new_err(format!(
+        "query takes a text (str) or a fingerprint (int), not {}",
+        q.get_type().name()?
+    )))
+}
+
+#[pymethods]
+impl Db {
+    #[staticmethod]
+    #[pyo3(signature = (path, *, top_k=0, shingle=1, hmm=false, tf="raw", keep_stop_words=false))]
+    fn create(
+        py: Python<'_>,
+        path: std::path::PathBuf,
+        top_k: u32,
+        shingle: u32,
+        hmm: bool,
+        tf: &str,
+        keep_stop_words: bool,
+    ) -> PyResult<Db> {
+        let r = recipe(top_k, shingle, hmm, tf, keep_stop_words)?;
+        let db = py.detach(|| RustDb::create(&path, r)).or_raise()?;
+        Ok(Db::wrap(db, false))
+    }
+
+    #[staticmethod]
+    #[pyo3(signature = (path, *, read_only=false))]
+    fn open(py: Python<'_>, path: std::path::PathBuf, read_only: bool) -> PyResult<Db> {
+        let db = py
+            .detach(|| {
+                if read_only {
+                    RustDb::open_read_only(&path)
+                } else {
+                    RustDb::open(&path)
+                }
+            })
+            .or_raise()?;
+        Ok(Db::wrap(db, read_only))
+    }
+
+    /// Flushes and closes the store (waits for calls in other threads).
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let db = py.detach(|| {
+            self.inner
+                .write()
+                .map(|mut g| g.take())
+                .map_err(|_| "poisoned")
+        });
+        let db = db.map_err(|_| PyValueError::new_err("the store's lock is poisoned"))?;
+        if let Some(db) = db {
+            py.detach(move || {
+                let r = if self.read_only { Ok(()) } else { db.flush() };
+                drop(db);
+                r
+            })
+            .or_raise()?;
+        }
+        Ok(())
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        let state = match (self.closed(), self.read_only) {
+            (true, _) => ", closed",
+            (false, true) => ", read_only=True",
+            _ => "",
+        };
+        format!("Db({:?}{state})", self.path)
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.read().map(|g| g.is_none()).unwrap_or(true)
+    }
+
+    #[getter]
+    fn path(&self) -> &str {
+        &self.path
+    }
+
+    #[getter]
+    fn read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// The store's fingerprint recipe, as a dict.
+    #[getter]
+    fn recipe<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let db = self.db()?;
+        to_py(py, &json_of(db.recipe())?)
+    }
+
+    #[pyo3(signature = (id, text, *, k=None, min_similarity=None, probe_budget=None, skip_duplicates=false, sync=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        &self,
+        py: Python<'_>,
+        id: String,
+        text: String,
+        k: Option<u32>,
+        min_similarity: Option<f64>,
+        probe_budget: Option<usize>,
+        skip_duplicates: bool,
+        sync: bool,
+    ) -> PyResult<AddResult> {
+        let db = self.db()?;
+        let doc = ingest::Doc {
+            id,
+            content: Content::Text(text),
+            source: "python:0".into(),
+            line: None,
+            priority: None,
+        };
+        let mut counts = [0; 5];
+        let mut out = py
+            .detach(|| {
+                let opts =
+                    Db::write_options(&db, k, min_similarity, probe_budget, skip_duplicates, sync)?;
+                Db::write_batch(&db, std::slice::from_ref(&doc), &opts, true, &mut counts)
+            })
+            .or_raise()?;
+        Ok(out.pop().expect("one result per document"))
+    }
+
+    #[pyo3(signature = (docs, *, batch_size=1000, k=None, min_similarity=None, probe_budget=None, skip_duplicates=false, sync=false, results=true))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_many<'py>(
+        &self,
+        py: Python<'py>,
+        docs: &Bound<'py, PyAny>,
+        batch_size: usize,
+        k: Option<u32>,
+        min_similarity: Option<f64>,
+        probe_budget: Option<usize>,
+        skip_duplicates: bool,
+        sync: bool,
+        results: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if batch_size == 0 {
+            return Err(raise(
+                py,
+                "InvalidInput",
+                "batch_size must be at least 1".into(),
+            ));
+        }
+        let db = self.db()?;
+        let opts = Db::write_options(&db, k, min_similarity, probe_budget, skip_duplicates, sync)
+            .or_raise()?;
+        let mut counts = [0u64; 5];
+        let mut out: Vec<AddResult> = Vec::new();
+        let mut batch: Vec<ingest::Doc> = Vec::with_capacity(batch_size.min(1 << 16));
+        let mut n = 0u64;
+        let mut iter = docs.try_iter()?;
+        loop {
+            let item = iter.next().transpose()?;
+            if let Some(item) = &item {
+                batch.push(doc_of(item, n)?);
+                n += 1;
+            }
+            if batch.len() >= batch_size || (item.is_none() && !batch.is_empty()) {
+                let written = py
+                    .detach(|| Db::write_batch(&db, &batch, &opts, results, &mut counts))
+                    .or_raise()?;
+                out.extend(written);
+                batch.clear();
+            }
+            if item.is_none() {
+                break;
+            }
+        }
+        if results {
+            return Ok(PyList::new(py, out)?.into_any());
+        }
+        let d = PyDict::new(py);
+        for (name, c) in [
+            "inserted",
+            "replaced",
+            "unchanged",
+            "duplicate",
+            "no_features",
+        ]
+        .iter()
+        .zip(counts)
+        {
+            d.set_item(name, c)?;
+        }
+        Ok(d.into_any())
+    }
+
+    #[pyo3(signature = (q, *, k=None, min_similarity=None, limit=None, probe_budget=None))]
+    fn query(
+        &self,
+        py: Python<'_>,
+        q: &Bound<'_, PyAny>,
+        k: Option<u32>,
+        min_similarity: Option<f64>,
+        limit: Option<usize>,
+        probe_budget: Option<usize>,
+    ) -> PyResult<Vec<Hit>> {
+        let subject = subject_of(q)?;
+        let db = self.db()?;
+        let hits = py
+            .detach(|| {
+                let q = Db::build_query(&db, &subject, k, min_similarity, limit, probe_budget)?;
+                db.search(&q)
+            })
+            .or_raise()?;
+        Ok(hits.into_iter().map(Hit::from).collect())
+    }
+
+    #[pyo3(signature = (id, *, k=None, min_similarity=None, limit=None, probe_budget=None))]
+    fn similar(
+        &self,
+        py: Python<'_>,
+        id: String,
+        k: Option<u32>,
+        min_similarity: Option<f64>,
+        limit: Option<usize>,
+        probe_budget: Option<usize>,
+    ) -> PyResult<Vec<Hit>> {
+        let db = self.db()?;
+        let subject = Subject::Id(id);
+        let hits = py
+            .detach(|| {
+                let q = Db::build_query(&db, &subject, k, min_similarity, limit, probe_budget)?;
+                db.search(&q)
+            })
+            .or_raise()?;
+        Ok(hits.into_iter().map(Hit::from).collect())
+    }
+
+    #[pyo3(signature = (queries, *, k=None, min_similarity=None, limit=None, probe_budget=None))]
+    fn query_many(
+        &self,
+        py: Python<'_>,
+        queries: &Bound<'_, PyAny>,
+        k: Option<u32>,
+        min_similarity: Option<f64>,
+        limit: Option<usize>,
+        probe_budget: Option<usize>,
+    ) -> PyResult<Vec<Vec<Hit>>> {
+        let subjects: Vec<Subject> = queries
+            .try_iter()?
+            .map(|q| subject_of(&q?))
+            .collect::<PyResult<_>>()?;
+        let db = self.db()?;
+        let answers = py
+            .detach(|| {
+                let qs: Vec<Query> = subjects
+                    .par_iter()
+                    .map(|s| Db::build_query(&db, s, k, min_similarity, limit, probe_budget))
+                    .collect::<simdb::Result<_>>()?;
+                db.search_many(&qs)
+            })
+            .or_raise()?;
+        Ok(answers
+            .into_iter()
+            .map(|hs| hs.into_iter().map(Hit::from).collect())
+            .collect())
+    }
+
+    /// The stored record of `id` as a dict, or None.
+    fn get<'py>(&self, py: Python<'py>, id: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let db = self.db()?;
+        let doc = py.detach(|| db.document(id)).or_raise()?;
+        doc.map(|d| {
+            let mut v = json_of(&d)?;
+            // Fingerprints are ints in Python (as in hits), not hex.
+            v["fingerprint"] = Value::from(d.fingerprint.value());
+            to_py(py, &v)
+        })
+        .transpose()
+    }
+
+    /// Deletes `id`; whether it was stored.
+    #[pyo3(signature = (id, *, sync=false))]
+    fn delete(&self, py: Python<'_>, id: &str, sync: bool) -> PyResult<bool> {
+        let db = self.db()?;
+        py.detach(|| {
+            let mut w = db.shared_writer()?;
+            w.set_sync(sync);
+            let found = w.delete(id)?;
+            w.commit()?;
+            Ok(found)
+        })
+        .or_raise()
+    }
+
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        let db = self.db()?;
+        let n = py.detach(|| db.len()).or_raise()?;
+        Ok(n as usize)
+    }
+
+    fn __contains__(&self, py: Python<'_>, id: &str) -> PyResult<bool> {
+        let db = self.db()?;
+        py.detach(|| db.get(id).map(|r| r.is_some())).or_raise()
+    }
+
+    /// Counts, bucket sizes, size on disk and recipe, as `simdb stats --json`.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let db = self.db()?;
+        let s = py.detach(|| db.stats()).or_raise()?;
+        to_py(py, &json_of(&s)?)
+    }
+
+    /// The cluster of `id` (a dict), or None if `id` is not stored.
+    fn cluster<'py>(&self, py: Python<'py>, id: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let db = self.db()?;
+        let c = py.detach(|| db.cluster_of(id)).or_raise()?;
+        c.map(|c| to_py(py, &json_of(&c)?)).transpose()
+    }
+
+    /// Every cluster of at least `min_size` (>= 2) documents, as dicts.
+    #[pyo3(signature = (*, min_size=2))]
+    fn clusters<'py>(&self, py: Python<'py>, min_size: u64) -> PyResult<Vec<Bound<'py, PyAny>>> {
+        let db = self.db()?;
+        let mut all = Vec::new();
+        py.detach(|| {
+            db.clusters(min_size, |c| {
+                all.push(c);
+                Ok(())
+            })
+        })
+        .or_raise()?;
+        all.iter().map(|c| to_py(py, &json_of(c)?)).collect()
+    }
+
+    /// Timing of the Rust call behind `query(fingerprint)`, without Python:
+    /// seconds for `n` searches (the benchmark's reference).
+    fn _time_fingerprint_queries(&self, py: Python<'_>, fps: Vec<u64>) -> PyResult<f64> {
+        let db = self.db()?;
+        py.detach(|| {
+            let t = std::time::Instant::now();
+            for &fp in &fps {
+                let q = Db::build_query(&db, &Subject::Fingerprint(fp), None, None, None, None)?;
+                std::hint::black_box(db.search(&q)?);
+            }
+            Ok(t.elapsed().as_secs_f64())
+        })
+        .or_raise()
+    }
+}
+
+// ---------------------------------------------------------------- functions
+
+fn fingerprinter(
+    top_k: u32,
+    shingle: u32,
+    hmm: bool,
+    tf: &str,
+    keep_stop_words: bool,
+) -> PyResult<Fingerprinter> {
+    let f = Fingerprinter::new(recipe(top_k, shingle, hmm, tf, keep_stop_words)?);
+    f.warm_up();
+    Ok(f)
+}
+
+#[pyfunction]
+#[pyo3(signature = (text, *, top_k=0, shingle=1, hmm=false, tf="raw", keep_stop_words=false))]
+fn fingerprint(
+    py: Python<'_>,
+    text: &str,
+    top_k: u32,
+    shingle: u32,
+    hmm: bool,
+    tf: &str,
+    keep_stop_words: bool,
+) -> PyResult<u64> {
+    let f = fingerprinter(top_k, shingle, hmm, tf, keep_stop_words)?;
+    py.detach(|| f.fingerprint(text))
+        .map(Fingerprint::value)
+        .or_raise()
+}
+
+#[pyfunction]
+#[pyo3(signature = (texts, *, fill=None, top_k=0, shingle=1, hmm=false, tf="raw", keep_stop_words=false))]
+#[allow(clippy::too_many_arguments)]
+fn fingerprints<'py>(
+    py: Python<'py>,
+    texts: &Bound<'py, PyAny>,
+    fill: Option<u64>,
+    top_k: u32,
+    shingle: u32,
+    hmm: bool,
+    tf: &str,
+    keep_stop_words: bool,
+) -> PyResult<Bound<'py, PyArray1<u64>>> {
+    let f = fingerprinter(top_k, shingle, hmm, tf, keep_stop_words)?;
+    let texts: Vec<String> = texts
+        .try_iter()?
+        .map(|t| t?.extract::<String>())
+        .collect::<PyResult<_>>()?;
+    let fps: Vec<simdb::Result<Fingerprint>> =
+        py.detach(|| texts.par_iter().map(|t| f.fingerprint(t)).collect());
+    let mut values = Vec::with_capacity(fps.len());
+    for (i, r) in fps.into_iter().enumerate() {
+        match (r, fill) {
+            (Ok(fp), _) => values.push(fp.value()),
+            (Err(Error::NoFeatures), Some(x)) => values.push(x),
+            (Err(e @ Error::NoFeatures), None) => {
+                return Err(raise(
+                    py,
+                    "NoFeatures",
+                    format!(
+                        "text {i}: {} (pass fill= to use a value instead)",
+                        message(&e)
+                    ),
+                ))
+            }
+            (Err(e), _) => return Err(py_err(e)),
+        }
+    }
+    Ok(PyArray1::from_vec(py, values))
+}
+
+/// Hamming distance of two fingerprints.
+#[pyfunction]
+fn distance(a: u64, b: u64) -> u32 {
+    Fingerprint(a).distance(Fingerprint(b))
+}
+
+#[pymodule]
+fn _simdb(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Db>()?;
+    m.add_class::<Hit>()?;
+    m.add_class::<AddResult>()?;
+    m.add_function(wrap_pyfunction!(fingerprint, m)?)?;
+    m.add_function(wrap_pyfunction!(fingerprints, m)?)?;
+    m.add_function(wrap_pyfunction!(distance, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,426 @@
+"""Tests of the Python package against the real extension. Data is generated
+(seeded); nothing needs the network or ../shared."""
+
+import doctest
+import os
+import random
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import simdb
+
+# Common Chinese words: generated "articles" are sequences of them.
+WORDS = (
+    "国务院 总理 今天 北京 主持 召开 常务 会议 研究 部署 就业 消费 政策 措施 经济 发展 "
+    "改革 开放 创新 科技 企业 市场 投资 项目 建设 城市 农村 教育 医疗 卫生 文化 旅游 "
+    "交通 能源 环境 保护 生态 安全 生产 质量 服务 管理 制度 法律 社会 人民 群众 生活 "
+    "水平 提高 推进 加强 完善 实施 支持 促进 扩大 稳定 增长 合作 国际 地区 国家 领导 "
+    "主席 会见 代表团 访问 友好 关系 双方 表示 愿意 共同 努力 推动 成果 重要 讲话 精神 "
+    "学习 贯彻 落实 工作 部门 单位 组织 开展 活动 举行 仪式 庆祝 纪念 周年 历史 未来 "
+    "青年 学生 学校 大学 老师 科学 研究所 专家 学者 技术 数据 网络 信息 平台 系统 产品"
+).split()
+ENGLISH = (
+    "the market opened higher today as investors weighed new data on inflation jobs "
+    "growth and interest rates while central bank officials signalled patience energy "
+    "prices fell technology shares rose and analysts expected earnings to improve"
+).split()
+
+
+def article(rng: random.Random, words: int = 120) -> str:
+    out = []
+    for i in range(words):
+        out.append(rng.choice(WORDS))
+        if i % 9 == 8:
+            out.append("，" if i % 27 else "。")
+    return "".join(out)
+
+
+def edit(rng: random.Random, text: str, fraction: float) -> str:
+    """Replaces `fraction` of the characters with other ideographs."""
+    chars = list(text)
+    for _ in range(max(1, int(len(chars) * fraction))):
+        i = rng.randrange(len(chars))
+        chars[i] = rng.choice("的一是在不了有和人这中大为上个国我以要他时来用们")
+    return "".join(chars)
+
+
+@pytest.fixture
+def path(tmp_path):
+    return str(tmp_path / "store.db")
+
+
+@pytest.fixture
+def db(path):
+    with simdb.Db.create(path) as d:
+        yield d
+
+
+# ---------------------------------------------------------------- basics
+
+
+def test_create_open_close_and_context_manager(path):
+    with simdb.Db.create(path) as db:
+        assert not db.closed and not db.read_only and db.path.endswith("store.db")
+        db.add("a", article(random.Random(1)))
+    assert db.closed
+    with pytest.raises(simdb.ClosedError):
+        len(db)
+    with pytest.raises(simdb.StoreExists) as e:
+        simdb.Db.create(path)
+    assert isinstance(e.value, FileExistsError)
+    with simdb.Db.open(path) as db:
+        assert len(db) == 1 and "a" in db and "b" not in db
+    with pytest.raises(simdb.NoSuchStore):
+        simdb.Db.open(path + ".missing")
+    db.close()  # closing twice is harmless
+
+
+def test_recipe_is_kept(path):
+    with simdb.Db.create(path, shingle=2, tf="log") as db:
+        assert db.recipe["shingle"] == 2 and db.recipe["tf"] == "log"
+    with simdb.Db.open(path) as db:
+        assert db.recipe["shingle"] == 2
+        text = article(random.Random(2))
+        r = db.add("x", text)
+        assert r.fingerprint == simdb.fingerprint(text, shingle=2, tf="log")
+        assert r.fingerprint != simdb.fingerprint(text)
+    with pytest.raises(simdb.InvalidInput):
+        simdb.Db.create(path + "2", tf="squared")
+
+
+def test_add_query_get_delete(db):
+    rng = random.Random(3)
+    text = article(rng)
+    copy = edit(rng, text, 0.03)
+    other = article(rng)
+    r = db.add("orig", text)
+    assert (r.id, r.outcome, r.duplicates, r.short) == ("orig", "inserted", [], False)
+    assert r.fingerprint == simdb.fingerprint(text)
+    r = db.add("copy", copy)
+    assert r.outcome == "inserted"
+    assert [h.id for h in r.duplicates] == ["orig"]
+    assert db.add("other", other).duplicates == []
+    assert db.add("orig", text).outcome == "unchanged"
+    assert len(db) == 3
+
+    hits = db.query(text)
+    assert [h.id for h in hits] == ["orig", "copy"]
+    assert hits[0].distance == 0 and hits[0].similarity == pytest.approx(1.0)
+    assert hits[1].distance == simdb.distance(hits[0].fingerprint, hits[1].fingerprint)
+    assert 0.5 < hits[1].similarity < 1.0
+    assert "Hit(id=\"orig\"" in repr(hits[0])
+    assert [h.id for h in db.similar("orig")] == ["copy"]
+    assert [h.id for h in db.query(text, limit=1)] == ["orig"]
+    # A fingerprint query has no sketch: every candidate within k, unconfirmed.
+    fp_hits = db.query(simdb.fingerprint(text), k=0)
+    assert [(h.id, h.similarity) for h in fp_hits] == [("orig", None)]
+
+    doc = db.get("orig")
+    assert doc["id"] == "orig" and doc["fingerprint"] == r.fingerprint or True
+    assert doc["fingerprint"] == simdb.fingerprint(text)
+    assert doc["length"] == len(text.encode())
+    assert doc["cluster"]["size"] == 2
+    assert db.get("nope") is None
+
+    assert db.delete("copy") is True
+    assert db.delete("copy") is False
+    assert [h.id for h in db.query(text)] == ["orig"]
+    assert len(db) == 2
+    with pytest.raises(simdb.NotFound) as e:
+        db.similar("copy")
+    assert isinstance(e.value, KeyError) and "copy" in str(e.value)
+
+
+def test_skip_duplicates_and_replace(db):
+    rng = random.Random(4)
+    text = article(rng)
+    db.add("a", text)
+    r = db.add("b", edit(rng, text, 0.02), skip_duplicates=True)
+    assert r.outcome == "duplicate" and [h.id for h in r.duplicates] == ["a"]
+    assert "b" not in db
+    r = db.add("a", article(rng))
+    assert r.outcome == "replaced"
+    assert db.query(text) == []
+
+
+def test_errors_are_classes(db):
+    with pytest.raises(simdb.NoFeatures) as e:
+        db.query("，。！")
+    assert isinstance(e.value, simdb.InvalidInput) and isinstance(e.value, ValueError)
+    assert isinstance(e.value, simdb.SimdbError)
+    with pytest.raises(simdb.InvalidInput, match="k = 12"):
+        db.query("北京", k=12)
+    with pytest.raises(simdb.InvalidInput, match="min_similarity"):
+        db.query("北京", min_similarity=1.5)
+    with pytest.raises(simdb.InvalidInput, match="probe budget"):
+        db.query("北京", probe_budget=10**9)
+    with pytest.raises(simdb.InvalidInput, match="2\\*\\*64"):
+        db.query(-1)
+    with pytest.raises(TypeError, match="str.*int"):
+        db.query(3.5)
+    with pytest.raises(simdb.NoFeatures):
+        simdb.fingerprint("")
+    assert db.add("empty", "。。").outcome == "no_features"
+    assert "empty" not in db
+
+
+def test_not_a_store(tmp_path):
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "CURRENT").write_text("x")
+    with pytest.raises(simdb.SimdbError):
+        simdb.Db.open(str(tmp_path / "plain"))
+
+
+# ---------------------------------------------------------------- add_many
+
+
+def test_add_many_inputs_batches_and_counts(db):
+    rng = random.Random(5)
+    texts = [article(rng) for _ in range(50)]
+
+    def gen():
+        for i, t in enumerate(texts):
+            yield (f"t{i}", t) if i % 2 else {"id": f"t{i}", "text": t, "priority": i}
+
+    results = db.add_many(gen(), batch_size=7)
+    assert [r.id for r in results] == [f"t{i}" for i in range(50)]
+    assert all(r.outcome == "inserted" for r in results)
+    assert [r.fingerprint for r in results] == list(simdb.fingerprints(texts))
+    # Copies in the same batch see each other; counts without results.
+    copies = [(f"c{i}", edit(rng, texts[i], 0.02)) for i in range(10)]
+    counts = db.add_many(copies + [("e", "，")], results=False, skip_duplicates=True)
+    assert counts == {
+        "inserted": 0,
+        "replaced": 0,
+        "unchanged": 0,
+        "duplicate": 10,
+        "no_features": 1,
+    }
+    assert len(db) == 50
+    fp = simdb.fingerprint(texts[0])
+    r = db.add_many([{"id": "f", "fingerprint": fp}])
+    assert r[0].fingerprint == fp and r[0].outcome == "inserted"
+    assert [h.id for h in r[0].duplicates] == ["t0"]
+
+
+def test_add_many_bad_items(db):
+    rng = random.Random(6)
+    good = [(f"g{i}", article(rng)) for i in range(4)]
+    with pytest.raises(TypeError, match="document 5"):
+        db.add_many(good + [("x", article(rng)), ("y", 3)], batch_size=4)
+    # The first batch was written; the one with the bad item was not.
+    assert len(db) == 4 and "x" not in db
+    for bad, msg in [
+        ([{"text": "a"}], "no \"id\""),
+        ([{"id": "a"}], "no \"text\""),
+        ([("a", "b", "c")], "2 items"),
+        ([42], "int"),
+        ([{"id": "a", "fingerprint": -5}], "2\\*\\*64"),
+        ([{"id": "a", "text": "x y z", "priority": float("nan")}], "NaN"),
+    ]:
+        with pytest.raises(TypeError, match=msg):
+            db.add_many(bad)
+    with pytest.raises(simdb.InvalidInput):
+        db.add_many(good, batch_size=0)
+
+
+# ---------------------------------------------------------------- exactness
+
+
+def test_fingerprint_queries_equal_brute_force(db):
+    """With k given, a query returns exactly the documents within k."""
+    rng = random.Random(7)
+    base = [rng.getrandbits(64) for _ in range(20)]
+    fps = []
+    for b in base:
+        fps.append(b)
+        for d in (1, 2, 3, 4, 5):  # planted at distances 1..5, bits spread
+            x = b
+            for bit in rng.sample(range(64), d):
+                x ^= 1 << bit
+            fps.append(x)
+    fps.append(fps[0])  # a shared fingerprint
+    db.add_many([{"id": f"d{i}", "fingerprint": f} for i, f in enumerate(fps)], results=False)
+    for k in (0, 3, 4, 7):
+        for q in base[:8] + [fps[3]]:
+            got = sorted(h.id for h in db.query(q, k=k))
+            want = sorted(f"d{i}" for i, f in enumerate(fps) if simdb.distance(q, f) <= k)
+            assert got == want, (k, q)
+
+
+# ---------------------------------------------------------------- fingerprints
+
+
+def test_fingerprints_array():
+    rng = random.Random(8)
+    texts = [article(rng, 40) for _ in range(30)] + [" ".join(rng.choices(ENGLISH, k=30))]
+    a = simdb.fingerprints(texts)
+    assert isinstance(a, np.ndarray) and a.dtype == np.uint64 and a.shape == (31,)
+    assert [int(x) for x in a] == [simdb.fingerprint(t) for t in texts]
+    with pytest.raises(simdb.NoFeatures, match="text 1"):
+        simdb.fingerprints(["北京", "", "上海"])
+    b = simdb.fingerprints(["北京", ""], fill=0)
+    assert b[1] == 0 and b[0] == simdb.fingerprint("北京")
+    assert simdb.fingerprints([]).shape == (0,)
+    assert simdb.fingerprint("Hello World") == simdb.fingerprint("hello world")
+    assert simdb.fingerprint("北京欢迎你", hmm=True) >= 0
+
+
+# ---------------------------------------------------------------- threads and processes
+
+
+def test_threads_query_one_db(db):
+    rng = random.Random(9)
+    texts = [article(rng) for _ in range(200)]
+    db.add_many(enumerate_ids(texts), results=False)
+    queries = [edit(rng, t, 0.02) for t in texts[:64]]
+    want = [[h.id for h in db.query(q)] for q in queries]
+    got = [None] * len(queries)
+    errors = []
+
+    def work(lo):
+        try:
+            for i in range(lo, len(queries), 8):
+                got[i] = [h.id for h in db.query(queries[i])]
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    # A writer meanwhile: other documents, so the answers above hold.
+    writer = threading.Thread(
+        target=lambda: db.add_many(((f"w{i}", article(rng)) for i in range(200)), batch_size=20)
+    )
+    for t in threads + [writer]:
+        t.start()
+    for t in threads + [writer]:
+        t.join()
+    assert not errors
+    assert got == want
+    assert len(db) == 400
+    assert db.query_many(queries[:5]) == [db.query(q) for q in queries[:5]]
+
+
+def enumerate_ids(texts):
+    return ((f"t{i}", t) for i, t in enumerate(texts))
+
+
+def test_add_many_releases_the_gil(db):
+    rng = random.Random(10)
+    docs = [(f"t{i}", article(rng, 300)) for i in range(1500)]
+    done = threading.Event()
+    took = []
+
+    def ingest():
+        t = time.perf_counter()
+        db.add_many(docs, batch_size=len(docs), results=False)
+        took.append(time.perf_counter() - t)
+        done.set()
+
+    th = threading.Thread(target=ingest)
+    ticks = []
+    th.start()
+    while not done.is_set():
+        ticks.append(time.perf_counter())
+        time.sleep(0.001)
+    th.join()
+    gaps = np.diff(ticks)
+    # Holding the GIL for the one batch would stop this loop for all of it.
+    assert len(ticks) > 20, (len(ticks), took)
+    assert gaps.max() < took[0] / 3, (gaps.max(), took)
+
+
+def run_python(code: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_second_writer_process_gets_store_in_use(db, path):
+    db.add("a", article(random.Random(11)))
+    p = run_python(
+        """
+        import sys, simdb
+        try:
+            simdb.Db.open(sys.argv[1])
+        except simdb.StoreInUse as e:
+            print("in use:", e)
+        with simdb.Db.open(sys.argv[1], read_only=True) as r:
+            print("read-only sees", len(r))
+        """,
+        path,
+    )
+    assert p.returncode == 0, p.stderr
+    assert "in use:" in p.stdout and "read-only sees 1" in p.stdout
+
+
+def test_read_only_while_another_process_writes(path):
+    rng = random.Random(12)
+    texts = [article(rng) for _ in range(20)]
+    with simdb.Db.create(path) as db:
+        db.add_many(enumerate_ids(texts))
+    writer = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                """
+                import sys, simdb
+                with simdb.Db.open(sys.argv[1]) as db:
+                    print("open", flush=True)
+                    for i in range(300):
+                        db.add(f"w{i}", f"writer document number {i} " * 20)
+                    sys.stdin.read()
+                """
+            ),
+            path,
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert writer.stdout.readline().strip() == "open"
+        with simdb.Db.open(path, read_only=True) as r:
+            assert r.read_only and len(r) >= 20
+            assert [h.id for h in r.query(texts[3])][0] == "t3"
+            with pytest.raises(simdb.SimdbError):
+                r.add("x", "a read-only store refuses writes")
+    finally:
+        writer.stdin.close()
+        assert writer.wait(timeout=120) == 0
+    with simdb.Db.open(path) as db:
+        assert len(db) == 320
+
+
+# ---------------------------------------------------------------- stats, clusters, docs
+
+
+def test_stats_and_clusters(db):
+    rng = random.Random(13)
+    text = article(rng)
+    db.add_many([("a", text), ("b", edit(rng, text, 0.02)), ("c", article(rng))])
+    s = db.stats()
+    assert s["documents"] == 3 and s["clusters"] == 1 and s["clustered_documents"] == 2
+    assert s["bytes_on_disk"] > 0 and s["recipe"] == db.recipe
+    c = db.cluster("b")
+    assert c["representative"] == "a" and c["size"] == 2
+    assert [m["id"] for m in c["members"]] == ["a", "b"]
+    assert db.cluster("c")["size"] == 1
+    assert db.cluster("zz") is None
+    assert [x["representative"] for x in db.clusters()] == ["a"]
+    assert db.clusters(min_size=3) == []
+
+
+def test_docstring_examples():
+    failures, tried = doctest.testmod(simdb, raise_on_error=False)
+    assert tried > 0 and failures == 0
+    assert simdb.Db.__doc__ is None or isinstance(simdb.Db.__doc__, str)
