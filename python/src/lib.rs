@@ -456,6 +456,10 @@ fn subject_of(q: &Bound<'_, PyAny>) -> PyResult<Subject> {
 
 #[pymethods]
 impl Db {
+    /// Creates a new, empty store at `path` with this fingerprint recipe
+    /// (the defaults are the measured best). `StoreExists` if `path` exists.
+    ///
+    /// >>> db = simdb.Db.create("news.simdb")  # doctest: +SKIP
     #[staticmethod]
     #[pyo3(signature = (path, *, top_k=0, shingle=1, hmm=false, tf="raw", keep_stop_words=false))]
     fn create(
@@ -472,6 +476,9 @@ impl Db {
         Ok(Db::wrap(db, false))
     }
 
+    /// Opens a store; for writing one process at a time (`StoreInUse`),
+    /// `read_only=True` also while another process writes (it sees the
+    /// store as of its open).
     #[staticmethod]
     #[pyo3(signature = (path, *, read_only=false))]
     fn open(py: Python<'_>, path: std::path::PathBuf, read_only: bool) -> PyResult<Db> {
@@ -548,6 +555,12 @@ impl Db {
         to_py(py, &json_of(db.recipe())?)
     }
 
+    /// Adds (or replaces) one document; returns an `AddResult` with its
+    /// near-duplicates. Atomic, in the write-ahead log on return
+    /// (`sync=True` also fsyncs).
+    ///
+    /// >>> db.add("a1", "国务院总理今天在北京主持召开常务会议").outcome  # doctest: +SKIP
+    /// 'inserted'
     #[pyo3(signature = (id, text, *, k=None, min_similarity=None, probe_budget=None, skip_duplicates=false, sync=false))]
     #[allow(clippy::too_many_arguments)]
     fn add(
@@ -580,6 +593,13 @@ impl Db {
         Ok(out.pop().expect("one result per document"))
     }
 
+    /// Adds documents from an iterable of `(id, text)` pairs or dicts
+    /// (`{"id", "text"}` or `{"id", "fingerprint"}`, optional `"priority"`),
+    /// `batch_size` at a time, each batch one atomic write, the GIL released
+    /// while it is written. Returns one `AddResult` per document, or with
+    /// `results=False` the counts per outcome (bounded memory).
+    ///
+    /// >>> db.add_many(zip(df["id"], df["text"]), skip_duplicates=True)  # doctest: +SKIP
     #[pyo3(signature = (docs, *, batch_size=1000, k=None, min_similarity=None, probe_budget=None, skip_duplicates=false, sync=false, results=true))]
     #[allow(clippy::too_many_arguments)]
     fn add_many<'py>(
@@ -682,6 +702,12 @@ impl Db {
         Ok(d.into_any())
     }
 
+    /// Stored near-duplicates of a text (`str`) or fingerprint (`int`),
+    /// nearest first: without `k` the default (k = 3 plus ranked probing,
+    /// sketch-verified); with `k` (0..11) exactly every document within k.
+    ///
+    /// >>> [h.id for h in db.query("国务院总理今天在北京主持召开常务会议")]  # doctest: +SKIP
+    /// ['a1']
     #[pyo3(signature = (q, *, k=None, min_similarity=None, limit=None, probe_budget=None))]
     fn query(
         &self,
@@ -703,6 +729,8 @@ impl Db {
         Ok(hits.into_iter().map(Hit::from).collect())
     }
 
+    /// Near-duplicates of the stored document `id` (itself left out);
+    /// `NotFound` if it is not stored.
     #[pyo3(signature = (id, *, k=None, min_similarity=None, limit=None, probe_budget=None))]
     fn similar(
         &self,
@@ -724,6 +752,8 @@ impl Db {
         Ok(hits.into_iter().map(Hit::from).collect())
     }
 
+    /// `query` for many texts or fingerprints at once (one pass over the
+    /// index); a list of hit lists, in order.
     #[pyo3(signature = (queries, *, k=None, min_similarity=None, limit=None, probe_budget=None))]
     fn query_many(
         &self,
@@ -851,6 +881,11 @@ fn fingerprinter(
     Ok(f)
 }
 
+/// The 64-bit fingerprint of `text` under a recipe (a new store's by
+/// default); `NoFeatures` when nothing usable remains.
+///
+/// >>> simdb.fingerprint("北京欢迎你") == simdb.fingerprint("北京欢迎你")
+/// True
 #[pyfunction]
 #[pyo3(signature = (text, *, top_k=0, shingle=1, hmm=false, tf="raw", keep_stop_words=false))]
 fn fingerprint(
@@ -868,6 +903,9 @@ fn fingerprint(
         .or_raise()
 }
 
+/// Fingerprints of many texts (in parallel, GIL released) as a numpy
+/// `uint64` array; a text with nothing usable raises `NoFeatures` naming
+/// its index unless `fill` gives a value for it.
 #[pyfunction]
 #[pyo3(signature = (texts, *, fill=None, top_k=0, shingle=1, hmm=false, tf="raw", keep_stop_words=false))]
 #[allow(clippy::too_many_arguments)]
