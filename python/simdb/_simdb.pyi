@@ -90,8 +90,9 @@ class Db:
         (:class:`simdb.StoreInUse`); ``read_only=True`` sees the store as
         it was at open, and works while another process writes."""
     def close(self) -> None:
-        """Flushes and closes (waits for calls running in other threads).
-        Using the Db afterwards raises :class:`simdb.ClosedError`."""
+        """Flushes and closes. Calls already running in other threads finish
+        first (the store closes when the last one ends); new calls raise
+        :class:`simdb.ClosedError`."""
     def __enter__(self) -> Db: ...
     def __exit__(self, *exc: object) -> bool: ...
     @property

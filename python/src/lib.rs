@@ -219,7 +219,8 @@ fn recipe(
 /// An open store. See `simdb.Db` for the documentation.
 #[pyclass(frozen, module = "simdb._simdb", name = "Db")]
 struct Db {
-    /// None once closed. Readers share it; `close` waits for them.
+    /// None once closed. Each call holds its own `Arc` while it runs, so a
+    /// call in another thread finishes on the open store after `close`.
     inner: RwLock<Option<Arc<RustDb>>>,
     path: String,
     read_only: bool,
@@ -494,7 +495,9 @@ impl Db {
         Ok(Db::wrap(db, read_only))
     }
 
-    /// Flushes and closes the store (waits for calls in other threads).
+    /// Flushes and closes the store. Calls already running in other threads
+    /// finish first (the store closes when the last one ends); new calls
+    /// raise `ClosedError`.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let db = py.detach(|| {
             self.inner
