@@ -65,6 +65,9 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Make a consistent copy of a store, also while it is being written to.
     Backup(BackupArgs),
+    /// Write every document as Parquet (id, fingerprint, sketch, cluster,
+    /// ingested_at, source) for tools beyond one machine (README, "Export").
+    Export(ExportArgs),
     /// Sample the store and show how distances spread: nearest neighbours
     /// (confirmed near-copies vs rejected) and random pairs, with a plot.
     Calibrate(CalibrateArgs),
@@ -327,10 +330,16 @@ pub struct InitArgs {
 pub struct ImportArgs {
     /// Directory of the new store (must not exist; it appears only when complete).
     pub db: PathBuf,
-    /// Inputs: JSONL {"id", "fingerprint": "16 hex digits"} per line, or the
-    /// binary form (recognised by its magic "SIMDBFP1"; see README).
+    /// Inputs: JSONL {"id", "fingerprint": "16 hex digits"} per line, the
+    /// binary form (recognised by its magic "SIMDBFP1"; see README), or
+    /// Parquet with id and fingerprint columns (recognised by its magic; a
+    /// directory stands for its part files, as `simdb export --parquet`
+    /// writes them).
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
+    /// Every input must be Parquet (a file, or a directory of part files).
+    #[arg(long)]
+    pub parquet: bool,
     /// The recipe the fingerprints were made with (stored for --text queries).
     #[command(flatten)]
     pub recipe: RecipeArgs,
@@ -523,6 +532,22 @@ pub struct StatsArgs {
     /// JSON output.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The store (opened read-only: an ingest may run meanwhile).
+    pub db: PathBuf,
+    /// Directory to write `part-NNNNN.parquet` files into (created; must be
+    /// empty if it exists).
+    #[arg(long, value_name = "DIR")]
+    pub parquet: PathBuf,
+    /// Rows per row group.
+    #[arg(long, default_value_t = 131_072, value_parser = clap::value_parser!(u64).range(1..))]
+    pub row_group_rows: u64,
+    /// Rows per file.
+    #[arg(long, default_value_t = 8_388_608, value_parser = clap::value_parser!(u64).range(1..))]
+    pub file_rows: u64,
 }
 
 #[derive(Debug, Args)]

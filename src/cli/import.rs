@@ -8,6 +8,13 @@ pub(super) fn import_cmd(a: ImportArgs) -> Result<bool> {
         memory_bytes: mib("--memory-mb", a.memory_mb.max(16))?,
         ..Default::default()
     };
+    if a.parquet {
+        for f in simdb::import::expand_inputs(&a.inputs)? {
+            if !simdb::import::is_parquet(&f)? {
+                bail!("{}: not a Parquet file (--parquet)", f.display());
+            }
+        }
+    }
     let started = std::time::Instant::now();
     let quiet = a.json;
     let s = simdb::import::run(&a.db, &a.inputs, &opts, |e| {

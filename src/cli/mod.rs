@@ -9,6 +9,7 @@ mod clusters;
 mod dedup;
 mod delete;
 mod expire;
+mod export;
 mod fingerprint;
 mod get;
 mod import;
@@ -65,6 +66,7 @@ pub fn run(cli: Cli) -> Result<bool> {
         Command::Migrate(a) => migrate::migrate(a),
         Command::Verify(a) => verify::verify(a),
         Command::Backup(a) => backup::backup(a),
+        Command::Export(a) => export::export(a),
         Command::Calibrate(a) => calibrate::calibrate(a),
         Command::Clusters(a) => clusters::clusters(a),
         Command::Expire(a) => expire::expire(a),

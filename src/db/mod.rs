@@ -6,6 +6,7 @@ use std::path::Path;
 mod admin;
 mod check;
 pub mod clusters;
+pub mod export;
 mod pairs;
 mod writer;
 

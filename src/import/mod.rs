@@ -11,6 +11,9 @@
 //!   may be an integer; other fields are ignored).
 //! - The compact binary form ([`BINARY_MAGIC`] then records, see
 //!   [`write_binary_record`]), recognised by its magic.
+//! - Parquet (recognised by its magic): the `id` and `fingerprint` columns
+//!   of `simdb export --parquet`'s schema ([`crate::db::export`]), other
+//!   columns ignored; a directory stands for its `*.parquet` part files.
 //!
 //! The records are those `simdb ingest` writes for the same JSONL (a
 //! fingerprint is a document whose content hash is the xxh3-64 of its 8
@@ -286,8 +289,143 @@ pub fn parse_json_line(line: &[u8]) -> std::result::Result<(String, Fingerprint)
     Ok((id, fp))
 }
 
+/// First bytes of a Parquet file.
+pub const PARQUET_MAGIC: &[u8; 4] = b"PAR1";
+
+/// Whether `path` is a Parquet file (by its magic).
+pub fn is_parquet(path: &Path) -> Result<bool> {
+    let mut head = [0u8; 4];
+    let mut f = File::open(path).map_err(|e| Error::io(path, e))?;
+    let n = f.read(&mut head).map_err(|e| Error::io(path, e))?;
+    Ok(n == 4 && &head == PARQUET_MAGIC)
+}
+
+/// The inputs of `paths`: files as given, a directory as its Parquet part
+/// files (`*.parquet`, names starting with `.` or `_` left out, sorted), as
+/// `simdb export --parquet` writes them.
+pub fn expand_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in paths {
+        if !p.is_dir() {
+            out.push(p.clone());
+            continue;
+        }
+        let mut parts: Vec<PathBuf> = std::fs::read_dir(p)
+            .map_err(|e| Error::io(p, e))?
+            .map(|e| e.map(|e| e.path()).map_err(|e| Error::io(p, e)))
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .filter(|f| {
+                let name = f.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                name.ends_with(".parquet") && !name.starts_with(['.', '_'])
+            })
+            .collect();
+        if parts.is_empty() {
+            return Err(Error::Input(format!(
+                "{}: a directory with no .parquet files",
+                p.display()
+            )));
+        }
+        parts.sort();
+        out.extend(parts);
+    }
+    Ok(out)
+}
+
+/// Reads the `id` (UTF8) and `fingerprint` (INT64: the u64's bits, as
+/// `simdb export --parquet` writes it; or UINT64) columns of a Parquet
+/// file; other columns are not read. `line` is the row number (from 1).
+fn read_parquet(path: &Path, mut f: impl FnMut(Parsed) -> Result<()>) -> Result<()> {
+    use arrow_array::{Array, Int64Array, LargeStringArray, StringArray, UInt64Array};
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use parquet::arrow::ProjectionMask;
+
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let b = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| bad(path, 0, e))?;
+    for col in ["id", "fingerprint"] {
+        if b.schema().field_with_name(col).is_err() {
+            return Err(bad(path, 0, format!("no \"{col}\" column")));
+        }
+    }
+    let mask = ProjectionMask::columns(b.parquet_schema(), ["id", "fingerprint"]);
+    let reader = b
+        .with_projection(mask)
+        .with_batch_size(8192)
+        .build()
+        .map_err(|e| bad(path, 0, e))?;
+    let mut row = 0u64;
+    for batch in reader {
+        let batch = batch.map_err(|e| bad(path, row + 1, e))?;
+        let (Some(ids), Some(fps)) = (
+            batch.column_by_name("id"),
+            batch.column_by_name("fingerprint"),
+        ) else {
+            return Err(bad(
+                path,
+                row + 1,
+                "the id and fingerprint columns were not read",
+            ));
+        };
+        let (small, large) = (
+            ids.as_any().downcast_ref::<StringArray>(),
+            ids.as_any().downcast_ref::<LargeStringArray>(),
+        );
+        if small.is_none() && large.is_none() {
+            return Err(bad(
+                path,
+                row + 1,
+                format!("\"id\" must be a string column, not {}", ids.data_type()),
+            ));
+        }
+        let id_at = |i: usize| -> Option<&str> {
+            match (small, large) {
+                (Some(a), _) => (!a.is_null(i)).then(|| a.value(i)),
+                (_, Some(a)) => (!a.is_null(i)).then(|| a.value(i)),
+                _ => None,
+            }
+        };
+        let (signed, unsigned) = (
+            fps.as_any().downcast_ref::<Int64Array>(),
+            fps.as_any().downcast_ref::<UInt64Array>(),
+        );
+        if signed.is_none() && unsigned.is_none() {
+            return Err(bad(
+                path,
+                row + 1,
+                format!(
+                    "\"fingerprint\" must be INT64 (the u64's bits) or UINT64, not {}",
+                    fps.data_type()
+                ),
+            ));
+        }
+        let fp_at = |i: usize| -> Option<u64> {
+            match (signed, unsigned) {
+                // Two's complement: the same 64 bits.
+                (Some(a), _) => (!a.is_null(i)).then(|| a.value(i) as u64),
+                (_, Some(a)) => (!a.is_null(i)).then(|| a.value(i)),
+                _ => None,
+            }
+        };
+        for i in 0..batch.num_rows() {
+            row += 1;
+            let id = id_at(i).ok_or_else(|| bad(path, row, "row with a null id"))?;
+            let fp = fp_at(i).ok_or_else(|| bad(path, row, "row with a null fingerprint"))?;
+            check_id(id).map_err(|e| bad(path, row, e))?;
+            f(Parsed {
+                id: id.to_string(),
+                fp: Fingerprint(fp),
+                line: row,
+            })?;
+        }
+    }
+    Ok(())
+}
+
 /// Reads every record of one input, calling `f` for each.
 fn read_input(path: &Path, mut f: impl FnMut(Parsed) -> Result<()>) -> Result<()> {
+    if is_parquet(path)? {
+        return read_parquet(path, f);
+    }
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let mut r = BufReader::with_capacity(1 << 20, file);
     let head = r.fill_buf().map_err(|e| Error::io(path, e))?;
@@ -356,8 +494,9 @@ pub fn run(
 ) -> Result<Summary> {
     let started = Instant::now();
     opts.recipe.validate()?;
+    let inputs = expand_inputs(inputs)?;
     let staging = store::Staging::begin(target)?;
-    let mut summary = build(staging, inputs, opts, &mut on_event)?;
+    let mut summary = build(staging, &inputs, opts, &mut on_event)?;
     summary.elapsed = started.elapsed();
     Ok(summary)
 }

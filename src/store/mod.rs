@@ -627,8 +627,13 @@ impl Store {
     }
 
     /// Calls `visit` with every (id, record) in id order.
+    /// A full scan: its blocks do not go through the block cache (they
+    /// would evict what queries use, and grow the process to the cache's
+    /// size).
     pub fn for_each_doc(&self, mut visit: impl FnMut(&str, Record) -> Result<()>) -> Result<()> {
-        let mut it = self.db.raw_iterator_cf(self.cf(DOCS));
+        let mut ro = ReadOptions::default();
+        ro.fill_cache(false);
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(DOCS), ro);
         it.seek_to_first();
         while let (Some(k), Some(v)) = (it.key(), it.value()) {
             let id =

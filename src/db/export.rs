@@ -1,0 +1,248 @@
+//! `simdb export --parquet`: the store as Parquet files, one row per
+//! document, the exchange format for tools beyond one machine (Spark).
+//!
+//! # Schema
+//!
+//! ```text
+//! column       Parquet type            meaning
+//! id           BYTE_ARRAY (UTF8)       the document id
+//! fingerprint  INT64                   the u64 fingerprint's bits as a two's-complement
+//!                                      i64 (values >= 2^63 are negative; `x & 0xFFFF…`
+//!                                      or a cast to unsigned gives the u64 back)
+//! sketch       BYTE_ARRAY, nullable    the verification sketch (SKETCH_BYTES bytes),
+//!                                      null when the document had no text
+//! cluster      INT64                   its cluster's id (a document alone has its own)
+//! ingested_at  INT64                   Unix seconds of the write
+//! source       BYTE_ARRAY (UTF8)       where it came from (`file:line`, …)
+//! ```
+//!
+//! Rows are in id order. Files are `part-NNNNN.parquet` (each written under
+//! a dot-name and renamed when complete), row groups of
+//! [`ExportOptions::row_group_rows`] rows written as the store is read, so
+//! memory holds one row group; `_SUCCESS` marks a finished export.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::builder::{BinaryBuilder, Int64Builder, StringBuilder};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::Compression;
+use parquet::file::properties::WriterProperties;
+
+use super::Db;
+use crate::error::{Error, Result};
+use crate::store::Record;
+
+/// How an export is cut into files and row groups.
+#[derive(Debug, Clone)]
+pub struct ExportOptions {
+    /// Rows per row group (the unit a reader reads; memory holds one).
+    pub row_group_rows: usize,
+    /// Rows per file (a new `part-` file after this many).
+    pub file_rows: u64,
+}
+
+impl Default for ExportOptions {
+    fn default() -> Self {
+        ExportOptions {
+            row_group_rows: 128 * 1024,
+            file_rows: 8 << 20,
+        }
+    }
+}
+
+/// What an export wrote.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ExportSummary {
+    pub documents: u64,
+    pub files: Vec<PathBuf>,
+    pub bytes: u64,
+}
+
+/// The Arrow schema of the exported files (see the module docs).
+pub fn parquet_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Utf8, false),
+        Field::new("fingerprint", DataType::Int64, false),
+        Field::new("sketch", DataType::Binary, true),
+        Field::new("cluster", DataType::Int64, false),
+        Field::new("ingested_at", DataType::Int64, false),
+        Field::new("source", DataType::Utf8, false),
+    ]))
+}
+
+/// One row group being built.
+struct Rows {
+    id: StringBuilder,
+    fingerprint: Int64Builder,
+    sketch: BinaryBuilder,
+    cluster: Int64Builder,
+    ingested_at: Int64Builder,
+    source: StringBuilder,
+    len: usize,
+}
+
+impl Rows {
+    fn new() -> Rows {
+        Rows {
+            id: StringBuilder::new(),
+            fingerprint: Int64Builder::new(),
+            sketch: BinaryBuilder::new(),
+            cluster: Int64Builder::new(),
+            ingested_at: Int64Builder::new(),
+            source: StringBuilder::new(),
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, id: &str, r: &Record, cluster: u64) {
+        self.id.append_value(id);
+        // Two's complement: the same 64 bits.
+        self.fingerprint.append_value(r.fingerprint.value() as i64);
+        match &r.sketch {
+            Some(s) => self.sketch.append_value(s.0),
+            None => self.sketch.append_null(),
+        }
+        self.cluster.append_value(cluster as i64);
+        self.ingested_at.append_value(r.ingested_at as i64);
+        self.source.append_value(&r.source);
+        self.len += 1;
+    }
+
+    fn finish(&mut self, schema: &SchemaRef) -> std::result::Result<RecordBatch, String> {
+        self.len = 0;
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(self.id.finish()),
+            Arc::new(self.fingerprint.finish()),
+            Arc::new(self.sketch.finish()),
+            Arc::new(self.cluster.finish()),
+            Arc::new(self.ingested_at.finish()),
+            Arc::new(self.source.finish()),
+        ];
+        RecordBatch::try_new(schema.clone(), cols).map_err(|e| e.to_string())
+    }
+}
+
+/// An open `part-` file: its writer, temp path and final path.
+struct Part {
+    writer: ArrowWriter<std::fs::File>,
+    tmp: PathBuf,
+    path: PathBuf,
+    rows: u64,
+}
+
+fn fail(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::io(path, std::io::Error::other(e.to_string()))
+}
+
+impl Db {
+    /// Writes every document to Parquet files in directory `out` (created
+    /// if missing; refused if it holds anything). See the module docs for
+    /// the schema. Rows are in id order. Open the store read-only (as
+    /// `simdb export` does) for one consistent view: it is fixed at open,
+    /// and another process may write meanwhile.
+    pub fn export_parquet(&self, out: &Path, opts: &ExportOptions) -> Result<ExportSummary> {
+        if opts.row_group_rows == 0 || opts.file_rows == 0 {
+            return Err(Error::Input(
+                "row groups and files need at least one row".into(),
+            ));
+        }
+        match std::fs::read_dir(out) {
+            Ok(mut entries) => {
+                if entries.next().is_some() {
+                    return Err(Error::Input(format!(
+                        "{}: the directory is not empty; export into a new or empty one",
+                        out.display()
+                    )));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
+            }
+            Err(e) => return Err(Error::io(out, e)),
+        }
+        let schema = parquet_schema();
+        let props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .set_max_row_group_row_count(Some(opts.row_group_rows))
+            .set_created_by(format!("simdb {}", env!("CARGO_PKG_VERSION")))
+            .build();
+        let mut summary = ExportSummary {
+            documents: 0,
+            files: Vec::new(),
+            bytes: 0,
+        };
+        let mut rows = Rows::new();
+        let mut part: Option<Part> = None;
+
+        let open_part = |n: usize| -> Result<Part> {
+            let name = format!("part-{n:05}.parquet");
+            let tmp = out.join(format!(".{name}.tmp"));
+            let file = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+            let writer = ArrowWriter::try_new(file, schema.clone(), Some(props.clone()))
+                .map_err(|e| fail(&tmp, e))?;
+            Ok(Part {
+                writer,
+                tmp,
+                path: out.join(name),
+                rows: 0,
+            })
+        };
+        let close_part = |p: Part, summary: &mut ExportSummary| -> Result<()> {
+            let file = p.writer.into_inner().map_err(|e| fail(&p.tmp, e))?;
+            file.sync_all().map_err(|e| Error::io(&p.tmp, e))?;
+            summary.bytes += file.metadata().map_err(|e| Error::io(&p.tmp, e))?.len();
+            std::fs::rename(&p.tmp, &p.path).map_err(|e| Error::io(&p.path, e))?;
+            summary.files.push(p.path);
+            Ok(())
+        };
+        // Writes the rows built so far into the current part.
+        let flush = |rows: &mut Rows, part: &mut Option<Part>, summary: &mut ExportSummary| {
+            if rows.len == 0 {
+                return Ok(());
+            }
+            let p = match part {
+                Some(p) => p,
+                None => part.insert(open_part(summary.files.len())?),
+            };
+            let n = rows.len as u64;
+            let batch = rows.finish(&schema).map_err(|e| fail(&p.tmp, e))?;
+            p.writer.write(&batch).map_err(|e| fail(&p.tmp, e))?;
+            // Each batch is one row group: memory holds one.
+            p.writer.flush().map_err(|e| fail(&p.tmp, e))?;
+            p.rows += n;
+            Ok::<(), Error>(())
+        };
+
+        self.for_each(|id, rec| {
+            let cluster = self.store.cluster_entry(id)?.unwrap_or(rec.ord);
+            rows.push(id, &rec, cluster);
+            summary.documents += 1;
+            let file_full = part.as_ref().map_or(0, |p| p.rows) + rows.len as u64 >= opts.file_rows;
+            if rows.len >= opts.row_group_rows || file_full {
+                flush(&mut rows, &mut part, &mut summary)?;
+            }
+            if file_full {
+                if let Some(p) = part.take() {
+                    close_part(p, &mut summary)?;
+                }
+            }
+            Ok(())
+        })?;
+        flush(&mut rows, &mut part, &mut summary)?;
+        match part.take() {
+            Some(p) => close_part(p, &mut summary)?,
+            // An empty store: one file with the schema and no rows.
+            None if summary.files.is_empty() => {
+                let p = open_part(0)?;
+                close_part(p, &mut summary)?;
+            }
+            None => {}
+        }
+        let ok = out.join("_SUCCESS");
+        std::fs::write(&ok, b"").map_err(|e| Error::io(&ok, e))?;
+        Ok(summary)
+    }
+}
