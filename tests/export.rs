@@ -7,7 +7,7 @@ mod common;
 use std::fs::File;
 use std::path::Path;
 
-use arrow_array::{Array, BinaryArray, Int64Array, StringArray};
+use arrow_array::{Array, BinaryArray, Float64Array, Int64Array, StringArray};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use rand::Rng;
 use serde_json::json;
@@ -15,8 +15,18 @@ use simdb::db::export::ExportOptions;
 use simdb::ingest::{self, Input};
 use simdb::{Db, Recipe};
 
-/// (id, fingerprint, sketch, cluster, ingested_at, source) of every row.
-type Row = (String, i64, Option<Vec<u8>>, i64, i64, String);
+/// (id, fingerprint, sketch, cluster, ingested_at, source, ord, priority)
+/// of every row.
+type Row = (
+    String,
+    i64,
+    Option<Vec<u8>>,
+    i64,
+    i64,
+    String,
+    i64,
+    Option<f64>,
+);
 
 fn read_rows(dir: &Path) -> (Vec<Row>, Vec<usize>, usize) {
     let mut files: Vec<_> = std::fs::read_dir(dir)
@@ -47,6 +57,10 @@ fn read_rows(dir: &Path) -> (Vec<Row>, Vec<usize>, usize) {
             let at = at.as_any().downcast_ref::<Int64Array>().unwrap();
             let src = col("source");
             let src = src.as_any().downcast_ref::<StringArray>().unwrap();
+            let ord = col("ord");
+            let ord = ord.as_any().downcast_ref::<Int64Array>().unwrap();
+            let pr = col("priority");
+            let pr = pr.as_any().downcast_ref::<Float64Array>().unwrap();
             for i in 0..batch.num_rows() {
                 rows.push((
                     id.value(i).to_string(),
@@ -55,6 +69,8 @@ fn read_rows(dir: &Path) -> (Vec<Row>, Vec<usize>, usize) {
                     cl.value(i),
                     at.value(i),
                     src.value(i).to_string(),
+                    ord.value(i),
+                    (!pr.is_null(i)).then(|| pr.value(i)),
                 ));
             }
         }
@@ -78,7 +94,11 @@ fn export_matches_the_store() {
             originals.push(w.clone());
             w
         };
-        lines.push(json!({"id": format!("t{i:03}"), "text": words.concat()}).to_string());
+        let mut v = json!({"id": format!("t{i:03}"), "text": words.concat()});
+        if i % 5 == 0 {
+            v["priority"] = json!(i as f64 / 10.0);
+        }
+        lines.push(v.to_string());
     }
     // Fingerprints with the top bit set (negative as INT64), no sketch.
     for i in 0..7u64 {
@@ -117,7 +137,7 @@ fn export_matches_the_store() {
     assert_eq!(ids, sorted, "rows are in id order");
 
     let mut clustered = 0;
-    for (id, fp, sketch, cluster, at, source) in &rows {
+    for (id, fp, sketch, cluster, at, source, ord, priority) in &rows {
         let d = db.document(id).unwrap().unwrap();
         assert_eq!(*fp as u64, d.fingerprint.value(), "{id}");
         assert_eq!(
@@ -130,6 +150,8 @@ fn export_matches_the_store() {
         assert_eq!(*cluster as u64, d.cluster.id, "{id}");
         assert_eq!(*at as u64, d.ingested_at, "{id}");
         assert_eq!(source, &d.source, "{id}");
+        assert_eq!(*ord as u64, d.ord, "{id}");
+        assert_eq!(*priority, d.priority, "{id}");
         clustered += usize::from(d.cluster.size > 1);
         if id.starts_with('f') {
             assert!(*fp < 0 && sketch.is_none(), "{id}");

@@ -14,7 +14,12 @@
 //! cluster      INT64                   its cluster's id (a document alone has its own)
 //! ingested_at  INT64                   Unix seconds of the write
 //! source       BYTE_ARRAY (UTF8)       where it came from (`file:line`, …)
+//! ord          INT64                   ingest order (store-wide; larger = written later)
+//! priority     DOUBLE, nullable        the input's priority, if it gave one
 //! ```
+//!
+//! `priority` then `ord` are what picks a cluster's representative (the
+//! highest priority, then the earliest ingested).
 //!
 //! Rows are in id order. Files are `part-NNNNN.parquet` (each written under
 //! a dot-name and renamed when complete), row groups of
@@ -24,7 +29,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::builder::{BinaryBuilder, Int64Builder, StringBuilder};
+use arrow_array::builder::{BinaryBuilder, Float64Builder, Int64Builder, StringBuilder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
@@ -70,6 +75,8 @@ pub fn parquet_schema() -> SchemaRef {
         Field::new("cluster", DataType::Int64, false),
         Field::new("ingested_at", DataType::Int64, false),
         Field::new("source", DataType::Utf8, false),
+        Field::new("ord", DataType::Int64, false),
+        Field::new("priority", DataType::Float64, true),
     ]))
 }
 
@@ -81,6 +88,8 @@ struct Rows {
     cluster: Int64Builder,
     ingested_at: Int64Builder,
     source: StringBuilder,
+    ord: Int64Builder,
+    priority: Float64Builder,
     len: usize,
 }
 
@@ -93,6 +102,8 @@ impl Rows {
             cluster: Int64Builder::new(),
             ingested_at: Int64Builder::new(),
             source: StringBuilder::new(),
+            ord: Int64Builder::new(),
+            priority: Float64Builder::new(),
             len: 0,
         }
     }
@@ -108,6 +119,8 @@ impl Rows {
         self.cluster.append_value(cluster as i64);
         self.ingested_at.append_value(r.ingested_at as i64);
         self.source.append_value(&r.source);
+        self.ord.append_value(r.ord as i64);
+        self.priority.append_option(r.priority.map(|p| p.value()));
         self.len += 1;
     }
 
@@ -120,6 +133,8 @@ impl Rows {
             Arc::new(self.cluster.finish()),
             Arc::new(self.ingested_at.finish()),
             Arc::new(self.source.finish()),
+            Arc::new(self.ord.finish()),
+            Arc::new(self.priority.finish()),
         ];
         RecordBatch::try_new(schema.clone(), cols).map_err(|e| e.to_string())
     }
