@@ -15,6 +15,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use rayon::prelude::*;
 use serde_json::Value;
+use simdb::db::QueryOptions;
 use simdb::ingest::{self, DuplicatePolicy, Placed};
 use simdb::{Content, Db as RustDb, Error, Fingerprint, Fingerprinter, Outcome, Query, Recipe};
 
@@ -394,43 +395,32 @@ impl Db {
                 DuplicatePolicy::IndexAll
             },
             sync,
-            min_similarity: check_similarity(min_similarity)?
-                .unwrap_or_else(|| db.default_min_similarity()),
+            min_similarity: match min_similarity {
+                Some(s) => simdb::db::check_min_similarity(s)?,
+                None => db.default_min_similarity(),
+            },
             probe_budget,
             ..ingest::Options::default()
         })
     }
 
-    fn build_query(
-        db: &RustDb,
-        subject: &Subject,
-        k: Option<u32>,
-        min_similarity: Option<f64>,
-        limit: Option<usize>,
-        probe_budget: Option<usize>,
-    ) -> simdb::Result<Query> {
-        let (k, budget) = simdb::db::search_mode(k, probe_budget)?;
+    /// The query of `subject` asked with `o`.
+    fn build_query(db: &RustDb, subject: &Subject, o: &QueryOptions) -> simdb::Result<Query> {
         let base = match subject {
             Subject::Text(t) => db.text_query(t)?,
             Subject::Fingerprint(fp) => Query::new(Fingerprint(*fp)),
             Subject::Id(id) => db.id_query(id)?,
         };
-        Ok(Query {
-            k,
-            limit,
-            min_similarity: check_similarity(min_similarity)?
-                .unwrap_or_else(|| db.default_min_similarity()),
-            ..base.with_budget(budget)
-        })
+        db.with_options(base, o)
     }
-}
 
-fn check_similarity(s: Option<f64>) -> simdb::Result<Option<f64>> {
-    match s {
-        Some(x) if !(0.0..=1.0).contains(&x) => Err(Error::Input(format!(
-            "min_similarity must be in [0, 1], not {x}"
-        ))),
-        s => Ok(s),
+    /// The hits of one query, the GIL released.
+    fn search(&self, py: Python<'_>, subject: Subject, o: QueryOptions) -> PyResult<Vec<Hit>> {
+        let db = self.db()?;
+        let hits = py
+            .detach(|| db.search(&Db::build_query(&db, &subject, &o)?))
+            .or_raise()?;
+        Ok(hits.into_iter().map(Hit::from).collect())
     }
 }
 
@@ -721,15 +711,13 @@ impl Db {
         limit: Option<usize>,
         probe_budget: Option<usize>,
     ) -> PyResult<Vec<Hit>> {
-        let subject = subject_of(q)?;
-        let db = self.db()?;
-        let hits = py
-            .detach(|| {
-                let q = Db::build_query(&db, &subject, k, min_similarity, limit, probe_budget)?;
-                db.search(&q)
-            })
-            .or_raise()?;
-        Ok(hits.into_iter().map(Hit::from).collect())
+        let o = QueryOptions {
+            k,
+            probe_budget,
+            min_similarity,
+            limit,
+        };
+        self.search(py, subject_of(q)?, o)
     }
 
     /// Near-duplicates of the stored document `id` (itself left out);
@@ -744,15 +732,13 @@ impl Db {
         limit: Option<usize>,
         probe_budget: Option<usize>,
     ) -> PyResult<Vec<Hit>> {
-        let db = self.db()?;
-        let subject = Subject::Id(id);
-        let hits = py
-            .detach(|| {
-                let q = Db::build_query(&db, &subject, k, min_similarity, limit, probe_budget)?;
-                db.search(&q)
-            })
-            .or_raise()?;
-        Ok(hits.into_iter().map(Hit::from).collect())
+        let o = QueryOptions {
+            k,
+            probe_budget,
+            min_similarity,
+            limit,
+        };
+        self.search(py, Subject::Id(id), o)
     }
 
     /// `query` for many texts or fingerprints at once (one pass over the
@@ -771,12 +757,18 @@ impl Db {
             .try_iter()?
             .map(|q| subject_of(&q?))
             .collect::<PyResult<_>>()?;
+        let o = QueryOptions {
+            k,
+            probe_budget,
+            min_similarity,
+            limit,
+        };
         let db = self.db()?;
         let answers = py
             .detach(|| {
                 let qs: Vec<Query> = subjects
                     .par_iter()
-                    .map(|s| Db::build_query(&db, s, k, min_similarity, limit, probe_budget))
+                    .map(|s| Db::build_query(&db, s, &o))
                     .collect::<simdb::Result<_>>()?;
                 db.search_many(&qs)
             })
@@ -861,7 +853,7 @@ impl Db {
         py.detach(|| {
             let t = std::time::Instant::now();
             for &fp in &fps {
-                let q = Db::build_query(&db, &Subject::Fingerprint(fp), None, None, None, None)?;
+                let q = Db::build_query(&db, &Subject::Fingerprint(fp), &QueryOptions::default())?;
                 std::hint::black_box(db.search(&q)?);
             }
             Ok(t.elapsed().as_secs_f64())

@@ -306,6 +306,28 @@ pub fn search_mode(k: Option<u32>, budget: Option<usize>) -> Result<(u32, usize)
     })
 }
 
+/// How a front end asks a query (the service's JSON, Python's keywords);
+/// `None` leaves each to its default.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct QueryOptions {
+    /// See [`search_mode`].
+    pub k: Option<u32>,
+    pub probe_budget: Option<usize>,
+    /// The store's threshold ([`Db::default_min_similarity`]) when `None`.
+    pub min_similarity: Option<f64>,
+    pub limit: Option<usize>,
+}
+
+/// `s` if it is a similarity threshold (0..=1).
+pub fn check_min_similarity(s: f64) -> Result<f64> {
+    if !(0.0..=1.0).contains(&s) {
+        return Err(Error::Input(format!(
+            "min_similarity {s} is not between 0 and 1"
+        )));
+    }
+    Ok(s)
+}
+
 /// Bucket sizes of one block family.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct FamilyStats {
@@ -592,6 +614,23 @@ impl Db {
             ..Query::new(fingerprint)
         }
         .probing(weak_bits, index::DEFAULT_PROBE_BUDGET)
+    }
+
+    /// `base` (from [`Db::text_query`], [`Db::id_query`] or [`Query::new`])
+    /// asked with `o`: radius and budget as [`search_mode`] decides, the
+    /// threshold defaulting to the store's, the limit.
+    pub fn with_options(&self, base: Query, o: &QueryOptions) -> Result<Query> {
+        let (k, budget) = search_mode(o.k, o.probe_budget)?;
+        let min_similarity = match o.min_similarity {
+            Some(s) => check_min_similarity(s)?,
+            None => self.default_min_similarity(),
+        };
+        Ok(Query {
+            k,
+            limit: o.limit,
+            min_similarity,
+            ..base.with_budget(budget)
+        })
     }
 
     /// The default [`Query`] for `text`: confidence-ranked probing at the

@@ -563,7 +563,6 @@ impl App {
 
     /// The query of `spec` and, with `explain`, its weighted terms.
     fn build_query(&self, spec: &QuerySpec) -> Result<(Query, Option<Terms>)> {
-        let (k, budget) = db::search_mode(spec.k, spec.probe_budget)?;
         let (base, terms) = match &spec.subject {
             Subject::Text(t) => (
                 self.db.text_query(t)?,
@@ -579,15 +578,13 @@ impl App {
                 (q, terms)
             }
         };
-        let q = Query {
-            k,
+        let o = db::QueryOptions {
+            k: spec.k,
+            probe_budget: spec.probe_budget,
+            min_similarity: spec.min_similarity,
             limit: spec.limit,
-            min_similarity: spec
-                .min_similarity
-                .unwrap_or_else(|| self.db.default_min_similarity()),
-            ..base.with_budget(budget)
         };
-        Ok((q, terms))
+        Ok((self.db.with_options(base, &o)?, terms))
     }
 
     /// `simdb query --json`'s answer to one query.
