@@ -16,8 +16,8 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use rayon::prelude::*;
 use serde_json::Value;
 use simdb::db::QueryOptions;
-use simdb::ingest::{self, DuplicatePolicy, Placed};
-use simdb::{Content, Db as RustDb, Error, Fingerprint, Fingerprinter, Outcome, Query, Recipe};
+use simdb::ingest::{self, DuplicatePolicy};
+use simdb::{Content, Db as RustDb, Error, Fingerprint, Fingerprinter, Query, Recipe};
 
 // ---------------------------------------------------------------- errors
 
@@ -287,6 +287,15 @@ fn doc_of(item: &Bound<'_, PyAny>, n: u64) -> PyResult<ingest::Doc> {
     })
 }
 
+/// The outcomes of a write, in the order of `add_many`'s counts.
+const OUTCOMES: [&str; 5] = [
+    "inserted",
+    "replaced",
+    "unchanged",
+    "duplicate",
+    "no_features",
+];
+
 /// The subject of a query.
 enum Subject {
     Text(String),
@@ -328,53 +337,28 @@ impl Db {
         results: bool,
         counts: &mut [u64; 5],
     ) -> simdb::Result<Vec<AddResult>> {
-        let f = db.fingerprinter();
-        let analyses: Vec<simdb::Result<simdb::Analysis>> =
-            docs.par_iter().map(|d| d.content.analyze(f)).collect();
-        let mut out = Vec::new();
+        let analyses = ingest::analyze_all(db.fingerprinter(), docs)
+            .map_err(|(i, e)| Error::Input(format!("document {:?}: {e}", docs[i].id)))?;
         let mut w = db.shared_writer()?;
         w.set_sync(opts.sync);
-        for (doc, a) in docs.iter().zip(analyses) {
-            let a = match a {
-                Ok(a) => a,
-                Err(Error::NoFeatures) => {
-                    counts[4] += 1;
-                    if results {
-                        out.push(AddResult {
-                            id: doc.id.clone(),
-                            outcome: "no_features",
-                            fingerprint: None,
-                            duplicates: Vec::new(),
-                            short: false,
-                        });
-                    }
-                    continue;
-                }
-                Err(e) => {
-                    return Err(Error::Input(format!("document {:?}: {e}", doc.id)));
-                }
-            };
-            let fp = a.fingerprint.value();
-            let short = a.is_short();
-            let (placed, near) = ingest::place(&mut w, doc, a, opts)?;
-            let (n, outcome) = match placed {
-                Placed::Written(Outcome::Inserted) => (0, "inserted"),
-                Placed::Written(Outcome::Replaced) => (1, "replaced"),
-                Placed::Unchanged | Placed::Written(Outcome::Unchanged) => (2, "unchanged"),
-                Placed::Skipped => (3, "duplicate"),
-            };
-            counts[n] += 1;
+        let written = ingest::place_all(&mut w, docs, analyses, opts)?;
+        w.commit()?;
+        let mut out = Vec::new();
+        for (doc, r) in docs.iter().zip(written) {
+            let outcome = r.outcome();
+            if let Some(n) = OUTCOMES.iter().position(|x| *x == outcome) {
+                counts[n] += 1;
+            }
             if results {
                 out.push(AddResult {
                     id: doc.id.clone(),
                     outcome,
-                    fingerprint: Some(fp),
-                    duplicates: near.into_iter().map(Hit::from).collect(),
-                    short,
+                    fingerprint: r.fingerprint.map(Fingerprint::value),
+                    duplicates: r.near.into_iter().map(Hit::from).collect(),
+                    short: r.short,
                 });
             }
         }
-        w.commit()?;
         Ok(out)
     }
 

@@ -405,6 +405,85 @@ pub fn place(
     Ok((Placed::Written(outcome), near))
 }
 
+impl Placed {
+    /// The outcome's name in answers (`--json`, the service, Python).
+    pub fn name(self) -> &'static str {
+        match self {
+            Placed::Written(Outcome::Inserted) => "inserted",
+            Placed::Written(Outcome::Replaced) => "replaced",
+            Placed::Unchanged | Placed::Written(Outcome::Unchanged) => "unchanged",
+            Placed::Skipped => "duplicate",
+        }
+    }
+}
+
+/// What [`place_all`] did with one document.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// `None`: the document has no usable features, and was not written.
+    pub placed: Option<Placed>,
+    pub fingerprint: Option<crate::Fingerprint>,
+    pub short: bool,
+    /// Its near-duplicates, nearest first.
+    pub near: Vec<crate::Hit>,
+}
+
+impl Written {
+    /// [`Placed::name`], or `no_features`.
+    pub fn outcome(&self) -> &'static str {
+        self.placed.map_or("no_features", Placed::name)
+    }
+}
+
+/// Analyses `docs` in parallel (on the current rayon pool): `None` for a
+/// document with no usable features. Any other failure is the first
+/// failing document's index and error, so that a caller can refuse the
+/// batch before writing any of it.
+pub fn analyze_all(
+    f: &crate::Fingerprinter,
+    docs: &[Doc],
+) -> std::result::Result<Vec<Option<Analysis>>, (usize, Error)> {
+    docs.par_iter()
+        .enumerate()
+        .map(|(i, d)| match d.content.analyze(f) {
+            Ok(a) => Ok(Some(a)),
+            Err(Error::NoFeatures) => Ok(None),
+            Err(e) => Err((i, e)),
+        })
+        .collect()
+}
+
+/// [`place`]s each analysed document through `w`, in order (a later one
+/// sees the earlier ones as duplicates); does not commit.
+pub fn place_all(
+    w: &mut crate::db::Writer<'_>,
+    docs: &[Doc],
+    analyses: Vec<Option<Analysis>>,
+    opts: &Options,
+) -> Result<Vec<Written>> {
+    let mut out = Vec::with_capacity(docs.len());
+    for (doc, a) in docs.iter().zip(analyses) {
+        let Some(a) = a else {
+            out.push(Written {
+                placed: None,
+                fingerprint: None,
+                short: false,
+                near: Vec::new(),
+            });
+            continue;
+        };
+        let (fingerprint, short) = (a.fingerprint, a.is_short());
+        let (placed, near) = place(w, doc, a, opts)?;
+        out.push(Written {
+            placed: Some(placed),
+            fingerprint: Some(fingerprint),
+            short,
+            near,
+        });
+    }
+    Ok(out)
+}
+
 /// Writes one report line as JSON.
 pub fn write_report(out: &mut impl Write, r: &DuplicateReport) -> std::io::Result<()> {
     serde_json::to_writer(&mut *out, r)?;

@@ -38,13 +38,11 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use rayon::prelude::*;
 use serde_json::{json, Value};
 
-use crate::db::{self, Db, Outcome, Query};
+use crate::db::{self, Db, Query};
 use crate::error::{Error, Result};
-use crate::fingerprint::Analysis;
-use crate::ingest::{self, DuplicatePolicy, Placed};
+use crate::ingest::{self, DuplicatePolicy};
 use api::{BadRequest, QuerySpec, Subject};
 use metrics::Metrics;
 
@@ -495,25 +493,17 @@ impl App {
         docs: Vec<ingest::Doc>,
         opts: &ingest::Options,
     ) -> std::result::Result<Value, ApiError> {
-        let fingerprinter = self.db.fingerprinter();
-        let analyses: Vec<Result<Analysis>> = self.pool.install(|| {
-            docs.par_iter()
-                .map(|d| d.content.analyze(fingerprinter))
-                .collect()
-        });
         // A document that cannot be analysed (beyond having no features)
         // refuses the request before anything is written.
-        for (i, a) in analyses.iter().enumerate() {
-            if let Err(e) = a {
-                if !matches!(e, Error::NoFeatures) {
-                    let mut err =
-                        ApiError::from(Error::Input(format!("document {:?}: {e}", docs[i].id)));
-                    err.field = Some(format!("[{i}]"));
-                    return Err(err);
-                }
-            }
-        }
-        let mut counts = [0u64; 6];
+        let analyses = self
+            .pool
+            .install(|| ingest::analyze_all(self.db.fingerprinter(), &docs))
+            .map_err(|(i, e)| {
+                let mut err =
+                    ApiError::from(Error::Input(format!("document {:?}: {e}", docs[i].id)));
+                err.field = Some(format!("[{i}]"));
+                err
+            })?;
         const NAMES: [&str; 6] = [
             "inserted",
             "replaced",
@@ -522,32 +512,25 @@ impl App {
             "no_features",
             "short",
         ];
-        let mut results = Vec::with_capacity(docs.len());
+        let mut counts = [0u64; 6];
         let mut w = self.db.shared_writer()?;
         w.set_sync(opts.sync);
-        for (doc, a) in docs.iter().zip(analyses) {
-            let Ok(a) = a else {
-                counts[4] += 1;
-                results.push(json!({"id": doc.id, "outcome": "no_features"}));
-                continue;
-            };
-            let fp = a.fingerprint;
-            let short = a.is_short();
-            let (placed, near) = ingest::place(&mut w, doc, a, opts)?;
-            let n = match placed {
-                Placed::Written(Outcome::Inserted) => 0,
-                Placed::Written(Outcome::Replaced) => 1,
-                Placed::Unchanged | Placed::Written(Outcome::Unchanged) => 2,
-                Placed::Skipped => 3,
-            };
+        let written = ingest::place_all(&mut w, &docs, analyses, opts)?;
+        let mut results = Vec::with_capacity(docs.len());
+        for (doc, r) in docs.iter().zip(written) {
+            let outcome = r.outcome();
+            let n = NAMES.iter().position(|x| *x == outcome).unwrap_or(4);
             counts[n] += 1;
-            counts[5] += u64::from(short && n < 2);
-            let mut r =
-                json!({"id": doc.id, "outcome": NAMES[n], "fingerprint": fp, "duplicates": near});
-            if short {
-                r["short"] = json!(true);
+            if r.fingerprint.is_none() {
+                results.push(json!({"id": doc.id, "outcome": outcome}));
+                continue;
             }
-            results.push(r);
+            counts[5] += u64::from(r.short && n < 2);
+            let mut v = json!({"id": doc.id, "outcome": outcome, "fingerprint": r.fingerprint, "duplicates": r.near});
+            if r.short {
+                v["short"] = json!(true);
+            }
+            results.push(v);
         }
         w.commit()?;
         drop(w);
