@@ -16,20 +16,8 @@ survives restarts and grows night after night.
 ['a', 'b']
 """
 
-from ._errors import (
-    ClosedError,
-    Corrupt,
-    IncompatibleStore,
-    InvalidInput,
-    NoFeatures,
-    NoSuchStore,
-    NotASimdbStore,
-    NotFound,
-    SimdbError,
-    StorageError,
-    StoreExists,
-    StoreInUse,
-)
+from . import _errors
+from ._errors import *  # noqa: F403 (the exception classes, as _errors.__all__ lists them)
 from ._simdb import AddResult, Db, Hit, __version__, distance, fingerprint, fingerprints
 
 __all__ = [
@@ -39,17 +27,6 @@ __all__ = [
     "fingerprint",
     "fingerprints",
     "distance",
-    "SimdbError",
-    "InvalidInput",
-    "NoFeatures",
-    "NotFound",
-    "StoreInUse",
-    "StoreExists",
-    "NoSuchStore",
-    "NotASimdbStore",
-    "IncompatibleStore",
-    "Corrupt",
-    "StorageError",
-    "ClosedError",
     "__version__",
+    *_errors.__all__,
 ]
