@@ -9,13 +9,15 @@ pub(super) fn query(a: QueryArgs) -> Result<bool> {
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let w = &a.what;
-    let min_similarity = check_similarity(a.min_similarity.unwrap_or(db.default_min_similarity()))?;
-    let mode = |q: simdb::Query| simdb::Query {
-        k,
+    let opts = simdb::db::QueryOptions {
+        k: Some(k),
+        probe_budget: Some(budget),
+        min_similarity: Some(check_similarity(
+            a.min_similarity.unwrap_or(db.default_min_similarity()),
+        )?),
         limit: a.limit,
-        min_similarity,
-        ..q.with_budget(budget)
     };
+    let mode = |q: simdb::Query| db.with_options(q, &opts);
     if let Some(batch) = &w.batch {
         let found = query_batch(&db, batch, &mode, &mut out)?;
         out.flush()?;
@@ -43,7 +45,7 @@ pub(super) fn query(a: QueryArgs) -> Result<bool> {
     } else {
         unreachable!("clap requires one query source")
     };
-    let q = mode(q);
+    let q = mode(q)?;
     let hits = db.search(&q)?;
     match terms {
         Some(terms) => {
@@ -159,7 +161,7 @@ fn print_explained(
 fn query_batch(
     db: &Db,
     path: &Path,
-    mode: &dyn Fn(simdb::Query) -> simdb::Query,
+    mode: &dyn Fn(simdb::Query) -> simdb::Result<simdb::Query>,
     out: &mut impl Write,
 ) -> Result<bool> {
     let reader: Box<dyn BufRead> = if path.as_os_str() == "-" {
@@ -195,10 +197,11 @@ fn query_batch(
                 let q = match bq {
                     ingest::read::BatchQuery::Text(t) => {
                         let a = db.fingerprinter().analyze(&t).map_err(|e| e.to_string())?;
-                        mode(db.query_for(a.fingerprint, a.sketch, &a.weak_bits))
+                        db.query_for(a.fingerprint, a.sketch, &a.weak_bits)
                     }
-                    ingest::read::BatchQuery::Fingerprint(fp) => mode(simdb::Query::new(fp)),
+                    ingest::read::BatchQuery::Fingerprint(fp) => simdb::Query::new(fp),
                 };
+                let q = mode(q).map_err(|e| e.to_string())?;
                 Ok((label.unwrap_or(json!(lineno)), q))
             });
             chunk.push(match parsed {
