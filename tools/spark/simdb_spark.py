@@ -1,0 +1,395 @@
+"""Corpus-wide near-duplicate pairs and clusters of a `simdb export --parquet`
+on Spark, with no Python UDFs: every step is a Spark SQL expression, a
+shuffle or a join, so it runs at the JVM's speed on a real cluster.
+
+    python tools/spark/simdb_spark.py EXPORT/ OUT/ [--k 3] [--design card|manku|B:m]
+    spark-submit tools/spark/simdb_spark.py EXPORT/ OUT/ ...
+
+The method (the README's "Beyond one machine" has the whole story):
+
+1. Tables. The 64 bits are cut into B blocks (the first 64 mod B blocks one
+   bit wider, the first block the most significant); each of the C(B, m)
+   tables keys a document by m of its blocks. If two fingerprints differ
+   in at most k <= B - m bits, at least B - k >= m blocks are identical,
+   so the pair shares the key of at least one table: the join is exact.
+   `card` is B=4, m=1 (simdb's own index, 16-bit keys, 4 tables);
+   `manku` is B=5, m=2 (Manku et al. 2007: 25- and 26-bit keys, 10
+   tables, about 2.5x the rows and far fewer candidates per key).
+2. Candidates. Each document becomes C(B, m) rows (table, key, ord,
+   fingerprint); a shuffle on (table, key) and an equi-join give every
+   pair that shares a key; `bit_count(a ^ b) <= k` keeps those within k.
+   A pair found by several tables is kept only by the first (its m
+   lowest identical blocks), so no distinct() shuffle is needed.
+3. Verification. The 32-byte sketches are read as four longs; two bins
+   agree when both of their bits do, which is
+   `32 - bit_count((x | x >> 1) & 0x5555555555555555)` per long of
+   x = a ^ b; the estimate is `clamp((matches / 128 - 1/4) / (3/4), 0, 1)`
+   in doubles, as `Sketch::similarity`. A pair is kept when its
+   similarity is at least --min-similarity, or when either document has no
+   sketch (then unconfirmed, similarity null): simdb's rule.
+4. Clusters. The connected components of the kept pairs, by min-label
+   propagation with pointer jumping: each document's label starts as its
+   ord, takes the smallest label of its neighbours, then the label of its
+   label, until nothing changes. A cluster's id is its smallest ord; its
+   representative is the member with the highest priority (none last),
+   then the smallest ord: simdb's rule.
+
+Output (Parquet, Snappy):
+    OUT/pairs/     a, b (ids, a < b), distance (int), similarity (double, null: unconfirmed)
+    OUT/clusters/  cluster (long), size (long), representative (string), id (string),
+                   rank (int, 0 = the representative), distance (int, bits from the
+                   representative)
+    OUT/report.json  counts and stage timings
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+
+DESIGNS = {"card": (4, 1), "manku": (5, 2)}
+MAX_K = 11
+SKETCH_BINS = 128
+# The low bit of every 2-bit bin of a 64-bit word.
+LOW_BITS = 0x5555555555555555
+DEFAULT_MIN_SIMILARITY = 0.6
+
+
+@dataclass(frozen=True)
+class Design:
+    """B blocks over the 64 bits; each table keys on m of them."""
+
+    blocks: int
+    choose: int
+
+    @staticmethod
+    def parse(s: str) -> "Design":
+        if s in DESIGNS:
+            return Design(*DESIGNS[s])
+        try:
+            b, m = (int(x) for x in s.split(":"))
+        except ValueError:
+            raise ValueError(f"design {s!r}: expected card, manku or B:m (e.g. 6:2)") from None
+        if not 1 <= m < b <= 64:
+            raise ValueError(f"design {s!r}: need 1 <= m < B <= 64")
+        return Design(b, m)
+
+    def check(self, k: int) -> None:
+        """Refuses a design that could miss a pair within k."""
+        if not 0 <= k <= MAX_K:
+            raise ValueError(f"k {k} is not between 0 and {MAX_K}")
+        if k > self.blocks - self.choose:
+            raise ValueError(
+                f"design {self.blocks}:{self.choose} is exact only for k <= "
+                f"{self.blocks - self.choose}, not {k}: use B:m with B - m >= {k} "
+                f"(e.g. {k + 2}:2)"
+            )
+
+    def spans(self) -> list[tuple[int, int]]:
+        """(shift, width) of each block, most significant first."""
+        base, extra = divmod(64, self.blocks)
+        out, top = [], 64
+        for i in range(self.blocks):
+            w = base + (1 if i < extra else 0)
+            top -= w
+            out.append((top, w))
+        return out
+
+    def tables(self) -> list[tuple[int, ...]]:
+        """The tables' blocks, in lexicographic order."""
+        return list(itertools.combinations(range(self.blocks), self.choose))
+
+    def key_bits(self) -> tuple[int, int]:
+        """The narrowest and widest key of a table, in bits."""
+        w = [sum(self.spans()[i][1] for i in t) for t in self.tables()]
+        return min(w), max(w)
+
+
+def block(F, fp, shift: int, width: int):
+    """Block (shift, width) of the long column fp, as a non-negative long."""
+    return F.shiftrightunsigned(fp, shift).bitwiseAND(F.lit((1 << width) - 1))
+
+
+def sketch_words(F, sketch):
+    """The 32-byte sketch as four longs (null when the sketch is)."""
+    return [
+        F.conv(F.hex(F.substring(sketch, 1 + 8 * i, 8)), 16, -10).cast("long") for i in range(4)
+    ]
+
+
+def similarity(F, a: list, b: list):
+    """`Sketch::similarity` of two sketches given as four longs each."""
+    differ = None
+    for x, y in zip(a, b):
+        w = x.bitwiseXOR(y)
+        d = F.bit_count(w.bitwiseOR(F.shiftright(w, 1)).bitwiseAND(F.lit(LOW_BITS)))
+        differ = d if differ is None else differ + d
+    matches = (F.lit(SKETCH_BINS) - differ).cast("double")
+    p = matches / F.lit(float(SKETCH_BINS))
+    est = (p - F.lit(0.25)) / F.lit(0.75)
+    # greatest and least skip nulls: a missing sketch must stay null.
+    return F.when(est.isNotNull(), F.greatest(F.lit(0.0), F.least(F.lit(1.0), est)))
+
+
+def explode_tables(F, docs, design: Design):
+    """(table, key, ord, fp): one row per document and table."""
+    spans = design.spans()
+    rows = []
+    for t, blocks in enumerate(design.tables()):
+        key, offset = None, 0
+        for i in reversed(blocks):
+            shift, width = spans[i]
+            part = F.shiftleft(block(F, F.col("fp"), shift, width), offset)
+            key = part if key is None else key.bitwiseOR(part)
+            offset += width
+        rows.append(F.struct(F.lit(t).alias("table"), key.alias("key")))
+    return docs.select(F.explode(F.array(*rows)).alias("e"), "ord", "fp").select(
+        "e.table", "e.key", "ord", "fp"
+    )
+
+
+def first_table_rule(F, design: Design, xor):
+    """True when the row's table is the first (in lexicographic order) whose
+    blocks are all identical in the pair: its blocks are the m lowest
+    identical ones. `xor` is a ^ b."""
+    spans = design.spans()
+    equal = None
+    for i, (shift, width) in enumerate(spans):
+        bit = F.when(block(F, xor, shift, width) == 0, F.lit(1 << i)).otherwise(F.lit(0))
+        equal = bit if equal is None else equal.bitwiseOR(bit)
+    own, upto = [], []
+    for blocks in design.tables():
+        own.append(F.lit(sum(1 << i for i in blocks)))
+        upto.append(F.lit((1 << (max(blocks) + 1)) - 1))
+    t = F.col("table") + 1
+    return equal.bitwiseAND(F.element_at(F.array(*upto), t)) == F.element_at(F.array(*own), t)
+
+
+def components(F, edges, checkpoint):
+    """(v, label): the smallest vertex of each vertex's connected component,
+    for the vertices of `edges` (u, v). Returns the frame and the rounds."""
+    both = edges.select("u", "v").union(edges.select(F.col("v").alias("u"), F.col("u").alias("v")))
+    both = checkpoint(both)
+    labels = checkpoint(
+        both.groupBy("u").agg(F.least(F.col("u"), F.min("v")).alias("label")).withColumnRenamed("u", "v")
+    )
+    rounds = 0
+    while True:
+        rounds += 1
+        # The smallest label among the neighbours...
+        hop = (
+            both.join(labels.withColumnRenamed("v", "u").withColumnRenamed("label", "nl"), "u")
+            .groupBy("v")
+            .agg(F.min("nl").alias("nl"))
+        )
+        step = labels.join(hop, "v").select("v", F.least("label", "nl").alias("label"))
+        # ...then the label of the label (pointer jumping halves chains).
+        jump = step.alias("s").join(
+            step.select(F.col("v").alias("w"), F.col("label").alias("ll")).alias("j"),
+            F.col("s.label") == F.col("j.w"),
+        )
+        new = checkpoint(jump.select("v", F.least("label", "ll").alias("label")))
+        changed = new.join(labels.withColumnRenamed("label", "old"), "v").where("label < old").count()
+        labels = new
+        if changed == 0:
+            return labels, rounds
+
+
+def run(spark, export: str, out: str, k: int = 3, design: str = "card",
+        min_similarity: float = DEFAULT_MIN_SIMILARITY, clusters: bool = True,
+        stats: bool = False) -> dict:
+    """Runs the job; returns the report (also written to OUT/report.json)."""
+    from pyspark.sql import functions as F
+
+    d = Design.parse(design)
+    d.check(k)
+    if not 0.0 <= min_similarity <= 1.0:
+        raise ValueError(f"min_similarity {min_similarity} is not between 0 and 1")
+    timings: dict[str, float] = {}
+    report: dict = {"k": k, "design": f"{d.blocks}:{d.choose}", "tables": len(d.tables()),
+                    "key_bits": list(d.key_bits()), "min_similarity": min_similarity}
+    persisted = []
+
+    def checkpoint(df):
+        df = df.localCheckpoint(eager=True)
+        persisted.append(df)
+        return df
+
+    t0 = time.perf_counter()
+    raw = spark.read.parquet(export)
+    missing = {"id", "fingerprint", "ord"} - set(raw.columns)
+    if missing:
+        raise ValueError(f"{export}: not a simdb export (no column {', '.join(sorted(missing))})")
+    has = set(raw.columns)
+    sk = F.col("sketch") if "sketch" in has else F.lit(None).cast("binary")
+    pr = F.col("priority") if "priority" in has else F.lit(None).cast("double")
+    words = sketch_words(F, sk)
+    docs = raw.select(
+        F.col("ord").cast("long").alias("ord"),
+        F.col("id").alias("id"),
+        F.col("fingerprint").cast("long").alias("fp"),
+        pr.alias("priority"),
+        *[w.alias(f"s{i}") for i, w in enumerate(words)],
+    )
+    docs = docs.persist()
+    persisted.append(docs)
+    report["documents"] = docs.count()
+    timings["read"] = time.perf_counter() - t0
+
+    # Candidates: a shuffle on (table, key), an equi-join, the distance filter
+    # and the first-table rule.
+    t0 = time.perf_counter()
+    rows = explode_tables(F, docs.select("ord", "fp"), d)
+    if stats:
+        sizes = rows.groupBy("table", "key").count()
+        agg = sizes.agg(F.sum(F.col("count") * (F.col("count") - 1) / 2).alias("c"),
+                        F.max("count").alias("m")).first()
+        report["candidate_pairs"] = int(agg["c"] or 0)
+        report["largest_bucket"] = int(agg["m"] or 0)
+        n = max(report["documents"], 1)
+        report["candidates_per_document"] = 2 * report["candidate_pairs"] / n
+        timings["stats"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+    l, r = rows.alias("l"), rows.alias("r")
+    joined = l.join(r, (F.col("l.table") == F.col("r.table")) & (F.col("l.key") == F.col("r.key"))
+                    & (F.col("l.ord") < F.col("r.ord")))
+    xor = F.col("l.fp").bitwiseXOR(F.col("r.fp"))
+    within = joined.where(F.bit_count(xor) <= k).select(
+        F.col("l.table").alias("table"), F.col("l.ord").alias("x"), F.col("r.ord").alias("y"),
+        F.bit_count(xor).alias("distance"), xor.alias("xor"),
+    ).where(first_table_rule(F, d, F.col("xor"))).select("x", "y", "distance")
+
+    # Verification by the sketches.
+    dx = docs.select(F.col("ord").alias("x"), F.col("id").alias("ix"),
+                     *[F.col(f"s{i}").alias(f"a{i}") for i in range(4)])
+    dy = docs.select(F.col("ord").alias("y"), F.col("id").alias("iy"),
+                     *[F.col(f"s{i}").alias(f"b{i}") for i in range(4)])
+    scored = within.join(dx, "x").join(dy, "y").select(
+        "x", "y", "ix", "iy", "distance",
+        similarity(F, [F.col(f"a{i}") for i in range(4)],
+                   [F.col(f"b{i}") for i in range(4)]).alias("similarity"),
+    )
+    scored = checkpoint(scored)
+    counts = scored.agg(
+        F.count(F.lit(1)).alias("within"),
+        F.sum(F.when(F.col("similarity").isNull(), 1).otherwise(0)).alias("unconfirmed"),
+        F.sum(F.when(F.col("similarity") < min_similarity, 1).otherwise(0)).alias("rejected"),
+    ).first()
+    report["pairs_within_k"] = int(counts["within"])
+    report["unconfirmed"] = int(counts["unconfirmed"] or 0)
+    report["rejected"] = int(counts["rejected"] or 0)
+    report["pairs"] = report["pairs_within_k"] - report["rejected"]
+    kept = scored.where(F.col("similarity").isNull() | (F.col("similarity") >= min_similarity))
+    a_first = F.col("ix") < F.col("iy")
+    kept.select(
+        F.when(a_first, F.col("ix")).otherwise(F.col("iy")).alias("a"),
+        F.when(a_first, F.col("iy")).otherwise(F.col("ix")).alias("b"),
+        "distance", "similarity",
+    ).write.mode("errorifexists").parquet(os.path.join(out, "pairs"))
+    timings["pairs"] = time.perf_counter() - t0
+
+    if clusters:
+        t0 = time.perf_counter()
+        labels, rounds = components(F, kept.select(F.col("x").alias("u"), F.col("y").alias("v")),
+                                    checkpoint)
+        members = labels.select(F.col("v").alias("ord"), F.col("label").alias("cluster")).join(
+            docs.select("ord", "id", "fp", "priority"), "ord")
+        from pyspark.sql.window import Window
+
+        by_rank = Window.partitionBy("cluster").orderBy(F.col("priority").desc_nulls_last(),
+                                                        F.col("ord").asc())
+        whole = Window.partitionBy("cluster")
+        ranked = members.select(
+            "cluster", "id", "fp",
+            (F.row_number().over(by_rank) - 1).alias("rank"),
+            F.count(F.lit(1)).over(whole).alias("size"),
+            F.first("id").over(by_rank).alias("representative"),
+            F.first("fp").over(by_rank).alias("rep_fp"),
+        )
+        result = checkpoint(ranked.select(
+            "cluster", "size", "representative", "id", F.col("rank").cast("int").alias("rank"),
+            F.bit_count(F.col("fp").bitwiseXOR(F.col("rep_fp"))).cast("int").alias("distance"),
+        ))
+        result.write.mode("errorifexists").parquet(os.path.join(out, "clusters"))
+        c = result.agg(F.countDistinct("cluster").alias("n"), F.count(F.lit(1)).alias("docs")).first()
+        report["clusters"] = int(c["n"])
+        report["documents_in_clusters"] = int(c["docs"])
+        report["propagation_rounds"] = rounds
+        timings["clusters"] = time.perf_counter() - t0
+
+    report["seconds"] = {s: round(v, 3) for s, v in timings.items()}
+    for df in persisted:
+        df.unpersist()
+    # report.json via the driver's file system when OUT is local; on a
+    # cluster file system, as a one-line JSON dataset.
+    if "://" in out and not out.startswith("file://"):
+        spark.createDataFrame([(json.dumps(report),)], "value string").coalesce(1) \
+            .write.mode("overwrite").text(os.path.join(out, "report"))
+    else:
+        path = out[len("file://"):] if out.startswith("file://") else out
+        with open(os.path.join(path, "report.json"), "w") as f:
+            json.dump(report, f, indent=1)
+            f.write("\n")
+    return report
+
+
+def session(master: str | None, driver_memory: str, partitions: int | None):
+    """A SparkSession: spark-submit's when there is one, else local mode."""
+    from pyspark.sql import SparkSession
+
+    b = SparkSession.builder.appName("simdb-spark")
+    if master:
+        b = b.master(master)
+    elif not os.environ.get("SPARK_ENV_LOADED"):
+        b = b.master("local[*]")
+    b = b.config("spark.driver.memory", driver_memory).config("spark.ui.enabled", "false")
+    if partitions:
+        b = b.config("spark.sql.shuffle.partitions", str(partitions))
+    return b.getOrCreate()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("export", help="a `simdb export --parquet` directory (or any Parquet with "
+                   "id, fingerprint, ord and optionally sketch, priority)")
+    p.add_argument("out", help="output directory (must not exist)")
+    p.add_argument("--k", type=int, default=3, help="Hamming distance (0..11, default 3)")
+    p.add_argument("--design", default="card",
+                   help="card (4 blocks, 4 tables), manku (5 blocks choose 2, 10 tables) or "
+                        "B:m (exact for k <= B - m); default card")
+    p.add_argument("--min-similarity", type=float, default=DEFAULT_MIN_SIMILARITY,
+                   help="sketch similarity that confirms a pair (0..1; default 0.6, simdb's)")
+    p.add_argument("--no-clusters", action="store_true", help="pairs only")
+    p.add_argument("--stats", action="store_true",
+                   help="also count the candidate pairs the tables produce (one more pass)")
+    p.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
+    p.add_argument("--driver-memory", default="4g", help="local mode's memory (default 4g)")
+    p.add_argument("--partitions", type=int, help="spark.sql.shuffle.partitions")
+    a = p.parse_args(argv)
+    try:
+        Design.parse(a.design).check(a.k)
+    except ValueError as e:
+        print(f"simdb-spark: {e}", file=sys.stderr)
+        return 2
+    if os.path.exists(a.out):
+        print(f"simdb-spark: {a.out}: already exists", file=sys.stderr)
+        return 2
+    spark = session(a.master, a.driver_memory, a.partitions)
+    spark.sparkContext.setLogLevel("WARN")
+    try:
+        rep = run(spark, a.export, a.out, a.k, a.design, a.min_similarity,
+                  clusters=not a.no_clusters, stats=a.stats)
+    finally:
+        spark.stop()
+    print(json.dumps(rep))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

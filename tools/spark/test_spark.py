@@ -1,0 +1,367 @@
+"""The Spark job against simdb and a brute force, in local mode.
+
+Two generated stores (seeded; no network, no ../shared):
+- text: Chinese articles with edited copies, copies of copies (chains),
+  exact copies, word-shuffled copies (same fingerprint, sketch below the
+  threshold) and priorities, ingested with `-k 3` (exact duplicate search,
+  so simdb's clusters are the components of its verified pairs);
+- fingerprints: imported fingerprints with planted neighbours at distances
+  0..7, the differing bits spread over the blocks of both designs or packed
+  into one block, and fingerprints shared by several documents.
+
+For each, the job's pairs must equal `simdb pairs` and a brute force over
+the export (every pair compared, the sketch estimate computed bin by bin),
+for the card and Manku designs and others; its clusters must equal
+`simdb clusters`.
+
+Run by tools/spark.sh (which installs PySpark and a JDK); skipped, with the
+reason, when either is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import simdb_spark  # noqa: E402
+
+pyspark = pytest.importorskip("pyspark", reason="PySpark is not installed (tools/spark.sh installs it)")
+if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+    pytest.skip("no Java runtime (tools/spark.sh installs OpenJDK 17)", allow_module_level=True)
+pa_parquet = pytest.importorskip("pyarrow.parquet")
+np = pytest.importorskip("numpy")
+
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SIMDB = os.environ.get("SIMDB_BIN") or os.path.join(
+    os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")), "release", "simdb"
+)
+
+WORDS = (
+    "国务院 总理 今天 北京 主持 召开 常务 会议 研究 部署 就业 消费 政策 措施 经济 发展 "
+    "改革 开放 创新 科技 企业 市场 投资 项目 建设 城市 农村 教育 医疗 卫生 文化 旅游 "
+    "交通 能源 环境 保护 生态 安全 生产 质量 服务 管理 制度 法律 社会 人民 群众 生活 "
+    "水平 提高 推进 加强 完善 实施 支持 促进 扩大 稳定 增长 合作 国际 地区 国家 领导 "
+    "主席 会见 代表团 访问 友好 关系 双方 表示 愿意 共同 努力 推动 成果 重要 讲话 精神 "
+    "学习 贯彻 落实 工作 部门 单位 组织 开展 活动 举行 仪式 庆祝 纪念 周年 历史 未来 "
+    "青年 学生 学校 大学 老师 科学 研究所 专家 学者 技术 数据 网络 信息 平台 系统 产品"
+).split()
+FILLER = "的一是在不了有和人这中大为上个国我以要他时来用们"
+
+
+def simdb(*args: str, ok=(0, 1)) -> str:
+    p = subprocess.run([SIMDB, *args], capture_output=True, text=True)
+    assert p.returncode in ok, f"simdb {' '.join(args)}: exit {p.returncode}\n{p.stderr}"
+    return p.stdout
+
+
+@pytest.fixture(scope="module")
+def spark():
+    if not os.path.exists(SIMDB):
+        pytest.skip(f"{SIMDB} not built (cargo build --release)")
+    s = simdb_spark.session("local[2]", "1g", 4)
+    s.sparkContext.setLogLevel("ERROR")
+    yield s
+    s.stop()
+
+
+# ---------------------------------------------------------------- data
+
+
+def article(rng: random.Random, words: int) -> list[str]:
+    return [rng.choice(WORDS) for _ in range(words)]
+
+
+def render(words: list[str]) -> str:
+    out = []
+    for i, w in enumerate(words):
+        out.append(w)
+        if i % 9 == 8:
+            out.append("，" if i % 27 else "。")
+    return "".join(out)
+
+
+def edit(rng: random.Random, text: str, fraction: float) -> str:
+    chars = list(text)
+    for _ in range(max(1, int(len(chars) * fraction))):
+        chars[rng.randrange(len(chars))] = rng.choice(FILLER)
+    return "".join(chars)
+
+
+def text_docs(seed: int = 7) -> list[dict]:
+    rng = random.Random(seed)
+    docs = []
+    for f in range(120):
+        words = article(rng, rng.choice([30, 80, 150, 300]))
+        base = render(words)
+        fam = [base]
+        docs.append({"id": f"f{f:03}/0", "text": base})
+        for v in range(rng.randrange(0, 5)):
+            kind = rng.random()
+            if kind < 0.45:
+                # An edit of any earlier member: copies of copies make chains.
+                text = edit(rng, rng.choice(fam), rng.choice([0.005, 0.01, 0.02, 0.03, 0.05]))
+            elif kind < 0.6:
+                text = rng.choice(fam)
+            elif kind < 0.8:
+                # Some words moved: the same terms (a close fingerprint), fewer
+                # shared n-grams (a similarity on either side of the threshold).
+                w = list(words)
+                for _ in range(int(len(w) * rng.choice([0.05, 0.15, 0.3, 1.0]))):
+                    i, j = rng.randrange(len(w)), rng.randrange(len(w))
+                    w[i], w[j] = w[j], w[i]
+                text = render(w)
+            else:
+                text = edit(rng, base, 0.15)
+            fam.append(text)
+            d = {"id": f"f{f:03}/{v + 1}", "text": text}
+            if rng.random() < 0.3:
+                d["priority"] = rng.choice([1, 2, 5])
+            docs.append(d)
+    rng.shuffle(docs)
+    # Ids whose order is not the ingest order.
+    return docs
+
+
+def flip(fp: int, bits) -> int:
+    for b in bits:
+        fp ^= 1 << b
+    return fp
+
+
+def spread_bits(rng: random.Random, d: int, blocks: int) -> list[int]:
+    """d distinct bits, one per block as far as they go."""
+    spans = simdb_spark.Design(blocks, 1).spans()
+    order = list(range(blocks))
+    rng.shuffle(order)
+    bits: set[int] = set()
+    i = 0
+    while len(bits) < d:
+        shift, width = spans[order[i % blocks]]
+        bits.add(shift + rng.randrange(width))
+        i += 1
+    return sorted(bits)
+
+
+def fingerprint_docs(seed: int = 11) -> list[tuple[str, int]]:
+    rng = random.Random(seed)
+    out: list[tuple[str, int]] = []
+    for i in range(3000):
+        out.append((f"r{i:05}", rng.getrandbits(64)))
+    for i in range(500):
+        base = rng.getrandbits(64)
+        out.append((f"p{i:04}/0", base))
+        for v in range(rng.randrange(1, 4)):
+            d = rng.randrange(0, 8)
+            how = rng.randrange(4)
+            if how == 0:
+                bits = rng.sample(range(64), d)
+            elif how == 1:
+                bits = spread_bits(rng, d, 4)
+            elif how == 2:
+                bits = spread_bits(rng, d, 5)
+            else:
+                # Packed into one 16-bit block (or two when d > 16 can't be).
+                lo = 16 * rng.randrange(4)
+                bits = rng.sample(range(lo, lo + 16), d)
+            out.append((f"p{i:04}/{v + 1}", flip(base, bits)))
+    for i in range(40):
+        fp = rng.getrandbits(64)
+        for c in range(rng.randrange(2, 5)):
+            out.append((f"s{i:03}/{c}", fp))
+    # The extremes of the i64 range and around them.
+    for i, fp in enumerate([0, 1, 2**63 - 1, 2**63, 2**64 - 1, 2**64 - 2, 2**63 + 1]):
+        out.append((f"e{i}", fp))
+    rng.shuffle(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def text_store(tmp_path_factory):
+    if not os.path.exists(SIMDB):
+        pytest.skip(f"{SIMDB} not built")
+    d = tmp_path_factory.mktemp("text")
+    src = d / "docs.jsonl"
+    with open(src, "w") as f:
+        for doc in text_docs():
+            f.write(json.dumps(doc, ensure_ascii=False) + "\n")
+    db = str(d / "db")
+    simdb("init", db)
+    simdb("ingest", db, str(src), "-k", "3")
+    simdb("export", db, "--parquet", str(d / "export"))
+    return db, str(d / "export")
+
+
+@pytest.fixture(scope="module")
+def fp_store(tmp_path_factory):
+    if not os.path.exists(SIMDB):
+        pytest.skip(f"{SIMDB} not built")
+    d = tmp_path_factory.mktemp("fps")
+    src = d / "fps.jsonl"
+    with open(src, "w") as f:
+        for id_, fp in fingerprint_docs():
+            f.write(json.dumps({"id": id_, "fingerprint": f"{fp:016x}"}) + "\n")
+    db = str(d / "db")
+    simdb("import", db, str(src))
+    simdb("export", db, "--parquet", str(d / "export"))
+    return db, str(d / "export")
+
+
+# ---------------------------------------------------------------- oracles
+
+
+def read_export(path: str):
+    t = pa_parquet.read_table(path, columns=["id", "fingerprint", "sketch", "ord", "priority"])
+    return t.to_pydict()
+
+
+def sketch_similarity(a: bytes, b: bytes) -> float:
+    """The README's definition, bin by bin (bin j is bits 2j..2j+2)."""
+    matches = sum(
+        ((a[j // 4] >> (2 * (j % 4))) & 3) == ((b[j // 4] >> (2 * (j % 4))) & 3) for j in range(128)
+    )
+    p = matches / 128
+    return min(1.0, max(0.0, (p - 0.25) / 0.75))
+
+
+def brute_pairs(export: str, k: int, min_similarity: float) -> set:
+    e = read_export(export)
+    fps = np.array(e["fingerprint"], dtype=np.int64).view(np.uint64)
+    out = set()
+    for i in range(len(fps)):
+        x = np.bitwise_count(fps[i + 1:] ^ fps[i])
+        for j in np.nonzero(x <= k)[0] + i + 1:
+            sa, sb = e["sketch"][i], e["sketch"][j]
+            sim = None if sa is None or sb is None else sketch_similarity(sa, sb)
+            if sim is not None and sim < min_similarity:
+                continue
+            a, b = sorted((e["id"][i], e["id"][j]))
+            out.add((a, b, int(x[j - i - 1]), sim))
+    return out
+
+
+def simdb_pairs(db: str, k: int, min_similarity: float) -> set:
+    out = set()
+    for line in simdb("pairs", db, "-k", str(k), "--min-similarity", str(min_similarity)).splitlines():
+        p = json.loads(line)
+        out.add((p["a"], p["b"], p["distance"], p.get("similarity")))
+    return out
+
+
+def spark_pairs(out: str) -> set:
+    t = pa_parquet.read_table(os.path.join(out, "pairs")).to_pydict()
+    return set(zip(t["a"], t["b"], t["distance"], t["similarity"]))
+
+
+def spark_clusters(out: str) -> dict:
+    t = pa_parquet.read_table(os.path.join(out, "clusters")).to_pylist()
+    by: dict = {}
+    for r in t:
+        by.setdefault(r["cluster"], []).append(r)
+    res = {}
+    for cid, rows in by.items():
+        rows.sort(key=lambda r: r["rank"])
+        assert [r["rank"] for r in rows] == list(range(len(rows)))
+        assert all(r["size"] == len(rows) and r["representative"] == rows[0]["id"] for r in rows)
+        res[cid] = (len(rows), rows[0]["id"], [(r["id"], r["distance"]) for r in rows])
+    return res
+
+
+def simdb_clusters(db: str) -> dict:
+    res = {}
+    for line in simdb("clusters", db, "--json").splitlines():
+        c = json.loads(line)
+        res[c["id"]] = (c["size"], c["representative"], [(m["id"], m["distance"]) for m in c["members"]])
+    return res
+
+
+# ---------------------------------------------------------------- tests
+
+
+def test_designs():
+    d = simdb_spark.Design.parse("card")
+    assert d.spans() == [(48, 16), (32, 16), (16, 16), (0, 16)] and len(d.tables()) == 4
+    m = simdb_spark.Design.parse("manku")
+    assert [w for _, w in m.spans()] == [13, 13, 13, 13, 12] and len(m.tables()) == 10
+    assert m.key_bits() == (25, 26)
+    for s in ["card", "manku", "6:2", "7:2"]:
+        simdb_spark.Design.parse(s).check(simdb_spark.Design.parse(s).blocks - simdb_spark.Design.parse(s).choose)
+    with pytest.raises(ValueError, match="exact only for k <= 3"):
+        simdb_spark.Design.parse("card").check(4)
+    with pytest.raises(ValueError, match="B:m"):
+        simdb_spark.Design.parse("five")
+    with pytest.raises(ValueError):
+        simdb_spark.Design.parse("4:4")
+
+
+def test_text_store_pairs_and_clusters(spark, text_store, tmp_path):
+    db, export = text_store
+    expected = brute_pairs(export, 3, 0.6)
+    # The data covers what matters: rejected and confirmed pairs, identical
+    # fingerprints, several distances.
+    assert len(expected) > 60
+    assert {p[2] for p in expected} >= {0, 1, 2, 3}
+    assert len(brute_pairs(export, 3, 0.0)) > len(expected) + 20
+    assert expected == simdb_pairs(db, 3, 0.6)
+    want_clusters = simdb_clusters(db)
+    assert len(want_clusters) > 50 and max(c[0] for c in want_clusters.values()) >= 4
+    for design in ["card", "manku"]:
+        out = str(tmp_path / design)
+        rep = simdb_spark.run(spark, export, out, k=3, design=design, stats=True)
+        assert spark_pairs(out) == expected, design
+        assert rep["pairs"] == len(expected)
+        assert rep["rejected"] == len(brute_pairs(export, 3, 0.0)) - len(expected)
+        assert spark_clusters(out) == want_clusters, design
+        assert rep["clusters"] == len(want_clusters)
+        assert rep["candidate_pairs"] >= rep["pairs_within_k"]
+
+
+def test_text_store_thresholds(spark, text_store, tmp_path):
+    db, export = text_store
+    for i, (k, s) in enumerate([(0, 0.6), (2, 0.0), (3, 0.9), (3, 1.0)]):
+        out = str(tmp_path / f"t{i}")
+        simdb_spark.run(spark, export, out, k=k, design="manku", min_similarity=s, clusters=False)
+        got = spark_pairs(out)
+        assert got == brute_pairs(export, k, s) == simdb_pairs(db, k, s), (k, s)
+
+
+def test_fingerprint_store_every_distance(spark, fp_store, tmp_path):
+    db, export = fp_store
+    e = read_export(export)
+    assert all(s is None for s in e["sketch"])
+    assert any(f < 0 for f in e["fingerprint"])
+    for k, design in [(3, "card"), (3, "manku"), (0, "card"), (1, "manku"), (5, "7:2"), (7, "9:2")]:
+        out = str(tmp_path / f"k{k}-{design.replace(':', 'c')}")
+        rep = simdb_spark.run(spark, export, out, k=k, design=design, clusters=False)
+        expected = brute_pairs(export, k, 0.6)
+        assert {p[2] for p in expected} == set(range(k + 1)), (k, design)
+        assert spark_pairs(out) == expected, (k, design)
+        assert expected == simdb_pairs(db, k, 0.6), (k, design)
+        assert rep["unconfirmed"] == rep["pairs"] == len(expected)
+
+
+def test_command_line(text_store, tmp_path):
+    _, export = text_store
+    job = os.path.join(HERE, "simdb_spark.py")
+    out = str(tmp_path / "cli")
+    p = subprocess.run([sys.executable, job, export, out, "--design", "manku", "--driver-memory", "1g",
+                        "--partitions", "4"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    rep = json.loads(p.stdout.strip().splitlines()[-1])
+    with open(os.path.join(out, "report.json")) as f:
+        assert json.load(f) == rep
+    assert rep["pairs"] == len(brute_pairs(export, 3, 0.6))
+    # Refusals, before Spark starts: an inexact design, an existing output.
+    p = subprocess.run([sys.executable, job, export, str(tmp_path / "x"), "--k", "4"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "exact only for k <= 3" in p.stderr
+    p = subprocess.run([sys.executable, job, export, out], capture_output=True, text=True)
+    assert p.returncode == 2 and "already exists" in p.stderr
