@@ -55,4 +55,4 @@ pub use db::{Content, Db, Outcome, Query, Stats, Writer};
 pub use error::{Error, Result, StorageError};
 pub use fingerprint::{simhash_weighted, Analysis, Fingerprint, Fingerprinter, Recipe, Sketch};
 pub use index::Hit;
-pub use store::{codec, Access, Record, Tuning};
+pub use store::{codec, Access, Reads, Record, Tuning};

@@ -7,10 +7,10 @@ mod common;
 use simdb::db::BackupMethod;
 use simdb::{Content, Db, Error, Fingerprint, Recipe};
 
-fn records(db: &Db) -> Vec<(String, Fingerprint, u32)> {
+fn records(db: &Db) -> Vec<(String, Fingerprint, u64)> {
     let mut v = Vec::new();
     db.for_each(|id, r| {
-        v.push((id.to_string(), r.fingerprint, r.seq));
+        v.push((id.to_string(), r.fingerprint, r.ord));
         Ok(())
     })
     .unwrap();

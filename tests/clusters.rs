@@ -105,9 +105,10 @@ fn ingest_files(db_path: &std::path::Path, files: &[std::path::PathBuf]) -> Vec<
 }
 
 /// The clusters brute force finds: each document, in input order, joined
-/// with every earlier document the default check confirms (the ranked plan
-/// and the sketch for texts, exact k = 3 for bare fingerprints), as
-/// (sorted member ids, representative).
+/// with the earlier documents the default check confirms (the ranked plan
+/// and the sketch for texts, exact k = 3 for bare fingerprints; nearest
+/// first, beyond k only with nothing within, within the check's bounds),
+/// as (sorted member ids, representative).
 fn brute_force_clusters(docs: &[Doc]) -> Vec<(Vec<String>, String)> {
     let f = simdb::Fingerprinter::new(Recipe::default());
     struct A {
@@ -143,19 +144,36 @@ fn brute_force_clusters(docs: &[Doc]) -> Vec<(Vec<String>, String)> {
         }
         x
     }
+    use simdb::db::limits::{CHECK_CONFIRMED, CHECK_EXAMINED};
     for i in 0..docs.len() {
-        let plan = simdb::db::Query::new(an[i].fp)
+        let q = simdb::db::Query::new(an[i].fp);
+        let k = q.k;
+        let plan = q
             .probing(&an[i].weak, simdb::index::DEFAULT_PROBE_BUDGET)
             .plan();
-        for j in 0..i {
-            if !plan.accepts(an[i].fp, an[j].fp) {
-                continue;
+        // The check: earlier documents the plan accepts, nearest first
+        // then by id; beyond k only with nothing confirmed within; at most
+        // CHECK_CONFIRMED confirmed and CHECK_EXAMINED looked at.
+        let mut cands: Vec<(u32, &str, usize)> = (0..i)
+            .filter(|&j| plan.accepts(an[i].fp, an[j].fp))
+            .map(|j| (an[i].fp.distance(an[j].fp), docs[j].id.as_str(), j))
+            .collect();
+        cands.sort();
+        let (mut confirmed, mut examined) = (0, 0);
+        for (d, _, j) in cands {
+            if confirmed >= CHECK_CONFIRMED
+                || examined >= CHECK_EXAMINED
+                || (d > k && confirmed > 0)
+            {
+                break;
             }
+            examined += 1;
             if let (Some(a), Some(b)) = (an[i].sketch, an[j].sketch) {
                 if a.similarity(&b) < simdb::db::DEFAULT_MIN_SIMILARITY {
                     continue;
                 }
             }
+            confirmed += 1;
             let (ri, rj) = (root(&mut parent, i), root(&mut parent, j));
             parent[ri] = rj;
         }

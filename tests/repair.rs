@@ -3,7 +3,7 @@
 
 mod common;
 
-use simdb::index::{self, DocKey};
+use simdb::index::{self, RefKey};
 use simdb::{Content, Db, Fingerprint, Recipe};
 
 use common::raw_open;
@@ -42,16 +42,18 @@ fn repair_rebuilds_refs_and_index_keys_from_records() {
         )
         .unwrap();
         let r2 = rec(&raw, "d002");
-        raw.delete_cf(cf("refs"), r2.doc_key().encode()).unwrap();
-        let ghost = DocKey::new(Fingerprint(42), 0);
+        raw.delete_cf(cf("refs"), RefKey::encode(r2.fingerprint, "d002"))
+            .unwrap();
+        let ghost = Fingerprint(42);
         raw.merge_cf(
             cf("block0"),
-            index::bucket_key(ghost.fingerprint.block(0)),
-            index::posting_operand(true, ghost.fingerprint),
+            index::bucket_key(ghost.block(0)),
+            index::posting_operand(true, ghost),
         )
         .unwrap();
-        raw.put_cf(cf("refs"), ghost.encode(), b"ghost").unwrap();
-        // A second record claiming d003's fingerprint and sequence number.
+        raw.put_cf(cf("refs"), RefKey::encode(ghost, "ghost"), b"")
+            .unwrap();
+        // A second record with d003's fingerprint, and no refs entry.
         let docs = cf("docs");
         let v = raw.get_cf(docs, "d003").unwrap().unwrap();
         raw.put_cf(docs, "d003-twin", &v).unwrap();
@@ -67,11 +69,11 @@ fn repair_rebuilds_refs_and_index_keys_from_records() {
     let text = before.problems.join("\n");
     for want in [
         "block2: key",
-        "missing entries of records",
+        "a missing entry",
         "refs: key",
-        "orphan entries",
+        "orphan or repeated entries",
         "orphan entry",
-        "same fingerprint and sequence number",
+        "has no entry",
         "checksum mismatch",
         "document count 7",
     ] {
@@ -81,7 +83,7 @@ fn repair_rebuilds_refs_and_index_keys_from_records() {
     let o = common::simdb(&[&"verify", &t.path(), &"--repair"]);
     let out = common::stdout(&o);
     assert!(
-        out.contains("repaired: 500 records re-indexed, 1 renumbered, 1 unreadable"),
+        out.contains("repaired: 500 records re-indexed, 1 unreadable"),
         "{out}{}",
         common::stderr(&o)
     );
@@ -92,8 +94,9 @@ fn repair_rebuilds_refs_and_index_keys_from_records() {
     assert_eq!(after.problems.len(), 1, "{:#?}", after.problems);
     assert!(after.problems[0].contains("checksum mismatch"));
     assert_eq!(after.refs, 500);
-    assert_eq!(after.index_keys, [500; 4]);
-    // The twin is found beside d003 under its own sequence number.
+    // d004 is unreadable (not indexed); the twin shares d003's entry.
+    assert_eq!(after.index_keys, [499; 4]);
+    // The twin is found beside d003.
     let d3 = fps[3].1;
     let ids: Vec<String> = db
         .query(d3, 0, None)

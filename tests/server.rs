@@ -601,3 +601,177 @@ fn kill_9_loses_no_acknowledged_write() {
     assert_eq!(code_, 0, "{err}");
     verify_clean(&t.path());
 }
+
+/// Issue 23: copies written in batches answer at most `max_duplicates`
+/// duplicates each (default 10), with the count beside them, however many
+/// copies are stored (the old answer listed every earlier copy: n² entries).
+#[test]
+fn regression_23_copies_answer_bounded_duplicates_with_their_count() {
+    let t = TempDb::new();
+    init(&t);
+    let s = Server::start(&t.path(), &[]);
+    let batch = |from: usize| -> Value {
+        Value::Array(
+            (from..from + 600)
+                .map(|i| json!({"id": format!("c{i:05}"), "fingerprint": "0123456789abcdef"}))
+                .collect(),
+        )
+    };
+    for round in 0..2 {
+        let body = batch(round * 600);
+        let (st, v) = s.post("/documents", &body);
+        assert_eq!(st, 200, "{v}");
+        let results = v["results"].as_array().unwrap();
+        assert_eq!(results.len(), 600);
+        for r in results {
+            assert!(r["duplicates"].as_array().unwrap().len() <= 10, "{r}");
+        }
+        let last = &results[599];
+        assert_eq!(last["duplicates"].as_array().unwrap().len(), 10);
+        assert_eq!(last["duplicate_count"], 16, "{last}");
+        assert_eq!(last["duplicate_count_exact"], false);
+        // Bounded: well under a kilobyte per document.
+        assert!(
+            v.to_string().len() < 600 * 1200,
+            "{} bytes",
+            v.to_string().len()
+        );
+    }
+    let early = &s
+        .post(
+            "/documents?max_duplicates=3",
+            &json!({"id": "z", "fingerprint": "0123456789abcdef"}),
+        )
+        .1;
+    assert_eq!(
+        early["results"][0]["duplicates"].as_array().unwrap().len(),
+        3
+    );
+    assert_eq!(early["results"][0]["duplicates"][0]["id"], "c00000");
+    let (st, v) = s.post(
+        "/documents?max_duplicates=101",
+        &json!({"id": "z2", "fingerprint": "0123456789abcdef"}),
+    );
+    assert_eq!(
+        (st, v["field"].as_str()),
+        (400, Some("max_duplicates")),
+        "{v}"
+    );
+    assert_eq!(s.call("GET", "/health", None).1["documents"], 1201);
+}
+
+/// Issue 23: a request whose answer could exceed --max-hits is refused
+/// with 400 before anything is written or computed; queries have a default
+/// limit (10) and a maximum (10,000).
+#[test]
+fn regression_23_caps_are_checked_before_any_work() {
+    let t = TempDb::new();
+    init(&t);
+    let s = Server::start(&t.path(), &["--max-hits", "1000"]);
+    let docs = |n: usize, tag: &str| -> Value {
+        Value::Array(
+            (0..n)
+                .map(|i| json!({"id": format!("{tag}{i:04}"), "fingerprint": "00000000ffffffff"}))
+                .collect(),
+        )
+    };
+    // 200 documents × 10 listed duplicates could answer 2,000 hits.
+    let (st, v) = s.post("/documents", &docs(200, "a"));
+    assert_eq!(
+        (st, v["field"].as_str()),
+        (400, Some("max_duplicates")),
+        "{v}"
+    );
+    assert_eq!(
+        s.call("GET", "/health", None).1["documents"],
+        0,
+        "nothing written"
+    );
+    let (st, v) = s.post("/documents?max_duplicates=5", &docs(200, "a"));
+    assert_eq!(st, 200, "{v}");
+    // Queries: the default limit, the maximum, and the request's sum.
+    let (st, v) = s.post("/query", &json!({"fingerprint": "00000000ffffffff"}));
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["hits"].as_array().unwrap().len(), 10);
+    let (st, v) = s.post(
+        "/query",
+        &json!({"fingerprint": "00000000ffffffff", "limit": 200}),
+    );
+    assert_eq!((st, v["hits"].as_array().unwrap().len()), (200, 200));
+    let (st, v) = s.post(
+        "/query",
+        &json!({"fingerprint": "00000000ffffffff", "limit": 10001}),
+    );
+    assert_eq!(st, 400, "{v}");
+    let q = |limit: Option<usize>| -> Value {
+        let one = match limit {
+            Some(l) => json!({"fingerprint": "00000000ffffffff", "limit": l}),
+            None => json!({"fingerprint": "00000000ffffffff"}),
+        };
+        json!({"queries": vec![one; 150]})
+    };
+    let (st, v) = s.post("/query", &q(None));
+    assert_eq!(
+        (st, v["field"].as_str()),
+        (400, Some("limit")),
+        "150 × 10 > 1000: {v}"
+    );
+    let (st, v) = s.post("/query", &q(Some(6)));
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["results"][149]["hits"].as_array().unwrap().len(), 6);
+}
+
+/// Issue 23: a one-document write does not wait for a large batch that
+/// another client is writing: the batch commits in chunks and hands the
+/// writer on between them (before, the whole batch held it).
+#[test]
+fn regression_23_a_small_write_does_not_wait_for_a_large_batch() {
+    let t = TempDb::new();
+    init(&t);
+    let s = Arc::new(Server::start(&t.path(), &[]));
+    let mut r = rng(3);
+    let big = Value::Array(
+        (0..10_000)
+            .map(|i| json!({"id": format!("big{i:05}"), "fingerprint": format!("{:016x}", rand::Rng::random::<u64>(&mut r))}))
+            .collect(),
+    );
+    let writer = {
+        let s = s.clone();
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            // k = 11: each document reads 548 buckets.
+            let (st, v) = s.post("/documents?k=11", &big);
+            assert_eq!(st, 200, "{v}");
+            start.elapsed()
+        })
+    };
+    // Once the batch is being written (a first chunk committed), a
+    // one-document write is answered while the batch is still unfinished.
+    let started = Instant::now();
+    while s.call("GET", "/health", None).1["documents"] == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the batch never started"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let (st, _) = s.post(
+        "/documents",
+        &json!({"id": "small", "fingerprint": "0000000000000001"}),
+    );
+    assert_eq!(st, 200);
+    let stored = s.call("GET", "/health", None).1["documents"]
+        .as_u64()
+        .unwrap();
+    let took = writer.join().unwrap();
+    assert!(
+        stored < 10_001,
+        "the one-document write was answered only after the whole batch ({took:?})"
+    );
+    assert!(
+        took > Duration::from_millis(300),
+        "the batch took {took:?}: too quick to tell"
+    );
+    drop(s);
+    verify_clean(&t.path());
+}

@@ -120,22 +120,22 @@ fn newer_format_and_foreign_directories_are_refused() {
         raw.put_cf(meta, b"format_version", v.to_be_bytes())
             .unwrap();
     };
-    set_version(5);
+    set_version(6);
     let err = Db::open(t.path()).err().unwrap();
     assert!(
         matches!(
             err,
             Error::NewerFormat {
-                found: 5,
-                supported: 4,
+                found: 6,
+                supported: 5,
                 ..
             }
         ),
         "{err}"
     );
-    // Formats 2 (one index key per document) and 3 (no clusters) are
-    // converted by `migrate`.
-    for v in [2, 3] {
+    // Formats 2 (one index key per document), 3 (no clusters) and 4
+    // (an index entry per document) are converted by `migrate`.
+    for v in [2, 3, 4] {
         set_version(v);
         let err = Db::open(t.path()).err().unwrap();
         assert!(
@@ -143,7 +143,7 @@ fn newer_format_and_foreign_directories_are_refused() {
                 err,
                 Error::NeedsMigration {
                     found,
-                    supported: 4,
+                    supported: 5,
                     ..
                 } if found == v
             ),
@@ -258,8 +258,10 @@ fn weighted_features_are_documents_too() {
     assert_eq!(db.query(q, 0, None).unwrap()[0].id, "v");
 }
 
-/// Documents sharing one exact fingerprint are told apart by their sequence
-/// number; deletes, moves and re-inserts keep every key consistent.
+/// Documents sharing one exact fingerprint share its posting entry and
+/// are told apart by id (`refs` is fingerprint ‖ id); deletes, moves and
+/// re-inserts keep every key consistent, and the entry leaves the buckets
+/// with the last of them.
 #[test]
 fn documents_sharing_a_fingerprint_keep_their_own_keys() {
     let t = common::TempDb::new();
@@ -267,15 +269,10 @@ fn documents_sharing_a_fingerprint_keep_their_own_keys() {
     let feats = |n: usize| -> Content {
         Content::Features((0..n).map(|i| (format!("f{i}"), 1.0)).collect())
     };
-    for id in ["a", "b", "c"] {
+    for id in ["c", "a", "b"] {
         db.put(id, feats(40)).unwrap();
     }
     let q = db.get("a").unwrap().unwrap().fingerprint;
-    let seqs: Vec<u32> = ["a", "b", "c"]
-        .iter()
-        .map(|id| db.get(id).unwrap().unwrap().seq)
-        .collect();
-    assert_eq!(seqs, [0, 1, 2]);
     let ids = |db: &Db| -> Vec<String> {
         db.query(q, 0, None)
             .unwrap()
@@ -284,27 +281,40 @@ fn documents_sharing_a_fingerprint_keep_their_own_keys() {
             .collect()
     };
     assert_eq!(ids(&db), ["a", "b", "c"]);
+    // One entry per bucket, however many documents have the fingerprint.
+    assert_eq!(db.verify().unwrap().index_keys, [1; 4]);
+    assert_eq!(db.query(q, 0, Some(2)).unwrap().len(), 2);
     db.delete(&["b"]).unwrap();
     db.put("d", feats(40)).unwrap();
-    assert_eq!(db.get("d").unwrap().unwrap().seq, 3);
-    // Move "a" away and back: it gets a fresh slot.
+    // Move "a" away and back.
     db.put("a", feats(41)).unwrap();
     assert_eq!(ids(&db), ["c", "d"]);
+    assert_eq!(db.verify().unwrap().index_keys, [2; 4]);
     db.put("a", feats(40)).unwrap();
     assert_eq!(ids(&db), ["a", "c", "d"]);
-    // Several in one batch.
+    // Several in one batch, and one deleted and written again in it.
     {
         let mut w = db.writer().unwrap();
         for id in ["e", "f"] {
             w.put(id, q, &feats(40), "test").unwrap();
         }
+        w.delete("c").unwrap();
+        w.put("c", q, &feats(40), "test").unwrap();
         assert_eq!(w.query(q, 0, None).unwrap().len(), 5);
         w.commit().unwrap();
     }
     assert_eq!(ids(&db), ["a", "c", "d", "e", "f"]);
     let rep = db.verify().unwrap();
     assert!(rep.is_clean(), "{:#?}", rep.problems);
-    assert_eq!((rep.documents, rep.refs), (5, 5));
+    assert_eq!((rep.documents, rep.refs, rep.index_keys), (5, 5, [1; 4]));
+    // The last document of a fingerprint takes its entry with it, also
+    // when all of them go in one batch.
+    let all: Vec<String> = ids(&db);
+    db.delete(&all).unwrap();
+    assert!(ids(&db).is_empty());
+    let rep = db.verify().unwrap();
+    assert!(rep.is_clean(), "{:#?}", rep.problems);
+    assert_eq!(rep.index_keys, [0; 4]);
 }
 
 /// A format-2 store (one empty-valued key `block ‖ fingerprint ‖ seq` per
@@ -347,12 +357,16 @@ fn format_2_stores_are_migrated_in_place() {
         for i in 0..4 {
             let cf = raw.cf_handle(&format!("block{i}")).unwrap();
             raw.delete_range_cf(cf, &[][..], &[0xff; 16][..]).unwrap();
+            // Format 2 numbered the documents of a fingerprint.
+            let mut seqs: std::collections::HashMap<Fingerprint, u32> = Default::default();
             for r in &recs {
+                let seq = seqs.entry(r.fingerprint).or_default();
                 let mut k = r.fingerprint.block(i).to_be_bytes().to_vec();
                 k.extend_from_slice(&r.fingerprint.value().to_be_bytes());
-                if r.seq != 0 {
-                    k.extend_from_slice(&r.seq.to_be_bytes());
+                if *seq != 0 {
+                    k.extend_from_slice(&seq.to_be_bytes());
                 }
+                *seq += 1;
                 raw.put_cf(cf, k, b"").unwrap();
             }
         }
@@ -369,7 +383,7 @@ fn format_2_stores_are_migrated_in_place() {
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     assert!(
         common::stdout(&o).contains(
-            "migrated format 2 -> 4: 300 records indexed, 300 given their place in the ingest order"
+            "migrated format 2 -> 5: 300 records indexed, 300 given their place in the ingest order"
         ),
         "{}",
         common::stdout(&o)
@@ -377,7 +391,12 @@ fn format_2_stores_are_migrated_in_place() {
     let db = Db::open_read_only(t.path()).unwrap();
     let rep = db.verify().unwrap();
     assert!(rep.is_clean(), "{:#?}", rep.problems);
-    assert_eq!(rep.index_keys, [300; 4]);
+    let distinct = entries
+        .iter()
+        .map(|e| e.1)
+        .collect::<std::collections::HashSet<_>>()
+        .len() as u64;
+    assert_eq!(rep.index_keys, [distinct; 4]);
     for q in [entries[0].1, entries[1].1, entries[2].1] {
         for k in [0, 3, 7] {
             let want =
@@ -389,10 +408,107 @@ fn format_2_stores_are_migrated_in_place() {
     // Migrating again is a no-op.
     let o = common::simdb(&[&"migrate", &t.path()]);
     assert!(
-        common::stdout(&o).contains("already format 4"),
+        common::stdout(&o).contains("already format 5"),
         "{}",
         common::stdout(&o)
     );
+}
+
+/// A format-4 store (`refs` keyed by fingerprint ‖ sequence number, with
+/// the id as value; postings with one entry per document) is refused with
+/// a pointer to `migrate`, which rewrites both: then it verifies clean,
+/// keeps its clusters and answers as a brute force.
+#[test]
+fn format_4_stores_are_migrated_in_place() {
+    use rand::Rng;
+    let t = common::TempDb::new();
+    let mut rng = common::rng(41);
+    let mut entries: Vec<(String, Fingerprint)> = Vec::new();
+    let base = Fingerprint(rng.random());
+    {
+        let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+        let mut w = db.writer().unwrap();
+        for i in 0..200u64 {
+            let fp = match i % 4 {
+                0 | 1 => base,
+                2 => Fingerprint(base.0 ^ (1 << (i % 64))),
+                _ => Fingerprint(rng.random()),
+            };
+            let id = format!("d{:03}", (i * 37) % 200);
+            w.put(&id, fp, &Content::Fingerprint(fp), "t").unwrap();
+            entries.push((id, fp));
+        }
+        w.commit().unwrap();
+    }
+    {
+        let raw = raw_open(&t.path());
+        let docs = raw.cf_handle("docs").unwrap();
+        let recs: Vec<(String, simdb::Record)> = entries
+            .iter()
+            .map(|(id, _)| {
+                let v = raw.get_cf(docs, id).unwrap().unwrap();
+                (id.clone(), simdb::codec::decode_record(&v).unwrap())
+            })
+            .collect();
+        // Format 4's refs: fingerprint ‖ seq (none for 0) -> id.
+        let refs = raw.cf_handle("refs").unwrap();
+        raw.delete_range_cf(refs, &[][..], &[0xff; 17][..]).unwrap();
+        let mut seqs: std::collections::HashMap<Fingerprint, u32> = Default::default();
+        for (id, r) in &recs {
+            let seq = seqs.entry(r.fingerprint).or_default();
+            let mut k = r.fingerprint.value().to_be_bytes().to_vec();
+            if *seq != 0 {
+                k.extend_from_slice(&seq.to_be_bytes());
+            }
+            *seq += 1;
+            raw.put_cf(refs, k, id.as_bytes()).unwrap();
+        }
+        // Format 4's postings: every document's fingerprint, repeats kept.
+        for i in 0..4 {
+            let cf = raw.cf_handle(&format!("block{i}")).unwrap();
+            raw.delete_range_cf(cf, &[][..], &[0xff; 16][..]).unwrap();
+            let mut per: std::collections::BTreeMap<u16, Vec<u64>> = Default::default();
+            for (_, r) in &recs {
+                per.entry(r.fingerprint.block(i))
+                    .or_default()
+                    .push(r.fingerprint.0);
+            }
+            for (b, mut fps) in per {
+                fps.sort_unstable();
+                let v: Vec<u8> = fps.iter().flat_map(|f| f.to_be_bytes()).collect();
+                raw.put_cf(cf, b.to_be_bytes(), v).unwrap();
+            }
+        }
+        let meta = raw.cf_handle("meta").unwrap();
+        raw.put_cf(meta, b"format_version", 4u32.to_be_bytes())
+            .unwrap();
+    }
+    assert!(matches!(
+        Db::open_read_only(t.path()).err().unwrap(),
+        Error::NeedsMigration { found: 4, .. }
+    ));
+    let o = common::simdb(&[&"migrate", &t.path()]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    assert!(
+        common::stdout(&o).contains("migrated format 4 -> 5: 200 records indexed"),
+        "{}",
+        common::stdout(&o)
+    );
+    let db = Db::open_read_only(t.path()).unwrap();
+    let rep = db.verify().unwrap();
+    assert!(rep.is_clean(), "{:#?}", rep.problems);
+    assert_eq!(rep.refs, 200);
+    let distinct = entries
+        .iter()
+        .map(|e| e.1)
+        .collect::<std::collections::HashSet<_>>()
+        .len() as u64;
+    assert_eq!(rep.index_keys, [distinct; 4]);
+    for k in [0, 3, 7] {
+        let want =
+            simdb::index::brute_force(entries.iter().map(|(i, f)| (i.as_str(), *f)), base, k);
+        assert_eq!(db.query(base, k, None).unwrap(), want, "k={k}");
+    }
 }
 
 /// Rewrites every record as record version 3 (no ord, no priority), drops
@@ -487,7 +603,7 @@ fn format_3_stores_get_ords_and_clusters() {
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     assert!(
         common::stdout(&o).contains(
-            "migrated format 3 -> 4: 44 records indexed, 44 given their place in the ingest order"
+            "migrated format 3 -> 5: 44 records indexed, 44 given their place in the ingest order"
         ),
         "{}",
         common::stdout(&o)

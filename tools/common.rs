@@ -6,6 +6,7 @@ use rand::seq::IndexedRandom;
 use rand::Rng;
 
 /// The `(id, text)` documents of a JSONL corpus; lines without both are skipped.
+#[allow(dead_code, reason = "used by the evaluation tools, not by every tool")]
 pub fn read_corpus(path: &str) -> Vec<(String, String)> {
     let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let mut docs = Vec::new();
@@ -23,6 +24,7 @@ pub fn read_corpus(path: &str) -> Vec<(String, String)> {
 
 /// Word tokens of 300 random documents: replacement words with the corpus's
 /// own word frequencies.
+#[allow(dead_code, reason = "used by the evaluation tools, not by every tool")]
 pub fn corpus_words(
     jieba: &jieba_rs::Jieba,
     docs: &[(String, String)],
@@ -110,4 +112,72 @@ pub fn load_corpus(path: &std::path::Path, max_docs: usize) -> Vec<(String, Stri
         docs.truncate(max_docs);
     }
     docs
+}
+
+/// `text` with `n` character edits: each replaces, inserts or deletes one
+/// character, drawn from `pool` (the random draws in a fixed order, which
+/// `tools/recall.rs`'s published figures depend on).
+#[allow(dead_code, reason = "used by the evaluation tools, not by every tool")]
+pub fn edit_chars(text: &str, n: usize, pool: &[char], rng: &mut impl Rng) -> String {
+    let mut cs: Vec<char> = text.chars().collect();
+    for _ in 0..n {
+        let c = *pool.choose(rng).expect("characters");
+        let at = rng.random_range(0..cs.len().max(1));
+        match rng.random_range(0..3) {
+            0 if !cs.is_empty() => cs[at] = c,
+            1 => cs.insert(at, c),
+            _ if cs.len() > 1 => {
+                cs.remove(at);
+            }
+            _ => cs.insert(at, c),
+        }
+    }
+    cs.into_iter().collect()
+}
+
+/// Chinese words of 2-4 ideographs from jieba's dictionary, commonest
+/// (lowest IDF) first: drawn skewed towards the common ones, as in real
+/// text, so a changed word weighs what a real edit would.
+#[allow(dead_code, reason = "used by the generators, not by every tool")]
+pub struct Words {
+    vocab: Vec<&'static str>,
+}
+
+#[allow(dead_code, reason = "used by the generators, not by every tool")]
+impl Words {
+    pub fn new() -> Words {
+        let mut vocab: Vec<&str> = simdb::fingerprint::vocabulary()
+            .filter(|w| {
+                (2..=4).contains(&w.chars().count())
+                    && w.chars().all(|c| ('\u{4e00}'..='\u{9fff}').contains(&c))
+            })
+            .collect();
+        vocab.sort_by(|a, b| {
+            simdb::fingerprint::idf(a)
+                .total_cmp(&simdb::fingerprint::idf(b))
+                .then(a.cmp(b))
+        });
+        Words { vocab }
+    }
+
+    /// One word.
+    pub fn word(&self, rng: &mut impl Rng) -> &'static str {
+        let u: f64 = rng.random();
+        self.vocab[((u * u * u) * self.vocab.len() as f64) as usize]
+    }
+
+    /// An article of `words` words, with a comma every fourth and a full
+    /// stop every eleventh.
+    pub fn text(&self, rng: &mut impl Rng, words: usize) -> String {
+        let mut out = String::new();
+        for j in 0..words {
+            out.push_str(self.word(rng));
+            if j % 11 == 10 {
+                out.push('。');
+            } else if j % 4 == 3 {
+                out.push('，');
+            }
+        }
+        out
+    }
 }

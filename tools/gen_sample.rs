@@ -13,28 +13,17 @@ use std::io::Write;
 
 use rand::{Rng, SeedableRng};
 
+mod common;
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let n: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1000);
     let seed: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1);
     // Common words (low IDF) first; draws are skewed towards them, as in
     // real text, so a changed word weighs what a real edit would.
-    let mut vocab: Vec<&str> = simdb::fingerprint::vocabulary()
-        .filter(|w| {
-            (2..=4).contains(&w.chars().count())
-                && w.chars().all(|c| ('\u{4e00}'..='\u{9fff}').contains(&c))
-        })
-        .collect();
-    vocab.sort_by(|a, b| {
-        simdb::fingerprint::idf(a)
-            .total_cmp(&simdb::fingerprint::idf(b))
-            .then(a.cmp(b))
-    });
+    let vocab = common::Words::new();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let word = |rng: &mut rand_chacha::ChaCha8Rng| -> String {
-        let u: f64 = rng.random();
-        vocab[((u * u * u) * vocab.len() as f64) as usize].to_string()
-    };
+    let word = |rng: &mut rand_chacha::ChaCha8Rng| -> String { vocab.word(rng).to_string() };
     let edit_two = |words: &mut Vec<String>, rng: &mut rand_chacha::ChaCha8Rng| {
         for _ in 0..2 {
             let k = rng.random_range(0..words.len());

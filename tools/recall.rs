@@ -154,21 +154,7 @@ fn apply(
 ) -> String {
     let mut cs: Vec<char> = text.chars().collect();
     match kind {
-        Kind::Chars => {
-            for _ in 0..edits(cs.len(), rate) {
-                let c = *chars_pool.choose(rng).expect("characters");
-                let at = rng.random_range(0..cs.len().max(1));
-                match rng.random_range(0..3) {
-                    0 if !cs.is_empty() => cs[at] = c,
-                    1 => cs.insert(at, c),
-                    _ if cs.len() > 1 => {
-                        cs.remove(at);
-                    }
-                    _ => cs.insert(at, c),
-                }
-            }
-            cs.into_iter().collect()
-        }
+        Kind::Chars => common::edit_chars(text, edits(cs.len(), rate), chars_pool, rng),
         Kind::Words => {
             let (mut toks, words) = common::word_tokens(jieba, text);
             let sep = if text.is_ascii() { " " } else { "" };

@@ -50,7 +50,16 @@ class AddResult:
     @property
     def duplicates(self) -> list[Hit]:
         """Its near-duplicates among stored documents and those written
-        before it, nearest first."""
+        before it, nearest first: the first ``max_duplicates`` (default
+        10) of them."""
+    @property
+    def duplicate_count(self) -> int:
+        """How many near-duplicates the check confirmed: exact when
+        :attr:`duplicate_count_exact`, else a lower bound (the check stops
+        after 16, or ``max_duplicates`` if more, or 256 candidates looked
+        at, so a write costs the same whatever the store holds)."""
+    @property
+    def duplicate_count_exact(self) -> bool: ...
     @property
     def short(self) -> bool:
         """Fewer than 10 terms: the fingerprint says less."""
@@ -114,8 +123,11 @@ class Db:
         probe_budget: Optional[int] = None,
         skip_duplicates: bool = False,
         sync: bool = False,
+        max_duplicates: Optional[int] = None,
     ) -> AddResult:
-        """Adds (or replaces) one document and returns its near-duplicates.
+        """Adds (or replaces) one document and returns its near-duplicates
+        (the first ``max_duplicates``, default 10, at most 100, and how
+        many there are).
 
         The write is atomic and in RocksDB's write-ahead log when this
         returns; ``sync=True`` also fsyncs it. ``k``/``probe_budget``/
@@ -132,6 +144,7 @@ class Db:
         skip_duplicates: bool = False,
         sync: bool = False,
         results: bool = True,
+        max_duplicates: Optional[int] = None,
     ) -> Union[list[AddResult], dict[str, int]]:
         """Adds documents from any iterable of ``(id, text)`` pairs or dicts
         (``{"id", "text"}``, or ``{"id", "fingerprint"}``; an optional
@@ -143,7 +156,8 @@ class Db:
         batch as duplicates). A bad item raises ``TypeError`` before its
         batch is written; the batches before it stay written.
 
-        Returns one :class:`AddResult` per document, or with
+        Returns one :class:`AddResult` per document (each listing at most
+        ``max_duplicates`` near-duplicates, default 10), or with
         ``results=False`` only the counts per outcome (memory stays bounded
         however long the input).
 
@@ -159,7 +173,8 @@ class Db:
         probe_budget: Optional[int] = None,
     ) -> list[Hit]:
         """Stored near-duplicates of a text (``str``) or a fingerprint
-        (``int``), nearest first.
+        (``int``), nearest first: at most ``limit`` (default 10, at most
+        10,000; more raises :class:`simdb.InvalidInput`).
 
         Without ``k``: k = 3 plus confidence-ranked probing of 128 buckets
         (the default, best recall); with ``k`` (0..11): exactly every

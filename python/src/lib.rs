@@ -164,8 +164,13 @@ struct AddResult {
     /// Its fingerprint (None for "no_features").
     fingerprint: Option<u64>,
     /// Its near-duplicates among the stored documents and those written
-    /// before it, nearest first.
+    /// before it, nearest first: the first `max_duplicates` (default 10).
     duplicates: Vec<Hit>,
+    /// How many near-duplicates the check confirmed: exact when
+    /// `duplicate_count_exact`, else a lower bound (the check stops after
+    /// 16 or `max_duplicates`, whichever is more, or 256 looked at).
+    duplicate_count: usize,
+    duplicate_count_exact: bool,
     /// Fewer than 10 terms: its fingerprint is less telling.
     short: bool,
 }
@@ -177,10 +182,12 @@ impl AddResult {
             .fingerprint
             .map_or("None".to_string(), |f| format!("0x{f:016x}"));
         format!(
-            "AddResult(id={:?}, outcome={:?}, fingerprint={fp}, duplicates={})",
+            "AddResult(id={:?}, outcome={:?}, fingerprint={fp}, duplicates={}, duplicate_count={}{})",
             self.id,
             self.outcome,
-            self.duplicates.len()
+            self.duplicates.len(),
+            self.duplicate_count,
+            if self.duplicate_count_exact { "" } else { "+" }
         )
     }
 }
@@ -350,11 +357,19 @@ impl Db {
                 counts[n] += 1;
             }
             if results {
+                let d = &r.duplicates;
                 out.push(AddResult {
                     id: doc.id.clone(),
                     outcome,
                     fingerprint: r.fingerprint.map(Fingerprint::value),
-                    duplicates: r.near.into_iter().map(Hit::from).collect(),
+                    duplicates: d
+                        .listed(opts.max_duplicates)
+                        .iter()
+                        .cloned()
+                        .map(Hit::from)
+                        .collect(),
+                    duplicate_count: d.count(),
+                    duplicate_count_exact: d.exact(),
                     short: r.short,
                 });
             }
@@ -362,6 +377,7 @@ impl Db {
         Ok(out)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn write_options(
         db: &RustDb,
         k: Option<u32>,
@@ -369,9 +385,11 @@ impl Db {
         probe_budget: Option<usize>,
         skip_duplicates: bool,
         sync: bool,
+        max_duplicates: Option<usize>,
     ) -> simdb::Result<ingest::Options> {
         let (k, probe_budget) = simdb::db::search_mode(k, probe_budget)?;
         Ok(ingest::Options {
+            max_duplicates: simdb::db::limits::max_duplicates(max_duplicates)?,
             k,
             policy: if skip_duplicates {
                 DuplicatePolicy::Skip
@@ -533,12 +551,13 @@ impl Db {
     }
 
     /// Adds (or replaces) one document; returns an `AddResult` with its
-    /// near-duplicates. Atomic, in the write-ahead log on return
-    /// (`sync=True` also fsyncs).
+    /// near-duplicates (the first `max_duplicates`, default 10, at most
+    /// 100, and how many there are). Atomic, in the write-ahead log on
+    /// return (`sync=True` also fsyncs).
     ///
     /// >>> db.add("a1", "国务院总理今天在北京主持召开常务会议").outcome  # doctest: +SKIP
     /// 'inserted'
-    #[pyo3(signature = (id, text, *, k=None, min_similarity=None, probe_budget=None, skip_duplicates=false, sync=false))]
+    #[pyo3(signature = (id, text, *, k=None, min_similarity=None, probe_budget=None, skip_duplicates=false, sync=false, max_duplicates=None))]
     #[allow(clippy::too_many_arguments)]
     fn add(
         &self,
@@ -550,6 +569,7 @@ impl Db {
         probe_budget: Option<usize>,
         skip_duplicates: bool,
         sync: bool,
+        max_duplicates: Option<usize>,
     ) -> PyResult<AddResult> {
         let db = self.db()?;
         let doc = ingest::Doc {
@@ -562,8 +582,15 @@ impl Db {
         let mut counts = [0; 5];
         let mut out = py
             .detach(|| {
-                let opts =
-                    Db::write_options(&db, k, min_similarity, probe_budget, skip_duplicates, sync)?;
+                let opts = Db::write_options(
+                    &db,
+                    k,
+                    min_similarity,
+                    probe_budget,
+                    skip_duplicates,
+                    sync,
+                    max_duplicates,
+                )?;
                 Db::write_batch(&db, std::slice::from_ref(&doc), &opts, true, &mut counts)
             })
             .or_raise()?;
@@ -573,11 +600,12 @@ impl Db {
     /// Adds documents from an iterable of `(id, text)` pairs or dicts
     /// (`{"id", "text"}` or `{"id", "fingerprint"}`, optional `"priority"`),
     /// `batch_size` at a time, each batch one atomic write, the GIL released
-    /// while it is written. Returns one `AddResult` per document, or with
-    /// `results=False` the counts per outcome (bounded memory).
+    /// while it is written. Returns one `AddResult` per document (each
+    /// listing at most `max_duplicates` near-duplicates, default 10), or
+    /// with `results=False` the counts per outcome (bounded memory).
     ///
     /// >>> db.add_many(zip(df["id"], df["text"]), skip_duplicates=True)  # doctest: +SKIP
-    #[pyo3(signature = (docs, *, batch_size=1000, k=None, min_similarity=None, probe_budget=None, skip_duplicates=false, sync=false, results=true))]
+    #[pyo3(signature = (docs, *, batch_size=1000, k=None, min_similarity=None, probe_budget=None, skip_duplicates=false, sync=false, results=true, max_duplicates=None))]
     #[allow(clippy::too_many_arguments)]
     fn add_many<'py>(
         &self,
@@ -590,6 +618,7 @@ impl Db {
         skip_duplicates: bool,
         sync: bool,
         results: bool,
+        max_duplicates: Option<usize>,
     ) -> PyResult<Bound<'py, PyAny>> {
         if batch_size == 0 {
             return Err(raise(
@@ -599,8 +628,16 @@ impl Db {
             ));
         }
         let db = self.db()?;
-        let opts = Db::write_options(&db, k, min_similarity, probe_budget, skip_duplicates, sync)
-            .or_raise()?;
+        let opts = Db::write_options(
+            &db,
+            k,
+            min_similarity,
+            probe_budget,
+            skip_duplicates,
+            sync,
+            max_duplicates,
+        )
+        .or_raise()?;
         // A pipeline: this thread (holding the GIL) reads the iterable into
         // batches while a worker writes the previous batch (analysis on the
         // rayon pool, then one atomic write); one batch waits at most, so
@@ -682,6 +719,7 @@ impl Db {
     /// Stored near-duplicates of a text (`str`) or fingerprint (`int`),
     /// nearest first: without `k` the default (k = 3 plus ranked probing,
     /// sketch-verified); with `k` (0..11) exactly every document within k.
+    /// At most `limit` of them (default 10, at most 10,000).
     ///
     /// >>> [h.id for h in db.query("国务院总理今天在北京主持召开常务会议")]  # doctest: +SKIP
     /// ['a1']

@@ -254,6 +254,28 @@ def test_fingerprint_queries_equal_brute_force(db):
             assert got == want, (k, q)
 
 
+def test_answers_for_copies_are_bounded(db):
+    """Issue 23: each copy lists at most ``max_duplicates`` (default 10)
+    near-duplicates with their count beside them; queries answer at most
+    ``limit`` (default 10, at most 10,000)."""
+    text = article(random.Random(23), 150)
+    res = db.add_many(((f"c{i:03}", text) for i in range(60)), batch_size=25)
+    assert all(len(r.duplicates) <= 10 for r in res)
+    assert (res[5].duplicate_count, res[5].duplicate_count_exact) == (5, True)
+    last = res[-1]
+    assert len(last.duplicates) == 10
+    assert (last.duplicate_count, last.duplicate_count_exact) == (16, False)
+    assert [h.id for h in last.duplicates] == [f"c{i:03}" for i in range(10)]
+    r = db.add("extra", text, max_duplicates=30)
+    assert (len(r.duplicates), r.duplicate_count) == (30, 30)
+    with pytest.raises(simdb.InvalidInput):
+        db.add("x", text, max_duplicates=101)
+    assert len(db.query(text)) == 10
+    assert len(db.query(text, limit=61)) == 61
+    with pytest.raises(simdb.InvalidInput):
+        db.query(text, limit=10_001)
+
+
 # ---------------------------------------------------------------- fingerprints
 
 

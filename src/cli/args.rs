@@ -128,6 +128,11 @@ pub struct ServeArgs {
     /// Most documents or queries in one request.
     #[arg(long, default_value_t = 10_000, value_name = "N")]
     pub max_batch: usize,
+    /// Most hits one request may answer (the sum of its queries' limits,
+    /// or its documents times the duplicates each lists); a request that
+    /// could answer more is refused with 400 before any work.
+    #[arg(long, default_value_t = simdb::db::limits::DEFAULT_MAX_REQUEST_HITS, value_name = "N")]
+    pub max_hits: usize,
     /// Block cache size in MiB.
     #[arg(long, default_value_t = 256, value_name = "MIB")]
     pub cache_mb: usize,
@@ -460,7 +465,8 @@ pub struct QueryArgs {
     /// k only). With -k, probing adds to the exact radius.
     #[arg(long, value_name = "N")]
     pub probe_budget: Option<usize>,
-    /// At most this many results per query (default: all).
+    /// At most this many results per query, nearest first (default 10, at
+    /// most 10,000).
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
     /// JSON output.

@@ -25,6 +25,7 @@ pub(super) fn ingest_cmd(a: IngestArgs) -> Result<bool> {
         max_doc_bytes: a.max_doc_bytes,
         sync: a.sync,
         min_similarity: check_similarity(a.min_similarity.unwrap_or(db.default_min_similarity()))?,
+        ..ingest::Options::default()
     };
     let mut report = match &a.report {
         Some(p) => {

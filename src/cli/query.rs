@@ -47,6 +47,13 @@ pub(super) fn query(a: QueryArgs) -> Result<bool> {
     };
     let q = mode(q)?;
     let hits = db.search(&q)?;
+    if !a.json && q.limit.is_some_and(|l| l > 0 && hits.len() >= l) {
+        eprintln!(
+            "simdb: the first {} hits (--limit N shows more, at most {})",
+            hits.len(),
+            simdb::db::limits::MAX_LIMIT
+        );
+    }
     match terms {
         Some(terms) => {
             let ex = db.explain(&terms, &hits)?;

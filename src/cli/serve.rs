@@ -15,6 +15,7 @@ pub(super) fn serve(a: ServeArgs) -> Result<bool> {
     config.max_body_bytes = mib("--max-body-mb", a.max_body_mb)?;
     config.body_timeout = std::time::Duration::from_secs(a.body_timeout);
     config.max_batch = a.max_batch;
+    config.max_hits = a.max_hits;
     // Refuse an exposed address before opening the store.
     config.check()?;
     let db = Db::open_tuned(

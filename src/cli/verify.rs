@@ -13,9 +13,8 @@ pub(super) fn verify(a: VerifyArgs) -> Result<bool> {
                 println!("cannot repair: {u}");
             }
             println!(
-                "repaired: {} records re-indexed, {} renumbered, {} unreadable; {} clusters rebuilt",
+                "repaired: {} records re-indexed, {} unreadable; {} clusters rebuilt",
                 rep.reindexed,
-                rep.renumbered,
                 rep.unreadable.len(),
                 rep.clusters
             );

@@ -43,28 +43,34 @@ impl Db {
         for (i, (a, _)) in docs.iter().enumerate() {
             let j = (index::splitmix64(&mut state) % docs.len() as u64) as usize;
             if j != i {
-                let d = a.fingerprint.distance(docs[j].0.fingerprint) as usize;
+                let d = a.distance(docs[j].0) as usize;
                 cal.random_pairs[d] += 1;
             }
         }
         let nearest: Vec<Option<(u32, Option<f64>)>> = docs
             .par_iter()
-            .map(|(doc, id)| -> Result<_> {
+            .map(|(fp, id)| -> Result<_> {
                 let sketch = self.get(id)?.and_then(|r| r.sketch);
                 // The nearest other document; among equally near ones, the
-                // most similar.
+                // most similar. Documents come nearest first: the walk
+                // stops at the first one farther than the best.
                 let mut best: Option<Hit> = None;
-                let better = |h: &Hit, b: &Hit| {
-                    h.distance < b.distance
-                        || (h.distance == b.distance
-                            && h.similarity.unwrap_or(-1.0) > b.similarity.unwrap_or(-1.0))
-                };
-                let plan = index::ProbePlan::exact(doc.fingerprint, max_k);
+                let plan = index::ProbePlan::exact(*fp, max_k);
+                let at = self.store.snapshot();
+                let found = self.store.candidates(&at, *fp, &plan, false)?;
+                let skip = |other: &str| other == id;
                 self.store
-                    .probe(doc.fingerprint, &plan, sketch.as_ref(), |h| {
-                        if &h.id != id && best.as_ref().is_none_or(|b| better(&h, b)) {
-                            best = Some(h);
+                    .resolve(&at, *fp, found, sketch.as_ref(), &skip, |h| {
+                        if let Some(b) = &best {
+                            if h.distance > b.distance {
+                                return Ok(store::Flow::Stop);
+                            }
+                            if h.similarity.unwrap_or(-1.0) <= b.similarity.unwrap_or(-1.0) {
+                                return Ok(store::Flow::Continue);
+                            }
                         }
+                        best = Some(h);
+                        Ok(store::Flow::Continue)
                     })?;
                 Ok(best.map(|h| (h.distance, h.similarity)))
             })
@@ -81,8 +87,8 @@ impl Db {
         for (i, name) in store::BLOCK_FAMILIES.iter().enumerate() {
             let mut sizes: Vec<u64> = Vec::new();
             let mut keys = 0u64;
-            self.store.for_each_posting(i, |_, v| {
-                let n = (v.len() / index::ENTRY_LEN) as u64;
+            self.store.for_each_bucket_in(i, 0, u16::MAX, |_, fps| {
+                let n = fps.len() as u64;
                 keys += n;
                 sizes.push(n);
                 Ok(())
@@ -160,12 +166,13 @@ impl Db {
         }
     }
 
-    /// Converts a store of an older format this build can migrate (2 or
-    /// 3) in place; a store already in this build's format is left as it
-    /// is. Every record from before format 4 gets its place in the ingest
-    /// order (by time written, then id); then [`Db::repair`] rebuilds
-    /// `refs`, the postings (format 2 kept one key per document) and the
-    /// clusters from the records. The format version is written last, so a
+    /// Converts a store of an older format this build can migrate (2, 3
+    /// or 4) in place; a store already in this build's format is left as
+    /// it is. Every record from before format 4 gets its place in the
+    /// ingest order (by time written, then id); then [`Db::repair`]
+    /// rebuilds `refs` (keyed by fingerprint ‖ id since format 5), the
+    /// postings (one entry per distinct fingerprint since format 5; format
+    /// 2 kept one key per document) and the clusters from the records. The format version is written last, so a
     /// migration that is interrupted is simply run again.
     pub fn migrate(path: impl AsRef<Path>) -> Result<MigrateReport> {
         let path = path.as_ref();

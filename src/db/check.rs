@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use super::Db;
 use crate::error::Result;
 use crate::fingerprint::{self, Fingerprint};
-use crate::index::{self, DocKey};
+use crate::index;
 use crate::store;
 
 /// What [`Db::migrate`] did.
@@ -30,9 +30,6 @@ pub struct MigrateReport {
 pub struct RepairReport {
     /// Records whose `refs` entry and index keys were rewritten.
     pub reindexed: u64,
-    /// Records given a new sequence number because another record claimed
-    /// the same fingerprint and sequence number.
-    pub renumbered: u64,
     /// Records that do not decode (checksum or format): left in place and
     /// not indexed; `verify` keeps reporting them. Family, key, reason.
     pub unreadable: Vec<String>,
@@ -82,17 +79,26 @@ impl Db {
             .put_meta_in(&mut b, store::REPAIR_MARKER_KEY, b"1");
         self.store.write(b, true)?;
         let mut batch = store::Batch::default();
-        let mut pending: std::collections::HashSet<DocKey> = Default::default();
-        let mut seqs = store::schema::SeqAllocator::new();
+        // Fingerprints of the records in the batch: at each write, those
+        // that no earlier batch gave a document enter their buckets.
+        let mut fps: std::collections::HashSet<Fingerprint> = Default::default();
+        let mut in_batch = 0usize;
         let mut count = 0u64;
         let mut short = 0u64;
         let (mut next_ord, mut clock) = self.store.ord_state()?;
         let mut ords: Vec<u64> = Vec::new();
         let store = &self.store;
+        let write = |batch: &mut store::Batch,
+                     fps: &mut std::collections::HashSet<Fingerprint>|
+         -> Result<()> {
+            let changes = store.posting_changes(fps.drain().map(|fp| (fp, true)), &|_| false)?;
+            store.write_postings(batch, &changes)?;
+            store.write(std::mem::take(batch), false)
+        };
         store.for_each_raw(store::DOCS, |k, v| {
             // The count is of records, readable or not (as verify counts).
             count += 1;
-            let mut rec = match crate::store::codec::decode_record(v) {
+            let rec = match crate::store::codec::decode_record(v) {
                 Ok(r) => r,
                 Err(e) => {
                     rep.unreadable
@@ -105,28 +111,22 @@ impl Db {
                     .push(format!("{}: key {}: id is not UTF-8", store::DOCS, hex(k)));
                 return Ok(());
             };
-            let fp = rec.fingerprint;
-            if pending.contains(&rec.doc_key()) || store.has_ref(rec.doc_key())? {
-                let min = index::seq_after(fp, rec.seq)?;
-                rec.seq = seqs.alloc(fp, min, || store.next_seq(fp))?;
-                rep.renumbered += 1;
-            } else {
-                seqs.taken(fp, rec.seq)?;
-            }
-            pending.insert(rec.doc_key());
+            fps.insert(rec.fingerprint);
             short += u64::from(rec.is_short());
             next_ord = next_ord.max(rec.ord + 1);
             clock = clock.max(rec.ingested_at);
             ords.push(rec.ord);
             store.put_doc(&mut batch, id, &rec);
             rep.reindexed += 1;
-            if pending.len() >= 10_000 {
-                store.write(std::mem::take(&mut batch), false)?;
-                pending.clear();
-                seqs.clear();
+            in_batch += 1;
+            if in_batch >= 10_000 {
+                write(&mut batch, &mut fps)?;
+                in_batch = 0;
             }
             Ok(())
         })?;
+        let changes = store.posting_changes(fps.drain().map(|fp| (fp, true)), &|_| false)?;
+        store.write_postings(&mut batch, &changes)?;
         store.write(batch, true)?;
         // Two records with one ord (a record copied by hand, a bug): the
         // first in id order keeps it, the others take new ones.
@@ -188,10 +188,12 @@ impl Db {
     /// memory.
     pub fn verify(&self) -> Result<VerifyReport> {
         use crate::error::hex;
-        const REFS_BIT: u8 = 1 << 4;
         let mut rep = VerifyReport::default();
-        // doc key -> (xxh3 of the id, families seen)
-        let mut docs: HashMap<DocKey, (u64, u8)> = HashMap::new();
+        // (fingerprint, xxh3 of the id) of each readable record -> whether
+        // its `refs` entry was seen, and the crc32 of the sketch bytes that
+        // entry must hold (of no bytes, for a record without a sketch).
+        let mut docs: HashMap<(Fingerprint, u64), (bool, u32)> = HashMap::new();
+        let sketch_crc = |s: &[u8]| crc32fast::hash(s);
         let mut short = 0u64;
         // (ord, id hash) of every readable record.
         let mut ords: Vec<(u64, u64)> = Vec::new();
@@ -203,13 +205,8 @@ impl Db {
                     short += u64::from(r.is_short());
                     ords.push((r.ord, id_hash(k)));
                     latest = latest.max(r.ingested_at);
-                    if docs.insert(r.doc_key(), (id_hash(k), 0)).is_some() {
-                        rep.problems.push(format!(
-                            "{}: key {}: another record has the same fingerprint and sequence number",
-                            store::DOCS,
-                            hex(k)
-                        ));
-                    }
+                    let crc = sketch_crc(r.sketch.as_ref().map_or(&[][..], |s| &s.0[..]));
+                    docs.insert((r.fingerprint, id_hash(k)), (false, crc));
                 }
                 Err(e) => rep
                     .problems
@@ -219,18 +216,26 @@ impl Db {
         })?;
         self.store.for_each_raw(store::REFS, |k, v| {
             rep.refs += 1;
-            match DocKey::decode(k) {
-                Err(e) => rep.problems.push(format!("{}: key {}: {e}", store::REFS, hex(k))),
-                Ok(doc) => match docs.get_mut(&doc) {
-                    Some((h, seen)) if *h == id_hash(v) => *seen |= REFS_BIT,
-                    Some(_) => rep.problems.push(format!(
-                        "{}: key {}: names id {:?}, whose record is elsewhere",
-                        store::REFS,
-                        hex(k),
-                        String::from_utf8_lossy(v)
-                    )),
+            match index::RefKey::decode(k) {
+                Err(e) => rep
+                    .problems
+                    .push(format!("{}: key {}: {e}", store::REFS, hex(k))),
+                Ok((fp, id)) => match docs.get_mut(&(fp, id_hash(id.as_bytes()))) {
+                    Some((seen, crc)) => {
+                        *seen = true;
+                        if let Err(e) = store::schema::decode_refs_value(v) {
+                            rep.problems
+                                .push(format!("{}: key {}: {e}", store::REFS, hex(k)));
+                        } else if sketch_crc(v) != *crc {
+                            rep.problems.push(format!(
+                                "{}: key {}: the sketch differs from the record's",
+                                store::REFS,
+                                hex(k)
+                            ));
+                        }
+                    }
                     None => rep.problems.push(format!(
-                        "{}: key {}: orphan entry (no record has this fingerprint and sequence number)",
+                        "{}: key {}: orphan entry (no record of id {id:?} has fingerprint {fp})",
                         store::REFS,
                         hex(k)
                     )),
@@ -238,17 +243,30 @@ impl Db {
             }
             Ok(())
         })?;
-        // Per fingerprint: records that have it, then entries in each
-        // family's postings; they must agree.
+        // Per fingerprint: records that have it, then its entries in each
+        // family's buckets (one if any record has it, none otherwise).
         let mut per_fp: HashMap<Fingerprint, [u32; 1 + fingerprint::BLOCKS]> = HashMap::new();
-        for doc in docs.keys() {
-            per_fp.entry(doc.fingerprint).or_default()[0] += 1;
+        for (fp, _) in docs.keys() {
+            per_fp.entry(*fp).or_default()[0] += 1;
         }
         for (i, name) in store::BLOCK_FAMILIES.iter().enumerate() {
+            // The number of segments the last head read names: a segment
+            // beyond it would hold fingerprints no query reads.
+            let mut head: Option<(u16, u32)> = None;
             self.store.for_each_posting(i, |k, v| {
                 match index::decode_posting(i, k, v) {
                     Err(e) => rep.problems.push(format!("{name}: key {}: {e}", hex(k))),
-                    Ok(fps) => {
+                    Ok((fps, segments)) => {
+                        if let Ok((block, s)) = index::decode_block_key(k) {
+                            if s == 0 {
+                                head = Some((block, segments));
+                            } else if !head.is_some_and(|(b, n)| b == block && s <= n) {
+                                rep.problems.push(format!(
+                                    "{name}: key {}: segment {s} of bucket {block:04x}, which its head does not name",
+                                    hex(k)
+                                ));
+                            }
+                        }
                         rep.index_keys[i] += fps.len() as u64;
                         for fp in fps {
                             per_fp.entry(fp).or_default()[1 + i] += 1;
@@ -260,31 +278,28 @@ impl Db {
         }
         let mut wrong: Vec<_> = per_fp
             .iter()
-            .filter(|(_, c)| c[1..].iter().any(|n| *n != c[0]))
+            .filter(|(_, c)| c[1..].iter().any(|n| *n != u32::from(c[0] > 0)))
             .collect();
         wrong.sort();
         for (fp, c) in wrong {
             for (i, name) in store::BLOCK_FAMILIES.iter().enumerate() {
-                let (want, got) = (c[0], c[1 + i]);
+                let (want, got) = (u32::from(c[0] > 0), c[1 + i]);
                 if got != want {
                     rep.problems.push(format!(
-                        "{name}: key {}: {got} entries of fingerprint {fp}, but {want} records have it ({})",
+                        "{name}: key {}: {got} entries of fingerprint {fp}, but {} records have it ({})",
                         hex(&index::bucket_key(fp.block(i))),
-                        if got > want { "orphan entries" } else { "missing entries of records" }
+                        c[0],
+                        if got > want { "orphan or repeated entries" } else { "a missing entry" }
                     ));
                 }
             }
         }
-        let mut missing: Vec<_> = docs
-            .iter()
-            .filter(|(_, (_, seen))| *seen & REFS_BIT == 0)
-            .collect();
+        let mut missing: Vec<_> = docs.iter().filter(|(_, (seen, _))| !*seen).collect();
         missing.sort();
-        for (doc, _) in missing {
+        for ((fp, _), _) in missing {
             rep.problems.push(format!(
-                "{}: key {}: missing entry of a record",
+                "{}: a record with fingerprint {fp} has no entry",
                 store::REFS,
-                hex(&doc.encode())
             ));
         }
         let count = self.store.doc_count()?;

@@ -20,7 +20,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::Db;
+use super::{limits, Db};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::store::schema::{self, Rank};
@@ -126,22 +126,32 @@ impl ClusterState {
     }
 
     /// Document `id` of rank `rank` joins the clusters of `near` (its
-    /// confirmed near-copies, with their ranks), merging them.
+    /// confirmed near-copies), merging them. `rank_of` gives a near-copy's
+    /// rank (`None`: it is gone); it is asked only of near-copies that are
+    /// alone, which found a cluster with it: joining a cluster costs one
+    /// lookup per near-copy, not a record read.
     pub(super) fn join(
         &mut self,
         store: &Store,
         b: &mut Batch,
         id: &str,
         rank: Rank,
-        near: &[(String, Rank)],
+        near: &[String],
+        rank_of: impl Fn(&str) -> Result<Option<Rank>>,
     ) -> Result<()> {
         // Each near-copy's cluster: explicit, or the document alone (its
         // id is then its ord).
         let mut clusters: BTreeMap<u64, Option<(String, Rank)>> = BTreeMap::new();
-        for (n, r) in near {
+        for n in near {
             match self.cluster_of(store, n)? {
-                Some(c) => clusters.insert(c, None),
-                None => clusters.insert(r.ord, Some((n.clone(), *r))),
+                Some(c) => {
+                    clusters.insert(c, None);
+                }
+                None => {
+                    if let Some(r) = rank_of(n)? {
+                        clusters.insert(r.ord, Some((n.clone(), r)));
+                    }
+                }
             };
         }
         let Some((&target, alone)) = clusters.iter().next() else {
@@ -369,15 +379,19 @@ impl Db {
     /// with its stored weak bits, verified at the store's default
     /// threshold), against the documents ingested before it, and joins
     /// their clusters. Without deletes or replacements, and with ingest's
-    /// default options, that is the clusters ingest built. Returns the
-    /// number of clusters of two or more. Costs about one duplicate check
-    /// per document (queries in sorted batches).
+    /// default options, that is the clusters ingest built (where a
+    /// document's check reached [`limits::CHECK_CONFIRMED`] or
+    /// [`limits::CHECK_EXAMINED`], the candidates it saw may differ: see
+    /// the comment inside). Returns the number of clusters of two or more.
+    /// Costs about one duplicate check per document (queries in sorted
+    /// batches).
     pub(super) fn rebuild_clusters(&self) -> Result<u64> {
         use crate::index::DEFAULT_PROBE_BUDGET;
         let min_similarity = self.default_min_similarity();
         let mut comps = Components::default();
         let mut chunk: Vec<(String, Record)> = Vec::new();
         let check = |chunk: &mut Vec<(String, Record)>, comps: &mut Components| -> Result<()> {
+            use limits::{CHECK_CONFIRMED, CHECK_EXAMINED};
             let qs: Vec<(Fingerprint, crate::index::ProbePlan)> = chunk
                 .iter()
                 .map(|(_, r)| {
@@ -386,19 +400,55 @@ impl Db {
                     (r.fingerprint, q.plan())
                 })
                 .collect();
-            let sketches: Vec<_> = chunk.iter().map(|(_, r)| r.sketch).collect();
-            let hits = self.store.probe_many(&qs, Some(&sketches))?;
-            for ((id, r), hs) in chunk.iter().zip(hits) {
-                for h in hs {
-                    if h.id == *id || h.similarity.is_some_and(|s| s < min_similarity) {
-                        continue;
-                    }
-                    let Some(hr) = self.store.get(&h.id)? else {
-                        continue;
-                    };
-                    if hr.ord < r.ord {
-                        comps.union((id, Rank::of(r)), (&h.id, Rank::of(&hr)));
-                    }
+            let at = self.store.snapshot();
+            let found = self.store.candidates_many(&at, &qs)?;
+            for ((id, r), found) in chunk.iter().zip(found) {
+                // As ingest's check saw the store: the documents before
+                // this one, nearest first, within the same bounds. Later
+                // documents cost a read too, so they count against the
+                // bound; a document whose bounded walk met no earlier
+                // confirmed copy joins the first later one instead (the
+                // earliest of a million copies would otherwise stay alone
+                // when the first thousand candidates by id are all later).
+                let (mut confirmed, mut examined) = (0, 0);
+                let mut later: Option<(String, Rank)> = None;
+                let skip = |other: &str| other == id;
+                // As ingest: beyond k only when nothing within k (an
+                // earlier document) was confirmed.
+                let k = super::Query::new(r.fingerprint).k;
+                let mut within = true;
+                let complete = self.store.resolve(
+                    &at,
+                    r.fingerprint,
+                    found,
+                    r.sketch.as_ref(),
+                    &skip,
+                    |h| {
+                        if confirmed >= CHECK_CONFIRMED || examined >= CHECK_EXAMINED {
+                            return Ok(store::Flow::Stop);
+                        }
+                        if within && h.distance > k {
+                            within = false;
+                            if confirmed > 0 {
+                                return Ok(store::Flow::Stop);
+                            }
+                        }
+                        examined += 1;
+                        if h.similarity.is_some_and(|s| s < min_similarity) {
+                            return Ok(store::Flow::Continue);
+                        }
+                        let hr = self.store.checked_record(&at, h.fingerprint, &h.id)?;
+                        if hr.ord < r.ord {
+                            confirmed += 1;
+                            comps.union((id, Rank::of(r)), (&h.id, Rank::of(&hr)));
+                        } else if later.is_none() {
+                            later = Some((h.id, Rank::of(&hr)));
+                        }
+                        Ok(store::Flow::Continue)
+                    },
+                )?;
+                if let (false, 0, Some((other, rank))) = (complete, confirmed, later) {
+                    comps.union((id, Rank::of(r)), (&other, rank));
                 }
             }
             chunk.clear();

@@ -7,6 +7,7 @@ mod admin;
 mod check;
 pub mod clusters;
 pub mod export;
+pub mod limits;
 mod pairs;
 mod writer;
 
@@ -306,8 +307,8 @@ pub fn search_mode(k: Option<u32>, budget: Option<usize>) -> Result<(u32, usize)
     })
 }
 
-/// How a front end asks a query (the service's JSON, Python's keywords);
-/// `None` leaves each to its default.
+/// How a front end asks a query (the service's JSON, Python's keywords,
+/// the CLI's flags); `None` leaves each to its default.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct QueryOptions {
     /// See [`search_mode`].
@@ -315,6 +316,8 @@ pub struct QueryOptions {
     pub probe_budget: Option<usize>,
     /// The store's threshold ([`Db::default_min_similarity`]) when `None`.
     pub min_similarity: Option<f64>,
+    /// [`limits::DEFAULT_LIMIT`] when `None`; at most
+    /// [`limits::MAX_LIMIT`].
     pub limit: Option<usize>,
 }
 
@@ -332,6 +335,8 @@ pub fn check_min_similarity(s: f64) -> Result<f64> {
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct FamilyStats {
     pub name: String,
+    /// Fingerprints in the family's buckets: distinct ones (documents that
+    /// share a fingerprint share its entry).
     pub keys: u64,
     pub buckets: u64,
     pub sst_bytes: u64,
@@ -347,8 +352,8 @@ pub struct Db {
     store: Store,
     fingerprinter: Fingerprinter,
     opened_at: u64,
-    /// Held by each writer of [`Db::shared_writer`].
-    write_lock: std::sync::Mutex<()>,
+    /// Held by each writer of [`Db::shared_writer`]; handed on fairly.
+    write_lock: parking_lot::Mutex<()>,
 }
 
 impl Db {
@@ -371,7 +376,7 @@ impl Db {
             store,
             fingerprinter: Fingerprinter::new(recipe),
             opened_at: now(),
-            write_lock: std::sync::Mutex::new(()),
+            write_lock: parking_lot::Mutex::new(()),
         })
     }
 
@@ -401,7 +406,7 @@ impl Db {
             store,
             fingerprinter,
             opened_at: now(),
-            write_lock: std::sync::Mutex::new(()),
+            write_lock: parking_lot::Mutex::new(()),
         })
     }
 
@@ -466,7 +471,7 @@ impl Db {
             store,
             fingerprinter,
             opened_at: now(),
-            write_lock: std::sync::Mutex::new(()),
+            write_lock: parking_lot::Mutex::new(()),
         })
     }
 
@@ -530,25 +535,103 @@ impl Db {
     /// Stored documents within `k` (<= 11) of `q`, sorted by distance then id,
     /// at most `limit` of them.
     pub fn query(&self, q: Fingerprint, k: u32, limit: Option<usize>) -> Result<Vec<Hit>> {
-        let mut hits = Vec::new();
-        self.store
-            .probe(q, &index::ProbePlan::exact(q, k), None, |h| hits.push(h))?;
-        Ok(index::finish(hits, limit))
+        self.search(&Query {
+            limit,
+            ..Query::new(q).exact(k)
+        })
     }
 
     /// Answers a [`Query`]: documents within `q.k` of `q.fingerprint`,
     /// confirmed by the verification sketch when `q.sketch` is given
     /// (hits whose record has no sketch are kept, unconfirmed), sorted by
     /// distance then id, at most `q.limit`.
+    ///
+    /// The cost of a limited answer does not grow with the number of
+    /// stored copies: documents are read nearest first, in id order among
+    /// equally near ones, until `q.limit` are confirmed.
     pub fn search(&self, q: &Query) -> Result<Vec<Hit>> {
+        let at = self.store.snapshot();
+        self.resolve(&at, q, None)
+    }
+
+    /// The confirmed hits of `q` among the fingerprints `found` (read from
+    /// the index when `None`, and only if needed: the documents of the
+    /// query's own fingerprint come first, and when they fill the limit no
+    /// bucket is read).
+    fn resolve(
+        &self,
+        at: &store::Snapshot<'_>,
+        q: &Query,
+        found: Option<Vec<Fingerprint>>,
+    ) -> Result<Vec<Hit>> {
         let mut hits = Vec::new();
-        self.store
-            .probe(q.fingerprint, &q.plan(), q.sketch.as_ref(), |h| {
-                if q.confirms(&h) && q.exclude.as_deref() != Some(h.id.as_str()) {
-                    hits.push(h)
+        let limit = q.limit.unwrap_or(usize::MAX);
+        if limit == 0 {
+            return Ok(hits);
+        }
+        let skip = |id: &str| q.exclude.as_deref() == Some(id);
+        let mut visit = |h: Hit| {
+            if q.confirms(&h) {
+                hits.push(h);
+            }
+            Ok(if hits.len() >= limit {
+                store::Flow::Stop
+            } else {
+                store::Flow::Continue
+            })
+        };
+        let sketch = q.sketch.as_ref();
+        let fp = q.fingerprint;
+        if !self
+            .store
+            .resolve_exact(at, fp, sketch, &skip, &mut visit)?
+        {
+            return self.checked(at, hits);
+        }
+        let plan = q.plan();
+        match found {
+            // A batch read every bucket already.
+            Some(found) => {
+                let rest = found.into_iter().filter(|f| *f != fp).collect();
+                self.store
+                    .resolve(at, fp, rest, sketch, &skip, &mut visit)?;
+            }
+            // The exact plan's buckets at k (every fingerprint within k is
+            // there), then, for a ranked plan and only if more are wanted,
+            // all of its buckets for what lies farther.
+            None => {
+                let exact = index::ProbePlan::exact(fp, plan.k);
+                let near: Vec<Fingerprint> = self
+                    .store
+                    .candidates(at, fp, &exact, true)?
+                    .into_iter()
+                    .filter(|f| *f != fp)
+                    .collect();
+                if self
+                    .store
+                    .resolve(at, fp, near, sketch, &skip, &mut visit)?
+                    && plan.ranked
+                {
+                    let far: Vec<Fingerprint> = self
+                        .store
+                        .candidates(at, fp, &plan, true)?
+                        .into_iter()
+                        .filter(|f| f.distance(fp) > plan.k)
+                        .collect();
+                    self.store.resolve(at, fp, far, sketch, &skip, &mut visit)?;
                 }
-            })?;
-        Ok(index::finish(hits, q.limit))
+            }
+        }
+        self.checked(at, hits)
+    }
+
+    /// `hits`, each checked against its record: what is answered is never
+    /// the trace of a damaged index.
+    fn checked(&self, at: &store::Snapshot<'_>, hits: Vec<Hit>) -> Result<Vec<Hit>> {
+        for h in &hits {
+            self.store.checked_record(at, h.fingerprint, &h.id)?;
+        }
+        Ok(hits)
     }
 
     /// Answers of many fingerprint queries at `k` (exact), in their order;
@@ -571,23 +654,18 @@ impl Db {
     }
 
     /// Answers of many [`Query`]s, in their order, as [`Db::search`] gives
-    /// them: one sorted pass per block family over the whole batch
-    /// (`Store::probe_many`), much faster than one query at a time once
-    /// the batch is large (thousands of queries).
+    /// them: one sorted pass per block family over the whole batch, much
+    /// faster than one query at a time once the batch is large (thousands
+    /// of queries). All of them read one snapshot.
     pub fn search_many(&self, qs: &[Query]) -> Result<Vec<Vec<Hit>>> {
         let plans: Vec<(Fingerprint, index::ProbePlan)> =
             qs.iter().map(|q| (q.fingerprint, q.plan())).collect();
-        let sketches: Vec<Option<Sketch>> = qs.iter().map(|q| q.sketch).collect();
-        Ok(self
-            .store
-            .probe_many(&plans, Some(&sketches))?
-            .into_iter()
-            .zip(qs)
-            .map(|(mut hits, q)| {
-                hits.retain(|h| q.confirms(h) && q.exclude.as_deref() != Some(h.id.as_str()));
-                index::finish(hits, q.limit)
-            })
-            .collect())
+        let at = self.store.snapshot();
+        let found = self.store.candidates_many(&at, &plans)?;
+        qs.iter()
+            .zip(found)
+            .map(|(q, f)| self.resolve(&at, q, Some(f)))
+            .collect()
     }
 
     /// The verification threshold this store uses by default (it depends
@@ -618,7 +696,9 @@ impl Db {
 
     /// `base` (from [`Db::text_query`], [`Db::id_query`] or [`Query::new`])
     /// asked with `o`: radius and budget as [`search_mode`] decides, the
-    /// threshold defaulting to the store's, the limit.
+    /// threshold defaulting to the store's, the limit defaulting to
+    /// [`limits::DEFAULT_LIMIT`] and refused above [`limits::MAX_LIMIT`]
+    /// (every front end's answer is bounded, whatever the store holds).
     pub fn with_options(&self, base: Query, o: &QueryOptions) -> Result<Query> {
         let (k, budget) = search_mode(o.k, o.probe_budget)?;
         let min_similarity = match o.min_similarity {
@@ -627,7 +707,7 @@ impl Db {
         };
         Ok(Query {
             k,
-            limit: o.limit,
+            limit: Some(limits::query_limit(o.limit)?),
             min_similarity,
             ..base.with_budget(budget)
         })
@@ -782,12 +862,9 @@ impl Db {
     /// committed batch whole or not at all.
     pub fn shared_writer(&self) -> Result<SharedWriter<'_>> {
         self.check_writable()?;
-        // A writer that panicked left nothing half-written behind (its
-        // batch was never committed): the lock stays usable.
-        let guard = self
-            .write_lock
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // (A writer that panicked left nothing half-written behind: its
+        // batch was never committed. parking_lot's lock is not poisoned.)
+        let guard = self.write_lock.lock();
         Ok(SharedWriter::new(Writer::new(&self.store)?, guard))
     }
 
@@ -812,6 +889,14 @@ impl Db {
     /// Every (id, record), in id order.
     pub fn for_each(&self, visit: impl FnMut(&str, Record) -> Result<()>) -> Result<()> {
         self.store.for_each_doc(visit)
+    }
+
+    /// What this handle has read since it was opened (`refs` entries,
+    /// records, bucket values): the work of its queries and writes,
+    /// counted. A write's duplicate check reads about as much for the
+    /// millionth copy of a text as for the first.
+    pub fn reads(&self) -> store::Reads {
+        self.store.reads()
     }
 
     /// Flushes memtables to disk.

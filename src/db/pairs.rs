@@ -5,7 +5,7 @@ use rayon::prelude::*;
 
 use super::Db;
 use crate::error::Result;
-use crate::fingerprint::{self, Fingerprint, BLOCKS};
+use crate::fingerprint::{self, BLOCKS};
 use crate::index::{self, join};
 use crate::store::Record;
 
@@ -63,22 +63,24 @@ impl Db {
             .map(|c| ((c * RANGE) as u16, (c * RANGE + RANGE - 1) as u16))
             .collect();
         let window = 4 * rayon::current_num_threads().max(1);
+        // Documents that share a fingerprint: one pass over `refs`, where
+        // they are neighbours.
+        self.store.for_each_shared_fingerprint(|fp| {
+            rep.shared_fingerprints += 1;
+            let docs = self.store.documents_with(fp)?;
+            self.emit_pairs(&docs, None, min_similarity, &mut rep, &mut emit)
+        })?;
         for i in 0..BLOCKS {
             for group in ranges.chunks(window) {
                 // Joined in parallel, emitted in bucket order.
-                let found: Vec<Result<(Vec<join::FpPair>, Vec<Fingerprint>)>> = group
+                let found: Vec<Result<Vec<join::FpPair>>> = group
                     .par_iter()
                     .map(|&(lo, hi)| self.join_range(i, lo, hi, k, radius))
                     .collect();
                 for f in found {
-                    let (mut pairs, shared) = f?;
+                    let mut pairs = f?;
                     pairs.sort_unstable();
                     rep.fingerprint_pairs += pairs.len() as u64;
-                    rep.shared_fingerprints += shared.len() as u64;
-                    for fp in shared {
-                        let docs = self.store.documents_with(fp)?;
-                        self.emit_pairs(&docs, None, min_similarity, &mut rep, &mut emit)?;
-                    }
                     for (x, y) in pairs {
                         let dx = self.store.documents_with(x)?;
                         let dy = self.store.documents_with(y)?;
@@ -90,8 +92,7 @@ impl Db {
         Ok(rep)
     }
 
-    /// The fingerprint pairs family `i` reports from buckets `lo..=hi`,
-    /// and (family 0 only) the fingerprints several documents share.
+    /// The fingerprint pairs family `i` reports from buckets `lo..=hi`.
     fn join_range(
         &self,
         i: usize,
@@ -99,28 +100,23 @@ impl Db {
         hi: u16,
         k: u32,
         radius: u32,
-    ) -> Result<(Vec<join::FpPair>, Vec<Fingerprint>)> {
+    ) -> Result<Vec<join::FpPair>> {
         let mut pairs = Vec::new();
-        let mut shared = Vec::new();
-        let mut a: Vec<Fingerprint> = Vec::new();
-        let mut b: Vec<Fingerprint> = Vec::new();
-        self.store
-            .for_each_posting_in(i, lo, hi, |block, posting| {
-                distinct(posting, &mut a, (i == 0).then_some(&mut shared));
-                join::join_postings(i, &a, None, k, &mut pairs);
-                if radius > 0 {
-                    for n in index::probe_blocks(block, radius) {
-                        if n > block {
-                            if let Some(p) = self.store.posting(i, n)? {
-                                distinct(&p, &mut b, None);
-                                join::join_postings(i, &a, Some(&b), k, &mut pairs);
-                            }
+        self.store.for_each_bucket_in(i, lo, hi, |block, a| {
+            join::join_postings(i, a, None, k, &mut pairs);
+            if radius > 0 {
+                for n in index::probe_blocks(block, radius) {
+                    if n > block {
+                        let b = self.store.bucket(i, n)?;
+                        if !b.is_empty() {
+                            join::join_postings(i, a, Some(&b), k, &mut pairs);
                         }
                     }
                 }
-                Ok(())
-            })?;
-        Ok((pairs, shared))
+            }
+            Ok(())
+        })?;
+        Ok(pairs)
     }
 
     /// Emits the document pairs of `x` × `y` (or within `x` when `y` is
@@ -166,23 +162,5 @@ impl Db {
             }
         }
         Ok(())
-    }
-}
-
-/// The distinct fingerprints of a posting (sorted, so repeats are
-/// adjacent) into `out`; with `shared`, each repeated one is added there
-/// once.
-fn distinct(posting: &[u8], out: &mut Vec<Fingerprint>, mut shared: Option<&mut Vec<Fingerprint>>) {
-    out.clear();
-    for fp in index::posting_entries(posting).into_iter().flatten() {
-        if out.last() == Some(&fp) {
-            if let Some(s) = shared.as_deref_mut() {
-                if s.last() != Some(&fp) {
-                    s.push(fp);
-                }
-            }
-        } else {
-            out.push(fp);
-        }
     }
 }

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::fingerprint::{Analysis, Fingerprint};
 use crate::index::{self, Hit, MemIndex};
 use crate::store::schema::Rank;
-use crate::store::{self, Priority, Record, Store};
+use crate::store::{self, Flow, Priority, Record, Store};
 
 /// Where a written document goes, beyond its content: its priority (for
 /// the choice of its cluster's representative) and its confirmed
@@ -23,6 +23,15 @@ pub struct Placement {
     pub near: Vec<String>,
 }
 
+/// What [`Writer::check`] found.
+#[derive(Debug, Default)]
+pub(crate) struct Check {
+    /// Confirmed hits, nearest first (then by id).
+    pub hits: Vec<Hit>,
+    /// Whether every candidate was looked at (so `hits` is all of them).
+    pub complete: bool,
+}
+
 /// A batch of writes: one RocksDB `WriteBatch`, atomic across families.
 ///
 /// Queries through the writer see the store plus the writer's own pending
@@ -33,8 +42,11 @@ pub struct Writer<'a> {
     batch: store::Batch,
     /// Pending state of ids touched by this batch (None = deleted).
     overlay: HashMap<String, Option<Record>>,
-    /// Next free sequence number of fingerprints given one in this batch.
-    seqs: store::schema::SeqAllocator,
+    /// Fingerprints of documents this batch writes, deletes or replaces,
+    /// with how many documents the batch writes with each: at commit, the
+    /// fingerprints that gain their first document or lose their last
+    /// enter or leave their buckets.
+    fps: HashMap<Fingerprint, u32>,
     /// Pending fingerprints of this batch.
     mem: MemIndex,
     count: u64,
@@ -50,17 +62,27 @@ pub struct Writer<'a> {
 
 /// A [`Writer`] through a shared `Db` ([`Db::shared_writer`](super::Db::shared_writer)): it holds the
 /// `Db`'s writer lock until dropped, and is used as the writer it
-/// dereferences to.
+/// dereferences to. Dropping it hands the lock to the longest waiting
+/// writer, if any (a fair hand-off: a writer that takes the lock again at
+/// once, as a chunked write does, goes to the back of the line).
 pub struct SharedWriter<'a> {
     writer: Writer<'a>,
-    _lock: std::sync::MutexGuard<'a, ()>,
+    lock: Option<parking_lot::MutexGuard<'a, ()>>,
 }
 
 impl<'a> SharedWriter<'a> {
-    pub(super) fn new(writer: Writer<'a>, lock: std::sync::MutexGuard<'a, ()>) -> Self {
+    pub(super) fn new(writer: Writer<'a>, lock: parking_lot::MutexGuard<'a, ()>) -> Self {
         SharedWriter {
             writer,
-            _lock: lock,
+            lock: Some(lock),
+        }
+    }
+}
+
+impl Drop for SharedWriter<'_> {
+    fn drop(&mut self) {
+        if let Some(g) = self.lock.take() {
+            parking_lot::MutexGuard::unlock_fair(g);
         }
     }
 }
@@ -86,7 +108,7 @@ impl<'a> Writer<'a> {
             store,
             batch: store::Batch::default(),
             overlay: HashMap::new(),
-            seqs: store::schema::SeqAllocator::new(),
+            fps: HashMap::new(),
             mem: MemIndex::new(),
             count: store.doc_count()?,
             short: store.short_count()?,
@@ -147,20 +169,31 @@ impl Writer<'_> {
         source: &str,
         place: &Placement,
     ) -> Result<Outcome> {
+        self.put_near(id, doc.into(), content, source, place.priority, &place.near)
+    }
+
+    /// [`Writer::put_placed`], the parts taken apart.
+    pub(crate) fn put_near(
+        &mut self,
+        id: &str,
+        doc: Analysis,
+        content: &Content,
+        source: &str,
+        priority: Option<f64>,
+        near: &[String],
+    ) -> Result<Outcome> {
         check_id(id)?;
-        let priority = place
-            .priority
+        let priority = priority
             .map(|p| {
                 Priority::new(p).ok_or_else(|| {
                     Error::Input(format!("document {id:?}: priority is not a number"))
                 })
             })
             .transpose()?;
-        let doc: Analysis = doc.into();
         let fp = doc.fingerprint;
         let hash = content.hash();
         let old = self.get(id)?;
-        let (outcome, seq) = match &old {
+        let outcome = match &old {
             Some(r) if r.fingerprint == fp && r.content_hash == hash => {
                 return Ok(Outcome::Unchanged)
             }
@@ -169,35 +202,21 @@ impl Writer<'_> {
                     .leave(self.store, &mut self.batch, id, Rank::of(r))?;
                 self.store.delete_doc(&mut self.batch, id, r);
                 self.short = self.short.saturating_sub(u64::from(r.is_short()));
-                // Same fingerprint: keep the slot (the put below overwrites
-                // the deletes, later in the same batch).
-                let seq = if r.fingerprint == fp {
-                    r.seq
-                } else {
-                    self.alloc_seq(fp)?
-                };
-                (Outcome::Replaced, seq)
+                self.forget_pending(id);
+                self.fps.entry(r.fingerprint).or_insert(0);
+                Outcome::Replaced
             }
             None => {
                 self.count += 1;
-                (Outcome::Inserted, self.alloc_seq(fp)?)
+                Outcome::Inserted
             }
         };
-        // Near-copies with their ranks, read before this document is in.
-        let mut near = Vec::with_capacity(place.near.len());
-        for n in &place.near {
-            if n != id {
-                if let Some(r) = self.get(n)? {
-                    near.push((n.clone(), Rank::of(&r)));
-                }
-            }
-        }
+        let near: Vec<String> = near.iter().filter(|n| *n != id).cloned().collect();
         self.clock = self.clock.max(now());
         let ord = self.next_ord;
         self.next_ord += 1;
         let rec = Record {
             fingerprint: fp,
-            seq,
             content_hash: hash,
             length: content.len(),
             ingested_at: self.clock,
@@ -211,19 +230,33 @@ impl Writer<'_> {
         };
         self.short += u64::from(rec.is_short());
         self.store.put_doc(&mut self.batch, id, &rec);
+        // A near-copy's rank (asked only of those alone) as the batch has
+        // it, this document not yet in.
+        let (overlay, store) = (&self.overlay, self.store);
+        let rank_of = |n: &str| -> Result<Option<Rank>> {
+            let r = match overlay.get(n) {
+                Some(r) => r.clone(),
+                None => store.get(n)?,
+            };
+            Ok(r.map(|r| Rank::of(&r)))
+        };
         self.clusters
-            .join(self.store, &mut self.batch, id, Rank::of(&rec), &near)?;
+            .join(store, &mut self.batch, id, Rank::of(&rec), &near, rank_of)?;
+        *self.fps.entry(fp).or_insert(0) += 1;
         self.overlay.insert(id.to_string(), Some(rec));
         self.mem.insert(id, fp);
         self.ops += 1;
         Ok(outcome)
     }
 
-    /// A sequence number for a new document of fingerprint `fp`: above
-    /// every stored one and every one given out in this batch.
-    fn alloc_seq(&mut self, fp: Fingerprint) -> Result<u32> {
-        let store = self.store;
-        self.seqs.alloc(fp, 0, || store.next_seq(fp))
+    /// Takes a document this batch wrote out of the batch's count of
+    /// documents per fingerprint (before it is replaced or deleted).
+    fn forget_pending(&mut self, id: &str) {
+        if let Some(Some(r)) = self.overlay.get(id) {
+            if let Some(n) = self.fps.get_mut(&r.fingerprint) {
+                *n = n.saturating_sub(1);
+            }
+        }
     }
 
     /// Deletes `id`; returns whether it existed.
@@ -234,6 +267,8 @@ impl Writer<'_> {
         self.clusters
             .leave(self.store, &mut self.batch, id, Rank::of(&old))?;
         self.store.delete_doc(&mut self.batch, id, &old);
+        self.forget_pending(id);
+        self.fps.entry(old.fingerprint).or_insert(0);
         self.overlay.insert(id.to_string(), None);
         self.mem.remove(id);
         self.count = self.count.saturating_sub(1);
@@ -251,25 +286,151 @@ impl Writer<'_> {
         })
     }
 
-    /// [`Db::search`] over the store and this batch.
+    /// [`Db::search`](super::Db::search) over the store and this batch.
     pub fn search(&self, q: &Query) -> Result<Vec<Hit>> {
-        let mut hits = Vec::new();
-        let plan = q.plan();
-        self.store
-            .probe(q.fingerprint, &plan, q.sketch.as_ref(), |h| {
-                // An id touched by this batch is answered from the batch.
-                if !self.overlay.contains_key(&h.id) {
-                    hits.push(h)
-                }
-            })?;
-        for mut h in self.mem.query_plan(q.fingerprint, &plan) {
-            if let (Some(a), Some(Some(r))) = (&q.sketch, self.overlay.get(&h.id)) {
-                h.similarity = r.sketch.map(|b| a.similarity(&b));
+        let limit = q.limit.unwrap_or(usize::MAX);
+        Ok(self.check(q, limit, usize::MAX, false)?.hits)
+    }
+
+    /// The hits of `q` over the store and this batch, nearest first (then
+    /// by id), as [`Writer::search`] finds them, but stopping once
+    /// `confirm` hits are confirmed or `examine` candidates were looked at
+    /// (a candidate costs a `refs` entry; a confirmed one also a record
+    /// read, for its rank; a pending one, neither). Also returns each
+    /// hit's rank in its cluster, and whether every candidate was looked
+    /// at.
+    ///
+    /// The documents of the query's own fingerprint are looked at first
+    /// (they come first in any answer): when they are enough, no bucket is
+    /// read, so a write of the millionth copy of a text costs a few `refs`
+    /// entries. Then the exact plan's buckets (one per family for k <= 3),
+    /// then, for a ranked query, beyond k. With `stop_within_k` (a write's
+    /// duplicate check) it looks beyond k only when nothing within k was
+    /// confirmed: near a flood of copies, what lies beyond k is the flood
+    /// itself.
+    pub(crate) fn check(
+        &self,
+        q: &Query,
+        confirm: usize,
+        examine: usize,
+        stop_within_k: bool,
+    ) -> Result<Check> {
+        let at = self.store.snapshot();
+        let fp = q.fingerprint;
+        let mut out = Check::default();
+        let examined = std::cell::Cell::new(0usize);
+        // Whether another candidate is wanted; then takes it.
+        let mut take = |h: Hit, out: &mut Check| -> Result<Flow> {
+            if out.hits.len() >= confirm || examined.get() >= examine {
+                return Ok(Flow::Stop);
             }
-            hits.push(h);
+            examined.set(examined.get() + 1);
+            if q.confirms(&h) {
+                out.hits.push(h);
+            }
+            Ok(Flow::Continue)
+        };
+        // An id this batch touched is answered from the batch.
+        let skip = |id: &str| self.overlay.contains_key(id) || q.exclude.as_deref() == Some(id);
+        let pending_hit = |(id, f): (&str, Fingerprint)| -> Option<Hit> {
+            if q.exclude.as_deref() == Some(id) {
+                return None;
+            }
+            let Some(Some(r)) = self.overlay.get(id) else {
+                return None;
+            };
+            Some(Hit {
+                id: id.to_string(),
+                fingerprint: f,
+                distance: f.distance(fp),
+                similarity: q.sketch.zip(r.sketch).map(|(a, b)| a.similarity(&b)),
+            })
+        };
+        let sketch = q.sketch.as_ref();
+        // Distance 0: the store's documents of `fp` merged with the batch's.
+        let mut pending = self.mem.exact(fp).filter_map(pending_hit).peekable();
+        let mut done = self.store.resolve_exact(&at, fp, sketch, &skip, |h| {
+            merged(&mut pending, h, &mut out, &mut take)
+        })? && drain(&mut pending, &mut out, &mut take)?;
+        // Then from the buckets (on this thread: ingest keeps the pool busy
+        // fingerprinting the next chunk meanwhile): those of the exact plan
+        // at k, for distance 1..=k (every such fingerprint is there), then,
+        // for a ranked plan, what lies farther: in those same buckets (set
+        // aside by the first read, which applies the whole plan's rule) and
+        // in the plan's other buckets.
+        let plan = q.plan();
+        let exact = index::ProbePlan::exact(fp, plan.k);
+        let mut far_here: Vec<Fingerprint> = Vec::new();
+        for n in 0..2 {
+            // Beyond k only for a document with no duplicate within it: a
+            // write that has one knows it is a duplicate, and of what.
+            // (The duplicates within k are then all of the document's:
+            // the walk is complete without the rest.)
+            let found_within = stop_within_k && !out.hits.is_empty();
+            if !done || (n == 1 && (!plan.ranked || found_within)) {
+                break;
+            }
+            let part = if n == 0 {
+                index::ProbePlan {
+                    blocks: exact.blocks.clone(),
+                    ..plan.clone()
+                }
+            } else {
+                index::ProbePlan {
+                    blocks: std::array::from_fn(|i| {
+                        let own = &exact.blocks[i];
+                        plan.blocks[i]
+                            .iter()
+                            .copied()
+                            .filter(|b| own.binary_search(b).is_err())
+                            .collect()
+                    }),
+                    ..plan.clone()
+                }
+            };
+            let wanted = |f: Fingerprint| {
+                let d = f.distance(fp);
+                if n == 0 {
+                    d > 0 && d <= plan.k
+                } else {
+                    d > plan.k
+                }
+            };
+            let mut found = self.store.writer_candidates(&at, fp, &part)?;
+            if n == 0 {
+                far_here = found
+                    .iter()
+                    .copied()
+                    .filter(|f| f.distance(fp) > plan.k)
+                    .collect();
+            } else {
+                found.append(&mut far_here);
+            }
+            found.retain(|f| wanted(*f));
+            // The walk looks at no more than `examine` documents, nearest
+            // first: fingerprints farther than the nearest few thousand
+            // are set aside, and walked only if the nearer ones run out.
+            let want = 4 * examine.saturating_sub(examined.get()).max(1);
+            let (near, far) = nearest_levels(found, fp, want);
+            let pending_plan = if n == 0 { &exact } else { &plan };
+            let mut pending = self
+                .mem
+                .ordered(fp, pending_plan)
+                .filter(|(_, f)| wanted(*f))
+                .filter_map(pending_hit)
+                .peekable();
+            done = self.store.resolve(&at, fp, near, sketch, &skip, |h| {
+                merged(&mut pending, h, &mut out, &mut take)
+            })?;
+            if done && !far.is_empty() {
+                done = self.store.resolve(&at, fp, far, sketch, &skip, |h| {
+                    merged(&mut pending, h, &mut out, &mut take)
+                })?;
+            }
+            done = done && drain(&mut pending, &mut out, &mut take)?;
         }
-        hits.retain(|h| q.confirms(h) && q.exclude.as_deref() != Some(h.id.as_str()));
-        Ok(index::finish(hits, q.limit))
+        out.complete = done;
+        Ok(out)
     }
 
     /// How this writer changed the clusters so far.
@@ -288,18 +449,92 @@ impl Writer<'_> {
             return Ok(());
         }
         let mut batch = std::mem::take(&mut self.batch);
-        self.store.put_doc_count(&mut batch, self.count);
-        self.store.put_short_count(&mut batch, self.short);
-        self.store
-            .put_ord_state(&mut batch, self.next_ord, self.clock);
-        self.store.write(batch, self.sync)?;
+        let overlay = &self.overlay;
+        let written = self
+            .store
+            .posting_changes(self.fps.iter().map(|(fp, n)| (*fp, *n > 0)), &|id| {
+                overlay.contains_key(id)
+            })
+            .and_then(|changes| self.store.write_postings(&mut batch, &changes))
+            .and_then(|()| {
+                self.store.put_doc_count(&mut batch, self.count);
+                self.store.put_short_count(&mut batch, self.short);
+                self.store
+                    .put_ord_state(&mut batch, self.next_ord, self.clock);
+                self.store.write(batch, self.sync)
+            });
+        if let Err(e) = written {
+            // What the writer knew of the buckets may include this batch.
+            self.store.forget_heads();
+            return Err(e);
+        }
         self.clusters.committed();
         self.overlay.clear();
-        self.seqs.clear();
+        self.fps.clear();
         self.mem = MemIndex::new();
         self.ops = 0;
         Ok(())
     }
+}
+
+/// `found` split at a distance: the nearest fingerprints, of the levels
+/// (distances) that hold at least `want` of them, and the farther ones.
+fn nearest_levels(
+    found: Vec<Fingerprint>,
+    q: Fingerprint,
+    want: usize,
+) -> (Vec<Fingerprint>, Vec<Fingerprint>) {
+    if found.len() <= want {
+        return (found, Vec::new());
+    }
+    let mut per_level = [0usize; 65];
+    for f in &found {
+        per_level[f.distance(q) as usize] += 1;
+    }
+    let mut seen = 0;
+    let cut = per_level
+        .iter()
+        .position(|n| {
+            seen += n;
+            seen >= want
+        })
+        .unwrap_or(64) as u32;
+    found.into_iter().partition(|f| f.distance(q) <= cut)
+}
+
+/// Hands `take` the pending hits that sort before the store's hit `h`,
+/// then `h` (see [`Writer::check`]).
+fn merged(
+    pending: &mut std::iter::Peekable<impl Iterator<Item = Hit>>,
+    h: Hit,
+    out: &mut Check,
+    take: &mut impl FnMut(Hit, &mut Check) -> Result<Flow>,
+) -> Result<Flow> {
+    while let Some(p) = pending.peek() {
+        if (p.distance, &p.id) > (h.distance, &h.id) {
+            break;
+        }
+        if let Some(p) = pending.next() {
+            if take(p, out)? == Flow::Stop {
+                return Ok(Flow::Stop);
+            }
+        }
+    }
+    take(h, out)
+}
+
+/// Hands `take` the pending hits left; whether it took them all.
+fn drain(
+    pending: &mut impl Iterator<Item = Hit>,
+    out: &mut Check,
+    take: &mut impl FnMut(Hit, &mut Check) -> Result<Flow>,
+) -> Result<bool> {
+    for p in pending {
+        if take(p, out)? == Flow::Stop {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// Ids are non-empty UTF-8 of at most 4096 bytes.

@@ -25,11 +25,13 @@
 //!
 //! 1. read and check every line, sort by (id, position) in runs;
 //! 2. merge: keep the last of each id, sort by (fingerprint, id);
-//! 3. merge: number documents sharing a fingerprint (`seq`), write `refs`
-//!    (fingerprint order) and a file of the fingerprints;
+//! 3. merge: write `refs` (fingerprint ‖ id order) and a file of the
+//!    distinct fingerprints;
 //! 4. write `docs` in id order and, beside it, each block family's postings
 //!    (block 0 from that file, already in its order; block1..3 each from
-//!    its own sort by (block, fingerprint));
+//!    its own sort by (block, fingerprint)); a bucket of more than
+//!    [`index::SEGMENT_ENTRIES`] fingerprints is written as sealed segments
+//!    and a head, as a writer would have sealed it;
 //! 5. create the store in a staging directory beside the target, ingest the
 //!    SST files, set the count (fsync), rename it into place.
 //!
@@ -48,7 +50,7 @@ use extsort::{read_array, read_str, write_str, Item, Sorter};
 use crate::db::{check_id, Content};
 use crate::error::{Error, Result};
 use crate::fingerprint::{Fingerprint, Recipe};
-use crate::index::{self, DocKey};
+use crate::index;
 use crate::store::{self, Record, Tuning};
 
 /// First 8 bytes of the binary form.
@@ -201,35 +203,6 @@ impl Item for ByOrd {
         Ok(Some(ByOrd {
             ord: u64::from_be_bytes(ord),
             id,
-        }))
-    }
-    fn mem_bytes(&self) -> usize {
-        std::mem::size_of::<Self>() + self.id.capacity()
-    }
-}
-
-/// Step 3: ids with a non-zero sequence number, in id order.
-#[derive(PartialEq, Eq, PartialOrd, Ord)]
-struct Seq {
-    id: String,
-    seq: u32,
-}
-
-impl Item for Seq {
-    fn write_to(&self, w: &mut impl Write) -> io::Result<()> {
-        write_str(w, &self.id)?;
-        w.write_all(&self.seq.to_be_bytes())
-    }
-    fn read_from(r: &mut impl BufRead) -> io::Result<Option<Self>> {
-        if r.fill_buf()?.is_empty() {
-            return Ok(None);
-        }
-        let id = read_str(r)?;
-        let seq =
-            read_array::<4>(r)?.ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
-        Ok(Some(Seq {
-            id,
-            seq: u32::from_be_bytes(seq),
         }))
     }
     fn mem_bytes(&self) -> usize {
@@ -581,17 +554,13 @@ fn build(
     on_event(Event::Step("refs"));
     let fps_path = tmp.join("fps.bin");
     let mut fps = BufWriter::with_capacity(1 << 20, File::create(&fps_path).map_err(io_err(&tmp))?);
-    let mut seqs = Sorter::<Seq>::new(&tmp, "seq", budget / 4);
-    let mut refs_entries: Vec<(DocKey, String)> = Vec::new();
+    let mut refs_entries: Vec<(Fingerprint, String)> = Vec::new();
     let mut refs_files = Vec::new();
-    // The input is in fingerprint order: the allocator only ever needs to
-    // know the current fingerprint (a fresh store has no stored numbers).
-    let mut numbers = store::schema::SeqAllocator::new();
     let mut last: Option<u64> = None;
     let mut documents = 0u64;
     let mut shared = 0u64;
     let flush_chunk =
-        |entries: &mut Vec<(DocKey, String)>, refs_files: &mut Vec<PathBuf>| -> Result<()> {
+        |entries: &mut Vec<(Fingerprint, String)>, refs_files: &mut Vec<PathBuf>| -> Result<()> {
             if entries.is_empty() {
                 return Ok(());
             }
@@ -604,32 +573,23 @@ fn build(
                 u64::MAX,
                 chunk
                     .iter()
-                    .map(|(d, id)| Ok(store::schema::refs_entry(*d, id))),
+                    .map(|(fp, id)| Ok(store::schema::refs_entry(*fp, id, None))),
             )?);
             Ok(())
         };
-    // refs is written a chunk at a time.
+    // refs is written a chunk at a time; the input is in (fingerprint,
+    // id) order, the order of refs keys.
     let chunk_docs = (opts.sst_file_bytes / 128).max(1024) as usize;
     for r in by_fp {
         let ByFp { fp, id } = r.map_err(io_err(&tmp))?;
-        if last != Some(fp) {
-            numbers.clear();
+        documents += 1;
+        if last == Some(fp) {
+            shared += 1;
+        } else {
+            fps.write_all(&fp.to_be_bytes()).map_err(io_err(&tmp))?;
             last = Some(fp);
         }
-        let seq = numbers.alloc(Fingerprint(fp), 0, || Ok(0))?;
-        documents += 1;
-        if seq != 0 {
-            shared += 1;
-            seqs.push(Seq {
-                id: id.clone(),
-                seq,
-            })
-            .map_err(io_err(&tmp))?;
-        }
-        fps.write_all(&fp.to_be_bytes())
-            .and_then(|_| fps.write_all(&seq.to_be_bytes()))
-            .map_err(io_err(&tmp))?;
-        refs_entries.push((DocKey::new(Fingerprint(fp), seq), id));
+        refs_entries.push((Fingerprint(fp), id));
         if refs_entries.len() >= chunk_docs {
             flush_chunk(&mut refs_entries, &mut refs_files)?;
         }
@@ -640,8 +600,7 @@ fn build(
         .map_err(io_err(&tmp))?;
     summary.documents = documents;
     summary.shared_fingerprints = shared;
-    let seqs = seqs.finish().map_err(io_err(&tmp))?;
-    lap(&mut summary, "number shared fingerprints, write refs");
+    lap(&mut summary, "write refs and the distinct fingerprints");
 
     // 4. docs (id order) beside the block families (block 0 in the order
     // of step 3, block1..3 each from its own sort).
@@ -652,7 +611,6 @@ fn build(
         || -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
             let mut r =
                 BufReader::with_capacity(1 << 20, File::open(&uniq_path).map_err(io_err(&tmp))?);
-            let mut seqs = seqs.peekable();
             // The ingest order index, sorted by ord (the input position).
             let mut order = Sorter::<ByOrd>::new(&tmp, "order", budget / 4);
             let entries = std::iter::from_fn(|| match ById::read_from(&mut r) {
@@ -665,27 +623,10 @@ fn build(
                     }) {
                         return Some(Err(Error::io(&tmp, e)));
                     }
-                    let mut seq = 0;
-                    while let Some(Ok(s)) = seqs.peek() {
-                        if s.id < d.id {
-                            seqs.next();
-                        } else {
-                            if s.id == d.id {
-                                seq = s.seq;
-                            }
-                            break;
-                        }
-                    }
-                    if let Some(Err(_)) = seqs.peek() {
-                        if let Some(Err(e)) = seqs.next() {
-                            return Some(Err(Error::io(&tmp, e)));
-                        }
-                    }
                     let fp = Fingerprint(d.fp);
                     let content = Content::Fingerprint(fp);
                     let rec = Record {
                         fingerprint: fp,
-                        seq,
                         content_hash: content.hash(),
                         length: content.len(),
                         ingested_at: now,
@@ -726,7 +667,7 @@ fn build(
                 let mut r =
                     BufReader::with_capacity(1 << 20, File::open(&fps_path).map_err(io_err(&tmp))?);
                 let mut read_fp = move || -> io::Result<Option<Fingerprint>> {
-                    Ok(read_array::<12>(&mut r)?.map(|b| {
+                    Ok(read_array::<8>(&mut r)?.map(|b| {
                         let mut f = [0u8; 8];
                         f.copy_from_slice(&b[..8]);
                         Fingerprint(u64::from_be_bytes(f))
@@ -793,14 +734,20 @@ fn build(
     Ok(summary)
 }
 
-/// The (bucket key, posting) entries of block family `i` from fingerprints
-/// in (block i, fingerprint) order.
+/// The (key, value) entries of block family `i` from distinct
+/// fingerprints in (block i, fingerprint) order: per bucket, its head and,
+/// beyond [`index::SEGMENT_ENTRIES`] fingerprints, sealed segments of that
+/// many each (the head keeps the rest and their number).
 fn postings<'a>(
     i: usize,
     sorted: impl Iterator<Item = Result<Fingerprint>> + 'a,
 ) -> impl Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + 'a {
     let mut sorted = sorted.peekable();
+    let mut ready: std::collections::VecDeque<(Vec<u8>, Vec<u8>)> = Default::default();
     std::iter::from_fn(move || {
+        if let Some(e) = ready.pop_front() {
+            return Some(Ok(e));
+        }
         let first = match sorted.next()? {
             Ok(fp) => fp,
             Err(e) => return Some(Err(e)),
@@ -811,12 +758,25 @@ fn postings<'a>(
             if fp.block(i) != block {
                 break;
             }
-            group.push(*fp);
+            // Block 1..3 come from a sort of every document's
+            // fingerprint: shared ones repeat.
+            if group.last() != Some(fp) {
+                group.push(*fp);
+            }
             sorted.next();
         }
-        Some(Ok((
+        let sealed = group.len() / index::SEGMENT_ENTRIES;
+        let (full, rest) = group.split_at(sealed * index::SEGMENT_ENTRIES);
+        ready.push_back((
             index::bucket_key(block).to_vec(),
-            index::encode_posting(&group),
-        )))
+            index::encode_head(rest, sealed as u32),
+        ));
+        for (n, seg) in full.chunks(index::SEGMENT_ENTRIES).enumerate() {
+            ready.push_back((
+                index::segment_key(block, n as u32 + 1).to_vec(),
+                index::encode_posting(seg),
+            ));
+        }
+        ready.pop_front().map(Ok)
     })
 }

@@ -12,54 +12,83 @@
 //! block finds every neighbour: 1 bucket per family for k <= 3, 17 for
 //! k <= 7 (r = 1), 137 for k <= 11 (r = 2). See [`probe_blocks`].
 //!
-//! # Bucket layout (one key per non-empty bucket in each of the four block families)
+//! # Bucket layout (in each of the four block families)
+//!
+//! A bucket is the set of distinct fingerprints whose block `i` has one
+//! value. Documents that share a fingerprint share its entry: a million
+//! exact copies of one text add one entry to each of four buckets.
 //!
 //! ```text
-//! key    offset  size  field
-//!        0       2     block value, u16 big-endian (family i holds block i;
-//!                      block 0 = bits 63..48)
-//! value  offset  size  field
-//!        8j      8     fingerprint j of the bucket, u64 big-endian; ascending
-//!                      (byte order = numeric order), one entry per document,
-//!                      so documents sharing a fingerprint repeat it
+//! head key      offset  size  field
+//!               0       2     block value, u16 big-endian (family i holds
+//!                             block i; block 0 = bits 63..48)
+//! head value    8j      8     fingerprint j, u64 big-endian; strictly
+//!                             ascending (byte order = numeric order)
+//!               8m      4     (only when the bucket has sealed segments)
+//!                             their number n, u32 big-endian: a head
+//!                             value's length is 8m or 8m + 4
+//! segment key   0       2     block value, u16 big-endian
+//!               2       4     segment number s (1..=n), u32 big-endian
+//! segment value 8j      8     fingerprint j, u64 big-endian; ascending
 //! ```
 //!
-//! A bucket is one value, the *posting*: a query reads it with one point
-//! lookup and scans it with XOR + popcount, instead of stepping an
-//! iterator key by key (about 100 ns a key). Every fingerprint in the
-//! posting of block family `i` under key `b` has block `i` equal to `b`.
+//! A query reads the heads it needs with one multi-get and scans them
+//! with XOR + popcount, instead of stepping an iterator key by key (about
+//! 100 ns a key); a head that names sealed segments costs a second
+//! multi-get of them. Every fingerprint of bucket `b` of family `i` has
+//! block `i` equal to `b`, and is in exactly one of its head and segments.
 //!
-//! Writes never rewrite a posting: they add *operands* (RocksDB merge
+//! Writes never rewrite a head: they add *operands* (RocksDB merge
 //! operands) that [`merge_posting`] folds in when RocksDB compacts or reads
 //! the bucket:
 //!
 //! ```text
 //! operand = one or more 9-byte entries:
-//!        0       1     b'+' (add one occurrence) or b'-' (remove one)
+//!        0       1     b'+' (the fingerprint is in the bucket) or b'-'
+//!                      (it is not)
 //!        1       8     fingerprint, u64 big-endian
 //! ```
 //!
-//! A document is named inside the store by its [`DocKey`]: its fingerprint
-//! and a sequence number that tells apart documents sharing that exact
-//! fingerprint (0 for the first). The `refs` family maps a [`DocKey`]
-//! (`fingerprint ‖ seq`) to the document id; a query finds a fingerprint in
-//! a posting and then the documents that have it under that prefix of
-//! `refs`. Only hits are looked up.
+//! Of all operands naming one fingerprint, the last wins, so an operand
+//! applied twice changes nothing. A writer adds `+` when a fingerprint
+//! gains its first document and `-` when it loses its last.
+//!
+//! **Hot buckets.** A head that reaches [`SEGMENT_ENTRIES`] fingerprints
+//! is *sealed* by the writer, in the same atomic batch as the write that
+//! fills it: its fingerprints become segment n + 1 (one `Put`) and the
+//! head keeps only the count (another). A sealed segment never receives a
+//! `+` again (a `-` only when its fingerprint loses its last document), so
+//! neither an insert nor a compaction ever folds operands into more than
+//! one head's worth of bytes, however large the bucket grows.
+//!
+//! A document is named inside the store by its [`RefKey`]: its fingerprint
+//! and its id. The `refs` family's keys are `fingerprint ‖ id` (values are
+//! empty): a query finds a fingerprint in a bucket, then the documents
+//! that have it, in id order, under that 8-byte prefix of `refs`. Only
+//! hits are looked up, and only as many as an answer needs.
 
 pub mod join;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use crate::fingerprint::{Fingerprint, BLOCKS};
 
-/// Length of a bucket key (the block value, u16 big-endian).
+/// Length of a bucket's head key (the block value, u16 big-endian).
 pub const BUCKET_KEY_LEN: usize = 2;
+/// Length of a sealed segment's key (block value ‖ segment number).
+pub const SEGMENT_KEY_LEN: usize = 6;
 /// Length of one posting entry (a fingerprint, u64 big-endian).
 pub const ENTRY_LEN: usize = 8;
-/// Length of the fingerprint part of a [`DocKey`].
-pub const DOC_KEY_PREFIX_LEN: usize = 8;
+/// Length of the fingerprint part of a [`RefKey`].
+pub const REF_KEY_PREFIX_LEN: usize = 8;
 /// Length of one entry of a merge operand.
 pub const OPERAND_LEN: usize = 9;
+/// Length of a head's trailer (the number of sealed segments).
+pub const TRAILER_LEN: usize = 4;
+/// Fingerprints a head holds before the writer seals it into a segment
+/// (32 KiB of entries): the most bytes an insert or a compaction ever
+/// merges in one bucket.
+pub const SEGMENT_ENTRIES: usize = 4096;
 
 /// A document found by a query.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -86,82 +115,61 @@ impl Hit {
     }
 }
 
-/// How the index names a document: its fingerprint and its sequence number
-/// among the documents with that exact fingerprint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct DocKey {
+/// How the index names a document: its fingerprint and its id. Encoded
+/// as `fingerprint u64 BE ‖ id UTF-8`, the key of the `refs` family, so
+/// the documents of one fingerprint sort by id under an 8-byte prefix.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RefKey {
     pub fingerprint: Fingerprint,
-    pub seq: u32,
+    pub id: String,
 }
 
-impl DocKey {
-    pub fn new(fingerprint: Fingerprint, seq: u32) -> DocKey {
-        DocKey { fingerprint, seq }
-    }
-
-    /// `fingerprint u64 BE ‖ seq` (nothing for 0, else u32 BE): the key of
-    /// the `refs` family.
-    pub fn encode(&self) -> Vec<u8> {
-        let mut k = Vec::with_capacity(DOC_KEY_PREFIX_LEN + 4);
-        k.extend_from_slice(&self.fingerprint.value().to_be_bytes());
-        push_seq(&mut k, self.seq);
+impl RefKey {
+    /// The `refs` key of document `id` with fingerprint `fp`.
+    pub fn encode(fp: Fingerprint, id: &str) -> Vec<u8> {
+        let mut k = Vec::with_capacity(REF_KEY_PREFIX_LEN + id.len());
+        k.extend_from_slice(&fp.value().to_be_bytes());
+        k.extend_from_slice(id.as_bytes());
         k
     }
 
-    /// Decodes [`DocKey::encode`]'s bytes; `Err` carries the reason.
-    pub fn decode(bytes: &[u8]) -> Result<DocKey, String> {
-        let Some(f) = bytes.get(..DOC_KEY_PREFIX_LEN) else {
+    /// The fingerprint and id of a `refs` key; `Err` carries the reason.
+    pub fn decode(bytes: &[u8]) -> Result<(Fingerprint, &str), String> {
+        let (Some(f), Some(id)) = (
+            bytes.get(..REF_KEY_PREFIX_LEN),
+            bytes.get(REF_KEY_PREFIX_LEN..),
+        ) else {
             return Err(format!(
-                "document key is {} bytes, shorter than {DOC_KEY_PREFIX_LEN}",
+                "document key is {} bytes, shorter than {REF_KEY_PREFIX_LEN}",
                 bytes.len()
             ));
         };
         let mut fb = [0u8; 8];
         fb.copy_from_slice(f);
-        Ok(DocKey {
-            fingerprint: Fingerprint(u64::from_be_bytes(fb)),
-            seq: decode_seq(&bytes[DOC_KEY_PREFIX_LEN..])?,
-        })
+        if id.is_empty() {
+            return Err("document key has an empty id".into());
+        }
+        let id = std::str::from_utf8(id).map_err(|_| "document id is not UTF-8".to_string())?;
+        Ok((Fingerprint(u64::from_be_bytes(fb)), id))
     }
 }
 
-/// The sequence number after `seq` among documents of fingerprint `fp`; an
-/// error once all 2^32 are taken.
-pub fn seq_after(fp: Fingerprint, seq: u32) -> crate::Result<u32> {
-    seq.checked_add(1).ok_or_else(|| {
-        crate::Error::Input(format!(
-            "more than {} documents share fingerprint {fp}",
-            u32::MAX
-        ))
-    })
-}
-
-fn push_seq(k: &mut Vec<u8>, seq: u32) {
-    if seq != 0 {
-        k.extend_from_slice(&seq.to_be_bytes());
-    }
-}
-
-fn decode_seq(b: &[u8]) -> Result<u32, String> {
-    match b.len() {
-        0 => Ok(0),
-        4 => match u32::from_be_bytes([b[0], b[1], b[2], b[3]]) {
-            0 => Err("sequence number 0 must be encoded as nothing".into()),
-            s => Ok(s),
-        },
-        n => Err(format!(
-            "sequence number part is {n} bytes (expected 0 or 4)"
-        )),
-    }
-}
-
-/// The key of bucket `block` (in any block family).
+/// The head key of bucket `block` (in any block family).
 #[inline]
 pub fn bucket_key(block: u16) -> [u8; BUCKET_KEY_LEN] {
     block.to_be_bytes()
 }
 
-/// The block value of a bucket key; `Err` carries the reason.
+/// The key of sealed segment `n` (>= 1) of bucket `block`.
+#[inline]
+pub fn segment_key(block: u16, n: u32) -> [u8; SEGMENT_KEY_LEN] {
+    let mut k = [0u8; SEGMENT_KEY_LEN];
+    k[..2].copy_from_slice(&block.to_be_bytes());
+    k[2..].copy_from_slice(&n.to_be_bytes());
+    k
+}
+
+/// The block value of a head key; `Err` carries the reason.
 pub fn decode_bucket_key(key: &[u8]) -> Result<u16, String> {
     match key {
         [a, b] => Ok(u16::from_be_bytes([*a, *b])),
@@ -172,7 +180,24 @@ pub fn decode_bucket_key(key: &[u8]) -> Result<u16, String> {
     }
 }
 
-/// The posting of sorted fingerprints `fps`.
+/// The block value and segment number of a block family key: 0 for a
+/// head, 1.. for a sealed segment. `Err` carries the reason.
+pub fn decode_block_key(key: &[u8]) -> Result<(u16, u32), String> {
+    match key {
+        [a, b] => Ok((u16::from_be_bytes([*a, *b]), 0)),
+        [a, b, c, d, e, f] => match u32::from_be_bytes([*c, *d, *e, *f]) {
+            0 => Err("segment number 0 (the head has no number)".into()),
+            n => Ok((u16::from_be_bytes([*a, *b]), n)),
+        },
+        _ => Err(format!(
+            "block family key is {} bytes (expected {BUCKET_KEY_LEN} or {SEGMENT_KEY_LEN})",
+            key.len()
+        )),
+    }
+}
+
+/// The posting of sorted fingerprints `fps` (a segment, or a head
+/// without segments).
 pub fn encode_posting(fps: &[Fingerprint]) -> Vec<u8> {
     let mut v = Vec::with_capacity(fps.len() * ENTRY_LEN);
     for fp in fps {
@@ -181,8 +206,39 @@ pub fn encode_posting(fps: &[Fingerprint]) -> Vec<u8> {
     v
 }
 
-/// The fingerprints of a posting, without checks beyond its length: the
-/// query loop's fast path. `None` if the length is not a multiple of 8.
+/// A head value: the entries `fps` and, when `segments` > 0, the trailer.
+pub fn encode_head(fps: &[Fingerprint], segments: u32) -> Vec<u8> {
+    let mut v = encode_posting(fps);
+    if segments > 0 {
+        v.extend_from_slice(&segments.to_be_bytes());
+    }
+    v
+}
+
+/// A head value's entries and its number of sealed segments (0 without a
+/// trailer). `Err` when the length is neither 8m nor 8m + 4.
+#[inline]
+pub fn split_head(value: &[u8]) -> Result<(&[u8], u32), String> {
+    match value.len() % ENTRY_LEN {
+        0 => Ok((value, 0)),
+        TRAILER_LEN => {
+            let (entries, t) = value.split_at(value.len() - TRAILER_LEN);
+            let n = u32::from_be_bytes([t[0], t[1], t[2], t[3]]);
+            if n == 0 {
+                return Err("head trailer names 0 segments".into());
+            }
+            Ok((entries, n))
+        }
+        r => Err(format!(
+            "posting is {} bytes, {r} more than a whole number of entries",
+            value.len()
+        )),
+    }
+}
+
+/// The fingerprints of whole 8-byte entries, without checks beyond the
+/// length: the query loop's fast path. `None` if the length is not a
+/// multiple of 8 (a head's trailer must be split off first).
 #[inline]
 pub fn posting_entries(value: &[u8]) -> Option<impl Iterator<Item = Fingerprint> + '_> {
     value.len().is_multiple_of(ENTRY_LEN).then(|| {
@@ -194,38 +250,45 @@ pub fn posting_entries(value: &[u8]) -> Option<impl Iterator<Item = Fingerprint>
     })
 }
 
-/// Decodes and checks the posting of bucket `key` in block family `i`:
-/// whole entries, ascending, each in the bucket its key names. `Err`
-/// carries the reason.
-pub fn decode_posting(i: usize, key: &[u8], value: &[u8]) -> Result<Vec<Fingerprint>, String> {
-    let block = decode_bucket_key(key)?;
-    let entries = posting_entries(value).ok_or_else(|| {
-        format!(
-            "posting is {} bytes, not a multiple of {ENTRY_LEN}",
+/// Decodes and checks a value of block family `i` under `key` (a head or
+/// a sealed segment): whole entries, strictly ascending, each in the
+/// bucket its key names; a trailer only on a head. Returns the
+/// fingerprints and the head's number of segments (0 for a segment).
+/// `Err` carries the reason. An empty value (a bucket whose fingerprints
+/// all left) is valid.
+pub fn decode_posting(
+    i: usize,
+    key: &[u8],
+    value: &[u8],
+) -> Result<(Vec<Fingerprint>, u32), String> {
+    let (block, segment) = decode_block_key(key)?;
+    let (entries, segments) = if segment == 0 {
+        split_head(value)?
+    } else if value.len().is_multiple_of(ENTRY_LEN) {
+        (value, 0)
+    } else {
+        return Err(format!(
+            "segment is {} bytes, not a multiple of {ENTRY_LEN}",
             value.len()
-        )
-    })?;
-    let mut out: Vec<Fingerprint> = Vec::with_capacity(value.len() / ENTRY_LEN);
-    for fp in entries {
+        ));
+    };
+    let mut out: Vec<Fingerprint> = Vec::with_capacity(entries.len() / ENTRY_LEN);
+    for fp in posting_entries(entries).into_iter().flatten() {
         if i < BLOCKS && fp.block(i) != block {
             return Err(format!(
                 "fingerprint {fp} is in bucket {block:04x}, but its block {i} is {:04x}",
                 fp.block(i)
             ));
         }
-        if out.last().is_some_and(|last| *last > fp) {
-            return Err(format!("fingerprint {fp} is out of order"));
+        if out.last().is_some_and(|last| *last >= fp) {
+            return Err(format!("fingerprint {fp} is out of order or repeated"));
         }
         out.push(fp);
     }
-    if out.is_empty() {
-        return Err("empty posting (an empty bucket has no key)".into());
-    }
-    Ok(out)
+    Ok((out, segments))
 }
 
-/// The merge operand that adds (or removes) one occurrence of `fp` to a
-/// bucket.
+/// The merge operand that puts `fp` in a bucket (`add`) or takes it out.
 pub fn posting_operand(add: bool, fp: Fingerprint) -> [u8; OPERAND_LEN] {
     let mut op = [0u8; OPERAND_LEN];
     op[0] = if add { b'+' } else { b'-' };
@@ -233,64 +296,76 @@ pub fn posting_operand(add: bool, fp: Fingerprint) -> [u8; OPERAND_LEN] {
     op
 }
 
-/// Folds merge operands (oldest first) into an existing posting: adds
-/// insert one occurrence, removes take one away (a remove of a fingerprint
-/// the bucket does not hold is ignored). Malformed bytes are skipped: a
+/// Folds merge operands (oldest first) into an existing head or segment:
+/// for each fingerprint the last operand naming it decides whether it is
+/// in the result (`+`) or not (`-`); fingerprints no operand names stay as
+/// they were. A head's trailer is kept. Malformed bytes are skipped: a
 /// merge cannot fail without making the whole family unreadable, and
-/// `verify` compares every posting with the records. An empty result
-/// means the bucket is empty.
+/// `verify` compares every posting with the records. An empty result means
+/// the bucket (or segment) is empty.
 pub fn merge_posting<'a>(
     existing: Option<&[u8]>,
     operands: impl IntoIterator<Item = &'a [u8]>,
 ) -> Vec<u8> {
-    let mut adds: Vec<u64> = Vec::new();
-    let mut removes: Vec<u64> = Vec::new();
+    // (fingerprint, position) of each operand entry, add or not: after a
+    // stable sort by fingerprint, the last of each run is the one that
+    // counts.
+    let mut ops: Vec<(u64, bool)> = Vec::new();
     for op in operands {
         for e in op.chunks_exact(OPERAND_LEN) {
             let mut b = [0u8; 8];
             b.copy_from_slice(&e[1..]);
             match e[0] {
-                b'+' => adds.push(u64::from_be_bytes(b)),
-                b'-' => removes.push(u64::from_be_bytes(b)),
+                b'+' => ops.push((u64::from_be_bytes(b), true)),
+                b'-' => ops.push((u64::from_be_bytes(b), false)),
                 _ => {}
             }
         }
     }
-    // An add and a remove of the same fingerprint cancel whatever their
-    // order: the multiset sum is what the store's writes mean.
-    adds.sort_unstable();
-    removes.sort_unstable();
-    let old: Vec<u64> = existing
-        .and_then(posting_entries)
-        .map(|it| it.map(|f| f.0).collect())
-        .unwrap_or_default();
-    let mut out = Vec::with_capacity((old.len() + adds.len()) * ENTRY_LEN);
-    let (mut i, mut j, mut r) = (0, 0, 0);
+    ops.sort_by_key(|o| o.0); // stable: the order of one fingerprint's operands is kept
+    let mut last: Vec<(u64, bool)> = Vec::with_capacity(ops.len());
+    for o in ops {
+        match last.last_mut() {
+            Some(l) if l.0 == o.0 => *l = o,
+            _ => last.push(o),
+        }
+    }
+    let (entries, trailer) = match existing {
+        None => (&[][..], &[][..]),
+        Some(v) => {
+            let cut = v.len() - v.len() % ENTRY_LEN;
+            let t = &v[cut..];
+            (&v[..cut], if t.len() == TRAILER_LEN { t } else { &[][..] })
+        }
+    };
+    let old = posting_entries(entries).into_iter().flatten().map(|f| f.0);
+    let mut out = Vec::with_capacity(entries.len() + last.len() * ENTRY_LEN + trailer.len());
+    let mut old = old.peekable();
+    let mut ops = last.into_iter().peekable();
     loop {
-        let next = match (old.get(i), adds.get(j)) {
-            (Some(&a), Some(&b)) if a <= b => {
-                i += 1;
-                a
+        let (fp, keep) = match (old.peek(), ops.peek()) {
+            (Some(&a), Some(&(b, add))) if b <= a => {
+                ops.next();
+                if a == b {
+                    old.next();
+                }
+                (b, add)
             }
-            (_, Some(&b)) => {
-                j += 1;
-                b
+            (Some(&a), _) => {
+                old.next();
+                (a, true)
             }
-            (Some(&a), None) => {
-                i += 1;
-                a
+            (None, Some(&(b, add))) => {
+                ops.next();
+                (b, add)
             }
             (None, None) => break,
         };
-        while removes.get(r).is_some_and(|&x| x < next) {
-            r += 1; // removes of fingerprints the bucket does not hold
+        if keep {
+            out.extend_from_slice(&fp.to_be_bytes());
         }
-        if removes.get(r) == Some(&next) {
-            r += 1;
-            continue;
-        }
-        out.extend_from_slice(&next.to_be_bytes());
     }
+    out.extend_from_slice(trailer);
     out
 }
 
@@ -545,12 +620,16 @@ pub fn brute_force<'a>(
 }
 
 /// An in-memory 4-block index, used to see documents of the current ingest
-/// run that are not yet in the store, and in tests.
+/// run that are not yet in the store, and in tests. Laid out as the store
+/// is: buckets of distinct fingerprints, and the ids of each fingerprint
+/// in order, so that [`MemIndex::ordered`] costs what it returns, not the
+/// number of copies.
 #[derive(Debug, Default, Clone)]
 pub struct MemIndex {
-    entries: Vec<Option<(String, Fingerprint)>>,
-    by_id: HashMap<String, usize>,
-    buckets: [HashMap<u16, Vec<usize>>; BLOCKS],
+    by_id: HashMap<String, Fingerprint>,
+    by_fp: HashMap<Fingerprint, BTreeSet<String>>,
+    /// Distinct fingerprints per bucket, unordered.
+    buckets: [HashMap<u16, Vec<Fingerprint>>; BLOCKS],
 }
 
 impl MemIndex {
@@ -558,7 +637,7 @@ impl MemIndex {
         MemIndex::default()
     }
 
-    /// Number of live entries.
+    /// Number of entries.
     pub fn len(&self) -> usize {
         self.by_id.len()
     }
@@ -570,21 +649,33 @@ impl MemIndex {
     /// Inserts or replaces `id`.
     pub fn insert(&mut self, id: &str, fp: Fingerprint) {
         self.remove(id);
-        let slot = self.entries.len();
-        self.entries.push(Some((id.to_string(), fp)));
-        self.by_id.insert(id.to_string(), slot);
-        for (i, b) in fp.blocks().into_iter().enumerate() {
-            self.buckets[i].entry(b).or_default().push(slot);
+        self.by_id.insert(id.to_string(), fp);
+        let ids = self.by_fp.entry(fp).or_default();
+        if ids.is_empty() {
+            for (i, b) in fp.blocks().into_iter().enumerate() {
+                self.buckets[i].entry(b).or_default().push(fp);
+            }
         }
+        ids.insert(id.to_string());
     }
 
     /// Removes `id`; returns its fingerprint if it was there.
     pub fn remove(&mut self, id: &str) -> Option<Fingerprint> {
-        let slot = self.by_id.remove(id)?;
-        let (_, fp) = self.entries[slot].take()?;
-        for (i, b) in fp.blocks().into_iter().enumerate() {
-            if let Some(v) = self.buckets[i].get_mut(&b) {
-                v.retain(|&s| s != slot);
+        let fp = self.by_id.remove(id)?;
+        if let Some(ids) = self.by_fp.get_mut(&fp) {
+            ids.remove(id);
+            if ids.is_empty() {
+                self.by_fp.remove(&fp);
+                for (i, b) in fp.blocks().into_iter().enumerate() {
+                    if let Some(set) = self.buckets[i].get_mut(&b) {
+                        if let Some(at) = set.iter().position(|f| *f == fp) {
+                            set.swap_remove(at);
+                        }
+                        if set.is_empty() {
+                            self.buckets[i].remove(&b);
+                        }
+                    }
+                }
             }
         }
         Some(fp)
@@ -592,10 +683,7 @@ impl MemIndex {
 
     /// Whether `id` is present, and its fingerprint.
     pub fn get(&self, id: &str) -> Option<Fingerprint> {
-        self.by_id
-            .get(id)
-            .and_then(|&s| self.entries[s].as_ref())
-            .map(|e| e.1)
+        self.by_id.get(id).copied()
     }
 
     /// Every entry within `k` (k <= [`MAX_EXACT_K`](crate::fingerprint::MAX_EXACT_K))
@@ -608,34 +696,80 @@ impl MemIndex {
     /// Every entry `plan` accepts for `q`, found by reading the plan's
     /// buckets; sorted by distance then id.
     pub fn query_plan(&self, q: Fingerprint, plan: &ProbePlan) -> Vec<Hit> {
-        let mut seen: HashMap<usize, ()> = HashMap::new();
-        let mut hits = Vec::new();
-        let probes = plan
-            .blocks
-            .iter()
-            .enumerate()
-            .flat_map(|(i, bs)| bs.iter().map(move |&v| (i, v)));
-        for (i, b) in probes {
-            let Some(slots) = self.buckets[i].get(&b) else {
-                continue;
-            };
-            for &s in slots {
-                if let Some((id, fp)) = &self.entries[s] {
-                    if plan.accepts(q, *fp) && seen.insert(s, ()).is_none() {
-                        hits.push(Hit::new(id.clone(), *fp, fp.distance(q)));
+        self.ordered(q, plan)
+            .map(|(id, fp)| Hit::new(id.to_string(), fp, fp.distance(q)))
+            .collect()
+    }
+
+    /// The entries `plan` accepts for `q`, read from the plan's buckets,
+    /// nearest first and by id among equally near ones, one at a time:
+    /// taking the first few costs about as much as they are, however many
+    /// entries share a fingerprint.
+    pub fn ordered<'a>(
+        &'a self,
+        q: Fingerprint,
+        plan: &ProbePlan,
+    ) -> impl Iterator<Item = (&'a str, Fingerprint)> + 'a {
+        // Accepted fingerprints by distance; each level is sorted when the
+        // walk reaches it.
+        let mut levels: Vec<Vec<Fingerprint>> = vec![Vec::new(); 65];
+        for (i, bs) in plan.blocks.iter().enumerate() {
+            for b in bs {
+                if let Some(set) = self.buckets[i].get(b) {
+                    for fp in set {
+                        if plan.accepts(q, *fp) {
+                            levels[fp.distance(q) as usize].push(*fp);
+                        }
                     }
                 }
             }
         }
-        finish(hits, None)
+        let mut levels = levels.into_iter().filter(|l| !l.is_empty());
+        // The current distance level: a merge of its fingerprints' ids.
+        let mut level: std::collections::BinaryHeap<std::cmp::Reverse<(&'a str, usize)>> =
+            Default::default();
+        let mut iters: Vec<(Fingerprint, std::collections::btree_set::Iter<'a, String>)> =
+            Vec::new();
+        std::iter::from_fn(move || loop {
+            if let Some(std::cmp::Reverse((id, n))) = level.pop() {
+                let (fp, it) = &mut iters[n];
+                let fp = *fp;
+                if let Some(next) = it.next() {
+                    level.push(std::cmp::Reverse((next.as_str(), n)));
+                }
+                return Some((id, fp));
+            }
+            let mut fps = levels.next()?;
+            fps.sort_unstable();
+            fps.dedup();
+            iters.clear();
+            for fp in fps {
+                if let Some(ids) = self.by_fp.get(&fp) {
+                    let mut it = ids.iter();
+                    if let Some(first) = it.next() {
+                        level.push(std::cmp::Reverse((first.as_str(), iters.len())));
+                        iters.push((fp, it));
+                    }
+                }
+            }
+        })
     }
 
-    /// Live entries, in insertion order.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, Fingerprint)> {
-        self.entries
-            .iter()
+    /// The entries with fingerprint `fp`, in id order.
+    pub fn exact(&self, fp: Fingerprint) -> impl Iterator<Item = (&str, Fingerprint)> {
+        self.by_fp
+            .get(&fp)
+            .into_iter()
             .flatten()
-            .map(|(id, fp)| (id.as_str(), *fp))
+            .map(move |id| (id.as_str(), fp))
+    }
+
+    /// Entries, in fingerprint then id order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, Fingerprint)> {
+        let mut fps: Vec<&Fingerprint> = self.by_fp.keys().collect();
+        fps.sort_unstable();
+        fps.into_iter()
+            .flat_map(move |fp| self.by_fp[fp].iter().map(move |id| (id.as_str(), *fp)))
     }
 }
 
@@ -644,36 +778,54 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bucket_and_posting_bytes_are_pinned() {
+    fn bucket_segment_posting_and_ref_bytes_are_pinned() {
         let a = Fingerprint(0x0123_4567_89ab_cdef);
         let b = Fingerprint(0x0123_ffff_0000_0001);
         assert_eq!(bucket_key(a.block(0)), [0x01, 0x23]);
         assert_eq!(decode_bucket_key(&[0x01, 0x23]), Ok(0x0123));
         assert!(decode_bucket_key(&[1]).is_err() && decode_bucket_key(&[1, 2, 3]).is_err());
-        let p = encode_posting(&[a, a, b]);
+        assert_eq!(segment_key(0x0123, 2), [0x01, 0x23, 0, 0, 0, 2]);
+        assert_eq!(decode_block_key(&segment_key(0x0123, 2)), Ok((0x0123, 2)));
+        assert_eq!(decode_block_key(&[0x01, 0x23]), Ok((0x0123, 0)));
+        assert!(decode_block_key(&segment_key(1, 0)).is_err(), "segment 0");
+        assert!(decode_block_key(&[1, 2, 3]).is_err());
+        // A segment's key sorts between its head and the next head.
+        assert!(bucket_key(7)[..] < segment_key(7, 1)[..]);
+        assert!(segment_key(7, u32::MAX)[..] < bucket_key(8)[..]);
+        let p = encode_posting(&[a, b]);
         assert_eq!(
             p,
-            b"\x01\x23\x45\x67\x89\xab\xcd\xef\x01\x23\x45\x67\x89\xab\xcd\xef\x01\x23\xff\xff\x00\x00\x00\x01"
-                .to_vec()
+            b"\x01\x23\x45\x67\x89\xab\xcd\xef\x01\x23\xff\xff\x00\x00\x00\x01".to_vec()
         );
         assert_eq!(
             decode_posting(0, &bucket_key(0x0123), &p),
-            Ok(vec![a, a, b])
+            Ok((vec![a, b], 0))
         );
+        let h = encode_head(&[a], 3);
+        assert_eq!(
+            h,
+            b"\x01\x23\x45\x67\x89\xab\xcd\xef\x00\x00\x00\x03".to_vec()
+        );
+        assert_eq!(split_head(&h), Ok((&h[..8], 3)));
+        assert_eq!(decode_posting(0, &bucket_key(0x0123), &h), Ok((vec![a], 3)));
+        assert_eq!(encode_head(&[a], 0), encode_posting(&[a]));
         assert_eq!(
             posting_operand(true, a),
             *b"+\x01\x23\x45\x67\x89\xab\xcd\xef"
         );
         assert_eq!(posting_operand(false, a)[0], b'-');
-        DocKey::decode(&DocKey::new(a, 1).encode()).unwrap();
         assert_eq!(
-            DocKey::new(a, 1).encode(),
-            b"\x01\x23\x45\x67\x89\xab\xcd\xef\x00\x00\x00\x01".to_vec()
+            RefKey::encode(a, "d-1"),
+            b"\x01\x23\x45\x67\x89\xab\xcd\xefd-1".to_vec()
         );
+        assert_eq!(RefKey::decode(&RefKey::encode(a, "d-1")), Ok((a, "d-1")));
+        // Ids sort under their fingerprint's prefix in byte order.
+        assert!(RefKey::encode(a, "a") < RefKey::encode(a, "b"));
+        assert!(RefKey::encode(a, "zzz") < RefKey::encode(Fingerprint(a.0 + 1), "a"));
     }
 
     #[test]
-    fn bad_postings_are_refused() {
+    fn bad_postings_and_keys_are_refused() {
         let a = Fingerprint(0x0123_4567_89ab_cdef);
         let b = Fingerprint(0x0123_0000_0000_0000);
         let key = bucket_key(0x0123);
@@ -683,42 +835,51 @@ mod tests {
             "order"
         );
         assert!(
+            decode_posting(0, &key, &encode_posting(&[a, a])).is_err(),
+            "a repeat"
+        );
+        assert!(
             decode_posting(1, &key, &encode_posting(&[a])).is_err(),
             "bucket"
         );
-        assert!(decode_posting(0, &key, &[]).is_err(), "empty");
+        assert_eq!(decode_posting(0, &key, &[]), Ok((vec![], 0)), "empty");
         assert!(
             decode_posting(0, &[1], &encode_posting(&[a])).is_err(),
             "key"
         );
-        for seq in [0, 1, 7, u32::MAX] {
-            let d = DocKey::new(a, seq);
-            assert_eq!(DocKey::decode(&d.encode()), Ok(d));
-        }
-        let mut zero = DocKey::new(a, 0).encode();
-        zero.extend_from_slice(&[0, 0, 0, 0]);
-        assert!(DocKey::decode(&zero).is_err(), "seq 0 has one encoding");
-        assert!(DocKey::decode(b"1234567").is_err());
-        assert!(DocKey::decode(b"123456789").is_err());
+        let seg = segment_key(0x0123, 1);
+        assert!(
+            decode_posting(0, &seg, &encode_head(&[a], 1)).is_err(),
+            "a trailer on a segment"
+        );
+        assert!(split_head(&[0, 0, 0, 0]).is_err(), "0 segments");
+        assert!(split_head(&[0; 5]).is_err());
+        assert!(RefKey::decode(b"1234567").is_err());
+        assert!(RefKey::decode(b"12345678").is_err(), "no id");
+        assert!(RefKey::decode(b"12345678\xff").is_err(), "not UTF-8");
     }
 
     #[test]
-    fn merging_is_a_multiset_sum() {
+    fn merging_keeps_a_set_and_the_last_operand_wins() {
         let f = |v: u64| Fingerprint(v);
         let op = |add, v| posting_operand(add, f(v)).to_vec();
-        let base = encode_posting(&[f(1), f(5), f(5), f(9)]);
+        let base = encode_posting(&[f(1), f(5), f(9)]);
         let ops = [
-            op(true, 5),
+            op(true, 5), // already there: nothing changes
             op(false, 1),
             op(true, 0),
             op(false, 9),
-            op(true, 9),
+            op(true, 9), // back again: the last operand wins
+            op(true, 7),
+            op(false, 7), // and gone
         ];
         let merged = merge_posting(Some(&base), ops.iter().map(Vec::as_slice));
-        assert_eq!(merged, encode_posting(&[f(0), f(5), f(5), f(5), f(9)]));
-        // Partial merges (concatenation) then a full merge give the same.
+        assert_eq!(merged, encode_posting(&[f(0), f(5), f(9)]));
+        // Partial merges (concatenation) then a full merge give the same,
+        // and applying the operands again changes nothing.
         let partial = concat_operands(ops.iter().map(Vec::as_slice));
         assert_eq!(merge_posting(Some(&base), [partial.as_slice()]), merged);
+        assert_eq!(merge_posting(Some(&merged), [partial.as_slice()]), merged);
         // Removing everything empties the bucket; a stray remove is ignored.
         let gone = merge_posting(
             Some(&encode_posting(&[f(3)])),
@@ -729,6 +890,15 @@ mod tests {
             merge_posting(None, [op(true, 2).as_slice()]),
             encode_posting(&[f(2)])
         );
+        // A head's trailer survives the merge.
+        let head = encode_head(&[f(4)], 2);
+        assert_eq!(
+            merge_posting(
+                Some(&head),
+                [op(true, 3).as_slice(), op(false, 4).as_slice()]
+            ),
+            encode_head(&[f(3)], 2)
+        );
         // Garbage inside an operand is skipped, never a panic.
         let mut junk = op(true, 7);
         junk.extend_from_slice(b"?12345678");
@@ -737,6 +907,43 @@ mod tests {
             merge_posting(None, [junk.as_slice()]),
             encode_posting(&[f(7)])
         );
+    }
+
+    #[test]
+    fn merging_equals_a_set_replayed_in_order() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(23);
+        for _ in 0..300 {
+            let mut set: std::collections::BTreeSet<u64> = (0..rng.random_range(0..20))
+                .map(|_| rng.random_range(0..40))
+                .collect();
+            let base = encode_posting(&set.iter().map(|&v| Fingerprint(v)).collect::<Vec<_>>());
+            let ops: Vec<Vec<u8>> = (0..rng.random_range(0..30))
+                .map(|_| {
+                    let (add, v) = (rng.random_bool(0.5), rng.random_range(0..40));
+                    if add {
+                        set.insert(v);
+                    } else {
+                        set.remove(&v);
+                    }
+                    posting_operand(add, Fingerprint(v)).to_vec()
+                })
+                .collect();
+            let want = encode_posting(&set.iter().map(|&v| Fingerprint(v)).collect::<Vec<_>>());
+            assert_eq!(
+                merge_posting(Some(&base), ops.iter().map(Vec::as_slice)),
+                want
+            );
+            // Split anywhere into two partial merges.
+            let cut = rng.random_range(0..=ops.len());
+            let (x, y) = ops.split_at(cut);
+            let px = concat_operands(x.iter().map(Vec::as_slice));
+            let py = concat_operands(y.iter().map(Vec::as_slice));
+            assert_eq!(
+                merge_posting(Some(&base), [px.as_slice(), py.as_slice()]),
+                want
+            );
+        }
     }
 
     #[test]

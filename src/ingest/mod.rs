@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 use crate::db::Query;
-use crate::db::{Db, Outcome, Placement};
+use crate::db::{limits, Db, Outcome};
 use crate::error::{Error, Result};
 use crate::fingerprint::Analysis;
 pub use dedup::{dedup, DedupEvent, DedupSummary, Dropped};
@@ -55,6 +55,9 @@ pub struct Options {
     /// the four families, see [`crate::index::ProbePlan::ranked`]); 0 =
     /// exact at `k` only.
     pub probe_budget: usize,
+    /// Duplicates each written document lists (at most
+    /// [`limits::MAX_DUPLICATES`]; see [`Duplicates`]).
+    pub max_duplicates: usize,
 }
 
 impl Options {
@@ -81,6 +84,7 @@ impl Default for Options {
             sync: false,
             min_similarity: crate::db::DEFAULT_MIN_SIMILARITY,
             probe_budget: crate::index::DEFAULT_PROBE_BUDGET,
+            max_duplicates: limits::DEFAULT_MAX_DUPLICATES,
         }
     }
 }
@@ -342,8 +346,8 @@ fn apply(
             sum.short += 1;
             on_event(Event::Short(&doc, a.terms));
         }
-        let (placed, near) = place(w, &doc, a, opts)?;
-        if let Some(h) = near.first() {
+        let (placed, dups) = place(w, &doc, a, opts)?;
+        if let Some(h) = dups.hits.first() {
             sum.duplicates += 1;
             on_event(Event::Duplicate(&DuplicateReport {
                 id: doc.id.clone(),
@@ -376,33 +380,84 @@ pub enum Placed {
     Written(Outcome),
 }
 
+/// The confirmed near-duplicates a write's check found (see
+/// [`place`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Duplicates {
+    /// Nearest first, then by id: every confirmed near-duplicate when
+    /// `complete`, else the first [`limits::CHECK_CONFIRMED`] of them (or
+    /// [`Options::max_duplicates`], if more) or those among the first
+    /// [`limits::CHECK_EXAMINED`] candidates. A document's duplicates are
+    /// those within `k` if it has any; only a document with none has
+    /// those that confidence-ranked probing finds beyond `k`. Answers list
+    /// [`Duplicates::listed`].
+    pub hits: Vec<crate::Hit>,
+    /// Whether the check looked at every candidate, so that `hits` is all
+    /// of them and their number is exact.
+    pub complete: bool,
+}
+
+impl Duplicates {
+    /// How many were confirmed: the exact count when [`Duplicates::exact`],
+    /// else a lower bound.
+    pub fn count(&self) -> usize {
+        self.hits.len()
+    }
+
+    /// Whether [`Duplicates::count`] is exact.
+    pub fn exact(&self) -> bool {
+        self.complete
+    }
+
+    /// The first `n` (nearest first).
+    pub fn listed(&self, n: usize) -> &[crate::Hit] {
+        &self.hits[..n.min(self.hits.len())]
+    }
+}
+
 /// Writes one analysed document through `w` as ingest does: an unchanged
 /// re-ingest is left alone; otherwise its near-duplicates in the store and
-/// in `w`'s pending batch are found with [`Options::duplicate_query`]
+/// in `w`'s pending batch are looked for with [`Options::duplicate_query`]
 /// (the document's own id aside) and, unless the policy skips duplicates,
 /// it is written joining their clusters. Returns what was done and the
-/// near-duplicates, nearest first (empty for an unchanged document).
+/// near-duplicates (none for an unchanged document).
+///
+/// The check reads candidates nearest first and stops after
+/// [`limits::CHECK_CONFIRMED`] confirmed ones or
+/// [`limits::CHECK_EXAMINED`] looked at, so a write costs about the same
+/// whether its document has no stored copy or a million.
 pub fn place(
     w: &mut crate::db::Writer<'_>,
     doc: &Doc,
     a: Analysis,
     opts: &Options,
-) -> Result<(Placed, Vec<crate::Hit>)> {
+) -> Result<(Placed, Duplicates)> {
     // Unchanged re-ingests are not news: check before looking for duplicates.
     if w.is_unchanged(&doc.id, &a, &doc.content)? {
-        return Ok((Placed::Unchanged, Vec::new()));
+        return Ok((Placed::Unchanged, Duplicates::default()));
     }
-    let mut near = w.search(&opts.duplicate_query(&a))?;
-    near.retain(|h| h.id != doc.id);
-    if !near.is_empty() && opts.policy == DuplicatePolicy::Skip {
-        return Ok((Placed::Skipped, near));
-    }
-    let place = Placement {
-        priority: doc.priority,
-        near: near.iter().map(|h| h.id.clone()).collect(),
+    let q = Query {
+        exclude: Some(doc.id.clone()),
+        ..opts.duplicate_query(&a)
     };
-    let outcome = w.put_placed(&doc.id, a, &doc.content, &doc.source, &place)?;
-    Ok((Placed::Written(outcome), near))
+    let depth = limits::CHECK_CONFIRMED.max(opts.max_duplicates.min(limits::MAX_DUPLICATES));
+    let check = w.check(&q, depth, limits::CHECK_EXAMINED, true)?;
+    let dups = Duplicates {
+        complete: check.complete,
+        hits: check.hits,
+    };
+    if !dups.hits.is_empty() && opts.policy == DuplicatePolicy::Skip {
+        return Ok((Placed::Skipped, dups));
+    }
+    // The clusters joined do not depend on how many the write lists.
+    let near: Vec<String> = dups
+        .hits
+        .iter()
+        .take(limits::CHECK_CONFIRMED)
+        .map(|h| h.id.clone())
+        .collect();
+    let outcome = w.put_near(&doc.id, a, &doc.content, &doc.source, doc.priority, &near)?;
+    Ok((Placed::Written(outcome), dups))
 }
 
 impl Placed {
@@ -425,7 +480,7 @@ pub struct Written {
     pub fingerprint: Option<crate::Fingerprint>,
     pub short: bool,
     /// Its near-duplicates, nearest first.
-    pub near: Vec<crate::Hit>,
+    pub duplicates: Duplicates,
 }
 
 impl Written {
@@ -463,23 +518,82 @@ pub fn place_all(
 ) -> Result<Vec<Written>> {
     let mut out = Vec::with_capacity(docs.len());
     for (doc, a) in docs.iter().zip(analyses) {
-        let Some(a) = a else {
-            out.push(Written {
-                placed: None,
-                fingerprint: None,
-                short: false,
-                near: Vec::new(),
-            });
-            continue;
-        };
-        let (fingerprint, short) = (a.fingerprint, a.is_short());
-        let (placed, near) = place(w, doc, a, opts)?;
-        out.push(Written {
-            placed: Some(placed),
-            fingerprint: Some(fingerprint),
-            short,
-            near,
+        out.push(place_written(w, doc, a, opts)?);
+    }
+    Ok(out)
+}
+
+/// [`place`] of one document of [`analyze_all`]'s (`None`: no usable
+/// features, not written).
+fn place_written(
+    w: &mut crate::db::Writer<'_>,
+    doc: &Doc,
+    a: Option<Analysis>,
+    opts: &Options,
+) -> Result<Written> {
+    let Some(a) = a else {
+        return Ok(Written {
+            placed: None,
+            fingerprint: None,
+            short: false,
+            duplicates: Duplicates::default(),
         });
+    };
+    let (fingerprint, short) = (a.fingerprint, a.is_short());
+    let (placed, duplicates) = place(w, doc, a, opts)?;
+    Ok(Written {
+        placed: Some(placed),
+        fingerprint: Some(fingerprint),
+        short,
+        duplicates,
+    })
+}
+
+/// A chunked write stopped by an error (see [`place_in_chunks`]).
+#[derive(Debug)]
+pub struct Interrupted {
+    /// The documents committed before it, in order: the first `written`
+    /// of the request are stored.
+    pub written: usize,
+    pub error: Error,
+}
+
+/// [`place`]s `docs` (with their analyses from [`analyze_all`]) in order
+/// through `db`'s shared writer, committing in chunks: each chunk is one
+/// atomic batch and holds the writer for at most
+/// [`limits::WRITE_CHUNK_DOCS`] documents or [`limits::WRITE_CHUNK_TIME`],
+/// then hands it on fairly, so a one-document write from elsewhere never
+/// waits behind a large request for longer than a chunk. A later document
+/// sees the earlier ones as duplicates (committed, or pending in its
+/// chunk).
+///
+/// On an error the chunks before it stay written: [`Interrupted`] says how
+/// many documents are.
+pub fn place_in_chunks(
+    db: &Db,
+    docs: &[Doc],
+    analyses: Vec<Option<Analysis>>,
+    opts: &Options,
+) -> std::result::Result<Vec<Written>, Interrupted> {
+    let mut out: Vec<Written> = Vec::with_capacity(docs.len());
+    let mut analyses = analyses.into_iter();
+    let mut committed = 0;
+    let fail = |written, error| Interrupted { written, error };
+    while out.len() < docs.len() {
+        let mut w = db.shared_writer().map_err(|e| fail(committed, e))?;
+        w.set_sync(opts.sync);
+        let start = Instant::now();
+        let first = out.len();
+        while out.len() < docs.len()
+            && out.len() - first < limits::WRITE_CHUNK_DOCS
+            && start.elapsed() < limits::WRITE_CHUNK_TIME
+        {
+            let doc = &docs[out.len()];
+            let a = analyses.next().flatten();
+            out.push(place_written(&mut w, doc, a, opts).map_err(|e| fail(committed, e))?);
+        }
+        w.commit().map_err(|e| fail(committed, e))?;
+        committed = out.len();
     }
     Ok(out)
 }

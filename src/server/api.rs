@@ -10,7 +10,8 @@
 //!   or `"id"`, and optionally `"k"`, `"probe_budget"`, `"limit"`,
 //!   `"min_similarity"` and `"explain"`; any other field is refused (a
 //!   misspelt option must not pass silently).
-//! - URL parameters: `sync`, `k`, `probe_budget`, `min_similarity`.
+//! - URL parameters: `sync`, `k`, `probe_budget`, `min_similarity`,
+//!   `max_duplicates` (writes).
 
 use serde_json::{Map, Value};
 
@@ -341,6 +342,8 @@ pub struct Params {
     pub k: Option<u32>,
     pub probe_budget: Option<usize>,
     pub min_similarity: Option<f64>,
+    /// Duplicates listed per written document.
+    pub max_duplicates: Option<usize>,
 }
 
 /// Parses a query string; `allowed` are the parameters the endpoint takes.
@@ -392,6 +395,12 @@ pub fn parse_params(query: Option<&str>, allowed: &[&str]) -> Parsed<Params> {
             "min_similarity" => {
                 let s: f64 = value.parse().map_err(|_| bad("a number"))?;
                 p.min_similarity = Some(similarity(&Value::from(s), "min_similarity")?);
+            }
+            "max_duplicates" => {
+                let n: usize = value.parse().map_err(|_| bad("an integer"))?;
+                crate::db::limits::max_duplicates(Some(n))
+                    .map_err(|e| BadRequest::field("max_duplicates", e.to_string()))?;
+                p.max_duplicates = Some(n);
             }
             _ => unreachable!("only allowed parameters get here"),
         }

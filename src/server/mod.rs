@@ -64,11 +64,16 @@ pub struct Config {
     pub body_timeout: Duration,
     /// The most documents or queries in one request.
     pub max_batch: usize,
+    /// The most hits one request may answer: the sum of its queries'
+    /// limits, or its documents times the duplicates each lists. A request
+    /// that could answer more is refused (400) before any work.
+    pub max_hits: usize,
 }
 
 impl Config {
     /// Defaults: loopback port 7420, a thread per core, no token, 64 MiB
-    /// bodies sent within 30 s, batches of up to 10,000.
+    /// bodies sent within 30 s, batches of up to 10,000, answers of up to
+    /// [`db::limits::DEFAULT_MAX_REQUEST_HITS`] hits.
     pub fn new(addr: SocketAddr) -> Config {
         Config {
             addr,
@@ -77,6 +82,7 @@ impl Config {
             max_body_bytes: 64 << 20,
             body_timeout: Duration::from_secs(30),
             max_batch: 10_000,
+            max_hits: db::limits::DEFAULT_MAX_REQUEST_HITS,
         }
     }
 
@@ -94,9 +100,9 @@ impl Config {
         if self.threads == 0 {
             return Err(Error::Input("--threads must be at least 1".into()));
         }
-        if self.max_batch == 0 || self.max_body_bytes == 0 {
+        if self.max_batch == 0 || self.max_body_bytes == 0 || self.max_hits == 0 {
             return Err(Error::Input(
-                "the batch and body limits must be at least 1".into(),
+                "the batch, body and hit limits must be at least 1".into(),
             ));
         }
         Ok(())
@@ -451,7 +457,13 @@ fn is_length_limit(e: &axum::Error) -> bool {
     false
 }
 
-const WRITE_PARAMS: [&str; 4] = ["sync", "k", "probe_budget", "min_similarity"];
+const WRITE_PARAMS: [&str; 5] = [
+    "sync",
+    "k",
+    "probe_budget",
+    "min_similarity",
+    "max_duplicates",
+];
 
 async fn put_documents(State(app): State<Shared>, RawQuery(q): RawQuery, body: Body) -> Answer {
     write_documents(app, q, body, DuplicatePolicy::IndexAll).await
@@ -472,6 +484,21 @@ async fn write_documents(
     let (docs, _) = api::parse_documents(&bytes, app.config.max_batch)?;
     drop(bytes);
     let (k, probe_budget) = db::search_mode(p.k, p.probe_budget)?;
+    let max_duplicates = db::limits::max_duplicates(p.max_duplicates)?;
+    // The answer's size is known before anything is written.
+    let most = docs.len().saturating_mul(max_duplicates);
+    if most > app.config.max_hits {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            Some("max_duplicates"),
+            format!(
+                "{} documents listing up to {max_duplicates} duplicates each could answer {most} hits; \
+                 at most {} per request (the server's --max-hits): send fewer documents or a lower max_duplicates",
+                docs.len(),
+                app.config.max_hits
+            ),
+        ));
+    }
     let opts = ingest::Options {
         k,
         policy,
@@ -480,6 +507,7 @@ async fn write_documents(
             .min_similarity
             .unwrap_or_else(|| app.db.default_min_similarity()),
         probe_budget,
+        max_duplicates,
         ..ingest::Options::default()
     };
     let v = blocking(move || app.write(docs, &opts)).await?;
@@ -513,9 +541,14 @@ impl App {
             "short",
         ];
         let mut counts = [0u64; 6];
-        let mut w = self.db.shared_writer()?;
-        w.set_sync(opts.sync);
-        let written = ingest::place_all(&mut w, &docs, analyses, opts)?;
+        let written = ingest::place_in_chunks(&self.db, &docs, analyses, opts).map_err(|i| {
+            let mut err = ApiError::from(i.error);
+            err.message = format!(
+                "{} (the first {} documents of the request were written, in atomic chunks)",
+                err.message, i.written
+            );
+            err
+        })?;
         let mut results = Vec::with_capacity(docs.len());
         for (doc, r) in docs.iter().zip(written) {
             let outcome = r.outcome();
@@ -526,14 +559,15 @@ impl App {
                 continue;
             }
             counts[5] += u64::from(r.short && n < 2);
-            let mut v = json!({"id": doc.id, "outcome": outcome, "fingerprint": r.fingerprint, "duplicates": r.near});
+            let d = &r.duplicates;
+            let mut v = json!({"id": doc.id, "outcome": outcome, "fingerprint": r.fingerprint,
+                "duplicates": d.listed(opts.max_duplicates),
+                "duplicate_count": d.count(), "duplicate_count_exact": d.exact()});
             if r.short {
                 v["short"] = json!(true);
             }
             results.push(v);
         }
-        w.commit()?;
-        drop(w);
         for (name, n) in NAMES.iter().zip(counts).take(5) {
             self.metrics.written(name, n);
         }
@@ -625,6 +659,22 @@ async fn query(State(app): State<Shared>, RawQuery(q): RawQuery, body: Body) -> 
     api::parse_params(q.as_deref(), &[])?;
     let bytes = read_body(&app, body).await?;
     let (specs, batch) = api::parse_queries(&bytes, app.config.max_batch)?;
+    // The answer's size is bounded before any work.
+    let most: usize = specs
+        .iter()
+        .map(|s| s.limit.unwrap_or(db::limits::DEFAULT_LIMIT))
+        .fold(0, usize::saturating_add);
+    if most > app.config.max_hits {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            Some("limit"),
+            format!(
+                "the queries' limits add up to {most} hits; at most {} per request (the server's \
+                 --max-hits): send fewer queries or lower limits",
+                app.config.max_hits
+            ),
+        ));
+    }
     let field = |e: Error, spec: &QuerySpec| {
         let mut err = ApiError::from(e);
         if err.status == StatusCode::UNPROCESSABLE_ENTITY {

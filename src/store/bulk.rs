@@ -226,9 +226,12 @@ impl Store {
     /// Adds to `batch` the removal of every `refs` entry and index key.
     pub fn clear_index(&self, b: &mut Batch) {
         for name in BLOCK_FAMILIES.iter().chain([REFS].iter()) {
-            // Every key of these families is at most 12 bytes.
-            b.0.delete_range_cf(self.cf(name), &[][..], &[0xff; 16][..]);
+            // A block family's keys are 2 or 6 bytes; a `refs` key is 8
+            // bytes of fingerprint, then an id in UTF-8, which never holds
+            // a 0xff byte: every key sorts below 17 bytes of 0xff.
+            b.0.delete_range_cf(self.cf(name), &[][..], &[0xff; 17][..]);
         }
         self.clear_order(b);
+        self.forget_heads();
     }
 }

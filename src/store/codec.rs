@@ -10,8 +10,10 @@
 //! 5       n     payload: bincode 2.0 of `Record` with the fixed configuration
 //!               standard().with_big_endian().with_fixed_int_encoding():
 //!                 fingerprint   u64 BE
-//!                 seq           u32 BE   sequence number among documents with
-//!                                        this exact fingerprint (see index::DocKey)
+//!                 seq           u32 BE   written 0 and ignored since format 5
+//!                                        (formats 2-4 numbered the documents
+//!                                        that share a fingerprint; the refs
+//!                                        key now names them by id)
 //!                 content_hash  u64 BE   xxh3-64 of the document's text bytes
 //!                 length        u64 BE   text length in bytes
 //!                 ingested_at   u64 BE   Unix seconds of the write
@@ -102,10 +104,6 @@ impl Priority {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Record {
     pub fingerprint: Fingerprint,
-    /// Sequence number among the documents with this exact fingerprint: the
-    /// document's index keys and `refs` entry are under
-    /// `DocKey { fingerprint, seq }`.
-    pub seq: u32,
     /// xxh3-64 of the document's text (re-ingesting identical text is a no-op).
     pub content_hash: u64,
     /// Length of the text in bytes.
@@ -135,11 +133,6 @@ impl Record {
     /// Whether the document was short (see [`crate::fingerprint::SHORT_TERMS`]).
     pub fn is_short(&self) -> bool {
         self.terms > 0 && (self.terms as usize) < crate::fingerprint::SHORT_TERMS
-    }
-
-    /// How the index names this document.
-    pub fn doc_key(&self) -> crate::index::DocKey {
-        crate::index::DocKey::new(self.fingerprint, self.seq)
     }
 }
 
@@ -212,7 +205,7 @@ mod raw {
             V2 {
                 v1: V1 {
                     fingerprint: r.fingerprint.value(),
-                    seq: r.seq,
+                    seq: 0,
                     content_hash: r.content_hash,
                     length: r.length,
                     ingested_at: r.ingested_at,
@@ -228,7 +221,6 @@ mod raw {
         fn from(r: V1) -> super::Record {
             super::Record {
                 fingerprint: Fingerprint(r.fingerprint),
-                seq: r.seq,
                 content_hash: r.content_hash,
                 length: r.length,
                 ingested_at: r.ingested_at,
@@ -355,7 +347,6 @@ mod tests {
     fn sample() -> Record {
         Record {
             fingerprint: Fingerprint(0x0123_4567_89ab_cdef),
-            seq: 3,
             content_hash: 0x1122_3344_5566_7788,
             length: 42,
             ingested_at: 1_700_000_000,
@@ -379,11 +370,17 @@ mod tests {
     }
 
     /// The version 1 payload of `sample()`, field by field (also the
-    /// start of its version 2 payload).
+    /// start of its version 2 payload), as formats 2-4 wrote it: with a
+    /// sequence number (3).
     fn v1_payload() -> Vec<u8> {
+        v1_payload_seq(3)
+    }
+
+    /// The version 1 payload with sequence number `seq` (0 since format 5).
+    fn v1_payload_seq(seq: u32) -> Vec<u8> {
         [
             &0x0123_4567_89ab_cdefu64.to_be_bytes()[..],
-            &3u32.to_be_bytes(),
+            &seq.to_be_bytes(),
             &0x1122_3344_5566_7788u64.to_be_bytes(),
             &42u64.to_be_bytes(),
             &1_700_000_000u64.to_be_bytes(),
@@ -428,22 +425,39 @@ mod tests {
         [&v2_payload()[..], &3u64.to_be_bytes(), &[63, 0, 17]].concat()
     }
 
-    #[test]
-    fn record_v4_bytes_are_pinned() {
-        let bytes = encode_record(&sample_v4());
-        let payload: Vec<u8> = [
-            &v3_payload()[..],
+    /// The version 4 payload of `sample_v4()` with sequence number `seq`.
+    fn v4_payload(seq: u32) -> Vec<u8> {
+        let v1 = v1_payload_seq(seq);
+        let v3 = v3_payload();
+        [
+            &v1[..],
+            &v3[v1.len()..],
             &0x0102_0304_0506_0708u64.to_be_bytes(),
             &[1u8],
             &(-2.5f64).to_bits().to_be_bytes(),
         ]
-        .concat();
-        let mut want = vec![4u8];
-        want.extend_from_slice(&crc32fast::hash(&payload).to_be_bytes());
-        want.extend_from_slice(&payload);
-        assert_eq!(bytes, want);
+        .concat()
+    }
+
+    fn frame(version: u8, payload: &[u8]) -> Vec<u8> {
+        let mut out = vec![version];
+        out.extend_from_slice(&crc32fast::hash(payload).to_be_bytes());
+        out.extend_from_slice(payload);
+        out
+    }
+
+    #[test]
+    fn record_v4_bytes_are_pinned() {
+        let bytes = encode_record(&sample_v4());
+        // Written with sequence number 0 since format 5.
+        assert_eq!(bytes, frame(4, &v4_payload(0)));
         assert_eq!(&bytes[..5], &GOLDEN_V4_HEADER[..], "{:02x?}", &bytes[..5]);
         assert_eq!(decode_record(&bytes).unwrap(), sample_v4());
+        // A format 4 store's record, with its sequence number: read, and
+        // the number ignored.
+        let old = frame(4, &v4_payload(3));
+        assert_eq!(&old[..5], &GOLDEN_V4_SEQ3_HEADER[..], "{:02x?}", &old[..5]);
+        assert_eq!(decode_record(&old).unwrap(), sample_v4());
         // No sketch, no terms, no weak bits, no priority: one tag byte and
         // two empty lengths, the ord and one tag byte.
         let bare = encode_record(&sample());
@@ -457,7 +471,8 @@ mod tests {
         assert!(decode_record(&encode_record(&bad)).is_err());
     }
 
-    const GOLDEN_V4_HEADER: [u8; 5] = [0x04, 0x49, 0x55, 0xbd, 0x6e];
+    const GOLDEN_V4_HEADER: [u8; 5] = [0x04, 0x97, 0x1d, 0xc1, 0x98];
+    const GOLDEN_V4_SEQ3_HEADER: [u8; 5] = [0x04, 0x49, 0x55, 0xbd, 0x6e];
 
     #[test]
     fn record_v3_bytes_still_decode() {

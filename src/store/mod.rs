@@ -4,18 +4,20 @@
 //!
 //! | family   | key                                        | value                     |
 //! |----------|--------------------------------------------|---------------------------|
-//! | `block0` | block 0 of the fingerprints, u16 BE        | posting (see [`crate::index`]) |
-//! | `block1` | block 1                                    | posting                   |
-//! | `block2` | block 2                                    | posting                   |
-//! | `block3` | block 3                                    | posting                   |
-//! | `refs`   | fingerprint ‖ seq ([`DocKey`])             | document id, UTF-8        |
+//! | `block0` | block 0 of the fingerprints, u16 BE (‖ segment, u32 BE) | head or sealed segment of a posting (see [`crate::index`]) |
+//! | `block1` | block 1 (‖ segment)                        | posting                   |
+//! | `block2` | block 2 (‖ segment)                        | posting                   |
+//! | `block3` | block 3 (‖ segment)                        | posting                   |
+//! | `refs`   | fingerprint ‖ id ([`RefKey`])              | the sketch (32 bytes), or nothing |
 //! | `docs`   | document id, UTF-8                         | framed record ([`codec`]) |
 //! | `meta`   | ASCII name                                 | see below                 |
 //! | `clusters` | `d`/`m`/`s` ‖ … (see [`schema`])         | cluster id, id, or size   |
 //!
-//! One document = one record, one `refs` entry and one posting entry in
-//! each block family (a merge operand: postings are never rewritten by a
-//! write), written in one `WriteBatch`.
+//! One document = one record, one `refs` entry and one ingest-order entry;
+//! its fingerprint has one entry in a bucket of each block family, shared
+//! by every document with that fingerprint (added by a merge operand when
+//! the first arrives, removed when the last leaves: postings are never
+//! rewritten by a write), all in one `WriteBatch`.
 //!
 //! # Family tuning
 //!
@@ -34,7 +36,7 @@
 //! ```text
 //! key              value
 //! "magic"          the 12 bytes "simdb-store\n"
-//! "format_version" u32 big-endian (this build writes 4 and reads 4; migrates 2 and 3)
+//! "format_version" u32 big-endian (this build writes 5 and reads 5; migrates 2, 3 and 4)
 //! "recipe"         UTF-8 JSON of the fingerprint Recipe
 //! "doc_count"      u64 big-endian, number of documents (updated in each write batch)
 //! "short_count"    u64 big-endian, documents with fewer than 10 terms (absent = 0)
@@ -47,10 +49,12 @@
 mod bulk;
 mod clusters;
 pub mod codec;
+mod postings;
 mod query;
 pub mod schema;
 
 pub use bulk::{write_ssts, Staging};
+pub(crate) use query::{Flow, Snapshot};
 
 use std::path::{Path, PathBuf};
 
@@ -63,11 +67,11 @@ pub use codec::{Priority, Record};
 
 use crate::error::{Error, Result};
 use crate::fingerprint::{Recipe, BLOCKS};
-use crate::index::{self, DocKey};
+use crate::index::{self, RefKey};
 
 /// Name of the block families' merge operator (RocksDB records it in each
 /// SST file; see [`index::merge_posting`]).
-const POSTING_MERGE: &str = "simdb-posting-v1";
+const POSTING_MERGE: &str = "simdb-posting-v2";
 
 /// Names of the four block families, in block order.
 pub const BLOCK_FAMILIES: [&str; BLOCKS] = ["block0", "block1", "block2", "block3"];
@@ -116,9 +120,11 @@ pub const MAGIC: &[u8] = b"simdb-store\n";
 /// Meta key of the format version.
 pub const FORMAT_VERSION_KEY: &[u8] = b"format_version";
 /// The on-disk format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 /// The oldest format `simdb migrate` brings to [`FORMAT_VERSION`] in place
-/// (2: postings of single keys; 3: no ords and no clusters).
+/// (2: postings of single keys; 3: no ords and no clusters; 4: postings
+/// with an entry per document, `refs` keyed by fingerprint ‖ sequence
+/// number).
 pub const MIGRATABLE_FORMAT_VERSION: u32 = 2;
 /// Meta key of the ord the next written document takes.
 pub const NEXT_ORD_KEY: &[u8] = b"next_ord";
@@ -155,8 +161,52 @@ pub struct Store {
     access: Access,
     _cache: Cache,
     /// Whether one query may read its families on two threads (see
-    /// [`Store::probe`]).
+    /// [`Store::candidates`]).
     pub(crate) parallel_probe: bool,
+    /// The writer's knowledge of the buckets it touched (see `postings`).
+    heads: std::sync::Mutex<postings::Heads>,
+    /// What this handle read, for [`Store::reads`].
+    reads: ReadCounts,
+}
+
+/// What a store handle has read since it was opened: the work of its
+/// queries and writes, counted (see `Db::reads`).
+#[derive(Debug, Default)]
+pub(crate) struct ReadCounts {
+    pub refs: std::sync::atomic::AtomicU64,
+    pub records: std::sync::atomic::AtomicU64,
+    pub buckets: std::sync::atomic::AtomicU64,
+}
+
+/// A reading of [`ReadCounts`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Reads {
+    /// `refs` entries read (a document of a candidate fingerprint each).
+    pub refs: u64,
+    /// Records read (by id, or to check a hit).
+    pub records: u64,
+    /// Bucket values read from the store (heads and sealed segments; the
+    /// writer's hot buckets in memory are not counted).
+    pub buckets: u64,
+}
+
+impl ReadCounts {
+    #[inline]
+    pub(crate) fn add(counter: &std::sync::atomic::AtomicU64, n: u64) {
+        counter.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl Store {
+    /// What this handle has read so far.
+    pub fn reads(&self) -> Reads {
+        use std::sync::atomic::Ordering::Relaxed;
+        Reads {
+            refs: self.reads.refs.load(Relaxed),
+            records: self.reads.records.load(Relaxed),
+            buckets: self.reads.buckets.load(Relaxed),
+        }
+    }
 }
 
 fn table_options(cache: &Cache, bloom: bool) -> BlockBasedOptions {
@@ -196,7 +246,7 @@ pub(crate) fn family_options(name: &str, cache: &Cache) -> Options {
         o.set_block_based_table_factory(&b);
     } else if name == REFS {
         o.set_prefix_extractor(SliceTransform::create_fixed_prefix(
-            index::DOC_KEY_PREFIX_LEN,
+            index::REF_KEY_PREFIX_LEN,
         ));
         o.set_memtable_prefix_bloom_ratio(0.1);
         o.set_compression_type(DBCompressionType::Lz4);
@@ -332,6 +382,8 @@ impl Store {
             access: Access::ReadWrite,
             _cache: cache,
             parallel_probe: true,
+            heads: Default::default(),
+            reads: Default::default(),
         };
         let meta = store.cf(META);
         let mut b = Batch::default();
@@ -433,6 +485,8 @@ impl Store {
             access,
             _cache: cache,
             parallel_probe: true,
+            heads: Default::default(),
+            reads: Default::default(),
         };
         let meta = store.cf(META);
         match store.db.get_cf(meta, MAGIC_KEY)? {
@@ -470,7 +524,7 @@ impl Store {
         for want in ALL_FAMILIES {
             // Stores before format 4 have no clusters family; migration
             // makes it.
-            if want == CLUSTERS && version < FORMAT_VERSION {
+            if want == CLUSTERS && version < 4 {
                 continue;
             }
             if !families.iter().any(|f| f == want) {
@@ -515,6 +569,7 @@ impl Store {
 
     /// The stored record of `id`, if any.
     pub fn get(&self, id: &str) -> Result<Option<Record>> {
+        ReadCounts::add(&self.reads.records, 1);
         match self.db.get_pinned_cf(self.cf(DOCS), id.as_bytes())? {
             None => Ok(None),
             Some(v) => codec::decode_record(&v)
@@ -585,32 +640,20 @@ impl Store {
     }
 
     /// Adds the writes of one document to `batch`: its record, its `refs`
-    /// entry and its four index keys.
+    /// entry and its place in the ingest order (its fingerprint's posting
+    /// entries go with [`Store::write_postings`]).
     pub fn put_doc(&self, b: &mut Batch, id: &str, rec: &Record) {
         let e = schema::doc_entries(id, rec);
         b.0.put_cf(self.cf(DOCS), &e.docs.0, &e.docs.1);
         b.0.put_cf(self.cf(REFS), &e.refs.0, &e.refs.1);
         b.0.put_cf(self.cf(CLUSTERS), e.order.0, &e.order.1);
-        self.merge_postings(b, &e.postings);
-    }
-
-    /// Adds posting operands (one per block family) to `b`.
-    fn merge_postings(
-        &self,
-        b: &mut Batch,
-        ops: &[([u8; index::BUCKET_KEY_LEN], [u8; index::OPERAND_LEN]); BLOCKS],
-    ) {
-        for (name, (key, op)) in BLOCK_FAMILIES.iter().zip(ops) {
-            b.0.merge_cf(self.cf(name), key, op);
-        }
     }
 
     /// Adds the deletes of one document to `batch` (see [`Store::put_doc`]).
     pub fn delete_doc(&self, b: &mut Batch, id: &str, rec: &Record) {
         b.0.delete_cf(self.cf(DOCS), id.as_bytes());
-        b.0.delete_cf(self.cf(REFS), rec.doc_key().encode());
+        b.0.delete_cf(self.cf(REFS), RefKey::encode(rec.fingerprint, id));
         b.0.delete_cf(self.cf(CLUSTERS), schema::order_key(rec.ord));
-        self.merge_postings(b, &schema::removal_operands(rec));
     }
 
     /// Sets the document count in `batch`.
@@ -689,14 +732,6 @@ impl Store {
             .ok()
             .flatten()
             .unwrap_or(0)
-    }
-
-    /// Whether `refs` has an entry for `doc`.
-    pub fn has_ref(&self, doc: DocKey) -> Result<bool> {
-        Ok(self
-            .db
-            .get_pinned_cf(self.cf(REFS), doc.encode())?
-            .is_some())
     }
 
     /// Flushes memtables to SST files (so sizes on disk are meaningful).

@@ -1,19 +1,22 @@
 //! Reading the index: buckets by multi-get, postings scanned with XOR +
-//! popcount, hits resolved through `refs` and checked against their
-//! records.
+//! popcount, then the documents of the fingerprints found, nearest first,
+//! each checked against its record, for as long as the caller wants more.
 
-use rocksdb::{ReadOptions, SnapshotWithThreadMode, DB};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
-use super::{codec, Record, Store, BLOCK_FAMILIES, DOCS, REFS};
+use rocksdb::{DBRawIteratorWithThreadMode, ReadOptions, SnapshotWithThreadMode, DB};
+
+use super::{codec, schema, ReadCounts, Record, Store, BLOCK_FAMILIES, DOCS, REFS};
 use crate::error::{Error, Result};
 use crate::fingerprint::{Fingerprint, Sketch, BLOCKS};
-use crate::index::{self, DocKey, Hit};
+use crate::index::{self, Hit, RefKey};
 
 /// The view one query reads at: every read of a query (buckets, `refs`,
 /// records) is at one snapshot, so a batch committed meanwhile is seen
 /// whole or not at all (a document deleted between reading its bucket and
 /// its record would otherwise look like a damaged index).
-type Snapshot<'a> = SnapshotWithThreadMode<'a, DB>;
+pub(crate) type Snapshot<'a> = SnapshotWithThreadMode<'a, DB>;
 
 fn read_at(at: &Snapshot<'_>) -> ReadOptions {
     let mut ro = ReadOptions::default();
@@ -21,31 +24,97 @@ fn read_at(at: &Snapshot<'_>) -> ReadOptions {
     ro
 }
 
+/// Whether a walk over the hits goes on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flow {
+    Continue,
+    Stop,
+}
+
+/// The documents of one fingerprint, read from `refs` in id order a few at
+/// a time, each with its sketch.
+struct Cursor {
+    fp: Fingerprint,
+    buffered: VecDeque<(String, Option<Sketch>)>,
+    /// The last id read, where the next read resumes.
+    last: Option<String>,
+    done: bool,
+    /// How many the next read takes (doubling: a fingerprint of one
+    /// document costs one read, one of a million a few dozen).
+    chunk: usize,
+}
+
+impl Cursor {
+    fn new(fp: Fingerprint) -> Cursor {
+        Cursor {
+            fp,
+            buffered: VecDeque::new(),
+            last: None,
+            done: false,
+            chunk: 2,
+        }
+    }
+
+    fn next(
+        &mut self,
+        it: &mut DBRawIteratorWithThreadMode<'_, DB>,
+        reads: &ReadCounts,
+    ) -> Result<Option<(String, Option<Sketch>)>> {
+        if self.buffered.is_empty() && !self.done {
+            let prefix = self.fp.value().to_be_bytes();
+            match &self.last {
+                Some(last) => it.seek(RefKey::encode(self.fp, last)),
+                None => it.seek(prefix),
+            }
+            while let (Some(k), Some(v)) = (it.key(), it.value()) {
+                if !k.starts_with(&prefix) || self.buffered.len() >= self.chunk {
+                    break;
+                }
+                let (_, id) = RefKey::decode(k).map_err(|r| Error::corrupt(REFS, k, r))?;
+                if self.last.as_deref() != Some(id) {
+                    let sketch =
+                        schema::decode_refs_value(v).map_err(|r| Error::corrupt(REFS, k, r))?;
+                    self.buffered.push_back((id.to_string(), sketch));
+                }
+                it.next();
+            }
+            it.status()?;
+            ReadCounts::add(&reads.refs, self.buffered.len() as u64);
+            self.done = self.buffered.len() < self.chunk;
+            self.chunk = (self.chunk * 2).min(1024);
+            self.last = self.buffered.back().map(|b| b.0.clone());
+        }
+        Ok(self.buffered.pop_front())
+    }
+}
+
 impl Store {
-    /// Every stored document that `plan` accepts for `q` (see
-    /// [`index::ProbePlan`]; [`index::ProbePlan::exact`] is every document
-    /// within k), unsorted. Candidates are decided from the index keys
-    /// alone; only hits are looked up (`refs`, then the record, which is
-    /// checked).
-    ///
-    /// With `sketch`, each hit whose record has a sketch carries the
-    /// estimated similarity of the two.
-    pub fn probe(
+    /// A snapshot of the store now, for the reads of one query.
+    pub(crate) fn snapshot(&self) -> Snapshot<'_> {
+        self.db.snapshot()
+    }
+
+    /// The fingerprints `plan` accepts for `q` (see [`index::ProbePlan`];
+    /// [`index::ProbePlan::exact`] is every fingerprint within k), read from
+    /// the plan's buckets at `at`: unsorted, and a fingerprint found in
+    /// several families is there several times. With `parallel` (and the
+    /// store's [`Store::parallel_probe`]), half of the families are read
+    /// on the rayon pool meanwhile.
+    pub(crate) fn candidates(
         &self,
+        at: &Snapshot<'_>,
         q: Fingerprint,
         plan: &index::ProbePlan,
-        sketch: Option<&Sketch>,
-        mut visit: impl FnMut(Hit),
-    ) -> Result<()> {
+        parallel: bool,
+    ) -> Result<Vec<Fingerprint>> {
         crate::fingerprint::check_k(plan.k)?;
-        let at = &self.db.snapshot();
         // The families are independent: two on this thread, two on the
         // rayon pool meanwhile (one wake-up, this thread keeps working).
         let (mine, theirs) = plan.blocks.split_at(2);
         let mut found: Vec<Fingerprint> = Vec::new();
         let mut other: Result<Vec<Fingerprint>> = Ok(Vec::new());
         let mut here: Result<()> = Ok(());
-        if plan.buckets() <= 2 * BLOCKS || !self.parallel_probe {
+        if plan.buckets() <= 2 * BLOCKS || !self.parallel_probe || !parallel {
             // A few buckets: cheaper on this thread than a wake-up (and
             // always, when requests already keep every core busy).
             here =
@@ -72,49 +141,132 @@ impl Store {
         }
         here?;
         found.extend(other?);
-        found.sort_unstable();
-        found.dedup();
-        for fp in found {
-            self.hits_of(at, fp, q, sketch, &mut visit)?;
-        }
-        Ok(())
+        Ok(found)
     }
 
-    /// The documents with fingerprint `fp`: their `refs` entries, document
-    /// key and id. A fingerprint the index holds has at least one.
-    fn docs_with(&self, at: &Snapshot<'_>, fp: Fingerprint) -> Result<Vec<(DocKey, String)>> {
-        let prefix = fp.value().to_be_bytes();
+    /// Walks the documents of `found` (fingerprints from
+    /// [`Store::candidates`]) nearest to `q` first and, among equally near
+    /// ones, by id, handing each (with its similarity to `sketch`, when
+    /// both have a sketch) to `visit` until it says stop. Ids that `skip`
+    /// names are passed over. Returns whether every document was visited.
+    ///
+    /// The walk reads only what it visits, and only from `refs`, whose
+    /// values are the sketches: the documents of a fingerprint come a few
+    /// at a time, in id order, so ten hits cost about ten `refs` entries
+    /// however many documents share the nearest fingerprint, and a
+    /// candidate the sketch rejects costs no record read. Callers check
+    /// the records of what they return with [`Store::checked_record`].
+    ///
+    /// `found` comes from the index: a fingerprint in it without a
+    /// document is damage. [`Store::resolve_exact`] walks the documents of
+    /// `q` itself without reading any bucket.
+    pub(crate) fn resolve(
+        &self,
+        at: &Snapshot<'_>,
+        q: Fingerprint,
+        found: Vec<Fingerprint>,
+        sketch: Option<&Sketch>,
+        skip: &dyn Fn(&str) -> bool,
+        visit: impl FnMut(Hit) -> Result<Flow>,
+    ) -> Result<bool> {
+        self.walk(at, q, found, true, sketch, skip, visit)
+    }
+
+    /// [`Store::resolve`] of the documents whose fingerprint is `q`
+    /// (distance 0: the first of any answer), found from `refs` alone.
+    pub(crate) fn resolve_exact(
+        &self,
+        at: &Snapshot<'_>,
+        q: Fingerprint,
+        sketch: Option<&Sketch>,
+        skip: &dyn Fn(&str) -> bool,
+        visit: impl FnMut(Hit) -> Result<Flow>,
+    ) -> Result<bool> {
+        self.walk(at, q, vec![q], false, sketch, skip, visit)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn walk(
+        &self,
+        at: &Snapshot<'_>,
+        q: Fingerprint,
+        found: Vec<Fingerprint>,
+        from_index: bool,
+        sketch: Option<&Sketch>,
+        skip: &dyn Fn(&str) -> bool,
+        mut visit: impl FnMut(Hit) -> Result<Flow>,
+    ) -> Result<bool> {
+        let mut levels: Vec<Vec<Fingerprint>> = vec![Vec::new(); 65];
+        for fp in found {
+            levels[fp.distance(q) as usize].push(fp);
+        }
         let mut ro = read_at(at);
         ro.set_prefix_same_as_start(true);
         let mut it = self.db.raw_iterator_cf_opt(self.cf(REFS), ro);
-        it.seek(prefix);
-        let mut out = Vec::new();
-        while let (Some(k), Some(v)) = (it.key(), it.value()) {
-            if !k.starts_with(&prefix) {
-                break;
+        for (distance, mut fps) in levels.into_iter().enumerate() {
+            if fps.is_empty() {
+                continue;
             }
-            let doc = DocKey::decode(k).map_err(|r| Error::corrupt(REFS, k, r))?;
-            let id = std::str::from_utf8(v)
-                .map_err(|_| Error::corrupt(REFS, k, "document id is not UTF-8"))?;
-            out.push((doc, id.to_string()));
-            it.next();
+            fps.sort_unstable();
+            fps.dedup();
+            // The level's documents in id order: a merge of its
+            // fingerprints' documents, each already in id order.
+            let mut cursors: Vec<Cursor> = fps.into_iter().map(Cursor::new).collect();
+            // Each cursor's next document is in the heap; its sketch here.
+            let mut sketches: Vec<Option<Sketch>> = vec![None; cursors.len()];
+            let mut heap = BinaryHeap::with_capacity(cursors.len());
+            for (c, cur) in cursors.iter_mut().enumerate() {
+                match cur.next(&mut it, &self.reads)? {
+                    Some((id, s)) => {
+                        sketches[c] = s;
+                        heap.push(Reverse((id, c)));
+                    }
+                    None if !from_index => {}
+                    None => {
+                        let fp = cur.fp;
+                        return Err(Error::corrupt(
+                            REFS,
+                            &fp.value().to_be_bytes(),
+                            format!("a bucket holds fingerprint {fp}, but no document has it"),
+                        ));
+                    }
+                }
+            }
+            while let Some(Reverse((id, c))) = heap.pop() {
+                let fp = cursors[c].fp;
+                let theirs = sketches[c];
+                if let Some((next, s)) = cursors[c].next(&mut it, &self.reads)? {
+                    sketches[c] = s;
+                    heap.push(Reverse((next, c)));
+                }
+                if skip(&id) {
+                    continue;
+                }
+                let hit = Hit {
+                    similarity: sketch.zip(theirs).map(|(a, b)| a.similarity(&b)),
+                    id,
+                    fingerprint: fp,
+                    distance: distance as u32,
+                };
+                if visit(hit)? == Flow::Stop {
+                    return Ok(false);
+                }
+            }
         }
-        it.status()?;
-        if out.is_empty() {
-            return Err(Error::corrupt(
-                REFS,
-                &prefix,
-                format!("a bucket holds fingerprint {fp}, but no document has it"),
-            ));
-        }
-        Ok(out)
+        Ok(true)
     }
 
-    /// The record of document `id`, which `refs` names `doc`: it must
-    /// exist, decode and name `doc`, so a damaged record, `refs` entry or
-    /// index key is an error naming the family and key, never a wrong
-    /// answer.
-    fn checked_record(&self, at: &Snapshot<'_>, doc: DocKey, id: &str) -> Result<Record> {
+    /// The record of document `id`, which `refs` names with fingerprint
+    /// `fp`: it must exist, decode and have `fp`, so a damaged record,
+    /// `refs` entry or posting is an error naming the family and key, never
+    /// a wrong answer.
+    pub(crate) fn checked_record(
+        &self,
+        at: &Snapshot<'_>,
+        fp: Fingerprint,
+        id: &str,
+    ) -> Result<Record> {
+        ReadCounts::add(&self.reads.records, 1);
         let v = self
             .db
             .get_pinned_cf_opt(self.cf(DOCS), id.as_bytes(), &read_at(at))?;
@@ -122,93 +274,65 @@ impl Store {
             .map(|v| codec::decode_record(&v).map_err(|r| Error::corrupt(DOCS, id.as_bytes(), r)))
             .transpose()?;
         match rec {
-            Some(r) if r.doc_key() == doc => Ok(r),
+            Some(r) if r.fingerprint == fp => Ok(r),
             Some(r) => Err(Error::corrupt(
                 DOCS,
                 id.as_bytes(),
                 format!(
-                    "the record has fingerprint {} and sequence number {}, the index {} and {}",
-                    r.fingerprint, r.seq, doc.fingerprint, doc.seq
+                    "the record has fingerprint {}, the index {fp}",
+                    r.fingerprint
                 ),
             )),
             None => Err(Error::corrupt(
                 REFS,
-                &doc.encode(),
+                &RefKey::encode(fp, id),
                 format!("names id {id:?}, which has no record"),
             )),
         }
     }
 
-    /// The hits of fingerprint `fp` for query `q`: every document with it,
-    /// checked against its record, with its similarity to `sketch`.
-    fn hits_of(
-        &self,
-        at: &Snapshot<'_>,
-        fp: Fingerprint,
-        q: Fingerprint,
-        sketch: Option<&Sketch>,
-        mut visit: impl FnMut(Hit),
-    ) -> Result<()> {
-        for (doc, id) in self.docs_with(at, fp)? {
-            let r = self.checked_record(at, doc, &id)?;
-            visit(Hit {
-                similarity: sketch.zip(r.sketch).map(|(a, b)| a.similarity(&b)),
-                id,
-                fingerprint: doc.fingerprint,
-                distance: doc.fingerprint.distance(q),
-            });
-        }
-        Ok(())
-    }
-
-    /// Every document with fingerprint `fp`, id and record (checked as a
-    /// query checks its hits).
+    /// Every document with fingerprint `fp`, in id order, with its record
+    /// (checked as a query checks its hits).
     pub fn documents_with(&self, fp: Fingerprint) -> Result<Vec<(String, Record)>> {
         let at = &self.db.snapshot();
-        self.docs_with(at, fp)?
-            .into_iter()
-            .map(|(doc, id)| {
-                let r = self.checked_record(at, doc, &id)?;
+        let mut ids = Vec::new();
+        self.resolve(at, fp, vec![fp], None, &|_| false, |h| {
+            ids.push(h.id);
+            Ok(Flow::Continue)
+        })?;
+        ids.into_iter()
+            .map(|id| {
+                let r = self.checked_record(at, fp, &id)?;
                 Ok((id, r))
             })
             .collect()
     }
 
-    /// Answers many queries with one pass per family: the queries are sorted
-    /// by their block, each bucket that any query needs is scanned once and
-    /// every key in it is checked against all queries of that bucket. The
-    /// four families are scanned in parallel. Returns, per query, its hits
-    /// (unsorted). Pays off when many queries share buckets (large batches:
-    /// there are 65,536 buckets per family).
-    ///
-    /// `sketches`, if given, holds one optional sketch per query: hits of a
-    /// query with a sketch carry their similarity (as in [`Store::probe`]).
-    pub fn probe_many(
+    /// The fingerprints found for each of many queries with one pass per
+    /// family: the queries are sorted by their block, each bucket that any
+    /// query needs is read once and every key in it is checked against all
+    /// queries of that bucket. The four families are scanned in parallel.
+    /// Pays off when many queries share buckets (large batches: there are
+    /// 65,536 buckets per family). Per query, as [`Store::candidates`].
+    pub(crate) fn candidates_many(
         &self,
+        at: &Snapshot<'_>,
         qs: &[(Fingerprint, index::ProbePlan)],
-        sketches: Option<&[Option<Sketch>]>,
-    ) -> Result<Vec<Vec<Hit>>> {
+    ) -> Result<Vec<Vec<Fingerprint>>> {
         for (_, plan) in qs {
             crate::fingerprint::check_k(plan.k)?;
         }
         use rayon::prelude::*;
-        let at = &self.db.snapshot();
         // (query index, fingerprint) per family
         let per_family: Vec<Result<Vec<(usize, Fingerprint)>>> = (0..BLOCKS)
             .into_par_iter()
             .map(|i| self.scan_buckets_for(at, i, qs))
             .collect();
-        let mut found: Vec<(usize, Fingerprint)> = Vec::new();
+        let mut out: Vec<Vec<Fingerprint>> = vec![Vec::new(); qs.len()];
         for f in per_family {
-            found.extend(f?);
-        }
-        found.sort_unstable();
-        found.dedup();
-        let mut out: Vec<Vec<Hit>> = vec![Vec::new(); qs.len()];
-        for (qi, fp) in found {
-            let sketch = sketches.and_then(|s| s.get(qi)).and_then(Option::as_ref);
-            let hits = &mut out[qi];
-            self.hits_of(at, fp, qs[qi].0, sketch, |h| hits.push(h))?;
+            for (qi, fp) in f? {
+                out[qi].push(fp);
+            }
         }
         Ok(out)
     }
@@ -272,9 +396,11 @@ impl Store {
         })
     }
 
-    /// Reads buckets `blocks` (ascending) of family `i` with one multi-get
-    /// and calls `on(n, posting)` with the posting of the `n`-th bucket
-    /// (whole 8-byte entries, checked; absent buckets are skipped).
+    /// Reads buckets `blocks` of family `i` with one multi-get of their
+    /// heads (and one of the sealed segments the heads name, if any) and
+    /// calls `on(n, entries)` with the whole 8-byte entries of the head
+    /// and of each segment of the `n`-th bucket (absent buckets are
+    /// skipped).
     fn read_buckets(
         &self,
         at: &Snapshot<'_>,
@@ -282,35 +408,66 @@ impl Store {
         blocks: &[u16],
         mut on: impl FnMut(usize, &[u8]),
     ) -> Result<()> {
+        self.read_parts(at, i, blocks, |n, entries, _| on(n, entries))
+    }
+
+    /// [`Store::read_buckets`], telling apart a head (`Some(its number of
+    /// segments)`) and a segment (`None`).
+    pub(super) fn read_parts(
+        &self,
+        at: &Snapshot<'_>,
+        i: usize,
+        blocks: &[u16],
+        mut on: impl FnMut(usize, &[u8], Option<u32>),
+    ) -> Result<()> {
         let name = BLOCK_FAMILIES[i];
+        let cf = self.cf(name);
         let keys: Vec<[u8; index::BUCKET_KEY_LEN]> =
             blocks.iter().map(|&b| index::bucket_key(b)).collect();
+        ReadCounts::add(&self.reads.buckets, keys.len() as u64);
         let values = self
             .db
-            .batched_multi_get_cf_opt(self.cf(name), &keys, true, &read_at(at));
+            .batched_multi_get_cf_opt(cf, &keys, true, &read_at(at));
+        // (bucket, segment key) of the heads that name segments.
+        let mut segments: Vec<(usize, [u8; index::SEGMENT_KEY_LEN])> = Vec::new();
         for (n, v) in values.into_iter().enumerate() {
+            let Some(v) = v? else { continue };
+            let (entries, count) =
+                index::split_head(&v).map_err(|r| Error::corrupt(name, &keys[n], r))?;
+            on(n, entries, Some(count));
+            segments.extend((1..=count).map(|s| (n, index::segment_key(blocks[n], s))));
+        }
+        if segments.is_empty() {
+            return Ok(());
+        }
+        let seg_keys: Vec<&[u8; index::SEGMENT_KEY_LEN]> = segments.iter().map(|s| &s.1).collect();
+        ReadCounts::add(&self.reads.buckets, seg_keys.len() as u64);
+        let values = self
+            .db
+            .batched_multi_get_cf_opt(cf, &seg_keys, false, &read_at(at));
+        for ((n, key), v) in segments.iter().zip(values) {
             let Some(v) = v? else { continue };
             if !v.len().is_multiple_of(index::ENTRY_LEN) {
                 return Err(Error::corrupt(
                     name,
-                    &keys[n],
-                    "posting is not a whole number of entries",
+                    key,
+                    "segment is not a whole number of entries",
                 ));
             }
-            on(n, &v);
+            on(*n, &v, None);
         }
         Ok(())
     }
 
-    /// The postings of buckets `lo..=hi` of block family `i`, in order:
-    /// `visit(block, posting)` with whole 8-byte entries (checked); buckets
-    /// left empty by deletes are skipped.
-    pub fn for_each_posting_in(
+    /// The buckets `lo..=hi` of block family `i`, in order:
+    /// `visit(block, fingerprints)` with each bucket's fingerprints (head
+    /// and segments together, ascending); empty buckets are skipped.
+    pub fn for_each_bucket_in(
         &self,
         i: usize,
         lo: u16,
         hi: u16,
-        mut visit: impl FnMut(u16, &[u8]) -> Result<()>,
+        mut visit: impl FnMut(u16, &[Fingerprint]) -> Result<()>,
     ) -> Result<()> {
         let name = BLOCK_FAMILIES[i];
         let mut ro = ReadOptions::default();
@@ -321,39 +478,68 @@ impl Store {
         }
         let mut it = self.db.raw_iterator_cf_opt(self.cf(name), ro);
         it.seek(index::bucket_key(lo));
-        while let (Some(k), Some(v)) = (it.key(), it.value()) {
-            let block = index::decode_bucket_key(k).map_err(|r| Error::corrupt(name, k, r))?;
-            if !v.is_empty() {
-                if !v.len().is_multiple_of(index::ENTRY_LEN) {
-                    return Err(Error::corrupt(
-                        name,
-                        k,
-                        "posting is not a whole number of entries",
-                    ));
+        let mut current: Option<(u16, Vec<Fingerprint>, bool)> = None;
+        let mut flush = |cur: &mut Option<(u16, Vec<Fingerprint>, bool)>| -> Result<()> {
+            if let Some((block, mut fps, segmented)) = cur.take() {
+                if segmented {
+                    fps.sort_unstable();
                 }
-                visit(block, v)?;
+                if !fps.is_empty() {
+                    visit(block, &fps)?;
+                }
+            }
+            Ok(())
+        };
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            let (block, segment) =
+                index::decode_block_key(k).map_err(|r| Error::corrupt(name, k, r))?;
+            let entries = if segment == 0 {
+                index::split_head(v)
+                    .map_err(|r| Error::corrupt(name, k, r))?
+                    .0
+            } else if v.len().is_multiple_of(index::ENTRY_LEN) {
+                v
+            } else {
+                return Err(Error::corrupt(
+                    name,
+                    k,
+                    "segment is not a whole number of entries",
+                ));
+            };
+            if current.as_ref().map(|c| c.0) != Some(block) {
+                flush(&mut current)?;
+                current = Some((block, Vec::new(), false));
+            }
+            if let Some(c) = current.as_mut() {
+                c.1.extend(index::posting_entries(entries).into_iter().flatten());
+                c.2 |= segment > 0;
             }
             it.next();
         }
         it.status()?;
-        Ok(())
+        flush(&mut current)
     }
 
-    /// The posting of bucket `block` of family `i` (whole 8-byte entries,
-    /// checked), or `None` if the bucket is empty.
-    pub fn posting(&self, i: usize, block: u16) -> Result<Option<Vec<u8>>> {
-        let mut out = None;
+    /// The fingerprints of bucket `block` of family `i` (head and
+    /// segments), ascending; empty if the bucket is.
+    pub fn bucket(&self, i: usize, block: u16) -> Result<Vec<Fingerprint>> {
+        let mut out = Vec::new();
+        let mut segmented = false;
         self.read_buckets(&self.db.snapshot(), i, &[block], |_, p| {
-            out = Some(p.to_vec())
+            segmented |= !out.is_empty();
+            out.extend(index::posting_entries(p).into_iter().flatten());
         })?;
-        Ok(out.filter(|p| !p.is_empty()))
+        if segmented {
+            out.sort_unstable();
+        }
+        Ok(out)
     }
 
     /// About `n` documents drawn at random: for each of `n` uniform 64-bit
     /// points, the first `refs` entry at or after it (wrapping around).
     /// Documents after wide gaps between fingerprints are likelier; for
     /// calibration that bias is negligible. Duplicates are removed.
-    pub fn sample(&self, n: usize, seed: u64) -> Result<Vec<(DocKey, String)>> {
+    pub fn sample(&self, n: usize, seed: u64) -> Result<Vec<(Fingerprint, String)>> {
         let mut ro = ReadOptions::default();
         ro.set_total_order_seek(true);
         let mut it = self.db.raw_iterator_cf_opt(self.cf(REFS), ro);
@@ -366,40 +552,46 @@ impl Store {
                 it.status()?;
                 it.seek_to_first();
             }
-            let (Some(k), Some(v)) = (it.key(), it.value()) else {
+            let Some(k) = it.key() else {
                 it.status()?;
                 return Ok(Vec::new()); // empty store
             };
-            let doc = DocKey::decode(k).map_err(|r| Error::corrupt(REFS, k, r))?;
-            let id = std::str::from_utf8(v)
-                .map_err(|_| Error::corrupt(REFS, k, "document id is not UTF-8"))?;
-            out.push((doc, id.to_string()));
+            let (fp, id) = RefKey::decode(k).map_err(|r| Error::corrupt(REFS, k, r))?;
+            out.push((fp, id.to_string()));
         }
         out.sort();
         out.dedup();
         Ok(out)
     }
+}
 
-    /// The smallest sequence number above every stored document with
-    /// fingerprint `fp` (0 if there is none).
-    pub fn next_seq(&self, fp: Fingerprint) -> Result<u32> {
-        let prefix = fp.value().to_be_bytes();
-        let mut last = prefix.to_vec();
-        last.extend_from_slice(&u32::MAX.to_be_bytes());
+impl Store {
+    /// Calls `visit` with every fingerprint that more than one document
+    /// has, in order: one pass over the keys of `refs`.
+    pub fn for_each_shared_fingerprint(
+        &self,
+        mut visit: impl FnMut(Fingerprint) -> Result<()>,
+    ) -> Result<()> {
         let mut ro = ReadOptions::default();
-        ro.set_prefix_same_as_start(true);
+        ro.fill_cache(false);
+        ro.set_total_order_seek(true);
         let mut it = self.db.raw_iterator_cf_opt(self.cf(REFS), ro);
-        // Not seek_to_last under an upper bound: that seeks to the bound,
-        // whose prefix the bloom filter rightly says is absent.
-        it.seek_for_prev(&last);
-        let next = match it.key() {
-            Some(k) if k.starts_with(&prefix) => {
-                let doc = DocKey::decode(k).map_err(|r| Error::corrupt(REFS, k, r))?;
-                index::seq_after(fp, doc.seq)?
+        it.seek_to_first();
+        // The previous key's fingerprint and whether it was visited.
+        let mut last: Option<(Fingerprint, bool)> = None;
+        while let Some(k) = it.key() {
+            let (fp, _) = RefKey::decode(k).map_err(|r| Error::corrupt(REFS, k, r))?;
+            match last {
+                Some((prev, false)) if prev == fp => {
+                    visit(fp)?;
+                    last = Some((fp, true));
+                }
+                Some((prev, true)) if prev == fp => {}
+                _ => last = Some((fp, false)),
             }
-            _ => 0,
-        };
+            it.next();
+        }
         it.status()?;
-        Ok(next)
+        Ok(())
     }
 }

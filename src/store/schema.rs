@@ -1,36 +1,31 @@
-//! The schema, in one place: what one document is in each column family,
-//! and how documents sharing a fingerprint are numbered. Everything that
+//! The schema, in one place: what one document is in each column family.
+//! Everything that
 //! writes documents (the writer, repair, migrate, import, backup) goes
 //! through these functions; the byte layouts themselves are in
 //! [`crate::index`] (bucket keys, postings, document keys) and
 //! [`super::codec`] (records). Pure: no RocksDB.
 
-use std::collections::HashMap;
-
 use super::codec::{self, Record};
-use crate::error::Result;
-use crate::fingerprint::{Fingerprint, BLOCKS};
-use crate::index::{self, DocKey};
+use crate::fingerprint::{Fingerprint, Sketch, SKETCH_BYTES};
+use crate::index::RefKey;
 
-/// The entries of one document: `docs` (id → record), `refs` (document
-/// key → id) and, per block family, its bucket key and the merge operand
-/// that adds (or removes) its fingerprint to the bucket's posting.
+/// The entries of one document outside the block families: `docs` (id →
+/// record), `refs` (fingerprint ‖ id → sketch) and its place in the
+/// ingest order. Its fingerprint's posting entries are written per
+/// fingerprint, not per document: see `Store::write_postings`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DocEntries {
     pub docs: (Vec<u8>, Vec<u8>),
     pub refs: (Vec<u8>, Vec<u8>),
-    pub postings: [([u8; index::BUCKET_KEY_LEN], [u8; index::OPERAND_LEN]); BLOCKS],
     /// The `o` entry in the `clusters` family: ord -> id.
     pub order: ([u8; 9], Vec<u8>),
 }
 
-/// The entries that store document `id` with record `rec`. Removing it
-/// deletes the `docs` and `refs` keys and applies [`removal_operands`].
+/// The entries that store document `id` with record `rec`.
 pub fn doc_entries(id: &str, rec: &Record) -> DocEntries {
     DocEntries {
         docs: docs_entry(id, rec),
-        refs: refs_entry(rec.doc_key(), id),
-        postings: posting_operands(rec.fingerprint, true),
+        refs: refs_entry(rec.fingerprint, id, rec.sketch.as_ref()),
         order: order_entry(rec.ord, id),
     }
 }
@@ -45,31 +40,30 @@ pub fn docs_entry(id: &str, rec: &Record) -> (Vec<u8>, Vec<u8>) {
     (id.as_bytes().to_vec(), codec::encode_record(rec))
 }
 
-/// The `refs` entry of the document named `doc` in the index: document
-/// key → id.
-pub fn refs_entry(doc: DocKey, id: &str) -> (Vec<u8>, Vec<u8>) {
-    (doc.encode(), id.as_bytes().to_vec())
+/// The `refs` entry of document `id` with fingerprint `fp` and
+/// verification sketch `sketch`: fingerprint ‖ id → the sketch's 32 bytes,
+/// or nothing for a document without one. A query verifies its candidates
+/// from these values alone, and reads the records of its hits only.
+pub fn refs_entry(fp: Fingerprint, id: &str, sketch: Option<&Sketch>) -> (Vec<u8>, Vec<u8>) {
+    (
+        RefKey::encode(fp, id),
+        sketch.map(|s| s.0.to_vec()).unwrap_or_default(),
+    )
 }
 
-/// Per block family, the bucket key of `fp` and the operand that adds
-/// (`add`) or removes one occurrence of it.
-pub fn posting_operands(
-    fp: Fingerprint,
-    add: bool,
-) -> [([u8; index::BUCKET_KEY_LEN], [u8; index::OPERAND_LEN]); BLOCKS] {
-    std::array::from_fn(|i| {
-        (
-            index::bucket_key(fp.block(i)),
-            index::posting_operand(add, fp),
-        )
-    })
-}
-
-/// The operands that take document `rec` out of the four postings.
-pub fn removal_operands(
-    rec: &Record,
-) -> [([u8; index::BUCKET_KEY_LEN], [u8; index::OPERAND_LEN]); BLOCKS] {
-    posting_operands(rec.fingerprint, false)
+/// The sketch of a `refs` value; `Err` carries the reason.
+pub fn decode_refs_value(v: &[u8]) -> std::result::Result<Option<Sketch>, String> {
+    match v.len() {
+        0 => Ok(None),
+        SKETCH_BYTES => {
+            let mut s = [0u8; SKETCH_BYTES];
+            s.copy_from_slice(v);
+            Ok(Some(Sketch(s)))
+        }
+        n => Err(format!(
+            "refs value is {n} bytes (a sketch is {SKETCH_BYTES}, none is 0)"
+        )),
+    }
 }
 
 // ---- The `clusters` family ----
@@ -174,48 +168,6 @@ pub fn decode_member_key(k: &[u8]) -> std::result::Result<(u64, Rank), String> {
     ))
 }
 
-/// Hands out sequence numbers for new documents of a fingerprint: above
-/// every stored one (asked of the store through the closure) and every one
-/// given out or marked taken since the last [`SeqAllocator::clear`].
-/// The one allocator of the writer, repair and import.
-#[derive(Debug, Default)]
-pub struct SeqAllocator {
-    next: HashMap<Fingerprint, u32>,
-}
-
-impl SeqAllocator {
-    pub fn new() -> SeqAllocator {
-        SeqAllocator::default()
-    }
-
-    /// The next number for `fp`, at least `min`; `stored_next` is the
-    /// smallest number above every stored document of `fp` (0 if none).
-    pub fn alloc(
-        &mut self,
-        fp: Fingerprint,
-        min: u32,
-        stored_next: impl FnOnce() -> Result<u32>,
-    ) -> Result<u32> {
-        let given = self.next.get(&fp).copied().unwrap_or(0);
-        let seq = stored_next()?.max(given).max(min);
-        self.next.insert(fp, index::seq_after(fp, seq)?);
-        Ok(seq)
-    }
-
-    /// Records that `seq` is taken for `fp` (a document kept its number).
-    pub fn taken(&mut self, fp: Fingerprint, seq: u32) -> Result<()> {
-        let after = index::seq_after(fp, seq)?;
-        let e = self.next.entry(fp).or_insert(after);
-        *e = (*e).max(after);
-        Ok(())
-    }
-
-    /// Forgets what was given out (after a commit: the store knows it).
-    pub fn clear(&mut self) {
-        self.next.clear();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -225,7 +177,6 @@ mod tests {
         let fp = Fingerprint(0x0123_4567_89ab_cdef);
         let rec = Record {
             fingerprint: fp,
-            seq: 2,
             content_hash: 1,
             length: 2,
             ingested_at: 3,
@@ -239,12 +190,19 @@ mod tests {
         };
         let e = doc_entries("id", &rec);
         assert_eq!(e.docs, (b"id".to_vec(), codec::encode_record(&rec)));
-        assert_eq!(e.refs, (DocKey::new(fp, 2).encode(), b"id".to_vec()));
-        assert_eq!(e.postings[1].0, [0x45, 0x67]);
+        assert_eq!(e.refs, (RefKey::encode(fp, "id"), Vec::new()));
+        let with = Record {
+            sketch: Some(Sketch([7; SKETCH_BYTES])),
+            ..rec.clone()
+        };
+        let e2 = doc_entries("id", &with);
+        assert_eq!(e2.refs.1, vec![7; SKETCH_BYTES]);
+        assert_eq!(decode_refs_value(&e2.refs.1), Ok(with.sketch));
+        assert_eq!(decode_refs_value(&[]), Ok(None));
+        assert!(decode_refs_value(&[1, 2]).is_err());
+        assert_eq!(e.refs.0[..8], fp.value().to_be_bytes());
         assert_eq!(e.order, (order_key(0), b"id".to_vec()));
         assert_eq!(order_key(0x0102)[..], [b'o', 0, 0, 0, 0, 0, 0, 1, 2]);
-        assert_eq!(e.postings[3].1, index::posting_operand(true, fp));
-        assert_eq!(removal_operands(&rec)[0].1[0], b'-');
     }
 
     #[test]
@@ -283,22 +241,5 @@ mod tests {
             .map(|k| decode_member_key(&k[1..]).unwrap().1.ord)
             .collect();
         assert_eq!(ords, [2, 5, 9, 0, 1]);
-    }
-
-    #[test]
-    fn allocator_numbers_above_stored_and_given() {
-        let fp = Fingerprint(7);
-        let mut a = SeqAllocator::new();
-        assert_eq!(a.alloc(fp, 0, || Ok(3)).unwrap(), 3);
-        // Above what was given, and above what the store has.
-        assert_eq!(a.alloc(fp, 0, || Ok(0)).unwrap(), 4);
-        assert_eq!(a.alloc(fp, 0, || Ok(10)).unwrap(), 10);
-        assert_eq!(a.alloc(fp, 0, || Ok(0)).unwrap(), 11);
-        assert_eq!(a.alloc(fp, 15, || Ok(0)).unwrap(), 15);
-        a.taken(fp, 20).unwrap();
-        assert_eq!(a.alloc(fp, 0, || Ok(0)).unwrap(), 21);
-        a.clear();
-        assert_eq!(a.alloc(fp, 0, || Ok(0)).unwrap(), 0);
-        a.taken(Fingerprint(8), u32::MAX).unwrap_err();
     }
 }

@@ -122,7 +122,7 @@ pub fn raw_open(p: &Path) -> rocksdb::DB {
         let mut o = rocksdb::Options::default();
         if name.starts_with("block") {
             o.set_merge_operator(
-                "simdb-posting-v1",
+                "simdb-posting-v2",
                 |_: &[u8], existing: Option<&[u8]>, ops: &rocksdb::MergeOperands| {
                     Some(simdb::index::merge_posting(existing, ops))
                 },

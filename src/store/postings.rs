@@ -1,0 +1,431 @@
+//! Writing the block families (layout in [`crate::index`]): a fingerprint
+//! enters its four buckets when it gains its first document and leaves
+//! when it loses its last, and a head that fills up is sealed into a
+//! segment in the same batch.
+//!
+//! The writer keeps, per bucket it has touched, how many fingerprints the
+//! head holds, how many sealed segments the bucket has and how many
+//! operands it added to the head since it last wrote it whole (read once,
+//! then kept up to date), so deciding costs no read. The numbers only
+//! decide *when*; every seal, fold and removal from a segmented bucket
+//! reads the bucket itself.
+//!
+//! **Folds.** Every read of a head merges the operands written on it since
+//! its last whole value. A hot head would collect thousands of them
+//! between compactions (each insert near a hot document adds one), and
+//! every duplicate check near it would merge them all again. So after
+//! [`FOLD_OPERANDS`] operands the writer writes the head whole instead
+//! (RocksDB's `max_successive_merges`, enforced also when the head's
+//! value is on disk): a read merges at most that many operands.
+
+use std::collections::{BTreeMap, HashMap};
+
+use rocksdb::ReadOptions;
+
+use super::{Batch, Store, BLOCK_FAMILIES, REFS};
+use crate::error::{Error, Result};
+use crate::fingerprint::Fingerprint;
+use crate::index::{self, RefKey, SEGMENT_ENTRIES};
+
+/// Operands a head takes before the writer writes it whole (a fold).
+pub const FOLD_OPERANDS: usize = 32;
+
+/// What the writer knows of one bucket: fingerprints in its head, sealed
+/// segments, operands added to the head since its last whole value (0
+/// when unknown: a fold then comes at most [`FOLD_OPERANDS`] late).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Head {
+    entries: usize,
+    segments: u32,
+    operands: usize,
+}
+
+/// A bucket the writer's checks read again within this many checks is
+/// kept in its memory (see [`Heads`]).
+pub const HOT_RECENT: u64 = 64;
+
+/// The most fingerprints the writer keeps in memory (64 MiB); past it the
+/// kept buckets are dropped and read again as needed.
+pub const HOT_CAPACITY: usize = 8 << 20;
+
+/// A hot bucket the writer keeps: its fingerprints, unordered.
+#[derive(Debug, Default)]
+struct Hot {
+    raw: Vec<u8>,
+}
+
+impl Hot {
+    fn units(&self) -> usize {
+        self.raw.len() / index::ENTRY_LEN
+    }
+
+    fn add(&mut self, fp: Fingerprint) {
+        self.raw.extend_from_slice(&fp.value().to_be_bytes());
+    }
+
+    fn remove(&mut self, fp: Fingerprint) {
+        let bytes = fp.value().to_be_bytes();
+        if let Some(at) = self
+            .raw
+            .chunks_exact(index::ENTRY_LEN)
+            .position(|e| e == bytes)
+        {
+            let last = self.raw.len() - index::ENTRY_LEN;
+            self.raw.copy_within(last.., at * index::ENTRY_LEN);
+            self.raw.truncate(last);
+        }
+    }
+}
+
+/// The writer's [`Head`]s, per (family, block), and the *hot* buckets:
+/// those its duplicate checks read again within [`HOT_RECENT`] checks,
+/// whole (head and segments, unordered), kept in step with what it
+/// writes.
+///
+/// Only the writer writes postings, so what it keeps is the store's latest
+/// state: a flood of near copies of one document reads the same buckets
+/// for every copy, and gets them from memory instead of merging them from
+/// the memtable again each time. Checks of unrelated documents seldom read
+/// a bucket twice so soon (at 50M documents, about 3% of buckets within
+/// 64 checks), so they keep little. Queries on other threads read their
+/// snapshots, never this.
+#[derive(Debug, Default)]
+pub(crate) struct Heads {
+    heads: HashMap<(usize, u16), Head>,
+    hot: HashMap<(usize, u16), Hot>,
+    hot_entries: usize,
+    /// The check that last read each bucket, and how many checks ran.
+    seen: HashMap<(usize, u16), u64>,
+    checks: u64,
+}
+
+impl Heads {
+    pub(crate) fn clear(&mut self) {
+        *self = Heads::default();
+    }
+}
+
+/// One posting change: fingerprint `fp` enters (`true`) or leaves its four
+/// buckets.
+pub type PostingChange = (Fingerprint, bool);
+
+impl Store {
+    /// Whether a stored document other than those `skip` names has
+    /// fingerprint `fp` (at the latest committed state).
+    fn has_holder(&self, fp: Fingerprint, skip: &dyn Fn(&str) -> bool) -> Result<bool> {
+        let prefix = fp.value().to_be_bytes();
+        let mut ro = ReadOptions::default();
+        ro.set_prefix_same_as_start(true);
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(REFS), ro);
+        it.seek(prefix);
+        while let Some(k) = it.key() {
+            if !k.starts_with(&prefix) {
+                break;
+            }
+            let (_, id) = RefKey::decode(k).map_err(|r| Error::corrupt(REFS, k, r))?;
+            if !skip(id) {
+                return Ok(true);
+            }
+            it.next();
+        }
+        it.status()?;
+        Ok(false)
+    }
+
+    /// The posting changes of a batch that touched the fingerprints of
+    /// `touched`: each with whether a document the batch writes has it.
+    /// `rewritten` names the stored documents the batch deletes or
+    /// replaces. A fingerprint enters its buckets when it had no stored
+    /// document and has one now, and leaves in the opposite case.
+    pub fn posting_changes(
+        &self,
+        touched: impl IntoIterator<Item = (Fingerprint, bool)>,
+        rewritten: &dyn Fn(&str) -> bool,
+    ) -> Result<Vec<PostingChange>> {
+        let mut out = Vec::new();
+        for (fp, written) in touched {
+            let before = self.has_holder(fp, &|_| false)?;
+            let after = written || (before && self.has_holder(fp, rewritten)?);
+            if before != after {
+                out.push((fp, after));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Adds `changes` to `b`: per bucket, `+`/`-` operands on the head, a
+    /// `-` on the segment that holds a fingerprint, and the seal of a head
+    /// that reaches [`SEGMENT_ENTRIES`] fingerprints.
+    pub fn write_postings(&self, b: &mut Batch, changes: &[PostingChange]) -> Result<()> {
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let mut heads = self
+            .heads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (i, name) in BLOCK_FAMILIES.iter().enumerate() {
+            let mut per_bucket: BTreeMap<u16, Vec<PostingChange>> = BTreeMap::new();
+            for &(fp, add) in changes {
+                per_bucket.entry(fp.block(i)).or_default().push((fp, add));
+            }
+            // The heads not known yet, in one multi-get.
+            let unknown: Vec<u16> = per_bucket
+                .keys()
+                .copied()
+                .filter(|blk| !heads.heads.contains_key(&(i, *blk)))
+                .collect();
+            for (blk, v) in unknown.iter().zip(self.read_heads(i, &unknown)?) {
+                let (entries, segments) = match v {
+                    Some(v) => {
+                        let (e, n) = index::split_head(&v)
+                            .map_err(|r| Error::corrupt(name, &index::bucket_key(*blk), r))?;
+                        (e.len() / index::ENTRY_LEN, n)
+                    }
+                    None => (0, 0),
+                };
+                heads.heads.insert(
+                    (i, *blk),
+                    Head {
+                        entries,
+                        segments,
+                        operands: 0,
+                    },
+                );
+            }
+            for (blk, ops) in per_bucket {
+                let head = heads.heads.entry((i, blk)).or_default();
+                self.write_bucket(b, i, blk, &ops, head)?;
+                if let Some(kept) = heads.hot.get_mut(&(i, blk)) {
+                    let before = kept.units();
+                    for &(fp, add) in &ops {
+                        if add {
+                            // A fingerprint enters only when absent.
+                            kept.add(fp);
+                        } else {
+                            kept.remove(fp);
+                        }
+                    }
+                    let after = kept.units();
+                    heads.hot_entries = (heads.hot_entries + after).saturating_sub(before);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The raw head values of `blocks` of family `i` (latest state).
+    fn read_heads(&self, i: usize, blocks: &[u16]) -> Result<Vec<Option<Vec<u8>>>> {
+        let keys: Vec<[u8; index::BUCKET_KEY_LEN]> =
+            blocks.iter().map(|&b| index::bucket_key(b)).collect();
+        super::ReadCounts::add(&self.reads.buckets, keys.len() as u64);
+        self.db
+            .batched_multi_get_cf(self.cf(BLOCK_FAMILIES[i]), &keys, true)
+            .into_iter()
+            .map(|r| Ok(r?.map(|v| v.to_vec())))
+            .collect()
+    }
+
+    /// The fingerprints of the head and of each sealed segment of bucket
+    /// `blk` of family `i`, and the number of segments (latest state).
+    fn read_bucket(&self, i: usize, blk: u16) -> Result<(Vec<u64>, Vec<Vec<u64>>)> {
+        let name = BLOCK_FAMILIES[i];
+        let key = index::bucket_key(blk);
+        let raw = self.db.get_cf(self.cf(name), key)?.unwrap_or_default();
+        let (entries, n) = index::split_head(&raw).map_err(|r| Error::corrupt(name, &key, r))?;
+        let decode = |v: &[u8]| -> Vec<u64> {
+            index::posting_entries(v)
+                .into_iter()
+                .flatten()
+                .map(|f| f.0)
+                .collect()
+        };
+        let head = decode(entries);
+        let keys: Vec<[u8; index::SEGMENT_KEY_LEN]> =
+            (1..=n).map(|s| index::segment_key(blk, s)).collect();
+        super::ReadCounts::add(&self.reads.buckets, 1 + keys.len() as u64);
+        let mut segments = Vec::with_capacity(keys.len());
+        for (s, v) in keys
+            .iter()
+            .zip(self.db.batched_multi_get_cf(self.cf(name), &keys, true))
+        {
+            let v = v?;
+            let v = v.as_deref().unwrap_or_default();
+            if !v.len().is_multiple_of(index::ENTRY_LEN) {
+                return Err(Error::corrupt(
+                    name,
+                    s,
+                    "segment is not a whole number of entries",
+                ));
+            }
+            segments.push(decode(v));
+        }
+        Ok((head, segments))
+    }
+
+    /// The operands (or the seal) of one bucket's `ops`.
+    fn write_bucket(
+        &self,
+        b: &mut Batch,
+        i: usize,
+        blk: u16,
+        ops: &[PostingChange],
+        head: &mut Head,
+    ) -> Result<()> {
+        let cf = self.cf(BLOCK_FAMILIES[i]);
+        let key = index::bucket_key(blk);
+        // A removal from a bucket with segments: find where the
+        // fingerprint is (read once for all of this bucket's removals).
+        let mut contents: Option<(Vec<u64>, Vec<Vec<u64>>)> = None;
+        let mut head_ops: Vec<PostingChange> = Vec::new();
+        for &(fp, add) in ops {
+            if add || head.segments == 0 {
+                head_ops.push((fp, add));
+                continue;
+            }
+            if contents.is_none() {
+                contents = Some(self.read_bucket(i, blk)?);
+            }
+            let (in_head, segments): (&[u64], &[Vec<u64>]) = match &contents {
+                Some((h, s)) => (h, s),
+                None => (&[], &[]),
+            };
+            let holder = (in_head.binary_search(&fp.0).is_err())
+                .then(|| segments.iter().position(|s| s.binary_search(&fp.0).is_ok()))
+                .flatten();
+            match holder {
+                Some(s) => {
+                    let seg = index::segment_key(blk, s as u32 + 1);
+                    b.0.merge_cf(cf, seg, index::posting_operand(false, fp));
+                }
+                None => head_ops.push((fp, false)),
+            }
+        }
+        let adds = head_ops.iter().filter(|o| o.1).count();
+        let fold = head.operands + head_ops.len() >= FOLD_OPERANDS;
+        if head.entries + adds < SEGMENT_ENTRIES && !fold {
+            for &(fp, add) in &head_ops {
+                b.0.merge_cf(cf, key, index::posting_operand(add, fp));
+            }
+            let removes = head_ops.len() - adds;
+            head.entries = (head.entries + adds).saturating_sub(removes);
+            head.operands += head_ops.len();
+            return Ok(());
+        }
+        // The head is full (its fingerprints, with this batch's changes,
+        // become the next segment, and the head keeps their count) or has
+        // taken enough operands (it is written whole).
+        let (mut set, segments) = match contents {
+            Some((h, s)) => (h, s.len() as u32),
+            None => {
+                let (h, s) = self.read_bucket(i, blk)?;
+                (h, s.len() as u32)
+            }
+        };
+        let segments = segments.max(head.segments);
+        for &(fp, add) in &head_ops {
+            match (set.binary_search(&fp.0), add) {
+                (Err(at), true) => set.insert(at, fp.0),
+                (Ok(at), false) => {
+                    set.remove(at);
+                }
+                _ => {}
+            }
+        }
+        if set.len() < SEGMENT_ENTRIES {
+            // A fold (or a count that was high: documents left meanwhile).
+            let fps: Vec<Fingerprint> = set.into_iter().map(Fingerprint).collect();
+            b.0.put_cf(cf, key, index::encode_head(&fps, segments));
+            *head = Head {
+                entries: fps.len(),
+                segments,
+                operands: 0,
+            };
+            return Ok(());
+        }
+        // Full segments; what is left stays in the head.
+        let fps: Vec<Fingerprint> = set.into_iter().map(Fingerprint).collect();
+        let full = fps.len() / SEGMENT_ENTRIES * SEGMENT_ENTRIES;
+        let mut n = segments;
+        for chunk in fps[..full].chunks(SEGMENT_ENTRIES) {
+            n = n
+                .checked_add(1)
+                .ok_or_else(|| Error::Input(format!("bucket {blk:04x} has 2^32 segments")))?;
+            b.0.put_cf(cf, index::segment_key(blk, n), index::encode_posting(chunk));
+        }
+        let rest = &fps[full..];
+        b.0.put_cf(cf, key, index::encode_head(rest, n));
+        *head = Head {
+            entries: rest.len(),
+            segments: n,
+            operands: 0,
+        };
+        Ok(())
+    }
+
+    /// [`Store::candidates`] for the writer, on this thread: hot buckets
+    /// come from its memory (see [`Heads`]), the others are read at `at`
+    /// (which must be the latest state: the writer's own view) and kept if
+    /// they are hot.
+    pub(crate) fn writer_candidates(
+        &self,
+        at: &super::Snapshot<'_>,
+        q: Fingerprint,
+        plan: &index::ProbePlan,
+    ) -> Result<Vec<Fingerprint>> {
+        crate::fingerprint::check_k(plan.k)?;
+        let mut guard = self
+            .heads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let heads = &mut *guard;
+        heads.checks += 1;
+        let now = heads.checks;
+        if now.is_multiple_of(1 << 16) {
+            heads.seen.clear();
+        }
+        let mut found = Vec::new();
+        for (i, blocks) in plan.blocks.iter().enumerate() {
+            // Buckets to read, and whether each is hot (read recently).
+            let mut missing: Vec<u16> = Vec::new();
+            let mut hot: Vec<bool> = Vec::new();
+            for b in blocks {
+                match heads.hot.get_mut(&(i, *b)) {
+                    Some(kept) => plan.scan_posting(q, &kept.raw, &mut found),
+                    None => {
+                        let last = heads.seen.insert((i, *b), now);
+                        missing.push(*b);
+                        hot.push(last.is_some_and(|t| now - t <= HOT_RECENT));
+                    }
+                }
+            }
+            let mut keep: Vec<Vec<u8>> = vec![Vec::new(); missing.len()];
+            self.read_parts(at, i, &missing, |n, entries, _| {
+                plan.scan_posting(q, entries, &mut found);
+                if hot[n] {
+                    keep[n].extend_from_slice(entries);
+                }
+            })?;
+            for (n, raw) in keep.into_iter().enumerate() {
+                if hot[n] {
+                    heads.hot_entries += raw.len() / index::ENTRY_LEN;
+                    heads.hot.insert((i, missing[n]), Hot { raw });
+                }
+            }
+        }
+        if heads.hot_entries > HOT_CAPACITY {
+            heads.hot.clear();
+            heads.hot_entries = 0;
+        }
+        Ok(found)
+    }
+
+    /// Forgets what the writer knew of the heads (after a failed write,
+    /// or when the index is cleared).
+    pub fn forget_heads(&self) {
+        self.heads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+    }
+}
