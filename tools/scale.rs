@@ -11,10 +11,19 @@
 //!
 //! For each of the Q query fingerprints, four documents are planted at
 //! distance 0, 1, 2 and 3 (bits anywhere in the 64, so usually in different
-//! blocks); the rest are uniform random. `--mode skewed` puts 20% of the
-//! documents into 16 hot buckets of block 0 and half the queries there too.
-//! Recall is the share of planted neighbours returned at k=3 (must be 1.0);
-//! `--brute` queries are also compared in full with a linear scan.
+//! blocks); the rest are uniform random. Recall is the share of planted
+//! neighbours returned at k=3 (must be 1.0); `--brute` queries are also
+//! compared in full with a linear scan.
+//!
+//! `--mode skewed` is a store of copies, as a crawl makes one: one
+//! fingerprint held by n/50 documents (1M at 50M), and n/10 documents in
+//! 2,000 families of near copies with Zipf sizes (the largest ~600k at
+//! 50M), each family in one bucket of block 0 with 1-6 of its other 48
+//! bits flipped, so the buckets of block 0 have a long tail of hot ones
+//! (the largest ~600k distinct fingerprints). Half the queries are planted
+//! inside families. Answers are limited to 10 hits (what the CLI, the
+//! service and Python answer by default) and compared with the first 10
+//! of a linear scan; the hot fingerprint itself is queried too.
 //! `--ks` times `--k-queries` warm queries at each larger k (multi-probe)
 //! and compares up to 5 of them per k with a linear scan.
 
@@ -44,6 +53,8 @@ struct Args {
     big_batch: usize,
     ks: Vec<u32>,
     k_queries: usize,
+    /// Hits per query (10 in skewed mode, as the front ends answer).
+    limit: Option<usize>,
 }
 
 fn args() -> Args {
@@ -61,6 +72,7 @@ fn args() -> Args {
         big_batch: 100_000,
         ks: Vec::new(),
         k_queries: 1000,
+        limit: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -86,7 +98,80 @@ fn args() -> Args {
         }
     }
     assert!(a.n >= 4 * a.queries, "--n must be at least 4 x --queries");
+    if a.skewed {
+        a.limit = Some(simdb::db::limits::DEFAULT_LIMIT);
+    }
     a
+}
+
+/// The copies of a skewed store (see the module documentation).
+struct Skew {
+    hot: u64,
+    hot_copies: usize,
+    /// Family bases and sizes (Zipf), largest first.
+    bases: Vec<u64>,
+    sizes: Vec<usize>,
+    members: usize,
+}
+
+impl Skew {
+    fn new(a: &Args, rng: &mut ChaCha8Rng) -> Option<Skew> {
+        if !a.skewed {
+            return None;
+        }
+        let families = 2000usize;
+        let members = a.n / 10;
+        let harmonic: f64 = (1..=families).map(|i| 1.0 / i as f64).sum();
+        let sizes: Vec<usize> = (1..=families)
+            .map(|i| ((members as f64 / harmonic) / i as f64).round().max(1.0) as usize)
+            .collect();
+        Some(Skew {
+            hot: rng.random(),
+            hot_copies: a.n / 50,
+            bases: (0..families).map(|_| rng.random()).collect(),
+            members: sizes.iter().sum(),
+            sizes,
+        })
+    }
+
+    /// A member of family `f`: its base with 1-6 of the 48 bits outside
+    /// block 0 flipped.
+    fn member_of(&self, rng: &mut ChaCha8Rng, f: usize) -> u64 {
+        let mut v = self.bases[f];
+        for _ in 0..rng.random_range(1..=6) {
+            v ^= 1 << rng.random_range(0..48);
+        }
+        v
+    }
+
+    /// A member of a family drawn by size.
+    fn member(&self, rng: &mut ChaCha8Rng) -> u64 {
+        let mut x = rng.random_range(0..self.members);
+        let f = self
+            .sizes
+            .iter()
+            .position(|&s| {
+                if x < s {
+                    true
+                } else {
+                    x -= s;
+                    false
+                }
+            })
+            .unwrap_or(0);
+        self.member_of(rng, f)
+    }
+
+    fn fill(&self, rng: &mut ChaCha8Rng, fps: &mut Vec<u64>, n: usize) {
+        fps.extend(std::iter::repeat_n(self.hot, self.hot_copies));
+        for (f, &size) in self.sizes.iter().enumerate() {
+            for _ in 0..size {
+                if fps.len() < n {
+                    fps.push(self.member_of(rng, f));
+                }
+            }
+        }
+    }
 }
 
 fn flip_bits(rng: &mut ChaCha8Rng, fp: u64, d: u32) -> u64 {
@@ -101,16 +186,21 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
 
-fn time_queries(db: &Db, qs: &[u64]) -> (Vec<f64>, Vec<Vec<(String, u32)>>) {
-    time_queries_k(db, qs, 3)
+fn time_queries(db: &Db, qs: &[u64], limit: Option<usize>) -> (Vec<f64>, Vec<Vec<(String, u32)>>) {
+    time_queries_k(db, qs, 3, limit)
 }
 
-fn time_queries_k(db: &Db, qs: &[u64], k: u32) -> (Vec<f64>, Vec<Vec<(String, u32)>>) {
+fn time_queries_k(
+    db: &Db,
+    qs: &[u64],
+    k: u32,
+    limit: Option<usize>,
+) -> (Vec<f64>, Vec<Vec<(String, u32)>>) {
     let mut lat = Vec::with_capacity(qs.len());
     let mut answers = Vec::with_capacity(qs.len());
     for &q in qs {
         let t = Instant::now();
-        let hits = db.query(Fingerprint(q), k, None).expect("query");
+        let hits = db.query(Fingerprint(q), k, limit).expect("query");
         lat.push(t.elapsed().as_secs_f64() * 1e3);
         answers.push(hits.into_iter().map(|h| (h.id, h.distance)).collect());
     }
@@ -162,18 +252,11 @@ fn main() {
     // Generate.
     let t = Instant::now();
     let mut rng = ChaCha8Rng::seed_from_u64(a.seed);
-    let hot: Vec<u64> = (0..16).map(|_| rng.random::<u64>() & 0xffff).collect();
-    let skew = |rng: &mut ChaCha8Rng, fp: u64, p: f64| -> u64 {
-        if a.skewed && rng.random_bool(p) {
-            (fp & 0x0000_ffff_ffff_ffff) | hot[rng.random_range(0..16)] << 48
-        } else {
-            fp
-        }
-    };
+    let skew = Skew::new(&a, &mut rng);
     let queries: Vec<u64> = (0..a.queries)
-        .map(|_| {
-            let q = rng.random();
-            skew(&mut rng, q, 0.5)
+        .map(|j| match &skew {
+            Some(s) if j % 2 == 1 => s.member(&mut rng),
+            _ => rng.random(),
         })
         .collect();
     let mut fps: Vec<u64> = Vec::with_capacity(a.n);
@@ -182,9 +265,20 @@ fn main() {
             fps.push(flip_bits(&mut rng, q, d));
         }
     }
+    if let Some(s) = &skew {
+        s.fill(&mut rng, &mut fps, a.n);
+        println!(
+            "skewed: {} copies of {:016x}, {} family members in {} families (largest {}), {} uniform",
+            s.hot_copies,
+            s.hot,
+            s.members,
+            s.bases.len(),
+            s.sizes[0],
+            a.n - s.hot_copies - s.members - 4 * a.queries
+        );
+    }
     while fps.len() < a.n {
-        let f = rng.random();
-        fps.push(skew(&mut rng, f, 0.2));
+        fps.push(rng.random());
     }
     let input = dir.join("fps.bin");
     let store = dir.join("store");
@@ -243,6 +337,41 @@ fn import(simdb_bin: &std::path::Path, store: &std::path::Path, input: &std::pat
     let _ = std::fs::remove_file(input);
 }
 
+/// The hot fingerprint itself (held by n/50 documents): 1,000 exact k=3
+/// queries and 1,000 default (ranked) queries of 10 hits, warm.
+fn hot_queries(db: &Db, hot: u64) {
+    let mut rng = ChaCha8Rng::seed_from_u64(hot);
+    let mut order: Vec<u8> = (0..64).collect();
+    for i in (1..64).rev() {
+        order.swap(i, rng.random_range(0..=i));
+    }
+    let limit = Some(simdb::db::limits::DEFAULT_LIMIT);
+    let exact = simdb::Query {
+        limit,
+        ..simdb::Query::new(Fingerprint(hot))
+    };
+    let ranked = exact
+        .clone()
+        .probing(&order, simdb::index::DEFAULT_PROBE_BUDGET);
+    for (name, q) in [("exact k=3", &exact), ("ranked 128", &ranked)] {
+        let _ = db.search(q).expect("hot query");
+        let mut lat: Vec<f64> = (0..1000)
+            .map(|_| {
+                let t = Instant::now();
+                let hits = db.search(q).expect("hot query");
+                assert_eq!(hits.len(), 10);
+                t.elapsed().as_secs_f64() * 1e3
+            })
+            .collect();
+        lat.sort_by(|a, b| a.total_cmp(b));
+        println!(
+            "query of the hot fingerprint {name}: p50 {:.3} ms  p99 {:.3} ms  (10 of its copies, 1000 queries)",
+            pct(&lat, 0.5),
+            pct(&lat, 0.99)
+        );
+    }
+}
+
 fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) {
     // Size on disk.
     let tuning = Tuning {
@@ -268,14 +397,31 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
 
     // Queries: after open (block cache cold, OS cache as the import left it),
     // then warm.
-    let (cold, _) = time_queries(&db, queries);
+    let (cold, _) = time_queries(&db, queries, a.limit);
     report("after open", &cold);
-    let (warm, answers) = time_queries(&db, queries);
+    let (warm, answers) = time_queries(&db, queries, a.limit);
     report("warm", &warm);
     drop(db);
     let db = Db::open_tuned(store, Access::ReadOnly, tuning).expect("reopen");
-    let (reopen, _) = time_queries(&db, queries);
+    let (reopen, _) = time_queries(&db, queries, a.limit);
     report("after reopen", &reopen);
+    if a.skewed {
+        hot_queries(&db, fps[4 * queries.len()]);
+        let t = Instant::now();
+        let st = db.stats().expect("stats");
+        for f in &st.families {
+            println!(
+                "buckets of {}: {} distinct fingerprints in {} buckets; sizes p50 {} p99 {} max {} ({:.1}s to scan)",
+                f.name,
+                f.keys,
+                f.buckets,
+                f.bucket_p50,
+                f.bucket_p99,
+                f.bucket_max,
+                t.elapsed().as_secs_f64()
+            );
+        }
+    }
 
     // Batches: one query at a time, queries in parallel, and one sorted pass
     // per family (Db::query_many), on the planted queries and on a larger
@@ -294,16 +440,16 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
         };
         let (h1, seq) = rate(&|| {
             fps.iter()
-                .map(|&q| db.query(q, 3, None).unwrap().len())
+                .map(|&q| db.query(q, 3, a.limit).unwrap().len())
                 .sum()
         });
         let (h2, par) = rate(&|| {
             fps.par_iter()
-                .map(|&q| db.query(q, 3, None).unwrap().len())
+                .map(|&q| db.query(q, 3, a.limit).unwrap().len())
                 .sum()
         });
         let (h3, many) = rate(&|| {
-            db.query_many(&fps, 3, None)
+            db.query_many(&fps, 3, a.limit)
                 .unwrap()
                 .iter()
                 .map(Vec::len)
@@ -316,9 +462,16 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
         );
     }
 
-    // Recall of planted neighbours, and brute force on a sample.
+    // Recall of planted neighbours (of the uniform queries: in skewed
+    // mode the others' first 10 hits may be family members as near), and
+    // brute force on a sample.
     let mut found = 0;
+    let mut planted = 0;
     for (j, ans) in answers.iter().enumerate() {
+        if a.skewed && j % 2 == 1 {
+            continue;
+        }
+        planted += 4;
         for d in 0..4 {
             let id = format!("d{:09}", 4 * j + d);
             if ans.iter().any(|(h, _)| *h == id) {
@@ -326,7 +479,6 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
             }
         }
     }
-    let planted = 4 * queries.len();
     println!(
         "recall of planted neighbours (distance 0..3): {found}/{planted} = {:.4}",
         found as f64 / planted as f64
@@ -344,6 +496,7 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
             })
             .collect();
         want.sort_by(|x, y| x.1.cmp(&y.1).then_with(|| x.0.cmp(&y.0)));
+        want.truncate(a.limit.unwrap_or(usize::MAX));
         if want != answers[j] {
             mismatches += 1;
         }
@@ -362,6 +515,7 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
             })
             .collect();
         want.sort_by(|x, y| x.1.cmp(&y.1).then_with(|| x.0.cmp(&y.0)));
+        want.truncate(a.limit.unwrap_or(usize::MAX));
         want
     };
     // The default query: confidence-ranked at the default budget. Random
@@ -390,6 +544,7 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
                     weak_bits: o.clone(),
                     budget,
                 }),
+                limit: a.limit,
                 ..simdb::Query::new(Fingerprint(q))
             })
             .collect();
@@ -433,6 +588,7 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
                 .map(|(i, &f)| (format!("d{i:09}"), (f ^ qs[j]).count_ones()))
                 .collect();
             want.sort_by(|x, y| x.1.cmp(&y.1).then_with(|| x.0.cmp(&y.0)));
+            want.truncate(a.limit.unwrap_or(usize::MAX));
             differ += usize::from(want != ans[j]);
         }
         let hits: usize = ans.iter().map(Vec::len).sum();
@@ -444,8 +600,8 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
     }
     for &k in &a.ks {
         let qs = &queries[..a.k_queries.min(queries.len())];
-        let _ = time_queries_k(&db, qs, k);
-        let (lat, ans) = time_queries_k(&db, qs, k);
+        let _ = time_queries_k(&db, qs, k, a.limit);
+        let (lat, ans) = time_queries_k(&db, qs, k, a.limit);
         report_k(k, "warm", &lat);
         let nb = qs.len().min(5);
         let differ = (0..nb).filter(|&j| brute_at(qs[j], k) != ans[j]).count();

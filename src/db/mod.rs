@@ -551,18 +551,36 @@ impl Db {
     /// equally near ones, until `q.limit` are confirmed.
     pub fn search(&self, q: &Query) -> Result<Vec<Hit>> {
         let at = self.store.snapshot();
-        self.resolve(&at, q, None)
+        self.resolve(&at, q, None, usize::MAX)
+    }
+
+    /// The nearest confirmed hit of `q`, looked for as a write's duplicate
+    /// check looks: at most [`limits::CHECK_EXAMINED`] candidates, nearest
+    /// first (`simdb dedup` against a store, so that it drops what
+    /// `ingest --skip-duplicates` would).
+    pub fn first_duplicate(&self, q: &Query) -> Result<Option<Hit>> {
+        let at = self.store.snapshot();
+        let q = Query {
+            limit: Some(1),
+            ..q.clone()
+        };
+        Ok(self
+            .resolve(&at, &q, None, limits::CHECK_EXAMINED)?
+            .into_iter()
+            .next())
     }
 
     /// The confirmed hits of `q` among the fingerprints `found` (read from
     /// the index when `None`, and only if needed: the documents of the
     /// query's own fingerprint come first, and when they fill the limit no
     /// bucket is read).
+    /// …, looking at no more than `examine` candidates.
     fn resolve(
         &self,
         at: &store::Snapshot<'_>,
         q: &Query,
         found: Option<Vec<Fingerprint>>,
+        examine: usize,
     ) -> Result<Vec<Hit>> {
         let mut hits = Vec::new();
         let limit = q.limit.unwrap_or(usize::MAX);
@@ -570,11 +588,13 @@ impl Db {
             return Ok(hits);
         }
         let skip = |id: &str| q.exclude.as_deref() == Some(id);
+        let mut examined = 0usize;
         let mut visit = |h: Hit| {
+            examined += 1;
             if q.confirms(&h) {
                 hits.push(h);
             }
-            Ok(if hits.len() >= limit {
+            Ok(if hits.len() >= limit || examined >= examine {
                 store::Flow::Stop
             } else {
                 store::Flow::Continue
@@ -664,7 +684,7 @@ impl Db {
         let found = self.store.candidates_many(&at, &plans)?;
         qs.iter()
             .zip(found)
-            .map(|(q, f)| self.resolve(&at, q, Some(f)))
+            .map(|(q, f)| self.resolve(&at, q, Some(f), usize::MAX))
             .collect()
     }
 

@@ -292,6 +292,13 @@ impl Writer<'_> {
         Ok(self.check(q, limit, usize::MAX, false)?.hits)
     }
 
+    /// [`Db::first_duplicate`](super::Db::first_duplicate) over the store
+    /// and this batch.
+    pub fn first_duplicate(&self, q: &Query) -> Result<Option<Hit>> {
+        let c = self.check(q, 1, super::limits::CHECK_EXAMINED, true)?;
+        Ok(c.hits.into_iter().next())
+    }
+
     /// The hits of `q` over the store and this batch, nearest first (then
     /// by id), as [`Writer::search`] finds them, but stopping once
     /// `confirm` hits are confirmed or `examine` candidates were looked at

@@ -128,7 +128,7 @@ pub fn dedup(
             };
             let q = opts.duplicate_query(&a);
             let in_db = match against {
-                Some(db) => db.search(&q)?.into_iter().next(),
+                Some(db) => db.first_duplicate(&q)?,
                 None => None,
             };
             let dropped = match in_db {
@@ -141,7 +141,7 @@ pub fn dedup(
                     distance: h.distance,
                     similarity: h.similarity,
                 }),
-                None => match w.search(&q)?.into_iter().next() {
+                None => match w.first_duplicate(&q)? {
                     Some(h) => {
                         // Kept documents are stored under their position,
                         // with their id as the source.
