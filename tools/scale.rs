@@ -20,7 +20,8 @@
 //! 2,000 families of near copies with Zipf sizes (the largest ~600k at
 //! 50M), each family in one bucket of block 0 with 1-6 of its other 48
 //! bits flipped, so the buckets of block 0 have a long tail of hot ones
-//! (the largest ~600k distinct fingerprints). Half the queries are planted
+//! (the largest 260,861 distinct fingerprints at 50M: a family's members
+//! with one or two bits flipped share few fingerprints). Half the queries are planted
 //! inside families. Answers are limited to 10 hits (what the CLI, the
 //! service and Python answer by default) and compared with the first 10
 //! of a linear scan; the hot fingerprint itself is queried too.
