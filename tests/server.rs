@@ -21,7 +21,29 @@ struct Server {
 
 impl Server {
     fn start(db: &Path, extra: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_simdb"))
+        Server::start_limited(db, extra, None)
+    }
+
+    /// A server whose limit on open files is `nofile` (soft and hard).
+    fn start_limited(db: &Path, extra: &[&str], nofile: Option<u64>) -> Server {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_simdb"));
+        if let Some(n) = nofile {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: setrlimit is async-signal-safe; nothing else runs.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let lim = libc::rlimit {
+                        rlim_cur: n,
+                        rlim_max: n,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let mut child = cmd
             .arg("serve")
             .arg(db)
             .args(["--addr", "127.0.0.1:0"])
@@ -69,8 +91,14 @@ impl Server {
         let resp = match (method, body) {
             ("GET", _) => self.auth(agent.get(&url)).call(),
             ("DELETE", _) => self.auth(agent.delete(&url)).call(),
-            ("POST", Some(b)) => self.auth(agent.post(&url)).send(b),
-            ("PUT", Some(b)) => self.auth(agent.put(&url)).send(b),
+            ("POST", Some(b)) => self
+                .auth(agent.post(&url))
+                .header("Content-Type", "application/json")
+                .send(b),
+            ("PUT", Some(b)) => self
+                .auth(agent.put(&url))
+                .header("Content-Type", "application/json")
+                .send(b),
             _ => unreachable!(),
         };
         let mut resp = resp.expect("HTTP request");
@@ -100,6 +128,67 @@ impl Server {
             .unwrap();
         (status.code().unwrap_or(-1), err)
     }
+}
+
+impl Server {
+    fn addr(&self) -> String {
+        self.base.trim_start_matches("http://").to_string()
+    }
+
+    /// A raw request on a new connection: (status, body), or None if the
+    /// server closed or did not answer within `wait`.
+    fn raw(&self, request: &str, wait: Duration) -> Option<(u16, String)> {
+        use std::io::{Read, Write};
+        let mut c = std::net::TcpStream::connect(self.addr()).ok()?;
+        c.set_read_timeout(Some(wait)).unwrap();
+        c.write_all(request.as_bytes()).ok()?;
+        let mut buf = Vec::new();
+        let _ = c.read_to_end(&mut buf);
+        let text = String::from_utf8_lossy(&buf).to_string();
+        let status = text.get(9..12)?.parse().ok()?;
+        let body = text.split_once("\r\n\r\n").map_or("", |x| x.1).to_string();
+        Some((status, body))
+    }
+
+    /// The server's peak RSS in KiB.
+    fn peak_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap()
+    }
+}
+
+/// One request on an open connection (keep-alive): the status and body.
+fn exchange(c: &mut std::net::TcpStream, method: &str, path: &str, body: &str) -> (u16, String) {
+    use std::io::{BufRead, Read, Write};
+    write!(
+        c,
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut r = BufReader::new(c);
+    let mut line = String::new();
+    r.read_line(&mut line).unwrap();
+    let status: u16 = line.get(9..12).and_then(|s| s.parse().ok()).unwrap_or(0);
+    let mut len = 0usize;
+    loop {
+        let mut h = String::new();
+        r.read_line(&mut h).unwrap();
+        if h.trim().is_empty() {
+            break;
+        }
+        if let Some(v) = h.to_ascii_lowercase().strip_prefix("content-length:") {
+            len = v.trim().parse().unwrap();
+        }
+    }
+    let mut b = vec![0u8; len];
+    r.read_exact(&mut b).unwrap();
+    (status, String::from_utf8_lossy(&b).to_string())
 }
 
 impl Drop for Server {
@@ -353,6 +442,7 @@ fn bad_requests_get_a_4xx_naming_the_field_and_write_nothing() {
     let big = json!({"id": "big", "text": "字".repeat(400_000)}).to_string();
     match Server::agent()
         .post(&format!("{}/documents", s.base))
+        .header("Content-Type", "application/json")
         .send(&big)
     {
         Ok(mut r) => {
@@ -376,7 +466,8 @@ fn bad_requests_get_a_4xx_naming_the_field_and_write_nothing() {
         let mut c = std::net::TcpStream::connect(addr).unwrap();
         write!(
             c,
-            "POST /documents HTTP/1.1\r\nHost: x\r\nContent-Length: 5000000\r\n\r\n"
+            "POST /documents HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+             Content-Length: 5000000\r\n\r\n"
         )
         .unwrap();
         let mut buf = [0u8; 512];
@@ -567,7 +658,11 @@ fn kill_9_loses_no_acknowledged_write() {
                         .collect();
                     let body = json!(docs).to_string();
                     let sync = if n % 2 == 0 { "?sync=true" } else { "" };
-                    match agent.post(&format!("{base}/documents{sync}")).send(&body) {
+                    match agent
+                        .post(&format!("{base}/documents{sync}"))
+                        .header("Content-Type", "application/json")
+                        .send(&body)
+                    {
                         Ok(r) if r.status() == 200 => {
                             let mut a = acked.lock().unwrap();
                             a.extend((0..10).map(|j| format!("c{c}-{n}-{j}")));
@@ -774,4 +869,263 @@ fn regression_23_a_small_write_does_not_wait_for_a_large_batch() {
     );
     drop(s);
     verify_clean(&t.path());
+}
+
+/// Issue 24 (review finding 2): idle half-open connections, which need no
+/// token, cannot take the descriptors the store needs: with the limit on
+/// open files at 256 and 300 connections held, a client connected before
+/// writes 120 MB (flushes included) without an error, a new client gets a
+/// quick 503 instead of a timeout, the held connections are closed after
+/// the header timeout, and the store takes writes after. Before: the flush
+/// failed with "Too many open files" and every later write answered 500.
+#[test]
+fn regression_24_idle_connections_cannot_starve_the_store() {
+    use std::io::Write;
+    let t = TempDb::new();
+    init(&t);
+    let s = Server::start_limited(&t.path(), &["--header-timeout", "3"], Some(256));
+    let mut legit = std::net::TcpStream::connect(s.addr()).unwrap();
+    let (st, _) = exchange(&mut legit, "GET", "/health", "");
+    assert_eq!(st, 200);
+    let mut held = Vec::new();
+    for _ in 0..300 {
+        let Ok(mut c) = std::net::TcpStream::connect(s.addr()) else {
+            continue;
+        };
+        let _ = c.write_all(b"GET /health HTTP/1.1\r\n");
+        held.push(c);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    // A new client is answered at once (the cap is reached).
+    let started = Instant::now();
+    let answer = s.raw(
+        "GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        Duration::from_secs(2),
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert!(
+        matches!(&answer, Some((503, b)) if b.contains("too many connections")),
+        "{answer:?}"
+    );
+    // The connected client writes enough to flush memtables.
+    let mut r = rng(24);
+    for b in 0..15 {
+        let docs: Vec<Value> = (0..4000)
+            .map(|i| json!({"id": format!("{b:03}-{i:05}-{}", "x".repeat(2000)), "fingerprint": format!("{:016x}", rand::Rng::random::<u64>(&mut r))}))
+            .collect();
+        let (st, v) = exchange(&mut legit, "POST", "/documents", &json!(docs).to_string());
+        assert_eq!(st, 200, "batch {b}: {v}");
+    }
+    // The held connections are closed after the header timeout.
+    std::thread::sleep(Duration::from_secs(4));
+    let answer = s.raw(
+        "GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        Duration::from_secs(5),
+    );
+    assert!(matches!(&answer, Some((200, _))), "{answer:?}");
+    drop(held);
+    let (st, v) = s.post(
+        "/documents",
+        &json!({"id": "after", "fingerprint": "00000000000000ff"}),
+    );
+    assert_eq!(st, 200, "{v}");
+    let (st, h) = s.call("GET", "/health", None);
+    assert_eq!((st, &h["status"]), (200, &json!("ok")), "{h}");
+    let (code_, err) = s.stop();
+    assert_eq!(code_, 0, "{err}");
+    verify_clean(&t.path());
+}
+
+/// Issue 24 (review finding 3): SIGTERM while a client holds a half-sent
+/// request ends within the grace period, exit 0, with every acknowledged
+/// write stored. Before: the process waited for the client forever.
+#[test]
+fn regression_24_sigterm_with_a_straggler_ends_within_the_grace() {
+    use std::io::Write;
+    let t = TempDb::new();
+    init(&t);
+    let s = Server::start(
+        &t.path(),
+        &["--shutdown-grace", "2", "--header-timeout", "60"],
+    );
+    let (st, _) = s.post(
+        "/documents",
+        &json!({"id": "kept", "fingerprint": "0123456789abcdef"}),
+    );
+    assert_eq!(st, 200);
+    let mut straggler = std::net::TcpStream::connect(s.addr()).unwrap();
+    straggler
+        .write_all(b"POST /documents HTTP/1.1\r\nHost: localhost\r\nX-Slow: 1\r\n")
+        .unwrap();
+    let mut slow_body = std::net::TcpStream::connect(s.addr()).unwrap();
+    slow_body
+        .write_all(
+            b"POST /documents HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+              Content-Length: 100\r\n\r\n[{\"id\"",
+        )
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    let (code_, err) = s.stop();
+    let took = started.elapsed();
+    assert_eq!(code_, 0, "{err}");
+    assert!(took < Duration::from_secs(8), "stopped after {took:?}");
+    drop((straggler, slow_body));
+    let o = simdb(&[&"get", &t.path(), &"kept", &"--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    verify_clean(&t.path());
+}
+
+/// Issue 24 (review finding 6): a batch array is counted while it is
+/// parsed: a 60 MB body of 30 million items is refused at item 10,001,
+/// without building them (before: about 1 GB per request), and parsing
+/// does not stall `/health`.
+#[test]
+fn regression_24_bodies_are_counted_while_parsed() {
+    let t = TempDb::new();
+    init(&t);
+    let s = Arc::new(Server::start(&t.path(), &["--threads", "2"]));
+    let zeros = {
+        let mut b = String::with_capacity(60_000_002);
+        b.push('[');
+        for i in 0..30_000_000 {
+            if i > 0 {
+                b.push(',');
+            }
+            b.push('0');
+        }
+        b.push(']');
+        b
+    };
+    let queries = format!("{{\"queries\": [{}{{}}]}}", "{},".repeat(5_000_000));
+    for (path, body) in [("/documents", &zeros), ("/query", &queries)] {
+        let (st, v) = s.call("POST", path, Some(body));
+        assert_eq!(st, 400, "{v}");
+        assert!(
+            v["error"].as_str().unwrap().contains("more than 10000"),
+            "{v}"
+        );
+    }
+    // Several at once, while /health is polled.
+    let zeros = Arc::new(zeros);
+    let senders: Vec<_> = (0..3)
+        .map(|_| {
+            let (s, z) = (s.clone(), zeros.clone());
+            std::thread::spawn(move || s.call("POST", "/documents", Some(&z)).0)
+        })
+        .collect();
+    let mut slowest = Duration::ZERO;
+    for _ in 0..20 {
+        let started = Instant::now();
+        assert_eq!(s.call("GET", "/health", None).0, 200);
+        slowest = slowest.max(started.elapsed());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for h in senders {
+        assert_eq!(h.join().unwrap(), 400);
+    }
+    let peak = s.peak_kib();
+    assert!(peak < 600 << 10, "peak RSS {peak} KiB");
+    assert!(slowest < Duration::from_secs(2), "/health took {slowest:?}");
+}
+
+/// Issue 24 (review findings 7 and 12): without a token, a request for a
+/// foreign Host (DNS rebinding) or from a foreign Origin (a web page) is
+/// refused, and a body must be `application/json` (a cross-site "simple"
+/// POST is text/plain); the bearer scheme is case-insensitive. Before: a
+/// text/plain POST with a foreign Origin and Host wrote a document.
+#[test]
+fn regression_24_foreign_hosts_origins_and_bodies_are_refused() {
+    let t = TempDb::new();
+    init(&t);
+    let s = Server::start(&t.path(), &["--allow-host", "simdb.internal"]);
+    let doc = r#"{"id":"planted","fingerprint":"0123456789abcdef"}"#;
+    let post = |headers: &str| {
+        s.raw(
+            &format!(
+                "POST /documents HTTP/1.1\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{doc}",
+                doc.len()
+            ),
+            Duration::from_secs(10),
+        )
+        .unwrap()
+    };
+    let json_type = "Content-Type: application/json\r\n";
+    // The review's request: a foreign page's text/plain POST.
+    let (st, _) = post(
+        "Host: attacker.example:7420\r\nOrigin: http://attacker.example\r\n\
+         Content-Type: text/plain;charset=UTF-8\r\n",
+    );
+    assert_eq!(st, 403);
+    let (st, b) = post("Host: localhost\r\nContent-Type: text/plain\r\n");
+    assert_eq!(st, 415, "{b}");
+    let (st, b) = post(&format!(
+        "Host: localhost\r\nOrigin: http://attacker.example\r\n{json_type}"
+    ));
+    assert_eq!(st, 403, "{b}");
+    let (st, b) = post(&format!("Host: attacker.example\r\n{json_type}"));
+    assert_eq!(st, 403, "{b}");
+    let (st, b) = s
+        .raw(
+            "DELETE /documents/x HTTP/1.1\r\nHost: rebound.example:7420\r\nConnection: close\r\n\r\n",
+            Duration::from_secs(10),
+        )
+        .unwrap();
+    assert_eq!(st, 403, "{b}");
+    assert_eq!(s.call("GET", "/health", None).1["documents"], 0);
+    // What is allowed: loopback names and addresses, the allowed host,
+    // loopback origins.
+    for host in [
+        "localhost:7420",
+        "127.0.0.1",
+        "[::1]:80",
+        "simdb.internal",
+        "LOCALHOST.",
+    ] {
+        let (st, b) = post(&format!("Host: {host}\r\n{json_type}"));
+        assert_eq!(st, 200, "{host}: {b}");
+    }
+    let (st, b) = post(&format!(
+        "Host: localhost\r\nOrigin: http://localhost:3000\r\n{json_type}"
+    ));
+    assert_eq!(st, 200, "{b}");
+    drop(s);
+
+    // With a token: any Host (the token is the check), the scheme in any case.
+    let token = "0123456789abcdef0123";
+    let tf = t.file("token", token);
+    let s = Server::start(&t.path(), &["--token-file", tf.to_str().unwrap()]);
+    for scheme in ["Bearer", "bearer", "BEARER"] {
+        let (st, b) = s
+            .raw(
+                &format!("GET /health HTTP/1.1\r\nHost: simdb.example.com\r\nAuthorization: {scheme} {token}\r\nConnection: close\r\n\r\n"),
+                Duration::from_secs(10),
+            )
+            .unwrap();
+        assert_eq!(st, 200, "{scheme}: {b}");
+    }
+}
+
+/// Issue 24 (review finding 10): `/stats` scans the postings at most once
+/// a minute; its document count is read at each call.
+#[test]
+fn regression_24_stats_scans_at_most_once_a_minute() {
+    let t = TempDb::new();
+    init(&t);
+    let s = Server::start(&t.path(), &[]);
+    let (_, a) = s.call("GET", "/stats", None);
+    assert_eq!(
+        (a["documents"].clone(), a["buckets_age_seconds"].clone()),
+        (json!(0), json!(0)),
+        "{a}"
+    );
+    let (st, _) = s.post(
+        "/documents",
+        &json!({"id": "x", "fingerprint": "0123456789abcdef"}),
+    );
+    assert_eq!(st, 200);
+    let (_, b) = s.call("GET", "/stats", None);
+    assert_eq!(b["documents"], 1, "{b}");
+    // The bucket figures are the cached ones (one scan a minute).
+    assert_eq!(b["families"], a["families"], "{b}");
 }

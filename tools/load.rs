@@ -158,7 +158,11 @@ fn agent() -> ureq::Agent {
 
 /// POSTs `body`; the JSON answer, or None if the server is gone.
 fn post(agent: &ureq::Agent, url: &str, body: &str) -> Option<Value> {
-    let mut r = agent.post(url).send(body).ok()?;
+    let mut r = agent
+        .post(url)
+        .header("Content-Type", "application/json")
+        .send(body)
+        .ok()?;
     let status = r.status().as_u16();
     let text = r.body_mut().read_to_string().ok()?;
     assert_eq!(status, 200, "{url}: {text}");

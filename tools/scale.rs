@@ -378,6 +378,7 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
     let tuning = Tuning {
         block_cache_bytes: a.cache_mb << 20,
         row_cache_bytes: a.row_cache_mb << 20,
+        ..Tuning::default()
     };
     let db = Db::open_tuned(store, Access::ReadOnly, tuning).expect("open");
     let mut index_bytes = 0;

@@ -57,6 +57,11 @@ class ClosedError(SimdbError):
     """The Db was closed."""
 
 
+class ForkedError(SimdbError):
+    """The Db was opened in another process (this is a child of fork()):
+    open the store again in this process."""
+
+
 __all__ = [
     "SimdbError",
     "InvalidInput",
@@ -70,4 +75,5 @@ __all__ = [
     "Corrupt",
     "StorageError",
     "ClosedError",
+    "ForkedError",
 ]

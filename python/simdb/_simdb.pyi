@@ -98,10 +98,13 @@ class Db:
         """Opens a store. For writing, only one process at a time
         (:class:`simdb.StoreInUse`); ``read_only=True`` sees the store as
         it was at open, and works while another process writes."""
-    def close(self) -> None:
-        """Flushes and closes. Calls already running in other threads finish
-        first (the store closes when the last one ends); new calls raise
-        :class:`simdb.ClosedError`."""
+    def close(self, *, wait: bool = True) -> None:
+        """Flushes and closes; new calls raise :class:`simdb.ClosedError`.
+        With ``wait`` (the default), first waits for the calls running in
+        other threads to end, so the store is closed and unlocked when this
+        returns; with ``wait=False``, returns at once and the store closes
+        when the last of them ends. A Db used in a child of ``fork()``
+        raises :class:`simdb.ForkedError`: open the store in each process."""
     def __enter__(self) -> Db: ...
     def __exit__(self, *exc: object) -> bool: ...
     @property

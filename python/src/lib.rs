@@ -56,6 +56,40 @@ fn message(e: &Error) -> String {
     s
 }
 
+/// The thread pool of this process. rayon's global pool cannot be used
+/// across `fork()` (the child inherits a pool whose threads do not exist:
+/// a parallel call would wait forever), so the pool is the process's own,
+/// made again in a child.
+fn pool() -> Arc<rayon::ThreadPool> {
+    static POOL: std::sync::Mutex<Option<(u32, Arc<rayon::ThreadPool>)>> =
+        std::sync::Mutex::new(None);
+    let pid = std::process::id();
+    let mut g = POOL.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((owner, p)) = g.as_ref() {
+        if *owner == pid {
+            return Arc::clone(p);
+        }
+    }
+    // A parent's pool: its threads are not in this process, and dropping
+    // it would signal them; it is left alone.
+    if let Some(old) = g.take() {
+        std::mem::forget(old);
+    }
+    let p = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .thread_name(|i| format!("simdb-{i}"))
+            .build()
+            .unwrap_or_else(|e| panic!("cannot start simdb's threads: {e}")),
+    );
+    *g = Some((pid, Arc::clone(&p)));
+    p
+}
+
+/// Runs `f` without the GIL, on this process's pool (see [`pool`]).
+fn detach<T: Send, F: FnOnce() -> T + Send>(py: Python<'_>, f: F) -> T {
+    py.detach(|| pool().install(f))
+}
+
 fn raise(py: Python<'_>, class: &str, msg: String) -> PyErr {
     static ERRORS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
     let module = ERRORS.get_or_try_init(py, || py.import("simdb._errors").map(Bound::unbind));
@@ -232,6 +266,24 @@ struct Db {
     inner: RwLock<Option<Arc<RustDb>>>,
     path: String,
     read_only: bool,
+    /// The process that opened the store: a child of `fork()` holds a copy
+    /// of the handle without the store's threads and lock, which must not
+    /// be used (nor closed: see `Drop`).
+    pid: u32,
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        if std::process::id() != self.pid {
+            // In a forked child: closing would wait for background threads
+            // that do not exist here and could write to the parent's files.
+            if let Ok(mut g) = self.inner.write() {
+                if let Some(db) = g.take() {
+                    std::mem::forget(db);
+                }
+            }
+        }
+    }
 }
 
 /// A document given to `add_many`, before analysis.
@@ -313,6 +365,23 @@ enum Subject {
 impl Db {
     /// The open store, or `ClosedError`.
     fn db(&self) -> PyResult<Arc<RustDb>> {
+        if std::process::id() != self.pid {
+            return Err(Python::attach(|py| {
+                raise(
+                    py,
+                    "ForkedError",
+                    format!(
+                        "{}: this Db was opened in process {} and cannot be used in process {} \
+                         (a child of fork(), e.g. a multiprocessing worker): open the store again \
+                         in the child (simdb.Db.open(path, read_only=True) for readers), or use \
+                         the 'spawn' start method",
+                        self.path,
+                        self.pid,
+                        std::process::id()
+                    ),
+                )
+            }));
+        }
         let g = self
             .inner
             .read()
@@ -333,6 +402,7 @@ impl Db {
             path: db.path().display().to_string(),
             inner: RwLock::new(Some(Arc::new(db))),
             read_only,
+            pid: std::process::id(),
         }
     }
 
@@ -344,7 +414,8 @@ impl Db {
         results: bool,
         counts: &mut [u64; 5],
     ) -> simdb::Result<Vec<AddResult>> {
-        let analyses = ingest::analyze_all(db.fingerprinter(), docs)
+        let analyses = pool()
+            .install(|| ingest::analyze_all(db.fingerprinter(), docs))
             .map_err(|(i, e)| Error::Input(format!("document {:?}: {e}", docs[i].id)))?;
         let mut w = db.shared_writer()?;
         w.set_sync(opts.sync);
@@ -419,9 +490,7 @@ impl Db {
     /// The hits of one query, the GIL released.
     fn search(&self, py: Python<'_>, subject: Subject, o: QueryOptions) -> PyResult<Vec<Hit>> {
         let db = self.db()?;
-        let hits = py
-            .detach(|| db.search(&Db::build_query(&db, &subject, &o)?))
-            .or_raise()?;
+        let hits = detach(py, || db.search(&Db::build_query(&db, &subject, &o)?)).or_raise()?;
         Ok(hits.into_iter().map(Hit::from).collect())
     }
 }
@@ -465,7 +534,7 @@ impl Db {
         keep_stop_words: bool,
     ) -> PyResult<Db> {
         let r = recipe(top_k, shingle, hmm, tf, keep_stop_words)?;
-        let db = py.detach(|| RustDb::create(&path, r)).or_raise()?;
+        let db = detach(py, || RustDb::create(&path, r)).or_raise()?;
         Ok(Db::wrap(db, false))
     }
 
@@ -487,10 +556,13 @@ impl Db {
         Ok(Db::wrap(db, read_only))
     }
 
-    /// Flushes and closes the store. Calls already running in other threads
-    /// finish first (the store closes when the last one ends); new calls
-    /// raise `ClosedError`.
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
+    /// Flushes and closes the store. New calls raise `ClosedError`. With
+    /// `wait` (the default), waits first for the calls running in other
+    /// threads to end, so the store is closed and its lock released when
+    /// this returns (it can be opened again at once); without, returns at
+    /// once and the store closes when the last of them ends.
+    #[pyo3(signature = (*, wait=true))]
+    fn close(&self, py: Python<'_>, wait: bool) -> PyResult<()> {
         let db = py.detach(|| {
             self.inner
                 .write()
@@ -499,7 +571,15 @@ impl Db {
         });
         let db = db.map_err(|_| PyValueError::new_err("the store's lock is poisoned"))?;
         if let Some(db) = db {
+            if std::process::id() != self.pid {
+                // A forked child's copy: never closed here (see Drop).
+                std::mem::forget(db);
+                return Ok(());
+            }
             py.detach(move || {
+                while wait && Arc::strong_count(&db) > 1 {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
                 let r = if self.read_only { Ok(()) } else { db.flush() };
                 drop(db);
                 r
@@ -515,7 +595,7 @@ impl Db {
 
     #[pyo3(signature = (*_exc))]
     fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, PyTuple>) -> PyResult<bool> {
-        self.close(py)?;
+        self.close(py, true)?;
         Ok(false)
     }
 
@@ -580,20 +660,19 @@ impl Db {
             priority: None,
         };
         let mut counts = [0; 5];
-        let mut out = py
-            .detach(|| {
-                let opts = Db::write_options(
-                    &db,
-                    k,
-                    min_similarity,
-                    probe_budget,
-                    skip_duplicates,
-                    sync,
-                    max_duplicates,
-                )?;
-                Db::write_batch(&db, std::slice::from_ref(&doc), &opts, true, &mut counts)
-            })
-            .or_raise()?;
+        let mut out = detach(py, || {
+            let opts = Db::write_options(
+                &db,
+                k,
+                min_similarity,
+                probe_budget,
+                skip_duplicates,
+                sync,
+                max_duplicates,
+            )?;
+            Db::write_batch(&db, std::slice::from_ref(&doc), &opts, true, &mut counts)
+        })
+        .or_raise()?;
         Ok(out.pop().expect("one result per document"))
     }
 
@@ -786,15 +865,14 @@ impl Db {
             limit,
         };
         let db = self.db()?;
-        let answers = py
-            .detach(|| {
-                let qs: Vec<Query> = subjects
-                    .par_iter()
-                    .map(|s| Db::build_query(&db, s, &o))
-                    .collect::<simdb::Result<_>>()?;
-                db.search_many(&qs)
-            })
-            .or_raise()?;
+        let answers = detach(py, || {
+            let qs: Vec<Query> = subjects
+                .par_iter()
+                .map(|s| Db::build_query(&db, s, &o))
+                .collect::<simdb::Result<_>>()?;
+            db.search_many(&qs)
+        })
+        .or_raise()?;
         Ok(answers
             .into_iter()
             .map(|hs| hs.into_iter().map(Hit::from).collect())
@@ -804,7 +882,7 @@ impl Db {
     /// The stored record of `id` as a dict, or None.
     fn get<'py>(&self, py: Python<'py>, id: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
         let db = self.db()?;
-        let doc = py.detach(|| db.document(id)).or_raise()?;
+        let doc = detach(py, || db.document(id)).or_raise()?;
         doc.map(|d| {
             let mut v = json_of(&d)?;
             // Fingerprints are ints in Python (as in hits), not hex.
@@ -818,7 +896,7 @@ impl Db {
     #[pyo3(signature = (id, *, sync=false))]
     fn delete(&self, py: Python<'_>, id: &str, sync: bool) -> PyResult<bool> {
         let db = self.db()?;
-        py.detach(|| {
+        detach(py, || {
             let mut w = db.shared_writer()?;
             w.set_sync(sync);
             let found = w.delete(id)?;
@@ -830,26 +908,26 @@ impl Db {
 
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
         let db = self.db()?;
-        let n = py.detach(|| db.len()).or_raise()?;
+        let n = detach(py, || db.len()).or_raise()?;
         Ok(n as usize)
     }
 
     fn __contains__(&self, py: Python<'_>, id: &str) -> PyResult<bool> {
         let db = self.db()?;
-        py.detach(|| db.get(id).map(|r| r.is_some())).or_raise()
+        detach(py, || db.get(id).map(|r| r.is_some())).or_raise()
     }
 
     /// Counts, bucket sizes, size on disk and recipe, as `simdb stats --json`.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let db = self.db()?;
-        let s = py.detach(|| db.stats()).or_raise()?;
+        let s = detach(py, || db.stats()).or_raise()?;
         to_py(py, &json_of(&s)?)
     }
 
     /// The cluster of `id` (a dict), or None if `id` is not stored.
     fn cluster<'py>(&self, py: Python<'py>, id: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
         let db = self.db()?;
-        let c = py.detach(|| db.cluster_of(id)).or_raise()?;
+        let c = detach(py, || db.cluster_of(id)).or_raise()?;
         c.map(|c| to_py(py, &json_of(&c)?)).transpose()
     }
 
@@ -858,7 +936,7 @@ impl Db {
     fn clusters<'py>(&self, py: Python<'py>, min_size: u64) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let db = self.db()?;
         let mut all = Vec::new();
-        py.detach(|| {
+        detach(py, || {
             db.clusters(min_size, |c| {
                 all.push(c);
                 Ok(())
@@ -872,7 +950,7 @@ impl Db {
     /// seconds for `n` searches (the benchmark's reference).
     fn _time_fingerprint_queries(&self, py: Python<'_>, fps: Vec<u64>) -> PyResult<f64> {
         let db = self.db()?;
-        py.detach(|| {
+        detach(py, || {
             let t = std::time::Instant::now();
             for &fp in &fps {
                 let q = Db::build_query(&db, &Subject::Fingerprint(fp), &QueryOptions::default())?;
@@ -915,7 +993,7 @@ fn fingerprint(
     keep_stop_words: bool,
 ) -> PyResult<u64> {
     let f = fingerprinter(top_k, shingle, hmm, tf, keep_stop_words)?;
-    py.detach(|| f.fingerprint(text))
+    detach(py, || f.fingerprint(text))
         .map(Fingerprint::value)
         .or_raise()
 }
@@ -942,7 +1020,7 @@ fn fingerprints<'py>(
         .map(|t| t?.extract::<String>())
         .collect::<PyResult<_>>()?;
     let fps: Vec<simdb::Result<Fingerprint>> =
-        py.detach(|| texts.par_iter().map(|t| f.fingerprint(t)).collect());
+        detach(py, || texts.par_iter().map(|t| f.fingerprint(t)).collect());
     let mut values = Vec::with_capacity(fps.len());
     for (i, r) in fps.into_iter().enumerate() {
         match (r, fill) {

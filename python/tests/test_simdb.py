@@ -478,3 +478,92 @@ def test_dataframe_two_nights(tmp_path):
     assert list(night2["duplicate_of"][:10]) == [f"n1-{i}" for i in range(10)]
     with simdb.Db.open(path, read_only=True) as db:
         assert len(db) == 40
+
+
+# ---------------------------------------------------------------- issue 24
+
+
+def test_regression_24_fork_children_get_a_clear_error_and_can_reopen(path):
+    """A Db used in a child of fork() raises ForkedError (before: the child
+    used the parent's RocksDB handle and rayon pool, whose threads it does
+    not have, and could hang); parallel calls work in the child, and the
+    store opens again there."""
+    p = run_python(
+        """
+        import multiprocessing as mp, random, sys, simdb
+        path = sys.argv[1]
+        db = simdb.Db.create(path)
+        words = "国务院 总理 今天 北京 主持 召开 常务 会议 研究 部署 就业 消费".split()
+        rng = random.Random(1)
+        texts = ["".join(rng.choice(words) for _ in range(60)) for _ in range(200)]
+        db.add_many([(f"d{i}", t) for i, t in enumerate(texts)], results=False)
+        db.query_many(texts[:50])            # the pool is running in the parent
+        simdb.fingerprints(texts)
+
+        def child(q):
+            out = []
+            try:
+                db.query(texts[0])
+                out.append("no error")
+            except simdb.ForkedError as e:
+                out.append("forked: " + str(e)[:40])
+            out.append(int(simdb.fingerprints(texts).shape[0]))  # no hang
+            with simdb.Db.open(path, read_only=True) as r:
+                out.append(len(r))
+                out.append(r.query(texts[0], limit=1)[0].id)
+            q.put(out)
+
+        ctx = mp.get_context("fork")
+        q = ctx.Queue()
+        procs = [ctx.Process(target=child, args=(q,)) for _ in range(2)]
+        for pr in procs:
+            pr.start()
+        results = [q.get(timeout=60) for _ in procs]
+        for pr in procs:
+            pr.join(timeout=60)
+        print(results, [pr.exitcode for pr in procs])
+        db.add("after", texts[1] + "新")   # the parent's handle still works
+        db.close()
+        with simdb.Db.open(path) as again:
+            print("reopened", len(again))
+        """,
+        path,
+    )
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert out.count("forked: ") == 2, out
+    assert "no error" not in out
+    assert "200, 200, 'd0'" in out, out
+    assert "[0, 0]" in out, out
+    assert "reopened 201" in out, out
+
+
+def test_regression_24_close_waits_for_calls_in_other_threads(path):
+    """close() returns once the calls running in other threads have ended,
+    with the store unlocked: it opens again at once (before: StoreInUse)."""
+    rng = random.Random(24)
+    docs = [(f"c{i}", article(rng, 200)) for i in range(3000)]
+    db = simdb.Db.create(path)
+    started = threading.Event()
+    outcome = []
+
+    def writer():
+        try:
+            started.set()
+            db.add_many(docs, batch_size=500, results=False)
+            outcome.append("finished")
+        except simdb.ClosedError:
+            outcome.append("closed")
+
+    th = threading.Thread(target=writer)
+    th.start()
+    started.wait()
+    time.sleep(0.05)
+    db.close()
+    with simdb.Db.open(path) as again:
+        n = len(again)
+    th.join()
+    assert outcome, outcome
+    # Whatever the writer had committed when close() returned is there.
+    assert 0 <= n <= len(docs)
+    assert db.closed

@@ -137,6 +137,27 @@ pub struct ServeArgs {
     /// Block cache size in MiB.
     #[arg(long, default_value_t = 256, value_name = "MIB")]
     pub cache_mb: usize,
+    /// Most connections at once (fewer if the limit on open files
+    /// demands it: see README); a client beyond gets 503.
+    #[arg(long, default_value_t = 1024, value_name = "N")]
+    pub max_connections: usize,
+    /// Seconds a connection may take to send a request's head, and may
+    /// stay idle between requests, before it is closed.
+    #[arg(long, default_value_t = 10, value_name = "SECS")]
+    pub header_timeout: u64,
+    /// Seconds a stop (SIGTERM, SIGINT) waits for requests in flight
+    /// before it closes the connections left.
+    #[arg(long, default_value_t = 10, value_name = "SECS")]
+    pub shutdown_grace: u64,
+    /// MiB of request bodies held at once (a request that cannot get its
+    /// share within --body-timeout gets 503).
+    #[arg(long, default_value_t = 256, value_name = "MIB")]
+    pub max_inflight_mb: usize,
+    /// A host name clients may address the service by without a token
+    /// (besides localhost and loopback addresses), and whose pages may
+    /// call it from a browser. Repeat for several.
+    #[arg(long, value_name = "NAME")]
+    pub allow_host: Vec<String>,
 }
 
 const COMPLETIONS_EXAMPLES: &str = "\
@@ -346,6 +367,10 @@ pub struct ImportArgs {
     /// Every input must be Parquet (a file, or a directory of part files).
     #[arg(long)]
     pub parquet: bool,
+    /// Import a directory of part files without `_SUCCESS` (an export
+    /// that did not finish, so perhaps only part of the store).
+    #[arg(long)]
+    pub partial: bool,
     /// The recipe the fingerprints were made with (stored for --text queries).
     #[command(flatten)]
     pub recipe: RecipeArgs,

@@ -6,10 +6,11 @@ pub(super) fn import_cmd(a: ImportArgs) -> Result<bool> {
     let opts = simdb::import::Options {
         recipe: recipe(&a.recipe),
         memory_bytes: mib("--memory-mb", a.memory_mb.max(16))?,
+        partial: a.partial,
         ..Default::default()
     };
     if a.parquet {
-        for f in simdb::import::expand_inputs(&a.inputs)? {
+        for f in simdb::import::expand_inputs(&a.inputs, a.partial)? {
             if !simdb::import::is_parquet(&f)? {
                 bail!("{}: not a Parquet file (--parquet)", f.display());
             }

@@ -16,13 +16,22 @@ pub(super) fn serve(a: ServeArgs) -> Result<bool> {
     config.body_timeout = std::time::Duration::from_secs(a.body_timeout);
     config.max_batch = a.max_batch;
     config.max_hits = a.max_hits;
+    config.max_connections = a.max_connections;
+    config.header_timeout = std::time::Duration::from_secs(a.header_timeout);
+    config.shutdown_grace = std::time::Duration::from_secs(a.shutdown_grace);
+    config.max_inflight_body_bytes = mib("--max-inflight-mb", a.max_inflight_mb)?;
+    config.allowed_hosts = a.allow_host.clone();
     // Refuse an exposed address before opening the store.
     config.check()?;
+    // The store's share of the descriptors, so connections cannot starve
+    // it (serve splits them the same way).
+    let descriptors = simdb::server::Descriptors::of_process(config.max_connections)?;
     let db = Db::open_tuned(
         &a.db,
         simdb::Access::ReadWrite,
         simdb::Tuning {
             block_cache_bytes: mib("--cache-mb", a.cache_mb)?,
+            max_open_files: u32::try_from(descriptors.store_files).unwrap_or(u32::MAX),
             ..Default::default()
         },
     )?;
@@ -35,8 +44,9 @@ pub(super) fn serve(a: ServeArgs) -> Result<bool> {
     simdb::server::serve(db, config, |addr| {
         // The one line a supervisor (or a test) waits for.
         println!(
-            "simdb: serving {} on http://{addr} ({threads} threads, {auth})",
-            a.db.display()
+            "simdb: serving {} on http://{addr} ({threads} threads, {auth}, {} connections)",
+            a.db.display(),
+            descriptors.connections
         );
         let _ = io::stdout().flush();
     })?;

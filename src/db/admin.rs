@@ -13,6 +13,12 @@ impl Db {
     pub fn bytes_on_disk(&self) -> u64 {
         dir_size(self.path())
     }
+
+    /// Background errors the storage engine has met since the store was
+    /// opened (failed flushes or compactions).
+    pub fn background_errors(&self) -> u64 {
+        self.store.background_errors()
+    }
 }
 
 impl Db {

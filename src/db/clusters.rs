@@ -244,30 +244,43 @@ impl ClusterState {
 }
 
 impl Db {
-    /// The cluster of document `id` (`None` if there is no such document).
+    /// The cluster of document `id` (`None` if there is no such document),
+    /// read at one snapshot: a write meanwhile is seen whole or not at all.
     pub fn cluster_of(&self, id: &str) -> Result<Option<Cluster>> {
-        let Some(rec) = self.store.get(id)? else {
+        let at = self.store.snapshot();
+        let Some(rec) = self.store.get_at(&at, id)? else {
             return Ok(None);
         };
-        match self.store.cluster_entry(id)? {
-            Some(cid) => self.cluster(cid).map(Some),
-            None => Ok(Some(Cluster {
+        self.cluster_of_at(&at, id, &rec).map(Some)
+    }
+
+    /// The cluster of document `id`, whose record at `at` is `rec`.
+    pub(super) fn cluster_of_at(
+        &self,
+        at: &store::Snapshot<'_>,
+        id: &str,
+        rec: &Record,
+    ) -> Result<Cluster> {
+        match self.store.cluster_entry_at(at, id)? {
+            Some(cid) => self.cluster_at(at, cid),
+            None => Ok(Cluster {
                 id: rec.ord,
                 size: 1,
                 representative: id.to_string(),
-                members: vec![member(id, &rec, rec.fingerprint)],
+                members: vec![member(id, rec, rec.fingerprint)],
                 max_distance: 0,
-            })),
+            }),
         }
     }
 
-    /// Cluster `cid` (of two or more documents), members read and checked.
-    fn cluster(&self, cid: u64) -> Result<Cluster> {
-        let members = self.store.cluster_members(cid)?;
+    /// Cluster `cid` (of two or more documents) at `at`, members read and
+    /// checked: a member without a record in the same snapshot is damage.
+    fn cluster_at(&self, at: &store::Snapshot<'_>, cid: u64) -> Result<Cluster> {
+        let members = self.store.cluster_members_at(at, cid)?;
         let mut out: Vec<Member> = Vec::with_capacity(members.len());
         let mut rep_fp: Option<Fingerprint> = None;
         for (rank, id) in &members {
-            let rec = self.store.get(id)?.ok_or_else(|| {
+            let rec = self.store.get_at(at, id)?.ok_or_else(|| {
                 Error::corrupt(
                     store::CLUSTERS,
                     &schema::member_key(cid, *rank),
@@ -294,16 +307,18 @@ impl Db {
     }
 
     /// Calls `visit` with every cluster of at least `min_size` (>= 2)
-    /// documents, in cluster id order (documents alone are not listed).
+    /// documents, in cluster id order (documents alone are not listed),
+    /// all read at one snapshot.
     pub fn clusters(
         &self,
         min_size: u64,
         mut visit: impl FnMut(Cluster) -> Result<()>,
     ) -> Result<()> {
         let min_size = min_size.max(2);
-        self.store.for_each_cluster(|cid, size| {
+        let at = self.store.snapshot();
+        self.store.for_each_cluster_at(&at, |cid, size| {
             if size >= min_size {
-                visit(self.cluster(cid)?)?;
+                visit(self.cluster_at(&at, cid)?)?;
             }
             Ok(())
         })

@@ -24,7 +24,9 @@
 //! Rows are in id order. Files are `part-NNNNN.parquet` (each written under
 //! a dot-name and renamed when complete), row groups of
 //! [`ExportOptions::row_group_rows`] rows written as the store is read, so
-//! memory holds one row group; `_SUCCESS` marks a finished export.
+//! memory holds one row group; `_SUCCESS` marks a finished export (written
+//! after the parts and the directory are fsynced, then fsynced itself:
+//! after a crash, a directory with `_SUCCESS` holds every part).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -148,6 +150,18 @@ struct Part {
     rows: u64,
 }
 
+/// fsyncs directory `dir` (its entries: renames and new files).
+fn sync_dir(dir: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        let d = std::fs::File::open(dir).map_err(|e| Error::io(dir, e))?;
+        d.sync_all().map_err(|e| Error::io(dir, e))?;
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
+}
+
 fn fail(path: &Path, e: impl std::fmt::Display) -> Error {
     Error::io(path, std::io::Error::other(e.to_string()))
 }
@@ -256,8 +270,13 @@ impl Db {
             }
             None => {}
         }
+        // The renamed parts are durable before the marker says so, and the
+        // marker before this returns.
+        sync_dir(out)?;
         let ok = out.join("_SUCCESS");
-        std::fs::write(&ok, b"").map_err(|e| Error::io(&ok, e))?;
+        let marker = std::fs::File::create(&ok).map_err(|e| Error::io(&ok, e))?;
+        marker.sync_all().map_err(|e| Error::io(&ok, e))?;
+        sync_dir(out)?;
         Ok(summary)
     }
 }

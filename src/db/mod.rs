@@ -803,13 +803,12 @@ impl Db {
 
     /// Document `id` with its cluster, as `simdb get --json` shows it.
     pub fn document(&self, id: &str) -> Result<Option<Document>> {
-        let Some(r) = self.get(id)? else {
+        // The record and its cluster at one snapshot.
+        let at = self.store.snapshot();
+        let Some(r) = self.store.get_at(&at, id)? else {
             return Ok(None);
         };
-        // A write between the two reads may have deleted it.
-        let Some(c) = self.cluster_of(id)? else {
-            return Ok(None);
-        };
+        let c = self.cluster_of_at(&at, id, &r)?;
         Ok(Some(Document {
             id: id.to_string(),
             fingerprint: r.fingerprint,

@@ -453,6 +453,11 @@ impl Writer<'_> {
     /// Writes the batch atomically and starts a new one.
     pub fn commit(&mut self) -> Result<()> {
         if self.ops == 0 {
+            // Nothing to write; but with sync, an answer such as
+            // "unchanged" rests on earlier writes that must be durable too.
+            if self.sync {
+                self.store.sync_wal()?;
+            }
             return Ok(());
         }
         let mut batch = std::mem::take(&mut self.batch);

@@ -79,6 +79,9 @@ pub struct Options {
     /// Size of each SST file written (default 256 MiB).
     pub sst_file_bytes: u64,
     pub tuning: Tuning,
+    /// Import a directory of part files that has no `_SUCCESS` (an export
+    /// that did not finish): by default refused.
+    pub partial: bool,
 }
 
 impl Default for Options {
@@ -88,6 +91,7 @@ impl Default for Options {
             memory_bytes: 256 << 20,
             sst_file_bytes: 256 << 20,
             tuning: Tuning::default(),
+            partial: false,
         }
     }
 }
@@ -275,8 +279,10 @@ pub fn is_parquet(path: &Path) -> Result<bool> {
 
 /// The inputs of `paths`: files as given, a directory as its Parquet part
 /// files (`*.parquet`, names starting with `.` or `_` left out, sorted), as
-/// `simdb export --parquet` writes them.
-pub fn expand_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+/// `simdb export --parquet` writes them. A directory must hold the
+/// `_SUCCESS` an export writes last, unless `partial`: without it the
+/// export did not finish and its parts are a fraction of the store.
+pub fn expand_inputs(paths: &[PathBuf], partial: bool) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in paths {
         if !p.is_dir() {
@@ -299,25 +305,51 @@ pub fn expand_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
                 p.display()
             )));
         }
+        if !partial && !p.join("_SUCCESS").exists() {
+            return Err(Error::Input(format!(
+                "{}: no _SUCCESS: the export that wrote these {} part files did not finish, so \
+                 they may hold only part of the store; import them anyway with --partial",
+                p.display(),
+                parts.len()
+            )));
+        }
         parts.sort();
         out.extend(parts);
     }
     Ok(out)
 }
 
-/// Reads the `id` (UTF8) and `fingerprint` (INT64: the u64's bits, as
-/// `simdb export --parquet` writes it; or UINT64) columns of a Parquet
-/// file; other columns are not read. `line` is the row number (from 1).
+/// Reads the `id` and `fingerprint` (INT64: the u64's bits, as `simdb
+/// export --parquet` writes it; or UINT64) columns of a Parquet file;
+/// other columns are not read. An id column may be any Arrow string
+/// (Utf8, LargeUtf8, Utf8View), a dictionary of strings (a pandas
+/// categorical), or integers (written in decimal, as JSONL's integer ids
+/// are). A file with two top-level columns of one of these names is
+/// refused (which one was meant?). `line` is the row number (from 1).
 fn read_parquet(path: &Path, mut f: impl FnMut(Parsed) -> Result<()>) -> Result<()> {
-    use arrow_array::{Array, Int64Array, LargeStringArray, StringArray, UInt64Array};
+    use arrow_array::{Array, Int64Array, UInt64Array};
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     use parquet::arrow::ProjectionMask;
 
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let b = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| bad(path, 0, e))?;
     for col in ["id", "fingerprint"] {
-        if b.schema().field_with_name(col).is_err() {
-            return Err(bad(path, 0, format!("no \"{col}\" column")));
+        match b
+            .schema()
+            .fields()
+            .iter()
+            .filter(|f| f.name() == col)
+            .count()
+        {
+            0 => return Err(bad(path, 0, format!("no \"{col}\" column"))),
+            1 => {}
+            n => {
+                return Err(bad(
+                    path,
+                    0,
+                    format!("{n} columns are named \"{col}\": which one is meant is ambiguous"),
+                ))
+            }
         }
     }
     let mask = ProjectionMask::columns(b.parquet_schema(), ["id", "fingerprint"]);
@@ -339,24 +371,8 @@ fn read_parquet(path: &Path, mut f: impl FnMut(Parsed) -> Result<()>) -> Result<
                 "the id and fingerprint columns were not read",
             ));
         };
-        let (small, large) = (
-            ids.as_any().downcast_ref::<StringArray>(),
-            ids.as_any().downcast_ref::<LargeStringArray>(),
-        );
-        if small.is_none() && large.is_none() {
-            return Err(bad(
-                path,
-                row + 1,
-                format!("\"id\" must be a string column, not {}", ids.data_type()),
-            ));
-        }
-        let id_at = |i: usize| -> Option<&str> {
-            match (small, large) {
-                (Some(a), _) => (!a.is_null(i)).then(|| a.value(i)),
-                (_, Some(a)) => (!a.is_null(i)).then(|| a.value(i)),
-                _ => None,
-            }
-        };
+        let ids = id_strings(ids.as_ref()).map_err(|e| bad(path, row + 1, e))?;
+        let id_at = |i: usize| -> Option<&str> { ids[i].as_deref() };
         let (signed, unsigned) = (
             fps.as_any().downcast_ref::<Int64Array>(),
             fps.as_any().downcast_ref::<UInt64Array>(),
@@ -392,6 +408,75 @@ fn read_parquet(path: &Path, mut f: impl FnMut(Parsed) -> Result<()>) -> Result<
         }
     }
     Ok(())
+}
+
+/// The values of an id column as strings (`None` for nulls); see
+/// [`read_parquet`] for the types taken.
+fn id_strings(col: &dyn arrow_array::Array) -> std::result::Result<Vec<Option<String>>, String> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::*;
+    use arrow_array::Array;
+    use arrow_schema::DataType as T;
+
+    fn all<'a>(
+        n: usize,
+        at: impl Fn(usize) -> Option<std::borrow::Cow<'a, str>>,
+    ) -> Vec<Option<String>> {
+        (0..n).map(|i| at(i).map(|s| s.into_owned())).collect()
+    }
+    macro_rules! ints {
+        ($t:ty) => {{
+            let a = col.as_primitive::<$t>();
+            all(a.len(), |i| {
+                (!a.is_null(i)).then(|| std::borrow::Cow::Owned(a.value(i).to_string()))
+            })
+        }};
+    }
+    let n = col.len();
+    Ok(match col.data_type() {
+        T::Utf8 => {
+            let a = col.as_string::<i32>();
+            all(n, |i| (!a.is_null(i)).then(|| a.value(i).into()))
+        }
+        T::LargeUtf8 => {
+            let a = col.as_string::<i64>();
+            all(n, |i| (!a.is_null(i)).then(|| a.value(i).into()))
+        }
+        T::Utf8View => {
+            let a = col.as_string_view();
+            all(n, |i| (!a.is_null(i)).then(|| a.value(i).into()))
+        }
+        T::Dictionary(_, value) if matches!(**value, T::Utf8 | T::LargeUtf8 | T::Utf8View) => {
+            let d = col
+                .as_any_dictionary_opt()
+                .ok_or("\"id\" is a dictionary column that cannot be read")?;
+            let values = id_strings(d.values().as_ref())?;
+            let keys = d.normalized_keys();
+            (0..n)
+                .map(|i| {
+                    if col.is_null(i) {
+                        None
+                    } else {
+                        keys.get(i).and_then(|k| values.get(*k)).cloned().flatten()
+                    }
+                })
+                .collect()
+        }
+        T::Int8 => ints!(Int8Type),
+        T::Int16 => ints!(Int16Type),
+        T::Int32 => ints!(Int32Type),
+        T::Int64 => ints!(Int64Type),
+        T::UInt8 => ints!(UInt8Type),
+        T::UInt16 => ints!(UInt16Type),
+        T::UInt32 => ints!(UInt32Type),
+        T::UInt64 => ints!(UInt64Type),
+        other => {
+            return Err(format!(
+                "\"id\" must be a string column (Utf8, LargeUtf8, Utf8View, or a dictionary of \
+                 them) or an integer column, not {other}"
+            ))
+        }
+    })
 }
 
 /// Reads every record of one input, calling `f` for each.
@@ -467,7 +552,7 @@ pub fn run(
 ) -> Result<Summary> {
     let started = Instant::now();
     opts.recipe.validate()?;
-    let inputs = expand_inputs(inputs)?;
+    let inputs = expand_inputs(inputs, opts.partial)?;
     let staging = store::Staging::begin(target)?;
     let mut summary = build(staging, &inputs, opts, &mut on_event)?;
     summary.elapsed = started.elapsed();

@@ -54,25 +54,160 @@ impl std::fmt::Display for BadRequest {
 
 type Parsed<T> = std::result::Result<T, BadRequest>;
 
-fn parse_json(body: &[u8]) -> Parsed<Value> {
+/// A body's top level, parsed without ever holding more than `max` items
+/// of its batch array: an array of more is refused at item `max + 1`,
+/// before the rest is read (a 60 MB array of zeros costs no more than its
+/// first `max` items).
+enum Top {
+    /// A top-level array (documents).
+    Array(Vec<Value>),
+    /// A top-level object; its `"queries"` array, if any, is bounded too.
+    Object(Map<String, Value>),
+    /// Any other value: its kind.
+    Other(&'static str),
+}
+
+/// Parses `body` as [`Top`]; `what` names the items in the error
+/// ("documents", "queries").
+fn parse_top(body: &[u8], max: usize, what: &'static str) -> Parsed<Top> {
+    use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+    use std::cell::Cell;
+    use std::fmt;
+
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(BadRequest::new("the request body is empty (JSON expected)"));
     }
-    serde_json::from_slice(body).map_err(|e| BadRequest::new(format!("invalid JSON: {e}")))
+    /// An array of at most `max` values; sets `over` and fails beyond.
+    struct Bounded<'a> {
+        max: usize,
+        over: &'a Cell<bool>,
+    }
+    impl<'de> DeserializeSeed<'de> for Bounded<'_> {
+        type Value = Value;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+    // Any value; an array is read item by item and refused beyond `max`.
+    impl<'de> Visitor<'de> for Bounded<'_> {
+        type Value = Value;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a JSON value")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+            let mut items = Vec::new();
+            while items.len() < self.max {
+                match seq.next_element::<Value>()? {
+                    Some(v) => items.push(v),
+                    None => return Ok(Value::Array(items)),
+                }
+            }
+            if seq.next_element::<IgnoredAny>()?.is_some() {
+                self.over.set(true);
+                return Err(serde::de::Error::custom("too many items"));
+            }
+            Ok(Value::Array(items))
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Value, A::Error> {
+            serde::Deserialize::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+        }
+        fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+            Ok(Value::Bool(b))
+        }
+        fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
+            Ok(Value::from(n))
+        }
+        fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
+            Ok(Value::from(n))
+        }
+        fn visit_f64<E>(self, n: f64) -> Result<Value, E> {
+            Ok(Value::from(n))
+        }
+        fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+            Ok(Value::String(v.to_string()))
+        }
+        fn visit_unit<E>(self) -> Result<Value, E> {
+            Ok(Value::Null)
+        }
+    }
+    struct TopVisitor<'a> {
+        max: usize,
+        over: &'a Cell<bool>,
+    }
+    impl<'de> Visitor<'de> for TopVisitor<'_> {
+        type Value = Top;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a JSON object or array")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Top, A::Error> {
+            let b = Bounded {
+                max: self.max,
+                over: self.over,
+            };
+            match b.visit_seq(seq)? {
+                Value::Array(items) => Ok(Top::Array(items)),
+                _ => Err(serde::de::Error::custom("an array was expected")),
+            }
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top, A::Error> {
+            let mut m = Map::new();
+            while let Some(key) = map.next_key::<String>()? {
+                let v = if key == "queries" {
+                    map.next_value_seed(Bounded {
+                        max: self.max,
+                        over: self.over,
+                    })?
+                } else {
+                    map.next_value::<Value>()?
+                };
+                m.insert(key, v);
+            }
+            Ok(Top::Object(m))
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Top, E> {
+            Ok(Top::Other("a boolean"))
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Top, E> {
+            Ok(Top::Other("a number"))
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Top, E> {
+            Ok(Top::Other("a number"))
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Top, E> {
+            Ok(Top::Other("a number"))
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Top, E> {
+            Ok(Top::Other("a string"))
+        }
+        fn visit_unit<E>(self) -> Result<Top, E> {
+            Ok(Top::Other("null"))
+        }
+    }
+    let over = Cell::new(false);
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let top = de
+        .deserialize_any(TopVisitor { max, over: &over })
+        .and_then(|t| de.end().map(|()| t));
+    match top {
+        Ok(t) => Ok(t),
+        Err(_) if over.get() => Err(BadRequest::new(format!(
+            "the batch holds more than {max} {what}; at most {max} per request"
+        ))),
+        Err(e) => Err(BadRequest::new(format!("invalid JSON: {e}"))),
+    }
 }
 
 /// The documents of a write request (at most `max_batch`), each with the
 /// source `http:INDEX` (its place in the request). `batch` says whether
 /// the body was an array.
 pub fn parse_documents(body: &[u8], max_batch: usize) -> Parsed<(Vec<Doc>, bool)> {
-    let v = parse_json(body)?;
-    let (items, batch) = match v {
-        Value::Array(items) => (items, true),
-        v @ Value::Object(_) => (vec![v], false),
-        _ => {
-            return Err(BadRequest::new(
-                "expected a document object or an array of them",
-            ))
+    let (items, batch) = match parse_top(body, max_batch, "documents")? {
+        Top::Array(items) => (items, true),
+        Top::Object(m) => (vec![Value::Object(m)], false),
+        Top::Other(kind) => {
+            return Err(BadRequest::new(format!(
+                "expected a document object or an array of them, not {kind}"
+            )))
         }
     };
     if items.is_empty() {
@@ -138,8 +273,7 @@ pub struct QuerySpec {
 /// A query request: one query, or a batch (`{"queries": [...]}`, at most
 /// `max_batch`).
 pub fn parse_queries(body: &[u8], max_batch: usize) -> Parsed<(Vec<QuerySpec>, bool)> {
-    let v = parse_json(body)?;
-    let Value::Object(mut m) = v else {
+    let Top::Object(mut m) = parse_top(body, max_batch, "queries")? else {
         return Err(BadRequest::new(
             "expected a query object, or {\"queries\": [...]}",
         ));

@@ -7,6 +7,9 @@
 //! | `simdb_documents_written_total` | counter | `outcome` (inserted, replaced, unchanged, duplicate, no_features, deleted) |
 //! | `simdb_documents` | gauge | the store's document count, read at each scrape |
 //! | `simdb_store_bytes` | gauge | the store directory's size on disk, read at each scrape |
+//! | `simdb_http_connections` | gauge | connections open now |
+//! | `simdb_http_connections_refused_total` | counter | clients answered 503 because the connection cap was reached |
+//! | `simdb_requests_refused_total` | counter | `reason` (host, origin, content_type): requests refused before routing |
 
 use std::time::Duration;
 
@@ -48,6 +51,14 @@ pub struct Metrics {
     written: Family<OutcomeLabels, Counter>,
     documents: Gauge,
     bytes: Gauge,
+    connections: Gauge,
+    connections_refused: Counter,
+    refused: Family<ReasonLabels, Counter>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: String,
 }
 
 impl Default for Metrics {
@@ -85,6 +96,24 @@ impl Default for Metrics {
             "Size of the store's directory on disk",
             bytes.clone(),
         );
+        let connections = Gauge::default();
+        let connections_refused = Counter::default();
+        let refused = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "simdb_http_connections",
+            "Connections open now",
+            connections.clone(),
+        );
+        registry.register(
+            "simdb_http_connections_refused",
+            "Clients answered 503 and closed because the connection cap was reached",
+            connections_refused.clone(),
+        );
+        registry.register(
+            "simdb_requests_refused",
+            "Requests refused before routing, by reason (host, origin, content_type)",
+            refused.clone(),
+        );
         Metrics {
             registry,
             requests,
@@ -92,6 +121,9 @@ impl Default for Metrics {
             written,
             documents,
             bytes,
+            connections,
+            connections_refused,
+            refused,
         }
     }
 }
@@ -123,6 +155,25 @@ impl Metrics {
                 })
                 .inc_by(n);
         }
+    }
+
+    /// Counts a client refused because the connection cap was reached.
+    pub fn connection_refused(&self) {
+        self.connections_refused.inc();
+    }
+
+    /// Changes the count of open connections by `delta`.
+    pub fn connections_open(&self, delta: i64) {
+        self.connections.inc_by(delta);
+    }
+
+    /// Counts a request refused before routing, for `reason`.
+    pub fn refused(&self, reason: &str) {
+        self.refused
+            .get_or_create(&ReasonLabels {
+                reason: reason.to_string(),
+            })
+            .inc();
     }
 
     /// The metrics as OpenMetrics text, with the store's gauges set to

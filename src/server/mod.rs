@@ -24,7 +24,10 @@
 //! server's.
 
 pub mod api;
+mod listen;
 pub mod metrics;
+
+pub use listen::{Descriptors, RESERVED_DESCRIPTORS};
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -68,12 +71,32 @@ pub struct Config {
     /// limits, or its documents times the duplicates each lists. A request
     /// that could answer more is refused (400) before any work.
     pub max_hits: usize,
+    /// The most connections served at once (fewer if the descriptor
+    /// limit demands it, see [`Descriptors`]); a client beyond gets 503.
+    pub max_connections: usize,
+    /// How long a connection may take to send a request's head, and may
+    /// stay idle between requests, before it is closed.
+    pub header_timeout: Duration,
+    /// How long a stop waits for requests in flight before it drops the
+    /// connections that remain.
+    pub shutdown_grace: Duration,
+    /// The request bodies held at once, in bytes (a body counts its
+    /// announced length, or the body limit when it announces none); a
+    /// request that cannot get its share within the body timeout gets 503.
+    pub max_inflight_body_bytes: usize,
+    /// Host names a client may address the service by without a token,
+    /// besides loopback names and addresses (`localhost`, `127.0.0.1`,
+    /// `[::1]`) and the address it listens on. Also the origins a
+    /// browser request may come from (as `http://NAME[:PORT]`).
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Config {
     /// Defaults: loopback port 7420, a thread per core, no token, 64 MiB
     /// bodies sent within 30 s, batches of up to 10,000, answers of up to
-    /// [`db::limits::DEFAULT_MAX_REQUEST_HITS`] hits.
+    /// [`db::limits::DEFAULT_MAX_REQUEST_HITS`] hits, 1,024 connections,
+    /// request heads within 10 s (and 10 s idle between requests), 10 s of
+    /// grace at a stop, 256 MiB of bodies in flight.
     pub fn new(addr: SocketAddr) -> Config {
         Config {
             addr,
@@ -83,6 +106,11 @@ impl Config {
             body_timeout: Duration::from_secs(30),
             max_batch: 10_000,
             max_hits: db::limits::DEFAULT_MAX_REQUEST_HITS,
+            max_connections: 1024,
+            header_timeout: Duration::from_secs(10),
+            shutdown_grace: Duration::from_secs(10),
+            max_inflight_body_bytes: 256 << 20,
+            allowed_hosts: Vec::new(),
         }
     }
 
@@ -104,6 +132,18 @@ impl Config {
             return Err(Error::Input(
                 "the batch, body and hit limits must be at least 1".into(),
             ));
+        }
+        if self.max_connections == 0 || self.header_timeout.is_zero() {
+            return Err(Error::Input(
+                "--max-connections and --header-timeout must be at least 1".into(),
+            ));
+        }
+        if self.max_inflight_body_bytes < self.max_body_bytes {
+            return Err(Error::Input(format!(
+                "--max-inflight-mb ({} MiB) must be at least --max-body-mb ({} MiB)",
+                self.max_inflight_body_bytes >> 20,
+                self.max_body_bytes >> 20
+            )));
         }
         Ok(())
     }
@@ -129,10 +169,15 @@ pub fn read_token(path: &Path) -> Result<String> {
 /// once it listens (port 0 in the configuration picks a free one).
 ///
 /// On a signal the service stops accepting connections, answers the
-/// requests it has (writes in flight are committed), flushes the
-/// memtables and returns.
+/// requests in flight for at most [`Config::shutdown_grace`] (then drops
+/// the connections left), lets every write already started commit,
+/// flushes the memtables and returns. See `listen` for the connection
+/// cap and timers; open the store with [`Descriptors::store_files`] as
+/// its `max_open_files` so that connections cannot starve it of
+/// descriptors.
 pub fn serve(mut db: Db, config: Config, on_ready: impl FnOnce(SocketAddr)) -> Result<()> {
     config.check()?;
+    let descriptors = Descriptors::of_process(config.max_connections)?;
     // Concurrent requests keep the cores busy: a query stays on its thread.
     db.set_parallel_queries(false);
     let addr = config.addr;
@@ -153,25 +198,54 @@ pub fn serve(mut db: Db, config: Config, on_ready: impl FnOnce(SocketAddr)) -> R
         .build()
         .map_err(|e| fail(std::io::Error::other(e)))?;
     db.fingerprinter().warm_up();
+    let bodies = Arc::new(tokio::sync::Semaphore::new(kib(
+        config.max_inflight_body_bytes
+    )));
     let app = Arc::new(App {
         db,
         config,
         metrics: Metrics::default(),
         pool,
+        bodies,
+        storage_failure: std::sync::Mutex::new(None),
+        stats_cache: std::sync::Mutex::new(None),
     });
     let served = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(addr).await.map_err(fail)?;
         on_ready(listener.local_addr().map_err(fail)?);
-        axum::serve(listener, router(app.clone()))
-            .with_graceful_shutdown(shutdown_signal())
-            .await
-            .map_err(fail)
+        let events: Arc<dyn listen::ConnectionEvents> = app.clone();
+        listen::run(
+            listener,
+            router(app.clone()),
+            &app.config,
+            descriptors.connections,
+            events,
+            shutdown_signal(),
+        )
+        .await
     });
     // Waits for blocking tasks: a write whose client went away still
     // commits before the memtables are flushed.
     drop(runtime);
     app.db.flush()?;
     served
+}
+
+/// `bytes` in KiB, rounded up, as semaphore permits.
+fn kib(bytes: usize) -> usize {
+    bytes
+        .div_ceil(1024)
+        .min(tokio::sync::Semaphore::MAX_PERMITS)
+}
+
+impl listen::ConnectionEvents for App {
+    fn refused(&self) {
+        self.metrics.connection_refused();
+    }
+
+    fn open(&self, delta: i64) {
+        self.metrics.connections_open(delta);
+    }
 }
 
 async fn shutdown_signal() {
@@ -204,6 +278,13 @@ struct App {
     metrics: Metrics,
     /// Fingerprints write requests (the global rayon pool serves queries).
     pool: rayon::ThreadPool,
+    /// Request bodies in flight, in KiB ([`Config::max_inflight_body_bytes`]).
+    bodies: Arc<tokio::sync::Semaphore>,
+    /// The storage error of the latest write, if it failed on the server's
+    /// side (cleared by the next write that succeeds): `/health` reports it.
+    storage_failure: std::sync::Mutex<Option<String>>,
+    /// `/stats`' answer and when it was computed.
+    stats_cache: std::sync::Mutex<Option<(Instant, Value)>>,
 }
 
 type Shared = Arc<App>;
@@ -297,12 +378,19 @@ async fn measure(State(app): State<Shared>, req: Request, next: Next) -> Respons
     resp
 }
 
+/// Refuses, before routing: a request without the token (when there is
+/// one); without a token, a request addressed to a `Host` that is not a
+/// loopback name or address, the bound address or an allowed host (DNS
+/// rebinding); a request from a browser page of a foreign `Origin`
+/// (cross-site writes); a `POST` whose body is not `application/json`
+/// (which browsers cannot send across sites without a preflight, never
+/// granted here).
 async fn authorize(State(app): State<Shared>, req: Request, next: Next) -> Response {
     if let Some(token) = &app.config.token {
         let given = req
             .headers()
             .get(header::AUTHORIZATION)
-            .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "));
+            .and_then(|v| bearer(v.as_bytes()));
         if !given.is_some_and(|g| same_secret(g, token.as_bytes())) {
             let mut resp = ApiError::new(
                 StatusCode::UNAUTHORIZED,
@@ -314,8 +402,122 @@ async fn authorize(State(app): State<Shared>, req: Request, next: Next) -> Respo
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             return resp;
         }
+    } else if let Some(host) = req.headers().get(header::HOST) {
+        let allowed = host
+            .to_str()
+            .ok()
+            .and_then(host_name)
+            .is_some_and(|h| app.allowed_host(&h));
+        if !allowed {
+            app.metrics.refused("host");
+            return ApiError::new(
+                StatusCode::FORBIDDEN,
+                None,
+                format!(
+                    "the Host {:?} is not this service's: without a token it answers only to \
+                     localhost, loopback addresses, its own address and --allow-host names",
+                    String::from_utf8_lossy(host.as_bytes())
+                ),
+            )
+            .into_response();
+        }
+    }
+    if let Some(origin) = req.headers().get(header::ORIGIN) {
+        let allowed = origin
+            .to_str()
+            .ok()
+            .and_then(|o| o.split_once("://"))
+            .filter(|(scheme, _)| matches!(*scheme, "http" | "https"))
+            .and_then(|(_, rest)| host_name(rest))
+            .is_some_and(|h| app.allowed_host(&h));
+        if !allowed {
+            app.metrics.refused("origin");
+            return ApiError::new(
+                StatusCode::FORBIDDEN,
+                None,
+                format!(
+                    "requests from the browser origin {:?} are refused (add its host with \
+                     --allow-host to accept it)",
+                    String::from_utf8_lossy(origin.as_bytes())
+                ),
+            )
+            .into_response();
+        }
+    }
+    if req.method() == axum::http::Method::POST && !is_json(req.headers()) {
+        app.metrics.refused("content_type");
+        return ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            None,
+            "a request body must be sent as `Content-Type: application/json`",
+        )
+        .into_response();
     }
     next.run(req).await
+}
+
+/// The token of an `Authorization` value of the Bearer scheme (its name
+/// in any case, RFC 7235).
+fn bearer(value: &[u8]) -> Option<&[u8]> {
+    let space = value.iter().position(|b| *b == b' ')?;
+    let (scheme, rest) = value.split_at(space);
+    if !scheme.eq_ignore_ascii_case(b"bearer") {
+        return None;
+    }
+    let start = rest.iter().position(|b| *b != b' ')?;
+    Some(&rest[start..])
+}
+
+/// Whether the body is declared `application/json` (parameters such as
+/// `charset` allowed).
+fn is_json(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// The host of a `Host` value or of an origin's authority (`name`,
+/// `name:port`, `[v6]:port`), lower-case, without a trailing dot.
+fn host_name(authority: &str) -> Option<String> {
+    let a = authority.trim();
+    let host = if let Some(rest) = a.strip_prefix('[') {
+        let (inside, after) = rest.split_once(']')?;
+        if !(after.is_empty() || after.strip_prefix(':').is_some_and(is_port)) {
+            return None;
+        }
+        inside
+    } else {
+        match a.rsplit_once(':') {
+            Some((h, port)) if is_port(port) => h,
+            Some(_) => return None,
+            None => a,
+        }
+    };
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    (!host.is_empty()).then_some(host)
+}
+
+fn is_port(p: &str) -> bool {
+    !p.is_empty() && p.len() <= 5 && p.bytes().all(|b| b.is_ascii_digit())
+}
+
+impl App {
+    /// Whether `host` (from [`host_name`]) names this service: a loopback
+    /// name or address, the address it listens on, or an allowed host.
+    fn allowed_host(&self, host: &str) -> bool {
+        if host == "localhost" || host.ends_with(".localhost") {
+            return true;
+        }
+        if let Ok(ip) = host.parse::<std::net::IpAddr>() {
+            return ip.is_loopback() || ip == self.config.addr.ip();
+        }
+        self.config
+            .allowed_hosts
+            .iter()
+            .any(|a| a.trim_end_matches('.').eq_ignore_ascii_case(host))
+    }
 }
 
 /// Compares two secrets in time that depends on their length only.
@@ -383,12 +585,37 @@ impl From<Error> for ApiError {
             }
             source = s.source();
         }
+        if status.is_server_error() {
+            // The server's log has the whole message; the client gets it
+            // without the server's file paths.
+            eprintln!("simdb: answered {}: {message}", status.as_u16());
+            message = without_paths(&message);
+        }
         ApiError {
             status,
             field,
             message,
         }
     }
+}
+
+/// `message` with every absolute path (a word that starts with `/`)
+/// replaced by its last component: "…: /srv/a.db/000013.sst: Too many…"
+/// becomes "…: 000013.sst: Too many…".
+fn without_paths(message: &str) -> String {
+    message
+        .split(' ')
+        .map(|w| match w.strip_prefix('/') {
+            Some(rest) if rest.contains('/') => {
+                let end = rest.trim_end_matches([':', ',', ';', ')', '"', '\'']);
+                let tail = &rest[end.len()..];
+                let last = end.rsplit('/').find(|c| !c.is_empty()).unwrap_or("");
+                format!("{last}{tail}")
+            }
+            _ => w.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 type Answer = std::result::Result<Response, ApiError>;
@@ -413,8 +640,13 @@ async fn blocking<T: Send + 'static>(
     })?
 }
 
-/// The whole request body, within the size and time limits.
-async fn read_body(app: &App, body: Body) -> std::result::Result<Bytes, ApiError> {
+/// Memory a request's body holds while it is answered (see
+/// [`Config::max_inflight_body_bytes`]).
+type BodyShare = tokio::sync::OwnedSemaphorePermit;
+
+/// The whole request body, within the size and time limits, with its
+/// share of the bodies in flight (kept until the answer is built).
+async fn read_body(app: &App, body: Body) -> std::result::Result<(Bytes, BodyShare), ApiError> {
     let limit = app.config.max_body_bytes;
     let too_large = || {
         ApiError::new(
@@ -423,27 +655,67 @@ async fn read_body(app: &App, body: Body) -> std::result::Result<Bytes, ApiError
             format!("the request body is larger than {limit} bytes (the server's --max-body-mb)"),
         )
     };
-    // A body announced too large is refused before it is read.
-    if usize::try_from(axum::body::HttpBody::size_hint(&body).lower()).map_or(true, |n| n > limit) {
-        return Err(too_large());
-    }
-    match tokio::time::timeout(app.config.body_timeout, axum::body::to_bytes(body, limit)).await {
-        Err(_) => Err(ApiError::new(
+    let timeout = app.config.body_timeout;
+    let late = || {
+        ApiError::new(
             StatusCode::REQUEST_TIMEOUT,
             None,
             format!(
                 "the request body did not arrive within {} s",
-                app.config.body_timeout.as_secs()
+                timeout.as_secs()
             ),
-        )),
+        )
+    };
+    // A body announced too large is refused before it is read.
+    let hint = axum::body::HttpBody::size_hint(&body);
+    let Some(announced) = usize::try_from(hint.lower()).ok().filter(|n| *n <= limit) else {
+        return Err(too_large());
+    };
+    // Its share: what it announces, or the limit when it does not.
+    let share = match hint.exact() {
+        Some(_) => announced,
+        None => limit,
+    };
+    let deadline = tokio::time::Instant::now() + timeout;
+    let permits = u32::try_from(kib(share.max(1))).unwrap_or(u32::MAX);
+    let share = match tokio::time::timeout_at(deadline, app.bodies.clone().acquire_many_owned(permits))
+        .await
+    {
+        Ok(Ok(p)) => p,
+        _ => {
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                None,
+                format!(
+                    "the server holds its most request bodies ({} MiB, --max-inflight-mb); try again shortly",
+                    app.config.max_inflight_body_bytes >> 20
+                ),
+            ))
+        }
+    };
+    match tokio::time::timeout_at(deadline, axum::body::to_bytes(body, limit)).await {
+        Err(_) => Err(late()),
         Ok(Err(e)) if is_length_limit(&e) => Err(too_large()),
         Ok(Err(e)) => Err(ApiError::new(
             StatusCode::BAD_REQUEST,
             None,
             format!("cannot read the request body: {e}"),
         )),
-        Ok(Ok(b)) => Ok(b),
+        Ok(Ok(b)) => Ok((b, share)),
     }
+}
+
+/// Parses `bytes` with `parse`: on the runtime's worker when the body is
+/// small, on the blocking pool when it is not (a large body must not hold
+/// a worker that other clients' requests need).
+async fn parse_body<T: Send + 'static>(
+    bytes: Bytes,
+    parse: impl FnOnce(&[u8]) -> std::result::Result<T, BadRequest> + Send + 'static,
+) -> std::result::Result<T, ApiError> {
+    if bytes.len() <= INLINE_BODY {
+        return parse(&bytes).map_err(ApiError::from);
+    }
+    blocking(move || parse(&bytes).map_err(ApiError::from)).await
 }
 
 fn is_length_limit(e: &axum::Error) -> bool {
@@ -480,9 +752,9 @@ async fn write_documents(
     policy: DuplicatePolicy,
 ) -> Answer {
     let p = api::parse_params(q.as_deref(), &WRITE_PARAMS)?;
-    let bytes = read_body(&app, body).await?;
-    let (docs, _) = api::parse_documents(&bytes, app.config.max_batch)?;
-    drop(bytes);
+    let (bytes, _share) = read_body(&app, body).await?;
+    let max_batch = app.config.max_batch;
+    let (docs, _) = parse_body(bytes, move |b| api::parse_documents(b, max_batch)).await?;
     let (k, probe_budget) = db::search_mode(p.k, p.probe_budget)?;
     let max_duplicates = db::limits::max_duplicates(p.max_duplicates)?;
     // The answer's size is known before anything is written.
@@ -510,8 +782,13 @@ async fn write_documents(
         max_duplicates,
         ..ingest::Options::default()
     };
-    let v = blocking(move || app.write(docs, &opts)).await?;
-    json_answer(v)
+    let written = blocking(move || {
+        let r = app.write(docs, &opts);
+        app.note_write(&r);
+        r
+    })
+    .await?;
+    json_answer(written)
 }
 
 impl App {
@@ -657,8 +934,10 @@ const INLINE_BODY: usize = 64 << 10;
 
 async fn query(State(app): State<Shared>, RawQuery(q): RawQuery, body: Body) -> Answer {
     api::parse_params(q.as_deref(), &[])?;
-    let bytes = read_body(&app, body).await?;
-    let (specs, batch) = api::parse_queries(&bytes, app.config.max_batch)?;
+    let (bytes, _share) = read_body(&app, body).await?;
+    let size = bytes.len();
+    let max_batch = app.config.max_batch;
+    let (specs, batch) = parse_body(bytes, move |b| api::parse_queries(b, max_batch)).await?;
     // The answer's size is bounded before any work.
     let most: usize = specs
         .iter()
@@ -692,7 +971,7 @@ async fn query(State(app): State<Shared>, RawQuery(q): RawQuery, body: Body) -> 
     let Some(spec) = specs.into_iter().next() else {
         return Err(ApiError::new(StatusCode::BAD_REQUEST, None, "no query"));
     };
-    let v = if bytes.len() <= INLINE_BODY {
+    let v = if size <= INLINE_BODY {
         app.answer_one(&spec).map_err(|e| field(e, &spec))?
     } else {
         blocking(move || app.answer_one(&spec).map_err(|e| field(e, &spec))).await?
@@ -715,8 +994,10 @@ async fn delete_document(State(app): State<Shared>, RawQuery(q): RawQuery, id: S
         if !w.delete(&id)? {
             return Err(Error::NotFound { id }.into());
         }
-        w.commit()?;
+        let committed = w.commit().map_err(ApiError::from);
         drop(w);
+        app.note_write(&committed);
+        committed?;
         app.metrics.written("deleted", 1);
         Ok(json!({"id": id, "deleted": true}))
     })
@@ -724,17 +1005,78 @@ async fn delete_document(State(app): State<Shared>, RawQuery(q): RawQuery, id: S
     json_answer(v)
 }
 
+/// How long `/stats` serves its bucket figures (a scan of every posting)
+/// before computing them again; the counts are read at each call.
+pub const STATS_REFRESH: Duration = Duration::from_secs(60);
+
 async fn stats(State(app): State<Shared>) -> Answer {
-    let v = blocking(move || Ok(json!(app.db.stats()?))).await?;
+    let v = blocking(move || {
+        // One computation at a time; the others wait for its answer.
+        let mut cache = app
+            .stats_cache
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let fresh = cache
+            .as_ref()
+            .is_some_and(|(at, _)| at.elapsed() < STATS_REFRESH);
+        if !fresh {
+            *cache = Some((Instant::now(), json!(app.db.stats()?)));
+        }
+        let Some((at, mut v)) = cache.clone() else {
+            unreachable!("set above")
+        };
+        drop(cache);
+        v["documents"] = json!(app.db.len()?);
+        v["buckets_age_seconds"] = json!(at.elapsed().as_secs());
+        Ok(v)
+    })
+    .await?;
     json_answer(v)
 }
 
 async fn health(State(app): State<Shared>) -> Answer {
-    json_answer(json!({
-        "status": "ok",
-        "documents": app.db.len()?,
-        "version": env!("CARGO_PKG_VERSION"),
-    }))
+    let failure = app
+        .storage_failure
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .clone();
+    let documents = app.db.len()?;
+    let background_errors = app.db.background_errors();
+    match failure {
+        None => json_answer(json!({
+            "status": "ok",
+            "documents": documents,
+            "background_errors": background_errors,
+            "version": env!("CARGO_PKG_VERSION"),
+        })),
+        Some(error) => Ok((
+            StatusCode::SERVICE_UNAVAILABLE,
+            axum::Json(json!({
+                "status": "unhealthy",
+                "error": error,
+                "documents": documents,
+                "background_errors": background_errors,
+                "version": env!("CARGO_PKG_VERSION"),
+            })),
+        )
+            .into_response()),
+    }
+}
+
+impl App {
+    /// Remembers whether a write failed on the server's side (a storage
+    /// error: `/health` turns unhealthy) or succeeded (healthy again).
+    fn note_write<T>(&self, r: &std::result::Result<T, ApiError>) {
+        let mut failure = self
+            .storage_failure
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        match r {
+            Ok(_) => *failure = None,
+            Err(e) if e.status.is_server_error() => *failure = Some(e.message.clone()),
+            Err(_) => {}
+        }
+    }
 }
 
 async fn metrics_text(State(app): State<Shared>) -> Answer {

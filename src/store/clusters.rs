@@ -3,16 +3,26 @@
 
 use rocksdb::{Direction, IteratorMode, ReadOptions};
 
+use super::query::read_at;
 use super::schema::{self, Rank};
-use super::{codec, Batch, Store, CLOCK_KEY, CLUSTERS, DOCS, META, NEXT_ORD_KEY};
+use super::{codec, Batch, Snapshot, Store, CLOCK_KEY, CLUSTERS, DOCS, META, NEXT_ORD_KEY};
 use crate::error::{Error, Result};
 
 impl Store {
     /// The cluster id in document `id`'s `d` entry (`None`: the document
     /// is alone, or absent).
     pub fn cluster_entry(&self, id: &str) -> Result<Option<u64>> {
+        self.cluster_entry_opt(id, &ReadOptions::default())
+    }
+
+    /// [`Store::cluster_entry`] at snapshot `at`.
+    pub(crate) fn cluster_entry_at(&self, at: &Snapshot<'_>, id: &str) -> Result<Option<u64>> {
+        self.cluster_entry_opt(id, &read_at(at))
+    }
+
+    fn cluster_entry_opt(&self, id: &str, ro: &ReadOptions) -> Result<Option<u64>> {
         let key = schema::membership_key(id);
-        match self.db.get_pinned_cf(self.cf(CLUSTERS), &key)? {
+        match self.db.get_pinned_cf_opt(self.cf(CLUSTERS), &key, ro)? {
             None => Ok(None),
             Some(v) => schema::decode_u64(&v)
                 .map(Some)
@@ -33,8 +43,21 @@ impl Store {
 
     /// The members of cluster `cid` in rank order (representative first).
     pub fn cluster_members(&self, cid: u64) -> Result<Vec<(Rank, String)>> {
+        self.cluster_members_opt(cid, ReadOptions::default())
+    }
+
+    /// [`Store::cluster_members`] at snapshot `at`.
+    pub(crate) fn cluster_members_at(
+        &self,
+        at: &Snapshot<'_>,
+        cid: u64,
+    ) -> Result<Vec<(Rank, String)>> {
+        self.cluster_members_opt(cid, read_at(at))
+    }
+
+    fn cluster_members_opt(&self, cid: u64, ro: ReadOptions) -> Result<Vec<(Rank, String)>> {
         let prefix = schema::members_prefix(cid);
-        let mut it = self.db.raw_iterator_cf(self.cf(CLUSTERS));
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(CLUSTERS), ro);
         it.seek(prefix);
         let mut out = Vec::new();
         while let (Some(k), Some(v)) = (it.key(), it.value()) {
@@ -54,8 +77,24 @@ impl Store {
 
     /// Calls `visit(cid, size)` for every cluster of two or more documents,
     /// in cluster id order.
-    pub fn for_each_cluster(&self, mut visit: impl FnMut(u64, u64) -> Result<()>) -> Result<()> {
-        let mut ro = ReadOptions::default();
+    pub fn for_each_cluster(&self, visit: impl FnMut(u64, u64) -> Result<()>) -> Result<()> {
+        self.for_each_cluster_opt(ReadOptions::default(), visit)
+    }
+
+    /// [`Store::for_each_cluster`] at snapshot `at`.
+    pub(crate) fn for_each_cluster_at(
+        &self,
+        at: &Snapshot<'_>,
+        visit: impl FnMut(u64, u64) -> Result<()>,
+    ) -> Result<()> {
+        self.for_each_cluster_opt(read_at(at), visit)
+    }
+
+    fn for_each_cluster_opt(
+        &self,
+        mut ro: ReadOptions,
+        mut visit: impl FnMut(u64, u64) -> Result<()>,
+    ) -> Result<()> {
         ro.set_iterate_lower_bound(b"s".to_vec());
         ro.set_iterate_upper_bound(b"t".to_vec());
         let it = self.db.iterator_cf_opt(

@@ -103,6 +103,10 @@ pub struct Tuning {
     /// lookups, bucket postings above all, served without the block
     /// machinery.
     pub row_cache_bytes: usize,
+    /// Table files RocksDB keeps open at once (`max_open_files`; default
+    /// 512, at least 20); the others are opened when read. Bounded so that
+    /// a store cannot take every descriptor the process has.
+    pub max_open_files: u32,
 }
 
 impl Default for Tuning {
@@ -110,6 +114,7 @@ impl Default for Tuning {
         Tuning {
             block_cache_bytes: 256 << 20,
             row_cache_bytes: 0,
+            max_open_files: 512,
         }
     }
 }
@@ -330,6 +335,7 @@ fn db_options(create: bool, tuning: Tuning) -> Options {
     }
     o.create_if_missing(create);
     o.create_missing_column_families(create);
+    o.set_max_open_files(i32::try_from(tuning.max_open_files.max(20)).unwrap_or(i32::MAX));
     o.set_max_background_jobs(2);
     o.set_keep_log_file_num(3);
     // Opening reads each family's table files with up to 16 threads per
@@ -578,6 +584,20 @@ impl Store {
         }
     }
 
+    /// The stored record of `id` at snapshot `at`, if any.
+    pub(crate) fn get_at(&self, at: &Snapshot<'_>, id: &str) -> Result<Option<Record>> {
+        ReadCounts::add(&self.reads.records, 1);
+        match self
+            .db
+            .get_pinned_cf_opt(self.cf(DOCS), id.as_bytes(), &query::read_at(at))?
+        {
+            None => Ok(None),
+            Some(v) => codec::decode_record(&v)
+                .map(Some)
+                .map_err(|r| Error::corrupt(DOCS, id.as_bytes(), r)),
+        }
+    }
+
     /// A raw meta value.
     pub fn get_meta(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         Ok(self.db.get_cf(self.cf(META), key)?)
@@ -669,6 +689,13 @@ impl Store {
         Ok(())
     }
 
+    /// Syncs the write-ahead log to disk: every write acknowledged so far,
+    /// synced or not, is durable after it.
+    pub fn sync_wal(&self) -> Result<()> {
+        self.db.flush_wal(true)?;
+        Ok(())
+    }
+
     /// Calls `visit` with every (id, record) in id order.
     /// A full scan: its blocks do not go through the block cache (they
     /// would evict what queries use, and grow the process to the cache's
@@ -726,6 +753,17 @@ impl Store {
     }
 
     /// Size in bytes of the SST files of a family (0 if not known).
+    /// Background errors RocksDB has met since the store was opened (a
+    /// failed flush or compaction; retryable ones are retried and cleared
+    /// by RocksDB itself, the count stays).
+    pub fn background_errors(&self) -> u64 {
+        self.db
+            .property_int_value("rocksdb.background-errors")
+            .ok()
+            .flatten()
+            .unwrap_or(0)
+    }
+
     pub fn family_size(&self, name: &str) -> u64 {
         self.db
             .property_int_value_cf(self.cf(name), "rocksdb.total-sst-files-size")

@@ -18,7 +18,7 @@ use crate::index::{self, Hit, RefKey};
 /// its record would otherwise look like a damaged index).
 pub(crate) type Snapshot<'a> = SnapshotWithThreadMode<'a, DB>;
 
-fn read_at(at: &Snapshot<'_>) -> ReadOptions {
+pub(super) fn read_at(at: &Snapshot<'_>) -> ReadOptions {
     let mut ro = ReadOptions::default();
     ro.set_snapshot(at);
     ro
