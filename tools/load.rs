@@ -26,9 +26,22 @@
 //!    text query, 20% fingerprint query, 10% get, 10% insert of an edited
 //!    copy under a new id (batch of 1), 10% insert-if-new of one.
 //!
+//! 5. **idle**: the mix again while an attacker without a token holds
+//!    `--idle` half-open connections (a request head never finished),
+//!    opening a new one for each the server closes (after its header
+//!    timeout) or refuses (503 beyond its connection cap). Reports the
+//!    mix's latency, the server's open connections and descriptors, and
+//!    what became of the attacker's connections.
+//!
 //! Each query phase ends after `--seconds` or `--max-requests`. Then every
 //! acknowledged document is read back (`GET`), the server is stopped
-//! (SIGTERM) and `simdb verify` must be clean. With `--crash`, a last
+//! (SIGTERM) and `simdb verify` must be clean.
+//!
+//! 6. **stop**: a fresh server under the mix, with `--stragglers`
+//!    connections that sent half a request head and 10 that sent half a
+//!    body, gets SIGTERM: it must exit 0 within its grace period (10 s)
+//!    plus a little; after a restart every acknowledged document is there
+//!    and verify is clean. With `--crash`, a last
 //! mixed phase is ended by kill -9 of the server at a random moment; the
 //! server is restarted and every acknowledged document must be there,
 //! and verify clean.
@@ -56,13 +69,15 @@ struct Opts {
     max_requests: u64,
     crash: bool,
     reopen: bool,
+    idle: usize,
+    stragglers: usize,
 }
 
 fn opts() -> Opts {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage = || -> ! {
         eprintln!(
-            "usage: load SIMDB_BINARY CORPUS.jsonl [--clients N] [--seconds S] [--max-requests N] [--crash] [--reopen]"
+            "usage: load SIMDB_BINARY CORPUS.jsonl [--clients N] [--seconds S] [--max-requests N] [--crash] [--reopen] [--idle N] [--stragglers N]"
         );
         std::process::exit(2)
     };
@@ -77,6 +92,8 @@ fn opts() -> Opts {
         max_requests: 200_000,
         crash: false,
         reopen: false,
+        idle: 1000,
+        stragglers: 100,
     };
     let mut i = 2;
     while i < args.len() {
@@ -85,6 +102,8 @@ fn opts() -> Opts {
             "--clients" => o.clients = val(i).parse().unwrap_or_else(|_| usage()),
             "--seconds" => o.seconds = val(i).parse().unwrap_or_else(|_| usage()),
             "--max-requests" => o.max_requests = val(i).parse().unwrap_or_else(|_| usage()),
+            "--idle" => o.idle = val(i).parse().unwrap_or_else(|_| usage()),
+            "--stragglers" => o.stragglers = val(i).parse().unwrap_or_else(|_| usage()),
             "--crash" => {
                 o.crash = true;
                 i += 1;
@@ -138,6 +157,20 @@ impl Server {
         }
         let st = self.child.wait().expect("wait for the server");
         assert!(st.success(), "the server exited with {st}");
+    }
+
+    /// SIGTERM; the time until the process ended, and whether it exited 0.
+    fn stop_timed(mut self) -> (Duration, bool) {
+        let t = Instant::now();
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let st = self.child.wait().expect("wait for the server");
+        (t.elapsed(), st.success())
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     fn kill9(mut self) {
@@ -321,6 +354,89 @@ fn run_phase(
     (lat, start.elapsed().as_secs_f64())
 }
 
+/// What became of an attacker's half-open connections.
+#[derive(Default, Debug)]
+struct Attack {
+    opened: u64,
+    /// Answered 503 (the connection cap) and closed.
+    refused: u64,
+    /// Closed by the server without an answer (the header timeout).
+    closed: u64,
+    /// Connections that could not be opened.
+    failed: u64,
+}
+
+/// Holds `n` half-open connections to `addr` until `stop`: each sends
+/// `head` and nothing more; one the server closes is replaced.
+fn hold_half_open(
+    addr: String,
+    n: usize,
+    head: &'static [u8],
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<Attack> {
+    use std::io::{Read, Write};
+    std::thread::spawn(move || {
+        let mut a = Attack::default();
+        let mut socks: Vec<std::net::TcpStream> = Vec::new();
+        while !stop.load(Ordering::Relaxed) {
+            while socks.len() < n && !stop.load(Ordering::Relaxed) {
+                match std::net::TcpStream::connect(&addr) {
+                    Ok(mut c) => {
+                        let _ = c.write_all(head);
+                        let _ = c.set_nonblocking(true);
+                        a.opened += 1;
+                        socks.push(c);
+                    }
+                    Err(_) => {
+                        a.failed += 1;
+                        break;
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(100));
+            let mut buf = [0u8; 256];
+            socks.retain_mut(|c| match c.read(&mut buf) {
+                Ok(0) => {
+                    a.closed += 1;
+                    false
+                }
+                Ok(k) => {
+                    if buf[..k].starts_with(b"HTTP/1.1 503") {
+                        a.refused += 1;
+                    } else {
+                        a.closed += 1;
+                    }
+                    false
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => true,
+                Err(_) => {
+                    a.closed += 1;
+                    false
+                }
+            });
+        }
+        a
+    })
+}
+
+/// The server's open connections (its `/metrics`) and descriptors.
+fn server_load(base: &str, pid: u32) -> (String, usize) {
+    let conns = agent()
+        .get(&format!("{base}/metrics"))
+        .call()
+        .ok()
+        .and_then(|mut r| r.body_mut().read_to_string().ok())
+        .and_then(|m| {
+            m.lines().find_map(|l| {
+                l.strip_prefix("simdb_http_connections ")
+                    .map(str::to_string)
+            })
+        })
+        .unwrap_or_else(|| "?".into());
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count());
+    (conns, fds)
+}
+
 /// Percent-encodes an id for a URL path.
 fn encode(id: &str) -> String {
     id.bytes()
@@ -482,6 +598,31 @@ fn main() {
         );
         lat.print(phase, secs);
     }
+    // 5. The mix while an attacker holds half-open connections.
+    if o.idle > 0 {
+        let stop = Arc::new(AtomicBool::new(false));
+        let addr = server.base.trim_start_matches("http://").to_string();
+        let attacker = hold_half_open(addr, o.idle, b"GET /health HTTP/1.1\r\n", stop.clone());
+        std::thread::sleep(Duration::from_secs(1));
+        let (conns, fds) = server_load(&server.base, server.pid());
+        let (mut lat, secs) = run_phase(
+            &w,
+            &server.base,
+            Mix::Mixed,
+            o.clients,
+            o.seconds.max(12.0),
+            o.max_requests,
+            Arc::new(AtomicBool::new(false)),
+        );
+        stop.store(true, Ordering::Relaxed);
+        let a = attacker.join().expect("the attacker");
+        lat.print("idle", secs);
+        println!();
+        println!(
+            "idle: {} half-open connections held during the mix: the server had {conns} connections and {fds} descriptors open; of {} opened, {} were closed by the header timeout and {} answered 503 at the cap ({} could not connect)",
+            o.idle, a.opened, a.closed, a.refused, a.failed
+        );
+    }
     let n = check_acked(&w, &server.base);
     server.stop();
     simdb(&o.bin, &[&"verify", &db]);
@@ -489,6 +630,55 @@ fn main() {
     println!(
         "after SIGTERM: all {n} acknowledged documents were read back before it; verify clean"
     );
+
+    // 6. SIGTERM with stragglers.
+    if o.stragglers > 0 {
+        let server = Server::start(&o.bin, &db);
+        let addr = server.base.trim_start_matches("http://").to_string();
+        let stop = Arc::new(AtomicBool::new(false));
+        let heads = hold_half_open(
+            addr.clone(),
+            o.stragglers,
+            b"POST /documents HTTP/1.1\r\nHost: localhost\r\nX-Slow: 1\r\n",
+            stop.clone(),
+        );
+        let bodies = hold_half_open(
+            addr,
+            10,
+            b"POST /documents HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n[{\"id\"",
+            stop.clone(),
+        );
+        let (w2, base, clients) = (w.clone(), server.base.clone(), o.clients);
+        let load = std::thread::spawn(move || {
+            run_phase(
+                &w2,
+                &base,
+                Mix::Mixed,
+                clients,
+                f64::INFINITY,
+                u64::MAX,
+                Arc::new(AtomicBool::new(false)),
+            )
+        });
+        std::thread::sleep(Duration::from_secs(2));
+        let (took, ok) = server.stop_timed();
+        let (lat, _) = load.join().expect("the stop phase");
+        stop.store(true, Ordering::Relaxed);
+        let (h, b) = (
+            heads.join().expect("stragglers"),
+            bodies.join().expect("stragglers"),
+        );
+        let sent: usize = lat.0.values().map(Vec::len).sum();
+        assert!(ok, "the server did not exit 0 after SIGTERM");
+        let server = Server::start(&o.bin, &db);
+        let n = check_acked(&w, &server.base);
+        server.stop();
+        simdb(&o.bin, &[&"verify", &db]);
+        println!(
+            "stop: SIGTERM under the mix ({sent} requests answered) with {} half-sent heads and {} half-sent bodies held: exit 0 after {:.2} s; after restart all {n} acknowledged documents are there; verify clean",
+            h.opened, b.opened, took.as_secs_f64()
+        );
+    }
 
     if o.crash {
         let server = Server::start(&o.bin, &db);
