@@ -41,10 +41,11 @@
 //!    connections that sent half a request head and 10 that sent half a
 //!    body, gets SIGTERM: it must exit 0 within its grace period (10 s)
 //!    plus a little; after a restart every acknowledged document is there
-//!    and verify is clean. With `--crash`, a last
-//! mixed phase is ended by kill -9 of the server at a random moment; the
-//! server is restarted and every acknowledged document must be there,
-//! and verify clean.
+//!    and verify is clean.
+//!
+//! With `--crash`, a last mixed phase is ended by kill -9 of the server at
+//! a random moment; the server is restarted and every acknowledged
+//! document must be there, and verify clean.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
