@@ -434,3 +434,146 @@ fn regression_24_id_columns_of_every_string_kind_and_integers() {
         common::stderr(&o)
     );
 }
+
+/// Issue 24 (review finding 9): export → import restores the store: every
+/// record as it was (sketch, priority, write time, source, ord, content
+/// hash, terms, top terms, weak bits), the clusters, the recipe; so
+/// verified queries, clusters, representatives and retention answer as on
+/// the original (before: sketches, clusters, priorities and times were
+/// dropped, and every record was stamped with the import's time). The
+/// key-value metadata names the recipe and the threshold.
+#[test]
+fn regression_24_export_import_restores_the_store() {
+    let t = common::TempDb::new();
+    std::fs::create_dir_all(t.path()).unwrap();
+    let vocab = common::vocab();
+    let mut rng = common::rng(9);
+    let mut lines = Vec::new();
+    let mut texts = Vec::new();
+    for i in 0..150 {
+        let words = common::article(&mut rng, &vocab, 150);
+        let edited = common::edit(&mut rng, &vocab, &words, 2);
+        lines.push(
+            json!({"id": format!("a{i}"), "text": words.concat(), "priority": i % 5}).to_string(),
+        );
+        lines.push(json!({"id": format!("b{i}"), "text": edited.concat()}).to_string());
+        texts.push(words.concat());
+    }
+    // A short one and an exact copy.
+    lines.push(json!({"id": "short", "text": "国务院 常务 会议"}).to_string());
+    lines.push(json!({"id": "copy", "text": texts[3]}).to_string());
+    let input = t.file("docs.jsonl", lines.join("\n"));
+    let src = t.path().join("src.db");
+    let non_default = ["--shingle", "2"];
+    let o = common::simdb(&[&"init", &src, &non_default[0], &non_default[1]]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let o = common::simdb(&[&"ingest", &src, &input]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let out = t.path().join("export");
+    let o = common::simdb(&[&"export", &src, &"--parquet", &out, &"--file-rows", &"70"]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let back = t.path().join("back.db");
+    let o = common::simdb(&[&"import", &back, &out, &"--parquet"]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    assert!(
+        common::stdout(&o).contains("restored a simdb export"),
+        "{}",
+        common::stdout(&o)
+    );
+    let o = common::simdb(&[&"verify", &back]);
+    assert_eq!(
+        common::code(&o),
+        0,
+        "{}{}",
+        common::stdout(&o),
+        common::stderr(&o)
+    );
+
+    let json_of = |args: &[&dyn AsRef<std::ffi::OsStr>]| -> serde_json::Value {
+        let o = common::simdb(args);
+        assert!(common::code(&o) <= 1, "{}", common::stderr(&o));
+        serde_json::from_str(&common::stdout(&o)).unwrap_or(serde_json::Value::Null)
+    };
+    // Every document as it was, its cluster included.
+    for id in ["a0", "b0", "a3", "copy", "short", "b77", "a149"] {
+        let a = json_of(&[&"get", &src, &id, &"--json"]);
+        let b = json_of(&[&"get", &back, &id, &"--json"]);
+        assert_eq!(a, b, "{id}");
+        assert!(!a["sketch"].is_null(), "{a}");
+    }
+    // The clusters (JSON lines), the stats' counts.
+    let lines_of =
+        |db: &std::path::Path| common::stdout(&common::simdb(&[&"clusters", &db, &"--json"]));
+    let (a, b) = (lines_of(&src), lines_of(&back));
+    assert_eq!(a, b);
+    assert!(a.lines().count() > 100, "{a}");
+    let (sa, sb) = (
+        json_of(&[&"stats", &src, &"--json"]),
+        json_of(&[&"stats", &back, &"--json"]),
+    );
+    for k in [
+        "documents",
+        "short_documents",
+        "clusters",
+        "clustered_documents",
+        "oldest",
+        "newest",
+        "recipe",
+    ] {
+        assert_eq!(sa[k], sb[k], "{k}");
+    }
+    // Verified text queries (the recipe and the sketches came back).
+    for t in texts.iter().take(20) {
+        let q = |db: &std::path::Path| {
+            json_of(&[
+                &"query",
+                &db,
+                &"--json",
+                &"--text",
+                t,
+                &"--min-similarity",
+                &"0.9",
+            ])
+        };
+        let (a, b) = (q(&src), q(&back));
+        assert_eq!(a, b);
+        assert!(a["hits"][0]["similarity"].as_f64().is_some(), "{a}");
+    }
+    // Retention: the same documents are before any time.
+    let newest = sa["newest"].as_u64().unwrap();
+    for db in [&src, &back] {
+        let o = common::simdb(&[
+            &"expire",
+            db,
+            &"--before",
+            &format!("@{}", newest + 1),
+            &"--dry-run",
+        ]);
+        assert!(common::stdout(&o).contains("302"), "{}", common::stdout(&o));
+    }
+    // The metadata names the recipe and the threshold.
+    let part = out.join("part-00000.parquet");
+    let (recipe, threshold) = simdb::import::export_metadata(&part).unwrap().unwrap();
+    assert_eq!(recipe.shingle, 2);
+    assert!(threshold.is_some_and(|x| x > 0.0 && x < 1.0));
+    // A recipe option that contradicts the export's is refused; an export
+    // mixed with other input too.
+    let o = common::simdb(&[&"import", &t.path().join("x.db"), &out, &"--top-k", &"50"]);
+    assert_eq!(common::code(&o), 2, "{}", common::stderr(&o));
+    assert!(
+        common::stderr(&o).contains("recipe"),
+        "{}",
+        common::stderr(&o)
+    );
+    let fps = t.file(
+        "fps.jsonl",
+        r#"{"id": "z", "fingerprint": "0123456789abcdef"}"#,
+    );
+    let o = common::simdb(&[&"import", &t.path().join("y.db"), &out, &fps]);
+    assert_eq!(common::code(&o), 2, "{}", common::stderr(&o));
+    assert!(
+        common::stderr(&o).contains("import them separately"),
+        "{}",
+        common::stderr(&o)
+    );
+}

@@ -34,6 +34,12 @@ pub(super) fn import_cmd(a: ImportArgs) -> Result<bool> {
     if a.json {
         println!("{}", serde_json::to_string(&s)?);
     } else {
+        if s.restored {
+            println!(
+                "restored a simdb export: {} documents and {} clusters, every record as exported (sketches, times, sources, priorities, ords) and the export's recipe",
+                s.documents, s.clusters
+            );
+        }
         println!(
             "imported {} documents into {} in {:.1}s ({} records read, {} replaced by a later record of the same id, {} share their fingerprint with another)",
             s.documents,

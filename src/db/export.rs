@@ -16,7 +16,21 @@
 //! source       BYTE_ARRAY (UTF8)       where it came from (`file:line`, …)
 //! ord          INT64                   ingest order (store-wide; larger = written later)
 //! priority     DOUBLE, nullable        the input's priority, if it gave one
+//! content_hash INT64                   xxh3-64 of the text (of the fingerprint, for one given
+//!                                      as such), as two's complement like `fingerprint`
+//! length       INT64                   the text's length in bytes
+//! terms        INT64                   terms of the text (0: unknown)
+//! top_terms    LIST<UTF8>              the heaviest terms, heaviest first
+//! weak_bits    BYTE_ARRAY              the fingerprint's least-confident bits, weakest
+//!                                      first, a byte each (empty: unknown)
 //! ```
+//!
+//! Every file's key-value metadata names what a job outside needs to
+//! read the rows as simdb does: `simdb.recipe` (the store's recipe as
+//! JSON: how fingerprints and sketches were made), `simdb.min_similarity`
+//! (the store's default verification threshold), `simdb.export_version`
+//! (1). With them `simdb import` restores every column (see
+//! `crate::import`).
 //!
 //! `priority` then `ord` are what picks a cluster's representative (the
 //! highest priority, then the earliest ingested).
@@ -31,7 +45,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::builder::{BinaryBuilder, Float64Builder, Int64Builder, StringBuilder};
+use arrow_array::builder::{
+    BinaryBuilder, Float64Builder, Int64Builder, ListBuilder, StringBuilder,
+};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
@@ -79,8 +95,24 @@ pub fn parquet_schema() -> SchemaRef {
         Field::new("source", DataType::Utf8, false),
         Field::new("ord", DataType::Int64, false),
         Field::new("priority", DataType::Float64, true),
+        Field::new("content_hash", DataType::Int64, false),
+        Field::new("length", DataType::Int64, false),
+        Field::new("terms", DataType::Int64, false),
+        Field::new(
+            "top_terms",
+            DataType::List(Arc::new(Field::new_list_field(DataType::Utf8, true))),
+            false,
+        ),
+        Field::new("weak_bits", DataType::Binary, false),
     ]))
 }
+
+/// Key of the recipe (JSON) in an export's key-value metadata.
+pub const META_RECIPE: &str = "simdb.recipe";
+/// Key of the store's default verification threshold.
+pub const META_MIN_SIMILARITY: &str = "simdb.min_similarity";
+/// Key of the export's version (1: the columns above).
+pub const META_EXPORT_VERSION: &str = "simdb.export_version";
 
 /// One row group being built.
 struct Rows {
@@ -92,6 +124,11 @@ struct Rows {
     source: StringBuilder,
     ord: Int64Builder,
     priority: Float64Builder,
+    content_hash: Int64Builder,
+    length: Int64Builder,
+    terms: Int64Builder,
+    top_terms: ListBuilder<StringBuilder>,
+    weak_bits: BinaryBuilder,
     len: usize,
 }
 
@@ -106,6 +143,11 @@ impl Rows {
             source: StringBuilder::new(),
             ord: Int64Builder::new(),
             priority: Float64Builder::new(),
+            content_hash: Int64Builder::new(),
+            length: Int64Builder::new(),
+            terms: Int64Builder::new(),
+            top_terms: ListBuilder::new(StringBuilder::new()),
+            weak_bits: BinaryBuilder::new(),
             len: 0,
         }
     }
@@ -123,6 +165,14 @@ impl Rows {
         self.source.append_value(&r.source);
         self.ord.append_value(r.ord as i64);
         self.priority.append_option(r.priority.map(|p| p.value()));
+        self.content_hash.append_value(r.content_hash as i64);
+        self.length.append_value(r.length as i64);
+        self.terms.append_value(i64::from(r.terms));
+        for t in &r.top_terms {
+            self.top_terms.values().append_value(t);
+        }
+        self.top_terms.append(true);
+        self.weak_bits.append_value(&r.weak_bits);
         self.len += 1;
     }
 
@@ -137,6 +187,11 @@ impl Rows {
             Arc::new(self.source.finish()),
             Arc::new(self.ord.finish()),
             Arc::new(self.priority.finish()),
+            Arc::new(self.content_hash.finish()),
+            Arc::new(self.length.finish()),
+            Arc::new(self.terms.finish()),
+            Arc::new(self.top_terms.finish()),
+            Arc::new(self.weak_bits.finish()),
         ];
         RecordBatch::try_new(schema.clone(), cols).map_err(|e| e.to_string())
     }
@@ -193,7 +248,21 @@ impl Db {
             Err(e) => return Err(Error::io(out, e)),
         }
         let schema = parquet_schema();
+        let recipe =
+            serde_json::to_string(self.recipe()).map_err(|e| Error::Input(e.to_string()))?;
+        let kv = vec![
+            parquet::file::metadata::KeyValue::new(META_RECIPE.to_string(), recipe),
+            parquet::file::metadata::KeyValue::new(
+                META_MIN_SIMILARITY.to_string(),
+                self.default_min_similarity().to_string(),
+            ),
+            parquet::file::metadata::KeyValue::new(
+                META_EXPORT_VERSION.to_string(),
+                "1".to_string(),
+            ),
+        ];
         let props = WriterProperties::builder()
+            .set_key_value_metadata(Some(kv))
             .set_compression(Compression::SNAPPY)
             .set_max_row_group_row_count(Some(opts.row_group_rows))
             .set_created_by(format!("simdb {}", env!("CARGO_PKG_VERSION")))

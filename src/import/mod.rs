@@ -14,6 +14,12 @@
 //! - Parquet (recognised by its magic): the `id` and `fingerprint` columns
 //!   of `simdb export --parquet`'s schema ([`crate::db::export`]), other
 //!   columns ignored; a directory stands for its `*.parquet` part files.
+//!   Files that `simdb export` wrote (their key-value metadata names the
+//!   recipe) are **restored**: every record as exported (sketch, write
+//!   time, source, ord, priority, content hash, length, terms, top terms,
+//!   weak bits), the clusters of the `cluster` column, the store's recipe
+//!   from the metadata; the result is the exported store (`verify`
+//!   clean, the same answers). Restored and other inputs cannot be mixed.
 //!
 //! The records are those `simdb ingest` writes for the same JSONL (a
 //! fingerprint is a document whose content hash is the xxh3-64 of its 8
@@ -107,6 +113,10 @@ pub struct Summary {
     pub replaced: u64,
     /// Documents sharing their exact fingerprint with an earlier one.
     pub shared_fingerprints: u64,
+    /// Whether the inputs were a simdb export, restored in full.
+    pub restored: bool,
+    /// Clusters of two or more restored from the export.
+    pub clusters: u64,
     /// Seconds spent in each step: read+sort, dedup, refs+block0, docs+blocks, ingest.
     pub step_seconds: Vec<(String, f64)>,
     #[serde(skip)]
@@ -130,6 +140,8 @@ struct ById {
     fp: u64,
     input: u32,
     line: u64,
+    /// A restored record ([`Restored::encode`]), or empty.
+    extra: Vec<u8>,
 }
 
 impl Item for ById {
@@ -138,7 +150,9 @@ impl Item for ById {
         w.write_all(&self.pos.to_be_bytes())?;
         w.write_all(&self.fp.to_be_bytes())?;
         w.write_all(&self.input.to_be_bytes())?;
-        w.write_all(&self.line.to_be_bytes())
+        w.write_all(&self.line.to_be_bytes())?;
+        w.write_all(&(self.extra.len() as u32).to_be_bytes())?;
+        w.write_all(&self.extra)
     }
     fn read_from(r: &mut impl BufRead) -> io::Result<Option<Self>> {
         if r.fill_buf()?.is_empty() {
@@ -148,16 +162,21 @@ impl Item for ById {
         let mut b = [0u8; 28];
         r.read_exact(&mut b)?;
         let u64_at = |i: usize| u64::from_be_bytes(b[i..i + 8].try_into().unwrap_or([0; 8]));
+        let mut n = [0u8; 4];
+        r.read_exact(&mut n)?;
+        let mut extra = vec![0u8; u32::from_be_bytes(n) as usize];
+        r.read_exact(&mut extra)?;
         Ok(Some(ById {
             id,
             pos: u64_at(0),
             fp: u64_at(8),
             input: u32::from_be_bytes(b[16..20].try_into().unwrap_or([0; 4])),
             line: u64_at(20),
+            extra,
         }))
     }
     fn mem_bytes(&self) -> usize {
-        std::mem::size_of::<Self>() + self.id.capacity()
+        std::mem::size_of::<Self>() + self.id.capacity() + self.extra.capacity()
     }
 }
 
@@ -166,20 +185,41 @@ impl Item for ById {
 struct ByFp {
     fp: u64,
     id: String,
+    /// The restored record's sketch (the `refs` value).
+    sketch: Option<[u8; crate::fingerprint::SKETCH_BYTES]>,
 }
 
 impl Item for ByFp {
     fn write_to(&self, w: &mut impl Write) -> io::Result<()> {
         w.write_all(&self.fp.to_be_bytes())?;
-        write_str(w, &self.id)
+        write_str(w, &self.id)?;
+        match &self.sketch {
+            Some(s) => {
+                w.write_all(&[1])?;
+                w.write_all(s)
+            }
+            None => w.write_all(&[0]),
+        }
     }
     fn read_from(r: &mut impl BufRead) -> io::Result<Option<Self>> {
         let Some(fp) = read_array::<8>(r)? else {
             return Ok(None);
         };
+        let id = read_str(r)?;
+        let mut flag = [0u8; 1];
+        r.read_exact(&mut flag)?;
+        let sketch = match flag[0] {
+            0 => None,
+            _ => {
+                let mut s = [0u8; crate::fingerprint::SKETCH_BYTES];
+                r.read_exact(&mut s)?;
+                Some(s)
+            }
+        };
         Ok(Some(ByFp {
             fp: u64::from_be_bytes(fp),
-            id: read_str(r)?,
+            id,
+            sketch,
         }))
     }
     fn mem_bytes(&self) -> usize {
@@ -214,13 +254,106 @@ impl Item for ByOrd {
     }
 }
 
+/// Restore: a member of a restored cluster, in (cluster, rank) order.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct ByCluster {
+    cid: u64,
+    rank: [u8; 16],
+    id: String,
+}
+
+impl Item for ByCluster {
+    fn write_to(&self, w: &mut impl Write) -> io::Result<()> {
+        w.write_all(&self.cid.to_be_bytes())?;
+        w.write_all(&self.rank)?;
+        write_str(w, &self.id)
+    }
+    fn read_from(r: &mut impl BufRead) -> io::Result<Option<Self>> {
+        let Some(cid) = read_array::<8>(r)? else {
+            return Ok(None);
+        };
+        let mut rank = [0u8; 16];
+        r.read_exact(&mut rank)?;
+        Ok(Some(ByCluster {
+            cid: u64::from_be_bytes(cid),
+            rank,
+            id: read_str(r)?,
+        }))
+    }
+    fn mem_bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + self.id.capacity()
+    }
+}
+
+/// Restore: a clustered document's `d` entry, in id order.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct Membership {
+    id: String,
+    cid: u64,
+}
+
+impl Item for Membership {
+    fn write_to(&self, w: &mut impl Write) -> io::Result<()> {
+        write_str(w, &self.id)?;
+        w.write_all(&self.cid.to_be_bytes())
+    }
+    fn read_from(r: &mut impl BufRead) -> io::Result<Option<Self>> {
+        if r.fill_buf()?.is_empty() {
+            return Ok(None);
+        }
+        let id = read_str(r)?;
+        let mut cid = [0u8; 8];
+        r.read_exact(&mut cid)?;
+        Ok(Some(Membership {
+            id,
+            cid: u64::from_be_bytes(cid),
+        }))
+    }
+    fn mem_bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + self.id.capacity()
+    }
+}
+
+/// A record restored from an export, and the id of its cluster (its own
+/// ord when it is alone).
+struct Restored {
+    rec: Record,
+    cluster: u64,
+}
+
+impl Restored {
+    /// The record's codec bytes ‖ cluster (u64 BE).
+    fn encode(&self) -> Vec<u8> {
+        let mut b = store::codec::encode_record(&self.rec);
+        b.extend_from_slice(&self.cluster.to_be_bytes());
+        b
+    }
+
+    fn decode(b: &[u8]) -> std::result::Result<Restored, String> {
+        let split = b
+            .len()
+            .checked_sub(8)
+            .ok_or("a restored record is truncated")?;
+        let (rec, cluster) = b.split_at(split);
+        Ok(Restored {
+            rec: store::codec::decode_record(rec)?,
+            cluster: u64::from_be_bytes(cluster.try_into().map_err(|_| "truncated")?),
+        })
+    }
+}
+
 // --- reading ----------------------------------------------------------------
+
+/// A `refs` entry to write: fingerprint, id, sketch.
+type RefsEntry = (Fingerprint, String, Option<crate::fingerprint::Sketch>);
 
 /// One parsed input record.
 struct Parsed {
     id: String,
     fp: Fingerprint,
     line: u64,
+    /// The whole record, from a simdb export.
+    restored: Option<Restored>,
 }
 
 fn bad(path: &Path, line: u64, what: impl std::fmt::Display) -> Error {
@@ -326,7 +459,7 @@ pub fn expand_inputs(paths: &[PathBuf], partial: bool) -> Result<Vec<PathBuf>> {
 /// categorical), or integers (written in decimal, as JSONL's integer ids
 /// are). A file with two top-level columns of one of these names is
 /// refused (which one was meant?). `line` is the row number (from 1).
-fn read_parquet(path: &Path, mut f: impl FnMut(Parsed) -> Result<()>) -> Result<()> {
+fn read_parquet(path: &Path, restore: bool, mut f: impl FnMut(Parsed) -> Result<()>) -> Result<()> {
     use arrow_array::{Array, Int64Array, UInt64Array};
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     use parquet::arrow::ProjectionMask;
@@ -352,7 +485,20 @@ fn read_parquet(path: &Path, mut f: impl FnMut(Parsed) -> Result<()>) -> Result<
             }
         }
     }
-    let mask = ProjectionMask::columns(b.parquet_schema(), ["id", "fingerprint"]);
+    let mut columns = vec!["id", "fingerprint"];
+    if restore {
+        for c in RESTORED_COLUMNS {
+            if b.schema().field_with_name(c).is_err() {
+                return Err(bad(
+                    path,
+                    0,
+                    format!("a simdb export without its \"{c}\" column"),
+                ));
+            }
+        }
+        columns.extend(RESTORED_COLUMNS);
+    }
+    let mask = ProjectionMask::columns(b.parquet_schema(), columns);
     let reader = b
         .with_projection(mask)
         .with_batch_size(8192)
@@ -400,14 +546,175 @@ fn read_parquet(path: &Path, mut f: impl FnMut(Parsed) -> Result<()>) -> Result<
             let id = id_at(i).ok_or_else(|| bad(path, row, "row with a null id"))?;
             let fp = fp_at(i).ok_or_else(|| bad(path, row, "row with a null fingerprint"))?;
             check_id(id).map_err(|e| bad(path, row, e))?;
+            let restored = match restore {
+                true => {
+                    Some(restored_row(&batch, i, Fingerprint(fp)).map_err(|e| bad(path, row, e))?)
+                }
+                false => None,
+            };
             f(Parsed {
                 id: id.to_string(),
                 fp: Fingerprint(fp),
                 line: row,
+                restored,
             })?;
         }
     }
     Ok(())
+}
+
+/// The columns of a simdb export besides id and fingerprint, all restored.
+const RESTORED_COLUMNS: [&str; 11] = [
+    "sketch",
+    "cluster",
+    "ingested_at",
+    "source",
+    "ord",
+    "priority",
+    "content_hash",
+    "length",
+    "terms",
+    "top_terms",
+    "weak_bits",
+];
+
+/// Row `i` of a simdb export's `batch` as the record it was (fingerprint
+/// `fp`) and its cluster.
+fn restored_row(
+    batch: &arrow_array::RecordBatch,
+    i: usize,
+    fp: Fingerprint,
+) -> std::result::Result<Restored, String> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float64Type, Int64Type};
+    use arrow_array::Array;
+    use arrow_schema::DataType as T;
+
+    let col = |name: &str, want: &T| -> std::result::Result<&arrow_array::ArrayRef, String> {
+        let c = batch
+            .column_by_name(name)
+            .ok_or_else(|| format!("no \"{name}\" column"))?;
+        if c.data_type() != want && !matches!((c.data_type(), want), (T::List(_), T::List(_))) {
+            return Err(format!("\"{name}\" must be {want}, not {}", c.data_type()));
+        }
+        Ok(c)
+    };
+    let int = |name: &str| -> std::result::Result<i64, String> {
+        let c = col(name, &T::Int64)?.as_primitive::<Int64Type>();
+        if c.is_null(i) {
+            return Err(format!("a null \"{name}\""));
+        }
+        Ok(c.value(i))
+    };
+    let unsigned = |name: &str| -> std::result::Result<u64, String> {
+        let v = int(name)?;
+        u64::try_from(v).map_err(|_| format!("\"{name}\" is negative ({v})"))
+    };
+    let sketch = {
+        let c = col("sketch", &T::Binary)?.as_binary::<i32>();
+        match c.is_null(i) {
+            true => None,
+            false => {
+                let b: [u8; crate::fingerprint::SKETCH_BYTES] =
+                    c.value(i).try_into().map_err(|_| {
+                        format!(
+                            "a sketch of {} bytes, not {}",
+                            c.value(i).len(),
+                            crate::fingerprint::SKETCH_BYTES
+                        )
+                    })?;
+                Some(crate::fingerprint::Sketch(b))
+            }
+        }
+    };
+    let source = {
+        let c = col("source", &T::Utf8)?.as_string::<i32>();
+        if c.is_null(i) {
+            return Err("a null \"source\"".into());
+        }
+        c.value(i).to_string()
+    };
+    let priority = {
+        let c = col("priority", &T::Float64)?.as_primitive::<Float64Type>();
+        match c.is_null(i) {
+            true => None,
+            false => Some(store::codec::Priority::new(c.value(i)).ok_or("a NaN \"priority\"")?),
+        }
+    };
+    let top_terms = {
+        let c = col(
+            "top_terms",
+            &T::List(std::sync::Arc::new(arrow_schema::Field::new_list_field(
+                T::Utf8,
+                true,
+            ))),
+        )?
+        .as_list_opt::<i32>()
+        .ok_or("\"top_terms\" must be a list of strings")?;
+        let items = c.value(i);
+        let items = items
+            .as_string_opt::<i32>()
+            .ok_or("\"top_terms\" must be a list of strings")?;
+        (0..items.len())
+            .filter(|j| !items.is_null(*j))
+            .map(|j| items.value(j).to_string())
+            .collect()
+    };
+    let weak_bits = {
+        let c = col("weak_bits", &T::Binary)?.as_binary::<i32>();
+        if c.is_null(i) {
+            return Err("a null \"weak_bits\"".into());
+        }
+        c.value(i).to_vec()
+    };
+    let ord = unsigned("ord")?;
+    let rec = Record {
+        fingerprint: fp,
+        // Two's complement, as the fingerprint.
+        content_hash: int("content_hash")? as u64,
+        length: unsigned("length")?,
+        ingested_at: unsigned("ingested_at")?,
+        source,
+        terms: u32::try_from(unsigned("terms")?).map_err(|_| "\"terms\" is too large")?,
+        sketch,
+        top_terms,
+        weak_bits,
+        ord,
+        priority,
+    };
+    Ok(Restored {
+        rec,
+        cluster: unsigned("cluster")?,
+    })
+}
+
+/// The recipe and threshold a simdb export states in its key-value
+/// metadata, if `path` is one (a Parquet file that `simdb export` wrote).
+pub fn export_metadata(path: &Path) -> Result<Option<(Recipe, Option<f64>)>> {
+    use crate::db::export::{META_MIN_SIMILARITY, META_RECIPE};
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    if !is_parquet(path)? {
+        return Ok(None);
+    }
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let reader = SerializedFileReader::new(file).map_err(|e| bad(path, 0, e))?;
+    let kv = reader.metadata().file_metadata().key_value_metadata();
+    let get = |key: &str| {
+        kv.and_then(|kv| kv.iter().find(|e| e.key == key))
+            .and_then(|e| e.value.clone())
+    };
+    let Some(recipe) = get(META_RECIPE) else {
+        return Ok(None);
+    };
+    let recipe: Recipe = serde_json::from_str(&recipe).map_err(|e| {
+        bad(
+            path,
+            0,
+            format!("the recipe in the metadata is unreadable: {e}"),
+        )
+    })?;
+    let threshold = get(META_MIN_SIMILARITY).and_then(|v| v.parse().ok());
+    Ok(Some((recipe, threshold)))
 }
 
 /// The values of an id column as strings (`None` for nulls); see
@@ -480,9 +787,9 @@ fn id_strings(col: &dyn arrow_array::Array) -> std::result::Result<Vec<Option<St
 }
 
 /// Reads every record of one input, calling `f` for each.
-fn read_input(path: &Path, mut f: impl FnMut(Parsed) -> Result<()>) -> Result<()> {
+fn read_input(path: &Path, restore: bool, mut f: impl FnMut(Parsed) -> Result<()>) -> Result<()> {
     if is_parquet(path)? {
-        return read_parquet(path, f);
+        return read_parquet(path, restore, f);
     }
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let mut r = BufReader::with_capacity(1 << 20, file);
@@ -504,6 +811,7 @@ fn read_input(path: &Path, mut f: impl FnMut(Parsed) -> Result<()>) -> Result<()
                 id,
                 fp: Fingerprint(fp),
                 line: n,
+                restored: None,
             })?;
         }
     }
@@ -528,7 +836,12 @@ fn read_input(path: &Path, mut f: impl FnMut(Parsed) -> Result<()>) -> Result<()
             continue;
         }
         let (id, fp) = parse_json_line(line).map_err(|e| bad(path, n, e))?;
-        f(Parsed { id, fp, line: n })?;
+        f(Parsed {
+            id,
+            fp,
+            line: n,
+            restored: None,
+        })?;
     }
 }
 
@@ -553,16 +866,73 @@ pub fn run(
     let started = Instant::now();
     opts.recipe.validate()?;
     let inputs = expand_inputs(inputs, opts.partial)?;
+    let (opts, restore) = restore_plan(&inputs, opts)?;
     let staging = store::Staging::begin(target)?;
-    let mut summary = build(staging, &inputs, opts, &mut on_event)?;
+    let mut summary = build(staging, &inputs, &opts, restore, &mut on_event)?;
     summary.elapsed = started.elapsed();
     Ok(summary)
+}
+
+/// Whether `inputs` are a simdb export to restore in full (all of them,
+/// or none: mixing is refused), and the options with the export's recipe.
+fn restore_plan(inputs: &[PathBuf], opts: &Options) -> Result<(Options, bool)> {
+    let mut found: Option<(Recipe, &Path)> = None;
+    let mut plain: Option<&Path> = None;
+    for p in inputs {
+        match export_metadata(p)? {
+            None => plain = Some(p),
+            Some((recipe, _)) => match &found {
+                Some((r, first)) if *r != recipe => {
+                    return Err(Error::Input(format!(
+                        "{} and {} are exports of stores with different recipes",
+                        first.display(),
+                        p.display()
+                    )))
+                }
+                Some(_) => {}
+                None => found = Some((recipe, p)),
+            },
+        }
+    }
+    let Some((recipe, first)) = found else {
+        return Ok((opts.clone(), false));
+    };
+    if let Some(other) = plain {
+        return Err(Error::Input(format!(
+            "{} is a simdb export (restored in full: records, sketches, clusters) and {} is not: \
+             import them separately",
+            first.display(),
+            other.display()
+        )));
+    }
+    if recipe.uses_learned_idf() {
+        return Err(Error::Input(format!(
+            "{}: the store used an IDF table learned at init, which an export does not carry; \
+             copy the store with `simdb backup` instead",
+            first.display()
+        )));
+    }
+    if opts.recipe != Recipe::default() && opts.recipe != recipe {
+        return Err(Error::Input(format!(
+            "{}: the export's recipe (top_k {}, shingle {}, hmm {}, tf {}) is not the one the \
+             recipe options ask for; leave them out to restore the export's",
+            first.display(),
+            recipe.top_k,
+            recipe.shingle,
+            recipe.hmm,
+            recipe.tf
+        )));
+    }
+    let mut o = opts.clone();
+    o.recipe = recipe;
+    Ok((o, true))
 }
 
 fn build(
     staging: store::Staging,
     inputs: &[PathBuf],
     opts: &Options,
+    restore: bool,
     on_event: &mut impl FnMut(Event),
 ) -> Result<Summary> {
     let tmp = staging.subdir("tmp")?;
@@ -582,7 +952,7 @@ fn build(
     let mut by_id = Sorter::<ById>::new(&tmp, "by-id", budget);
     let mut pos = 0u64;
     for (input, path) in inputs.iter().enumerate() {
-        read_input(path, |p| {
+        read_input(path, restore, |p| {
             pos += 1;
             if pos.is_multiple_of(1 << 20) {
                 on_event(Event::Read(pos));
@@ -594,6 +964,7 @@ fn build(
                     fp: p.fp.value(),
                     input: input as u32,
                     line: p.line,
+                    extra: p.restored.map(|r| r.encode()).unwrap_or_default(),
                 })
                 .map_err(io_err(&tmp))
         })?;
@@ -612,7 +983,19 @@ fn build(
     let mut pending: Option<ById> = None;
     let mut keep = |r: ById, by_fp: &mut Sorter<ByFp>| -> io::Result<()> {
         r.write_to(&mut uniq)?;
-        by_fp.push(ByFp { fp: r.fp, id: r.id })
+        let sketch = match r.extra.is_empty() {
+            true => None,
+            false => Restored::decode(&r.extra)
+                .map_err(io::Error::other)?
+                .rec
+                .sketch
+                .map(|s| s.0),
+        };
+        by_fp.push(ByFp {
+            fp: r.fp,
+            id: r.id,
+            sketch,
+        })
     };
     for r in by_id {
         let r = r.map_err(io_err(&tmp))?;
@@ -639,34 +1022,33 @@ fn build(
     on_event(Event::Step("refs"));
     let fps_path = tmp.join("fps.bin");
     let mut fps = BufWriter::with_capacity(1 << 20, File::create(&fps_path).map_err(io_err(&tmp))?);
-    let mut refs_entries: Vec<(Fingerprint, String)> = Vec::new();
+    let mut refs_entries: Vec<RefsEntry> = Vec::new();
     let mut refs_files = Vec::new();
     let mut last: Option<u64> = None;
     let mut documents = 0u64;
     let mut shared = 0u64;
-    let flush_chunk =
-        |entries: &mut Vec<(Fingerprint, String)>, refs_files: &mut Vec<PathBuf>| -> Result<()> {
-            if entries.is_empty() {
-                return Ok(());
-            }
-            let n = refs_files.len();
-            let chunk = std::mem::take(entries);
-            refs_files.extend(store::write_ssts(
-                &sst,
-                &format!("{}-{n:05}", store::REFS),
-                store::REFS,
-                u64::MAX,
-                chunk
-                    .iter()
-                    .map(|(fp, id)| Ok(store::schema::refs_entry(*fp, id, None))),
-            )?);
-            Ok(())
-        };
+    let flush_chunk = |entries: &mut Vec<RefsEntry>, refs_files: &mut Vec<PathBuf>| -> Result<()> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        let n = refs_files.len();
+        let chunk = std::mem::take(entries);
+        refs_files.extend(store::write_ssts(
+            &sst,
+            &format!("{}-{n:05}", store::REFS),
+            store::REFS,
+            u64::MAX,
+            chunk
+                .iter()
+                .map(|(fp, id, sketch)| Ok(store::schema::refs_entry(*fp, id, sketch.as_ref()))),
+        )?);
+        Ok(())
+    };
     // refs is written a chunk at a time; the input is in (fingerprint,
     // id) order, the order of refs keys.
     let chunk_docs = (opts.sst_file_bytes / 128).max(1024) as usize;
     for r in by_fp {
-        let ByFp { fp, id } = r.map_err(io_err(&tmp))?;
+        let ByFp { fp, id, sketch } = r.map_err(io_err(&tmp))?;
         documents += 1;
         if last == Some(fp) {
             shared += 1;
@@ -674,7 +1056,7 @@ fn build(
             fps.write_all(&fp.to_be_bytes()).map_err(io_err(&tmp))?;
             last = Some(fp);
         }
-        refs_entries.push((Fingerprint(fp), id));
+        refs_entries.push((Fingerprint(fp), id, sketch.map(crate::fingerprint::Sketch)));
         if refs_entries.len() >= chunk_docs {
             flush_chunk(&mut refs_entries, &mut refs_files)?;
         }
@@ -693,56 +1075,94 @@ fn build(
     let now = crate::db::now();
     let names: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
     let (docs_files, block_files) = rayon::join(
-        || -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
+        || -> Result<(Vec<PathBuf>, Vec<PathBuf>, Restoration)> {
             let mut r =
                 BufReader::with_capacity(1 << 20, File::open(&uniq_path).map_err(io_err(&tmp))?);
-            // The ingest order index, sorted by ord (the input position).
+            // The ingest order index, sorted by ord (the input position,
+            // or the restored record's).
             let mut order = Sorter::<ByOrd>::new(&tmp, "order", budget / 4);
+            // Restore: every member by (cluster, rank).
+            let mut clusters = Sorter::<ByCluster>::new(&tmp, "clusters", budget / 4);
+            let mut done = Restoration::default();
             let entries = std::iter::from_fn(|| match ById::read_from(&mut r) {
                 Err(e) => Some(Err(Error::io(&uniq_path, e))),
                 Ok(None) => None,
                 Ok(Some(d)) => {
+                    let rec = if d.extra.is_empty() {
+                        let fp = Fingerprint(d.fp);
+                        let content = Content::Fingerprint(fp);
+                        Record {
+                            fingerprint: fp,
+                            content_hash: content.hash(),
+                            length: content.len(),
+                            ingested_at: now,
+                            source: format!("{}:{}", names[d.input as usize], d.line),
+                            terms: 0,
+                            sketch: None,
+                            top_terms: Vec::new(),
+                            weak_bits: Vec::new(),
+                            // Input order: the earliest read is the earliest
+                            // ingested, as ingest would number them.
+                            ord: d.pos,
+                            priority: None,
+                        }
+                    } else {
+                        let restored = match Restored::decode(&d.extra) {
+                            Ok(x) => x,
+                            Err(e) => return Some(Err(Error::Input(e))),
+                        };
+                        let rec = restored.rec;
+                        done.next_ord = done.next_ord.max(rec.ord + 1);
+                        done.clock = done.clock.max(rec.ingested_at);
+                        done.short += u64::from(rec.is_short());
+                        let rank = store::schema::Rank::of(&rec).to_bytes();
+                        if let Err(e) = clusters.push(ByCluster {
+                            cid: restored.cluster,
+                            rank,
+                            id: d.id.clone(),
+                        }) {
+                            return Some(Err(Error::io(&tmp, e)));
+                        }
+                        rec
+                    };
                     if let Err(e) = order.push(ByOrd {
-                        ord: d.pos,
+                        ord: rec.ord,
                         id: d.id.clone(),
                     }) {
                         return Some(Err(Error::io(&tmp, e)));
                     }
-                    let fp = Fingerprint(d.fp);
-                    let content = Content::Fingerprint(fp);
-                    let rec = Record {
-                        fingerprint: fp,
-                        content_hash: content.hash(),
-                        length: content.len(),
-                        ingested_at: now,
-                        source: format!("{}:{}", names[d.input as usize], d.line),
-                        terms: 0,
-                        sketch: None,
-                        top_terms: Vec::new(),
-                        weak_bits: Vec::new(),
-                        // Input order: the earliest read is the earliest
-                        // ingested, as ingest would number them.
-                        ord: d.pos,
-                        priority: None,
-                    };
                     Some(Ok(store::schema::docs_entry(&d.id, &rec)))
                 }
             });
             let docs =
                 store::write_ssts(&sst, store::DOCS, store::DOCS, opts.sst_file_bytes, entries)?;
             let sorted = order.finish().map_err(io_err(&tmp))?;
-            let order_files = store::write_ssts(
+            let mut last_ord: Option<u64> = None;
+            let mut cluster_files = store::write_ssts(
                 &sst,
                 "order",
                 store::CLUSTERS,
                 opts.sst_file_bytes,
                 sorted.map(|o| {
                     let o = o.map_err(|e| Error::io(&tmp, e))?;
+                    // Restored ords come from one store: each once.
+                    if last_ord == Some(o.ord) {
+                        return Err(Error::Input(format!(
+                            "two documents have ord {} (the second is {:?}): the inputs are not \
+                             the export of one store",
+                            o.ord, o.id
+                        )));
+                    }
+                    last_ord = Some(o.ord);
                     let (k, v) = store::schema::order_entry(o.ord, &o.id);
                     Ok((k.to_vec(), v))
                 }),
             )?;
-            Ok((docs, order_files))
+            if restore {
+                let sorted = clusters.finish().map_err(io_err(&tmp))?;
+                cluster_files.extend(restored_clusters(&tmp, &sst, opts, sorted, &mut done)?);
+            }
+            Ok((docs, cluster_files, done))
         },
         || -> Result<Vec<Vec<PathBuf>>> {
             let mut out = Vec::new();
@@ -782,7 +1202,7 @@ fn build(
             Ok(out)
         },
     );
-    let (docs_files, order_files) = docs_files?;
+    let (docs_files, order_files, restoration) = docs_files?;
     let block_files = block_files?;
     lap(
         &mut summary,
@@ -803,20 +1223,151 @@ fn build(
         store::DOC_COUNT_KEY.to_vec(),
         documents.to_be_bytes().to_vec(),
     );
-    // Positions count records from 1; the documents are stamped `now`.
+    // Positions count records from 1; the documents are stamped `now`
+    // (restored ones keep their ords and times).
+    let (next_ord, clock) = match restore {
+        true => (restoration.next_ord.max(1), restoration.clock),
+        false => (summary.records + 1, now),
+    };
     let next_ord = (
         store::NEXT_ORD_KEY.to_vec(),
-        (summary.records + 1).to_be_bytes().to_vec(),
+        next_ord.to_be_bytes().to_vec(),
     );
-    let clock = (store::CLOCK_KEY.to_vec(), now.to_be_bytes().to_vec());
+    let clock = (store::CLOCK_KEY.to_vec(), clock.to_be_bytes().to_vec());
+    let short = (
+        store::SHORT_COUNT_KEY.to_vec(),
+        restoration.short.to_be_bytes().to_vec(),
+    );
     staging.finish(
         &opts.recipe,
         opts.tuning,
         &families,
-        &[count, next_ord, clock],
+        &[count, next_ord, clock, short],
     )?;
+    summary.clusters = restoration.clusters;
+    summary.restored = restore;
     lap(&mut summary, "ingest and rename");
     Ok(summary)
+}
+
+/// What a restore found besides the records.
+#[derive(Default)]
+struct Restoration {
+    next_ord: u64,
+    clock: u64,
+    short: u64,
+    clusters: u64,
+}
+
+/// The `clusters` family's `m`, `s` and `d` entries of restored clusters
+/// of two or more members, from the members in (cluster, rank) order, as
+/// SST files (in key order: `d` < `m` < `s`, each its own files).
+fn restored_clusters(
+    tmp: &Path,
+    sst: &Path,
+    opts: &Options,
+    sorted: impl Iterator<Item = io::Result<ByCluster>>,
+    done: &mut Restoration,
+) -> Result<Vec<PathBuf>> {
+    use store::schema::{member_key, membership_key, size_key, Rank};
+    let budget = opts.memory_bytes;
+    let sizes_path = tmp.join("sizes.bin");
+    let mut sizes =
+        BufWriter::with_capacity(1 << 20, File::create(&sizes_path).map_err(io_err(tmp))?);
+    let mut member_of = Sorter::<Membership>::new(tmp, "membership", budget / 4);
+    let mut sorted = sorted.peekable();
+    let mut ready: std::collections::VecDeque<(Vec<u8>, Vec<u8>)> = Default::default();
+    let mut failed: Option<Error> = None;
+    let members = std::iter::from_fn(|| loop {
+        if let Some(e) = ready.pop_front() {
+            return Some(Ok(e));
+        }
+        if let Some(e) = failed.take() {
+            return Some(Err(e));
+        }
+        let first = match sorted.next()? {
+            Ok(m) => m,
+            Err(e) => return Some(Err(Error::io(tmp, e))),
+        };
+        let mut group = vec![first];
+        while let Some(Ok(next)) = sorted.peek() {
+            if next.cid != group[0].cid {
+                break;
+            }
+            match sorted.next() {
+                Some(Ok(m)) => group.push(m),
+                _ => break,
+            }
+        }
+        if group.len() < 2 {
+            continue;
+        }
+        let cid = group[0].cid;
+        let n = group.len() as u64;
+        done.clusters += 1;
+        let wrote = sizes
+            .write_all(&cid.to_be_bytes())
+            .and_then(|()| sizes.write_all(&n.to_be_bytes()));
+        if let Err(e) = wrote {
+            return Some(Err(Error::io(tmp, e)));
+        }
+        for m in group {
+            let rank = Rank {
+                priority_key: u64::from_be_bytes(m.rank[..8].try_into().unwrap_or([0; 8])),
+                ord: u64::from_be_bytes(m.rank[8..].try_into().unwrap_or([0; 8])),
+            };
+            if let Err(e) = member_of.push(Membership {
+                id: m.id.clone(),
+                cid,
+            }) {
+                failed = Some(Error::io(tmp, e));
+            }
+            ready.push_back((member_key(cid, rank).to_vec(), m.id.into_bytes()));
+        }
+    });
+    let mut files = store::write_ssts(
+        sst,
+        "members",
+        store::CLUSTERS,
+        opts.sst_file_bytes,
+        members,
+    )?;
+    sizes
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .map_err(io_err(tmp))?;
+    let mut r = BufReader::with_capacity(1 << 20, File::open(&sizes_path).map_err(io_err(tmp))?);
+    let size_entries = std::iter::from_fn(move || {
+        let cid = match read_array::<8>(&mut r) {
+            Ok(Some(b)) => u64::from_be_bytes(b),
+            Ok(None) => return None,
+            Err(e) => return Some(Err(Error::io(tmp, e))),
+        };
+        match read_array::<8>(&mut r) {
+            Ok(Some(n)) => Some(Ok((size_key(cid).to_vec(), n.to_vec()))),
+            Ok(None) => Some(Err(Error::io(tmp, io::ErrorKind::UnexpectedEof.into()))),
+            Err(e) => Some(Err(Error::io(tmp, e))),
+        }
+    });
+    files.extend(store::write_ssts(
+        sst,
+        "sizes",
+        store::CLUSTERS,
+        opts.sst_file_bytes,
+        size_entries,
+    )?);
+    let sorted = member_of.finish().map_err(io_err(tmp))?;
+    files.extend(store::write_ssts(
+        sst,
+        "membership",
+        store::CLUSTERS,
+        opts.sst_file_bytes,
+        sorted.map(|m| {
+            let m = m.map_err(|e| Error::io(tmp, e))?;
+            Ok((membership_key(&m.id), m.cid.to_be_bytes().to_vec()))
+        }),
+    )?);
+    Ok(files)
 }
 
 /// The (key, value) entries of block family `i` from distinct

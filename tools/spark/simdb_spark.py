@@ -25,8 +25,9 @@ The method (the README's "Beyond one machine" has the whole story):
    `32 - bit_count((x | x >> 1) & 0x5555555555555555)` per long of
    x = a ^ b; the estimate is `clamp((matches / 128 - 1/4) / (3/4), 0, 1)`
    in doubles, as `Sketch::similarity`. A pair is kept when its
-   similarity is at least --min-similarity, or when either document has no
-   sketch (then unconfirmed, similarity null): simdb's rule.
+   similarity is at least --min-similarity (by default the store's threshold,
+   which the export's key-value metadata states), or when either document
+   has no sketch (then unconfirmed, similarity null): simdb's rule.
 4. Clusters. The connected components of the kept pairs, by min-label
    propagation with pointer jumping: each document's label starts as its
    ord, takes the smallest label of its neighbours, then the label of its
@@ -200,19 +201,48 @@ def components(F, edges, checkpoint):
             return labels, rounds
 
 
+def export_metadata(export: str) -> dict:
+    """What `simdb export` states in its files' key-value metadata: the
+    store's recipe ("simdb.recipe", JSON) and default verification threshold
+    ("simdb.min_similarity"). Empty for Parquet that simdb did not write
+    (or wrote before it stated them)."""
+    import pyarrow.parquet as pq
+
+    files = [export] if os.path.isfile(export) else sorted(
+        os.path.join(export, f) for f in os.listdir(export)
+        if f.endswith(".parquet") and not f.startswith((".", "_")))
+    if not files:
+        return {}
+    kv = pq.read_metadata(files[0]).metadata or {}
+    out: dict = {}
+    if b"simdb.recipe" in kv:
+        out["recipe"] = json.loads(kv[b"simdb.recipe"])
+    if b"simdb.min_similarity" in kv:
+        out["min_similarity"] = float(kv[b"simdb.min_similarity"])
+    return out
+
+
 def run(spark, export: str, out: str, k: int = 3, design: str = "card",
-        min_similarity: float = DEFAULT_MIN_SIMILARITY, clusters: bool = True,
+        min_similarity: float | None = None, clusters: bool = True,
         stats: bool = False) -> dict:
-    """Runs the job; returns the report (also written to OUT/report.json)."""
+    """Runs the job; returns the report (also written to OUT/report.json).
+    Without min_similarity, the threshold the export states (the store's),
+    else simdb's default."""
     from pyspark.sql import functions as F
 
     d = Design.parse(design)
     d.check(k)
+    meta = export_metadata(export)
+    source = "option"
+    if min_similarity is None:
+        min_similarity, source = ((meta["min_similarity"], "export") if "min_similarity" in meta
+                                  else (DEFAULT_MIN_SIMILARITY, "default"))
     if not 0.0 <= min_similarity <= 1.0:
         raise ValueError(f"min_similarity {min_similarity} is not between 0 and 1")
     timings: dict[str, float] = {}
     report: dict = {"k": k, "design": f"{d.blocks}:{d.choose}", "tables": len(d.tables()),
-                    "key_bits": list(d.key_bits()), "min_similarity": min_similarity}
+                    "key_bits": list(d.key_bits()), "min_similarity": min_similarity,
+                    "min_similarity_from": source, "recipe": meta.get("recipe")}
     persisted = []
 
     def checkpoint(df):
@@ -363,8 +393,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--design", default="card",
                    help="card (4 blocks, 4 tables), manku (5 blocks choose 2, 10 tables) or "
                         "B:m (exact for k <= B - m); default card")
-    p.add_argument("--min-similarity", type=float, default=DEFAULT_MIN_SIMILARITY,
-                   help="sketch similarity that confirms a pair (0..1; default 0.6, simdb's)")
+    p.add_argument("--min-similarity", type=float, default=None,
+                   help="sketch similarity that confirms a pair (0..1; default: the store's, "
+                        "as the export's metadata states it, else 0.6, simdb's)")
     p.add_argument("--no-clusters", action="store_true", help="pairs only")
     p.add_argument("--stats", action="store_true",
                    help="also count the candidate pairs the tables produce (one more pass)")

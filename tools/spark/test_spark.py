@@ -365,3 +365,13 @@ def test_command_line(text_store, tmp_path):
     assert p.returncode == 2 and "exact only for k <= 3" in p.stderr
     p = subprocess.run([sys.executable, job, export, out], capture_output=True, text=True)
     assert p.returncode == 2 and "already exists" in p.stderr
+
+
+def test_export_metadata_states_recipe_and_threshold(text_store, tmp_path):
+    """Issue 24: an export names the store's recipe and threshold; the job
+    takes the threshold from it when none is given."""
+    db, export = text_store
+    meta = simdb_spark.export_metadata(export)
+    stats = json.loads(simdb("stats", db, "--json"))
+    assert meta["recipe"] == stats["recipe"]
+    assert 0.0 < meta["min_similarity"] < 1.0
