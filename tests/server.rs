@@ -1129,3 +1129,41 @@ fn regression_24_stats_scans_at_most_once_a_minute() {
     // The bucket figures are the cached ones (one scan a minute).
     assert_eq!(b["families"], a["families"], "{b}");
 }
+
+/// Issue 24 (review S2): `sync=true` makes what its answer rests on
+/// durable also when nothing is written: a document another client wrote
+/// without sync, answered `unchanged` or `duplicate` to a synced request,
+/// is fsynced first (before: no fsync at all).
+#[test]
+fn regression_24_synced_answers_without_writes_sync_the_log() {
+    let t = TempDb::new();
+    init(&t);
+    let s = Server::start(&t.path(), &[]);
+    let syncs = |s: &Server| -> u64 {
+        let (_, m) = s.call("GET", "/metrics", None);
+        m.as_str()
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("simdb_wal_syncs "))
+            .and_then(|v| v.trim().parse().ok())
+            .expect("simdb_wal_syncs in /metrics")
+    };
+    let doc = json!({"id": "a", "text": "国务院总理主持召开常务会议，部署扩大内需的政策措施。"});
+    assert_eq!(s.post("/documents", &doc).0, 200);
+    let before = syncs(&s);
+    let (st, v) = s.post("/documents?sync=true", &doc);
+    assert_eq!(
+        (st, &v["results"][0]["outcome"]),
+        (200, &json!("unchanged")),
+        "{v}"
+    );
+    assert_eq!(syncs(&s), before + 1);
+    let copy = json!({"id": "b", "text": "国务院总理主持召开常务会议，部署扩大内需的政策措施。"});
+    let (st, v) = s.post("/documents/check?sync=true", &copy);
+    assert_eq!(
+        (st, &v["results"][0]["outcome"]),
+        (200, &json!("duplicate")),
+        "{v}"
+    );
+    assert_eq!(syncs(&s), before + 2);
+}

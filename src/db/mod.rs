@@ -918,6 +918,12 @@ impl Db {
         self.store.reads()
     }
 
+    /// Write-ahead log syncs since the store was opened (synced commits,
+    /// and syncs of commits with nothing to write).
+    pub fn wal_syncs(&self) -> u64 {
+        self.store.wal_syncs()
+    }
+
     /// Flushes memtables to disk.
     pub fn flush(&self) -> Result<()> {
         self.store.flush()

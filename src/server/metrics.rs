@@ -7,6 +7,7 @@
 //! | `simdb_documents_written_total` | counter | `outcome` (inserted, replaced, unchanged, duplicate, no_features, deleted) |
 //! | `simdb_documents` | gauge | the store's document count, read at each scrape |
 //! | `simdb_store_bytes` | gauge | the store directory's size on disk, read at each scrape |
+//! | `simdb_wal_syncs` | gauge | write-ahead log fsyncs since the store was opened, read at each scrape |
 //! | `simdb_http_connections` | gauge | connections open now |
 //! | `simdb_http_connections_refused_total` | counter | clients answered 503 because the connection cap was reached |
 //! | `simdb_requests_refused_total` | counter | `reason` (host, origin, content_type): requests refused before routing |
@@ -51,6 +52,7 @@ pub struct Metrics {
     written: Family<OutcomeLabels, Counter>,
     documents: Gauge,
     bytes: Gauge,
+    wal_syncs: Gauge,
     connections: Gauge,
     connections_refused: Counter,
     refused: Family<ReasonLabels, Counter>,
@@ -97,6 +99,12 @@ impl Default for Metrics {
             bytes.clone(),
         );
         let connections = Gauge::default();
+        let wal_syncs = Gauge::default();
+        registry.register(
+            "simdb_wal_syncs",
+            "Write-ahead log fsyncs since the store was opened",
+            wal_syncs.clone(),
+        );
         let connections_refused = Counter::default();
         let refused = Family::<ReasonLabels, Counter>::default();
         registry.register(
@@ -121,6 +129,7 @@ impl Default for Metrics {
             written,
             documents,
             bytes,
+            wal_syncs,
             connections,
             connections_refused,
             refused,
@@ -177,8 +186,10 @@ impl Metrics {
     }
 
     /// The metrics as OpenMetrics text, with the store's gauges set to
-    /// `documents` and `bytes`.
-    pub fn encode(&self, documents: u64, bytes: u64) -> String {
+    /// `documents`, `bytes` and `wal_syncs`.
+    pub fn encode(&self, documents: u64, bytes: u64, wal_syncs: u64) -> String {
+        self.wal_syncs
+            .set(i64::try_from(wal_syncs).unwrap_or(i64::MAX));
         self.documents
             .set(i64::try_from(documents).unwrap_or(i64::MAX));
         self.bytes.set(i64::try_from(bytes).unwrap_or(i64::MAX));

@@ -1082,7 +1082,9 @@ impl App {
 async fn metrics_text(State(app): State<Shared>) -> Answer {
     let text = blocking(move || {
         let docs = app.db.len()?;
-        Ok(app.metrics.encode(docs, app.db.bytes_on_disk()))
+        Ok(app
+            .metrics
+            .encode(docs, app.db.bytes_on_disk(), app.db.wal_syncs()))
     })
     .await?;
     Ok((
@@ -1093,4 +1095,41 @@ async fn metrics_text(State(app): State<Shared>) -> Answer {
         text,
     )
         .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 24 (review finding 12): a 500 answer carries no server path.
+    #[test]
+    fn server_errors_lose_their_paths() {
+        let m = "storage engine: IO error: While open a file for appending: \
+                 /srv/data/review-emfile.db/000013.sst: Too many open files";
+        assert_eq!(
+            without_paths(m),
+            "storage engine: IO error: While open a file for appending: 000013.sst: Too many open files"
+        );
+        assert_eq!(without_paths("a/b and /x"), "a/b and /x");
+        let e = ApiError::from(Error::io(
+            std::path::Path::new("/very/secret/place/x.db"),
+            std::io::Error::other("boom"),
+        ));
+        assert_eq!(e.status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(!e.message.contains("/very/secret"), "{}", e.message);
+    }
+
+    #[test]
+    fn bearer_scheme_in_any_case_and_host_names() {
+        assert_eq!(bearer(b"Bearer abc"), Some(&b"abc"[..]));
+        assert_eq!(bearer(b"bearer  abc"), Some(&b"abc"[..]));
+        assert_eq!(bearer(b"BEARER abc"), Some(&b"abc"[..]));
+        assert_eq!(bearer(b"Basic abc"), None);
+        assert_eq!(bearer(b"Bearer"), None);
+        assert_eq!(host_name("LocalHost:7420").as_deref(), Some("localhost"));
+        assert_eq!(host_name("[::1]:80").as_deref(), Some("::1"));
+        assert_eq!(host_name("example.com.").as_deref(), Some("example.com"));
+        assert_eq!(host_name("a:b:c"), None);
+        assert_eq!(host_name("[::1]x"), None);
+    }
 }

@@ -172,6 +172,9 @@ pub struct Store {
     heads: std::sync::Mutex<postings::Heads>,
     /// What this handle read, for [`Store::reads`].
     reads: ReadCounts,
+    /// Write-ahead log syncs asked for (synced writes and
+    /// [`Store::sync_wal`]).
+    wal_syncs: std::sync::atomic::AtomicU64,
 }
 
 /// What a store handle has read since it was opened: the work of its
@@ -390,6 +393,7 @@ impl Store {
             parallel_probe: true,
             heads: Default::default(),
             reads: Default::default(),
+            wal_syncs: Default::default(),
         };
         let meta = store.cf(META);
         let mut b = Batch::default();
@@ -493,6 +497,7 @@ impl Store {
             parallel_probe: true,
             heads: Default::default(),
             reads: Default::default(),
+            wal_syncs: Default::default(),
         };
         let meta = store.cf(META);
         match store.db.get_cf(meta, MAGIC_KEY)? {
@@ -686,6 +691,9 @@ impl Store {
         let mut wo = WriteOptions::default();
         wo.set_sync(sync);
         self.db.write_opt(b.0, &wo)?;
+        if sync {
+            ReadCounts::add(&self.wal_syncs, 1);
+        }
         Ok(())
     }
 
@@ -693,7 +701,13 @@ impl Store {
     /// synced or not, is durable after it.
     pub fn sync_wal(&self) -> Result<()> {
         self.db.flush_wal(true)?;
+        ReadCounts::add(&self.wal_syncs, 1);
         Ok(())
+    }
+
+    /// Write-ahead log syncs since the store was opened.
+    pub fn wal_syncs(&self) -> u64 {
+        self.wal_syncs.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Calls `visit` with every (id, record) in id order.
