@@ -1167,3 +1167,96 @@ fn regression_24_synced_answers_without_writes_sync_the_log() {
     );
     assert_eq!(syncs(&s), before + 2);
 }
+
+/// Issue 24 (review finding 2, the second half): after a storage failure
+/// (here the store's directory made immutable, so RocksDB cannot create a
+/// file: its flush and its next log fail), writes answer 500 and
+/// `/health` 503; once the cause is gone the service reopens the store by
+/// itself and writes go on, with every acknowledged document kept
+/// (before: 500 for every write until a restart). Needs `chattr` on a
+/// file system that supports it (ext4, xfs, btrfs) and root; skipped
+/// otherwise.
+#[test]
+fn regression_24_the_service_recovers_from_a_storage_failure() {
+    let t = TempDb::new();
+    init(&t);
+    let dir = t.path();
+    let chattr = |flag: &str| {
+        Command::new("chattr")
+            .arg(flag)
+            .arg(&dir)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !chattr("+i") {
+        eprintln!("skipped: chattr +i is not available here");
+        return;
+    }
+    let probe = std::fs::write(dir.join("probe"), b"x").is_err();
+    chattr("-i");
+    if !probe {
+        eprintln!("skipped: an immutable directory is writable here");
+        return;
+    }
+    let s = Server::start(&dir, &[]);
+    let mut acked = 0usize;
+    let mut r = rng(31);
+    let mut batch = |b: usize| -> Value {
+        json!((0..4000)
+            .map(|i| json!({"id": format!("{b:03}-{i:05}-{}", "x".repeat(2000)), "fingerprint": format!("{:016x}", rand::Rng::random::<u64>(&mut r))}))
+            .collect::<Vec<_>>())
+    };
+    let (st, _) = s.post("/documents", &batch(0));
+    assert_eq!(st, 200);
+    acked += 4000;
+    assert!(chattr("+i"));
+    // Writes until one fails (a memtable switch or flush needs a new file).
+    let mut failed = false;
+    for b in 1..80 {
+        let (st, v) = s.post("/documents", &batch(b));
+        match st {
+            200 => acked += 4000,
+            500 => {
+                failed = true;
+                break;
+            }
+            other => panic!("{other}: {v}"),
+        }
+    }
+    if !failed {
+        chattr("-i");
+        panic!("no write failed with the directory immutable");
+    }
+    let (st, h) = s.call("GET", "/health", None);
+    assert_eq!((st, &h["status"]), (503, &json!("unhealthy")), "{h}");
+    chattr("-i");
+    // Writes keep failing until the store is reopened (after 5 s of
+    // failures); then they go on.
+    let started = Instant::now();
+    let mut b = 100;
+    loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the service did not recover"
+        );
+        let (st, _) = s.post("/documents", &batch(b));
+        b += 1;
+        if st == 200 {
+            acked += 4000;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let (st, h) = s.call("GET", "/health", None);
+    assert_eq!((st, &h["status"]), (200, &json!("ok")), "{h}");
+    let (code_, err) = s.stop();
+    assert_eq!(code_, 0, "{err}");
+    assert!(err.contains("reopened the store"), "{err}");
+    let o = simdb(&[&"stats", &dir, &"--json"]);
+    let stats: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(
+        stats["documents"].as_u64().unwrap() as usize >= acked,
+        "{stats}"
+    );
+    verify_clean(&dir);
+}

@@ -918,6 +918,16 @@ impl Db {
         self.store.reads()
     }
 
+    /// How the store was opened (for writing, or read-only).
+    pub fn access(&self) -> Access {
+        self.store.access()
+    }
+
+    /// The memory knobs the store was opened with.
+    pub fn tuning(&self) -> Tuning {
+        self.store.tuning()
+    }
+
     /// Write-ahead log syncs since the store was opened (synced commits,
     /// and syncs of commits with nothing to write).
     pub fn wal_syncs(&self) -> u64 {

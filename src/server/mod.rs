@@ -202,7 +202,7 @@ pub fn serve(mut db: Db, config: Config, on_ready: impl FnOnce(SocketAddr)) -> R
         config.max_inflight_body_bytes
     )));
     let app = Arc::new(App {
-        db,
+        slot: Slot::new(db),
         config,
         metrics: Metrics::default(),
         pool,
@@ -227,7 +227,12 @@ pub fn serve(mut db: Db, config: Config, on_ready: impl FnOnce(SocketAddr)) -> R
     // Waits for blocking tasks: a write whose client went away still
     // commits before the memtables are flushed.
     drop(runtime);
-    app.db.flush()?;
+    app.slot.stop();
+    if let Some(db) = app.slot.current() {
+        if db.access() == crate::Access::ReadWrite {
+            db.flush()?;
+        }
+    }
     served
 }
 
@@ -236,6 +241,162 @@ fn kib(bytes: usize) -> usize {
     bytes
         .div_ceil(1024)
         .min(tokio::sync::Semaphore::MAX_PERMITS)
+}
+
+/// How long writes must keep failing with a storage error before the
+/// store is reopened (RocksDB retries retryable errors itself meanwhile),
+/// and the pause between attempts.
+pub const REOPEN_AFTER: Duration = Duration::from_secs(5);
+
+/// The served store. When writes have failed on the storage's side for
+/// [`REOPEN_AFTER`] with none succeeding (RocksDB retries retryable errors
+/// itself meanwhile; after a hard one, such as a failed flush, it refuses
+/// writes until it is reopened: its `Resume` is not in the C API), the
+/// store is closed, once the requests using it have ended, and opened
+/// again (replaying its write-ahead log: nothing
+/// acknowledged is lost). While it cannot be opened for writing it is
+/// opened read-only (queries go on, writes get 503), and opening for
+/// writing is tried again every [`REOPEN_AFTER`]. Meanwhile `/health`
+/// answers 503.
+struct Slot {
+    db: std::sync::RwLock<Option<Arc<Db>>>,
+    path: std::path::PathBuf,
+    tuning: crate::Tuning,
+    state: std::sync::Mutex<Recovery>,
+    /// Set when the service stops: no more reopening.
+    stopping: std::sync::atomic::AtomicBool,
+}
+
+#[derive(Default)]
+struct Recovery {
+    /// The first write failure since the last success.
+    failing_since: Option<Instant>,
+    /// A recovery thread is running.
+    running: bool,
+}
+
+impl Slot {
+    fn new(db: Db) -> Slot {
+        Slot {
+            path: db.path().to_path_buf(),
+            tuning: db.tuning(),
+            db: std::sync::RwLock::new(Some(Arc::new(db))),
+            state: Default::default(),
+            stopping: Default::default(),
+        }
+    }
+
+    fn current(&self) -> Option<Arc<Db>> {
+        self.db
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    fn set(&self, db: Option<Arc<Db>>) {
+        *self
+            .db
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = db;
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, Recovery> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn healthy(&self) {
+        self.state().failing_since = None;
+    }
+
+    fn stop(&self) {
+        self.stopping
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        // Wait for a recovery in progress to end.
+        while self.state().running {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// A write failed on the server's side: start a recovery if writes
+    /// have failed (and none succeeded) for [`REOPEN_AFTER`].
+    fn failed(&self, app: &Arc<App>) {
+        let mut st = self.state();
+        let since = *st.failing_since.get_or_insert_with(Instant::now);
+        if st.running || since.elapsed() < REOPEN_AFTER {
+            return;
+        }
+        st.running = true;
+        drop(st);
+        let recovering = Arc::clone(app);
+        if let Err(e) = std::thread::Builder::new()
+            .name("simdb-reopen".into())
+            .spawn(move || recovering.slot.reopen(&recovering))
+        {
+            eprintln!("simdb: cannot start the store's recovery: {e}");
+            self.state().running = false;
+        }
+    }
+
+    /// Closes the store and opens it again, as the type says.
+    fn reopen(&self, app: &App) {
+        use std::sync::atomic::Ordering;
+        let note = |failure: Option<String>| {
+            *app.storage_failure
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()) = failure;
+        };
+        while !self.stopping.load(Ordering::SeqCst) {
+            if let Some(old) = self.current() {
+                self.set(None);
+                // Requests that hold the old handle end first (bounded: a
+                // write holds it for a chunk, a query for its answer).
+                let deadline = Instant::now() + Duration::from_secs(60);
+                while Arc::strong_count(&old) > 1 && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                if Arc::strong_count(&old) > 1 {
+                    eprintln!("simdb: the store is still in use after 60 s; trying again later");
+                    self.set(Some(old));
+                    std::thread::sleep(REOPEN_AFTER);
+                    continue;
+                }
+                drop(old);
+            }
+            match Db::open_tuned(&self.path, crate::Access::ReadWrite, self.tuning) {
+                Ok(mut db) => {
+                    db.set_parallel_queries(false);
+                    self.set(Some(Arc::new(db)));
+                    note(None);
+                    eprintln!("simdb: reopened the store after a storage error; writes go on");
+                    break;
+                }
+                Err(e) => {
+                    eprintln!(
+                        "simdb: cannot reopen the store for writing ({e}); serving it read-only \
+                         meanwhile, trying again in {} s",
+                        REOPEN_AFTER.as_secs()
+                    );
+                    note(Some(format!(
+                        "the store cannot be opened for writing: {}",
+                        without_paths(&e.to_string())
+                    )));
+                    match Db::open_tuned(&self.path, crate::Access::ReadOnly, self.tuning) {
+                        Ok(mut db) => {
+                            db.set_parallel_queries(false);
+                            self.set(Some(Arc::new(db)));
+                        }
+                        Err(e) => eprintln!("simdb: cannot open the store read-only either: {e}"),
+                    }
+                    std::thread::sleep(REOPEN_AFTER);
+                }
+            }
+        }
+        let mut st = self.state();
+        st.running = false;
+        st.failing_since = None;
+    }
 }
 
 impl listen::ConnectionEvents for App {
@@ -273,7 +434,8 @@ async fn shutdown_signal() {
 
 /// What the handlers share.
 struct App {
-    db: Db,
+    /// The store (see [`Slot`]).
+    slot: Slot,
     config: Config,
     metrics: Metrics,
     /// Fingerprints write requests (the global rayon pool serves queries).
@@ -775,9 +937,11 @@ async fn write_documents(
         k,
         policy,
         sync: p.sync,
-        min_similarity: p
-            .min_similarity
-            .unwrap_or_else(|| app.db.default_min_similarity()),
+        min_similarity: p.min_similarity.unwrap_or_else(|| {
+            app.slot
+                .current()
+                .map_or(db::DEFAULT_MIN_SIMILARITY, |d| d.default_min_similarity())
+        }),
         probe_budget,
         max_duplicates,
         ..ingest::Options::default()
@@ -798,11 +962,12 @@ impl App {
         docs: Vec<ingest::Doc>,
         opts: &ingest::Options,
     ) -> std::result::Result<Value, ApiError> {
+        let db = self.writable()?;
         // A document that cannot be analysed (beyond having no features)
         // refuses the request before anything is written.
         let analyses = self
             .pool
-            .install(|| ingest::analyze_all(self.db.fingerprinter(), &docs))
+            .install(|| ingest::analyze_all(db.fingerprinter(), &docs))
             .map_err(|(i, e)| {
                 let mut err =
                     ApiError::from(Error::Input(format!("document {:?}: {e}", docs[i].id)));
@@ -818,7 +983,7 @@ impl App {
             "short",
         ];
         let mut counts = [0u64; 6];
-        let written = ingest::place_in_chunks(&self.db, &docs, analyses, opts).map_err(|i| {
+        let written = ingest::place_in_chunks(&db, &docs, analyses, opts).map_err(|i| {
             let mut err = ApiError::from(i.error);
             err.message = format!(
                 "{} (the first {} documents of the request were written, in atomic chunks)",
@@ -856,17 +1021,14 @@ impl App {
     }
 
     /// The query of `spec` and, with `explain`, its weighted terms.
-    fn build_query(&self, spec: &QuerySpec) -> Result<(Query, Option<Terms>)> {
+    fn build_query(&self, db: &Db, spec: &QuerySpec) -> Result<(Query, Option<Terms>)> {
         let (base, terms) = match &spec.subject {
-            Subject::Text(t) => (
-                self.db.text_query(t)?,
-                spec.explain.then(|| self.db.text_terms(t)),
-            ),
+            Subject::Text(t) => (db.text_query(t)?, spec.explain.then(|| db.text_terms(t))),
             Subject::Fingerprint(fp) => (Query::new(*fp), spec.explain.then(Vec::new)),
             Subject::Id(id) => {
-                let q = self.db.id_query(id)?;
+                let q = db.id_query(id)?;
                 let terms = match spec.explain {
-                    true => self.db.get(id)?.map(|r| self.db.record_terms(&r)),
+                    true => db.get(id)?.map(|r| db.record_terms(&r)),
                     false => None,
                 };
                 (q, terms)
@@ -878,44 +1040,51 @@ impl App {
             min_similarity: spec.min_similarity,
             limit: spec.limit,
         };
-        Ok((self.db.with_options(base, &o)?, terms))
+        Ok((db.with_options(base, &o)?, terms))
     }
 
     /// `simdb query --json`'s answer to one query.
-    fn render(&self, q: &Query, terms: Option<Terms>, hits: &[crate::Hit]) -> Result<Value> {
+    fn render(
+        &self,
+        db: &Db,
+        q: &Query,
+        terms: Option<Terms>,
+        hits: &[crate::Hit],
+    ) -> Result<Value> {
         Ok(match terms {
             Some(terms) => json!({
                 "fingerprint": q.fingerprint,
                 "query_terms": terms.iter().take(crate::fingerprint::TOP_TERMS).collect::<Vec<_>>(),
-                "hits": self.db.explain(&terms, hits)?,
+                "hits": db.explain(&terms, hits)?,
             }),
             None => json!({"fingerprint": q.fingerprint, "hits": hits}),
         })
     }
 
-    fn answer_one(&self, spec: &QuerySpec) -> Result<Value> {
-        let (q, terms) = self.build_query(spec)?;
-        let hits = self.db.search(&q)?;
-        self.render(&q, terms, &hits)
+    fn answer_one(&self, db: &Db, spec: &QuerySpec) -> Result<Value> {
+        let (q, terms) = self.build_query(db, spec)?;
+        let hits = db.search(&q)?;
+        self.render(db, &q, terms, &hits)
     }
 
     /// Answers of a batch, in order; a query that cannot be answered has
     /// `{"error"}` in its place. Queries without `explain` share one pass
     /// over the index ([`Db::search_many`]).
     fn answer_batch(&self, specs: &[QuerySpec]) -> std::result::Result<Value, ApiError> {
+        let db = self.db()?;
         let built: Vec<Result<(Query, Option<Terms>)>> =
-            specs.iter().map(|s| self.build_query(s)).collect();
+            specs.iter().map(|s| self.build_query(&db, s)).collect();
         let qs: Vec<Query> = built
             .iter()
             .filter_map(|b| b.as_ref().ok().map(|(q, _)| q.clone()))
             .collect();
-        let mut answers = self.db.search_many(&qs)?.into_iter();
+        let mut answers = db.search_many(&qs)?.into_iter();
         let mut results = Vec::with_capacity(specs.len());
         for b in built {
             results.push(match b {
                 Ok((q, terms)) => {
                     let hits = answers.next().unwrap_or_default();
-                    self.render(&q, terms, &hits)?
+                    self.render(&db, &q, terms, &hits)?
                 }
                 Err(e) => {
                     let e = ApiError::from(e);
@@ -972,15 +1141,20 @@ async fn query(State(app): State<Shared>, RawQuery(q): RawQuery, body: Body) -> 
         return Err(ApiError::new(StatusCode::BAD_REQUEST, None, "no query"));
     };
     let v = if size <= INLINE_BODY {
-        app.answer_one(&spec).map_err(|e| field(e, &spec))?
+        let db = app.db()?;
+        app.answer_one(&db, &spec).map_err(|e| field(e, &spec))?
     } else {
-        blocking(move || app.answer_one(&spec).map_err(|e| field(e, &spec))).await?
+        blocking(move || {
+            let db = app.db()?;
+            app.answer_one(&db, &spec).map_err(|e| field(e, &spec))
+        })
+        .await?
     };
     json_answer(v)
 }
 
 async fn get_document(State(app): State<Shared>, id: String) -> Answer {
-    match app.db.document(&id)? {
+    match app.db()?.document(&id)? {
         Some(d) => json_answer(json!(d)),
         None => Err(Error::NotFound { id }.into()),
     }
@@ -989,7 +1163,8 @@ async fn get_document(State(app): State<Shared>, id: String) -> Answer {
 async fn delete_document(State(app): State<Shared>, RawQuery(q): RawQuery, id: String) -> Answer {
     let p = api::parse_params(q.as_deref(), &["sync"])?;
     let v = blocking(move || {
-        let mut w = app.db.shared_writer()?;
+        let db = app.writable()?;
+        let mut w = db.shared_writer()?;
         w.set_sync(p.sync);
         if !w.delete(&id)? {
             return Err(Error::NotFound { id }.into());
@@ -1020,13 +1195,13 @@ async fn stats(State(app): State<Shared>) -> Answer {
             .as_ref()
             .is_some_and(|(at, _)| at.elapsed() < STATS_REFRESH);
         if !fresh {
-            *cache = Some((Instant::now(), json!(app.db.stats()?)));
+            *cache = Some((Instant::now(), json!(app.db()?.stats()?)));
         }
         let Some((at, mut v)) = cache.clone() else {
             unreachable!("set above")
         };
         drop(cache);
-        v["documents"] = json!(app.db.len()?);
+        v["documents"] = json!(app.db()?.len()?);
         v["buckets_age_seconds"] = json!(at.elapsed().as_secs());
         Ok(v)
     })
@@ -1040,20 +1215,29 @@ async fn health(State(app): State<Shared>) -> Answer {
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
         .clone();
-    let documents = app.db.len()?;
-    let background_errors = app.db.background_errors();
-    match failure {
-        None => json_answer(json!({
+    let db = app.slot.current();
+    let documents = db.as_ref().map(|d| d.len()).transpose()?;
+    let background_errors = db.as_ref().map(|d| d.background_errors());
+    let read_only = db
+        .as_ref()
+        .is_some_and(|d| d.access() == crate::Access::ReadOnly);
+    match (failure, db.is_some() && !read_only) {
+        (None, true) => json_answer(json!({
             "status": "ok",
             "documents": documents,
             "background_errors": background_errors,
             "version": env!("CARGO_PKG_VERSION"),
         })),
-        Some(error) => Ok((
+        (failure, _) => Ok((
             StatusCode::SERVICE_UNAVAILABLE,
             axum::Json(json!({
                 "status": "unhealthy",
-                "error": error,
+                "error": failure.unwrap_or_else(|| "the store is being reopened".into()),
+                "store": match (db.is_some(), read_only) {
+                    (false, _) => "reopening",
+                    (true, true) => "read-only (reopening for writes)",
+                    (true, false) => "open",
+                },
                 "documents": documents,
                 "background_errors": background_errors,
                 "version": env!("CARGO_PKG_VERSION"),
@@ -1066,25 +1250,58 @@ async fn health(State(app): State<Shared>) -> Answer {
 impl App {
     /// Remembers whether a write failed on the server's side (a storage
     /// error: `/health` turns unhealthy) or succeeded (healthy again).
-    fn note_write<T>(&self, r: &std::result::Result<T, ApiError>) {
+    fn note_write<T>(self: &Arc<Self>, r: &std::result::Result<T, ApiError>) {
         let mut failure = self
             .storage_failure
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         match r {
-            Ok(_) => *failure = None,
-            Err(e) if e.status.is_server_error() => *failure = Some(e.message.clone()),
+            Ok(_) => {
+                *failure = None;
+                self.slot.healthy();
+            }
+            // The store is being reopened: nothing new.
+            Err(e) if e.status == StatusCode::SERVICE_UNAVAILABLE => {}
+            Err(e) if e.status.is_server_error() => {
+                *failure = Some(e.message.clone());
+                drop(failure);
+                self.slot.failed(self);
+            }
             Err(_) => {}
         }
+    }
+
+    /// The store, or 503 while it is reopened.
+    fn db(&self) -> std::result::Result<Arc<Db>, ApiError> {
+        self.slot.current().ok_or_else(|| {
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                None,
+                "the store is being reopened after a storage error (see /health); try again shortly",
+            )
+        })
+    }
+
+    /// The store for a write, or 503 while it is reopened or read-only.
+    fn writable(&self) -> std::result::Result<Arc<Db>, ApiError> {
+        let db = self.db()?;
+        if db.access() != crate::Access::ReadWrite {
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                None,
+                "the store is read-only after a storage error while it is reopened for writes \
+                 (see /health); try again shortly",
+            ));
+        }
+        Ok(db)
     }
 }
 
 async fn metrics_text(State(app): State<Shared>) -> Answer {
     let text = blocking(move || {
-        let docs = app.db.len()?;
-        Ok(app
-            .metrics
-            .encode(docs, app.db.bytes_on_disk(), app.db.wal_syncs()))
+        let db = app.db()?;
+        let docs = db.len()?;
+        Ok(app.metrics.encode(docs, db.bytes_on_disk(), db.wal_syncs()))
     })
     .await?;
     Ok((

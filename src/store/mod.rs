@@ -175,6 +175,8 @@ pub struct Store {
     /// Write-ahead log syncs asked for (synced writes and
     /// [`Store::sync_wal`]).
     wal_syncs: std::sync::atomic::AtomicU64,
+    /// The memory knobs it was opened with.
+    tuning: Tuning,
 }
 
 /// What a store handle has read since it was opened: the work of its
@@ -394,6 +396,7 @@ impl Store {
             heads: Default::default(),
             reads: Default::default(),
             wal_syncs: Default::default(),
+            tuning,
         };
         let meta = store.cf(META);
         let mut b = Batch::default();
@@ -498,6 +501,7 @@ impl Store {
             heads: Default::default(),
             reads: Default::default(),
             wal_syncs: Default::default(),
+            tuning,
         };
         let meta = store.cf(META);
         match store.db.get_cf(meta, MAGIC_KEY)? {
@@ -703,6 +707,11 @@ impl Store {
         self.db.flush_wal(true)?;
         ReadCounts::add(&self.wal_syncs, 1);
         Ok(())
+    }
+
+    /// The memory knobs the store was opened with.
+    pub fn tuning(&self) -> Tuning {
+        self.tuning
     }
 
     /// Write-ahead log syncs since the store was opened.
