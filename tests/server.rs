@@ -1209,7 +1209,15 @@ fn regression_24_the_service_recovers_from_a_storage_failure() {
     let (st, _) = s.post("/documents", &batch(0));
     assert_eq!(st, 200);
     acked += 4000;
+    /// Makes the directory mutable again however the test ends.
+    struct Mutable(std::path::PathBuf);
+    impl Drop for Mutable {
+        fn drop(&mut self) {
+            let _ = Command::new("chattr").arg("-i").arg(&self.0).output();
+        }
+    }
     assert!(chattr("+i"));
+    let mutable = Mutable(dir.clone());
     // Writes until one fails (a memtable switch or flush needs a new file).
     let mut failed = false;
     for b in 1..80 {
@@ -1223,13 +1231,10 @@ fn regression_24_the_service_recovers_from_a_storage_failure() {
             other => panic!("{other}: {v}"),
         }
     }
-    if !failed {
-        chattr("-i");
-        panic!("no write failed with the directory immutable");
-    }
+    assert!(failed, "no write failed with the directory immutable");
     let (st, h) = s.call("GET", "/health", None);
     assert_eq!((st, &h["status"]), (503, &json!("unhealthy")), "{h}");
-    chattr("-i");
+    drop(mutable);
     // Writes keep failing until the store is reopened (after 5 s of
     // failures); then they go on.
     let started = Instant::now();
