@@ -48,6 +48,7 @@ pub mod import;
 pub mod index;
 pub mod ingest;
 pub mod plot;
+#[cfg(feature = "server")]
 pub mod server;
 mod store;
 

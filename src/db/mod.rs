@@ -6,6 +6,7 @@ use std::path::Path;
 mod admin;
 mod check;
 pub mod clusters;
+#[cfg(feature = "parquet")]
 pub mod export;
 pub mod limits;
 mod pairs;

@@ -452,6 +452,7 @@ pub fn expand_inputs(paths: &[PathBuf], partial: bool) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
+#[cfg(feature = "parquet")]
 /// Reads the `id` and `fingerprint` (INT64: the u64's bits, as `simdb
 /// export --parquet` writes it; or UINT64) columns of a Parquet file;
 /// other columns are not read. An id column may be any Arrow string
@@ -563,6 +564,7 @@ fn read_parquet(path: &Path, restore: bool, mut f: impl FnMut(Parsed) -> Result<
     Ok(())
 }
 
+#[cfg(feature = "parquet")]
 /// The columns of a simdb export besides id and fingerprint, all restored.
 const RESTORED_COLUMNS: [&str; 11] = [
     "sketch",
@@ -578,6 +580,7 @@ const RESTORED_COLUMNS: [&str; 11] = [
     "weak_bits",
 ];
 
+#[cfg(feature = "parquet")]
 /// Row `i` of a simdb export's `batch` as the record it was (fingerprint
 /// `fp`) and its cluster.
 fn restored_row(
@@ -688,6 +691,7 @@ fn restored_row(
     })
 }
 
+#[cfg(feature = "parquet")]
 /// The recipe and threshold a simdb export states in its key-value
 /// metadata, if `path` is one (a Parquet file that `simdb export` wrote).
 pub fn export_metadata(path: &Path) -> Result<Option<(Recipe, Option<f64>)>> {
@@ -717,6 +721,13 @@ pub fn export_metadata(path: &Path) -> Result<Option<(Recipe, Option<f64>)>> {
     Ok(Some((recipe, threshold)))
 }
 
+/// Without the `parquet` feature no file is read as an export.
+#[cfg(not(feature = "parquet"))]
+pub fn export_metadata(_path: &Path) -> Result<Option<(Recipe, Option<f64>)>> {
+    Ok(None)
+}
+
+#[cfg(feature = "parquet")]
 /// The values of an id column as strings (`None` for nulls); see
 /// [`read_parquet`] for the types taken.
 fn id_strings(col: &dyn arrow_array::Array) -> std::result::Result<Vec<Option<String>>, String> {
@@ -789,7 +800,16 @@ fn id_strings(col: &dyn arrow_array::Array) -> std::result::Result<Vec<Option<St
 /// Reads every record of one input, calling `f` for each.
 fn read_input(path: &Path, restore: bool, mut f: impl FnMut(Parsed) -> Result<()>) -> Result<()> {
     if is_parquet(path)? {
+        #[cfg(feature = "parquet")]
         return read_parquet(path, restore, f);
+        #[cfg(not(feature = "parquet"))]
+        {
+            let _ = restore;
+            return Err(Error::Input(format!(
+                "{}: Parquet input needs simdb built with the `parquet` feature",
+                path.display()
+            )));
+        }
     }
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let mut r = BufReader::with_capacity(1 << 20, file);
