@@ -11,8 +11,8 @@ use crate::fingerprint::MAX_EXACT_K;
 pub struct Explanation {
     pub id: String,
     pub distance: u32,
-    /// Estimated Jaccard similarity of word 3-shingles, when both sides
-    /// have a sketch.
+    /// Estimated Jaccard similarity of the two sides' shingles (see
+    /// `fingerprint::sketch`), when both sides have a sketch.
     pub similarity: Option<f64>,
     /// The document's stored top terms that the query also has, with the
     /// query's weight, heaviest first.

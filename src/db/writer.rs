@@ -445,11 +445,6 @@ impl Writer<'_> {
         self.clusters.changes()
     }
 
-    /// Number of writes pending.
-    pub fn pending(&self) -> usize {
-        self.ops
-    }
-
     /// Writes the batch atomically and starts a new one.
     pub fn commit(&mut self) -> Result<()> {
         if self.ops == 0 {

@@ -1,21 +1,28 @@
-//! The verification sketch: a 32-byte b-bit MinHash of a document's word
-//! 3-shingles, stored with each record and compared before a candidate is
+//! The verification sketch: a 32-byte b-bit MinHash of a document's
+//! shingles, stored with each record and compared before a candidate is
 //! reported.
 //!
 //! Simhash says two weighted term vectors point the same way; articles on
 //! one subject can do that without sharing a sentence. The sketch estimates
-//! the Jaccard similarity of the two documents' sets of word 3-shingles
-//! (three consecutive non-stop terms), which is high only for text copied
-//! with edits.
+//! the Jaccard similarity of the two documents' sets of shingles, which is
+//! high only for text copied with edits. The recipe names the shingles
+//! (`SketchKind`): new stores use **character 4-grams of the letters and
+//! digits** ([`Sketch::of_chars`]: an edited character touches 4 shingles,
+//! punctuation and spacing none); stores made before record version 3 use
+//! word 3-shingles ([`Sketch::of_terms`]).
 //!
 //! # Definition (stable: stored sketches depend on it)
 //!
-//! 1. Terms: the recipe's term sequence (normalised, segmented, stop words
-//!    dropped). Each term is hashed with xxh3-64 (seed 0) of its UTF-8 bytes.
-//! 2. Shingles: for `n >= 3` terms, the `n - 2` windows of three terms, each
-//!    hashed as `fmix64(h1 ^ h2.rotate_left(21) ^ h3.rotate_left(42))`; for
-//!    one or two terms, the terms themselves (`fmix64(h)`). No terms, no
-//!    sketch.
+//! 1. Shingles, character 4-grams (the default): the normalised text's
+//!    letters and digits, every other character left out; each window of 4
+//!    of them hashed with xxh3-64 (seed 0) of its UTF-8 bytes; fewer than 4
+//!    such characters are one shingle of all of them; none, no sketch.
+//! 2. Shingles, word 3-shingles (older stores): the recipe's term sequence
+//!    (normalised, segmented, stop words dropped), each term hashed with
+//!    xxh3-64 (seed 0); for `n >= 3` terms, the `n - 2` windows of three
+//!    terms, each hashed as `fmix64(h1 ^ h2.rotate_left(21) ^
+//!    h3.rotate_left(42))`; for one or two terms, the terms themselves
+//!    (`fmix64(h)`). No terms, no sketch.
 //! 3. One-permutation MinHash with 128 bins: a shingle hash `s` falls in bin
 //!    `s >> 57` with value `s & (2^57 - 1)`; each bin keeps its smallest
 //!    value. Empty bins (sets smaller than ~500 shingles have some) are
@@ -36,7 +43,8 @@ pub const BITS: usize = 2;
 /// Size of a sketch in bytes.
 pub const SKETCH_BYTES: usize = BINS * BITS / 8;
 
-/// A b-bit MinHash sketch of a document's word 3-shingles.
+/// A b-bit MinHash sketch of a document's shingles (character 4-grams in
+/// new stores, word 3-shingles in older ones: see the module docs).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Sketch(pub [u8; SKETCH_BYTES]);
 

@@ -15,7 +15,6 @@
 
 use serde_json::{Map, Value};
 
-use crate::db::Content;
 use crate::fingerprint::{self, Fingerprint};
 use crate::ingest::read::{doc_from_value, Doc};
 
@@ -542,18 +541,10 @@ pub fn parse_params(query: Option<&str>, allowed: &[&str]) -> Parsed<Params> {
     Ok(p)
 }
 
-/// A document's content as the service echoes it: nothing of the text.
-pub fn content_kind(c: &Content) -> &'static str {
-    match c {
-        Content::Text(_) => "text",
-        Content::Features(_) => "features",
-        Content::Fingerprint(_) => "fingerprint",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::db::Content;
     use proptest::prelude::*;
 
     #[test]
