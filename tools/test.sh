@@ -2,14 +2,18 @@
 # The test command: installs build prerequisites if missing, then runs the
 # whole test suite in the release profile (the same profile as the example,
 # so RocksDB's C++ is compiled once), then the Python package's tests
-# (tools/python.sh: a venv with maturin, numpy and pytest; SIMDB_SKIP_PYTHON=1
-# leaves them out), then the Spark job's (tools/spark.sh; SIMDB_SKIP_SPARK=1).
+# (tools/python.sh: a venv with maturin, numpy and pytest; then the wheel,
+# tools/wheel.sh test; SIMDB_SKIP_PYTHON=1 leaves both out), then the Spark
+# job's (tools/spark.sh; SIMDB_SKIP_SPARK=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
 cargo test --release --locked "$@"
 if [ -z "${SIMDB_SKIP_PYTHON:-}" ]; then
     bash tools/python.sh
+    # The wheel: built abi3 + manylinux, installed into a fresh venv with
+    # no Rust toolchain on PATH, and used there.
+    bash tools/wheel.sh test
 fi
 # The Spark job's tests (tools/spark.sh: OpenJDK 17 from apt, PySpark from
 # PyPI; skipped with the reason when they cannot be installed;
