@@ -197,10 +197,8 @@ impl Db {
         let mut db = Db::with_store(path, store, recipe)?;
         let rep = db.repair()?;
         db.store.flush()?;
-        db.store.put_meta(
-            store::FORMAT_VERSION_KEY,
-            &store::FORMAT_VERSION.to_be_bytes(),
-        )?;
+        let (k, v) = store::schema::format_version_entry(store::FORMAT_VERSION);
+        db.store.put_meta(k, &v)?;
         Ok(MigrateReport {
             from: version,
             to: store::FORMAT_VERSION,

@@ -105,20 +105,30 @@ impl ClusterState {
     }
 
     fn set_membership(&mut self, store: &Store, b: &mut Batch, id: &str, cid: Option<u64>) {
-        let v = cid.map(u64::to_be_bytes);
-        store.put_cluster_raw(b, &schema::membership_key(id), v.as_ref().map(|v| &v[..]));
+        match cid {
+            Some(cid) => {
+                let (k, v) = schema::membership_entry(id, cid);
+                store.put_cluster_raw(b, &k, Some(&v));
+            }
+            None => store.put_cluster_raw(b, &schema::membership_key(id), None),
+        }
         self.membership.insert(id.to_string(), cid);
     }
 
     fn set_size(&mut self, store: &Store, b: &mut Batch, cid: u64, size: u64) {
-        let v = size.to_be_bytes();
-        let v = (size > 0).then_some(&v[..]);
-        store.put_cluster_raw(b, &schema::size_key(cid), v);
+        let (k, v) = schema::size_entry(cid, size);
+        store.put_cluster_raw(b, &k, (size > 0).then_some(&v[..]));
         self.sizes.insert(cid, size);
     }
 
     fn put_member(&mut self, store: &Store, b: &mut Batch, cid: u64, rank: Rank, id: Option<&str>) {
-        store.put_cluster_raw(b, &schema::member_key(cid, rank), id.map(str::as_bytes));
+        match id {
+            Some(id) => {
+                let (k, v) = schema::member_entry(cid, rank, id);
+                store.put_cluster_raw(b, &k, Some(&v));
+            }
+            None => store.put_cluster_raw(b, &schema::member_key(cid, rank), None),
+        }
         self.members
             .entry(cid)
             .or_default()
@@ -499,20 +509,13 @@ impl Db {
                 continue;
             };
             for (r, m) in &ranked {
-                self.store.put_cluster_raw(
-                    &mut b,
-                    &schema::member_key(cid, *r),
-                    Some(m.as_bytes()),
-                );
-                self.store.put_cluster_raw(
-                    &mut b,
-                    &schema::membership_key(m),
-                    Some(&cid.to_be_bytes()),
-                );
+                let (k, v) = schema::member_entry(cid, *r, m);
+                self.store.put_cluster_raw(&mut b, &k, Some(&v));
+                let (k, v) = schema::membership_entry(m, cid);
+                self.store.put_cluster_raw(&mut b, &k, Some(&v));
             }
-            let size = ranked.len() as u64;
-            self.store
-                .put_cluster_raw(&mut b, &schema::size_key(cid), Some(&size.to_be_bytes()));
+            let (k, v) = schema::size_entry(cid, ranked.len() as u64);
+            self.store.put_cluster_raw(&mut b, &k, Some(&v));
             n += 1;
             writes += ranked.len();
             if writes >= 50_000 {

@@ -1239,25 +1239,16 @@ fn build(
     for (i, files) in block_files.into_iter().enumerate() {
         families.push((store::BLOCK_FAMILIES[i], files));
     }
-    let count = (
-        store::DOC_COUNT_KEY.to_vec(),
-        documents.to_be_bytes().to_vec(),
-    );
+    let count = store::schema::MetaU64::DocCount.owned_entry(documents);
     // Positions count records from 1; the documents are stamped `now`
     // (restored ones keep their ords and times).
     let (next_ord, clock) = match restore {
         true => (restoration.next_ord.max(1), restoration.clock),
         false => (summary.records + 1, now),
     };
-    let next_ord = (
-        store::NEXT_ORD_KEY.to_vec(),
-        next_ord.to_be_bytes().to_vec(),
-    );
-    let clock = (store::CLOCK_KEY.to_vec(), clock.to_be_bytes().to_vec());
-    let short = (
-        store::SHORT_COUNT_KEY.to_vec(),
-        restoration.short.to_be_bytes().to_vec(),
-    );
+    let next_ord = store::schema::MetaU64::NextOrd.owned_entry(next_ord);
+    let clock = store::schema::MetaU64::Clock.owned_entry(clock);
+    let short = store::schema::MetaU64::ShortCount.owned_entry(restoration.short);
     staging.finish(
         &opts.recipe,
         opts.tuning,
@@ -1289,7 +1280,7 @@ fn restored_clusters(
     sorted: impl Iterator<Item = io::Result<ByCluster>>,
     done: &mut Restoration,
 ) -> Result<Vec<PathBuf>> {
-    use store::schema::{member_key, membership_key, size_key, Rank};
+    use store::schema::{member_entry, membership_entry, size_entry, Rank};
     let budget = opts.memory_bytes;
     let sizes_path = tmp.join("sizes.bin");
     let mut sizes =
@@ -1342,7 +1333,8 @@ fn restored_clusters(
             }) {
                 failed = Some(Error::io(tmp, e));
             }
-            ready.push_back((member_key(cid, rank).to_vec(), m.id.into_bytes()));
+            let (k, v) = member_entry(cid, rank, &m.id);
+            ready.push_back((k.to_vec(), v));
         }
     });
     let mut files = store::write_ssts(
@@ -1364,7 +1356,10 @@ fn restored_clusters(
             Err(e) => return Some(Err(Error::io(tmp, e))),
         };
         match read_array::<8>(&mut r) {
-            Ok(Some(n)) => Some(Ok((size_key(cid).to_vec(), n.to_vec()))),
+            Ok(Some(n)) => {
+                let (k, v) = size_entry(cid, u64::from_be_bytes(n));
+                Some(Ok((k.to_vec(), v.to_vec())))
+            }
             Ok(None) => Some(Err(Error::io(tmp, io::ErrorKind::UnexpectedEof.into()))),
             Err(e) => Some(Err(Error::io(tmp, e))),
         }
@@ -1384,7 +1379,8 @@ fn restored_clusters(
         opts.sst_file_bytes,
         sorted.map(|m| {
             let m = m.map_err(|e| Error::io(tmp, e))?;
-            Ok((membership_key(&m.id), m.cid.to_be_bytes().to_vec()))
+            let (k, v) = membership_entry(&m.id, m.cid);
+            Ok((k, v.to_vec()))
         }),
     )?);
     Ok(files)

@@ -5,7 +5,7 @@ use rocksdb::{Direction, IteratorMode, ReadOptions};
 
 use super::query::read_at;
 use super::schema::{self, Rank};
-use super::{codec, Batch, Snapshot, Store, CLOCK_KEY, CLUSTERS, DOCS, META, NEXT_ORD_KEY};
+use super::{codec, Batch, Snapshot, Store, CLUSTERS, DOCS, META};
 use crate::error::{Error, Result};
 
 impl Store {
@@ -177,19 +177,26 @@ impl Store {
     /// The ingest order's meta values: the next ord and the clock (both 0
     /// when absent).
     pub fn ord_state(&self) -> Result<(u64, u64)> {
-        let read = |key: &[u8]| -> Result<u64> {
-            match self.db.get_cf(self.cf(META), key)? {
+        let read = |m: schema::MetaU64| -> Result<u64> {
+            match self.db.get_cf(self.cf(META), m.key())? {
                 None => Ok(0),
-                Some(v) => schema::decode_u64(&v).map_err(|r| Error::corrupt(META, key, r)),
+                Some(v) => m.decode(&v).map_err(|r| Error::corrupt(META, m.key(), r)),
             }
         };
-        Ok((read(NEXT_ORD_KEY)?, read(CLOCK_KEY)?))
+        Ok((
+            read(schema::MetaU64::NextOrd)?,
+            read(schema::MetaU64::Clock)?,
+        ))
     }
 
     /// Sets the ingest order's meta values in `b`.
     pub fn put_ord_state(&self, b: &mut Batch, next_ord: u64, clock: u64) {
-        b.0.put_cf(self.cf(META), NEXT_ORD_KEY, next_ord.to_be_bytes());
-        b.0.put_cf(self.cf(META), CLOCK_KEY, clock.to_be_bytes());
+        for (k, v) in [
+            schema::MetaU64::NextOrd.entry(next_ord),
+            schema::MetaU64::Clock.entry(clock),
+        ] {
+            b.0.put_cf(self.cf(META), k, v);
+        }
     }
 
     /// Makes the clusters family if the store has none (stores before

@@ -401,10 +401,12 @@ impl Store {
         let meta = store.cf(META);
         let mut b = Batch::default();
         b.0.put_cf(meta, MAGIC_KEY, MAGIC);
-        b.0.put_cf(meta, FORMAT_VERSION_KEY, FORMAT_VERSION.to_be_bytes());
+        let (k, v) = schema::format_version_entry(FORMAT_VERSION);
+        b.0.put_cf(meta, k, v);
         let json = serde_json::to_vec(recipe).map_err(|e| Error::Input(e.to_string()))?;
         b.0.put_cf(meta, RECIPE_KEY, json);
-        b.0.put_cf(meta, DOC_COUNT_KEY, 0u64.to_be_bytes());
+        let (k, v) = schema::MetaU64::DocCount.entry(0);
+        b.0.put_cf(meta, k, v);
         for (k, v) in extra {
             b.0.put_cf(meta, k, v);
         }
@@ -634,15 +636,16 @@ impl Store {
     pub fn short_count(&self) -> Result<u64> {
         match self.db.get_cf(self.cf(META), SHORT_COUNT_KEY)? {
             None => Ok(0),
-            Some(v) => {
-                codec::decode_doc_count(&v).map_err(|r| Error::corrupt(META, SHORT_COUNT_KEY, r))
-            }
+            Some(v) => schema::MetaU64::ShortCount
+                .decode(&v)
+                .map_err(|r| Error::corrupt(META, SHORT_COUNT_KEY, r)),
         }
     }
 
     /// Sets the short-document count in `b`.
     pub fn put_short_count(&self, b: &mut Batch, n: u64) {
-        b.0.put_cf(self.cf(META), SHORT_COUNT_KEY, n.to_be_bytes());
+        let (k, v) = schema::MetaU64::ShortCount.entry(n);
+        b.0.put_cf(self.cf(META), k, v);
     }
 
     /// The document count kept in meta.
@@ -651,7 +654,9 @@ impl Store {
             .db
             .get_cf(self.cf(META), DOC_COUNT_KEY)?
             .ok_or_else(|| Error::corrupt(META, DOC_COUNT_KEY, "missing"))?;
-        codec::decode_doc_count(&v).map_err(|r| Error::corrupt(META, DOC_COUNT_KEY, r))
+        schema::MetaU64::DocCount
+            .decode(&v)
+            .map_err(|r| Error::corrupt(META, DOC_COUNT_KEY, r))
     }
 
     /// Adds a rewrite of document `id`'s record alone to `b` (its
@@ -687,7 +692,8 @@ impl Store {
 
     /// Sets the document count in `batch`.
     pub fn put_doc_count(&self, b: &mut Batch, n: u64) {
-        b.0.put_cf(self.cf(META), DOC_COUNT_KEY, n.to_be_bytes());
+        let (k, v) = schema::MetaU64::DocCount.entry(n);
+        b.0.put_cf(self.cf(META), k, v);
     }
 
     /// Writes `batch` atomically across families.

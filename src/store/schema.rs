@@ -140,7 +140,72 @@ pub fn size_key(cid: u64) -> [u8; 9] {
     k
 }
 
-/// A u64 BE value (a cluster id or size); `Err` carries the reason.
+/// The `d` entry: document `id` is in cluster `cid` (id → cid, u64 BE).
+pub fn membership_entry(id: &str, cid: u64) -> (Vec<u8>, [u8; 8]) {
+    (membership_key(id), cid.to_be_bytes())
+}
+
+/// The `m` entry: the member of rank `rank` of cluster `cid` is `id`
+/// (`m` ‖ cid ‖ rank → the id's UTF-8 bytes).
+pub fn member_entry(cid: u64, rank: Rank, id: &str) -> ([u8; 25], Vec<u8>) {
+    (member_key(cid, rank), id.as_bytes().to_vec())
+}
+
+/// The `s` entry: cluster `cid` has `size` members (u64 BE).
+pub fn size_entry(cid: u64, size: u64) -> ([u8; 9], [u8; 8]) {
+    (size_key(cid), size.to_be_bytes())
+}
+
+/// The meta entries whose value is one u64, big-endian.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetaU64 {
+    /// Documents in the store.
+    DocCount,
+    /// Of them, the short ones.
+    ShortCount,
+    /// The ord the next written document takes.
+    NextOrd,
+    /// The latest `ingested_at` written.
+    Clock,
+}
+
+impl MetaU64 {
+    /// Its key in the `meta` family.
+    pub fn key(self) -> &'static [u8] {
+        match self {
+            MetaU64::DocCount => super::DOC_COUNT_KEY,
+            MetaU64::ShortCount => super::SHORT_COUNT_KEY,
+            MetaU64::NextOrd => super::NEXT_ORD_KEY,
+            MetaU64::Clock => super::CLOCK_KEY,
+        }
+    }
+
+    /// Its entry with value `v`.
+    pub fn entry(self, v: u64) -> (&'static [u8], [u8; 8]) {
+        (self.key(), v.to_be_bytes())
+    }
+
+    /// Its entry with value `v`, as owned bytes (for a list of entries).
+    pub fn owned_entry(self, v: u64) -> (Vec<u8>, Vec<u8>) {
+        (self.key().to_vec(), v.to_be_bytes().to_vec())
+    }
+
+    /// Its value; `Err` carries the reason.
+    pub fn decode(self, v: &[u8]) -> std::result::Result<u64, String> {
+        match self {
+            MetaU64::DocCount | MetaU64::ShortCount => codec::decode_doc_count(v),
+            MetaU64::NextOrd | MetaU64::Clock => decode_u64(v),
+        }
+    }
+}
+
+/// The meta entry of the format version (u32 BE).
+pub fn format_version_entry(version: u32) -> (&'static [u8], [u8; 4]) {
+    (super::FORMAT_VERSION_KEY, version.to_be_bytes())
+}
+
+/// A u64 BE value (a cluster id or size, a meta count); `Err` carries the
+/// reason.
 pub fn decode_u64(v: &[u8]) -> std::result::Result<u64, String> {
     let b: [u8; 8] = v
         .try_into()
@@ -171,6 +236,53 @@ pub fn decode_member_key(k: &[u8]) -> std::result::Result<(u64, Rank), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The bytes of every clusters-family and meta entry, pinned: a change
+    /// here is a change of the on-disk format.
+    #[test]
+    fn cluster_and_meta_entries_are_pinned() {
+        let rank = Rank {
+            priority_key: 0x0102_0304_0506_0708,
+            ord: 9,
+        };
+        assert_eq!(
+            membership_entry("ab", 0x0a0b),
+            (b"dab".to_vec(), [0, 0, 0, 0, 0, 0, 0x0a, 0x0b])
+        );
+        let (k, v) = member_entry(5, rank, "ab");
+        assert_eq!(
+            k,
+            [b'm', 0, 0, 0, 0, 0, 0, 0, 5, 1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 0, 0, 0, 0, 9]
+        );
+        assert_eq!(v, b"ab".to_vec());
+        assert_eq!(decode_member_key(&k[1..]), Ok((5, rank)));
+        assert_eq!(
+            size_entry(5, 3),
+            ([b's', 0, 0, 0, 0, 0, 0, 0, 5], [0, 0, 0, 0, 0, 0, 0, 3])
+        );
+        assert_eq!(
+            order_entry(7, "ab"),
+            ([b'o', 0, 0, 0, 0, 0, 0, 0, 7], b"ab".to_vec())
+        );
+        for (m, key) in [
+            (MetaU64::DocCount, &b"doc_count"[..]),
+            (MetaU64::ShortCount, b"short_count"),
+            (MetaU64::NextOrd, b"next_ord"),
+            (MetaU64::Clock, b"clock"),
+        ] {
+            assert_eq!(m.entry(0x0102), (key, [0, 0, 0, 0, 0, 0, 1, 2]));
+            assert_eq!(
+                m.owned_entry(3),
+                (key.to_vec(), vec![0, 0, 0, 0, 0, 0, 0, 3])
+            );
+            assert_eq!(m.decode(&[0, 0, 0, 0, 0, 0, 1, 2]), Ok(0x0102));
+            assert!(m.decode(&[1, 2]).is_err());
+        }
+        assert_eq!(
+            format_version_entry(5),
+            (&b"format_version"[..], [0, 0, 0, 5])
+        );
+    }
 
     #[test]
     fn entries_are_the_codecs_bytes() {
