@@ -400,11 +400,12 @@ impl Store {
         };
         let meta = store.cf(META);
         let mut b = Batch::default();
-        b.0.put_cf(meta, MAGIC_KEY, MAGIC);
+        let (k, v) = schema::magic_entry();
+        b.0.put_cf(meta, k, v);
         let (k, v) = schema::format_version_entry(FORMAT_VERSION);
         b.0.put_cf(meta, k, v);
-        let json = serde_json::to_vec(recipe).map_err(|e| Error::Input(e.to_string()))?;
-        b.0.put_cf(meta, RECIPE_KEY, json);
+        let (k, v) = schema::recipe_entry(recipe).map_err(Error::Input)?;
+        b.0.put_cf(meta, k, v);
         let (k, v) = schema::MetaU64::DocCount.entry(0);
         b.0.put_cf(meta, k, v);
         for (k, v) in extra {

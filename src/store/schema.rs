@@ -199,6 +199,20 @@ impl MetaU64 {
     }
 }
 
+/// The meta entry of the magic that marks a simdb store.
+pub fn magic_entry() -> (&'static [u8], &'static [u8]) {
+    (super::MAGIC_KEY, super::MAGIC)
+}
+
+/// The meta entry of the recipe: its JSON (decoded by
+/// [`codec::decode_recipe`]).
+pub fn recipe_entry(
+    recipe: &crate::fingerprint::Recipe,
+) -> std::result::Result<(&'static [u8], Vec<u8>), String> {
+    let json = serde_json::to_vec(recipe).map_err(|e| e.to_string())?;
+    Ok((super::RECIPE_KEY, json))
+}
+
 /// The meta entry of the format version (u32 BE).
 pub fn format_version_entry(version: u32) -> (&'static [u8], [u8; 4]) {
     (super::FORMAT_VERSION_KEY, version.to_be_bytes())
