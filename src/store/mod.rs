@@ -291,7 +291,8 @@ fn is_lock_message(s: &str) -> bool {
 /// The probe must not open `LOCK`: closing any descriptor of a file drops
 /// every POSIX lock the process holds on it, RocksDB's own included when
 /// this process is the writer. On Linux it reads `/proc/locks` and looks
-/// for a lock on the file's device and inode; elsewhere it says false.
+/// for a lock on the file's device and inode (up to three reads); elsewhere
+/// it says false.
 pub fn writer_active(path: &Path) -> bool {
     #[cfg(target_os = "linux")]
     {
@@ -299,10 +300,13 @@ pub fn writer_active(path: &Path) -> bool {
         let Ok(m) = std::fs::metadata(path.join("LOCK")) else {
             return false;
         };
-        let Ok(locks) = std::fs::read_to_string("/proc/locks") else {
-            return false;
-        };
-        locks_name_file(&locks, m.dev(), m.ino())
+        // /proc/locks is produced a page at a time: while other processes
+        // take and drop locks, a line can be skipped between two reads. A
+        // lock seen once is there; not seeing it is checked three times.
+        (0..3).any(|_| {
+            std::fs::read_to_string("/proc/locks")
+                .is_ok_and(|locks| locks_name_file(&locks, m.dev(), m.ino()))
+        })
     }
     #[cfg(not(target_os = "linux"))]
     {
