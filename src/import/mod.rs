@@ -55,7 +55,7 @@ use extsort::{read_array, read_str, write_str, Item, Sorter};
 
 use crate::db::{check_id, Content};
 use crate::error::{Error, Result};
-use crate::fingerprint::{Fingerprint, Recipe};
+use crate::fingerprint::{Fingerprint, Recipe, SKETCH_BYTES};
 use crate::index;
 use crate::store::{self, Record, Tuning};
 
@@ -322,22 +322,49 @@ struct Restored {
 }
 
 impl Restored {
-    /// The record's codec bytes ‖ cluster (u64 BE).
+    /// The sketch (a flag byte, then its bytes when the flag is 1) ‖ the
+    /// record's codec bytes ‖ cluster (u64 BE): step 2 reads the sketch
+    /// alone ([`Restored::sketch_of`]), step 4 the whole.
     fn encode(&self) -> Vec<u8> {
-        let mut b = store::codec::encode_record(&self.rec);
+        let mut b = Vec::new();
+        match &self.rec.sketch {
+            Some(s) => {
+                b.push(1);
+                b.extend_from_slice(&s.0);
+            }
+            None => b.push(0),
+        }
+        b.extend_from_slice(&store::codec::encode_record(&self.rec));
         b.extend_from_slice(&self.cluster.to_be_bytes());
         b
     }
 
+    /// The sketch of encoded bytes, without decoding the record.
+    fn sketch_of(b: &[u8]) -> std::result::Result<Option<[u8; SKETCH_BYTES]>, String> {
+        match b.first() {
+            Some(0) => Ok(None),
+            Some(1) => b
+                .get(1..1 + SKETCH_BYTES)
+                .and_then(|s| s.try_into().ok())
+                .map(Some)
+                .ok_or_else(|| "a restored record is truncated".to_string()),
+            _ => Err("a restored record is truncated".to_string()),
+        }
+    }
+
     fn decode(b: &[u8]) -> std::result::Result<Restored, String> {
-        let split = b
-            .len()
-            .checked_sub(8)
-            .ok_or("a restored record is truncated")?;
-        let (rec, cluster) = b.split_at(split);
+        let truncated = || "a restored record is truncated".to_string();
+        let skip = match b.first() {
+            Some(0) => 1,
+            Some(1) => 1 + SKETCH_BYTES,
+            _ => return Err(truncated()),
+        };
+        let body = b.get(skip..).ok_or_else(truncated)?;
+        let split = body.len().checked_sub(8).ok_or_else(truncated)?;
+        let (rec, cluster) = body.split_at(split);
         Ok(Restored {
             rec: store::codec::decode_record(rec)?,
-            cluster: u64::from_be_bytes(cluster.try_into().map_err(|_| "truncated")?),
+            cluster: u64::from_be_bytes(cluster.try_into().map_err(|_| truncated())?),
         })
     }
 }
@@ -1005,11 +1032,7 @@ fn build(
         r.write_to(&mut uniq)?;
         let sketch = match r.extra.is_empty() {
             true => None,
-            false => Restored::decode(&r.extra)
-                .map_err(io::Error::other)?
-                .rec
-                .sketch
-                .map(|s| s.0),
+            false => Restored::sketch_of(&r.extra).map_err(io::Error::other)?,
         };
         by_fp.push(ByFp {
             fp: r.fp,
