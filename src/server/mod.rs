@@ -1186,22 +1186,18 @@ pub const STATS_REFRESH: Duration = Duration::from_secs(60);
 
 async fn stats(State(app): State<Shared>) -> Answer {
     let v = blocking(move || {
+        let db = app.db()?;
         // One computation at a time; the others wait for its answer.
         let mut cache = app
             .stats_cache
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let fresh = cache
-            .as_ref()
-            .is_some_and(|(at, _)| at.elapsed() < STATS_REFRESH);
-        if !fresh {
-            *cache = Some((Instant::now(), json!(app.db()?.stats()?)));
-        }
-        let Some((at, mut v)) = cache.clone() else {
-            unreachable!("set above")
+        let (at, mut v) = match cache.as_ref() {
+            Some(c) if c.0.elapsed() < STATS_REFRESH => c.clone(),
+            _ => cache.insert((Instant::now(), json!(db.stats()?))).clone(),
         };
         drop(cache);
-        v["documents"] = json!(app.db()?.len()?);
+        v["documents"] = json!(db.len()?);
         v["buckets_age_seconds"] = json!(at.elapsed().as_secs());
         Ok(v)
     })
