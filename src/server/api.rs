@@ -53,22 +53,12 @@ impl std::fmt::Display for BadRequest {
 
 type Parsed<T> = std::result::Result<T, BadRequest>;
 
-/// A body's top level, parsed without ever holding more than `max` items
-/// of its batch array: an array of more is refused at item `max + 1`,
-/// before the rest is read (a 60 MB array of zeros costs no more than its
-/// first `max` items).
-enum Top {
-    /// A top-level array (documents).
-    Array(Vec<Value>),
-    /// A top-level object; its `"queries"` array, if any, is bounded too.
-    Object(Map<String, Value>),
-    /// Any other value: its kind.
-    Other(&'static str),
-}
-
-/// Parses `body` as [`Top`]; `what` names the items in the error
-/// ("documents", "queries").
-fn parse_top(body: &[u8], max: usize, what: &'static str) -> Parsed<Top> {
+/// Parses `body`, never holding more than `max` items of its batch array:
+/// a top-level array, or the `"queries"` array of a top-level object, of
+/// more is refused at item `max + 1`, before the rest is read (a 60 MB
+/// array of zeros costs no more than its first `max` items). `what` names
+/// the items in the error ("documents", "queries").
+fn parse_top(body: &[u8], max: usize, what: &'static str) -> Parsed<Value> {
     use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
     use std::cell::Cell;
     use std::fmt;
@@ -76,10 +66,14 @@ fn parse_top(body: &[u8], max: usize, what: &'static str) -> Parsed<Top> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(BadRequest::new("the request body is empty (JSON expected)"));
     }
-    /// An array of at most `max` values; sets `over` and fails beyond.
+    /// Any JSON value; an array at the top, or the `"queries"` of an
+    /// object at the top, of at most `max` items (sets `over` and fails
+    /// beyond).
+    #[derive(Clone, Copy)]
     struct Bounded<'a> {
         max: usize,
         over: &'a Cell<bool>,
+        top: bool,
     }
     impl<'de> DeserializeSeed<'de> for Bounded<'_> {
         type Value = Value;
@@ -87,7 +81,6 @@ fn parse_top(body: &[u8], max: usize, what: &'static str) -> Parsed<Top> {
             d.deserialize_any(self)
         }
     }
-    // Any value; an array is read item by item and refused beyond `max`.
     impl<'de> Visitor<'de> for Bounded<'_> {
         type Value = Value;
         fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -107,8 +100,16 @@ fn parse_top(body: &[u8], max: usize, what: &'static str) -> Parsed<Top> {
             }
             Ok(Value::Array(items))
         }
-        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Value, A::Error> {
-            serde::Deserialize::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+            let mut m = Map::new();
+            while let Some(key) = map.next_key::<String>()? {
+                let v = match self.top && key == "queries" {
+                    true => map.next_value_seed(Bounded { top: false, ..self })?,
+                    false => map.next_value::<Value>()?,
+                };
+                m.insert(key, v);
+            }
+            Ok(Value::Object(m))
         }
         fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
             Ok(Value::Bool(b))
@@ -129,66 +130,17 @@ fn parse_top(body: &[u8], max: usize, what: &'static str) -> Parsed<Top> {
             Ok(Value::Null)
         }
     }
-    struct TopVisitor<'a> {
-        max: usize,
-        over: &'a Cell<bool>,
-    }
-    impl<'de> Visitor<'de> for TopVisitor<'_> {
-        type Value = Top;
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("a JSON object or array")
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Top, A::Error> {
-            let b = Bounded {
-                max: self.max,
-                over: self.over,
-            };
-            match b.visit_seq(seq)? {
-                Value::Array(items) => Ok(Top::Array(items)),
-                _ => Err(serde::de::Error::custom("an array was expected")),
-            }
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top, A::Error> {
-            let mut m = Map::new();
-            while let Some(key) = map.next_key::<String>()? {
-                let v = if key == "queries" {
-                    map.next_value_seed(Bounded {
-                        max: self.max,
-                        over: self.over,
-                    })?
-                } else {
-                    map.next_value::<Value>()?
-                };
-                m.insert(key, v);
-            }
-            Ok(Top::Object(m))
-        }
-        fn visit_bool<E>(self, _: bool) -> Result<Top, E> {
-            Ok(Top::Other("a boolean"))
-        }
-        fn visit_i64<E>(self, _: i64) -> Result<Top, E> {
-            Ok(Top::Other("a number"))
-        }
-        fn visit_u64<E>(self, _: u64) -> Result<Top, E> {
-            Ok(Top::Other("a number"))
-        }
-        fn visit_f64<E>(self, _: f64) -> Result<Top, E> {
-            Ok(Top::Other("a number"))
-        }
-        fn visit_str<E>(self, _: &str) -> Result<Top, E> {
-            Ok(Top::Other("a string"))
-        }
-        fn visit_unit<E>(self) -> Result<Top, E> {
-            Ok(Top::Other("null"))
-        }
-    }
     let over = Cell::new(false);
     let mut de = serde_json::Deserializer::from_slice(body);
-    let top = de
-        .deserialize_any(TopVisitor { max, over: &over })
-        .and_then(|t| de.end().map(|()| t));
+    let top = Bounded {
+        max,
+        over: &over,
+        top: true,
+    }
+    .deserialize(&mut de)
+    .and_then(|v| de.end().map(|()| v));
     match top {
-        Ok(t) => Ok(t),
+        Ok(v) => Ok(v),
         Err(_) if over.get() => Err(BadRequest::new(format!(
             "the batch holds more than {max} {what}; at most {max} per request"
         ))),
@@ -201,11 +153,12 @@ fn parse_top(body: &[u8], max: usize, what: &'static str) -> Parsed<Top> {
 /// the body was an array.
 pub fn parse_documents(body: &[u8], max_batch: usize) -> Parsed<(Vec<Doc>, bool)> {
     let (items, batch) = match parse_top(body, max_batch, "documents")? {
-        Top::Array(items) => (items, true),
-        Top::Object(m) => (vec![Value::Object(m)], false),
-        Top::Other(kind) => {
+        Value::Array(items) => (items, true),
+        v @ Value::Object(_) => (vec![v], false),
+        other => {
             return Err(BadRequest::new(format!(
-                "expected a document object or an array of them, not {kind}"
+                "expected a document object or an array of them, not {}",
+                kind(&other)
             )))
         }
     };
@@ -272,7 +225,7 @@ pub struct QuerySpec {
 /// A query request: one query, or a batch (`{"queries": [...]}`, at most
 /// `max_batch`).
 pub fn parse_queries(body: &[u8], max_batch: usize) -> Parsed<(Vec<QuerySpec>, bool)> {
-    let Top::Object(mut m) = parse_top(body, max_batch, "queries")? else {
+    let Value::Object(mut m) = parse_top(body, max_batch, "queries")? else {
         return Err(BadRequest::new(
             "expected a query object, or {\"queries\": [...]}",
         ));
