@@ -181,3 +181,35 @@ impl Words {
         out
     }
 }
+
+/// Starts `simdb serve DB` on a free loopback port with `extra` options;
+/// the child (its stdout read past the first line) and the base URL from
+/// that line. Its stderr goes where `stderr` says.
+#[allow(dead_code, reason = "used by the service tools, not by every tool")]
+pub fn spawn_server(
+    bin: &std::path::Path,
+    db: &std::path::Path,
+    extra: &[&str],
+    stderr: std::process::Stdio,
+) -> (std::process::Child, String) {
+    let mut child = std::process::Command::new(bin)
+        .arg("serve")
+        .arg(db)
+        .args(["--addr", "127.0.0.1:0"])
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("piped stdout"))
+        .read_line(&mut line)
+        .expect("the server's first line");
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_string();
+    (child, format!("http://{addr}"))
+}

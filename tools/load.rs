@@ -47,7 +47,6 @@
 //! a random moment; the server is restarted and every acknowledged
 //! document must be there, and verify clean.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -130,26 +129,8 @@ struct Server {
 
 impl Server {
     fn start(bin: &str, db: &Path) -> Server {
-        let mut child = Command::new(bin)
-            .arg("serve")
-            .arg(db)
-            .args(["--addr", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("{bin}: {e}"));
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("piped stdout"))
-            .read_line(&mut line)
-            .expect("the server's first line");
-        let addr = line
-            .split("http://")
-            .nth(1)
-            .and_then(|s| s.split_whitespace().next())
-            .unwrap_or_else(|| panic!("no address in {line:?}"));
-        Server {
-            base: format!("http://{addr}"),
-            child,
-        }
+        let (child, base) = common::spawn_server(Path::new(bin), db, &[], Stdio::inherit());
+        Server { child, base }
     }
 
     fn stop(mut self) {

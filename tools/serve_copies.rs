@@ -14,7 +14,7 @@
 //! target/release/examples/serve_copies [--simdb target/release/simdb] [--dir DIR] [--store-docs 2000000]
 //! ```
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,6 +24,10 @@ use std::time::{Duration, Instant};
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 
+#[path = "common.rs"]
+#[allow(dead_code)]
+mod common;
+
 struct Server {
     child: Child,
     base: String,
@@ -31,28 +35,8 @@ struct Server {
 
 impl Server {
     fn start(bin: &Path, db: &Path) -> Server {
-        let mut child = Command::new(bin)
-            .arg("serve")
-            .arg(db)
-            .args(["--addr", "127.0.0.1:0", "--threads", "2"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn simdb serve");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("serve's first line");
-        let addr = line
-            .split("http://")
-            .nth(1)
-            .and_then(|s| s.split_whitespace().next())
-            .unwrap_or_else(|| panic!("no address in {line:?}"))
-            .to_string();
-        Server {
-            child,
-            base: format!("http://{addr}"),
-        }
+        let (child, base) = common::spawn_server(bin, db, &["--threads", "2"], Stdio::null());
+        Server { child, base }
     }
 
     /// (status, body bytes, seconds).
