@@ -52,7 +52,10 @@ pub mod plot;
 pub mod server;
 mod store;
 
-pub use db::{Content, Db, Outcome, Query, Stats, Writer};
+pub use db::{
+    Answer, Content, Db, Outcome, Query, QueryOptions, QueryRequest, Stats, Subject, WriteOptions,
+    Writer,
+};
 pub use error::{Error, Result, StorageError};
 pub use fingerprint::{simhash_weighted, Analysis, Fingerprint, Fingerprinter, Recipe, Sketch};
 pub use index::Hit;

@@ -284,10 +284,14 @@ fn batch_queries_answer_one_line_each() {
     let fp = simdb(&[&"fingerprint", &"--text", &texts[7]]);
     let fp = stdout(&fp).trim().to_string();
     let batch = format!(
-        "{}\n{}\n{}\nnot json\n",
-        json!({"id": "q-text", "text": texts[7]}),
+        "{}\n{}\n{}\nnot json\n{}\n{}\n",
+        json!({"id": "q-text", "text": texts[7], "url": "ignored"}),
         json!({"fingerprint": fp}),
         json!({"fingerprint": "ffffffffffffffff"}),
+        // "id" alone: the stored document (as POST /query reads it), left
+        // out of its own answer; a line's options override the flags'.
+        json!({"id": "doc-7", "k": 0}),
+        json!({"text": texts[7], "limit": 20000}),
     );
     let bf = t.file("batch.jsonl", batch);
     let o = simdb(&[&"query", &db, &"--batch", &bf]);
@@ -296,13 +300,30 @@ fn batch_queries_answer_one_line_each() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(out.len(), 4);
+    assert_eq!(out.len(), 6);
     assert_eq!(out[0]["query"], "q-text");
     assert_eq!(out[0]["hits"][0]["id"], "doc-7");
     assert_eq!(out[1]["hits"][0]["id"], "doc-7");
     assert_eq!(out[1]["query"], 2);
     assert!(out[3]["error"].is_string());
     assert!(stderr(&o).contains("batch.jsonl:4"));
+    assert_eq!(out[4]["query"], "doc-7");
+    assert_eq!(out[4]["fingerprint"], fp.as_str());
+    assert!(
+        out[4]["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["id"] != "doc-7" && h["distance"] == 0),
+        "{}",
+        out[4]
+    );
+    assert_eq!(out[5]["query"], 6);
+    assert!(
+        out[5]["error"].as_str().unwrap().contains("limit"),
+        "{}",
+        out[5]
+    );
 }
 
 #[test]

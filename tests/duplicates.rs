@@ -9,7 +9,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use rand::Rng;
-use simdb::db::{limits, Query, QueryOptions};
+use simdb::db::{limits, Query, QueryOptions, QueryRequest, Subject};
 use simdb::fingerprint::Analysis;
 use simdb::index::{brute_force, brute_force_plan, ProbePlan};
 use simdb::ingest::{self, Doc};
@@ -28,7 +28,7 @@ fn text_doc(id: &str, text: &str) -> Doc {
 /// Writes `docs` as ingest does, in batches of `batch`.
 fn ingest(db: &mut Db, docs: &[Doc], batch: usize) -> Vec<ingest::Duplicates> {
     let f = db.fingerprinter().clone();
-    let opts = ingest::Options::default();
+    let opts = simdb::db::write::WritePolicy::default();
     let mut out = Vec::new();
     for chunk in docs.chunks(batch) {
         let mut w = db.writer().unwrap();
@@ -111,7 +111,7 @@ fn regression_23_duplicates_are_listed_up_to_a_cap_with_their_count() {
     );
     // A write may ask to list more (up to MAX_DUPLICATES): the check goes
     // as deep, and the clusters it joins do not change.
-    let opts = ingest::Options {
+    let opts = simdb::db::write::WritePolicy {
         max_duplicates: 40,
         ..Default::default()
     };
@@ -139,8 +139,8 @@ fn regression_23_queries_have_a_default_and_a_maximum_limit() {
         }
         w.commit().unwrap();
     }
-    let q = |o: QueryOptions| db.with_options(Query::new(fp), &o);
-    let hits = db.search(&q(QueryOptions::default()).unwrap()).unwrap();
+    let q = |o: QueryOptions| db.answer(&QueryRequest::new(Subject::Fingerprint(fp)).with(o));
+    let hits = q(QueryOptions::default()).unwrap().hits;
     assert_eq!(hits.len(), limits::DEFAULT_LIMIT);
     assert_eq!(hits[0].id, "f00");
     let all = q(QueryOptions {
@@ -148,7 +148,7 @@ fn regression_23_queries_have_a_default_and_a_maximum_limit() {
         ..Default::default()
     })
     .unwrap();
-    assert_eq!(db.search(&all).unwrap().len(), 50);
+    assert_eq!(all.hits.len(), 50);
     let too_many = q(QueryOptions {
         limit: Some(limits::MAX_LIMIT + 1),
         ..Default::default()

@@ -30,7 +30,7 @@ fn regression_24_reads_during_deletes_never_report_corruption() {
     let mut db = Db::create(t.path(), simdb::Recipe::default()).unwrap();
     let n = 1500;
     let f = db.fingerprinter().clone();
-    let opts = ingest::Options::default();
+    let opts = simdb::db::write::WritePolicy::default();
     {
         let mut w = db.writer().unwrap();
         for i in 0..n {

@@ -293,6 +293,12 @@ fn endpoints_answer_as_the_cli_does() {
     assert_eq!(batch["results"][0], by_text);
     assert_eq!(batch["results"][1]["status"], 404, "{batch}");
     assert_eq!(batch["results"][2]["hits"][0]["distance"], 0);
+    // "id" beside a text names it (as a document line of ingest does): the
+    // text is queried, the id echoed.
+    let (st, named) = s.post("/query", &json!({"id": "mine", "text": texts[0]}));
+    assert_eq!(st, 200, "{named}");
+    assert_eq!(named["query"], "mine");
+    assert_eq!(named["hits"], by_text["hits"]);
     // Delete.
     let (st, v) = s.call("DELETE", "/documents/a4", None);
     assert_eq!((st, &v["deleted"]), (200, &json!(true)), "{v}");
@@ -307,7 +313,7 @@ fn endpoints_answer_as_the_cli_does() {
     let m = m.as_str().unwrap().to_string();
     assert_eq!(st, 200);
     assert!(
-        m.contains(r#"simdb_http_requests_total{endpoint="/query",method="POST",status="200"} 5"#),
+        m.contains(r#"simdb_http_requests_total{endpoint="/query",method="POST",status="200"} 6"#),
         "{m}"
     );
     assert!(m.contains("simdb_documents 7"), "{m}");

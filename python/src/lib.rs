@@ -1,7 +1,8 @@
 //! `simdb._simdb`: the native half of the `simdb` Python package (PyO3).
 //!
 //! A thin layer over the Rust library: every method calls the public API
-//! (`simdb::Db`, `simdb::ingest::place`, `simdb::Fingerprinter`) and
+//! (`simdb::Db`, its request model `simdb::db::QueryRequest` and
+//! `WriteOptions`, `simdb::db::write::place`, `simdb::Fingerprinter`) and
 //! releases the GIL while it works, so several Python threads can query one
 //! `Db` at once. Errors become the exception classes of `simdb._errors`
 //! (pure Python, so they can also derive from `ValueError`, `KeyError`, …).
@@ -15,9 +16,9 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use rayon::prelude::*;
 use serde_json::Value;
-use simdb::db::QueryOptions;
-use simdb::ingest::{self, DuplicatePolicy};
-use simdb::{Content, Db as RustDb, Error, Fingerprint, Fingerprinter, Query, Recipe};
+use simdb::db::write::{self, Doc, DuplicatePolicy, WritePolicy};
+use simdb::db::{QueryOptions, QueryRequest, Subject, WriteOptions};
+use simdb::{Content, Db as RustDb, Error, Fingerprint, Fingerprinter, Recipe};
 
 // ---------------------------------------------------------------- errors
 
@@ -287,7 +288,7 @@ impl Drop for Db {
 }
 
 /// A document given to `add_many`, before analysis.
-fn doc_of(item: &Bound<'_, PyAny>, n: u64) -> PyResult<ingest::Doc> {
+fn doc_of(item: &Bound<'_, PyAny>, n: u64) -> PyResult<Doc> {
     let bad = |what: &str| {
         PyTypeError::new_err(format!(
             "document {n}: {what}; expected an (id, text) pair or a dict with \"id\" and \"text\" (or \"fingerprint\")"
@@ -337,7 +338,7 @@ fn doc_of(item: &Bound<'_, PyAny>, n: u64) -> PyResult<ingest::Doc> {
     if priority.is_some_and(f64::is_nan) {
         return Err(bad("\"priority\" is NaN"));
     }
-    Ok(ingest::Doc {
+    Ok(Doc {
         id,
         content,
         source: format!("python:{n}"),
@@ -356,12 +357,6 @@ const OUTCOMES: [&str; 5] = [
 ];
 
 /// The subject of a query.
-enum Subject {
-    Text(String),
-    Fingerprint(u64),
-    Id(String),
-}
-
 impl Db {
     /// The open store, or `ClosedError`.
     fn db(&self) -> PyResult<Arc<RustDb>> {
@@ -409,17 +404,17 @@ impl Db {
     /// Writes one batch: analysis in parallel, then one atomic write batch.
     fn write_batch(
         db: &RustDb,
-        docs: &[ingest::Doc],
-        opts: &ingest::Options,
+        docs: &[Doc],
+        opts: &WritePolicy,
         results: bool,
         counts: &mut [u64; 5],
     ) -> simdb::Result<Vec<AddResult>> {
         let analyses = pool()
-            .install(|| ingest::analyze_all(db.fingerprinter(), docs))
+            .install(|| write::analyze_all(db.fingerprinter(), docs))
             .map_err(|(i, e)| Error::Input(format!("document {:?}: {e}", docs[i].id)))?;
         let mut w = db.shared_writer()?;
         w.set_sync(opts.sync);
-        let written = ingest::place_all(&mut w, docs, analyses, opts)?;
+        let written = write::place_all(&mut w, docs, analyses, opts)?;
         w.commit()?;
         let mut out = Vec::new();
         for (doc, r) in docs.iter().zip(written) {
@@ -448,6 +443,8 @@ impl Db {
         Ok(out)
     }
 
+    /// The write pipeline's options for the keywords of `add` and
+    /// `add_many` (the library's [`WriteOptions`], resolved for this store).
     #[allow(clippy::too_many_arguments)]
     fn write_options(
         db: &RustDb,
@@ -457,41 +454,43 @@ impl Db {
         skip_duplicates: bool,
         sync: bool,
         max_duplicates: Option<usize>,
-    ) -> simdb::Result<ingest::Options> {
-        let (k, probe_budget) = simdb::db::search_mode(k, probe_budget)?;
-        Ok(ingest::Options {
-            max_duplicates: simdb::db::limits::max_duplicates(max_duplicates)?,
-            k,
-            policy: if skip_duplicates {
-                DuplicatePolicy::Skip
-            } else {
-                DuplicatePolicy::IndexAll
-            },
-            sync,
-            min_similarity: match min_similarity {
-                Some(s) => simdb::db::check_min_similarity(s)?,
-                None => db.default_min_similarity(),
-            },
-            probe_budget,
-            ..ingest::Options::default()
-        })
-    }
-
-    /// The query of `subject` asked with `o`.
-    fn build_query(db: &RustDb, subject: &Subject, o: &QueryOptions) -> simdb::Result<Query> {
-        let base = match subject {
-            Subject::Text(t) => db.text_query(t)?,
-            Subject::Fingerprint(fp) => Query::new(Fingerprint(*fp)),
-            Subject::Id(id) => db.id_query(id)?,
+    ) -> simdb::Result<WritePolicy> {
+        let policy = match skip_duplicates {
+            true => DuplicatePolicy::Skip,
+            false => DuplicatePolicy::IndexAll,
         };
-        db.with_options(base, o)
+        WriteOptions {
+            k,
+            probe_budget,
+            min_similarity,
+            max_duplicates,
+            sync,
+        }
+        .resolve(policy, Some(db.default_min_similarity()))
     }
 
     /// The hits of one query, the GIL released.
     fn search(&self, py: Python<'_>, subject: Subject, o: QueryOptions) -> PyResult<Vec<Hit>> {
         let db = self.db()?;
-        let hits = detach(py, || db.search(&Db::build_query(&db, &subject, &o)?)).or_raise()?;
-        Ok(hits.into_iter().map(Hit::from).collect())
+        let r = QueryRequest::new(subject).with(o);
+        let answer = detach(py, || db.answer(&r)).or_raise()?;
+        Ok(answer.hits.into_iter().map(Hit::from).collect())
+    }
+}
+
+/// The keywords every query method takes, as the library's options.
+fn query_options(
+    k: Option<u32>,
+    min_similarity: Option<f64>,
+    limit: Option<usize>,
+    probe_budget: Option<usize>,
+) -> QueryOptions {
+    QueryOptions {
+        k,
+        probe_budget,
+        min_similarity,
+        limit,
+        explain: false,
     }
 }
 
@@ -500,15 +499,18 @@ fn subject_of(q: &Bound<'_, PyAny>) -> PyResult<Subject> {
         return Ok(Subject::Text(s));
     }
     if q.is_instance_of::<pyo3::types::PyInt>() {
-        return q.extract::<u64>().map(Subject::Fingerprint).map_err(|_| {
-            Python::attach(|py| {
-                raise(
-                    py,
-                    "InvalidInput",
-                    "a fingerprint must be an int in 0..2**64".to_string(),
-                )
-            })
-        });
+        return q
+            .extract::<u64>()
+            .map(|f| Subject::Fingerprint(Fingerprint(f)))
+            .map_err(|_| {
+                Python::attach(|py| {
+                    raise(
+                        py,
+                        "InvalidInput",
+                        "a fingerprint must be an int in 0..2**64".to_string(),
+                    )
+                })
+            });
     }
     Err(PyTypeError::new_err(format!(
         "query takes a text (str) or a fingerprint (int), not {}",
@@ -652,7 +654,7 @@ impl Db {
         max_duplicates: Option<usize>,
     ) -> PyResult<AddResult> {
         let db = self.db()?;
-        let doc = ingest::Doc {
+        let doc = Doc {
             id,
             content: Content::Text(text),
             source: "python:0".into(),
@@ -721,7 +723,7 @@ impl Db {
         // batches while a worker writes the previous batch (analysis on the
         // rayon pool, then one atomic write); one batch waits at most, so
         // memory is bounded by two batches.
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<ingest::Doc>>(1);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Doc>>(1);
         let worker = {
             let db = Arc::clone(&db);
             std::thread::spawn(move || {
@@ -737,7 +739,7 @@ impl Db {
             })
         };
         let mut feed_err: Option<PyErr> = None;
-        let mut batch: Vec<ingest::Doc> = Vec::with_capacity(batch_size.min(1 << 16));
+        let mut batch: Vec<Doc> = Vec::with_capacity(batch_size.min(1 << 16));
         let mut n = 0u64;
         match docs.try_iter() {
             Err(e) => feed_err = Some(e),
@@ -812,12 +814,7 @@ impl Db {
         limit: Option<usize>,
         probe_budget: Option<usize>,
     ) -> PyResult<Vec<Hit>> {
-        let o = QueryOptions {
-            k,
-            probe_budget,
-            min_similarity,
-            limit,
-        };
+        let o = query_options(k, min_similarity, limit, probe_budget);
         self.search(py, subject_of(q)?, o)
     }
 
@@ -833,12 +830,7 @@ impl Db {
         limit: Option<usize>,
         probe_budget: Option<usize>,
     ) -> PyResult<Vec<Hit>> {
-        let o = QueryOptions {
-            k,
-            probe_budget,
-            min_similarity,
-            limit,
-        };
+        let o = query_options(k, min_similarity, limit, probe_budget);
         self.search(py, Subject::Id(id), o)
     }
 
@@ -858,19 +850,17 @@ impl Db {
             .try_iter()?
             .map(|q| subject_of(&q?))
             .collect::<PyResult<_>>()?;
-        let o = QueryOptions {
-            k,
-            probe_budget,
-            min_similarity,
-            limit,
-        };
+        let o = query_options(k, min_similarity, limit, probe_budget);
         let db = self.db()?;
+        let rs: Vec<QueryRequest> = subjects
+            .into_iter()
+            .map(|s| QueryRequest::new(s).with(o))
+            .collect();
         let answers = detach(py, || {
-            let qs: Vec<Query> = subjects
-                .par_iter()
-                .map(|s| Db::build_query(&db, s, &o))
-                .collect::<simdb::Result<_>>()?;
-            db.search_many(&qs)
+            db.answer_many(&rs)?
+                .into_iter()
+                .map(|a| a.map(|a| a.hits))
+                .collect::<simdb::Result<Vec<_>>>()
         })
         .or_raise()?;
         Ok(answers
@@ -953,8 +943,8 @@ impl Db {
         detach(py, || {
             let t = std::time::Instant::now();
             for &fp in &fps {
-                let q = Db::build_query(&db, &Subject::Fingerprint(fp), &QueryOptions::default())?;
-                std::hint::black_box(db.search(&q)?);
+                let r = QueryRequest::new(Subject::Fingerprint(Fingerprint(fp)));
+                std::hint::black_box(db.answer(&r)?);
             }
             Ok(t.elapsed().as_secs_f64())
         })

@@ -4,7 +4,7 @@ use super::prelude::*;
 
 pub(super) fn calibrate(a: CalibrateArgs) -> Result<bool> {
     let db = Db::open_read_only(&a.db)?;
-    let min_similarity = check_similarity(a.min_similarity.unwrap_or(db.default_min_similarity()))?;
+    let min_similarity = db.min_similarity_or_default(a.min_similarity)?;
     note_freshness(&db);
     let c = db.calibrate(a.sample, a.seed, min_similarity, a.max_k)?;
     // Nearest-neighbour distances (0..=11) and random-pair distances

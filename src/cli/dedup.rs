@@ -11,18 +11,19 @@ pub(super) fn dedup(a: DedupArgs) -> Result<bool> {
     if let Some(db) = &against {
         note_freshness(db);
     }
-    let (k, probe_budget) = search_mode(a.k, a.probe_budget)?;
-    let default_similarity = against
-        .as_ref()
-        .map_or(simdb::db::DEFAULT_MIN_SIMILARITY, |d| {
-            d.default_min_similarity()
-        });
+    let write = simdb::WriteOptions {
+        k: a.k,
+        probe_budget: a.probe_budget,
+        min_similarity: a.min_similarity,
+        ..Default::default()
+    };
     let opts = ingest::Options {
-        k,
-        probe_budget,
         strict: a.strict,
         max_doc_bytes: a.max_doc_bytes,
-        min_similarity: check_similarity(a.min_similarity.unwrap_or(default_similarity))?,
+        write: write.resolve(
+            DuplicatePolicy::IndexAll,
+            against.as_ref().map(|d| d.default_min_similarity()),
+        )?,
         ..Default::default()
     };
     // The index of the documents kept so far, removed when the run ends.

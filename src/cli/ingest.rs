@@ -11,21 +11,22 @@ pub(super) fn ingest_cmd(a: IngestArgs) -> Result<bool> {
     }
     let mut db = Db::open(&a.db)?;
     let inputs = inputs(&a.inputs, a.format, false)?;
-    let (k, probe_budget) = search_mode(a.k, a.probe_budget)?;
+    let write = simdb::WriteOptions {
+        k: a.k,
+        probe_budget: a.probe_budget,
+        min_similarity: a.min_similarity,
+        sync: a.sync,
+        max_duplicates: None,
+    };
+    let policy = match a.skip_duplicates {
+        true => DuplicatePolicy::Skip,
+        false => DuplicatePolicy::IndexAll,
+    };
     let opts = ingest::Options {
-        k,
-        probe_budget,
-        policy: if a.skip_duplicates {
-            DuplicatePolicy::Skip
-        } else {
-            DuplicatePolicy::IndexAll
-        },
         strict: a.strict,
         batch_size: a.batch_size,
         max_doc_bytes: a.max_doc_bytes,
-        sync: a.sync,
-        min_similarity: check_similarity(a.min_similarity.unwrap_or(db.default_min_similarity()))?,
-        ..ingest::Options::default()
+        write: write.resolve(policy, Some(db.default_min_similarity()))?,
     };
     let mut report = match &a.report {
         Some(p) => {
@@ -54,7 +55,7 @@ pub(super) fn ingest_cmd(a: IngestArgs) -> Result<bool> {
             let msg = if short_notes <= SHORT_NOTES {
                 format!(
                     "simdb: {}: document {:?} is short ({terms} terms): its near-copies may lie beyond k={} (README, \"Short texts\")",
-                    d.source, d.id, opts.k.max(3)
+                    d.source, d.id, opts.write.k.max(3)
                 )
             } else if short_notes == SHORT_NOTES + 1 {
                 "simdb: more short documents; their count is in the summary".to_string()

@@ -35,8 +35,8 @@ mod prelude {
 
     pub(super) use super::args::*;
     pub(super) use super::{
-        check_similarity, format_unix, hit_json, inputs, mib, note_freshness, open_reader,
-        parse_time, read_text, recipe, search_mode, view_text, write_error,
+        format_unix, inputs, mib, note_freshness, open_reader, parse_time, read_text, recipe,
+        view_text, write_error,
     };
 }
 
@@ -96,11 +96,6 @@ fn read_text(path: &Path) -> Result<String> {
     Ok(s)
 }
 
-fn hit_json(h: &Hit) -> serde_json::Value {
-    // Hit's own serialisation: the shape the service answers with too.
-    json!(h)
-}
-
 /// `n` MiB in bytes, or an error naming the option when that overflows.
 fn mib(option: &str, n: usize) -> Result<usize> {
     n.checked_mul(1 << 20).ok_or_else(|| {
@@ -109,12 +104,6 @@ fn mib(option: &str, n: usize) -> Result<usize> {
             usize::MAX >> 20
         )
     })
-}
-
-/// `-k` and `--probe-budget` as (exact radius, probe budget): without -k,
-/// k = 3 and the default budget; with -k alone, exact (budget 0).
-fn search_mode(k: Option<u32>, budget: Option<usize>) -> Result<(u32, usize)> {
-    Ok(simdb::db::search_mode(k, budget)?)
 }
 
 /// The inputs named on the command line, in `format` (guessed per path
@@ -160,13 +149,6 @@ fn open_reader(path: &Path, cache_mb: usize) -> Result<Db> {
             ..Default::default()
         },
     )?)
-}
-
-fn check_similarity(s: f64) -> Result<f64> {
-    if !(0.0..=1.0).contains(&s) {
-        bail!("--min-similarity {s} is not between 0 and 1");
-    }
-    Ok(s)
 }
 
 /// How fresh a view is, in words.

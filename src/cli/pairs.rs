@@ -5,7 +5,7 @@ use super::prelude::*;
 pub(super) fn pairs(a: PairsArgs) -> Result<bool> {
     let db = open_reader(&a.db, a.cache_mb)?;
     note_freshness(&db);
-    let min_similarity = check_similarity(a.min_similarity.unwrap_or(db.default_min_similarity()))?;
+    let min_similarity = db.min_similarity_or_default(a.min_similarity)?;
     let start = std::time::Instant::now();
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());

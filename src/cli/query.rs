@@ -1,78 +1,74 @@
 //! `simdb query`.
 
 use super::prelude::*;
+use simdb::db::{Answer, QueryOptions, QueryRequest, Subject, UnknownFields};
 
 pub(super) fn query(a: QueryArgs) -> Result<bool> {
-    let (k, budget) = search_mode(a.k, a.probe_budget)?;
+    let options = QueryOptions {
+        k: a.k,
+        probe_budget: a.probe_budget,
+        min_similarity: a.min_similarity,
+        limit: a.limit,
+        explain: a.explain,
+    };
+    options.check()?;
     let db = open_reader(&a.db, a.cache_mb)?;
     note_freshness(&db);
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let w = &a.what;
-    let opts = simdb::db::QueryOptions {
-        k: Some(k),
-        probe_budget: Some(budget),
-        min_similarity: Some(check_similarity(
-            a.min_similarity.unwrap_or(db.default_min_similarity()),
-        )?),
-        limit: a.limit,
-    };
-    let mode = |q: simdb::Query| db.with_options(q, &opts);
     if let Some(batch) = &w.batch {
-        let found = query_batch(&db, batch, &mode, &mut out)?;
+        let found = query_batch(&db, batch, options, &mut out)?;
         out.flush()?;
         return Ok(found);
     }
-    // (query, the query's weighted terms for --explain)
-    let (q, terms) = if let Some(t) = &w.text {
-        let q = db.text_query(t).context("fingerprinting --text")?;
-        (q, a.explain.then(|| db.text_terms(t)))
+    let (subject, what) = if let Some(t) = &w.text {
+        (
+            Subject::Text(t.clone()),
+            "fingerprinting --text".to_string(),
+        )
     } else if let Some(f) = &w.file {
-        let t = read_text(f)?;
-        let q = db
-            .text_query(&t)
-            .with_context(|| format!("{}: fingerprinting the file", f.display()))?;
-        (q, a.explain.then(|| db.text_terms(&t)))
+        let what = format!("{}: fingerprinting the file", f.display());
+        (Subject::Text(read_text(f)?), what)
     } else if let Some(h) = &w.fingerprint {
-        (simdb::Query::new(h.parse()?), a.explain.then(Vec::new))
+        (Subject::Fingerprint(h.parse()?), String::new())
     } else if let Some(id) = &w.id {
-        let q = db.id_query(id)?;
-        let terms = match a.explain {
-            true => db.get(id)?.map(|r| db.record_terms(&r)),
-            false => None,
-        };
-        (q, terms)
+        (Subject::Id(id.clone()), String::new())
     } else {
         unreachable!("clap requires one query source")
     };
-    let q = mode(q)?;
-    let hits = db.search(&q)?;
-    if !a.json && q.limit.is_some_and(|l| l > 0 && hits.len() >= l) {
+    let text = matches!(subject, Subject::Text(_));
+    let answer = db.answer(&QueryRequest::new(subject).with(options));
+    let answer = match answer {
+        Err(e @ (simdb::Error::NoFeatures | simdb::Error::Input(_))) if text => {
+            return Err(anyhow::Error::new(e).context(what))
+        }
+        r => r?,
+    };
+    if !a.json && answer.limit > 0 && answer.hits.len() >= answer.limit {
         eprintln!(
             "simdb: the first {} hits (--limit N shows more, at most {})",
-            hits.len(),
+            answer.hits.len(),
             simdb::db::limits::MAX_LIMIT
         );
     }
-    match terms {
-        Some(terms) => {
-            let ex = db.explain(&terms, &hits)?;
-            print_explained(&mut out, q.fingerprint, &terms, &ex, a.json)?;
-        }
-        None => print_hits(&mut out, q.fingerprint, &hits, a.json)?,
+    match a.json {
+        true => writeln!(out, "{}", json!(answer))?,
+        false => print_answer(&mut out, &answer)?,
     }
     out.flush()?;
-    Ok(!hits.is_empty())
+    Ok(!answer.hits.is_empty())
 }
 
-fn print_hits(out: &mut impl Write, q: Fingerprint, hits: &[Hit], as_json: bool) -> io::Result<()> {
-    if as_json {
-        let v = json!({
-            "fingerprint": q.to_string(),
-            "hits": hits.iter().map(hit_json).collect::<Vec<_>>(),
-        });
-        writeln!(out, "{v}")
-    } else {
+fn print_answer(out: &mut impl Write, a: &Answer) -> io::Result<()> {
+    match &a.explained {
+        Some(e) => print_explained(out, a.fingerprint, &e.query_terms, &e.hits),
+        None => print_hits(out, a.fingerprint, &a.hits),
+    }
+}
+
+fn print_hits(out: &mut impl Write, q: Fingerprint, hits: &[Hit]) -> io::Result<()> {
+    {
         if hits.is_empty() {
             return writeln!(out, "no near-duplicates of {q}");
         }
@@ -105,16 +101,7 @@ fn print_explained(
     q: Fingerprint,
     query_terms: &[(String, f64)],
     ex: &[simdb::explain::Explanation],
-    as_json: bool,
 ) -> io::Result<()> {
-    if as_json {
-        let v = json!({
-            "fingerprint": q.to_string(),
-            "query_terms": query_terms.iter().take(simdb::fingerprint::TOP_TERMS).collect::<Vec<_>>(),
-            "hits": ex,
-        });
-        return writeln!(out, "{v}");
-    }
     let terms = |v: &[(String, f64)]| -> String {
         v.iter()
             .map(|(t, w)| format!("{t} ({w:.1})"))
@@ -165,12 +152,13 @@ fn print_explained(
     Ok(())
 }
 
-fn query_batch(
-    db: &Db,
-    path: &Path,
-    mode: &dyn Fn(simdb::Query) -> simdb::Result<simdb::Query>,
-    out: &mut impl Write,
-) -> Result<bool> {
+/// Answers the queries of a JSONL file (`-`: standard input), one answer
+/// line each in input order: each line a query as the service reads one
+/// ([`QueryRequest::from_json`], other fields left alone, so that a file of
+/// documents is a file of queries), its options taken from the flags where
+/// the line gives none, its label (`"query"` in its answer) its `"id"` or
+/// else its line number.
+fn query_batch(db: &Db, path: &Path, flags: QueryOptions, out: &mut impl Write) -> Result<bool> {
     let reader: Box<dyn BufRead> = if path.as_os_str() == "-" {
         Box::new(BufReader::new(io::stdin()))
     } else {
@@ -179,18 +167,13 @@ fn query_batch(
         ))
     };
     // Queries are answered a chunk at a time with one sorted pass per block
-    // family (Db::query_many); answers are printed in input order.
+    // family (Db::answer_many); answers are printed in input order.
     const CHUNK: usize = 1 << 16;
     let mut found = false;
     let mut lines = reader.split(b'\n').enumerate();
     loop {
-        // (line number, label, fingerprint and sketch, or error)
-        type Parsed = (
-            usize,
-            serde_json::Value,
-            std::result::Result<simdb::Query, String>,
-        );
-        let mut chunk: Vec<Parsed> = Vec::new();
+        // (line number, the query or why the line is not one)
+        let mut chunk: Vec<(usize, std::result::Result<QueryRequest, String>)> = Vec::new();
         for (n, line) in lines.by_ref() {
             let mut line = line.with_context(|| format!("{}: read error", path.display()))?;
             if n == 0 && line.starts_with(ingest::read::UTF8_BOM) {
@@ -200,21 +183,21 @@ fn query_batch(
                 continue;
             }
             let lineno = n + 1;
-            let parsed = ingest::read::parse_query_line(&line).and_then(|(label, bq)| {
-                let q = match bq {
-                    ingest::read::BatchQuery::Text(t) => {
-                        let a = db.fingerprinter().analyze(&t).map_err(|e| e.to_string())?;
-                        db.query_for(a.fingerprint, a.sketch, &a.weak_bits)
-                    }
-                    ingest::read::BatchQuery::Fingerprint(fp) => simdb::Query::new(fp),
-                };
-                let q = mode(q).map_err(|e| e.to_string())?;
-                Ok((label.unwrap_or(json!(lineno)), q))
-            });
-            chunk.push(match parsed {
-                Ok((label, q)) => (lineno, label, Ok(q)),
-                Err(e) => (lineno, json!(lineno), Err(e)),
-            });
+            let parsed = serde_json::from_slice(&line)
+                .map_err(|e| format!("invalid JSON: {e}"))
+                .and_then(|v| {
+                    QueryRequest::from_json(v, UnknownFields::Ignore).map_err(|e| e.to_string())
+                })
+                .map(|r| QueryRequest {
+                    label: Some(match (&r.label, &r.subject) {
+                        (Some(l), _) => l.clone(),
+                        (None, Subject::Id(id)) => json!(id),
+                        (None, _) => json!(lineno),
+                    }),
+                    options: r.options.or(flags),
+                    ..r
+                });
+            chunk.push((lineno, parsed));
             if chunk.len() == CHUNK {
                 break;
             }
@@ -222,15 +205,18 @@ fn query_batch(
         if chunk.is_empty() {
             break;
         }
-        let qs: Vec<simdb::Query> = chunk.iter().filter_map(|c| c.2.clone().ok()).collect();
-        let mut answers = db.search_many(&qs)?.into_iter();
-        for (lineno, label, q) in chunk {
-            let v = match q {
-                Ok(simdb::Query { fingerprint: q, .. }) => {
-                    let hits = answers.next().unwrap_or_default();
-                    found |= !hits.is_empty();
-                    json!({"query": label, "fingerprint": q.to_string(),
-                           "hits": hits.iter().map(hit_json).collect::<Vec<_>>()})
+        let rs: Vec<QueryRequest> = chunk.iter().filter_map(|c| c.1.clone().ok()).collect();
+        let mut answers = db.answer_many(&rs)?.into_iter();
+        for (lineno, parsed) in chunk {
+            let answer = parsed.and_then(|_| match answers.next() {
+                Some(Ok(a)) => Ok(a),
+                Some(Err(e)) => Err(e.to_string()),
+                None => Err("no answer".to_string()),
+            });
+            let v = match answer {
+                Ok(a) => {
+                    found |= !a.hits.is_empty();
+                    json!(a)
                 }
                 Err(e) => {
                     eprintln!("simdb: {}:{lineno}: {e}", path.display());

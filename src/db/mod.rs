@@ -10,82 +10,26 @@ pub mod clusters;
 pub mod export;
 pub mod limits;
 mod pairs;
+pub mod request;
+pub mod write;
 mod writer;
 
 pub use admin::ExpireReport;
 pub use check::{MigrateReport, RepairReport, VerifyReport};
 pub use clusters::{Cluster, ClusterChanges, Member};
 pub use pairs::{Pair, PairsReport};
+pub use request::{
+    check_min_similarity, check_probe_budget, search_mode, Answer, Explained, FieldError,
+    QueryOptions, QueryRequest, Subject, UnknownFields, WriteOptions,
+};
 pub(crate) use writer::now;
 pub use writer::{check_id, Placement, SharedWriter, Writer};
 
 use crate::error::{Error, Result};
-use crate::fingerprint::{self, Analysis, Fingerprint, Fingerprinter, Recipe, Sketch};
+pub use crate::fingerprint::Content;
+use crate::fingerprint::{self, Fingerprint, Fingerprinter, Recipe, Sketch};
 use crate::index::{self, Hit};
 use crate::store::{self, Access, Record, Store, Tuning};
-
-/// What a document is made of.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Content {
-    /// Text, fingerprinted by the store's recipe.
-    Text(String),
-    /// Pre-weighted features `(feature, weight)`, fingerprinted by
-    /// [`fingerprint::simhash_weighted`].
-    Features(Vec<(String, f64)>),
-    /// A fingerprint computed elsewhere (`import`, or `"fingerprint"` in
-    /// ingest's JSONL).
-    Fingerprint(Fingerprint),
-}
-
-impl Content {
-    /// xxh3-64 identity of the content (text bytes, or the features in order
-    /// as `name \t weight-bits-hex \n`).
-    pub fn hash(&self) -> u64 {
-        match self {
-            Content::Text(t) => xxhash_rust::xxh3::xxh3_64(t.as_bytes()),
-            Content::Features(f) => {
-                let mut h = xxhash_rust::xxh3::Xxh3::new();
-                for (n, w) in f {
-                    h.update(n.as_bytes());
-                    h.update(format!("\t{:016x}\n", w.to_bits()).as_bytes());
-                }
-                h.digest()
-            }
-            Content::Fingerprint(fp) => xxhash_rust::xxh3::xxh3_64(&fp.value().to_be_bytes()),
-        }
-    }
-
-    /// Length in bytes (text), number of features, or 0 (a fingerprint).
-    pub fn len(&self) -> u64 {
-        match self {
-            Content::Text(t) => t.len() as u64,
-            Content::Features(f) => f.len() as u64,
-            Content::Fingerprint(_) => 0,
-        }
-    }
-
-    /// Whether the content is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The fingerprint and, for text, the verification sketch and terms.
-    pub fn analyze(&self, fp: &Fingerprinter) -> Result<Analysis> {
-        match self {
-            Content::Text(t) => fp.analyze(t),
-            _ => self.fingerprint(fp).map(Analysis::bare),
-        }
-    }
-
-    /// The fingerprint of this content under `fp`'s recipe.
-    pub fn fingerprint(&self, fp: &Fingerprinter) -> Result<Fingerprint> {
-        match self {
-            Content::Text(t) => fp.fingerprint(t),
-            Content::Features(f) => fingerprint::simhash_weighted(f),
-            Content::Fingerprint(fp) => Ok(*fp),
-        }
-    }
-}
 
 /// The sketch similarity a candidate needs to be reported, when both
 /// sides have a sketch: chosen with `tools/evaluate.rs` (README, "Choosing
@@ -287,49 +231,6 @@ pub struct ClusterSummary {
     pub id: u64,
     pub size: u64,
     pub representative: String,
-}
-
-/// The exact radius and probe budget of a query that gives `k` and a
-/// probe `budget`, or leaves them out: without k, k = 3 probed at
-/// [`index::DEFAULT_PROBE_BUDGET`]; with k alone, exact at k (budget 0).
-pub fn search_mode(k: Option<u32>, budget: Option<usize>) -> Result<(u32, usize)> {
-    if let Some(k) = k {
-        fingerprint::check_k(k)?;
-    }
-    if let Some(b) = budget.filter(|&b| b > index::MAX_PROBE_BUDGET) {
-        return Err(Error::Input(format!(
-            "probe budget {b} is more than {} buckets",
-            index::MAX_PROBE_BUDGET
-        )));
-    }
-    Ok(match (k, budget) {
-        (None, b) => (3, b.unwrap_or(index::DEFAULT_PROBE_BUDGET)),
-        (Some(k), b) => (k, b.unwrap_or(0)),
-    })
-}
-
-/// How a front end asks a query (the service's JSON, Python's keywords,
-/// the CLI's flags); `None` leaves each to its default.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct QueryOptions {
-    /// See [`search_mode`].
-    pub k: Option<u32>,
-    pub probe_budget: Option<usize>,
-    /// The store's threshold ([`Db::default_min_similarity`]) when `None`.
-    pub min_similarity: Option<f64>,
-    /// [`limits::DEFAULT_LIMIT`] when `None`; at most
-    /// [`limits::MAX_LIMIT`].
-    pub limit: Option<usize>,
-}
-
-/// `s` if it is a similarity threshold (0..=1).
-pub fn check_min_similarity(s: f64) -> Result<f64> {
-    if !(0.0..=1.0).contains(&s) {
-        return Err(Error::Input(format!(
-            "min_similarity {s} is not between 0 and 1"
-        )));
-    }
-    Ok(s)
 }
 
 /// Bucket sizes of one block family.
@@ -713,25 +614,6 @@ impl Db {
             ..Query::new(fingerprint)
         }
         .probing(weak_bits, index::DEFAULT_PROBE_BUDGET)
-    }
-
-    /// `base` (from [`Db::text_query`], [`Db::id_query`] or [`Query::new`])
-    /// asked with `o`: radius and budget as [`search_mode`] decides, the
-    /// threshold defaulting to the store's, the limit defaulting to
-    /// [`limits::DEFAULT_LIMIT`] and refused above [`limits::MAX_LIMIT`]
-    /// (every front end's answer is bounded, whatever the store holds).
-    pub fn with_options(&self, base: Query, o: &QueryOptions) -> Result<Query> {
-        let (k, budget) = search_mode(o.k, o.probe_budget)?;
-        let min_similarity = match o.min_similarity {
-            Some(s) => check_min_similarity(s)?,
-            None => self.default_min_similarity(),
-        };
-        Ok(Query {
-            k,
-            limit: Some(limits::query_limit(o.limit)?),
-            min_similarity,
-            ..base.with_budget(budget)
-        })
     }
 
     /// The default [`Query`] for `text`: confidence-ranked probing at the

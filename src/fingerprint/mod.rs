@@ -19,6 +19,7 @@
 //!    0 (a tie gives 0). Features are summed in byte order of their strings, so
 //!    the result does not depend on thread count or hash-map order.
 
+mod content;
 mod dict;
 mod idf;
 mod recipe;
@@ -29,6 +30,7 @@ mod text;
 use std::fmt;
 use std::str::FromStr;
 
+pub use content::Content;
 pub use dict::cut as cut_ideographs;
 pub use idf::{default_idf, idf, vocabulary, LearnedIdf};
 pub use recipe::{Recipe, SketchKind, StopWords, TfWeighting};

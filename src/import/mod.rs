@@ -53,8 +53,9 @@ use std::time::{Duration, Instant};
 
 use extsort::{read_array, read_str, write_str, Item, Sorter};
 
-use crate::db::{check_id, Content};
+use crate::db::check_id;
 use crate::error::{Error, Result};
+use crate::fingerprint::Content;
 use crate::fingerprint::{Fingerprint, Recipe, SKETCH_BYTES};
 use crate::index;
 use crate::store::{self, Record, Tuning};

@@ -11,9 +11,10 @@
 use std::time::{Duration, Instant};
 
 use super::{pipeline, Chunk, Options};
+use crate::db::write::Doc;
 use crate::db::Db;
 use crate::error::{Error, Result};
-use crate::ingest::read::{Doc, Input, Problem};
+use crate::ingest::read::{Input, Problem};
 
 /// A dropped document and what it duplicates.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -80,7 +81,7 @@ pub fn dedup(
     opts: &Options,
     mut on_event: impl FnMut(DedupEvent<'_>) -> Result<()>,
 ) -> Result<DedupSummary> {
-    crate::fingerprint::check_k(opts.k)?;
+    crate::fingerprint::check_k(opts.write.k)?;
     if !scratch.is_empty()? {
         return Err(Error::Input(
             "the scratch store of a dedup run must be empty".into(),
@@ -126,7 +127,7 @@ pub fn dedup(
                     continue;
                 }
             };
-            let q = opts.duplicate_query(&a);
+            let q = opts.write.duplicate_query(&a);
             let in_db = match against {
                 Some(db) => db.first_duplicate(&q)?,
                 None => None,

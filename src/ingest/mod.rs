@@ -17,74 +17,36 @@ use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 
-use crate::db::Query;
-use crate::db::{limits, Db, Outcome};
+pub use crate::db::write::{
+    analyze_all, place, place_all, place_in_chunks, Doc, DuplicatePolicy, Duplicates, Interrupted,
+    Placed, WritePolicy, Written,
+};
+use crate::db::{Db, Outcome};
 use crate::error::{Error, Result};
-use crate::fingerprint::Analysis;
 pub use dedup::{dedup, DedupEvent, DedupSummary, Dropped};
-pub use read::{Doc, Format, Input, Problem};
+pub use read::{Format, Input, Problem};
 
-/// What to do with a document that has a near-duplicate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum DuplicatePolicy {
-    /// Index it anyway and report it (default).
-    #[default]
-    IndexAll,
-    /// Report it and do not index it.
-    Skip,
-}
-
-/// Options of an ingest run.
+/// Options of an ingest run: the write policy of its documents, and how
+/// the files are read.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// Distance at which a document counts as a near-duplicate (<= 11).
-    pub k: u32,
-    pub policy: DuplicatePolicy,
+    /// What counts as a duplicate and what is done with it.
+    pub write: WritePolicy,
     /// Stop at the first bad line.
     pub strict: bool,
     /// Documents per write batch (and per parallel fingerprinting chunk).
     pub batch_size: usize,
     /// Longest line or file accepted.
     pub max_doc_bytes: usize,
-    /// fsync each batch before it counts as written.
-    pub sync: bool,
-    /// Sketch similarity a candidate needs to count as a duplicate (see
-    /// [`crate::db::Query::min_similarity`]).
-    pub min_similarity: f64,
-    /// Confidence-ranked probing beyond `k` with this budget (buckets over
-    /// the four families, see [`crate::index::ProbePlan::ranked`]); 0 =
-    /// exact at `k` only.
-    pub probe_budget: usize,
-    /// Duplicates each written document lists (at most
-    /// [`limits::MAX_DUPLICATES`]; see [`Duplicates`]).
-    pub max_duplicates: usize,
-}
-
-impl Options {
-    /// The duplicate check of an analysed document under these options.
-    pub fn duplicate_query(&self, a: &Analysis) -> Query {
-        Query {
-            k: self.k,
-            sketch: a.sketch,
-            min_similarity: self.min_similarity,
-            ..Query::new(a.fingerprint)
-        }
-        .probing(&a.weak_bits, self.probe_budget)
-    }
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
-            k: 3,
-            policy: DuplicatePolicy::IndexAll,
+            write: WritePolicy::default(),
             strict: false,
             batch_size: 2048,
             max_doc_bytes: read::DEFAULT_MAX_DOC_BYTES,
-            sync: false,
-            min_similarity: crate::db::DEFAULT_MIN_SIMILARITY,
-            probe_budget: crate::index::DEFAULT_PROBE_BUDGET,
-            max_duplicates: limits::DEFAULT_MAX_DUPLICATES,
         }
     }
 }
@@ -162,12 +124,12 @@ pub fn run(
     opts: &Options,
     mut on_event: impl FnMut(Event<'_>),
 ) -> Result<Summary> {
-    crate::fingerprint::check_k(opts.k)?;
+    crate::fingerprint::check_k(opts.write.k)?;
     let start = Instant::now();
     let fingerprinter = db.fingerprinter().clone();
     fingerprinter.warm_up();
     let mut w = db.writer()?;
-    w.set_sync(opts.sync);
+    w.set_sync(opts.write.sync);
     let mut sum = Summary::default();
     pipeline(&fingerprinter, inputs, opts, |chunk| {
         let at = match chunk.last() {
@@ -300,7 +262,7 @@ const CHUNK_BYTES: usize = 32 << 20;
 
 /// A chunk of the input: each document with its analysis, or the problem
 /// of a line that is not a document.
-type Chunk = Vec<std::result::Result<(read::Doc, Result<Analysis>), Problem>>;
+type Chunk = Vec<std::result::Result<(Doc, Result<crate::fingerprint::Analysis>), Problem>>;
 
 /// Applies one fingerprinted chunk in input order.
 fn apply(
@@ -346,7 +308,7 @@ fn apply(
             sum.short += 1;
             on_event(Event::Short(&doc, a.terms));
         }
-        let (placed, dups) = place(w, &doc, a, opts)?;
+        let (placed, dups) = place(w, &doc, a, &opts.write)?;
         if let Some(h) = dups.hits.first() {
             sum.duplicates += 1;
             on_event(Event::Duplicate(&DuplicateReport {
@@ -365,237 +327,6 @@ fn apply(
         }
     }
     Ok(())
-}
-
-/// What [`place`] did with a document.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Placed {
-    /// The same id with the same content is stored: nothing written, no
-    /// duplicate check.
-    Unchanged,
-    /// It has near-duplicates and the policy is [`DuplicatePolicy::Skip`]:
-    /// not written.
-    Skipped,
-    /// Written (inserted, or replacing the id's earlier content).
-    Written(Outcome),
-}
-
-/// The confirmed near-duplicates a write's check found (see
-/// [`place`]).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Duplicates {
-    /// Nearest first, then by id: every confirmed near-duplicate when
-    /// `complete`, else the first [`limits::CHECK_CONFIRMED`] of them (or
-    /// [`Options::max_duplicates`], if more) or those among the first
-    /// [`limits::CHECK_EXAMINED`] candidates. A document's duplicates are
-    /// those within `k` if it has any; only a document with none has
-    /// those that confidence-ranked probing finds beyond `k`. Answers list
-    /// [`Duplicates::listed`].
-    pub hits: Vec<crate::Hit>,
-    /// Whether the check looked at every candidate, so that `hits` is all
-    /// of them and their number is exact.
-    pub complete: bool,
-}
-
-impl Duplicates {
-    /// How many were confirmed: the exact count when [`Duplicates::exact`],
-    /// else a lower bound.
-    pub fn count(&self) -> usize {
-        self.hits.len()
-    }
-
-    /// Whether [`Duplicates::count`] is exact.
-    pub fn exact(&self) -> bool {
-        self.complete
-    }
-
-    /// The first `n` (nearest first).
-    pub fn listed(&self, n: usize) -> &[crate::Hit] {
-        &self.hits[..n.min(self.hits.len())]
-    }
-}
-
-/// Writes one analysed document through `w` as ingest does: an unchanged
-/// re-ingest is left alone; otherwise its near-duplicates in the store and
-/// in `w`'s pending batch are looked for with [`Options::duplicate_query`]
-/// (the document's own id aside) and, unless the policy skips duplicates,
-/// it is written joining their clusters. Returns what was done and the
-/// near-duplicates (none for an unchanged document).
-///
-/// The check reads candidates nearest first and stops after
-/// [`limits::CHECK_CONFIRMED`] confirmed ones or
-/// [`limits::CHECK_EXAMINED`] looked at, so a write costs about the same
-/// whether its document has no stored copy or a million.
-pub fn place(
-    w: &mut crate::db::Writer<'_>,
-    doc: &Doc,
-    a: Analysis,
-    opts: &Options,
-) -> Result<(Placed, Duplicates)> {
-    // Unchanged re-ingests are not news: check before looking for duplicates.
-    if w.is_unchanged(&doc.id, &a, &doc.content)? {
-        return Ok((Placed::Unchanged, Duplicates::default()));
-    }
-    let q = Query {
-        exclude: Some(doc.id.clone()),
-        ..opts.duplicate_query(&a)
-    };
-    let depth = limits::CHECK_CONFIRMED.max(opts.max_duplicates.min(limits::MAX_DUPLICATES));
-    let check = w.check(&q, depth, limits::CHECK_EXAMINED, true)?;
-    let dups = Duplicates {
-        complete: check.complete,
-        hits: check.hits,
-    };
-    if !dups.hits.is_empty() && opts.policy == DuplicatePolicy::Skip {
-        return Ok((Placed::Skipped, dups));
-    }
-    // The clusters joined do not depend on how many the write lists.
-    let near: Vec<String> = dups
-        .hits
-        .iter()
-        .take(limits::CHECK_CONFIRMED)
-        .map(|h| h.id.clone())
-        .collect();
-    let outcome = w.put_near(&doc.id, a, &doc.content, &doc.source, doc.priority, &near)?;
-    Ok((Placed::Written(outcome), dups))
-}
-
-impl Placed {
-    /// The outcome's name in answers (`--json`, the service, Python).
-    pub fn name(self) -> &'static str {
-        match self {
-            Placed::Written(Outcome::Inserted) => "inserted",
-            Placed::Written(Outcome::Replaced) => "replaced",
-            Placed::Unchanged | Placed::Written(Outcome::Unchanged) => "unchanged",
-            Placed::Skipped => "duplicate",
-        }
-    }
-}
-
-/// What [`place_all`] did with one document.
-#[derive(Debug, Clone)]
-pub struct Written {
-    /// `None`: the document has no usable features, and was not written.
-    pub placed: Option<Placed>,
-    pub fingerprint: Option<crate::Fingerprint>,
-    pub short: bool,
-    /// Its near-duplicates, nearest first.
-    pub duplicates: Duplicates,
-}
-
-impl Written {
-    /// [`Placed::name`], or `no_features`.
-    pub fn outcome(&self) -> &'static str {
-        self.placed.map_or("no_features", Placed::name)
-    }
-}
-
-/// Analyses `docs` in parallel (on the current rayon pool): `None` for a
-/// document with no usable features. Any other failure is the first
-/// failing document's index and error, so that a caller can refuse the
-/// batch before writing any of it.
-pub fn analyze_all(
-    f: &crate::Fingerprinter,
-    docs: &[Doc],
-) -> std::result::Result<Vec<Option<Analysis>>, (usize, Error)> {
-    docs.par_iter()
-        .enumerate()
-        .map(|(i, d)| match d.content.analyze(f) {
-            Ok(a) => Ok(Some(a)),
-            Err(Error::NoFeatures) => Ok(None),
-            Err(e) => Err((i, e)),
-        })
-        .collect()
-}
-
-/// [`place`]s each analysed document through `w`, in order (a later one
-/// sees the earlier ones as duplicates); does not commit.
-pub fn place_all(
-    w: &mut crate::db::Writer<'_>,
-    docs: &[Doc],
-    analyses: Vec<Option<Analysis>>,
-    opts: &Options,
-) -> Result<Vec<Written>> {
-    let mut out = Vec::with_capacity(docs.len());
-    for (doc, a) in docs.iter().zip(analyses) {
-        out.push(place_written(w, doc, a, opts)?);
-    }
-    Ok(out)
-}
-
-/// [`place`] of one document of [`analyze_all`]'s (`None`: no usable
-/// features, not written).
-fn place_written(
-    w: &mut crate::db::Writer<'_>,
-    doc: &Doc,
-    a: Option<Analysis>,
-    opts: &Options,
-) -> Result<Written> {
-    let Some(a) = a else {
-        return Ok(Written {
-            placed: None,
-            fingerprint: None,
-            short: false,
-            duplicates: Duplicates::default(),
-        });
-    };
-    let (fingerprint, short) = (a.fingerprint, a.is_short());
-    let (placed, duplicates) = place(w, doc, a, opts)?;
-    Ok(Written {
-        placed: Some(placed),
-        fingerprint: Some(fingerprint),
-        short,
-        duplicates,
-    })
-}
-
-/// A chunked write stopped by an error (see [`place_in_chunks`]).
-#[derive(Debug)]
-pub struct Interrupted {
-    /// The documents committed before it, in order: the first `written`
-    /// of the request are stored.
-    pub written: usize,
-    pub error: Error,
-}
-
-/// [`place`]s `docs` (with their analyses from [`analyze_all`]) in order
-/// through `db`'s shared writer, committing in chunks: each chunk is one
-/// atomic batch and holds the writer for at most
-/// [`limits::WRITE_CHUNK_DOCS`] documents or [`limits::WRITE_CHUNK_TIME`],
-/// then hands it on fairly, so a one-document write from elsewhere never
-/// waits behind a large request for longer than a chunk. A later document
-/// sees the earlier ones as duplicates (committed, or pending in its
-/// chunk).
-///
-/// On an error the chunks before it stay written: [`Interrupted`] says how
-/// many documents are.
-pub fn place_in_chunks(
-    db: &Db,
-    docs: &[Doc],
-    analyses: Vec<Option<Analysis>>,
-    opts: &Options,
-) -> std::result::Result<Vec<Written>, Interrupted> {
-    let mut out: Vec<Written> = Vec::with_capacity(docs.len());
-    let mut analyses = analyses.into_iter();
-    let mut committed = 0;
-    let fail = |written, error| Interrupted { written, error };
-    while out.len() < docs.len() {
-        let mut w = db.shared_writer().map_err(|e| fail(committed, e))?;
-        w.set_sync(opts.sync);
-        let start = Instant::now();
-        let first = out.len();
-        while out.len() < docs.len()
-            && out.len() - first < limits::WRITE_CHUNK_DOCS
-            && start.elapsed() < limits::WRITE_CHUNK_TIME
-        {
-            let doc = &docs[out.len()];
-            let a = analyses.next().flatten();
-            out.push(place_written(&mut w, doc, a, opts).map_err(|e| fail(committed, e))?);
-        }
-        w.commit().map_err(|e| fail(committed, e))?;
-        committed = out.len();
-    }
-    Ok(out)
 }
 
 /// Writes one report line as JSON.

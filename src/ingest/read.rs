@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::db::Content;
+use crate::db::write::Doc;
+use crate::fingerprint::Content;
 
 /// The longest line (or file, for directories) accepted by default: 64 MiB.
 pub const DEFAULT_MAX_DOC_BYTES: usize = 64 << 20;
@@ -64,21 +65,6 @@ impl Input {
             self.path.display().to_string()
         }
     }
-}
-
-/// A document read from an input.
-#[derive(Debug, Clone)]
-pub struct Doc {
-    pub id: String,
-    pub content: Content,
-    /// `name:line` (or the file path for directories).
-    pub source: String,
-    /// The line as read, without its line ending (and without a byte-order
-    /// mark on line 1), when the input keeps lines ([`Input::keep_lines`];
-    /// never for directories).
-    pub line: Option<Vec<u8>>,
-    /// The JSONL line's `"priority"`, if any.
-    pub priority: Option<f64>,
 }
 
 /// Something wrong with one line or file of an input.

@@ -6,50 +6,21 @@
 //!   ingest` is (`"id"`, one of `"text"`, `"features"`, `"fingerprint"`,
 //!   optional `"priority"`; other fields ignored).
 //! - Queries (`POST /query`): one query object, or `{"queries": [...]}`;
-//!   a query has exactly one of `"text"`, `"fingerprint"` (16 hex digits)
-//!   or `"id"`, and optionally `"k"`, `"probe_budget"`, `"limit"`,
-//!   `"min_similarity"` and `"explain"`; any other field is refused (a
-//!   misspelt option must not pass silently).
-//! - URL parameters: `sync`, `k`, `probe_budget`, `min_similarity`,
-//!   `max_duplicates` (writes).
+//!   each a [`QueryRequest`] (the library's model: `"text"`,
+//!   `"fingerprint"` or `"id"`, and the options by name); any other field
+//!   is refused (a misspelt option must not pass silently).
+//! - URL parameters of writes: the [`WriteOptions`] by name.
 
 use serde_json::{Map, Value};
 
-use crate::fingerprint::{self, Fingerprint};
-use crate::ingest::read::{doc_from_value, Doc};
+use crate::db::request::{deserialize_at, json_kind as kind, FieldError, UnknownFields};
+use crate::db::write::Doc;
+use crate::db::{QueryRequest, WriteOptions};
+use crate::ingest::read::doc_from_value;
 
 /// A request that cannot be answered as asked: what was wrong and, when
 /// it concerns one field, its path (`documents[3].text`, `k`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BadRequest {
-    pub field: Option<String>,
-    pub message: String,
-}
-
-impl BadRequest {
-    pub fn new(message: impl Into<String>) -> BadRequest {
-        BadRequest {
-            field: None,
-            message: message.into(),
-        }
-    }
-
-    pub fn field(field: impl Into<String>, message: impl Into<String>) -> BadRequest {
-        BadRequest {
-            field: Some(field.into()),
-            message: message.into(),
-        }
-    }
-}
-
-impl std::fmt::Display for BadRequest {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.field {
-            Some(field) => write!(f, "{field}: {}", self.message),
-            None => f.write_str(&self.message),
-        }
-    }
-}
+pub type BadRequest = FieldError;
 
 type Parsed<T> = std::result::Result<T, BadRequest>;
 
@@ -202,36 +173,16 @@ pub fn parse_documents(body: &[u8], max_batch: usize) -> Parsed<(Vec<Doc>, bool)
     Ok((docs, batch))
 }
 
-/// What a query asks about.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Subject {
-    Text(String),
-    Fingerprint(Fingerprint),
-    /// A stored document (left out of its own answer).
-    Id(String),
-}
-
-/// One query of `POST /query`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct QuerySpec {
-    pub subject: Subject,
-    pub k: Option<u32>,
-    pub probe_budget: Option<usize>,
-    pub limit: Option<usize>,
-    pub min_similarity: Option<f64>,
-    pub explain: bool,
-}
-
 /// A query request: one query, or a batch (`{"queries": [...]}`, at most
 /// `max_batch`).
-pub fn parse_queries(body: &[u8], max_batch: usize) -> Parsed<(Vec<QuerySpec>, bool)> {
+pub fn parse_queries(body: &[u8], max_batch: usize) -> Parsed<(Vec<QueryRequest>, bool)> {
     let Value::Object(mut m) = parse_top(body, max_batch, "queries")? else {
         return Err(BadRequest::new(
             "expected a query object, or {\"queries\": [...]}",
         ));
     };
     let Some(qs) = m.remove("queries") else {
-        return Ok((vec![query_from(&m, "")?], false));
+        return Ok((vec![query_from(Value::Object(m), None)?], false));
     };
     if let Some(other) = m.keys().next() {
         return Err(BadRequest::field(
@@ -258,189 +209,26 @@ pub fn parse_queries(body: &[u8], max_batch: usize) -> Parsed<(Vec<QuerySpec>, b
         ));
     }
     let specs = qs
-        .iter()
+        .into_iter()
         .enumerate()
-        .map(|(i, q)| match q {
-            Value::Object(m) => query_from(m, &format!("queries[{i}].")),
-            other => Err(BadRequest::field(
-                format!("queries[{i}]"),
-                format!("must be a query object, not {}", kind(other)),
-            )),
-        })
-        .collect::<Parsed<Vec<QuerySpec>>>()?;
+        .map(|(i, q)| query_from(q, Some(i)))
+        .collect::<Parsed<Vec<QueryRequest>>>()?;
     Ok((specs, true))
 }
 
-const QUERY_FIELDS: [&str; 8] = [
-    "text",
-    "fingerprint",
-    "id",
-    "k",
-    "probe_budget",
-    "limit",
-    "min_similarity",
-    "explain",
-];
-
-fn query_from(m: &Map<String, Value>, at: &str) -> Parsed<QuerySpec> {
-    let field = |f: &str| format!("{at}{f}");
-    if let Some(unknown) = m.keys().find(|k| !QUERY_FIELDS.contains(&k.as_str())) {
-        return Err(BadRequest::field(
-            field(unknown),
-            format!(
-                "unknown field; a query has {}",
-                QUERY_FIELDS.map(|f| format!("\"{f}\"")).join(", ")
-            ),
-        ));
-    }
-    let given: Vec<&str> = ["text", "fingerprint", "id"]
-        .into_iter()
-        .filter(|f| m.contains_key(*f))
-        .collect();
-    let subject = match given.as_slice() {
-        ["text"] => match &m["text"] {
-            Value::String(t) => Subject::Text(t.clone()),
-            other => return Err(must(&field("text"), "a string", other)),
-        },
-        ["fingerprint"] => match &m["fingerprint"] {
-            Value::String(h) => Subject::Fingerprint(h.parse().map_err(|e: crate::Error| {
-                BadRequest::field(field("fingerprint"), e.to_string())
-            })?),
-            other => return Err(must(&field("fingerprint"), "16 hex digits", other)),
-        },
-        ["id"] => match &m["id"] {
-            Value::String(s) if !s.is_empty() => Subject::Id(s.clone()),
-            Value::Number(n) if n.is_u64() || n.is_i64() => Subject::Id(n.to_string()),
-            other => {
-                return Err(must(
-                    &field("id"),
-                    "a non-empty string or an integer",
-                    other,
-                ))
-            }
-        },
-        [] => {
-            return Err(BadRequest::new(format!(
-                "{}give one of \"text\", \"fingerprint\" or \"id\"",
-                if at.is_empty() {
-                    String::new()
-                } else {
-                    format!("{}: ", at.trim_end_matches('.'))
-                }
-            )))
-        }
-        several => {
-            return Err(BadRequest::field(
-                field(several[1]),
-                "give one of \"text\", \"fingerprint\" or \"id\", not several",
-            ))
-        }
-    };
-    let k = opt_uint(m, &field("k"), "k")?
-        .map(|k| {
-            u32::try_from(k)
-                .ok()
-                .filter(|k| fingerprint::check_k(*k).is_ok())
-                .ok_or_else(|| {
-                    BadRequest::field(
-                        field("k"),
-                        format!("{k} is out of range (0..={})", fingerprint::MAX_EXACT_K),
-                    )
-                })
-        })
-        .transpose()?;
-    let probe_budget = opt_uint(m, &field("probe_budget"), "probe_budget")?
-        .map(|b| {
-            usize::try_from(b)
-                .ok()
-                .filter(|b| *b <= crate::index::MAX_PROBE_BUDGET)
-                .ok_or_else(|| {
-                    BadRequest::field(
-                        field("probe_budget"),
-                        format!(
-                            "{b} is more than {} buckets",
-                            crate::index::MAX_PROBE_BUDGET
-                        ),
-                    )
-                })
-        })
-        .transpose()?;
-    let limit =
-        opt_uint(m, &field("limit"), "limit")?.map(|l| usize::try_from(l).unwrap_or(usize::MAX));
-    let min_similarity = match m.get("min_similarity") {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(similarity(v, &field("min_similarity"))?),
-    };
-    let explain = match m.get("explain") {
-        None | Some(Value::Null) => false,
-        Some(Value::Bool(b)) => *b,
-        Some(other) => return Err(must(&field("explain"), "true or false", other)),
-    };
-    Ok(QuerySpec {
-        subject,
-        k,
-        probe_budget,
-        limit,
-        min_similarity,
-        explain,
+/// One query of a request, the `i`th of a batch.
+fn query_from(v: Value, i: Option<usize>) -> Parsed<QueryRequest> {
+    QueryRequest::from_json(v, UnknownFields::Refuse).map_err(|e| match i {
+        Some(i) => e.within(&format!("queries[{i}]")),
+        None => e,
     })
 }
 
-fn opt_uint(m: &Map<String, Value>, path: &str, name: &str) -> Parsed<Option<u64>> {
-    match m.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) if n.is_u64() => Ok(n.as_u64()),
-        Some(other) => Err(must(path, "a non-negative integer", other)),
-    }
-}
-
-fn similarity(v: &Value, path: &str) -> Parsed<f64> {
-    match v.as_f64() {
-        Some(s) if (0.0..=1.0).contains(&s) => Ok(s),
-        Some(s) => Err(BadRequest::field(
-            path,
-            format!("{s} is not between 0 and 1"),
-        )),
-        None => Err(must(path, "a number between 0 and 1", v)),
-    }
-}
-
-fn must(path: &str, what: &str, v: &Value) -> BadRequest {
-    BadRequest::field(path, format!("must be {what}, not {}", kind(v)))
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// The URL parameters of a request.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Params {
-    /// fsync before answering.
-    pub sync: bool,
-    pub k: Option<u32>,
-    pub probe_budget: Option<usize>,
-    pub min_similarity: Option<f64>,
-    /// Duplicates listed per written document.
-    pub max_duplicates: Option<usize>,
-}
-
-/// Parses a query string; `allowed` are the parameters the endpoint takes.
-pub fn parse_params(query: Option<&str>, allowed: &[&str]) -> Parsed<Params> {
-    let mut p = Params::default();
-    let pairs: Vec<(String, String)> = match query {
-        None => Vec::new(),
-        Some(q) => serde_urlencoded::from_str(q)
-            .map_err(|e| BadRequest::new(format!("bad URL parameters: {e}")))?,
-    };
-    for (name, value) in pairs {
+/// The URL parameters of a request: a write's [`WriteOptions`]; `allowed`
+/// are the parameters the endpoint takes (none for the others).
+pub fn parse_params(query: Option<&str>, allowed: &[&str]) -> Parsed<WriteOptions> {
+    let query = query.unwrap_or("");
+    for (name, _) in form_urlencoded_pairs(query)? {
         if !allowed.contains(&name.as_str()) {
             return Err(BadRequest::field(
                 name,
@@ -454,50 +242,22 @@ pub fn parse_params(query: Option<&str>, allowed: &[&str]) -> Parsed<Params> {
                 },
             ));
         }
-        let bad = |what: &str| BadRequest::field(name.clone(), format!("{value:?} is not {what}"));
-        match name.as_str() {
-            "sync" => {
-                p.sync = match value.as_str() {
-                    "" | "true" | "1" => true,
-                    "false" | "0" => false,
-                    _ => return Err(bad("true or false")),
-                }
-            }
-            "k" => {
-                let k: u32 = value.parse().map_err(|_| bad("an integer"))?;
-                fingerprint::check_k(k).map_err(|e| BadRequest::field("k", e.to_string()))?;
-                p.k = Some(k);
-            }
-            "probe_budget" => {
-                let b: usize = value.parse().map_err(|_| bad("an integer"))?;
-                if b > crate::index::MAX_PROBE_BUDGET {
-                    return Err(bad(&format!(
-                        "at most {} buckets",
-                        crate::index::MAX_PROBE_BUDGET
-                    )));
-                }
-                p.probe_budget = Some(b);
-            }
-            "min_similarity" => {
-                let s: f64 = value.parse().map_err(|_| bad("a number"))?;
-                p.min_similarity = Some(similarity(&Value::from(s), "min_similarity")?);
-            }
-            "max_duplicates" => {
-                let n: usize = value.parse().map_err(|_| bad("an integer"))?;
-                crate::db::limits::max_duplicates(Some(n))
-                    .map_err(|e| BadRequest::field("max_duplicates", e.to_string()))?;
-                p.max_duplicates = Some(n);
-            }
-            _ => unreachable!("only allowed parameters get here"),
-        }
     }
-    Ok(p)
+    deserialize_at(serde_urlencoded::Deserializer::new(form_urlencoded::parse(
+        query.as_bytes(),
+    )))
+}
+
+fn form_urlencoded_pairs(query: &str) -> Parsed<Vec<(String, String)>> {
+    serde_urlencoded::from_str(query)
+        .map_err(|e| BadRequest::new(format!("bad URL parameters: {e}")))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::db::Content;
+    use crate::db::Subject;
+    use crate::fingerprint::Content;
     use proptest::prelude::*;
 
     #[test]
@@ -540,7 +300,8 @@ mod tests {
             parse_queries(br#"{"text":"abc","k":5,"limit":3,"explain":true}"#, 10).unwrap();
         assert!(!batch);
         assert_eq!(q[0].subject, Subject::Text("abc".into()));
-        assert_eq!((q[0].k, q[0].limit, q[0].explain), (Some(5), Some(3), true));
+        let o = q[0].options;
+        assert_eq!((o.k, o.limit, o.explain), (Some(5), Some(3), true));
         let (q, batch) = parse_queries(
             br#"{"queries":[{"fingerprint":"00000000000000ff"},{"id":7}]}"#,
             10,
@@ -555,7 +316,7 @@ mod tests {
         let cases: &[(&[u8], &str, &str)] = &[
             (br#"{"text":"a","kk":3}"#, "kk", "unknown field"),
             (br#"{"text":"a","k":12}"#, "k", "out of range"),
-            (br#"{"text":"a","k":-1}"#, "k", "non-negative integer"),
+            (br#"{"text":"a","k":-1}"#, "k", "expected u64"),
             (
                 br#"{"text":"a","min_similarity":2}"#,
                 "min_similarity",
@@ -566,13 +327,17 @@ mod tests {
                 "explain",
                 "true or false",
             ),
-            (br#"{"text":"a","id":"b"}"#, "id", "not several"),
+            (
+                br#"{"text":"a","fingerprint":"00000000000000ff"}"#,
+                "fingerprint",
+                "not both",
+            ),
             (br#"{"fingerprint":"xyz"}"#, "fingerprint", ""),
-            (br#"{"text":7}"#, "text", "must be a string"),
+            (br#"{"text":7}"#, "text", "expected a string"),
             (
                 br#"{"queries":[{"text":"a"},{"text":"b","limit":"x"}]}"#,
                 "queries[1].limit",
-                "integer",
+                "expected u64",
             ),
             (
                 br#"{"queries":[{"text":"a"}],"k":3}"#,

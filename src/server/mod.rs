@@ -43,10 +43,11 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Value};
 
-use crate::db::{self, Db, Query};
+use crate::db::write::{Doc, DuplicatePolicy, WritePolicy};
+use crate::db::{self, Db};
 use crate::error::{Error, Result};
-use crate::ingest::{self, DuplicatePolicy};
-use api::{BadRequest, QuerySpec, Subject};
+use api::BadRequest;
+use db::{QueryRequest, Subject};
 use metrics::Metrics;
 
 /// The address the service binds to unless told otherwise (loopback).
@@ -782,9 +783,6 @@ fn without_paths(message: &str) -> String {
 
 type Answer = std::result::Result<Response, ApiError>;
 
-/// A query's weighted terms, heaviest first (for `explain`).
-type Terms = Vec<(String, f64)>;
-
 fn json_answer(v: Value) -> Answer {
     Ok(axum::Json(v).into_response())
 }
@@ -891,14 +889,6 @@ fn is_length_limit(e: &axum::Error) -> bool {
     false
 }
 
-const WRITE_PARAMS: [&str; 5] = [
-    "sync",
-    "k",
-    "probe_budget",
-    "min_similarity",
-    "max_duplicates",
-];
-
 async fn put_documents(State(app): State<Shared>, RawQuery(q): RawQuery, body: Body) -> Answer {
     write_documents(app, q, body, DuplicatePolicy::IndexAll).await
 }
@@ -913,12 +903,13 @@ async fn write_documents(
     body: Body,
     policy: DuplicatePolicy,
 ) -> Answer {
-    let p = api::parse_params(q.as_deref(), &WRITE_PARAMS)?;
+    let p = api::parse_params(q.as_deref(), &db::WriteOptions::FIELDS)?;
     let (bytes, _share) = read_body(&app, body).await?;
     let max_batch = app.config.max_batch;
     let (docs, _) = parse_body(bytes, move |b| api::parse_documents(b, max_batch)).await?;
-    let (k, probe_budget) = db::search_mode(p.k, p.probe_budget)?;
-    let max_duplicates = db::limits::max_duplicates(p.max_duplicates)?;
+    let default_similarity = app.slot.current().map(|d| d.default_min_similarity());
+    let opts = p.resolve(policy, default_similarity)?;
+    let max_duplicates = opts.max_duplicates;
     // The answer's size is known before anything is written.
     let most = docs.len().saturating_mul(max_duplicates);
     if most > app.config.max_hits {
@@ -933,19 +924,6 @@ async fn write_documents(
             ),
         ));
     }
-    let opts = ingest::Options {
-        k,
-        policy,
-        sync: p.sync,
-        min_similarity: p.min_similarity.unwrap_or_else(|| {
-            app.slot
-                .current()
-                .map_or(db::DEFAULT_MIN_SIMILARITY, |d| d.default_min_similarity())
-        }),
-        probe_budget,
-        max_duplicates,
-        ..ingest::Options::default()
-    };
     let written = blocking(move || {
         let r = app.write(docs, &opts);
         app.note_write(&r);
@@ -956,18 +934,14 @@ async fn write_documents(
 }
 
 impl App {
-    /// Writes one request's documents in one batch (see [`ingest::place`]).
-    fn write(
-        &self,
-        docs: Vec<ingest::Doc>,
-        opts: &ingest::Options,
-    ) -> std::result::Result<Value, ApiError> {
+    /// Writes one request's documents in chunks (see [`db::write::place_in_chunks`]).
+    fn write(&self, docs: Vec<Doc>, opts: &WritePolicy) -> std::result::Result<Value, ApiError> {
         let db = self.writable()?;
         // A document that cannot be analysed (beyond having no features)
         // refuses the request before anything is written.
         let analyses = self
             .pool
-            .install(|| ingest::analyze_all(db.fingerprinter(), &docs))
+            .install(|| db::write::analyze_all(db.fingerprinter(), &docs))
             .map_err(|(i, e)| {
                 let mut err =
                     ApiError::from(Error::Input(format!("document {:?}: {e}", docs[i].id)));
@@ -983,7 +957,7 @@ impl App {
             "short",
         ];
         let mut counts = [0u64; 6];
-        let written = ingest::place_in_chunks(&db, &docs, analyses, opts).map_err(|i| {
+        let written = db::write::place_in_chunks(&db, &docs, analyses, opts).map_err(|i| {
             let mut err = ApiError::from(i.error);
             err.message = format!(
                 "{} (the first {} documents of the request were written, in atomic chunks)",
@@ -1020,78 +994,21 @@ impl App {
         Ok(v)
     }
 
-    /// The query of `spec` and, with `explain`, its weighted terms.
-    fn build_query(&self, db: &Db, spec: &QuerySpec) -> Result<(Query, Option<Terms>)> {
-        let (base, terms) = match &spec.subject {
-            Subject::Text(t) => (db.text_query(t)?, spec.explain.then(|| db.text_terms(t))),
-            Subject::Fingerprint(fp) => (Query::new(*fp), spec.explain.then(Vec::new)),
-            Subject::Id(id) => {
-                let q = db.id_query(id)?;
-                let terms = match spec.explain {
-                    true => db.get(id)?.map(|r| db.record_terms(&r)),
-                    false => None,
-                };
-                (q, terms)
-            }
-        };
-        let o = db::QueryOptions {
-            k: spec.k,
-            probe_budget: spec.probe_budget,
-            min_similarity: spec.min_similarity,
-            limit: spec.limit,
-        };
-        Ok((db.with_options(base, &o)?, terms))
-    }
-
-    /// `simdb query --json`'s answer to one query.
-    fn render(
-        &self,
-        db: &Db,
-        q: &Query,
-        terms: Option<Terms>,
-        hits: &[crate::Hit],
-    ) -> Result<Value> {
-        Ok(match terms {
-            Some(terms) => json!({
-                "fingerprint": q.fingerprint,
-                "query_terms": terms.iter().take(crate::fingerprint::TOP_TERMS).collect::<Vec<_>>(),
-                "hits": db.explain(&terms, hits)?,
-            }),
-            None => json!({"fingerprint": q.fingerprint, "hits": hits}),
-        })
-    }
-
-    fn answer_one(&self, db: &Db, spec: &QuerySpec) -> Result<Value> {
-        let (q, terms) = self.build_query(db, spec)?;
-        let hits = db.search(&q)?;
-        self.render(db, &q, terms, &hits)
-    }
-
-    /// Answers of a batch, in order; a query that cannot be answered has
-    /// `{"error"}` in its place. Queries without `explain` share one pass
-    /// over the index ([`Db::search_many`]).
-    fn answer_batch(&self, specs: &[QuerySpec]) -> std::result::Result<Value, ApiError> {
+    /// Answers of a batch, in order ([`Db::answer_many`]); a query that
+    /// cannot be answered has `{"error", "status"}` in its place.
+    fn answer_batch(&self, rs: &[QueryRequest]) -> std::result::Result<Value, ApiError> {
         let db = self.db()?;
-        let built: Vec<Result<(Query, Option<Terms>)>> =
-            specs.iter().map(|s| self.build_query(&db, s)).collect();
-        let qs: Vec<Query> = built
-            .iter()
-            .filter_map(|b| b.as_ref().ok().map(|(q, _)| q.clone()))
-            .collect();
-        let mut answers = db.search_many(&qs)?.into_iter();
-        let mut results = Vec::with_capacity(specs.len());
-        for b in built {
-            results.push(match b {
-                Ok((q, terms)) => {
-                    let hits = answers.next().unwrap_or_default();
-                    self.render(&db, &q, terms, &hits)?
-                }
+        let answers = self.pool.install(|| db.answer_many(rs))?;
+        let results: Vec<Value> = answers
+            .into_iter()
+            .map(|a| match a {
+                Ok(a) => json!(a),
                 Err(e) => {
                     let e = ApiError::from(e);
                     json!({"error": e.message, "status": e.status.as_u16()})
                 }
-            });
-        }
+            })
+            .collect();
         Ok(json!({ "results": results }))
     }
 }
@@ -1110,7 +1027,7 @@ async fn query(State(app): State<Shared>, RawQuery(q): RawQuery, body: Body) -> 
     // The answer's size is bounded before any work.
     let most: usize = specs
         .iter()
-        .map(|s| s.limit.unwrap_or(db::limits::DEFAULT_LIMIT))
+        .map(|r| r.options.limit_or_default())
         .fold(0, usize::saturating_add);
     if most > app.config.max_hits {
         return Err(ApiError::new(
@@ -1123,13 +1040,13 @@ async fn query(State(app): State<Shared>, RawQuery(q): RawQuery, body: Body) -> 
             ),
         ));
     }
-    let field = |e: Error, spec: &QuerySpec| {
+    let field = |e: Error, r: &QueryRequest| {
         let mut err = ApiError::from(e);
         if err.status == StatusCode::UNPROCESSABLE_ENTITY {
             err.field = Some("text".into());
             err.message = "the text has no usable features (no words after stop words)".into();
         } else if err.status == StatusCode::NOT_FOUND {
-            err.field = matches!(spec.subject, Subject::Id(_)).then(|| "id".into());
+            err.field = matches!(r.subject, Subject::Id(_)).then(|| "id".into());
         }
         err
     };
@@ -1142,11 +1059,13 @@ async fn query(State(app): State<Shared>, RawQuery(q): RawQuery, body: Body) -> 
     };
     let v = if size <= INLINE_BODY {
         let db = app.db()?;
-        app.answer_one(&db, &spec).map_err(|e| field(e, &spec))?
+        json!(db.answer(&spec).map_err(|e| field(e, &spec))?)
     } else {
         blocking(move || {
             let db = app.db()?;
-            app.answer_one(&db, &spec).map_err(|e| field(e, &spec))
+            db.answer(&spec)
+                .map(|a| json!(a))
+                .map_err(|e| field(e, &spec))
         })
         .await?
     };
