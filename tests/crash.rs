@@ -1,4 +1,4 @@
-//! The crash tool with a few kills (README quotes a 100-kill run):
+//! The crash tool with a few kills (docs/operations.md quotes a 100-kill run):
 //! SIGKILL mid-ingest loses no acknowledged document, verify is clean after
 //! every kill, and re-running the ingest converges.
 

@@ -449,7 +449,7 @@ def test_docstring_examples():
 
 
 def test_dataframe_two_nights(tmp_path):
-    """The README's pandas example, over two nights."""
+    """The pandas example of docs/python.md, over two nights."""
     pd = pytest.importorskip("pandas")
     rng = random.Random(14)
     texts = [article(rng) for _ in range(30)]
@@ -464,7 +464,7 @@ def test_dataframe_two_nights(tmp_path):
     path = str(tmp_path / "news.simdb")
     kept = []
     for df in (night1, night2):
-        # --- as in the README
+        # --- as in docs/python.md
         db = simdb.Db.open(path) if os.path.exists(path) else simdb.Db.create(path)
         with db:
             results = db.add_many(zip(df["id"].astype(str), df["text"]), skip_duplicates=True)

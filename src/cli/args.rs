@@ -66,7 +66,7 @@ pub enum Command {
     /// Make a consistent copy of a store, also while it is being written to.
     Backup(BackupArgs),
     /// Write every document as Parquet (id, fingerprint, sketch, cluster,
-    /// ingested_at, source) for tools beyond one machine (README, "Export").
+    /// ingested_at, source) for tools beyond one machine (README, "Inputs and outputs").
     Export(ExportArgs),
     /// Sample the store and show how distances spread: nearest neighbours
     /// (confirmed near-copies vs rejected) and random pairs, with a plot.

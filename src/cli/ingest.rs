@@ -54,7 +54,7 @@ pub(super) fn ingest_cmd(a: IngestArgs) -> Result<bool> {
             short_notes += 1;
             let msg = if short_notes <= SHORT_NOTES {
                 format!(
-                    "simdb: {}: document {:?} is short ({terms} terms): its near-copies may lie beyond k={} (README, \"Short texts\")",
+                    "simdb: {}: document {:?} is short ({terms} terms): its near-copies may lie beyond k={} (README, \"The fingerprint recipe\")",
                     d.source, d.id, opts.write.k.max(3)
                 )
             } else if short_notes == SHORT_NOTES + 1 {

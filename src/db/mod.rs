@@ -32,7 +32,7 @@ use crate::index::{self, Hit};
 use crate::store::{self, Access, Record, Store, Tuning};
 
 /// The sketch similarity a candidate needs to be reported, when both
-/// sides have a sketch: chosen with `tools/evaluate.rs` (README, "Choosing
+/// sides have a sketch: chosen with `tools/evaluate.rs` (docs/recipe.md, "Choosing
 /// the defaults").
 ///
 /// For the default character 4-gram sketch: the threshold that kept

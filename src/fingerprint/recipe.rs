@@ -133,7 +133,7 @@ pub struct Recipe {
 }
 
 impl Recipe {
-    /// The default recipe, chosen by measurement (see README, "Choosing the
+    /// The default recipe, chosen by measurement (see docs/recipe.md, "Choosing the
     /// defaults"): every term (top_k = 0), words only (shingle = 1), HMM
     /// off, jieba's IDF, stop words dropped, raw tf. Paired with the
     /// verification sketch (`db::DEFAULT_MIN_SIMILARITY`), it has the best

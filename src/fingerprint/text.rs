@@ -81,7 +81,7 @@ pub const TOP_TERMS: usize = 8;
 
 /// Documents with fewer terms than this (stop words dropped, repeats
 /// counted) are *short*: a single edit moves many of their fingerprint
-/// bits, so their near-copies often lie beyond k = 3 (see README, "Short
+/// bits, so their near-copies often lie beyond k = 3 (see docs/recipe.md, "Short
 /// texts"). Ingest flags them and `stats` counts them.
 pub const SHORT_TERMS: usize = 10;
 
