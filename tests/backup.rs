@@ -63,7 +63,7 @@ fn backup_of_a_free_store_is_a_checkpoint() {
         Db::open_read_only(t.path()).unwrap(),
         Db::open_read_only(&dest).unwrap(),
     );
-    assert!(b.verify().unwrap().is_clean());
+    assert!(b.admin().verify().unwrap().is_clean());
     assert_eq!(records(&a), records(&b));
     assert_eq!(a.len().unwrap(), b.len().unwrap());
     let err = Db::backup(t.path(), &dest).unwrap_err();
@@ -93,7 +93,7 @@ fn backup_while_a_writer_holds_the_store_copies_its_committed_state() {
     assert_eq!(Db::backup(t.path(), &dest).unwrap(), BackupMethod::Copy);
     w.commit().unwrap();
     let copy = Db::open(&dest).unwrap();
-    let rep = copy.verify().unwrap();
+    let rep = copy.admin().verify().unwrap();
     assert!(rep.is_clean(), "{:?}", rep.problems);
     assert_eq!(records(&copy), committed);
     assert_eq!(copy.len().unwrap(), committed.len() as u64);
@@ -105,7 +105,7 @@ fn backup_while_a_writer_holds_the_store_copies_its_committed_state() {
     let mut copy = Db::open(&dest).unwrap();
     copy.put("new", Content::Fingerprint(Fingerprint(9)))
         .unwrap();
-    assert!(copy.verify().unwrap().is_clean());
+    assert!(copy.admin().verify().unwrap().is_clean());
 }
 
 #[test]
@@ -156,15 +156,15 @@ fn regression_16_copy_keeps_learned_idf_and_short_count() {
         }
         w.commit().unwrap();
     }
-    let short = db.stats().unwrap().short_documents;
+    let short = db.admin().stats().unwrap().short_documents;
     assert!(short > 0);
     // The store is held by this handle: the backup copies a read-only view.
     let dest = t.dir.path().join("copy");
     assert_eq!(Db::backup(t.path(), &dest).unwrap(), BackupMethod::Copy);
     let copy = Db::open_read_only(&dest).unwrap();
-    let rep = copy.verify().unwrap();
+    let rep = copy.admin().verify().unwrap();
     assert!(rep.is_clean(), "{:?}", rep.problems);
-    assert_eq!(copy.stats().unwrap().short_documents, short);
+    assert_eq!(copy.admin().stats().unwrap().short_documents, short);
     assert_eq!(copy.recipe(), db.recipe());
     // Both fingerprint a text the same way (the same learned table).
     assert_eq!(

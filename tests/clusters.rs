@@ -84,14 +84,15 @@ fn corpus(seed: u64) -> Vec<Doc> {
 /// (runs at different moments stamp different seconds).
 fn all_clusters(db: &Db) -> Vec<Cluster> {
     let mut v = Vec::new();
-    db.clusters(2, |mut c| {
-        for m in &mut c.members {
-            m.ingested_at = 0;
-        }
-        v.push(c);
-        Ok(())
-    })
-    .unwrap();
+    db.clusters()
+        .each(2, |mut c| {
+            for m in &mut c.members {
+                m.ingested_at = 0;
+            }
+            v.push(c);
+            Ok(())
+        })
+        .unwrap();
     v
 }
 
@@ -259,7 +260,7 @@ fn one_run_or_ten_nights_give_the_same_clusters_as_brute_force() {
     assert_eq!(merged_b, sum_a[0].clusters.merged);
     assert!(sum_b.iter().skip(1).any(|s| s.clusters.grown > 0));
     for p in [&a_path, &b_path] {
-        let rep = Db::open_read_only(p).unwrap().verify().unwrap();
+        let rep = Db::open_read_only(p).unwrap().admin().verify().unwrap();
         assert!(rep.is_clean(), "{:#?}", rep.problems);
     }
     // A repair rebuilds the same clusters from the records.
@@ -270,7 +271,7 @@ fn one_run_or_ten_nights_give_the_same_clusters_as_brute_force() {
     // Every member's `get` names its cluster.
     for c in &b {
         for m in &c.members {
-            let mut got = db.cluster_of(&m.id).unwrap().unwrap();
+            let mut got = db.clusters().of(&m.id).unwrap().unwrap();
             got.members.iter_mut().for_each(|m| m.ingested_at = 0);
             assert_eq!(got, *c);
         }
@@ -294,7 +295,7 @@ fn put(w: &mut simdb::Writer<'_>, id: &str, fp: u64, near: &[&str], priority: Op
 }
 
 fn members(db: &Db, id: &str) -> (Vec<String>, String) {
-    let c = db.cluster_of(id).unwrap().unwrap();
+    let c = db.clusters().of(id).unwrap().unwrap();
     (
         c.members.iter().map(|m| m.id.clone()).collect(),
         c.representative,
@@ -328,7 +329,7 @@ fn members_leave_on_delete_and_replace_and_priority_picks_the_representative() {
         put(&mut w, "e", 31, &["d"], Some(5.0));
         w.commit().unwrap();
     }
-    let c = db.cluster_of("a").unwrap().unwrap();
+    let c = db.clusters().of("a").unwrap().unwrap();
     assert_eq!(c.representative, "e");
     assert_eq!(c.size, 5);
     let cid = c.id;
@@ -338,7 +339,7 @@ fn members_leave_on_delete_and_replace_and_priority_picks_the_representative() {
         assert!(w.delete("e").unwrap());
         w.commit().unwrap();
     }
-    let c = db.cluster_of("a").unwrap().unwrap();
+    let c = db.clusters().of("a").unwrap().unwrap();
     assert_eq!((c.id, c.representative.as_str(), c.size), (cid, "d", 4));
     // Replaced with content near nothing: it leaves; replaced near its old
     // cluster: it joins again, ranked as a new document.
@@ -347,7 +348,7 @@ fn members_leave_on_delete_and_replace_and_priority_picks_the_representative() {
         put(&mut w, "d", 0xffff_0000_0000_0000, &[], None);
         w.commit().unwrap();
     }
-    assert_eq!(db.cluster_of("d").unwrap().unwrap().size, 1);
+    assert_eq!(db.clusters().of("d").unwrap().unwrap().size, 1);
     assert_eq!(
         members(&db, "a"),
         (vec!["a".into(), "b".into(), "c".into()], "a".into())
@@ -363,7 +364,7 @@ fn members_leave_on_delete_and_replace_and_priority_picks_the_representative() {
         members(&db, "d"),
         (vec!["d".into(), "a".into()], "d".into())
     );
-    let c = db.cluster_of("b").unwrap().unwrap();
+    let c = db.clusters().of("b").unwrap().unwrap();
     assert_eq!((c.id, c.size, c.representative.as_str()), (cid, 2, "b"));
     // A cluster left with one member dissolves.
     {
@@ -371,9 +372,9 @@ fn members_leave_on_delete_and_replace_and_priority_picks_the_representative() {
         w.delete("b").unwrap();
         w.commit().unwrap();
     }
-    let c = db.cluster_of("c").unwrap().unwrap();
+    let c = db.clusters().of("c").unwrap().unwrap();
     assert_eq!((c.size, c.id), (1, db.get("c").unwrap().unwrap().ord));
-    let rep = db.verify().unwrap();
+    let rep = db.admin().verify().unwrap();
     assert!(rep.is_clean(), "{:#?}", rep.problems);
     // NaN is not a priority.
     let mut w = db.writer().unwrap();
@@ -420,7 +421,11 @@ fn verify_names_damaged_cluster_entries_and_repair_rebuilds_them() {
         stray.extend_from_slice(&u64::MAX.to_be_bytes());
         raw.put_cf(cf, stray, b"nobody").unwrap();
     }
-    let rep = Db::open_read_only(t.path()).unwrap().verify().unwrap();
+    let rep = Db::open_read_only(t.path())
+        .unwrap()
+        .admin()
+        .verify()
+        .unwrap();
     let text = rep.problems.join("\n");
     assert!(text.contains("has no d entry"), "{text}");
     assert!(text.contains("size 99"), "{text}");
@@ -429,7 +434,7 @@ fn verify_names_damaged_cluster_entries_and_repair_rebuilds_them() {
     let o = common::simdb(&[&"verify", &t.path(), &"--repair"]);
     assert_eq!(common::code(&o), 0, "{}", common::stdout(&o));
     let db = Db::open_read_only(t.path()).unwrap();
-    assert!(db.verify().unwrap().is_clean());
+    assert!(db.admin().verify().unwrap().is_clean());
     assert_eq!(all_clusters(&db), before);
 }
 
@@ -471,12 +476,12 @@ fn sigkill_during_a_merging_ingest_converges() {
             }
         }
         child.wait().unwrap();
-        let rep = Db::open_read_only(&path).unwrap().verify().unwrap();
+        let rep = Db::open_read_only(&path).unwrap().admin().verify().unwrap();
         assert!(rep.is_clean(), "kill {n}: {:#?}", rep.problems);
         let o = common::simdb(&[&"ingest", &path, &input]);
         assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
         let db = Db::open_read_only(&path).unwrap();
-        assert!(db.verify().unwrap().is_clean());
+        assert!(db.admin().verify().unwrap().is_clean());
         assert_eq!(all_clusters(&db), want, "kill {n} after {kill_after} acks");
     }
 }
@@ -530,7 +535,7 @@ fn expire_deletes_what_was_written_before_and_updates_clusters() {
     assert_eq!(r["deleted"], first.len() as u64);
     assert_eq!(r["remaining"], second.len() as u64);
     let db = Db::open_read_only(t.path()).unwrap();
-    assert!(db.verify().unwrap().is_clean());
+    assert!(db.admin().verify().unwrap().is_clean());
     for d in first {
         assert!(db.get(&d.id).unwrap().is_none());
     }
@@ -541,7 +546,7 @@ fn expire_deletes_what_was_written_before_and_updates_clusters() {
             assert!(second.iter().any(|d| d.id == m.id), "{}", m.id);
         }
     }
-    let s = db.stats().unwrap();
+    let s = db.admin().stats().unwrap();
     assert!(s.oldest.unwrap() >= cutoff);
     // Nothing more to expire: exit 1.
     let o = common::simdb(&[&"expire", &t.path(), &"--before", &at]);

@@ -43,9 +43,9 @@ fn ingest(db: &mut Db, docs: &[Doc], batch: usize) -> Vec<ingest::Duplicates> {
 
 /// Reads per document of writing `docs`.
 fn reads_per_doc(db: &mut Db, docs: &[Doc]) -> f64 {
-    let before = db.reads();
+    let before = db.admin().reads();
     ingest(db, docs, 50);
-    let after = db.reads();
+    let after = db.admin().reads();
     let total = (after.refs - before.refs)
         + (after.records - before.records)
         + (after.buckets - before.buckets);
@@ -81,7 +81,7 @@ fn regression_23_a_copy_costs_the_same_whatever_the_copies_stored() {
             late <= 2.0 * early + 20.0,
             "near {near}: {early:.1} reads per write after 200 copies, {late:.1} after 3,000"
         );
-        assert!(db.verify().unwrap().is_clean());
+        assert!(db.admin().verify().unwrap().is_clean());
     }
 }
 
@@ -122,7 +122,7 @@ fn regression_23_duplicates_are_listed_up_to_a_cap_with_their_count() {
     assert_eq!((dups.count(), dups.exact()), (40, false));
     w.commit().unwrap();
     drop(w);
-    let c = db.cluster_of("zz").unwrap().unwrap();
+    let c = db.clusters().of("zz").unwrap().unwrap();
     assert_eq!(c.size, 61, "one cluster of every copy");
 }
 
@@ -158,9 +158,9 @@ fn regression_23_queries_have_a_default_and_a_maximum_limit() {
     assert_eq!(db.query(fp, 0, None).unwrap().len(), 50);
     // A limited answer of a hot fingerprint reads what it returns, not the
     // copies: about as many refs entries as hits.
-    let before = db.reads();
+    let before = db.admin().reads();
     assert_eq!(db.query(fp, 3, Some(3)).unwrap().len(), 3);
-    let r = db.reads();
+    let r = db.admin().reads();
     assert!(r.refs - before.refs <= 8, "{:?} -> {r:?}", before);
 }
 
@@ -214,7 +214,7 @@ fn hot_buckets_are_sealed_into_segments_and_answer_exactly() {
             );
             assert_eq!(db.search(&ranked).unwrap(), want, "ranked {q}");
         }
-        let rep = db.verify().unwrap();
+        let rep = db.admin().verify().unwrap();
         assert!(rep.is_clean(), "{:#?}", rep.problems);
     };
     check(&db, &live, &mut rng);
@@ -325,7 +325,7 @@ fn the_writers_kept_buckets_stay_exact_through_its_commits() {
             assert_eq!(w_search(&mut db, &query), want, "round {round} query {n}");
         }
     }
-    assert!(db.verify().unwrap().is_clean());
+    assert!(db.admin().verify().unwrap().is_clean());
 }
 
 fn w_search(db: &mut Db, q: &Query) -> Vec<simdb::Hit> {
@@ -374,20 +374,26 @@ fn a_write_with_a_copy_within_k_does_not_look_beyond_k() {
         "the copy beyond k is not among its duplicates"
     );
     assert!(d.exact());
-    assert_eq!(db.cluster_of("x").unwrap().unwrap().size, 2);
-    assert_eq!(db.cluster_of("far").unwrap().unwrap().size, 1);
+    assert_eq!(db.clusters().of("x").unwrap().unwrap().size, 2);
+    assert_eq!(db.clusters().of("far").unwrap().unwrap().size, 1);
     // A document with no copy within k takes those ranked probing finds
     // beyond it (far at 4 bits, x at 9, both in its plan), and joins
     // their clusters.
     let d = place(&mut db, "y", flip(far, &[18, 34, 50, 2]));
     let got: Vec<(&str, u32)> = d.hits.iter().map(|h| (h.id.as_str(), h.distance)).collect();
     assert_eq!(got, [("far", 4), ("x", 9)]);
-    assert_eq!(db.cluster_of("far").unwrap().unwrap().size, 4);
+    assert_eq!(db.clusters().of("far").unwrap().unwrap().size, 4);
     // Repair rebuilds the same clusters.
-    let before = (db.cluster_of("x").unwrap(), db.cluster_of("y").unwrap());
+    let before = (
+        db.clusters().of("x").unwrap(),
+        db.clusters().of("y").unwrap(),
+    );
     db.repair().unwrap();
     assert_eq!(
-        (db.cluster_of("x").unwrap(), db.cluster_of("y").unwrap()),
+        (
+            db.clusters().of("x").unwrap(),
+            db.clusters().of("y").unwrap()
+        ),
         before
     );
 }
@@ -412,13 +418,14 @@ fn regression_23_rebuilt_clusters_of_a_flood_are_ingests() {
     ingest(&mut db, &docs, 100);
     let clusters = |db: &Db| {
         let mut v = Vec::new();
-        db.clusters(2, |c| {
-            let mut ids: Vec<String> = c.members.into_iter().map(|m| m.id).collect();
-            ids.sort();
-            v.push((ids, c.representative));
-            Ok(())
-        })
-        .unwrap();
+        db.clusters()
+            .each(2, |c| {
+                let mut ids: Vec<String> = c.members.into_iter().map(|m| m.id).collect();
+                ids.sort();
+                v.push((ids, c.representative));
+                Ok(())
+            })
+            .unwrap();
         v.sort();
         v
     };

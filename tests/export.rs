@@ -162,7 +162,7 @@ fn export_matches_the_store() {
         "the corpus has clusters ({clustered} members)"
     );
     // Documents of one cluster share its id.
-    let c = db.cluster_of("t000").unwrap().unwrap();
+    let c = db.clusters().of("t000").unwrap().unwrap();
     for m in &c.members {
         let row = rows.iter().find(|r| r.0 == m.id).unwrap();
         assert_eq!(row.3 as u64, c.id);

@@ -40,7 +40,7 @@ fn regression_24_reads_during_deletes_never_report_corruption() {
         }
         w.commit().unwrap();
     }
-    let c = db.cluster_of("m00000").unwrap().unwrap();
+    let c = db.clusters().of("m00000").unwrap().unwrap();
     assert_eq!(c.size, n as u64);
     let db = Arc::new(db);
     let done = Arc::new(AtomicBool::new(false));
@@ -55,7 +55,7 @@ fn regression_24_reads_during_deletes_never_report_corruption() {
                             let d = d.expect("m00000 is never deleted");
                             assert!(d.cluster.size >= 1);
                         }),
-                        _ => db.clusters(2, |c| {
+                        _ => db.clusters().each(2, |c| {
                             assert_eq!(c.size as usize, c.members.len());
                             Ok(())
                         }),
@@ -67,7 +67,7 @@ fn regression_24_reads_during_deletes_never_report_corruption() {
                         );
                         panic!("{e}");
                     }
-                    match db.cluster_of("m00000") {
+                    match db.clusters().of("m00000") {
                         Ok(c) => {
                             let c = c.expect("m00000 is never deleted");
                             assert_eq!(c.size as usize, c.members.len());
@@ -93,5 +93,5 @@ fn regression_24_reads_during_deletes_never_report_corruption() {
     }
     assert!(reads.load(Ordering::Relaxed) > 20, "too few reads to tell");
     let db = Arc::try_unwrap(db).unwrap_or_else(|_| unreachable!("the readers ended"));
-    assert!(db.verify().unwrap().is_clean());
+    assert!(db.admin().verify().unwrap().is_clean());
 }

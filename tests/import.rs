@@ -88,7 +88,7 @@ fn import_matches_ingest_and_spills() {
     let b = Db::open(&b_path).unwrap();
     assert_eq!(b.len().unwrap(), sum.documents);
     assert_eq!(a.len().unwrap(), sum.documents);
-    let rep = b.verify().unwrap();
+    let rep = b.admin().verify().unwrap();
     assert!(
         rep.is_clean(),
         "{:#?}",
@@ -127,7 +127,7 @@ fn import_matches_ingest_and_spills() {
     let strip =
         |r: Vec<Row>| -> Vec<(String, Fingerprint)> { r.into_iter().map(|r| (r.0, r.1)).collect() };
     assert_eq!(strip(rows(&b)), strip(rows(&c)));
-    assert!(c.verify().unwrap().is_clean());
+    assert!(c.admin().verify().unwrap().is_clean());
 
     // Importing over an existing store is refused.
     let err = import::run(&c_path, &[bin_path], &Default::default(), |_| {}).unwrap_err();
@@ -167,6 +167,11 @@ fn a_bad_record_leaves_nothing_behind() {
     std::fs::write(staging.join("SIMDB-STAGING"), "").unwrap();
     let ok = t.file("ok.jsonl", jsonl(&records(100)));
     import::run(&target, &[ok], &Default::default(), |_| {}).unwrap();
-    assert!(Db::open(&target).unwrap().verify().unwrap().is_clean());
+    assert!(Db::open(&target)
+        .unwrap()
+        .admin()
+        .verify()
+        .unwrap()
+        .is_clean());
     assert!(!staging.exists());
 }

@@ -65,7 +65,7 @@ fn run(threads: usize, batch_size: usize) -> Run {
         Ok(())
     })
     .unwrap();
-    let rep = db.verify().unwrap();
+    let rep = db.admin().verify().unwrap();
     assert!(rep.is_clean(), "{:#?}", rep.problems);
     (summary, report, records)
 }

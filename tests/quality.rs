@@ -323,7 +323,7 @@ fn version_1_records_still_read() {
     let r = db.get("x").unwrap().unwrap();
     assert_eq!((r.fingerprint, r.terms, r.sketch), (fp, 0, None));
     assert_eq!(db.query(fp, 0, None).unwrap()[0].id, "x");
-    assert!(db.verify().unwrap().is_clean());
+    assert!(db.admin().verify().unwrap().is_clean());
 }
 
 #[test]

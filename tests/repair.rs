@@ -65,7 +65,11 @@ fn repair_rebuilds_refs_and_index_keys_from_records() {
         raw.put_cf(cf("meta"), b"doc_count", 7u64.to_be_bytes())
             .unwrap();
     }
-    let before = Db::open_read_only(t.path()).unwrap().verify().unwrap();
+    let before = Db::open_read_only(t.path())
+        .unwrap()
+        .admin()
+        .verify()
+        .unwrap();
     let text = before.problems.join("\n");
     for want in [
         "block2: key",
@@ -90,7 +94,7 @@ fn repair_rebuilds_refs_and_index_keys_from_records() {
     // Only the unreadable record is left to report.
     assert_eq!(common::code(&o), 2, "{out}");
     let db = Db::open_read_only(t.path()).unwrap();
-    let after = db.verify().unwrap();
+    let after = db.admin().verify().unwrap();
     assert_eq!(after.problems.len(), 1, "{:#?}", after.problems);
     assert!(after.problems[0].contains("checksum mismatch"));
     assert_eq!(after.refs, 500);

@@ -20,7 +20,7 @@ fn upsert_and_delete_leave_no_orphan_keys() {
     assert_eq!(db.put("a", text(a1)).unwrap(), Outcome::Unchanged);
     assert_eq!(db.put("b", text(a1)).unwrap(), Outcome::Inserted);
     assert_eq!(db.put("a", text(a2)).unwrap(), Outcome::Replaced);
-    let rep = db.verify().unwrap();
+    let rep = db.admin().verify().unwrap();
     assert!(rep.is_clean(), "{:?}", rep.problems);
     assert_eq!(rep.index_keys, [2, 2, 2, 2]);
     // The old fingerprint of "a" is gone from the index.
@@ -33,7 +33,7 @@ fn upsert_and_delete_leave_no_orphan_keys() {
         .collect();
     assert_eq!(ids, ["b"]);
     assert_eq!(db.delete(&["a", "missing"]).unwrap(), 1);
-    let rep = db.verify().unwrap();
+    let rep = db.admin().verify().unwrap();
     assert!(rep.is_clean(), "{:?}", rep.problems);
     assert_eq!(rep.index_keys, [1, 1, 1, 1]);
     assert_eq!(db.len().unwrap(), 1);
@@ -69,7 +69,7 @@ fn same_id_twice_in_one_batch() {
     let c = text("last words standing here");
     w.put("x", c.fingerprint(&f).unwrap(), &c, "t").unwrap();
     w.commit().unwrap();
-    let rep = db.verify().unwrap();
+    let rep = db.admin().verify().unwrap();
     assert!(rep.is_clean(), "{:?}", rep.problems);
     assert_eq!(rep.documents, 1);
     assert_eq!(
@@ -214,7 +214,7 @@ fn a_flipped_record_byte_is_named_with_family_and_key() {
         matches!(err, Error::Corrupt { family: "docs", ref key_hex, .. } if key_hex == "646f63"),
         "{err}"
     );
-    let err = db.query_many(&[q], 3, None).unwrap_err();
+    let err = db.search_many(&[simdb::Query::new(q)]).unwrap_err();
     assert!(
         matches!(err, Error::Corrupt { family: "docs", .. }),
         "{err}"
@@ -231,7 +231,7 @@ fn a_flipped_record_byte_is_named_with_family_and_key() {
         }
         other => panic!("expected Corrupt, got {other}"),
     }
-    assert!(!db.verify().unwrap().is_clean());
+    assert!(!db.admin().verify().unwrap().is_clean());
 }
 
 #[test]
@@ -282,14 +282,14 @@ fn documents_sharing_a_fingerprint_keep_their_own_keys() {
     };
     assert_eq!(ids(&db), ["a", "b", "c"]);
     // One entry per bucket, however many documents have the fingerprint.
-    assert_eq!(db.verify().unwrap().index_keys, [1; 4]);
+    assert_eq!(db.admin().verify().unwrap().index_keys, [1; 4]);
     assert_eq!(db.query(q, 0, Some(2)).unwrap().len(), 2);
     db.delete(&["b"]).unwrap();
     db.put("d", feats(40)).unwrap();
     // Move "a" away and back.
     db.put("a", feats(41)).unwrap();
     assert_eq!(ids(&db), ["c", "d"]);
-    assert_eq!(db.verify().unwrap().index_keys, [2; 4]);
+    assert_eq!(db.admin().verify().unwrap().index_keys, [2; 4]);
     db.put("a", feats(40)).unwrap();
     assert_eq!(ids(&db), ["a", "c", "d"]);
     // Several in one batch, and one deleted and written again in it.
@@ -304,7 +304,7 @@ fn documents_sharing_a_fingerprint_keep_their_own_keys() {
         w.commit().unwrap();
     }
     assert_eq!(ids(&db), ["a", "c", "d", "e", "f"]);
-    let rep = db.verify().unwrap();
+    let rep = db.admin().verify().unwrap();
     assert!(rep.is_clean(), "{:#?}", rep.problems);
     assert_eq!((rep.documents, rep.refs, rep.index_keys), (5, 5, [1; 4]));
     // The last document of a fingerprint takes its entry with it, also
@@ -312,7 +312,7 @@ fn documents_sharing_a_fingerprint_keep_their_own_keys() {
     let all: Vec<String> = ids(&db);
     db.delete(&all).unwrap();
     assert!(ids(&db).is_empty());
-    let rep = db.verify().unwrap();
+    let rep = db.admin().verify().unwrap();
     assert!(rep.is_clean(), "{:#?}", rep.problems);
     assert_eq!(rep.index_keys, [0; 4]);
 }
@@ -389,7 +389,7 @@ fn format_2_stores_are_migrated_in_place() {
         common::stdout(&o)
     );
     let db = Db::open_read_only(t.path()).unwrap();
-    let rep = db.verify().unwrap();
+    let rep = db.admin().verify().unwrap();
     assert!(rep.is_clean(), "{:#?}", rep.problems);
     let distinct = entries
         .iter()
@@ -495,7 +495,7 @@ fn format_4_stores_are_migrated_in_place() {
         common::stdout(&o)
     );
     let db = Db::open_read_only(t.path()).unwrap();
-    let rep = db.verify().unwrap();
+    let rep = db.admin().verify().unwrap();
     assert!(rep.is_clean(), "{:#?}", rep.problems);
     assert_eq!(rep.refs, 200);
     let distinct = entries
@@ -575,11 +575,12 @@ fn format_3_stores_get_ords_and_clusters() {
     );
     let clusters_of = |db: &Db| {
         let mut v = Vec::new();
-        db.clusters(2, |c| {
-            v.push(c.members.iter().map(|m| m.id.clone()).collect::<Vec<_>>());
-            Ok(())
-        })
-        .unwrap();
+        db.clusters()
+            .each(2, |c| {
+                v.push(c.members.iter().map(|m| m.id.clone()).collect::<Vec<_>>());
+                Ok(())
+            })
+            .unwrap();
         v.sort();
         v
     };
@@ -609,7 +610,7 @@ fn format_3_stores_get_ords_and_clusters() {
         common::stdout(&o)
     );
     let db = Db::open_read_only(t.path()).unwrap();
-    let rep = db.verify().unwrap();
+    let rep = db.admin().verify().unwrap();
     assert!(rep.is_clean(), "{:#?}", rep.problems);
     // The same groups as ingest made (the ingest ran within a second, so
     // the ingest order is the id order; the copies come after their

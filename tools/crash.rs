@@ -206,7 +206,7 @@ fn main() {
 
         // Reopen: verify, and every acknowledged document is as expected.
         let db = Db::open(&store).expect("reopen after kill");
-        let rep = db.verify().expect("verify");
+        let rep = db.admin().verify().expect("verify");
         if !rep.is_clean() {
             inconsistent += 1;
             println!(
@@ -243,6 +243,7 @@ fn main() {
         }
         let clean = Db::open_read_only(&store)
             .expect("open")
+            .admin()
             .verify()
             .expect("verify")
             .is_clean();

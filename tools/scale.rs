@@ -382,7 +382,7 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
     };
     let db = Db::open_tuned(store, Access::ReadOnly, tuning).expect("open");
     let mut index_bytes = 0;
-    for (name, bytes) in db.family_sizes() {
+    for (name, bytes) in db.admin().family_sizes() {
         println!(
             "size {name:<7} {:>8.1} MB  {:>6.1} B/doc",
             bytes as f64 / 1e6,
@@ -410,7 +410,7 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
     if a.skewed {
         hot_queries(&db, fps[4 * queries.len()]);
         let t = Instant::now();
-        let st = db.stats().expect("stats");
+        let st = db.admin().stats().expect("stats");
         for f in &st.families {
             println!(
                 "buckets of {}: {} distinct fingerprints in {} buckets; sizes p50 {} p99 {} max {} ({:.1}s to scan)",
@@ -426,7 +426,7 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
     }
 
     // Batches: one query at a time, queries in parallel, and one sorted pass
-    // per family (Db::query_many), on the planted queries and on a larger
+    // per family (Db::search_many), on the planted queries and on a larger
     // batch of random ones.
     let mut rng = ChaCha8Rng::seed_from_u64(a.seed ^ 0xba7c4);
     let big: Vec<u64> = (0..a.big_batch).map(|_| rng.random()).collect();
@@ -451,11 +451,14 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
                 .sum()
         });
         let (h3, many) = rate(&|| {
-            db.query_many(&fps, 3, a.limit)
-                .unwrap()
+            let qs: Vec<simdb::Query> = fps
                 .iter()
-                .map(Vec::len)
-                .sum()
+                .map(|&q| simdb::Query {
+                    limit: a.limit,
+                    ..simdb::Query::new(q).exact(3)
+                })
+                .collect();
+            db.search_many(&qs).unwrap().iter().map(Vec::len).sum()
         });
         assert!(h1 == h2 && h2 == h3, "batch answers differ: {h1} {h2} {h3}");
         println!(

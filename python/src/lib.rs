@@ -910,14 +910,14 @@ impl Db {
     /// Counts, bucket sizes, size on disk and recipe, as `simdb stats --json`.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let db = self.db()?;
-        let s = detach(py, || db.stats()).or_raise()?;
+        let s = detach(py, || db.admin().stats()).or_raise()?;
         to_py(py, &json_of(&s)?)
     }
 
     /// The cluster of `id` (a dict), or None if `id` is not stored.
     fn cluster<'py>(&self, py: Python<'py>, id: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
         let db = self.db()?;
-        let c = detach(py, || db.cluster_of(id)).or_raise()?;
+        let c = detach(py, || db.clusters().of(id)).or_raise()?;
         c.map(|c| to_py(py, &json_of(&c)?)).transpose()
     }
 
@@ -927,7 +927,7 @@ impl Db {
         let db = self.db()?;
         let mut all = Vec::new();
         detach(py, || {
-            db.clusters(min_size, |c| {
+            db.clusters().each(min_size, |c| {
                 all.push(c);
                 Ok(())
             })

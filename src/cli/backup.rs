@@ -6,7 +6,7 @@ pub(super) fn backup(a: BackupArgs) -> Result<bool> {
     let started = std::time::Instant::now();
     let method = Db::backup(&a.db, &a.dest)?;
     let copy = Db::open_read_only(&a.dest)?;
-    let r = copy.verify()?;
+    let r = copy.admin().verify()?;
     println!(
         "backed up {} to {} ({}) in {:.1}s: {} documents, verify: {} problem(s)",
         a.db.display(),

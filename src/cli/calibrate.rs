@@ -6,7 +6,9 @@ pub(super) fn calibrate(a: CalibrateArgs) -> Result<bool> {
     let db = Db::open_read_only(&a.db)?;
     let min_similarity = db.min_similarity_or_default(a.min_similarity)?;
     note_freshness(&db);
-    let c = db.calibrate(a.sample, a.seed, min_similarity, a.max_k)?;
+    let c = db
+        .admin()
+        .calibrate(a.sample, a.seed, min_similarity, a.max_k)?;
     // Nearest-neighbour distances (0..=11) and random-pair distances
     // (0..=64) on one axis.
     let none_within = c.nearest[c.nearest.len() - 1];

@@ -9,7 +9,7 @@ pub(super) fn clusters(a: ClustersArgs) -> Result<bool> {
     let mut out = BufWriter::new(stdout.lock());
     let mut n = 0u64;
     let mut docs = 0u64;
-    db.clusters(a.min_size, |c| {
+    db.clusters().each(a.min_size, |c| {
         n += 1;
         docs += c.size;
         let r = if a.json {

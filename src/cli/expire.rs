@@ -6,7 +6,7 @@ pub(super) fn expire(a: ExpireArgs) -> Result<bool> {
     let before = parse_time(&a.before)?;
     if a.dry_run {
         let db = Db::open_read_only(&a.db)?;
-        let n = db.expired(before, usize::MAX)?.len() as u64;
+        let n = db.admin().expired(before, usize::MAX)?.len() as u64;
         if a.json {
             println!("{}", json!({"would_delete": n, "before": before}));
         } else {

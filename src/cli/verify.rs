@@ -24,7 +24,7 @@ pub(super) fn verify(a: VerifyArgs) -> Result<bool> {
         Db::open_read_only(&a.db)?
     };
     note_freshness(&db);
-    let r = db.verify()?;
+    let r = db.admin().verify()?;
     if a.json {
         println!("{}", serde_json::to_string(&r)?);
     } else {

@@ -10,13 +10,13 @@ use crate::store::{self, Store, Tuning};
 
 impl Db {
     /// Bytes of the store's directory on disk (every file under it).
-    pub fn bytes_on_disk(&self) -> u64 {
+    pub(crate) fn bytes_on_disk(&self) -> u64 {
         dir_size(self.path())
     }
 
     /// Background errors the storage engine has met since the store was
     /// opened (failed flushes or compactions).
-    pub fn background_errors(&self) -> u64 {
+    pub(crate) fn background_errors(&self) -> u64 {
         self.store.background_errors()
     }
 }
@@ -26,7 +26,7 @@ impl Db {
     /// the distance to its nearest other document (up to `max_k`, with its
     /// sketch similarity) and, for random pairs of sampled documents, their
     /// distance: see [`crate::explain::Calibration`].
-    pub fn calibrate(
+    pub(crate) fn calibrate(
         &self,
         sample: usize,
         seed: u64,
@@ -88,7 +88,7 @@ impl Db {
     }
 
     /// Counts, bucket-size percentiles per block family, size on disk.
-    pub fn stats(&self) -> Result<Stats> {
+    pub(crate) fn stats(&self) -> Result<Stats> {
         let mut families = Vec::new();
         for (i, name) in store::BLOCK_FAMILIES.iter().enumerate() {
             let mut sizes: Vec<u64> = Vec::new();
@@ -138,7 +138,7 @@ impl Db {
 
     /// Bytes of SST files per family, in [`store::ALL_FAMILIES`] order (data
     /// still in memtables is not counted; see [`Db::flush`]).
-    pub fn family_sizes(&self) -> Vec<(&'static str, u64)> {
+    pub(crate) fn family_sizes(&self) -> Vec<(&'static str, u64)> {
         store::ALL_FAMILIES
             .iter()
             .map(|n| (*n, self.store.family_size(n)))
@@ -258,7 +258,7 @@ impl Db {
 
     /// The ids of at most `limit` of the oldest documents written before
     /// `before`.
-    pub fn expired(&self, before: u64, limit: usize) -> Result<Vec<String>> {
+    pub(crate) fn expired(&self, before: u64, limit: usize) -> Result<Vec<String>> {
         Ok(self
             .expired_from(0, before, limit)?
             .into_iter()
@@ -290,7 +290,7 @@ impl Db {
     /// The oldest and newest write times of the stored documents (Unix
     /// seconds), or `None` for an empty store: the first and last documents
     /// of the ingest order.
-    pub fn age_range(&self) -> Result<Option<(u64, u64)>> {
+    pub(crate) fn age_range(&self) -> Result<Option<(u64, u64)>> {
         let mut oldest: Option<String> = None;
         self.store.for_each_in_order(0, |_, id| {
             oldest = Some(id.to_string());
@@ -315,4 +315,76 @@ fn dir_size(p: &Path) -> u64 {
         .filter(|m| m.is_file())
         .map(|m| m.len())
         .sum()
+}
+
+/// A store's figures and checks, read-only: [`Db::admin`]. (Writes that
+/// maintain a store, [`Db::repair`] and [`Db::expire`], need the `Db`
+/// itself; [`Db::backup`] and [`Db::migrate`] work on a path.)
+#[derive(Clone, Copy)]
+pub struct Admin<'a> {
+    db: &'a Db,
+}
+
+impl Db {
+    /// The store's figures and checks.
+    pub fn admin(&self) -> Admin<'_> {
+        Admin { db: self }
+    }
+}
+
+impl Admin<'_> {
+    /// Counts and shape of the store (`simdb stats`); reads every posting.
+    pub fn stats(&self) -> Result<Stats> {
+        self.db.stats()
+    }
+
+    /// Checks every record, `refs` entry, posting, count and cluster
+    /// entry against each other (`simdb verify`); see [`super::VerifyReport`].
+    pub fn verify(&self) -> Result<super::VerifyReport> {
+        self.db.verify()
+    }
+
+    /// Nearest-neighbour distances of a seeded sample, and of random pairs
+    /// (`simdb calibrate`); see [`crate::explain::Calibration`].
+    pub fn calibrate(
+        &self,
+        sample: usize,
+        seed: u64,
+        min_similarity: f64,
+        max_k: u32,
+    ) -> Result<crate::explain::Calibration> {
+        self.db.calibrate(sample, seed, min_similarity, max_k)
+    }
+
+    /// The ids of at most `limit` of the oldest documents written before
+    /// `before` (Unix seconds): what [`Db::expire`] would delete.
+    pub fn expired(&self, before: u64, limit: usize) -> Result<Vec<String>> {
+        self.db.expired(before, limit)
+    }
+
+    /// Each column family's size on disk (SST files), by name.
+    pub fn family_sizes(&self) -> Vec<(&'static str, u64)> {
+        self.db.family_sizes()
+    }
+
+    /// The store directory's size on disk.
+    pub fn bytes_on_disk(&self) -> u64 {
+        self.db.bytes_on_disk()
+    }
+
+    /// Failed background flushes and compactions since the store opened.
+    pub fn background_errors(&self) -> u64 {
+        self.db.background_errors()
+    }
+
+    /// Write-ahead log fsyncs since the store opened.
+    pub fn wal_syncs(&self) -> u64 {
+        self.db.wal_syncs()
+    }
+
+    /// Reads made through this handle, by family (for tests of read
+    /// costs).
+    pub fn reads(&self) -> crate::Reads {
+        self.db.reads()
+    }
 }

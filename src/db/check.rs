@@ -39,7 +39,7 @@ pub struct RepairReport {
     pub clusters: u64,
 }
 
-/// What [`Db::verify`] found.
+/// What [`Admin::verify`](super::Admin::verify) found.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct VerifyReport {
     pub documents: u64,
@@ -186,7 +186,7 @@ impl Db {
     /// a record with the same fingerprint and id, and the document and
     /// short-document counts match. Holds one small entry per document in
     /// memory.
-    pub fn verify(&self) -> Result<VerifyReport> {
+    pub(crate) fn verify(&self) -> Result<VerifyReport> {
         use crate::error::hex;
         let mut rep = VerifyReport::default();
         // (fingerprint, xxh3 of the id) of each readable record -> whether

@@ -26,7 +26,7 @@ use crate::fingerprint::Fingerprint;
 use crate::store::schema::{self, Rank};
 use crate::store::{self, Batch, Record, Store};
 
-/// A cluster as listed by [`Db::clusters`] and [`Db::cluster_of`].
+/// A cluster as listed by [`Clusters::each`] and [`Clusters::of`].
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Cluster {
     /// Stable while the cluster exists (a merge keeps the older id).
@@ -256,7 +256,7 @@ impl ClusterState {
 impl Db {
     /// The cluster of document `id` (`None` if there is no such document),
     /// read at one snapshot: a write meanwhile is seen whole or not at all.
-    pub fn cluster_of(&self, id: &str) -> Result<Option<Cluster>> {
+    pub(crate) fn cluster_of(&self, id: &str) -> Result<Option<Cluster>> {
         let at = self.store.snapshot();
         let Some(rec) = self.store.get_at(&at, id)? else {
             return Ok(None);
@@ -319,7 +319,7 @@ impl Db {
     /// Calls `visit` with every cluster of at least `min_size` (>= 2)
     /// documents, in cluster id order (documents alone are not listed),
     /// all read at one snapshot.
-    pub fn clusters(
+    pub(crate) fn each_cluster(
         &self,
         min_size: u64,
         mut visit: impl FnMut(Cluster) -> Result<()>,
@@ -336,7 +336,7 @@ impl Db {
 
     /// Counts of stored clusters: (clusters of two or more, their
     /// documents).
-    pub fn cluster_counts(&self) -> Result<(u64, u64)> {
+    pub(crate) fn cluster_counts(&self) -> Result<(u64, u64)> {
         let (mut n, mut docs) = (0, 0);
         self.store.for_each_cluster(|_, size| {
             n += 1;
@@ -650,5 +650,37 @@ impl Db {
             ));
         }
         Ok(())
+    }
+}
+
+/// The store's clusters, read at one snapshot per call: [`Db::clusters`].
+#[derive(Clone, Copy)]
+pub struct Clusters<'a> {
+    db: &'a Db,
+}
+
+impl Db {
+    /// The store's clusters.
+    pub fn clusters(&self) -> Clusters<'_> {
+        Clusters { db: self }
+    }
+}
+
+impl Clusters<'_> {
+    /// The cluster of the stored document `id` (a document alone is a
+    /// cluster of one); `None` if `id` is not stored.
+    pub fn of(&self, id: &str) -> Result<Option<Cluster>> {
+        self.db.cluster_of(id)
+    }
+
+    /// Calls `visit` with every cluster of at least `min_size` (>= 2)
+    /// documents, in cluster id order, all read at one snapshot.
+    pub fn each(&self, min_size: u64, visit: impl FnMut(Cluster) -> Result<()>) -> Result<()> {
+        self.db.each_cluster(min_size, visit)
+    }
+
+    /// Clusters of two or more documents, and the documents in them.
+    pub fn counts(&self) -> Result<(u64, u64)> {
+        self.db.cluster_counts()
     }
 }

@@ -14,9 +14,9 @@ pub mod request;
 pub mod write;
 mod writer;
 
-pub use admin::ExpireReport;
+pub use admin::{Admin, ExpireReport};
 pub use check::{MigrateReport, RepairReport, VerifyReport};
-pub use clusters::{Cluster, ClusterChanges, Member};
+pub use clusters::{Cluster, ClusterChanges, Clusters, Member};
 pub use pairs::{Pair, PairsReport};
 pub use request::{
     check_min_similarity, check_probe_budget, search_mode, Answer, Explained, FieldError,
@@ -147,7 +147,7 @@ impl Query {
     }
 }
 
-/// The largest sample [`Db::calibrate`] takes.
+/// The largest sample [`Admin::calibrate`] takes.
 pub const MAX_CALIBRATION_SAMPLE: usize = 10_000_000;
 
 /// How fresh a handle's view of the store is.
@@ -460,7 +460,7 @@ impl Db {
     /// check looks: at most [`limits::CHECK_EXAMINED`] candidates, nearest
     /// first (`simdb dedup` against a store, so that it drops what
     /// `ingest --skip-duplicates` would).
-    pub fn first_duplicate(&self, q: &Query) -> Result<Option<Hit>> {
+    pub(crate) fn first_duplicate(&self, q: &Query) -> Result<Option<Hit>> {
         let at = self.store.snapshot();
         let q = Query {
             limit: Some(1),
@@ -556,25 +556,6 @@ impl Db {
         Ok(hits)
     }
 
-    /// Answers of many fingerprint queries at `k` (exact), in their order;
-    /// each sorted by distance then id, at most `limit` long. One sorted
-    /// pass per block family over the whole batch (see [`Db::search_many`]).
-    pub fn query_many(
-        &self,
-        qs: &[Fingerprint],
-        k: u32,
-        limit: Option<usize>,
-    ) -> Result<Vec<Vec<Hit>>> {
-        let qs: Vec<Query> = qs
-            .iter()
-            .map(|&fp| Query {
-                limit,
-                ..Query::new(fp).exact(k)
-            })
-            .collect();
-        self.search_many(&qs)
-    }
-
     /// Answers of many [`Query`]s, in their order, as [`Db::search`] gives
     /// them: one sorted pass per block family over the whole batch, much
     /// faster than one query at a time once the batch is large (thousands
@@ -602,7 +583,7 @@ impl Db {
     /// The query for an analysed text or stored document: confidence-ranked
     /// at the default budget when its weak bits are known, exact at k = 3
     /// otherwise, verified at the store's default threshold.
-    pub fn query_for(
+    pub(crate) fn query_for(
         &self,
         fingerprint: Fingerprint,
         sketch: Option<Sketch>,
@@ -626,7 +607,7 @@ impl Db {
     /// The default [`Query`] for the stored document `id`, which it
     /// excludes: confidence-ranked with the weak bits kept in its record
     /// (exact at k = 3 for records that have none).
-    pub fn id_query(&self, id: &str) -> Result<Query> {
+    pub(crate) fn id_query(&self, id: &str) -> Result<Query> {
         let rec = self
             .get(id)?
             .ok_or_else(|| Error::NotFound { id: id.to_string() })?;
@@ -639,7 +620,7 @@ impl Db {
     /// Explains `hits` of a query: the query's weighted terms are
     /// `query_terms` (heaviest first; see [`Db::text_terms`] and
     /// [`Db::record_terms`]), each document's are its stored top terms.
-    pub fn explain(
+    pub(crate) fn explain(
         &self,
         query_terms: &[(String, f64)],
         hits: &[Hit],
@@ -661,7 +642,7 @@ impl Db {
 
     /// Every term of `text` with its TF-IDF weight, heaviest first (word
     /// features; shingles left out).
-    pub fn text_terms(&self, text: &str) -> Vec<(String, f64)> {
+    pub(crate) fn text_terms(&self, text: &str) -> Vec<(String, f64)> {
         self.fingerprinter
             .features(text)
             .into_iter()
@@ -672,7 +653,7 @@ impl Db {
 
     /// A stored document's top terms, weighted by IDF alone (its term
     /// frequencies are not stored).
-    pub fn record_terms(&self, rec: &Record) -> Vec<(String, f64)> {
+    pub(crate) fn record_terms(&self, rec: &Record) -> Vec<(String, f64)> {
         rec.top_terms
             .iter()
             .map(|t| (t.clone(), self.fingerprinter.idf(t)))
@@ -797,7 +778,7 @@ impl Db {
     /// records, bucket values): the work of its queries and writes,
     /// counted. A write's duplicate check reads about as much for the
     /// millionth copy of a text as for the first.
-    pub fn reads(&self) -> store::Reads {
+    pub(crate) fn reads(&self) -> store::Reads {
         self.store.reads()
     }
 
@@ -813,7 +794,7 @@ impl Db {
 
     /// Write-ahead log syncs since the store was opened (synced commits,
     /// and syncs of commits with nothing to write).
-    pub fn wal_syncs(&self) -> u64 {
+    pub(crate) fn wal_syncs(&self) -> u64 {
         self.store.wal_syncs()
     }
 

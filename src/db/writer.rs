@@ -292,8 +292,9 @@ impl Writer<'_> {
         Ok(self.check(q, limit, usize::MAX, false)?.hits)
     }
 
-    /// [`Db::first_duplicate`](super::Db::first_duplicate) over the store
-    /// and this batch.
+    /// The nearest confirmed hit of `q` over the store and this batch,
+    /// looked for as a write's duplicate check looks (at most
+    /// [`super::limits::CHECK_EXAMINED`] candidates, nearest first).
     pub fn first_duplicate(&self, q: &Query) -> Result<Option<Hit>> {
         let c = self.check(q, 1, super::limits::CHECK_EXAMINED, true)?;
         Ok(c.hits.into_iter().next())

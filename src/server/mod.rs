@@ -1113,7 +1113,9 @@ async fn stats(State(app): State<Shared>) -> Answer {
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let (at, mut v) = match cache.as_ref() {
             Some(c) if c.0.elapsed() < STATS_REFRESH => c.clone(),
-            _ => cache.insert((Instant::now(), json!(db.stats()?))).clone(),
+            _ => cache
+                .insert((Instant::now(), json!(db.admin().stats()?)))
+                .clone(),
         };
         drop(cache);
         v["documents"] = json!(db.len()?);
@@ -1132,7 +1134,7 @@ async fn health(State(app): State<Shared>) -> Answer {
         .clone();
     let db = app.slot.current();
     let documents = db.as_ref().map(|d| d.len()).transpose()?;
-    let background_errors = db.as_ref().map(|d| d.background_errors());
+    let background_errors = db.as_ref().map(|d| d.admin().background_errors());
     let read_only = db
         .as_ref()
         .is_some_and(|d| d.access() == crate::Access::ReadOnly);
@@ -1216,7 +1218,9 @@ async fn metrics_text(State(app): State<Shared>) -> Answer {
     let text = blocking(move || {
         let db = app.db()?;
         let docs = db.len()?;
-        Ok(app.metrics.encode(docs, db.bytes_on_disk(), db.wal_syncs()))
+        Ok(app
+            .metrics
+            .encode(docs, db.admin().bytes_on_disk(), db.admin().wal_syncs()))
     })
     .await?;
     Ok((

@@ -180,7 +180,7 @@ pub struct Store {
 }
 
 /// What a store handle has read since it was opened: the work of its
-/// queries and writes, counted (see `Db::reads`).
+/// queries and writes, counted (see `Admin::reads`).
 #[derive(Debug, Default)]
 pub(crate) struct ReadCounts {
     pub refs: std::sync::atomic::AtomicU64,
@@ -188,7 +188,7 @@ pub(crate) struct ReadCounts {
     pub buckets: std::sync::atomic::AtomicU64,
 }
 
-/// A reading of [`ReadCounts`].
+/// Reads made so far, by kind (see `Admin::reads`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Reads {
     /// `refs` entries read (a document of a candidate fingerprint each).
