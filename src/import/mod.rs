@@ -51,7 +51,7 @@ use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use extsort::{read_array, read_str, write_str, Item, Sorter};
+use extsort::{read_array, read_str, write_str, Item, Sorted, Sorter};
 
 use crate::db::check_id;
 use crate::error::{Error, Result};
@@ -976,6 +976,17 @@ fn restore_plan(inputs: &[PathBuf], opts: &Options) -> Result<(Options, bool)> {
     Ok((o, true))
 }
 
+/// Where a build's temporary and table files go, and its memory budget.
+struct Build<'a> {
+    tmp: PathBuf,
+    sst: PathBuf,
+    budget: usize,
+    opts: &'a Options,
+}
+
+/// Builds the store of `inputs` in `staging`, in five steps, each one
+/// sorted pass over files (never the whole input in memory), and renames it
+/// into place.
 fn build(
     staging: store::Staging,
     inputs: &[PathBuf],
@@ -983,8 +994,12 @@ fn build(
     restore: bool,
     on_event: &mut impl FnMut(Event),
 ) -> Result<Summary> {
-    let tmp = staging.subdir("tmp")?;
-    let sst = staging.subdir("sst")?;
+    let b = Build {
+        tmp: staging.subdir("tmp")?,
+        sst: staging.subdir("sst")?,
+        budget: opts.memory_bytes,
+        opts,
+    };
     let mut summary = Summary::default();
     let mut step = Instant::now();
     let mut lap = |summary: &mut Summary, name: &str| {
@@ -993,267 +1008,30 @@ fn build(
             .push((name.to_string(), step.elapsed().as_secs_f64()));
         step = Instant::now();
     };
-    let budget = opts.memory_bytes;
-
-    // 1. Read and sort by (id, position).
     on_event(Event::Step("read"));
-    let mut by_id = Sorter::<ById>::new(&tmp, "by-id", budget);
-    let mut pos = 0u64;
-    for (input, path) in inputs.iter().enumerate() {
-        read_input(path, restore, |p| {
-            pos += 1;
-            if pos.is_multiple_of(1 << 20) {
-                on_event(Event::Read(pos));
-            }
-            by_id
-                .push(ById {
-                    id: p.id,
-                    pos,
-                    fp: p.fp.value(),
-                    input: input as u32,
-                    line: p.line,
-                    extra: p.restored.map(|r| r.encode()).unwrap_or_default(),
-                })
-                .map_err(io_err(&tmp))
-        })?;
-    }
-    summary.records = pos;
-    let by_id = by_id.finish().map_err(io_err(&tmp))?;
+    let by_id = b.read_by_id(inputs, restore, &mut summary, on_event)?;
     lap(&mut summary, "read and sort by id");
-
-    // 2. Keep the last record of each id; sort by (fingerprint, id). The
-    // kept records go to a file in id order for step 4.
     on_event(Event::Step("dedup"));
-    let uniq_path = tmp.join("uniq.bin");
-    let mut uniq =
-        BufWriter::with_capacity(1 << 20, File::create(&uniq_path).map_err(io_err(&tmp))?);
-    let mut by_fp = Sorter::<ByFp>::new(&tmp, "by-fp", budget);
-    let mut pending: Option<ById> = None;
-    let mut keep = |r: ById, by_fp: &mut Sorter<ByFp>| -> io::Result<()> {
-        r.write_to(&mut uniq)?;
-        let sketch = match r.extra.is_empty() {
-            true => None,
-            false => Restored::sketch_of(&r.extra).map_err(io::Error::other)?,
-        };
-        by_fp.push(ByFp {
-            fp: r.fp,
-            id: r.id,
-            sketch,
-        })
-    };
-    for r in by_id {
-        let r = r.map_err(io_err(&tmp))?;
-        if let Some(p) = pending.take() {
-            if p.id == r.id {
-                summary.replaced += 1;
-            } else {
-                keep(p, &mut by_fp).map_err(io_err(&tmp))?;
-            }
-        }
-        pending = Some(r);
-    }
-    if let Some(p) = pending.take() {
-        keep(p, &mut by_fp).map_err(io_err(&tmp))?;
-    }
-    uniq.into_inner()
-        .map_err(|e| e.into_error())
-        .map_err(io_err(&tmp))?;
-    let by_fp = by_fp.finish().map_err(io_err(&tmp))?;
+    let (uniq_path, by_fp) = b.keep_last(by_id, &mut summary)?;
     lap(&mut summary, "keep last of each id, sort by fingerprint");
-
-    // 3. Number documents sharing a fingerprint; write refs (in fingerprint
-    // order) and the fingerprint list for the block families.
     on_event(Event::Step("refs"));
-    let fps_path = tmp.join("fps.bin");
-    let mut fps = BufWriter::with_capacity(1 << 20, File::create(&fps_path).map_err(io_err(&tmp))?);
-    let mut refs_entries: Vec<RefsEntry> = Vec::new();
-    let mut refs_files = Vec::new();
-    let mut last: Option<u64> = None;
-    let mut documents = 0u64;
-    let mut shared = 0u64;
-    let flush_chunk = |entries: &mut Vec<RefsEntry>, refs_files: &mut Vec<PathBuf>| -> Result<()> {
-        if entries.is_empty() {
-            return Ok(());
-        }
-        let n = refs_files.len();
-        let chunk = std::mem::take(entries);
-        refs_files.extend(store::write_ssts(
-            &sst,
-            &format!("{}-{n:05}", store::REFS),
-            store::REFS,
-            u64::MAX,
-            chunk
-                .iter()
-                .map(|(fp, id, sketch)| Ok(store::schema::refs_entry(*fp, id, sketch.as_ref()))),
-        )?);
-        Ok(())
-    };
-    // refs is written a chunk at a time; the input is in (fingerprint,
-    // id) order, the order of refs keys.
-    let chunk_docs = (opts.sst_file_bytes / 128).max(1024) as usize;
-    for r in by_fp {
-        let ByFp { fp, id, sketch } = r.map_err(io_err(&tmp))?;
-        documents += 1;
-        if last == Some(fp) {
-            shared += 1;
-        } else {
-            fps.write_all(&fp.to_be_bytes()).map_err(io_err(&tmp))?;
-            last = Some(fp);
-        }
-        refs_entries.push((Fingerprint(fp), id, sketch.map(crate::fingerprint::Sketch)));
-        if refs_entries.len() >= chunk_docs {
-            flush_chunk(&mut refs_entries, &mut refs_files)?;
-        }
-    }
-    flush_chunk(&mut refs_entries, &mut refs_files)?;
-    fps.into_inner()
-        .map_err(|e| e.into_error())
-        .map_err(io_err(&tmp))?;
-    summary.documents = documents;
-    summary.shared_fingerprints = shared;
+    let (fps_path, refs_files) = b.write_refs(by_fp, &mut summary)?;
     lap(&mut summary, "write refs and the distinct fingerprints");
-
-    // 4. docs (id order) beside the block families (block 0 in the order
-    // of step 3, block1..3 each from its own sort).
     on_event(Event::Step("docs"));
     let now = crate::db::now();
     let names: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
-    let (docs_files, block_files) = rayon::join(
-        || -> Result<(Vec<PathBuf>, Vec<PathBuf>, Restoration)> {
-            let mut r =
-                BufReader::with_capacity(1 << 20, File::open(&uniq_path).map_err(io_err(&tmp))?);
-            // The ingest order index, sorted by ord (the input position,
-            // or the restored record's).
-            let mut order = Sorter::<ByOrd>::new(&tmp, "order", budget / 4);
-            // Restore: every member by (cluster, rank).
-            let mut clusters = Sorter::<ByCluster>::new(&tmp, "clusters", budget / 4);
-            let mut done = Restoration::default();
-            let entries = std::iter::from_fn(|| match ById::read_from(&mut r) {
-                Err(e) => Some(Err(Error::io(&uniq_path, e))),
-                Ok(None) => None,
-                Ok(Some(d)) => {
-                    let rec = if d.extra.is_empty() {
-                        let fp = Fingerprint(d.fp);
-                        let content = Content::Fingerprint(fp);
-                        Record {
-                            fingerprint: fp,
-                            content_hash: content.hash(),
-                            length: content.len(),
-                            ingested_at: now,
-                            source: format!("{}:{}", names[d.input as usize], d.line),
-                            terms: 0,
-                            sketch: None,
-                            top_terms: Vec::new(),
-                            weak_bits: Vec::new(),
-                            // Input order: the earliest read is the earliest
-                            // ingested, as ingest would number them.
-                            ord: d.pos,
-                            priority: None,
-                        }
-                    } else {
-                        let restored = match Restored::decode(&d.extra) {
-                            Ok(x) => x,
-                            Err(e) => return Some(Err(Error::Input(e))),
-                        };
-                        let rec = restored.rec;
-                        done.next_ord = done.next_ord.max(rec.ord + 1);
-                        done.clock = done.clock.max(rec.ingested_at);
-                        done.short += u64::from(rec.is_short());
-                        let rank = store::schema::Rank::of(&rec).to_bytes();
-                        if let Err(e) = clusters.push(ByCluster {
-                            cid: restored.cluster,
-                            rank,
-                            id: d.id.clone(),
-                        }) {
-                            return Some(Err(Error::io(&tmp, e)));
-                        }
-                        rec
-                    };
-                    if let Err(e) = order.push(ByOrd {
-                        ord: rec.ord,
-                        id: d.id.clone(),
-                    }) {
-                        return Some(Err(Error::io(&tmp, e)));
-                    }
-                    Some(Ok(store::schema::docs_entry(&d.id, &rec)))
-                }
-            });
-            let docs =
-                store::write_ssts(&sst, store::DOCS, store::DOCS, opts.sst_file_bytes, entries)?;
-            let sorted = order.finish().map_err(io_err(&tmp))?;
-            let mut last_ord: Option<u64> = None;
-            let mut cluster_files = store::write_ssts(
-                &sst,
-                "order",
-                store::CLUSTERS,
-                opts.sst_file_bytes,
-                sorted.map(|o| {
-                    let o = o.map_err(|e| Error::io(&tmp, e))?;
-                    // Restored ords come from one store: each once.
-                    if last_ord == Some(o.ord) {
-                        return Err(Error::Input(format!(
-                            "two documents have ord {} (the second is {:?}): the inputs are not \
-                             the export of one store",
-                            o.ord, o.id
-                        )));
-                    }
-                    last_ord = Some(o.ord);
-                    let (k, v) = store::schema::order_entry(o.ord, &o.id);
-                    Ok((k.to_vec(), v))
-                }),
-            )?;
-            if restore {
-                let sorted = clusters.finish().map_err(io_err(&tmp))?;
-                cluster_files.extend(restored_clusters(&tmp, &sst, opts, sorted, &mut done)?);
-            }
-            Ok((docs, cluster_files, done))
-        },
-        || -> Result<Vec<Vec<PathBuf>>> {
-            let mut out = Vec::new();
-            for i in 0..crate::fingerprint::BLOCKS {
-                // Fingerprints in (block i, fingerprint) order: the file is
-                // already in fingerprint order, which is block 0's.
-                let mut r =
-                    BufReader::with_capacity(1 << 20, File::open(&fps_path).map_err(io_err(&tmp))?);
-                let mut read_fp = move || -> io::Result<Option<Fingerprint>> {
-                    Ok(read_array::<8>(&mut r)?.map(|b| {
-                        let mut f = [0u8; 8];
-                        f.copy_from_slice(&b[..8]);
-                        Fingerprint(u64::from_be_bytes(f))
-                    }))
-                };
-                let sorted: Box<dyn Iterator<Item = io::Result<Fingerprint>>> = if i == 0 {
-                    Box::new(std::iter::from_fn(move || read_fp().transpose()))
-                } else {
-                    let mut sorter = Sorter::<u128>::new(&tmp, &format!("block{i}"), budget / 2);
-                    while let Some(fp) = read_fp().map_err(io_err(&tmp))? {
-                        sorter
-                            .push((fp.block(i) as u128) << 64 | fp.value() as u128)
-                            .map_err(io_err(&tmp))?;
-                    }
-                    let sorted = sorter.finish().map_err(io_err(&tmp))?;
-                    Box::new(sorted.map(|k| k.map(|k| Fingerprint(k as u64))))
-                };
-                let name = store::BLOCK_FAMILIES[i];
-                out.push(store::write_ssts(
-                    &sst,
-                    name,
-                    name,
-                    opts.sst_file_bytes,
-                    postings(i, sorted.map(|r| r.map_err(|e| Error::io(&tmp, e)))),
-                )?);
-            }
-            Ok(out)
-        },
+    let (docs, blocks) = rayon::join(
+        || b.write_docs(&uniq_path, &names, now, restore),
+        || b.write_blocks(&fps_path),
     );
-    let (docs_files, order_files, restoration) = docs_files?;
-    let block_files = block_files?;
+    let (docs_files, order_files, restoration) = docs?;
+    let block_files = blocks?;
     lap(
         &mut summary,
         "write docs, the ingest order and the four block families",
     );
 
-    // 5. A fresh store in the staging directory, then one rename.
+    // Step 5: a fresh store in the staging directory, then one rename.
     on_event(Event::Step("ingest"));
     let mut families = vec![
         (store::REFS, refs_files),
@@ -1263,7 +1041,7 @@ fn build(
     for (i, files) in block_files.into_iter().enumerate() {
         families.push((store::BLOCK_FAMILIES[i], files));
     }
-    let count = store::schema::MetaU64::DocCount.owned_entry(documents);
+    let count = store::schema::MetaU64::DocCount.owned_entry(summary.documents);
     // Positions count records from 1; the documents are stamped `now`
     // (restored ones keep their ords and times).
     let (next_ord, clock) = match restore {
@@ -1283,6 +1061,286 @@ fn build(
     summary.restored = restore;
     lap(&mut summary, "ingest and rename");
     Ok(summary)
+}
+
+impl Build<'_> {
+    /// Step 1: reads every input and sorts its records by (id, position).
+    fn read_by_id(
+        &self,
+        inputs: &[PathBuf],
+        restore: bool,
+        summary: &mut Summary,
+        on_event: &mut impl FnMut(Event),
+    ) -> Result<Sorted<ById>> {
+        let tmp = &self.tmp;
+        let mut by_id = Sorter::<ById>::new(tmp, "by-id", self.budget);
+        let mut pos = 0u64;
+        for (input, path) in inputs.iter().enumerate() {
+            read_input(path, restore, |p| {
+                pos += 1;
+                if pos.is_multiple_of(1 << 20) {
+                    on_event(Event::Read(pos));
+                }
+                by_id
+                    .push(ById {
+                        id: p.id,
+                        pos,
+                        fp: p.fp.value(),
+                        input: input as u32,
+                        line: p.line,
+                        extra: p.restored.map(|r| r.encode()).unwrap_or_default(),
+                    })
+                    .map_err(io_err(tmp))
+            })?;
+        }
+        summary.records = pos;
+        by_id.finish().map_err(io_err(tmp))
+    }
+
+    /// Step 2: keeps the last record of each id, writing the kept records in id
+    /// order to a file (for step 4) and sorting them by (fingerprint, id).
+    fn keep_last(
+        &self,
+        by_id: Sorted<ById>,
+        summary: &mut Summary,
+    ) -> Result<(PathBuf, Sorted<ByFp>)> {
+        let tmp = &self.tmp;
+        let uniq_path = tmp.join("uniq.bin");
+        let mut uniq =
+            BufWriter::with_capacity(1 << 20, File::create(&uniq_path).map_err(io_err(tmp))?);
+        let mut by_fp = Sorter::<ByFp>::new(tmp, "by-fp", self.budget);
+        let mut pending: Option<ById> = None;
+        let mut keep = |r: ById, by_fp: &mut Sorter<ByFp>| -> io::Result<()> {
+            r.write_to(&mut uniq)?;
+            let sketch = match r.extra.is_empty() {
+                true => None,
+                false => Restored::sketch_of(&r.extra).map_err(io::Error::other)?,
+            };
+            by_fp.push(ByFp {
+                fp: r.fp,
+                id: r.id,
+                sketch,
+            })
+        };
+        for r in by_id {
+            let r = r.map_err(io_err(tmp))?;
+            if let Some(p) = pending.take() {
+                if p.id == r.id {
+                    summary.replaced += 1;
+                } else {
+                    keep(p, &mut by_fp).map_err(io_err(tmp))?;
+                }
+            }
+            pending = Some(r);
+        }
+        if let Some(p) = pending.take() {
+            keep(p, &mut by_fp).map_err(io_err(tmp))?;
+        }
+        uniq.into_inner()
+            .map_err(|e| e.into_error())
+            .map_err(io_err(tmp))?;
+        Ok((uniq_path, by_fp.finish().map_err(io_err(tmp))?))
+    }
+
+    /// Step 3: numbers documents sharing a fingerprint; writes `refs` (in
+    /// fingerprint order, a chunk of table files at a time) and the file of
+    /// distinct fingerprints for the block families.
+    fn write_refs(
+        &self,
+        by_fp: Sorted<ByFp>,
+        summary: &mut Summary,
+    ) -> Result<(PathBuf, Vec<PathBuf>)> {
+        let tmp = &self.tmp;
+        let fps_path = tmp.join("fps.bin");
+        let mut fps =
+            BufWriter::with_capacity(1 << 20, File::create(&fps_path).map_err(io_err(tmp))?);
+        let mut refs_entries: Vec<RefsEntry> = Vec::new();
+        let mut refs_files = Vec::new();
+        let mut last: Option<u64> = None;
+        let flush_chunk =
+            |entries: &mut Vec<RefsEntry>, refs_files: &mut Vec<PathBuf>| -> Result<()> {
+                if entries.is_empty() {
+                    return Ok(());
+                }
+                let n = refs_files.len();
+                let chunk = std::mem::take(entries);
+                refs_files.extend(store::write_ssts(
+                    &self.sst,
+                    &format!("{}-{n:05}", store::REFS),
+                    store::REFS,
+                    u64::MAX,
+                    chunk.iter().map(|(fp, id, sketch)| {
+                        Ok(store::schema::refs_entry(*fp, id, sketch.as_ref()))
+                    }),
+                )?);
+                Ok(())
+            };
+        // The input is in (fingerprint, id) order, the order of refs keys.
+        let chunk_docs = (self.opts.sst_file_bytes / 128).max(1024) as usize;
+        for r in by_fp {
+            let ByFp { fp, id, sketch } = r.map_err(io_err(tmp))?;
+            summary.documents += 1;
+            if last == Some(fp) {
+                summary.shared_fingerprints += 1;
+            } else {
+                fps.write_all(&fp.to_be_bytes()).map_err(io_err(tmp))?;
+                last = Some(fp);
+            }
+            refs_entries.push((Fingerprint(fp), id, sketch.map(crate::fingerprint::Sketch)));
+            if refs_entries.len() >= chunk_docs {
+                flush_chunk(&mut refs_entries, &mut refs_files)?;
+            }
+        }
+        flush_chunk(&mut refs_entries, &mut refs_files)?;
+        fps.into_inner()
+            .map_err(|e| e.into_error())
+            .map_err(io_err(tmp))?;
+        Ok((fps_path, refs_files))
+    }
+
+    /// Step 4a: `docs` in id order from the kept records, the ingest order
+    /// index and (restoring) the clusters: their table files, and what the
+    /// restore found.
+    fn write_docs(
+        &self,
+        uniq_path: &Path,
+        names: &[String],
+        now: u64,
+        restore: bool,
+    ) -> Result<(Vec<PathBuf>, Vec<PathBuf>, Restoration)> {
+        let (tmp, sst, opts) = (&self.tmp, &self.sst, self.opts);
+        let mut r = BufReader::with_capacity(1 << 20, File::open(uniq_path).map_err(io_err(tmp))?);
+        // The ingest order index, sorted by ord (the input position, or the
+        // restored record's).
+        let mut order = Sorter::<ByOrd>::new(tmp, "order", self.budget / 4);
+        // Restore: every member by (cluster, rank).
+        let mut clusters = Sorter::<ByCluster>::new(tmp, "clusters", self.budget / 4);
+        let mut done = Restoration::default();
+        let entries = std::iter::from_fn(|| match ById::read_from(&mut r) {
+            Err(e) => Some(Err(Error::io(uniq_path, e))),
+            Ok(None) => None,
+            Ok(Some(d)) => {
+                let rec = if d.extra.is_empty() {
+                    imported_record(&d, &names[d.input as usize], now)
+                } else {
+                    let restored = match Restored::decode(&d.extra) {
+                        Ok(x) => x,
+                        Err(e) => return Some(Err(Error::Input(e))),
+                    };
+                    let rec = restored.rec;
+                    done.next_ord = done.next_ord.max(rec.ord + 1);
+                    done.clock = done.clock.max(rec.ingested_at);
+                    done.short += u64::from(rec.is_short());
+                    let rank = store::schema::Rank::of(&rec).to_bytes();
+                    if let Err(e) = clusters.push(ByCluster {
+                        cid: restored.cluster,
+                        rank,
+                        id: d.id.clone(),
+                    }) {
+                        return Some(Err(Error::io(tmp, e)));
+                    }
+                    rec
+                };
+                if let Err(e) = order.push(ByOrd {
+                    ord: rec.ord,
+                    id: d.id.clone(),
+                }) {
+                    return Some(Err(Error::io(tmp, e)));
+                }
+                Some(Ok(store::schema::docs_entry(&d.id, &rec)))
+            }
+        });
+        let docs = store::write_ssts(sst, store::DOCS, store::DOCS, opts.sst_file_bytes, entries)?;
+        let sorted = order.finish().map_err(io_err(tmp))?;
+        let mut last_ord: Option<u64> = None;
+        let mut cluster_files = store::write_ssts(
+            sst,
+            "order",
+            store::CLUSTERS,
+            opts.sst_file_bytes,
+            sorted.map(|o| {
+                let o = o.map_err(|e| Error::io(tmp, e))?;
+                // Restored ords come from one store: each once.
+                if last_ord == Some(o.ord) {
+                    return Err(Error::Input(format!(
+                        "two documents have ord {} (the second is {:?}): the inputs are not \
+                         the export of one store",
+                        o.ord, o.id
+                    )));
+                }
+                last_ord = Some(o.ord);
+                let (k, v) = store::schema::order_entry(o.ord, &o.id);
+                Ok((k.to_vec(), v))
+            }),
+        )?;
+        if restore {
+            let sorted = clusters.finish().map_err(io_err(tmp))?;
+            cluster_files.extend(restored_clusters(tmp, sst, opts, sorted, &mut done)?);
+        }
+        Ok((docs, cluster_files, done))
+    }
+
+    /// Step 4b: the four block families from the file of distinct fingerprints
+    /// (block 0 in its order, blocks 1..3 each from its own sort).
+    fn write_blocks(&self, fps_path: &Path) -> Result<Vec<Vec<PathBuf>>> {
+        let tmp = &self.tmp;
+        let mut out = Vec::new();
+        for i in 0..crate::fingerprint::BLOCKS {
+            // Fingerprints in (block i, fingerprint) order: the file is
+            // already in fingerprint order, which is block 0's.
+            let mut r =
+                BufReader::with_capacity(1 << 20, File::open(fps_path).map_err(io_err(tmp))?);
+            let mut read_fp = move || -> io::Result<Option<Fingerprint>> {
+                Ok(read_array::<8>(&mut r)?.map(|b| {
+                    let mut f = [0u8; 8];
+                    f.copy_from_slice(&b[..8]);
+                    Fingerprint(u64::from_be_bytes(f))
+                }))
+            };
+            let sorted: Box<dyn Iterator<Item = io::Result<Fingerprint>>> = if i == 0 {
+                Box::new(std::iter::from_fn(move || read_fp().transpose()))
+            } else {
+                let mut sorter = Sorter::<u128>::new(tmp, &format!("block{i}"), self.budget / 2);
+                while let Some(fp) = read_fp().map_err(io_err(tmp))? {
+                    sorter
+                        .push((fp.block(i) as u128) << 64 | fp.value() as u128)
+                        .map_err(io_err(tmp))?;
+                }
+                let sorted = sorter.finish().map_err(io_err(tmp))?;
+                Box::new(sorted.map(|k| k.map(|k| Fingerprint(k as u64))))
+            };
+            let name = store::BLOCK_FAMILIES[i];
+            out.push(store::write_ssts(
+                &self.sst,
+                name,
+                name,
+                self.opts.sst_file_bytes,
+                postings(i, sorted.map(|r| r.map_err(|e| Error::io(tmp, e)))),
+            )?);
+        }
+        Ok(out)
+    }
+}
+
+/// The record of an imported fingerprint (not a restored export): stamped
+/// `now`, its ord the input position (the earliest read is the earliest
+/// ingested, as ingest would number them), its source `input:line`.
+fn imported_record(d: &ById, input: &str, now: u64) -> Record {
+    let fp = Fingerprint(d.fp);
+    let content = Content::Fingerprint(fp);
+    Record {
+        fingerprint: fp,
+        content_hash: content.hash(),
+        length: content.len(),
+        ingested_at: now,
+        source: format!("{input}:{}", d.line),
+        terms: 0,
+        sketch: None,
+        top_terms: Vec::new(),
+        weak_bits: Vec::new(),
+        ord: d.pos,
+        priority: None,
+    }
 }
 
 /// What a restore found besides the records.
