@@ -36,16 +36,7 @@ pub(super) fn ingest_cmd(a: IngestArgs) -> Result<bool> {
         }
         None => None,
     };
-    let bar = if io::stderr().is_terminal() {
-        let b = indicatif::ProgressBar::new_spinner();
-        b.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-        );
-        Some(b)
-    } else {
-        None
-    };
+    let progress = Progress::new();
     let mut report_err: Option<io::Error> = None;
     const SHORT_NOTES: u64 = 20;
     let mut short_notes = 0u64;
@@ -62,28 +53,13 @@ pub(super) fn ingest_cmd(a: IngestArgs) -> Result<bool> {
             } else {
                 return;
             };
-            match &bar {
-                Some(b) => b.println(msg),
-                None => eprintln!("{msg}"),
-            }
+            progress.note(msg);
         }
-        Event::BadLine(p) => {
-            let msg = format!("simdb: bad input: {p}");
-            match &bar {
-                Some(b) => b.println(msg),
-                None => eprintln!("{msg}"),
-            }
-        }
-        Event::NoFeatures(d) => {
-            let msg = format!(
-                "simdb: {}: document {:?} has no usable features; not indexed",
-                d.source, d.id
-            );
-            match &bar {
-                Some(b) => b.println(msg),
-                None => eprintln!("{msg}"),
-            }
-        }
+        Event::BadLine(p) => progress.note(format!("simdb: bad input: {p}")),
+        Event::NoFeatures(d) => progress.note(format!(
+            "simdb: {}: document {:?} has no usable features; not indexed",
+            d.source, d.id
+        )),
         Event::Duplicate(r) => {
             if let Some(w) = report.as_mut() {
                 if let Err(e) = ingest::write_report(w, r) {
@@ -97,22 +73,19 @@ pub(super) fn ingest_cmd(a: IngestArgs) -> Result<bool> {
                 let _ = writeln!(out, "{{\"acknowledged\": {}}}", s.read);
                 let _ = out.flush();
             }
-            if let Some(b) = &bar {
-                b.set_message(format!(
+            progress.status(|| {
+                format!(
                     "{} read, {} inserted, {} duplicates, {} bad, {:.0} docs/s",
                     s.read,
                     s.inserted,
                     s.duplicates,
                     s.bad_lines,
                     s.docs_per_second()
-                ));
-                b.tick();
-            }
+                )
+            });
         }
     });
-    if let Some(b) = &bar {
-        b.finish_and_clear();
-    }
+    progress.finish();
     if let Some(w) = report.as_mut() {
         w.flush().context("writing the duplicate report")?;
     }
@@ -120,8 +93,15 @@ pub(super) fn ingest_cmd(a: IngestArgs) -> Result<bool> {
         return Err(e).context("writing the duplicate report");
     }
     let s = result?;
-    if a.json {
-        let mut v = serde_json::to_value(&s)?;
+    print_summary(&s, a.json)?;
+    Ok(true)
+}
+
+/// The run's summary: one JSON object on standard output with `--json`,
+/// else one line on standard error.
+fn print_summary(s: &ingest::Summary, as_json: bool) -> Result<()> {
+    if as_json {
+        let mut v = serde_json::to_value(s)?;
         v["elapsed_seconds"] = json!(s.elapsed.as_secs_f64());
         v["docs_per_second"] = json!(s.docs_per_second());
         println!("{v}");
@@ -148,5 +128,46 @@ pub(super) fn ingest_cmd(a: IngestArgs) -> Result<bool> {
             s.docs_per_second()
         );
     }
-    Ok(true)
+    Ok(())
+}
+
+/// Notes and a progress line on standard error: the line only when it is
+/// a terminal, the notes printed above it.
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Progress {
+    fn new() -> Progress {
+        let bar = io::stderr().is_terminal().then(|| {
+            let b = indicatif::ProgressBar::new_spinner();
+            b.set_style(
+                indicatif::ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+            );
+            b
+        });
+        Progress { bar }
+    }
+
+    fn note(&self, msg: String) {
+        match &self.bar {
+            Some(b) => b.println(msg),
+            None => eprintln!("{msg}"),
+        }
+    }
+
+    /// Sets the progress line (`msg` is only made when there is one).
+    fn status(&self, msg: impl FnOnce() -> String) {
+        if let Some(b) = &self.bar {
+            b.set_message(msg());
+            b.tick();
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
 }
