@@ -2,6 +2,8 @@
 
 use std::collections::HashMap;
 
+use crate::error::hex;
+
 use super::Db;
 use crate::error::Result;
 use crate::fingerprint::{self, Fingerprint};
@@ -67,7 +69,6 @@ impl Db {
     /// count. Needs the store open for writing. Records that do not decode
     /// are reported and left alone.
     pub fn repair(&mut self) -> Result<RepairReport> {
-        use crate::error::hex;
         let mut rep = RepairReport::default();
         // The marker goes with the clearing and leaves with the last batch
         // of the rebuild: a repair killed in between leaves a store that
@@ -187,26 +188,27 @@ impl Db {
     /// short-document counts match. Holds one small entry per document in
     /// memory.
     pub(crate) fn verify(&self) -> Result<VerifyReport> {
-        use crate::error::hex;
         let mut rep = VerifyReport::default();
-        // (fingerprint, xxh3 of the id) of each readable record -> whether
-        // its `refs` entry was seen, and the crc32 of the sketch bytes that
-        // entry must hold (of no bytes, for a record without a sketch).
-        let mut docs: HashMap<(Fingerprint, u64), (bool, u32)> = HashMap::new();
-        let sketch_crc = |s: &[u8]| crc32fast::hash(s);
-        let mut short = 0u64;
-        // (ord, id hash) of every readable record.
-        let mut ords: Vec<(u64, u64)> = Vec::new();
-        let mut latest = 0u64;
+        let mut scan = self.verify_records(&mut rep)?;
+        self.verify_refs(&mut rep, &mut scan.docs)?;
+        self.verify_postings(&mut rep, &scan.docs)?;
+        self.verify_meta(&mut rep, &mut scan)?;
+        self.verify_clusters(&mut rep.problems, &scan.ords)?;
+        Ok(rep)
+    }
+
+    /// Decodes every record, noting what the other checks compare with.
+    fn verify_records(&self, rep: &mut VerifyReport) -> Result<RecordScan> {
+        let mut scan = RecordScan::default();
         self.store.for_each_raw(store::DOCS, |k, v| {
             rep.documents += 1;
             match crate::store::codec::decode_record(v) {
                 Ok(r) => {
-                    short += u64::from(r.is_short());
-                    ords.push((r.ord, id_hash(k)));
-                    latest = latest.max(r.ingested_at);
+                    scan.short += u64::from(r.is_short());
+                    scan.ords.push((r.ord, id_hash(k)));
+                    scan.latest = scan.latest.max(r.ingested_at);
                     let crc = sketch_crc(r.sketch.as_ref().map_or(&[][..], |s| &s.0[..]));
-                    docs.insert((r.fingerprint, id_hash(k)), (false, crc));
+                    scan.docs.insert((r.fingerprint, id_hash(k)), (false, crc));
                 }
                 Err(e) => rep
                     .problems
@@ -214,6 +216,12 @@ impl Db {
             }
             Ok(())
         })?;
+        Ok(scan)
+    }
+
+    /// Every `refs` entry names a record with its fingerprint and holds
+    /// its sketch; every record has its entry.
+    fn verify_refs(&self, rep: &mut VerifyReport, docs: &mut DocsSeen) -> Result<()> {
         self.store.for_each_raw(store::REFS, |k, v| {
             rep.refs += 1;
             match index::RefKey::decode(k) {
@@ -243,8 +251,23 @@ impl Db {
             }
             Ok(())
         })?;
+        let mut missing: Vec<_> = docs.iter().filter(|(_, (seen, _))| !*seen).collect();
+        missing.sort();
+        for ((fp, _), _) in missing {
+            rep.problems.push(format!(
+                "{}: a record with fingerprint {fp} has no entry",
+                store::REFS,
+            ));
+        }
+        Ok(())
+    }
+
+    /// Every posting decodes, each segment is named by its head, and each
+    /// fingerprint has one entry in every family's buckets if a record has
+    /// it, none otherwise.
+    fn verify_postings(&self, rep: &mut VerifyReport, docs: &DocsSeen) -> Result<()> {
         // Per fingerprint: records that have it, then its entries in each
-        // family's buckets (one if any record has it, none otherwise).
+        // family's buckets.
         let mut per_fp: HashMap<Fingerprint, [u32; 1 + fingerprint::BLOCKS]> = HashMap::new();
         for (fp, _) in docs.keys() {
             per_fp.entry(*fp).or_default()[0] += 1;
@@ -294,14 +317,12 @@ impl Db {
                 }
             }
         }
-        let mut missing: Vec<_> = docs.iter().filter(|(_, (seen, _))| !*seen).collect();
-        missing.sort();
-        for ((fp, _), _) in missing {
-            rep.problems.push(format!(
-                "{}: a record with fingerprint {fp} has no entry",
-                store::REFS,
-            ));
-        }
+        Ok(())
+    }
+
+    /// The counts, and the ingest order: every ord once, below the next
+    /// one; the clock not behind any record. Sorts `scan.ords`.
+    fn verify_meta(&self, rep: &mut VerifyReport, scan: &mut RecordScan) -> Result<()> {
         let count = self.store.doc_count()?;
         if count != rep.documents {
             rep.problems.push(format!(
@@ -312,15 +333,15 @@ impl Db {
             ));
         }
         let short_count = self.store.short_count()?;
-        if short_count != short {
+        if short_count != scan.short {
             rep.problems.push(format!(
-                "{}: key {}: short-document count {short_count} but {short} short records",
+                "{}: key {}: short-document count {short_count} but {} short records",
                 store::META,
                 hex(store::SHORT_COUNT_KEY),
+                scan.short
             ));
         }
-        // Ingest order: every ord once, below the next one; the clock not
-        // behind any record.
+        let ords = &mut scan.ords;
         ords.sort_unstable();
         if let Some(w) = ords.windows(2).find(|w| w[0].0 == w[1].0) {
             rep.problems
@@ -336,14 +357,34 @@ impl Db {
                 ));
             }
         }
-        if latest > clock {
+        if scan.latest > clock {
             rep.problems.push(format!(
-                "{}: key {}: clock {clock}, but a record was written at {latest}",
+                "{}: key {}: clock {clock}, but a record was written at {}",
                 store::META,
-                hex(store::CLOCK_KEY)
+                hex(store::CLOCK_KEY),
+                scan.latest
             ));
         }
-        self.verify_clusters(&mut rep.problems, &ords)?;
-        Ok(rep)
+        Ok(())
     }
+}
+
+/// (fingerprint, xxh3 of the id) of each readable record -> whether its
+/// `refs` entry was seen, and the crc32 of the sketch bytes that entry must
+/// hold (of no bytes, for a record without a sketch).
+type DocsSeen = HashMap<(Fingerprint, u64), (bool, u32)>;
+
+/// What [`Db::verify`] notes of the records for its other checks.
+#[derive(Default)]
+struct RecordScan {
+    docs: DocsSeen,
+    short: u64,
+    /// (ord, id hash) of every readable record.
+    ords: Vec<(u64, u64)>,
+    /// The latest write time of a record.
+    latest: u64,
+}
+
+fn sketch_crc(s: &[u8]) -> u32 {
+    crc32fast::hash(s)
 }
