@@ -192,6 +192,14 @@ impl Db {
         let mut scan = self.verify_records(&mut rep)?;
         self.verify_refs(&mut rep, &mut scan.docs)?;
         self.verify_postings(&mut rep, &scan.docs)?;
+        let mut missing: Vec<_> = scan.docs.iter().filter(|(_, (seen, _))| !*seen).collect();
+        missing.sort();
+        for ((fp, _), _) in missing {
+            rep.problems.push(format!(
+                "{}: a record with fingerprint {fp} has no entry",
+                store::REFS,
+            ));
+        }
         self.verify_meta(&mut rep, &mut scan)?;
         self.verify_clusters(&mut rep.problems, &scan.ords)?;
         Ok(rep)
@@ -220,7 +228,7 @@ impl Db {
     }
 
     /// Every `refs` entry names a record with its fingerprint and holds
-    /// its sketch; every record has its entry.
+    /// its sketch; marks the records whose entry was seen.
     fn verify_refs(&self, rep: &mut VerifyReport, docs: &mut DocsSeen) -> Result<()> {
         self.store.for_each_raw(store::REFS, |k, v| {
             rep.refs += 1;
@@ -251,14 +259,6 @@ impl Db {
             }
             Ok(())
         })?;
-        let mut missing: Vec<_> = docs.iter().filter(|(_, (seen, _))| !*seen).collect();
-        missing.sort();
-        for ((fp, _), _) in missing {
-            rep.problems.push(format!(
-                "{}: a record with fingerprint {fp} has no entry",
-                store::REFS,
-            ));
-        }
         Ok(())
     }
 
