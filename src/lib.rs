@@ -9,19 +9,20 @@
 //! block values within 1 (k <= 7) or 2 (k <= 11) bits. Answers are exactly
 //! what a brute-force scan over all fingerprints returns. Text queries are
 //! then verified: each candidate's stored [`Sketch`] (a b-bit MinHash of
-//! its word 3-shingles) must agree with the query's at least
+//! its character 4-grams) must agree with the query's at least
 //! [`db::DEFAULT_MIN_SIMILARITY`] (see [`Query`]).
 //!
 //! ```no_run
-//! use simdb::{Content, Db, Recipe};
+//! use simdb::{Content, Db, QueryRequest, Recipe, Subject};
 //!
 //! # fn main() -> simdb::Result<()> {
 //! let dir = std::env::temp_dir().join("simdb-doc-example");
 //! let mut db = Db::create(&dir, Recipe::default())?;
 //! db.put("a", Content::Text("国务院总理主持召开常务会议，部署扩大内需的政策措施。".into()))?;
-//! // The default query: confidence-ranked probing, confirmed by the sketch.
-//! let q = db.text_query("国务院总理主持召开常务会议，部署扩大内需的若干政策措施。")?;
-//! let hits = db.search(&q)?;
+//! // The default query: confidence-ranked probing, confirmed by the sketch,
+//! // at most 10 hits (the options of `QueryRequest` change each default).
+//! let text = "国务院总理主持召开常务会议，部署扩大内需的若干政策措施。";
+//! let hits = db.answer(&QueryRequest::new(Subject::Text(text.into())))?.hits;
 //! for h in hits {
 //!     println!("{} at distance {}, similarity {:?}", h.id, h.distance, h.similarity);
 //! }
@@ -32,8 +33,10 @@
 //! (no RocksDB, no files); the private `store` module is the only one that
 //! touches RocksDB (its record codec is public as [`codec`], its open
 //! options as [`Access`] and [`Tuning`]; no RocksDB type is part of the
-//! API); [`Db`] is the facade the `simdb` command is built on; [`ingest`]
-//! reads inputs and writes batches.
+//! API); [`Db`] is the facade every front end is built on, with its
+//! request model in [`db::request`] (queries, write options, answers) and
+//! its writes in [`db::write`]; [`ingest`] reads inputs and runs the
+//! pipelined ingest.
 
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]

@@ -96,7 +96,7 @@ pub struct Hit {
     pub id: String,
     pub fingerprint: Fingerprint,
     pub distance: u32,
-    /// Estimated Jaccard similarity of the two documents' word 3-shingles
+    /// Estimated Jaccard similarity of the two documents' shingles
     /// (from their verification sketches), when the query and the document
     /// both have a sketch and verification was asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
