@@ -2,8 +2,10 @@
 
 use std::io::BufRead;
 
+use std::collections::HashMap;
+
 use rand::seq::IndexedRandom;
-use rand::Rng;
+use rand::{Rng, SeedableRng};
 
 /// The `(id, text)` documents of a JSONL corpus; lines without both are skipped.
 #[allow(dead_code, reason = "used by the evaluation tools, not by every tool")]
@@ -48,17 +50,25 @@ pub fn corpus_words(
 /// text with fewer than 5 of them is one shingle of all of them.
 #[allow(dead_code, reason = "used by the evaluation tools, not by every tool")]
 pub fn char_shingles(text: &str) -> Vec<u64> {
+    char_ngrams(text, 5)
+}
+
+/// Character `n`-gram set (sorted hashes) of a text's letters and digits
+/// (lower-cased); a text with fewer than `n` of them is one shingle of all
+/// of them.
+#[allow(dead_code, reason = "used by the evaluation tools, not by every tool")]
+pub fn char_ngrams(text: &str, n: usize) -> Vec<u64> {
     let chars: Vec<char> = text
         .chars()
         .filter(|c| c.is_alphanumeric())
         .flat_map(char::to_lowercase)
         .collect();
-    let mut s: Vec<u64> = if chars.len() < 5 {
+    let mut s: Vec<u64> = if chars.len() < n {
         let all: String = chars.iter().collect();
         vec![xxhash_rust::xxh3::xxh3_64(all.as_bytes())]
     } else {
         chars
-            .windows(5)
+            .windows(n)
             .map(|w| xxhash_rust::xxh3::xxh3_64(w.iter().collect::<String>().as_bytes()))
             .collect()
     };
@@ -212,4 +222,135 @@ pub fn spawn_server(
         .unwrap_or_else(|| panic!("no address in {line:?}"))
         .to_string();
     (child, format!("http://{addr}"))
+}
+
+// --- MinHash LSH (the peer) ------------------------------------------------
+
+#[allow(dead_code, reason = "used by the evaluation tools, not by every tool")]
+const PERMS: usize = 128;
+
+#[allow(dead_code, reason = "used by the evaluation tools, not by every tool")]
+fn fmix64(mut k: u64) -> u64 {
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    k ^= k >> 33;
+    k
+}
+
+/// datasketch's `_optimal_param`: the (bands, rows) with bands * rows <=
+/// 128 minimising the mean of the false-positive and false-negative areas
+/// of the S-curve around `t`.
+#[allow(dead_code, reason = "used by the evaluation tools, not by every tool")]
+fn optimal_bands(t: f64) -> (usize, usize) {
+    let area = |b: usize, r: usize, lo: f64, hi: f64, pos: bool| {
+        let steps = 400;
+        let h = (hi - lo) / steps as f64;
+        (0..steps)
+            .map(|i| {
+                let s = lo + (i as f64 + 0.5) * h;
+                let p = 1.0 - (1.0 - s.powi(r as i32)).powi(b as i32);
+                if pos {
+                    p * h
+                } else {
+                    (1.0 - p) * h
+                }
+            })
+            .sum::<f64>()
+    };
+    let mut best = (f64::MAX, (1, 1));
+    for b in 1..=PERMS {
+        for r in 1..=PERMS / b {
+            let e = 0.5 * area(b, r, 0.0, t, true) + 0.5 * area(b, r, t, 1.0, false);
+            if e < best.0 {
+                best = (e, (b, r));
+            }
+        }
+    }
+    best.1
+}
+
+/// MinHash LSH with 128 permutations over word 3-shingles (jieba's cut,
+/// lower-cased), banded as datasketch's `MinHashLSH` bands for its
+/// threshold: the peer the evaluations measure beside simdb.
+#[allow(dead_code, reason = "used by the evaluation tools, not by every tool")]
+pub struct MinHashLsh {
+    pub bands: usize,
+    pub rows: usize,
+    mults: Vec<(u64, u64)>,
+    tables: Vec<HashMap<u64, Vec<u32>>>,
+}
+
+#[allow(dead_code, reason = "used by the evaluation tools, not by every tool")]
+impl MinHashLsh {
+    pub fn new(threshold: f64, seed: u64) -> MinHashLsh {
+        let (bands, rows) = optimal_bands(threshold);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        MinHashLsh {
+            bands,
+            rows,
+            mults: (0..PERMS)
+                .map(|_| (rng.random::<u64>() | 1, rng.random()))
+                .collect(),
+            tables: vec![HashMap::new(); bands],
+        }
+    }
+
+    pub fn signature(&self, jieba: &jieba_rs::Jieba, text: &str) -> Vec<u64> {
+        let lower = text.to_lowercase();
+        let toks: Vec<&str> = jieba
+            .cut(&lower, false)
+            .into_iter()
+            .map(|t| t.word)
+            .filter(|w| w.chars().any(char::is_alphanumeric))
+            .collect();
+        let shingles: Vec<u64> = if toks.len() < 3 {
+            vec![xxhash_rust::xxh3::xxh3_64(toks.concat().as_bytes())]
+        } else {
+            toks.windows(3)
+                .map(|w| xxhash_rust::xxh3::xxh3_64(w.join(" ").as_bytes()))
+                .collect()
+        };
+        self.mults
+            .iter()
+            .map(|&(a, b)| {
+                shingles
+                    .iter()
+                    .map(|&s| fmix64(s.wrapping_mul(a).wrapping_add(b)))
+                    .min()
+                    .unwrap_or(u64::MAX)
+            })
+            .collect()
+    }
+
+    pub fn band_keys(&self, sig: &[u64]) -> Vec<u64> {
+        (0..self.bands)
+            .map(|b| {
+                let mut h = xxhash_rust::xxh3::Xxh3::new();
+                for v in &sig[b * self.rows..(b + 1) * self.rows] {
+                    h.update(&v.to_le_bytes());
+                }
+                h.digest()
+            })
+            .collect()
+    }
+
+    pub fn insert(&mut self, id: u32, sig: &[u64]) {
+        for (b, key) in self.band_keys(sig).into_iter().enumerate() {
+            self.tables[b].entry(key).or_default().push(id);
+        }
+    }
+
+    pub fn query(&self, sig: &[u64]) -> Vec<u32> {
+        let mut out: Vec<u32> = self
+            .band_keys(sig)
+            .into_iter()
+            .enumerate()
+            .flat_map(|(b, key)| self.tables[b].get(&key).cloned().unwrap_or_default())
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
 }

@@ -45,6 +45,7 @@
 
 #[path = "common.rs"]
 mod common;
+use common::MinHashLsh;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -229,129 +230,6 @@ fn apply(
             }
             cs.into_iter().collect()
         }
-    }
-}
-
-// --- MinHash LSH (the peer) ------------------------------------------------
-
-const PERMS: usize = 128;
-
-fn fmix64(mut k: u64) -> u64 {
-    k ^= k >> 33;
-    k = k.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    k ^= k >> 33;
-    k = k.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    k ^= k >> 33;
-    k
-}
-
-/// datasketch's `_optimal_param`: the (bands, rows) with bands * rows <=
-/// 128 minimising the mean of the false-positive and false-negative areas
-/// of the S-curve around `t`.
-fn optimal_bands(t: f64) -> (usize, usize) {
-    let area = |b: usize, r: usize, lo: f64, hi: f64, pos: bool| {
-        let steps = 400;
-        let h = (hi - lo) / steps as f64;
-        (0..steps)
-            .map(|i| {
-                let s = lo + (i as f64 + 0.5) * h;
-                let p = 1.0 - (1.0 - s.powi(r as i32)).powi(b as i32);
-                if pos {
-                    p * h
-                } else {
-                    (1.0 - p) * h
-                }
-            })
-            .sum::<f64>()
-    };
-    let mut best = (f64::MAX, (1, 1));
-    for b in 1..=PERMS {
-        for r in 1..=PERMS / b {
-            let e = 0.5 * area(b, r, 0.0, t, true) + 0.5 * area(b, r, t, 1.0, false);
-            if e < best.0 {
-                best = (e, (b, r));
-            }
-        }
-    }
-    best.1
-}
-
-struct MinHashLsh {
-    bands: usize,
-    rows: usize,
-    mults: Vec<(u64, u64)>,
-    tables: Vec<HashMap<u64, Vec<u32>>>,
-}
-
-impl MinHashLsh {
-    fn new(threshold: f64, seed: u64) -> MinHashLsh {
-        let (bands, rows) = optimal_bands(threshold);
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        MinHashLsh {
-            bands,
-            rows,
-            mults: (0..PERMS)
-                .map(|_| (rng.random::<u64>() | 1, rng.random()))
-                .collect(),
-            tables: vec![HashMap::new(); bands],
-        }
-    }
-
-    fn signature(&self, jieba: &jieba_rs::Jieba, text: &str) -> Vec<u64> {
-        let lower = text.to_lowercase();
-        let toks: Vec<&str> = jieba
-            .cut(&lower, false)
-            .into_iter()
-            .map(|t| t.word)
-            .filter(|w| w.chars().any(char::is_alphanumeric))
-            .collect();
-        let shingles: Vec<u64> = if toks.len() < 3 {
-            vec![xxhash_rust::xxh3::xxh3_64(toks.concat().as_bytes())]
-        } else {
-            toks.windows(3)
-                .map(|w| xxhash_rust::xxh3::xxh3_64(w.join(" ").as_bytes()))
-                .collect()
-        };
-        self.mults
-            .iter()
-            .map(|&(a, b)| {
-                shingles
-                    .iter()
-                    .map(|&s| fmix64(s.wrapping_mul(a).wrapping_add(b)))
-                    .min()
-                    .unwrap_or(u64::MAX)
-            })
-            .collect()
-    }
-
-    fn band_keys(&self, sig: &[u64]) -> Vec<u64> {
-        (0..self.bands)
-            .map(|b| {
-                let mut h = xxhash_rust::xxh3::Xxh3::new();
-                for v in &sig[b * self.rows..(b + 1) * self.rows] {
-                    h.update(&v.to_le_bytes());
-                }
-                h.digest()
-            })
-            .collect()
-    }
-
-    fn insert(&mut self, id: u32, sig: &[u64]) {
-        for (b, key) in self.band_keys(sig).into_iter().enumerate() {
-            self.tables[b].entry(key).or_default().push(id);
-        }
-    }
-
-    fn query(&self, sig: &[u64]) -> Vec<u32> {
-        let mut out: Vec<u32> = self
-            .band_keys(sig)
-            .into_iter()
-            .enumerate()
-            .flat_map(|(b, key)| self.tables[b].get(&key).cloned().unwrap_or_default())
-            .collect();
-        out.sort_unstable();
-        out.dedup();
-        out
     }
 }
 

@@ -1,0 +1,341 @@
+//! How far a cluster's members are from its representative: the figures
+//! issue 26 (clusters that do not chain) is measured by, for simdb's
+//! clusters beside MinHash LSH + union-find (what text-dedup and datatrove
+//! do), in one run.
+//!
+//! ```text
+//! cargo build --release --example cluster_quality
+//! target/release/examples/cluster_quality CORPUS.jsonl [--workload whole|drift|both]
+//!     [--chains 150] [--generations 10] [--rate 4] [--max-docs N] [--seed 1] [--json FILE]
+//! ```
+//!
+//! Workloads, each ingested with `simdb::ingest::run` (the defaults of
+//! `simdb ingest`) into a fresh store in input order:
+//! - `whole`: the corpus as it is (its own templates and recurring
+//!   bulletins);
+//! - `drift`: `--chains` documents of the corpus (seeded), each followed by
+//!   `--generations` copies, every generation `--rate`% of the characters
+//!   of the previous one replaced, inserted or deleted (characters drawn
+//!   from the corpus): single linkage pulls whole chains into one cluster.
+//!
+//! For every cluster of two or more, each member other than the
+//! representative is compared with it by the Jaccard similarity of their
+//! character 5-grams and 4-grams (letters and digits, lower-cased; the
+//! texts come from the input, the store keeps none). Reported: clusters,
+//! the largest, members, the share below 0.5 (5-grams) and below 0.4
+//! (4-grams) against their representative, the largest distance, and for
+//! `drift` the recall of first generations in their original's cluster;
+//! simdb's ingest time per document. The baseline unions every candidate
+//! pair of a MinHash LSH (128 permutations of word 3-shingles, bands for a
+//! 0.5 threshold, as datasketch) and takes the earliest member as the
+//! representative.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::time::Instant;
+
+use rand::seq::IndexedRandom;
+use rand::{Rng, SeedableRng};
+use serde_json::json;
+use simdb::ingest::{self, Input};
+use simdb::{Db, Recipe};
+
+mod common;
+use common::{char_ngrams, edit_chars, jaccard, MinHashLsh};
+
+struct Args {
+    corpus: String,
+    workloads: Vec<String>,
+    chains: usize,
+    generations: usize,
+    rate: usize,
+    max_docs: usize,
+    seed: u64,
+    json: Option<String>,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        corpus: String::new(),
+        workloads: vec!["whole".into(), "drift".into()],
+        chains: 150,
+        generations: 10,
+        rate: 4,
+        max_docs: usize::MAX,
+        seed: 1,
+        json: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut val = || it.next().unwrap_or_else(|| panic!("{arg} needs a value"));
+        match arg.as_str() {
+            "--workload" => {
+                a.workloads = match val().as_str() {
+                    "both" => vec!["whole".into(), "drift".into()],
+                    w @ ("whole" | "drift") => vec![w.to_string()],
+                    w => panic!("--workload {w}: whole, drift or both"),
+                }
+            }
+            "--chains" => a.chains = val().parse().expect("--chains N"),
+            "--generations" => a.generations = val().parse().expect("--generations N"),
+            "--rate" => a.rate = val().parse().expect("--rate PERCENT"),
+            "--max-docs" => a.max_docs = val().parse().expect("--max-docs N"),
+            "--seed" => a.seed = val().parse().expect("--seed N"),
+            "--json" => a.json = Some(val()),
+            p if !p.starts_with("--") && a.corpus.is_empty() => a.corpus = p.to_string(),
+            other => panic!("unknown argument {other}"),
+        }
+    }
+    assert!(
+        !a.corpus.is_empty(),
+        "usage: cluster_quality CORPUS.jsonl [options]"
+    );
+    a
+}
+
+/// A workload: documents in input order, and for `drift` the (original,
+/// first generation) pairs.
+struct Workload {
+    name: String,
+    docs: Vec<(String, String)>,
+    planted: Vec<(String, String)>,
+}
+
+impl Workload {
+    /// Each document's place in the input, by id.
+    fn index(&self) -> HashMap<&str, usize> {
+        self.docs
+            .iter()
+            .enumerate()
+            .map(|(i, (id, _))| (id.as_str(), i))
+            .collect()
+    }
+}
+
+fn drift(corpus: &[(String, String)], a: &Args, rng: &mut impl Rng) -> Workload {
+    let pool: Vec<char> = corpus
+        .iter()
+        .take(2000)
+        .flat_map(|(_, t)| t.chars().filter(|c| c.is_alphanumeric()))
+        .collect();
+    let originals: Vec<&(String, String)> = corpus
+        .choose_multiple(rng, a.chains.min(corpus.len()))
+        .collect();
+    let mut docs = Vec::new();
+    let mut planted = Vec::new();
+    for (id, text) in originals {
+        docs.push((id.clone(), text.clone()));
+        let mut prev = text.clone();
+        for g in 1..=a.generations {
+            let n = (prev.chars().count() * a.rate).div_ceil(100).max(1);
+            let next = edit_chars(&prev, n, &pool, rng);
+            let gid = format!("{id}#g{g}");
+            if g == 1 {
+                planted.push((id.clone(), gid.clone()));
+            }
+            docs.push((gid, next.clone()));
+            prev = next;
+        }
+    }
+    Workload {
+        name: format!(
+            "drift ({} chains x {} generations at {}%)",
+            a.chains, a.generations, a.rate
+        ),
+        docs,
+        planted,
+    }
+}
+
+/// A system's clusters: each a representative and its other members, ids
+/// as indexes into the workload's documents.
+struct Clusters {
+    groups: Vec<(usize, Vec<usize>)>,
+    seconds: f64,
+    max_distance: Option<u32>,
+}
+
+fn simdb_clusters(w: &Workload, dir: &std::path::Path) -> Clusters {
+    let input = dir.join("input.jsonl");
+    {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&input).expect("input file"));
+        for (id, text) in &w.docs {
+            writeln!(f, "{}", json!({"id": id, "text": text})).expect("write input");
+        }
+    }
+    let store = dir.join("store");
+    let mut db = Db::create(&store, Recipe::default()).expect("create store");
+    let t = Instant::now();
+    ingest::run(
+        &mut db,
+        &[Input::guess(&input)],
+        &Default::default(),
+        |_| {},
+    )
+    .expect("ingest");
+    let seconds = t.elapsed().as_secs_f64();
+    let index = w.index();
+    let mut groups = Vec::new();
+    let mut max_distance = 0;
+    db.clusters()
+        .each(2, |c| {
+            max_distance = max_distance.max(c.max_distance);
+            let rep = index[c.representative.as_str()];
+            let rest = c
+                .members
+                .iter()
+                .filter(|m| m.id != c.representative)
+                .map(|m| index[m.id.as_str()])
+                .collect();
+            groups.push((rep, rest));
+            Ok(())
+        })
+        .expect("clusters");
+    drop(db);
+    std::fs::remove_dir_all(&store).expect("remove store");
+    Clusters {
+        groups,
+        seconds,
+        max_distance: Some(max_distance),
+    }
+}
+
+fn lsh_clusters(w: &Workload, seed: u64) -> Clusters {
+    let jieba = jieba_rs::Jieba::new();
+    let t = Instant::now();
+    let mut lsh = MinHashLsh::new(0.5, seed);
+    let mut parent: Vec<usize> = (0..w.docs.len()).collect();
+    fn find(p: &mut [usize], mut x: usize) -> usize {
+        while p[x] != x {
+            p[x] = p[p[x]];
+            x = p[x];
+        }
+        x
+    }
+    for (i, (_, text)) in w.docs.iter().enumerate() {
+        let sig = lsh.signature(&jieba, text);
+        for j in lsh.query(&sig) {
+            let (a, b) = (find(&mut parent, i), find(&mut parent, j as usize));
+            // The root is the earliest document: the representative.
+            parent[a.max(b)] = a.min(b);
+        }
+        lsh.insert(i as u32, &sig);
+    }
+    let mut by_root: HashMap<usize, Vec<usize>> = HashMap::new();
+    for i in 0..w.docs.len() {
+        let r = find(&mut parent, i);
+        if r != i {
+            by_root.entry(r).or_default().push(i);
+        }
+    }
+    let mut groups: Vec<(usize, Vec<usize>)> = by_root.into_iter().collect();
+    groups.sort();
+    Clusters {
+        groups,
+        seconds: t.elapsed().as_secs_f64(),
+        max_distance: None,
+    }
+}
+
+fn report(w: &Workload, system: &str, c: &Clusters) -> serde_json::Value {
+    let grams =
+        |n: usize| -> Vec<Vec<u64>> { w.docs.iter().map(|(_, t)| char_ngrams(t, n)).collect() };
+    let (g5, g4) = (grams(5), grams(4));
+    let (mut members, mut below5, mut below4) = (0usize, 0usize, 0usize);
+    let mut largest = 0usize;
+    let mut cluster_of: HashMap<usize, usize> = HashMap::new();
+    for (k, (rep, rest)) in c.groups.iter().enumerate() {
+        largest = largest.max(rest.len() + 1);
+        cluster_of.insert(*rep, k);
+        for &m in rest {
+            cluster_of.insert(m, k);
+            members += 1;
+            below5 += usize::from(jaccard(&g5[*rep], &g5[m]) < 0.5);
+            below4 += usize::from(jaccard(&g4[*rep], &g4[m]) < 0.4);
+        }
+    }
+    let index = w.index();
+    let recall = (!w.planted.is_empty()).then(|| {
+        let found = w
+            .planted
+            .iter()
+            .filter(|(o, g)| {
+                let (o, g) = (index[o.as_str()], index[g.as_str()]);
+                cluster_of
+                    .get(&o)
+                    .is_some_and(|k| cluster_of.get(&g) == Some(k))
+            })
+            .count();
+        found as f64 / w.planted.len() as f64
+    });
+    let share = |n: usize| n as f64 / members.max(1) as f64;
+    println!(
+        "{system:<28} {:>8} {:>8} {:>8} {:>7} ({:>5.3}) {:>7} ({:>5.3}) {:>6} {:>8} {:>10.1}",
+        c.groups.len(),
+        largest,
+        members,
+        below5,
+        share(below5),
+        below4,
+        share(below4),
+        c.max_distance.map_or("-".into(), |d| d.to_string()),
+        recall.map_or("-".into(), |r| format!("{r:.3}")),
+        c.seconds * 1e6 / w.docs.len() as f64,
+    );
+    json!({
+        "system": system, "clusters": c.groups.len(), "largest": largest, "members": members,
+        "below_0_5_char5": below5, "below_0_4_char4": below4,
+        "max_distance": c.max_distance, "first_generation_recall": recall,
+        "microseconds_per_document": c.seconds * 1e6 / w.docs.len() as f64,
+    })
+}
+
+fn main() {
+    let a = args();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(a.seed);
+    let mut corpus = common::read_corpus(&a.corpus);
+    corpus.truncate(a.max_docs);
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let mut out = Vec::new();
+    for name in &a.workloads {
+        let w = match name.as_str() {
+            "whole" => Workload {
+                name: format!("whole corpus ({} documents)", corpus.len()),
+                docs: corpus.clone(),
+                planted: Vec::new(),
+            },
+            _ => drift(&corpus, &a, &mut rng),
+        };
+        println!(
+            "\n== {} of {}: {} documents",
+            w.name,
+            a.corpus,
+            w.docs.len()
+        );
+        println!(
+            "{:<28} {:>8} {:>8} {:>8} {:>15} {:>15} {:>6} {:>8} {:>10}",
+            "system",
+            "clusters",
+            "largest",
+            "members",
+            "<0.5 5-gram",
+            "<0.4 4-gram",
+            "max d",
+            "recall",
+            "us/doc"
+        );
+        let s = simdb_clusters(&w, dir.path());
+        let l = lsh_clusters(&w, a.seed);
+        out.push(json!({
+            "workload": w.name, "documents": w.docs.len(),
+            "systems": [report(&w, "simdb (transitive)", &s), report(&w, "minhash lsh + union-find", &l)],
+        }));
+    }
+    if let Some(p) = &a.json {
+        std::fs::write(
+            p,
+            serde_json::to_string_pretty(&json!({"corpus": a.corpus, "runs": out})).expect("json"),
+        )
+        .expect("write --json");
+    }
+}
