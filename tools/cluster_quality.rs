@@ -5,14 +5,17 @@
 //!
 //! ```text
 //! cargo build --release --example cluster_quality
-//! target/release/examples/cluster_quality CORPUS.jsonl [--workload whole|drift|both]
-//!     [--chains 150] [--generations 10] [--rate 4] [--max-docs N] [--seed 1] [--json FILE]
+//! target/release/examples/cluster_quality CORPUS.jsonl
+//!     [--workload whole|drift|truncated|both|all] [--chains 150] [--generations 10] [--rate 4] [--max-docs N] [--seed 1] [--json FILE]
 //! ```
 //!
 //! Workloads, each ingested with `simdb::ingest::run` (the defaults of
 //! `simdb ingest`) into a fresh store in input order:
 //! - `whole`: the corpus as it is (its own templates and recurring
 //!   bulletins);
+//! - `truncated`: `--chains` documents of the corpus, each followed by its
+//!   first 80% (then, in separate runs, 70% and 60%): the "read more"
+//!   repost, a copy contained in its original;
 //! - `drift`: `--chains` documents of the corpus (seeded), each followed by
 //!   `--generations` copies, every generation `--rate`% of the characters
 //!   of the previous one replaced, inserted or deleted (characters drawn
@@ -72,8 +75,20 @@ fn args() -> Args {
             "--workload" => {
                 a.workloads = match val().as_str() {
                     "both" => vec!["whole".into(), "drift".into()],
+                    "all" => [
+                        "whole",
+                        "drift",
+                        "truncated80",
+                        "truncated70",
+                        "truncated60",
+                    ]
+                    .map(String::from)
+                    .to_vec(),
+                    "truncated" => ["truncated80", "truncated70", "truncated60"]
+                        .map(String::from)
+                        .to_vec(),
                     w @ ("whole" | "drift") => vec![w.to_string()],
-                    w => panic!("--workload {w}: whole, drift or both"),
+                    w => panic!("--workload {w}: whole, drift, truncated, both or all"),
                 }
             }
             "--chains" => a.chains = val().parse().expect("--chains N"),
@@ -142,6 +157,33 @@ fn drift(corpus: &[(String, String)], a: &Args, rng: &mut impl Rng) -> Workload 
             "drift ({} chains x {} generations at {}%)",
             a.chains, a.generations, a.rate
         ),
+        docs,
+        planted,
+    }
+}
+
+/// `--chains` documents of the corpus (seeded), each followed by a copy of
+/// its first `pct`% (by characters): the "read more" repost. Recall is the
+/// share of copies in their original's cluster (one fraction per workload,
+/// so that no copy reaches its original through another).
+fn truncated(corpus: &[(String, String)], a: &Args, pct: usize, rng: &mut impl Rng) -> Workload {
+    let originals: Vec<&(String, String)> = corpus
+        .choose_multiple(rng, a.chains.min(corpus.len()))
+        .collect();
+    let mut docs = Vec::new();
+    let mut planted = Vec::new();
+    for (id, text) in originals {
+        docs.push((id.clone(), text.clone()));
+        let cut: String = text
+            .chars()
+            .take(text.chars().count() * pct / 100)
+            .collect();
+        let cid = format!("{id}#first{pct}");
+        planted.push((id.clone(), cid.clone()));
+        docs.push((cid, cut));
+    }
+    Workload {
+        name: format!("truncated ({} originals, first {pct}%)", a.chains),
         docs,
         planted,
     }
@@ -304,6 +346,10 @@ fn main() {
                 docs: corpus.clone(),
                 planted: Vec::new(),
             },
+            t if t.starts_with("truncated") => {
+                let pct = t["truncated".len()..].parse().expect("a percentage");
+                truncated(&corpus, &a, pct, &mut rng)
+            }
             _ => drift(&corpus, &a, &mut rng),
         };
         println!(
