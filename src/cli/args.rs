@@ -138,7 +138,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 256, value_name = "MIB")]
     pub cache_mb: usize,
     /// Most connections at once (fewer if the limit on open files
-    /// demands it: see README); a client beyond gets 503.
+    /// demands it: see docs/service.md); a client beyond gets 503.
     #[arg(long, default_value_t = 1024, value_name = "N")]
     pub max_connections: usize,
     /// Seconds a connection may take to send a request's head, and may

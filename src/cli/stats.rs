@@ -19,7 +19,7 @@ pub(super) fn stats(a: StatsArgs) -> Result<bool> {
         s.clusters, s.clustered_documents
     );
     println!(
-        "short docs   {} (fewer than {} terms; README, \"Short texts\")",
+        "short docs   {} (fewer than {} terms; README, \"The fingerprint recipe\")",
         s.short_documents,
         simdb::fingerprint::SHORT_TERMS
     );
