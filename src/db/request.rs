@@ -56,6 +56,11 @@ pub fn check_min_similarity(s: f64) -> Result<f64> {
     Ok(s)
 }
 
+/// The threshold `given`, checked, or `default` (the store's).
+pub fn min_similarity_or(given: Option<f64>, default: f64) -> Result<f64> {
+    given.map_or(Ok(default), check_min_similarity)
+}
+
 /// The exact radius and probe budget of a query or write that gives `k`
 /// and a probe `budget`, or leaves them out: without k, k = 3 probed at
 /// [`index::DEFAULT_PROBE_BUDGET`]; with k alone, exact at k (budget 0).
@@ -99,10 +104,8 @@ impl QueryOptions {
     /// The same checks as reading them from JSON, for options built in
     /// code (the CLI's flags, Python's keywords).
     pub fn check(&self) -> Result<()> {
-        search_mode(self.k, self.probe_budget)?;
-        self.min_similarity.map(check_min_similarity).transpose()?;
-        limits::query_limit(self.limit)?;
-        Ok(())
+        self.apply(Query::new(Fingerprint(0)), DEFAULT_MIN_SIMILARITY)
+            .map(drop)
     }
 
     /// These options, each one not given taken from `fallback`.
@@ -128,10 +131,7 @@ impl QueryOptions {
     /// store holds).
     pub fn apply(&self, base: Query, default_min_similarity: f64) -> Result<Query> {
         let (k, budget) = search_mode(self.k, self.probe_budget)?;
-        let min_similarity = match self.min_similarity {
-            Some(s) => check_min_similarity(s)?,
-            None => default_min_similarity,
-        };
+        let min_similarity = min_similarity_or(self.min_similarity, default_min_similarity)?;
         Ok(Query {
             k,
             limit: Some(limits::query_limit(self.limit)?),
@@ -428,10 +428,7 @@ impl WriteOptions {
 
     /// The same checks as reading them, for options built in code.
     pub fn check(&self) -> Result<()> {
-        search_mode(self.k, self.probe_budget)?;
-        self.min_similarity.map(check_min_similarity).transpose()?;
-        limits::max_duplicates(self.max_duplicates)?;
-        Ok(())
+        self.resolve(DuplicatePolicy::IndexAll, None).map(drop)
     }
 
     /// The write policy of a write with `policy` to a store whose
@@ -448,10 +445,10 @@ impl WriteOptions {
             probe_budget,
             policy,
             sync: self.sync,
-            min_similarity: match self.min_similarity {
-                Some(s) => check_min_similarity(s)?,
-                None => default_min_similarity.unwrap_or(DEFAULT_MIN_SIMILARITY),
-            },
+            min_similarity: min_similarity_or(
+                self.min_similarity,
+                default_min_similarity.unwrap_or(DEFAULT_MIN_SIMILARITY),
+            )?,
             max_duplicates: limits::max_duplicates(self.max_duplicates)?,
         })
     }
@@ -464,10 +461,7 @@ impl Db {
     /// The threshold `given`, checked, or the store's default
     /// ([`Db::default_min_similarity`]).
     pub fn min_similarity_or_default(&self, given: Option<f64>) -> Result<f64> {
-        match given {
-            Some(s) => check_min_similarity(s),
-            None => Ok(self.default_min_similarity()),
-        }
+        min_similarity_or(given, self.default_min_similarity())
     }
 
     /// The [`Query`] of `r` and, with `explain`, the query's weighted terms.

@@ -228,8 +228,8 @@ fn query_from(v: Value, i: Option<usize>) -> Parsed<QueryRequest> {
 /// are the parameters the endpoint takes (none for the others).
 pub fn parse_params(query: Option<&str>, allowed: &[&str]) -> Parsed<WriteOptions> {
     let query = query.unwrap_or("");
-    for (name, _) in form_urlencoded_pairs(query)? {
-        if !allowed.contains(&name.as_str()) {
+    for (name, _) in form_urlencoded::parse(query.as_bytes()) {
+        if !allowed.contains(&name.as_ref()) {
             return Err(BadRequest::field(
                 name,
                 if allowed.is_empty() {
@@ -246,11 +246,6 @@ pub fn parse_params(query: Option<&str>, allowed: &[&str]) -> Parsed<WriteOption
     deserialize_at(serde_urlencoded::Deserializer::new(form_urlencoded::parse(
         query.as_bytes(),
     )))
-}
-
-fn form_urlencoded_pairs(query: &str) -> Parsed<Vec<(String, String)>> {
-    serde_urlencoded::from_str(query)
-        .map_err(|e| BadRequest::new(format!("bad URL parameters: {e}")))
 }
 
 #[cfg(test)]
