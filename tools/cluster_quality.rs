@@ -127,66 +127,74 @@ impl Workload {
     }
 }
 
+/// `--chains` documents of the corpus (seeded), each followed by the copies
+/// `copies` makes of it (`(id suffix, text)`, in order); the first copy of
+/// each is planted (its recall into the original's cluster is reported).
+fn chained<R: Rng>(
+    corpus: &[(String, String)],
+    a: &Args,
+    name: String,
+    rng: &mut R,
+    mut copies: impl FnMut(&str, &mut R) -> Vec<(String, String)>,
+) -> Workload {
+    let originals: Vec<(String, String)> = corpus
+        .choose_multiple(rng, a.chains.min(corpus.len()))
+        .cloned()
+        .collect();
+    let mut docs = Vec::new();
+    let mut planted = Vec::new();
+    for (id, text) in originals {
+        let made = copies(&text, rng);
+        if let Some((suffix, _)) = made.first() {
+            planted.push((id.clone(), format!("{id}#{suffix}")));
+        }
+        docs.push((id.clone(), text));
+        docs.extend(
+            made.into_iter()
+                .map(|(suffix, t)| (format!("{id}#{suffix}"), t)),
+        );
+    }
+    Workload {
+        name,
+        docs,
+        planted,
+    }
+}
+
 fn drift(corpus: &[(String, String)], a: &Args, rng: &mut impl Rng) -> Workload {
     let pool: Vec<char> = corpus
         .iter()
         .take(2000)
         .flat_map(|(_, t)| t.chars().filter(|c| c.is_alphanumeric()))
         .collect();
-    let originals: Vec<&(String, String)> = corpus
-        .choose_multiple(rng, a.chains.min(corpus.len()))
-        .collect();
-    let mut docs = Vec::new();
-    let mut planted = Vec::new();
-    for (id, text) in originals {
-        docs.push((id.clone(), text.clone()));
-        let mut prev = text.clone();
-        for g in 1..=a.generations {
-            let n = (prev.chars().count() * a.rate).div_ceil(100).max(1);
-            let next = edit_chars(&prev, n, &pool, rng);
-            let gid = format!("{id}#g{g}");
-            if g == 1 {
-                planted.push((id.clone(), gid.clone()));
-            }
-            docs.push((gid, next.clone()));
-            prev = next;
-        }
-    }
-    Workload {
-        name: format!(
-            "drift ({} chains x {} generations at {}%)",
-            a.chains, a.generations, a.rate
-        ),
-        docs,
-        planted,
-    }
+    let name = format!(
+        "drift ({} chains x {} generations at {}%)",
+        a.chains, a.generations, a.rate
+    );
+    chained(corpus, a, name, rng, |text, rng| {
+        let mut prev = text.to_string();
+        (1..=a.generations)
+            .map(|g| {
+                let n = (prev.chars().count() * a.rate).div_ceil(100).max(1);
+                prev = edit_chars(&prev, n, &pool, rng);
+                (format!("g{g}"), prev.clone())
+            })
+            .collect()
+    })
 }
 
-/// `--chains` documents of the corpus (seeded), each followed by a copy of
-/// its first `pct`% (by characters): the "read more" repost. Recall is the
-/// share of copies in their original's cluster (one fraction per workload,
-/// so that no copy reaches its original through another).
+/// Each original followed by a copy of its first `pct`% (by characters):
+/// the "read more" repost. One fraction per workload, so that no copy
+/// reaches its original through another.
 fn truncated(corpus: &[(String, String)], a: &Args, pct: usize, rng: &mut impl Rng) -> Workload {
-    let originals: Vec<&(String, String)> = corpus
-        .choose_multiple(rng, a.chains.min(corpus.len()))
-        .collect();
-    let mut docs = Vec::new();
-    let mut planted = Vec::new();
-    for (id, text) in originals {
-        docs.push((id.clone(), text.clone()));
-        let cut: String = text
+    let name = format!("truncated ({} originals, first {pct}%)", a.chains);
+    chained(corpus, a, name, rng, |text, _| {
+        let cut = text
             .chars()
             .take(text.chars().count() * pct / 100)
             .collect();
-        let cid = format!("{id}#first{pct}");
-        planted.push((id.clone(), cid.clone()));
-        docs.push((cid, cut));
-    }
-    Workload {
-        name: format!("truncated ({} originals, first {pct}%)", a.chains),
-        docs,
-        planted,
-    }
+        vec![(format!("first{pct}"), cut)]
+    })
 }
 
 /// A system's clusters: each a representative and its other members, ids
