@@ -23,7 +23,7 @@ pub fn input_readers(data: &[u8]) {
         }
     }
     let _ = read::parse_json_doc(data);
-    let _ = read::parse_query_line(data);
+    let _ = crate::db::QueryRequest::from_slice(data, crate::db::UnknownFields::Ignore);
     let _ = crate::import::parse_json_line(data);
 }
 

@@ -22,28 +22,27 @@ pub(super) fn query(a: QueryArgs) -> Result<bool> {
         out.flush()?;
         return Ok(found);
     }
+    // (the subject, and for a text what fingerprinting it failed on)
     let (subject, what) = if let Some(t) = &w.text {
         (
             Subject::Text(t.clone()),
-            "fingerprinting --text".to_string(),
+            Some("fingerprinting --text".to_string()),
         )
     } else if let Some(f) = &w.file {
         let what = format!("{}: fingerprinting the file", f.display());
-        (Subject::Text(read_text(f)?), what)
+        (Subject::Text(read_text(f)?), Some(what))
     } else if let Some(h) = &w.fingerprint {
-        (Subject::Fingerprint(h.parse()?), String::new())
+        (Subject::Fingerprint(h.parse()?), None)
     } else if let Some(id) = &w.id {
-        (Subject::Id(id.clone()), String::new())
+        (Subject::Id(id.clone()), None)
     } else {
         unreachable!("clap requires one query source")
     };
-    let text = matches!(subject, Subject::Text(_));
-    let answer = db.answer(&QueryRequest::new(subject).with(options));
-    let answer = match answer {
-        Err(e @ (simdb::Error::NoFeatures | simdb::Error::Input(_))) if text => {
+    let answer = match (db.answer(&QueryRequest::new(subject).with(options)), what) {
+        (Err(e @ (simdb::Error::NoFeatures | simdb::Error::Input(_))), Some(what)) => {
             return Err(anyhow::Error::new(e).context(what))
         }
-        r => r?,
+        (r, _) => r?,
     };
     if !a.json && answer.limit > 0 && answer.hits.len() >= answer.limit {
         eprintln!(
@@ -68,32 +67,30 @@ fn print_answer(out: &mut impl Write, a: &Answer) -> io::Result<()> {
 }
 
 fn print_hits(out: &mut impl Write, q: Fingerprint, hits: &[Hit]) -> io::Result<()> {
-    {
-        if hits.is_empty() {
-            return writeln!(out, "no near-duplicates of {q}");
-        }
-        if hits.iter().any(|h| h.similarity.is_some()) {
+    if hits.is_empty() {
+        return writeln!(out, "no near-duplicates of {q}");
+    }
+    if hits.iter().any(|h| h.similarity.is_some()) {
+        writeln!(
+            out,
+            "{:<8} {:<10} {:<16}  id",
+            "distance", "similarity", "fingerprint"
+        )?;
+        for h in hits {
+            let s = h.similarity.map_or("-".to_string(), |s| format!("{s:.2}"));
             writeln!(
                 out,
-                "{:<8} {:<10} {:<16}  id",
-                "distance", "similarity", "fingerprint"
+                "{:<8} {:<10} {}  {}",
+                h.distance, s, h.fingerprint, h.id
             )?;
-            for h in hits {
-                let s = h.similarity.map_or("-".to_string(), |s| format!("{s:.2}"));
-                writeln!(
-                    out,
-                    "{:<8} {:<10} {}  {}",
-                    h.distance, s, h.fingerprint, h.id
-                )?;
-            }
-        } else {
-            writeln!(out, "{:<8} {:<16}  id", "distance", "fingerprint")?;
-            for h in hits {
-                writeln!(out, "{:<8} {}  {}", h.distance, h.fingerprint, h.id)?;
-            }
         }
-        Ok(())
+    } else {
+        writeln!(out, "{:<8} {:<16}  id", "distance", "fingerprint")?;
+        for h in hits {
+            writeln!(out, "{:<8} {}  {}", h.distance, h.fingerprint, h.id)?;
+        }
     }
+    Ok(())
 }
 
 fn print_explained(
@@ -183,11 +180,8 @@ fn query_batch(db: &Db, path: &Path, flags: QueryOptions, out: &mut impl Write) 
                 continue;
             }
             let lineno = n + 1;
-            let parsed = serde_json::from_slice(&line)
-                .map_err(|e| format!("invalid JSON: {e}"))
-                .and_then(|v| {
-                    QueryRequest::from_json(v, UnknownFields::Ignore).map_err(|e| e.to_string())
-                })
+            let parsed = QueryRequest::from_slice(&line, UnknownFields::Ignore)
+                .map_err(|e| e.to_string())
                 .map(|r| QueryRequest {
                     label: Some(match (&r.label, &r.subject) {
                         (Some(l), _) => l.clone(),

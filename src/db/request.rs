@@ -276,6 +276,16 @@ impl QueryRequest {
         QueryRequest { options, ..self }
     }
 
+    /// Reads one JSON query from its bytes (a line of `query --batch`).
+    pub fn from_slice(
+        bytes: &[u8],
+        unknown: UnknownFields,
+    ) -> std::result::Result<Self, FieldError> {
+        let v = serde_json::from_slice(bytes)
+            .map_err(|e| FieldError::new(format!("invalid JSON: {e}")))?;
+        QueryRequest::from_json(v, unknown)
+    }
+
     /// Reads one JSON query (see the module's description).
     pub fn from_json(v: Value, unknown: UnknownFields) -> std::result::Result<Self, FieldError> {
         let Value::Object(m) = v else {

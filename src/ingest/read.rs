@@ -162,40 +162,6 @@ struct JsonDoc {
 }
 
 /// Parses one JSONL line into (id, content).
-/// What one line of `query --batch` asks.
-#[derive(Debug, Clone, PartialEq)]
-pub enum BatchQuery {
-    /// `{"text": …}`: the default query of a text.
-    Text(String),
-    /// `{"fingerprint": "16 hex digits"}`: an exact query at k = 3.
-    Fingerprint(crate::Fingerprint),
-}
-
-/// Parses one line of `query --batch`: a JSON object with exactly one of
-/// `"text"` (a string) or `"fingerprint"` (16 hex digits), and optionally
-/// `"id"`, any JSON value, echoed back with the answer as its label.
-/// `Err` is the reason.
-pub fn parse_query_line(line: &[u8]) -> Result<(Option<serde_json::Value>, BatchQuery), String> {
-    let v: serde_json::Value =
-        serde_json::from_slice(line).map_err(|e| format!("invalid JSON: {e}"))?;
-    if !v.is_object() {
-        return Err("not a JSON object".into());
-    }
-    let label = v.get("id").cloned();
-    let q = match (v.get("text"), v.get("fingerprint")) {
-        (Some(serde_json::Value::String(t)), None) => BatchQuery::Text(t.clone()),
-        (None, Some(serde_json::Value::String(h))) => {
-            BatchQuery::Fingerprint(h.parse().map_err(|e: crate::Error| e.to_string())?)
-        }
-        _ => {
-            return Err(
-                "give exactly one of \"text\" (string) or \"fingerprint\" (16 hex digits)".into(),
-            )
-        }
-    };
-    Ok((label, q))
-}
-
 pub fn parse_json_doc(line: &[u8]) -> Result<(String, Content), String> {
     parse_json_doc_with_priority(line).map(|(id, c, _)| (id, c))
 }
