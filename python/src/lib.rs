@@ -356,7 +356,6 @@ const OUTCOMES: [&str; 5] = [
     "no_features",
 ];
 
-/// The subject of a query.
 impl Db {
     /// The open store, or `ClosedError`.
     fn db(&self) -> PyResult<Arc<RustDb>> {
@@ -455,10 +454,6 @@ impl Db {
         sync: bool,
         max_duplicates: Option<usize>,
     ) -> simdb::Result<WritePolicy> {
-        let policy = match skip_duplicates {
-            true => DuplicatePolicy::Skip,
-            false => DuplicatePolicy::IndexAll,
-        };
         WriteOptions {
             k,
             probe_budget,
@@ -466,7 +461,10 @@ impl Db {
             max_duplicates,
             sync,
         }
-        .resolve(policy, Some(db.default_min_similarity()))
+        .resolve(
+            DuplicatePolicy::skipping(skip_duplicates),
+            Some(db.default_min_similarity()),
+        )
     }
 
     /// The hits of one query, the GIL released.

@@ -18,10 +18,7 @@ pub(super) fn ingest_cmd(a: IngestArgs) -> Result<bool> {
         sync: a.sync,
         max_duplicates: None,
     };
-    let policy = match a.skip_duplicates {
-        true => DuplicatePolicy::Skip,
-        false => DuplicatePolicy::IndexAll,
-    };
+    let policy = DuplicatePolicy::skipping(a.skip_duplicates);
     let opts = ingest::Options {
         strict: a.strict,
         batch_size: a.batch_size,

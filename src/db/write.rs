@@ -36,6 +36,17 @@ pub enum DuplicatePolicy {
     Skip,
 }
 
+impl DuplicatePolicy {
+    /// [`DuplicatePolicy::Skip`] when `skip` (the front ends' flag
+    /// `--skip-duplicates`, `skip_duplicates=True`), else the default.
+    pub fn skipping(skip: bool) -> DuplicatePolicy {
+        match skip {
+            true => DuplicatePolicy::Skip,
+            false => DuplicatePolicy::IndexAll,
+        }
+    }
+}
+
 /// The write policy of documents: what counts as a duplicate, what is done
 /// with one, and what a write answers (from [`super::WriteOptions::resolve`]).
 #[derive(Debug, Clone)]
