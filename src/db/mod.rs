@@ -604,17 +604,14 @@ impl Db {
         Ok(self.query_for(a.fingerprint, a.sketch, &a.weak_bits))
     }
 
-    /// The default [`Query`] for the stored document `id`, which it
-    /// excludes: confidence-ranked with the weak bits kept in its record
-    /// (exact at k = 3 for records that have none).
-    pub(crate) fn id_query(&self, id: &str) -> Result<Query> {
-        let rec = self
-            .get(id)?
-            .ok_or_else(|| Error::NotFound { id: id.to_string() })?;
-        Ok(Query {
+    /// The default [`Query`] for the stored document `id`, whose record is
+    /// `rec`, which it excludes: confidence-ranked with the weak bits kept
+    /// in its record (exact at k = 3 for records that have none).
+    pub(crate) fn record_query(&self, id: &str, rec: &Record) -> Query {
+        Query {
             exclude: Some(id.to_string()),
             ..self.query_for(rec.fingerprint, rec.sketch, &rec.weak_bits)
-        })
+        }
     }
 
     /// Explains `hits` of a query: the query's weighted terms are

@@ -481,12 +481,11 @@ impl Db {
             Subject::Text(t) => (self.text_query(t)?, explain.then(|| self.text_terms(t))),
             Subject::Fingerprint(fp) => (Query::new(*fp), explain.then(Vec::new)),
             Subject::Id(id) => {
-                let q = self.id_query(id)?;
-                let terms = match explain {
-                    true => self.get(id)?.map(|rec| self.record_terms(&rec)),
-                    false => None,
-                };
-                (q, terms)
+                let rec = self
+                    .get(id)?
+                    .ok_or_else(|| Error::NotFound { id: id.clone() })?;
+                let terms = explain.then(|| self.record_terms(&rec));
+                (self.record_query(id, &rec), terms)
             }
         };
         Ok((r.options.apply(base, self.default_min_similarity())?, terms))
