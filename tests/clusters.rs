@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use rand::Rng;
 use serde_json::json;
-use simdb::db::Cluster;
+use simdb::db::{Cluster, KeepPolicy};
 use simdb::ingest::{self, Input};
 use simdb::{Content, Db, Fingerprint, Recipe};
 
@@ -105,12 +105,21 @@ fn ingest_files(db_path: &std::path::Path, files: &[std::path::PathBuf]) -> Vec<
     out
 }
 
-/// The clusters brute force finds: each document, in input order, joined
-/// with the earlier documents the default check confirms (the ranked plan
-/// and the sketch for texts, exact k = 3 for bare fingerprints; nearest
-/// first, beyond k only with nothing within, within the check's bounds),
-/// as (sorted member ids, representative).
-fn brute_force_clusters(docs: &[Doc]) -> Vec<(Vec<String>, String)> {
+/// The clusters brute force finds under keep policy `keep`: each
+/// document, in input order, checked as the default write checks it (the
+/// ranked plan and the sketch for texts, exact k = 3 for bare fingerprints;
+/// nearest first, beyond k only with nothing within, within the check's
+/// bounds), then compared with the representative of each cluster of its
+/// confirmed near-copies: it joins the best one that confirms it (highest
+/// similarity, fewest bits, oldest cluster), or stays alone; if it outranks
+/// the representative, it takes over and the members it does not confirm
+/// leave. Lengths come from the store's records (what `longest` ranks
+/// by). Returns (sorted member ids, representative) per cluster.
+fn brute_force_clusters(
+    docs: &[Doc],
+    keep: KeepPolicy,
+    length: &dyn Fn(&str) -> u64,
+) -> Vec<(Vec<String>, String)> {
     let f = simdb::Fingerprinter::new(Recipe::default());
     struct A {
         fp: Fingerprint,
@@ -138,13 +147,37 @@ fn brute_force_clusters(docs: &[Doc]) -> Vec<(Vec<String>, String)> {
             }
         })
         .collect();
-    let mut parent: Vec<usize> = (0..docs.len()).collect();
-    fn root(p: &mut [usize], mut x: usize) -> usize {
-        while p[x] != x {
-            x = p[x];
+    let min_sim = simdb::db::DEFAULT_MIN_SIMILARITY;
+    // (similarity, distance) when `i` is confirmed against `j`.
+    let anchored = |i: usize, j: usize| -> Option<(f64, u32)> {
+        let d = an[i].fp.distance(an[j].fp);
+        match (an[i].sketch, an[j].sketch) {
+            (Some(a), Some(b)) => {
+                let s = a.similarity(&b);
+                (s >= min_sim).then_some((s, d))
+            }
+            _ => (d <= 3).then_some((-1.0, d)),
         }
-        x
-    }
+    };
+    // Rank: smaller first.
+    let rank = |i: usize| -> (u64, usize) {
+        let key = match keep {
+            KeepPolicy::First => 0,
+            KeepPolicy::Priority => match docs[i].priority {
+                None => u64::MAX,
+                Some(p) => {
+                    let b = p.to_bits();
+                    !(if b >> 63 == 1 { !b } else { b | 1 << 63 })
+                }
+            },
+            KeepPolicy::Longest => u64::MAX - length(&docs[i].id),
+            KeepPolicy::Newest => u64::MAX - i as u64,
+        };
+        (key, i)
+    };
+    let mut cluster_of: Vec<Option<usize>> = vec![None; docs.len()];
+    let mut clusters: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    let rep_of = |members: &[usize]| *members.iter().min_by_key(|&&m| rank(m)).unwrap();
     use simdb::db::limits::{CHECK_CONFIRMED, CHECK_EXAMINED};
     for i in 0..docs.len() {
         let q = simdb::db::Query::new(an[i].fp);
@@ -160,45 +193,77 @@ fn brute_force_clusters(docs: &[Doc]) -> Vec<(Vec<String>, String)> {
             .map(|j| (an[i].fp.distance(an[j].fp), docs[j].id.as_str(), j))
             .collect();
         cands.sort();
-        let (mut confirmed, mut examined) = (0, 0);
+        let (mut near, mut examined) = (Vec::new(), 0);
         for (d, _, j) in cands {
-            if confirmed >= CHECK_CONFIRMED
+            if near.len() >= CHECK_CONFIRMED
                 || examined >= CHECK_EXAMINED
-                || (d > k && confirmed > 0)
+                || (d > k && !near.is_empty())
             {
                 break;
             }
             examined += 1;
             if let (Some(a), Some(b)) = (an[i].sketch, an[j].sketch) {
-                if a.similarity(&b) < simdb::db::DEFAULT_MIN_SIMILARITY {
+                if a.similarity(&b) < min_sim {
                     continue;
                 }
             }
-            confirmed += 1;
-            let (ri, rj) = (root(&mut parent, i), root(&mut parent, j));
-            parent[ri] = rj;
+            near.push(j);
+        }
+        // The best representative among the near-copies' clusters (a
+        // cluster's id is its founder's position).
+        let mut best: Option<((f64, u32), usize, usize)> = None; // (match, cid, rep)
+        for &n in &near {
+            let (cid, rep) = match cluster_of[n] {
+                Some(c) => (c, rep_of(&clusters[&c])),
+                None => (n, n),
+            };
+            if let Some(m) = anchored(i, rep) {
+                let better = match best {
+                    None => true,
+                    Some((bm, bc, _)) => {
+                        m.0 > bm.0 || (m.0 == bm.0 && (m.1 < bm.1 || (m.1 == bm.1 && cid < bc)))
+                    }
+                };
+                if better {
+                    best = Some((m, cid, rep));
+                }
+            }
+        }
+        let Some((_, cid, rep)) = best else { continue };
+        let members = clusters.entry(cid).or_insert_with(|| vec![rep]);
+        cluster_of[rep] = Some(cid);
+        members.push(i);
+        cluster_of[i] = Some(cid);
+        let same = an[i].fp == an[rep].fp && an[i].sketch == an[rep].sketch;
+        if rank(i) < rank(rep) && !same {
+            let (kept, gone): (Vec<usize>, Vec<usize>) = members
+                .iter()
+                .partition(|&&m| m == i || anchored(m, i).is_some());
+            for g in &gone {
+                cluster_of[*g] = None;
+            }
+            clusters.remove(&cid);
+            if kept.len() >= 2 {
+                let new_id = if gone.contains(&cid) {
+                    *kept.iter().min().unwrap()
+                } else {
+                    cid
+                };
+                for m in &kept {
+                    cluster_of[*m] = Some(new_id);
+                }
+                clusters.insert(new_id, kept);
+            } else {
+                for m in &kept {
+                    cluster_of[*m] = None;
+                }
+            }
         }
     }
-    let mut groups: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-    for i in 0..docs.len() {
-        let r = root(&mut parent, i);
-        groups.entry(r).or_default().push(i);
-    }
-    let mut out: Vec<(Vec<String>, String)> = groups
+    let mut out: Vec<(Vec<String>, String)> = clusters
         .into_values()
-        .filter(|g| g.len() >= 2)
         .map(|g| {
-            // Highest priority (none lowest), then earliest.
-            let rep = *g
-                .iter()
-                .min_by(|&&a, &&b| {
-                    let pa = docs[a].priority.unwrap_or(f64::NEG_INFINITY);
-                    let pb = docs[b].priority.unwrap_or(f64::NEG_INFINITY);
-                    let none_a = docs[a].priority.is_none();
-                    let none_b = docs[b].priority.is_none();
-                    none_a.cmp(&none_b).then(pb.total_cmp(&pa)).then(a.cmp(&b))
-                })
-                .unwrap();
+            let rep = rep_of(&g);
             let mut ids: Vec<String> = g.iter().map(|&i| docs[i].id.clone()).collect();
             ids.sort();
             (ids, docs[rep].id.clone())
@@ -221,6 +286,13 @@ fn shape(cs: &[Cluster]) -> Vec<(Vec<String>, String)> {
     v
 }
 
+/// A new store at `path` with keep policy `keep`.
+fn create_keeping(path: &std::path::Path, keep: KeepPolicy) {
+    drop(Db::create(path, Recipe::default()).unwrap());
+    let r = Db::migrate(path, Some(keep)).unwrap();
+    assert_eq!(r.keep, keep);
+}
+
 #[test]
 fn one_run_or_ten_nights_give_the_same_clusters_as_brute_force() {
     let t = common::TempDb::new();
@@ -236,46 +308,98 @@ fn one_run_or_ten_nights_give_the_same_clusters_as_brute_force() {
         })
         .collect();
     assert_eq!(nights.len(), 10);
-    let a_path = t.path().with_file_name("one");
-    let b_path = t.path().with_file_name("ten");
-    drop(Db::create(&a_path, Recipe::default()).unwrap());
-    drop(Db::create(&b_path, Recipe::default()).unwrap());
-    let sum_a = ingest_files(&a_path, &[one]);
-    let sum_b = ingest_files(&b_path, &nights);
-    let a = all_clusters(&Db::open_read_only(&a_path).unwrap());
-    let b = all_clusters(&Db::open_read_only(&b_path).unwrap());
-    // Same ids, sizes, representatives, members in rank order, distances.
-    assert_eq!(a, b);
-    // Exactly the components brute force finds, with its representatives.
-    let want = brute_force_clusters(&docs);
-    assert_eq!(shape(&a), want);
-    // The corpus covers what it should: text clusters, merges, priorities.
-    assert!(sum_a[0].clusters.merged >= 5, "{:?}", sum_a[0].clusters);
-    assert_eq!(sum_a[0].clusters.new, a.len() as u64);
-    assert!(a.iter().any(|c| c.members.len() >= 3));
-    assert!(a
-        .iter()
-        .any(|c| c.members[0].priority.is_some() && c.members.len() >= 2));
-    let merged_b: u64 = sum_b.iter().map(|s| s.clusters.merged).sum();
-    assert_eq!(merged_b, sum_a[0].clusters.merged);
-    assert!(sum_b.iter().skip(1).any(|s| s.clusters.grown > 0));
-    for p in [&a_path, &b_path] {
-        let rep = Db::open_read_only(p).unwrap().admin().verify().unwrap();
-        assert!(rep.is_clean(), "{:#?}", rep.problems);
-    }
-    // A repair rebuilds the same clusters from the records.
-    let mut db = Db::open_for_repair(&b_path).unwrap();
-    let rep = db.repair().unwrap();
-    assert_eq!(rep.clusters, b.len() as u64);
-    assert_eq!(all_clusters(&db), b);
-    // Every member's `get` names its cluster.
-    for c in &b {
-        for m in &c.members {
-            let mut got = db.clusters().of(&m.id).unwrap().unwrap();
-            got.members.iter_mut().for_each(|m| m.ingested_at = 0);
-            assert_eq!(got, *c);
+    let mut left = BTreeMap::new();
+    for keep in KeepPolicy::ALL {
+        let a_path = t.path().with_file_name(format!("one-{keep}"));
+        let b_path = t.path().with_file_name(format!("ten-{keep}"));
+        create_keeping(&a_path, keep);
+        create_keeping(&b_path, keep);
+        let sum_a = ingest_files(&a_path, std::slice::from_ref(&one));
+        let sum_b = ingest_files(&b_path, &nights);
+        let a = all_clusters(&Db::open_read_only(&a_path).unwrap());
+        let b = all_clusters(&Db::open_read_only(&b_path).unwrap());
+        // Same ids, sizes, representatives, members in rank order, distances.
+        assert_eq!(a, b, "{keep}");
+        // Exactly the clusters brute force finds, with its representatives.
+        let db = Db::open_read_only(&a_path).unwrap();
+        let length = |id: &str| db.get(id).unwrap().unwrap().length;
+        let want = brute_force_clusters(&docs, keep, &length);
+        assert_eq!(shape(&a), want, "{keep}");
+        assert!(a.iter().any(|c| c.members.len() >= 3), "{keep}");
+        let left_b: u64 = sum_b.iter().map(|s| s.clusters.left).sum();
+        assert_eq!(left_b, sum_a[0].clusters.left, "{keep}");
+        left.insert(keep.name(), sum_a[0].clusters.left);
+        assert!(sum_b.iter().skip(1).any(|s| s.clusters.grown > 0));
+        for p in [&a_path, &b_path] {
+            let rep = Db::open_read_only(p).unwrap().admin().verify().unwrap();
+            assert!(rep.is_clean(), "{keep}: {:#?}", rep.problems);
+        }
+        // Every member is confirmed against its representative.
+        for c in &a {
+            let rep = db.get(&c.representative).unwrap().unwrap();
+            for m in &c.members {
+                let r = db.get(&m.id).unwrap().unwrap();
+                let ok = match (r.sketch, rep.sketch) {
+                    (Some(x), Some(y)) => x.similarity(&y) >= simdb::db::DEFAULT_MIN_SIMILARITY,
+                    _ => r.fingerprint.distance(rep.fingerprint) <= 3,
+                };
+                assert!(
+                    ok,
+                    "{keep}: {} in the cluster of {}",
+                    m.id, c.representative
+                );
+            }
+        }
+        // A repair rebuilds the same clusters from the records.
+        drop(db);
+        let mut db = Db::open_for_repair(&b_path).unwrap();
+        let rep = db.repair().unwrap();
+        assert_eq!(rep.clusters, b.len() as u64);
+        assert_eq!(all_clusters(&db), b, "{keep}");
+        // Every member's `get` names its cluster.
+        for c in &b {
+            for m in &c.members {
+                let mut got = db.clusters().of(&m.id).unwrap().unwrap();
+                got.members.iter_mut().for_each(|m| m.ingested_at = 0);
+                assert_eq!(got, *c);
+            }
         }
     }
+    // The corpus covers what it should: representatives that take over
+    // and members that leave (newest), none under first.
+    assert_eq!(left["first"], 0, "{left:?}");
+    assert!(left["newest"] > 0, "{left:?}");
+}
+
+/// A chain of drifting copies, each 3 bits from the one before it: under
+/// single linkage one cluster; anchored, pairs.
+/// Eight bare fingerprints `x0..x7`, each 3 bits from the one before it,
+/// written with the one before as their confirmed near-copy when `linked`.
+fn write_chain(db: &mut Db, linked: bool) {
+    let mut fp = 0u64;
+    let mut w = db.writer().unwrap();
+    for i in 0..8 {
+        let prev = (linked && i > 0).then(|| format!("x{}", i - 1));
+        let near: Vec<&str> = prev.iter().map(String::as_str).collect();
+        put(&mut w, &format!("x{i}"), fp, &near, None);
+        fp ^= 0b111 << (8 * i);
+    }
+    w.commit().unwrap();
+}
+
+#[test]
+fn a_drifting_chain_does_not_chain() {
+    let t = common::TempDb::new();
+    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    write_chain(&mut db, true);
+    let shapes: Vec<(Vec<String>, String)> = shape(&all_clusters(&db));
+    let pairs: Vec<(Vec<String>, String)> = (0..4)
+        .map(|p| {
+            let (a, b) = (format!("x{}", 2 * p), format!("x{}", 2 * p + 1));
+            (vec![a.clone(), b], a)
+        })
+        .collect();
+    assert_eq!(shapes, pairs);
 }
 
 /// A bare fingerprint document.
@@ -289,6 +413,7 @@ fn put(w: &mut simdb::Writer<'_>, id: &str, fp: u64, near: &[&str], priority: Op
         &simdb::db::Placement {
             priority,
             near: near.iter().map(|s| s.to_string()).collect(),
+            anchor: None,
         },
     )
     .unwrap();
@@ -302,17 +427,28 @@ fn members(db: &Db, id: &str) -> (Vec<String>, String) {
     )
 }
 
+fn cluster_id(db: &Db, id: &str) -> u64 {
+    db.clusters().of(id).unwrap().unwrap().id
+}
+
+fn ord(db: &Db, id: &str) -> u64 {
+    db.get(id).unwrap().unwrap().ord
+}
+
 #[test]
 fn members_leave_on_delete_and_replace_and_priority_picks_the_representative() {
     let t = common::TempDb::new();
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    create_keeping(&t.path(), KeepPolicy::Priority);
+    let mut db = Db::open(t.path()).unwrap();
     {
         let mut w = db.writer().unwrap();
         put(&mut w, "a", 1, &[], None);
         put(&mut w, "b", 3, &["a"], None);
         w.commit().unwrap();
         put(&mut w, "c", 7, &["b"], None);
-        // Earlier in the same batch counts as stored.
+        // Earlier in the same batch counts as stored. "d" is 3 bits from
+        // the representative "a", and takes over ("a", "b", "c" are
+        // within 3 bits of it).
         put(&mut w, "d", 15, &["c"], Some(-1.0));
         w.commit().unwrap();
     }
@@ -324,25 +460,33 @@ fn members_leave_on_delete_and_replace_and_priority_picks_the_representative() {
         ),
         "any priority beats none"
     );
+    let cid = cluster_id(&db, "a");
+    assert_eq!(cid, ord(&db, "a"));
+    // "e" takes over; "a" is 4 bits from it and leaves, alone. It founded
+    // the cluster, so the cluster takes the smallest ord left ("b"'s).
     {
         let mut w = db.writer().unwrap();
         put(&mut w, "e", 31, &["d"], Some(5.0));
         w.commit().unwrap();
     }
-    let c = db.clusters().of("a").unwrap().unwrap();
-    assert_eq!(c.representative, "e");
-    assert_eq!(c.size, 5);
+    let c = db.clusters().of("b").unwrap().unwrap();
+    assert_eq!((c.representative.as_str(), c.size), ("e", 4));
+    assert_eq!(c.id, ord(&db, "b"));
+    let alone = db.clusters().of("a").unwrap().unwrap();
+    assert_eq!((alone.size, alone.id), (1, cid));
     let cid = c.id;
-    // The representative leaves: the next in rank takes over; the id stays.
+    // The representative leaves: the next in rank takes over and the rest
+    // are checked against it; the id stays.
     {
         let mut w = db.writer().unwrap();
         assert!(w.delete("e").unwrap());
         w.commit().unwrap();
     }
-    let c = db.clusters().of("a").unwrap().unwrap();
-    assert_eq!((c.id, c.representative.as_str(), c.size), (cid, "d", 4));
-    // Replaced with content near nothing: it leaves; replaced near its old
-    // cluster: it joins again, ranked as a new document.
+    let c = db.clusters().of("b").unwrap().unwrap();
+    assert_eq!((c.id, c.representative.as_str(), c.size), (cid, "d", 3));
+    // Replaced with content near nothing: it leaves, and "b" (no priority,
+    // earliest) takes over; replaced near its old cluster: it joins again,
+    // ranked as a new document.
     {
         let mut w = db.writer().unwrap();
         put(&mut w, "d", 0xffff_0000_0000_0000, &[], None);
@@ -350,30 +494,38 @@ fn members_leave_on_delete_and_replace_and_priority_picks_the_representative() {
     }
     assert_eq!(db.clusters().of("d").unwrap().unwrap().size, 1);
     assert_eq!(
-        members(&db, "a"),
-        (vec!["a".into(), "b".into(), "c".into()], "a".into())
+        members(&db, "b"),
+        (vec!["b".into(), "c".into()], "b".into())
     );
     {
         let mut w = db.writer().unwrap();
-        put(&mut w, "a", 0x0fff_0000_0000_0000, &["d"], None);
+        put(&mut w, "a", 0xfff7_0000_0000_0000, &["d"], None);
         w.commit().unwrap();
     }
-    // "a" left for "d"'s cluster (d is older now, so it is the
-    // representative); "b" and "c" stay together under the old id.
     assert_eq!(
         members(&db, "d"),
         (vec!["d".into(), "a".into()], "d".into())
     );
-    let c = db.clusters().of("b").unwrap().unwrap();
-    assert_eq!((c.id, c.size, c.representative.as_str()), (cid, 2, "b"));
+    assert_eq!(cluster_id(&db, "a"), ord(&db, "d"));
+    // Near a member: it joins if the representative confirms it ("f", 2
+    // bits from "d"), else it stays alone ("g", 5 bits from "d").
+    {
+        let mut w = db.writer().unwrap();
+        put(&mut w, "f", 0xfff7_0000_0000_0001, &["a"], None);
+        put(&mut w, "g", 0xfff7_0000_0000_0039, &["f"], None);
+        w.commit().unwrap();
+    }
+    assert_eq!(members(&db, "d").0, vec!["d", "a", "f"]);
+    assert_eq!(db.clusters().of("g").unwrap().unwrap().size, 1);
     // A cluster left with one member dissolves.
     {
         let mut w = db.writer().unwrap();
-        w.delete("b").unwrap();
+        w.delete("a").unwrap();
+        w.delete("f").unwrap();
         w.commit().unwrap();
     }
-    let c = db.clusters().of("c").unwrap().unwrap();
-    assert_eq!((c.size, c.id), (1, db.get("c").unwrap().unwrap().ord));
+    let c = db.clusters().of("d").unwrap().unwrap();
+    assert_eq!((c.size, c.id), (1, ord(&db, "d")));
     let rep = db.admin().verify().unwrap();
     assert!(rep.is_clean(), "{:#?}", rep.problems);
     // NaN is not a priority.
@@ -387,11 +539,154 @@ fn members_leave_on_delete_and_replace_and_priority_picks_the_representative() {
             "t",
             &simdb::db::Placement {
                 priority: Some(f64::NAN),
-                near: Vec::new(),
+                ..Default::default()
             },
         )
         .unwrap_err();
     assert!(err.to_string().contains("priority"), "{err}");
+}
+
+/// Under `newest` and `longest`, the representative changes as copies
+/// arrive; deleting it re-anchors the rest once, at commit; a flood of
+/// identical copies costs no re-check.
+#[test]
+fn representatives_follow_the_keep_policy() {
+    let t = common::TempDb::new();
+    let path = t.path().with_file_name("newest");
+    create_keeping(&path, KeepPolicy::Newest);
+    let mut db = Db::open(&path).unwrap();
+    {
+        let mut w = db.writer().unwrap();
+        put(&mut w, "a", 0, &[], None);
+        put(&mut w, "b", 1, &["a"], None);
+        put(&mut w, "c", 3, &["b"], None);
+        // 4 bits from "a", 3 from "b" and 2 from "c": takes over, "a" leaves.
+        put(&mut w, "d", 0b1111, &["c"], None);
+        w.commit().unwrap();
+    }
+    assert_eq!(
+        members(&db, "d"),
+        (vec!["d".into(), "c".into(), "b".into()], "d".into())
+    );
+    assert_eq!(db.clusters().of("a").unwrap().unwrap().size, 1);
+    // The representative and the next one deleted in one batch: the rest
+    // is re-anchored once, at commit, on what is left.
+    {
+        let mut w = db.writer().unwrap();
+        w.delete("d").unwrap();
+        w.delete("c").unwrap();
+        w.commit().unwrap();
+    }
+    assert_eq!(db.clusters().of("b").unwrap().unwrap().size, 1);
+    assert!(db.admin().verify().unwrap().is_clean());
+    // Longest: the longer text takes over.
+    let path = t.path().with_file_name("longest");
+    create_keeping(&path, KeepPolicy::Longest);
+    let mut db = Db::open(&path).unwrap();
+    let vocab = common::vocab();
+    let mut rng = common::rng(5);
+    let words = common::article(&mut rng, &vocab, 300);
+    let short: String = words[..270].concat();
+    let long: String = words.concat();
+    let f = simdb::Fingerprinter::new(Recipe::default());
+    let mut w = db.writer().unwrap();
+    let write = |w: &mut simdb::Writer<'_>, id: &str, text: &str, near: &[&str]| {
+        w.put_placed(
+            id,
+            f.analyze(text).unwrap(),
+            &Content::Text(text.to_string()),
+            "t",
+            &simdb::db::Placement {
+                near: near.iter().map(|s| s.to_string()).collect(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    };
+    write(&mut w, "short", &short, &[]);
+    for i in 0..50 {
+        write(&mut w, &format!("copy{i}"), &short, &["short"]);
+    }
+    write(&mut w, "long", &long, &["short"]);
+    w.commit().unwrap();
+    drop(w);
+    let c = db.clusters().of("short").unwrap().unwrap();
+    assert_eq!((c.representative.as_str(), c.size), ("long", 52));
+    assert!(db.admin().verify().unwrap().is_clean());
+}
+
+/// A format 5 store holds the chain as one cluster (single linkage):
+/// `simdb migrate` rebuilds it under the anchored rule and reports the
+/// change.
+#[test]
+fn migrate_splits_chained_clusters_of_format_5_stores() {
+    let t = common::TempDb::new();
+    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    write_chain(&mut db, false);
+    let ords: Vec<u64> = (0..8).map(|i| ord(&db, &format!("x{i}"))).collect();
+    drop(db);
+    {
+        // What format 5 built: one cluster of the whole chain, ranked by
+        // priority (none: u64::MAX), then ord; no keep policy.
+        let raw = common::raw_open(&t.path());
+        let cf = raw.cf_handle("clusters").unwrap();
+        let cid = ords[0];
+        for (i, o) in ords.iter().enumerate() {
+            let id = format!("x{i}");
+            raw.put_cf(cf, [&b"d"[..], id.as_bytes()].concat(), cid.to_be_bytes())
+                .unwrap();
+            let key = [
+                &b"m"[..],
+                &cid.to_be_bytes(),
+                &u64::MAX.to_be_bytes(),
+                &o.to_be_bytes(),
+            ]
+            .concat();
+            raw.put_cf(cf, key, id.as_bytes()).unwrap();
+        }
+        raw.put_cf(
+            cf,
+            [&b"s"[..], &cid.to_be_bytes()].concat(),
+            8u64.to_be_bytes(),
+        )
+        .unwrap();
+        let meta = raw.cf_handle("meta").unwrap();
+        raw.delete_cf(meta, b"keep_policy").unwrap();
+        raw.put_cf(meta, b"format_version", 5u32.to_be_bytes())
+            .unwrap();
+    }
+    let o = common::simdb(&[&"migrate", &t.path()]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    assert!(
+        common::stdout(&o).contains(
+            "migrated format 5 -> 6 (keep policy priority): 0 records indexed, 0 given their place \
+             in the ingest order, 0 unreadable; clusters 1 -> 4 (8 -> 8 documents in them, the largest 8 -> 2)"
+        ),
+        "{}",
+        common::stdout(&o)
+    );
+    let db = Db::open_read_only(t.path()).unwrap();
+    assert!(db.admin().verify().unwrap().is_clean());
+    assert_eq!(shape(&all_clusters(&db)).len(), 4);
+    drop(db);
+    // Then to another policy: only the clusters are rebuilt. Under newest
+    // each copy takes over and the copy two steps back (6 bits) leaves:
+    // only the last pair is left together.
+    let o = common::simdb(&[&"migrate", &t.path(), &"--keep", &"newest"]);
+    assert!(
+        common::stdout(&o).contains(
+            "keep policy priority -> newest: clusters 4 -> 1 (8 -> 2 documents in them, the largest 2 -> 2)"
+        ),
+        "{}",
+        common::stdout(&o)
+    );
+    let o = common::simdb(&[&"migrate", &t.path(), &"--keep", &"oldest"]);
+    assert_eq!(common::code(&o), 2);
+    assert!(
+        common::stderr(&o).contains("unknown keep policy"),
+        "{}",
+        common::stderr(&o)
+    );
 }
 
 #[test]
@@ -602,7 +897,7 @@ fn cli_lists_clusters_shows_them_in_get_and_reports_them_per_run() {
     );
     // Re-running the same input changes nothing.
     let o = common::simdb(&[&"ingest", &t.path(), &input]);
-    assert!(common::stderr(&o).contains("clusters: 0 new, 0 grown, 0 merged"));
+    assert!(common::stderr(&o).contains("clusters: 0 new, 0 grown, 0 left"));
     // A bad priority is a bad line, named.
     let bad = t.file(
         "bad.jsonl",

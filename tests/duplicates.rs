@@ -377,12 +377,14 @@ fn a_write_with_a_copy_within_k_does_not_look_beyond_k() {
     assert_eq!(db.clusters().of("x").unwrap().unwrap().size, 2);
     assert_eq!(db.clusters().of("far").unwrap().unwrap().size, 1);
     // A document with no copy within k takes those ranked probing finds
-    // beyond it (far at 4 bits, x at 9, both in its plan), and joins
-    // their clusters.
+    // beyond it (far at 4 bits, x at 9, both in its plan), and joins the
+    // cluster whose representative matches it best ("far", alone, 4
+    // bits, against "near" at more), merging none.
     let d = place(&mut db, "y", flip(far, &[18, 34, 50, 2]));
     let got: Vec<(&str, u32)> = d.hits.iter().map(|h| (h.id.as_str(), h.distance)).collect();
     assert_eq!(got, [("far", 4), ("x", 9)]);
-    assert_eq!(db.clusters().of("far").unwrap().unwrap().size, 4);
+    assert_eq!(db.clusters().of("far").unwrap().unwrap().size, 2);
+    assert_eq!(db.clusters().of("x").unwrap().unwrap().size, 2);
     // Repair rebuilds the same clusters.
     let before = (
         db.clusters().of("x").unwrap(),

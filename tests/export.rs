@@ -553,7 +553,9 @@ fn regression_24_export_import_restores_the_store() {
     }
     // The metadata names the recipe and the threshold.
     let part = out.join("part-00000.parquet");
-    let (recipe, threshold) = simdb::import::export_metadata(&part).unwrap().unwrap();
+    let meta = simdb::import::export_metadata(&part).unwrap().unwrap();
+    let (recipe, threshold) = (meta.recipe.clone(), meta.min_similarity);
+    assert_eq!(meta.keep, simdb::db::KeepPolicy::First);
     assert_eq!(recipe.shingle, 2);
     assert!(threshold.is_some_and(|x| x > 0.0 && x < 1.0));
     // A recipe option that contradicts the export's is refused; an export

@@ -120,14 +120,14 @@ fn newer_format_and_foreign_directories_are_refused() {
         raw.put_cf(meta, b"format_version", v.to_be_bytes())
             .unwrap();
     };
-    set_version(6);
+    set_version(7);
     let err = Db::open(t.path()).err().unwrap();
     assert!(
         matches!(
             err,
             Error::NewerFormat {
-                found: 6,
-                supported: 5,
+                found: 7,
+                supported: 6,
                 ..
             }
         ),
@@ -135,7 +135,7 @@ fn newer_format_and_foreign_directories_are_refused() {
     );
     // Formats 2 (one index key per document), 3 (no clusters) and 4
     // (an index entry per document) are converted by `migrate`.
-    for v in [2, 3, 4] {
+    for v in [2, 3, 4, 5] {
         set_version(v);
         let err = Db::open(t.path()).err().unwrap();
         assert!(
@@ -143,7 +143,7 @@ fn newer_format_and_foreign_directories_are_refused() {
                 err,
                 Error::NeedsMigration {
                     found,
-                    supported: 5,
+                    supported: 6,
                     ..
                 } if found == v
             ),
@@ -371,6 +371,8 @@ fn format_2_stores_are_migrated_in_place() {
             }
         }
         let meta = raw.cf_handle("meta").unwrap();
+        // Stores before format 6 have no keep policy.
+        raw.delete_cf(meta, b"keep_policy").unwrap();
         raw.put_cf(meta, b"format_version", 2u32.to_be_bytes())
             .unwrap();
         downgrade_records_and_drop_clusters(raw);
@@ -383,7 +385,7 @@ fn format_2_stores_are_migrated_in_place() {
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     assert!(
         common::stdout(&o).contains(
-            "migrated format 2 -> 5: 300 records indexed, 300 given their place in the ingest order"
+            "migrated format 2 -> 6 (keep policy priority): 300 records indexed, 300 given their place in the ingest order"
         ),
         "{}",
         common::stdout(&o)
@@ -408,7 +410,7 @@ fn format_2_stores_are_migrated_in_place() {
     // Migrating again is a no-op.
     let o = common::simdb(&[&"migrate", &t.path()]);
     assert!(
-        common::stdout(&o).contains("already format 5"),
+        common::stdout(&o).contains("already format 6, keep policy priority"),
         "{}",
         common::stdout(&o)
     );
@@ -480,6 +482,8 @@ fn format_4_stores_are_migrated_in_place() {
             }
         }
         let meta = raw.cf_handle("meta").unwrap();
+        // Stores before format 6 have no keep policy.
+        raw.delete_cf(meta, b"keep_policy").unwrap();
         raw.put_cf(meta, b"format_version", 4u32.to_be_bytes())
             .unwrap();
     }
@@ -490,7 +494,8 @@ fn format_4_stores_are_migrated_in_place() {
     let o = common::simdb(&[&"migrate", &t.path()]);
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     assert!(
-        common::stdout(&o).contains("migrated format 4 -> 5: 200 records indexed"),
+        common::stdout(&o)
+            .contains("migrated format 4 -> 6 (keep policy priority): 200 records indexed"),
         "{}",
         common::stdout(&o)
     );
@@ -589,6 +594,8 @@ fn format_3_stores_get_ords_and_clusters() {
     {
         let raw = raw_open(&t.path());
         let meta = raw.cf_handle("meta").unwrap();
+        // Stores before format 6 have no keep policy.
+        raw.delete_cf(meta, b"keep_policy").unwrap();
         raw.put_cf(meta, b"format_version", 3u32.to_be_bytes())
             .unwrap();
         // As a migration killed in its repair leaves it: run again, it
@@ -604,7 +611,7 @@ fn format_3_stores_get_ords_and_clusters() {
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     assert!(
         common::stdout(&o).contains(
-            "migrated format 3 -> 5: 44 records indexed, 44 given their place in the ingest order"
+            "migrated format 3 -> 6 (keep policy priority): 44 records indexed, 44 given their place in the ingest order"
         ),
         "{}",
         common::stdout(&o)

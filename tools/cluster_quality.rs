@@ -6,7 +6,8 @@
 //! ```text
 //! cargo build --release --example cluster_quality
 //! target/release/examples/cluster_quality CORPUS.jsonl
-//!     [--workload whole|drift|truncated|both|all] [--chains 150] [--generations 10] [--rate 4] [--max-docs N] [--seed 1] [--json FILE]
+//!     [--workload whole|drift|truncated|teaser|both|all] [--keep first,longest,newest]
+//!     [--chains 150] [--generations 10] [--rate 4] [--max-docs N] [--seed 1] [--json FILE]
 //! ```
 //!
 //! Workloads, each ingested with `simdb::ingest::run` (the defaults of
@@ -16,6 +17,8 @@
 //! - `truncated`: `--chains` documents of the corpus, each followed by its
 //!   first 80% (then, in separate runs, 70% and 60%): the "read more"
 //!   repost, a copy contained in its original;
+//! - `teaser`: the same copies placed before their original (a teaser
+//!   published first, the full text later): what the keep policy keeps;
 //! - `drift`: `--chains` documents of the corpus (seeded), each followed by
 //!   `--generations` copies, every generation `--rate`% of the characters
 //!   of the previous one replaced, inserted or deleted (characters drawn
@@ -26,9 +29,11 @@
 //! character 5-grams and 4-grams (letters and digits, lower-cased; the
 //! texts come from the input, the store keeps none). Reported: clusters,
 //! the largest, members, the share below 0.5 (5-grams) and below 0.4
-//! (4-grams) against their representative, the largest distance, and for
-//! `drift` the recall of first generations in their original's cluster;
-//! simdb's ingest time per document. The baseline unions every candidate
+//! (4-grams) against their representative, the content lost by keeping
+//! only representatives (the mean share of a member's 5-grams its
+//! representative lacks), the largest distance, and for the planted
+//! copies the recall into their original's cluster; simdb's ingest time
+//! per document. simdb runs once per keep policy (`--keep`). The baseline unions every candidate
 //! pair of a MinHash LSH (128 permutations of word 3-shingles, bands for a
 //! 0.5 threshold, as datasketch) and takes the earliest member as the
 //! representative.
@@ -55,6 +60,7 @@ struct Args {
     max_docs: usize,
     seed: u64,
     json: Option<String>,
+    keep: Vec<simdb::db::KeepPolicy>,
 }
 
 fn args() -> Args {
@@ -67,6 +73,11 @@ fn args() -> Args {
         max_docs: usize::MAX,
         seed: 1,
         json: None,
+        keep: vec![
+            simdb::db::KeepPolicy::First,
+            simdb::db::KeepPolicy::Longest,
+            simdb::db::KeepPolicy::Newest,
+        ],
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -81,9 +92,12 @@ fn args() -> Args {
                         "truncated80",
                         "truncated70",
                         "truncated60",
+                        "teaser80",
+                        "teaser60",
                     ]
                     .map(String::from)
                     .to_vec(),
+                    "teaser" => ["teaser80", "teaser60"].map(String::from).to_vec(),
                     "truncated" => ["truncated80", "truncated70", "truncated60"]
                         .map(String::from)
                         .to_vec(),
@@ -97,6 +111,12 @@ fn args() -> Args {
             "--max-docs" => a.max_docs = val().parse().expect("--max-docs N"),
             "--seed" => a.seed = val().parse().expect("--seed N"),
             "--json" => a.json = Some(val()),
+            "--keep" => {
+                a.keep = val()
+                    .split(',')
+                    .map(|k| k.parse().expect("--keep first,priority,longest,newest"))
+                    .collect()
+            }
             p if !p.starts_with("--") && a.corpus.is_empty() => a.corpus = p.to_string(),
             other => panic!("unknown argument {other}"),
         }
@@ -135,6 +155,7 @@ fn chained<R: Rng>(
     a: &Args,
     name: String,
     rng: &mut R,
+    copies_first: bool,
     mut copies: impl FnMut(&str, &mut R) -> Vec<(String, String)>,
 ) -> Workload {
     let originals: Vec<(String, String)> = corpus
@@ -148,11 +169,16 @@ fn chained<R: Rng>(
         if let Some((suffix, _)) = made.first() {
             planted.push((id.clone(), format!("{id}#{suffix}")));
         }
-        docs.push((id.clone(), text));
-        docs.extend(
-            made.into_iter()
-                .map(|(suffix, t)| (format!("{id}#{suffix}"), t)),
-        );
+        let made = made
+            .into_iter()
+            .map(|(suffix, t)| (format!("{id}#{suffix}"), t));
+        if copies_first {
+            docs.extend(made);
+            docs.push((id.clone(), text));
+        } else {
+            docs.push((id.clone(), text));
+            docs.extend(made);
+        }
     }
     Workload {
         name,
@@ -171,7 +197,7 @@ fn drift(corpus: &[(String, String)], a: &Args, rng: &mut impl Rng) -> Workload 
         "drift ({} chains x {} generations at {}%)",
         a.chains, a.generations, a.rate
     );
-    chained(corpus, a, name, rng, |text, rng| {
+    chained(corpus, a, name, rng, false, |text, rng| {
         let mut prev = text.to_string();
         (1..=a.generations)
             .map(|g| {
@@ -186,9 +212,19 @@ fn drift(corpus: &[(String, String)], a: &Args, rng: &mut impl Rng) -> Workload 
 /// Each original followed by a copy of its first `pct`% (by characters):
 /// the "read more" repost. One fraction per workload, so that no copy
 /// reaches its original through another.
-fn truncated(corpus: &[(String, String)], a: &Args, pct: usize, rng: &mut impl Rng) -> Workload {
-    let name = format!("truncated ({} originals, first {pct}%)", a.chains);
-    chained(corpus, a, name, rng, |text, _| {
+/// With `teaser`, the copy comes before its original.
+fn truncated(
+    corpus: &[(String, String)],
+    a: &Args,
+    pct: usize,
+    teaser: bool,
+    rng: &mut impl Rng,
+) -> Workload {
+    let name = match teaser {
+        false => format!("truncated ({} originals, first {pct}%)", a.chains),
+        true => format!("teaser ({} originals, first {pct}% before them)", a.chains),
+    };
+    chained(corpus, a, name, rng, teaser, |text, _| {
         let cut = text
             .chars()
             .take(text.chars().count() * pct / 100)
@@ -205,7 +241,7 @@ struct Clusters {
     max_distance: Option<u32>,
 }
 
-fn simdb_clusters(w: &Workload, dir: &std::path::Path) -> Clusters {
+fn simdb_clusters(w: &Workload, dir: &std::path::Path, keep: simdb::db::KeepPolicy) -> Clusters {
     let input = dir.join("input.jsonl");
     {
         let mut f = std::io::BufWriter::new(std::fs::File::create(&input).expect("input file"));
@@ -215,6 +251,7 @@ fn simdb_clusters(w: &Workload, dir: &std::path::Path) -> Clusters {
     }
     let store = dir.join("store");
     let mut db = Db::create(&store, Recipe::default()).expect("create store");
+    db.set_keep_policy(keep).expect("keep policy");
     let t = Instant::now();
     ingest::run(
         &mut db,
@@ -287,11 +324,21 @@ fn lsh_clusters(w: &Workload, seed: u64) -> Clusters {
     }
 }
 
+/// The share of `m`'s n-grams (sorted, distinct) that `rep` lacks.
+fn missing(m: &[u64], rep: &[u64]) -> f64 {
+    if m.is_empty() {
+        return 0.0;
+    }
+    let lacking = m.iter().filter(|g| rep.binary_search(g).is_err()).count();
+    lacking as f64 / m.len() as f64
+}
+
 fn report(w: &Workload, system: &str, c: &Clusters) -> serde_json::Value {
     let grams =
         |n: usize| -> Vec<Vec<u64>> { w.docs.iter().map(|(_, t)| char_ngrams(t, n)).collect() };
     let (g5, g4) = (grams(5), grams(4));
     let (mut members, mut below5, mut below4) = (0usize, 0usize, 0usize);
+    let mut lost = 0.0;
     let mut largest = 0usize;
     let mut cluster_of: HashMap<usize, usize> = HashMap::new();
     for (k, (rep, rest)) in c.groups.iter().enumerate() {
@@ -302,6 +349,7 @@ fn report(w: &Workload, system: &str, c: &Clusters) -> serde_json::Value {
             members += 1;
             below5 += usize::from(jaccard(&g5[*rep], &g5[m]) < 0.5);
             below4 += usize::from(jaccard(&g4[*rep], &g4[m]) < 0.4);
+            lost += missing(&g5[m], &g5[*rep]);
         }
     }
     let index = w.index();
@@ -320,7 +368,7 @@ fn report(w: &Workload, system: &str, c: &Clusters) -> serde_json::Value {
     });
     let share = |n: usize| n as f64 / members.max(1) as f64;
     println!(
-        "{system:<28} {:>8} {:>8} {:>8} {:>7} ({:>5.3}) {:>7} ({:>5.3}) {:>6} {:>8} {:>10.1}",
+        "{system:<28} {:>8} {:>8} {:>8} {:>7} ({:>5.3}) {:>7} ({:>5.3}) {:>6.3} {:>6} {:>8} {:>10.1}",
         c.groups.len(),
         largest,
         members,
@@ -328,6 +376,7 @@ fn report(w: &Workload, system: &str, c: &Clusters) -> serde_json::Value {
         share(below5),
         below4,
         share(below4),
+        lost / members.max(1) as f64,
         c.max_distance.map_or("-".into(), |d| d.to_string()),
         recall.map_or("-".into(), |r| format!("{r:.3}")),
         c.seconds * 1e6 / w.docs.len() as f64,
@@ -335,6 +384,7 @@ fn report(w: &Workload, system: &str, c: &Clusters) -> serde_json::Value {
     json!({
         "system": system, "clusters": c.groups.len(), "largest": largest, "members": members,
         "below_0_5_char5": below5, "below_0_4_char4": below4,
+        "content_lost": lost / members.max(1) as f64,
         "max_distance": c.max_distance, "first_generation_recall": recall,
         "microseconds_per_document": c.seconds * 1e6 / w.docs.len() as f64,
     })
@@ -356,7 +406,11 @@ fn main() {
             },
             t if t.starts_with("truncated") => {
                 let pct = t["truncated".len()..].parse().expect("a percentage");
-                truncated(&corpus, &a, pct, &mut rng)
+                truncated(&corpus, &a, pct, false, &mut rng)
+            }
+            t if t.starts_with("teaser") => {
+                let pct = t["teaser".len()..].parse().expect("a percentage");
+                truncated(&corpus, &a, pct, true, &mut rng)
             }
             _ => drift(&corpus, &a, &mut rng),
         };
@@ -367,22 +421,27 @@ fn main() {
             w.docs.len()
         );
         println!(
-            "{:<28} {:>8} {:>8} {:>8} {:>15} {:>15} {:>6} {:>8} {:>10}",
+            "{:<28} {:>8} {:>8} {:>8} {:>15} {:>15} {:>6} {:>6} {:>8} {:>10}",
             "system",
             "clusters",
             "largest",
             "members",
             "<0.5 5-gram",
             "<0.4 4-gram",
+            "lost",
             "max d",
             "recall",
             "us/doc"
         );
-        let s = simdb_clusters(&w, dir.path());
+        let mut systems = Vec::new();
+        for keep in &a.keep {
+            let s = simdb_clusters(&w, dir.path(), *keep);
+            systems.push(report(&w, &format!("simdb (keep {keep})"), &s));
+        }
         let l = lsh_clusters(&w, a.seed);
+        systems.push(report(&w, "minhash lsh + union-find", &l));
         out.push(json!({
-            "workload": w.name, "documents": w.docs.len(),
-            "systems": [report(&w, "simdb (transitive)", &s), report(&w, "minhash lsh + union-find", &l)],
+            "workload": w.name, "documents": w.docs.len(), "systems": systems,
         }));
     }
     if let Some(p) = &a.json {

@@ -89,9 +89,12 @@ class Db:
         hmm: bool = False,
         tf: Literal["raw", "log"] = "raw",
         keep_stop_words: bool = False,
+        keep: Literal["first", "priority", "longest", "newest"] = "first",
     ) -> Db:
         """Creates a new, empty store at ``path`` with this fingerprint
-        recipe (the defaults are the measured best; see the README).
+        recipe (the defaults are the measured best; see the README) and
+        keep policy (who represents a cluster: the ``first`` ingested, the
+        highest ``priority``, the ``longest`` text or the ``newest``).
         Raises :class:`simdb.StoreExists` if ``path`` exists."""
     @staticmethod
     def open(path: Union[str, PathLike[str]], *, read_only: bool = False) -> Db:

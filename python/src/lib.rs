@@ -523,7 +523,8 @@ impl Db {
     ///
     /// >>> db = simdb.Db.create("news.simdb")  # doctest: +SKIP
     #[staticmethod]
-    #[pyo3(signature = (path, *, top_k=0, shingle=1, hmm=false, tf="raw", keep_stop_words=false))]
+    #[pyo3(signature = (path, *, top_k=0, shingle=1, hmm=false, tf="raw", keep_stop_words=false, keep="first"))]
+    #[allow(clippy::too_many_arguments)]
     fn create(
         py: Python<'_>,
         path: std::path::PathBuf,
@@ -532,9 +533,18 @@ impl Db {
         hmm: bool,
         tf: &str,
         keep_stop_words: bool,
+        keep: &str,
     ) -> PyResult<Db> {
         let r = recipe(top_k, shingle, hmm, tf, keep_stop_words)?;
-        let db = detach(py, || RustDb::create(&path, r)).or_raise()?;
+        let keep: simdb::db::KeepPolicy = keep.parse().map_err(PyValueError::new_err)?;
+        let db = detach(py, || {
+            let mut db = RustDb::create(&path, r)?;
+            if keep != simdb::db::KeepPolicy::default() {
+                db.set_keep_policy(keep)?;
+            }
+            Ok::<_, simdb::Error>(db)
+        })
+        .or_raise()?;
         Ok(Db::wrap(db, false))
     }
 

@@ -281,6 +281,12 @@ pub struct CompletionsArgs {
 pub struct MigrateArgs {
     /// The store (nothing else may have it open).
     pub db: PathBuf,
+    /// Change the store's keep policy (who represents a cluster: first,
+    /// priority, longest or newest) and rebuild the clusters under it.
+    /// Without it, the store keeps its policy (a store before format 6:
+    /// priority, the rule it ranked by).
+    #[arg(long, value_name = "POLICY")]
+    pub keep: Option<simdb::db::KeepPolicy>,
 }
 
 #[derive(Debug, Args)]
@@ -351,6 +357,11 @@ pub struct InitArgs {
     /// the store and named in its recipe.
     #[arg(long, value_name = "INPUT", num_args = 1..)]
     pub learn_idf: Vec<PathBuf>,
+    /// Who represents a cluster, and is kept by `dedup`: `first` ingested
+    /// (default), highest `priority` (JSONL input), `longest` text, or
+    /// `newest`. Stored with the store; `simdb migrate --keep` changes it.
+    #[arg(long, value_name = "POLICY", default_value = "first")]
+    pub keep: simdb::db::KeepPolicy,
 }
 
 #[derive(Debug, Args)]

@@ -104,7 +104,7 @@ fn print_summary(s: &ingest::Summary, as_json: bool) -> Result<()> {
         println!("{v}");
     } else {
         eprintln!(
-"read {} | inserted {} | replaced {} | unchanged {} | duplicates {}{} | short {} | no features {} | bad lines {} | clusters: {} new, {} grown, {} merged | {:.2}s, {:.0} docs/s",
+"read {} | inserted {} | replaced {} | unchanged {} | duplicates {}{} | short {} | no features {} | bad lines {} | clusters: {} new, {} grown, {} left | {:.2}s, {:.0} docs/s",
             s.read,
             s.inserted,
             s.replaced,
@@ -120,7 +120,7 @@ fn print_summary(s: &ingest::Summary, as_json: bool) -> Result<()> {
             s.bad_lines,
             s.clusters.new,
             s.clusters.grown,
-            s.clusters.merged,
+            s.clusters.left,
             s.elapsed.as_secs_f64(),
             s.docs_per_second()
         );

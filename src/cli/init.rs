@@ -17,16 +17,21 @@ pub(super) fn init(a: InitArgs) -> Result<bool> {
         );
         Db::create_with_idf(&a.db, r, table)?
     };
+    let mut db = db;
+    if a.keep != simdb::db::KeepPolicy::default() {
+        db.set_keep_policy(a.keep)?;
+    }
     let r = db.recipe();
     println!(
-        "created {} (top_k={}, shingle={}, hmm={}, tf={}, idf={}, sketch={})",
+        "created {} (top_k={}, shingle={}, hmm={}, tf={}, idf={}, sketch={}, keep={})",
         a.db.display(),
         r.top_k,
         r.shingle,
         r.hmm,
         r.tf,
         r.idf,
-        r.sketch
+        r.sketch,
+        a.keep
     );
     Ok(true)
 }

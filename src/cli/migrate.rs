@@ -3,18 +3,39 @@
 use super::prelude::*;
 
 pub(super) fn migrate(a: MigrateArgs) -> Result<bool> {
-    let r = Db::migrate(&a.db)?;
-    if r.from == r.to {
-        println!("{}: already format {}", a.db.display(), r.to);
+    let r = Db::migrate(&a.db, a.keep)?;
+    let clusters = format!(
+        "clusters {} -> {} ({} -> {} documents in them, the largest {} -> {})",
+        r.clusters_before.0,
+        r.clusters_after.0,
+        r.clusters_before.1,
+        r.clusters_after.1,
+        r.largest_before,
+        r.largest_after
+    );
+    if r.from == r.to && r.keep == r.keep_from {
+        println!(
+            "{}: already format {}, keep policy {}",
+            a.db.display(),
+            r.to,
+            r.keep
+        );
+    } else if r.from == r.to {
+        println!(
+            "{}: keep policy {} -> {}: {clusters}",
+            a.db.display(),
+            r.keep_from,
+            r.keep
+        );
     } else {
         println!(
-            "{}: migrated format {} -> {}: {} records indexed, {} given their place in the ingest order, {} clusters built, {} unreadable",
+            "{}: migrated format {} -> {} (keep policy {}): {} records indexed, {} given their place in the ingest order, {} unreadable; {clusters}",
             a.db.display(),
             r.from,
             r.to,
+            r.keep,
             r.indexed,
             r.ordered,
-            r.clusters,
             r.unreadable
         );
     }

@@ -15,8 +15,8 @@ pub(super) fn stats(a: StatsArgs) -> Result<bool> {
         println!("written      {} .. {}", format_unix(a), format_unix(b));
     }
     println!(
-        "clusters     {} of 2 or more documents, {} documents in them",
-        s.clusters, s.clustered_documents
+        "clusters     {} of 2 or more documents, {} documents in them (keep policy {})",
+        s.clusters, s.clustered_documents, s.keep
     );
     println!(
         "short docs   {} (fewer than {} terms; README, \"The fingerprint recipe\")",

@@ -6,6 +6,7 @@ use super::{BackupMethod, Db, FamilyStats, MigrateReport, Stats, MAX_CALIBRATION
 use crate::error::{Error, Result};
 use crate::fingerprint;
 use crate::index::{self, Hit};
+use crate::store::schema::KeepPolicy;
 use crate::store::{self, Store, Tuning};
 
 impl Db {
@@ -127,6 +128,7 @@ impl Db {
             newest: age.map(|a| a.1),
             clusters,
             clustered_documents,
+            keep: self.store.keep_policy()?,
             documents: self.len()?,
             short_documents: self.store.short_count()?,
             recipe: self.recipe().clone(),
@@ -172,41 +174,85 @@ impl Db {
         }
     }
 
-    /// Converts a store of an older format this build can migrate (2, 3
-    /// or 4) in place; a store already in this build's format is left as
-    /// it is. Every record from before format 4 gets its place in the
-    /// ingest order (by time written, then id); then [`Db::repair`]
-    /// rebuilds `refs` (keyed by fingerprint ‖ id since format 5), the
-    /// postings (one entry per distinct fingerprint since format 5; format
-    /// 2 kept one key per document) and the clusters from the records. The format version is written last, so a
-    /// migration that is interrupted is simply run again.
-    pub fn migrate(path: impl AsRef<Path>) -> Result<MigrateReport> {
+    /// Converts a store of an older format this build can migrate (2 to
+    /// 5) in place, or changes a store's keep policy (`keep`; `None`
+    /// keeps the store's, which for a store before format 6 is
+    /// `priority`, the rule it ranked by). A store already in this
+    /// build's format with that policy is left as it is.
+    ///
+    /// From format 5 only the clusters are rebuilt, under the anchored rule
+    /// of format 6 (see [`crate::db::clusters`]). From formats 2 to 4,
+    /// every record from before format 4 gets its place in the ingest
+    /// order (by time written, then id); then [`Db::repair`] rebuilds
+    /// `refs`, the postings and the clusters from the records. The format
+    /// version is written last, so a migration that is interrupted is
+    /// simply run again. The report has the clusters before and after.
+    pub fn migrate(path: impl AsRef<Path>, keep: Option<KeepPolicy>) -> Result<MigrateReport> {
         let path = path.as_ref();
         let (mut store, recipe, version) = Store::open_for_migration(path)?;
         // The recipe must be one this build reproduces, as at every open.
         Db::check_recipe(path, &recipe)?;
-        if version == store::FORMAT_VERSION {
-            return Ok(MigrateReport {
-                from: version,
-                to: version,
-                ..Default::default()
-            });
+        let keep_from = store.keep_policy()?;
+        let keep = keep.unwrap_or(keep_from);
+        let mut report = MigrateReport {
+            from: version,
+            to: store::FORMAT_VERSION,
+            keep_from,
+            keep,
+            ..Default::default()
+        };
+        if version == store::FORMAT_VERSION && keep == keep_from {
+            let db = Db::with_store(path, store, recipe)?;
+            report.clusters_before = db.cluster_counts()?;
+            report.clusters_after = report.clusters_before;
+            report.clusters = report.clusters_after.0;
+            report.largest_before = db.largest_cluster()?;
+            report.largest_after = report.largest_before;
+            return Ok(report);
         }
         store.ensure_clusters_family()?;
-        let (ordered, _) = store.assign_ords()?;
-        let mut db = Db::with_store(path, store, recipe)?;
-        let rep = db.repair()?;
+        let mut db = if version < 5 {
+            let (ordered, _) = store.assign_ords()?;
+            report.ordered = ordered;
+            Db::with_store(path, store, recipe)?
+        } else {
+            Db::with_store(path, store, recipe)?
+        };
+        report.clusters_before = db.cluster_counts()?;
+        report.largest_before = db.largest_cluster()?;
+        if version < 5 {
+            let (k, v) = store::schema::keep_policy_entry(keep);
+            db.store.put_meta(k, v)?;
+            let rep = db.repair()?;
+            report.indexed = rep.reindexed;
+            report.clusters = rep.clusters;
+            report.unreadable = rep.unreadable.len() as u64;
+        } else {
+            report.clusters = db.set_keep_policy(keep)?;
+        }
         db.store.flush()?;
         let (k, v) = store::schema::format_version_entry(store::FORMAT_VERSION);
         db.store.put_meta(k, &v)?;
-        Ok(MigrateReport {
-            from: version,
-            to: store::FORMAT_VERSION,
-            indexed: rep.reindexed,
-            ordered,
-            clusters: rep.clusters,
-            unreadable: rep.unreadable.len() as u64,
-        })
+        report.clusters_after = db.cluster_counts()?;
+        report.largest_after = db.largest_cluster()?;
+        Ok(report)
+    }
+}
+
+impl Db {
+    /// Sets the store's keep policy (who represents a cluster) and
+    /// rebuilds the clusters under it: about one duplicate check per
+    /// document, nothing on an empty store. Returns the number of clusters
+    /// of two or more.
+    pub fn set_keep_policy(&mut self, keep: KeepPolicy) -> Result<u64> {
+        let (k, v) = store::schema::keep_policy_entry(keep);
+        self.store.put_meta(k, v)?;
+        self.rebuild_clusters()
+    }
+
+    /// The store's keep policy.
+    pub fn keep_policy(&self) -> Result<KeepPolicy> {
+        self.store.keep_policy()
     }
 }
 

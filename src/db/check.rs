@@ -9,6 +9,7 @@ use crate::error::Result;
 use crate::fingerprint::{self, Fingerprint};
 use crate::index;
 use crate::store;
+use crate::store::schema::KeepPolicy;
 
 /// What [`Db::migrate`] did.
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -25,6 +26,18 @@ pub struct MigrateReport {
     pub clusters: u64,
     /// Records that do not decode (left in place; `verify` reports them).
     pub unreadable: u64,
+    /// The keep policy before (a store before format 6 ranked by
+    /// priority) and now.
+    pub keep_from: KeepPolicy,
+    pub keep: KeepPolicy,
+    /// Clusters of two or more, and the documents in them, before and
+    /// after (the rule of format 6 anchors members at the representative:
+    /// chains through drifting copies split).
+    pub clusters_before: (u64, u64),
+    pub clusters_after: (u64, u64),
+    /// The largest cluster before and after.
+    pub largest_before: u64,
+    pub largest_after: u64,
 }
 
 /// What [`Db::repair`] did.

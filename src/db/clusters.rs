@@ -1,38 +1,61 @@
-//! Persistent clusters of near-duplicates.
+//! Persistent clusters of near-duplicates, anchored at their
+//! representative.
 //!
-//! Every document belongs to one cluster. When ingest finds confirmed
-//! near-copies of a document (in the store or earlier in the run), the
-//! document joins their cluster, merging them if they are in several. A
-//! cluster's id is the smallest ord (ingest order) of the documents that
-//! founded it; a merge keeps the smaller id. Its representative is the
-//! member with the highest priority, then the earliest ingested.
+//! A cluster is a representative and documents confirmed against it. When
+//! a document is written, its duplicate check finds its confirmed
+//! near-copies among the documents before it; each is in a cluster, or
+//! alone (a cluster of one). The document is compared with the
+//! representative of each of those clusters ([`Anchor`]) and joins the one
+//! whose representative it matches best: the highest sketch similarity,
+//! then the fewest differing bits, then the older cluster. It never merges
+//! clusters, and it stays alone when it matches no representative (later
+//! documents may join it). So no member is a copy of a copy of a copy: a
+//! chain of drifting copies, or documents sharing a template, cannot pull
+//! their cluster away from its representative.
 //!
-//! Since a document is only ever compared with documents ingested before
-//! it, the clusters do not depend on how the input was split into runs or
-//! batches. A member that is deleted or replaced leaves its cluster (a
-//! replaced document then joins clusters as a new one); clusters never
-//! split, and a cluster left with one member dissolves into a document on
-//! its own.
+//! The store's keep policy ([`KeepPolicy`]) ranks the members; the first
+//! is the representative. A document that joins and outranks it (a longer
+//! one under `longest`, every one under `newest`) becomes the
+//! representative, and the other members are checked against it: those it
+//! does not confirm leave, and stay alone. (A newcomer with the same
+//! fingerprint and sketch as the representative changes nothing to check:
+//! a flood of identical copies costs no re-check.) When the representative
+//! is deleted or replaced, the next member in rank takes over and the rest
+//! are checked against it the same way, at the store's default check, once
+//! per batch (when the batch commits, or before the cluster is next
+//! joined). A cluster left with one member dissolves.
+//!
+//! A cluster's id is the ord of the document that founded it, and stays
+//! while the cluster exists (its founder may be deleted), with one
+//! exception: a founder that leaves at a re-anchoring stays in the store
+//! as a cluster of its own, whose id is its ord, so the cluster it left
+//! takes the smallest ord of its remaining members.
+//!
+//! A document is compared only with documents ingested before it, and what
+//! a join does depends only on the clusters as they were: the clusters do
+//! not depend on how the input was split into runs or batches.
 //!
 //! Only clusters of two or more documents are stored (layout in
 //! `store::schema`); a document without a `d` entry is a cluster of its
 //! own whose id is its ord.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use super::{limits, Db};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
+pub use crate::store::schema::KeepPolicy;
 use crate::store::schema::{self, Rank};
 use crate::store::{self, Batch, Record, Store};
 
 /// A cluster as listed by [`Clusters::each`] and [`Clusters::of`].
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Cluster {
-    /// Stable while the cluster exists (a merge keeps the older id).
+    /// Stable while the cluster exists (see the module docs for the one
+    /// exception).
     pub id: u64,
     pub size: u64,
-    /// The member with the highest priority, then the earliest ingested.
+    /// The member the store's keep policy ranks first.
     pub representative: String,
     /// Every member, representative first, in rank order.
     pub members: Vec<Member>,
@@ -57,27 +80,105 @@ pub struct Member {
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ClusterChanges {
     /// Clusters that formed in the run: a document joined one that was
-    /// alone (they may hold documents of earlier runs).
+    /// alone (which may be a document of an earlier run).
     pub new: u64,
     /// Clusters of earlier runs that gained members.
     pub grown: u64,
-    /// Unions of two clusters into one (a document near several).
-    pub merged: u64,
+    /// Members that left their cluster because its new representative
+    /// does not confirm them (they stay in the store, alone).
+    pub left: u64,
 }
+
+/// When a document counts as confirmed against a representative: the
+/// test a write's duplicate check applies to its hits, applied to the
+/// pair directly. Within `k` bits, the sketch similarity must reach
+/// `min_similarity` (documents without a sketch are taken on their
+/// fingerprints); beyond `k`, only with `beyond_k` (confidence-ranked
+/// writes) and a sketch similarity that reaches it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Anchor {
+    pub k: u32,
+    pub beyond_k: bool,
+    pub min_similarity: f64,
+}
+
+/// How a document matched a representative ([`Anchor::matches`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Match {
+    pub similarity: Option<f64>,
+    pub distance: u32,
+}
+
+impl Match {
+    /// Whether `self` is a better match than `other`: higher similarity
+    /// (none lowest), then fewer bits.
+    fn better_than(&self, other: &Match) -> bool {
+        let s = |m: &Match| m.similarity.unwrap_or(-1.0);
+        match s(self).total_cmp(&s(other)) {
+            std::cmp::Ordering::Equal => self.distance < other.distance,
+            o => o.is_gt(),
+        }
+    }
+}
+
+impl Anchor {
+    /// How `doc` matches the representative `rep`, if it is confirmed
+    /// against it.
+    pub fn matches(&self, doc: &Record, rep: &Record) -> Option<Match> {
+        let distance = doc.fingerprint.distance(rep.fingerprint);
+        let similarity = doc.sketch.zip(rep.sketch).map(|(a, b)| a.similarity(&b));
+        let ok = match similarity {
+            Some(s) => s >= self.min_similarity && (distance <= self.k || self.beyond_k),
+            None => distance <= self.k,
+        };
+        ok.then_some(Match {
+            similarity,
+            distance,
+        })
+    }
+}
+
+/// A record by id, as the caller sees the store (the writer: with its
+/// pending writes).
+pub(super) type GetRecord<'a> = &'a dyn Fn(&str) -> Result<Option<Record>>;
 
 /// The writer's view of the clusters: the store plus its pending writes,
 /// which go to the batch as they are made.
-#[derive(Default)]
 pub(super) struct ClusterState {
+    keep: KeepPolicy,
+    /// The check of a re-anchoring after a representative left.
+    settle_anchor: Anchor,
     membership: HashMap<String, Option<u64>>,
     sizes: HashMap<u64, u64>,
     members: HashMap<u64, BTreeMap<Rank, Option<String>>>,
+    /// Clusters whose representative left in this batch, not yet
+    /// re-anchored.
+    stale: BTreeSet<u64>,
     created: HashSet<u64>,
     grown: HashSet<u64>,
-    merged: u64,
+    left: u64,
 }
 
 impl ClusterState {
+    pub(super) fn new(keep: KeepPolicy, settle_anchor: Anchor) -> ClusterState {
+        ClusterState {
+            keep,
+            settle_anchor,
+            membership: HashMap::new(),
+            sizes: HashMap::new(),
+            members: HashMap::new(),
+            stale: BTreeSet::new(),
+            created: HashSet::new(),
+            grown: HashSet::new(),
+            left: 0,
+        }
+    }
+
+    /// The rank of `rec` under the store's keep policy.
+    pub(super) fn rank(&self, rec: &Record) -> Rank {
+        Rank::of(rec, self.keep)
+    }
+
     /// The explicit cluster of `id` (`None`: alone or absent).
     fn cluster_of(&self, store: &Store, id: &str) -> Result<Option<u64>> {
         match self.membership.get(id) {
@@ -102,6 +203,55 @@ impl ClusterState {
             };
         }
         Ok(m.into_iter().collect())
+    }
+
+    /// The representative of cluster `cid` (its first member in rank
+    /// order), reading the store only up to it.
+    fn rep(&self, store: &Store, cid: u64) -> Result<Option<(Rank, String)>> {
+        let pending = self.members.get(&cid);
+        let mut stored: Option<(Rank, String)> = None;
+        store.for_each_member(cid, |rank, id| {
+            match pending.and_then(|p| p.get(&rank)) {
+                Some(None) => Ok(true), // left in this batch
+                Some(Some(p)) => {
+                    stored = Some((rank, p.clone()));
+                    Ok(false)
+                }
+                None => {
+                    stored = Some((rank, id.to_string()));
+                    Ok(false)
+                }
+            }
+        })?;
+        let added = pending.and_then(|p| {
+            p.iter()
+                .find_map(|(r, id)| id.as_ref().map(|id| (*r, id.clone())))
+        });
+        Ok(match (stored, added) {
+            (Some(s), Some(a)) => Some(if a.0 < s.0 { a } else { s }),
+            (s, a) => s.or(a),
+        })
+    }
+
+    /// The representative of cluster `cid` and its record (a
+    /// representative without one is damage).
+    fn rep_record(
+        &self,
+        store: &Store,
+        cid: u64,
+        get: GetRecord<'_>,
+    ) -> Result<Option<(String, Record)>> {
+        let Some((rank, rep_id)) = self.rep(store, cid)? else {
+            return Ok(None);
+        };
+        let rep = get(&rep_id)?.ok_or_else(|| {
+            Error::corrupt(
+                store::CLUSTERS,
+                &schema::member_key(cid, rank),
+                format!("names id {rep_id:?}, which has no record"),
+            )
+        })?;
+        Ok(Some((rep_id, rep)))
     }
 
     fn set_membership(&mut self, store: &Store, b: &mut Batch, id: &str, cid: Option<u64>) {
@@ -135,80 +285,202 @@ impl ClusterState {
             .insert(rank, id.map(str::to_string));
     }
 
-    /// Document `id` of rank `rank` joins the clusters of `near` (its
-    /// confirmed near-copies), merging them. `rank_of` gives a near-copy's
-    /// rank (`None`: it is gone); it is asked only of near-copies that are
-    /// alone, which found a cluster with it: joining a cluster costs one
-    /// lookup per near-copy, not a record read.
+    /// Document `id`, stored as `rec`, joins the cluster whose
+    /// representative it matches best under `anchor`, among the clusters
+    /// of its confirmed near-copies `near` (see the module docs); it stays
+    /// alone if it matches none. `get` reads a record as the writer sees
+    /// it (`id` itself not yet in).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn join(
         &mut self,
         store: &Store,
         b: &mut Batch,
         id: &str,
-        rank: Rank,
+        rec: &Record,
         near: &[String],
-        rank_of: impl Fn(&str) -> Result<Option<Rank>>,
+        anchor: &Anchor,
+        get: GetRecord<'_>,
     ) -> Result<()> {
-        // Each near-copy's cluster: explicit, or the document alone (its
-        // id is then its ord).
-        let mut clusters: BTreeMap<u64, Option<(String, Rank)>> = BTreeMap::new();
-        for n in near {
-            match self.cluster_of(store, n)? {
-                Some(c) => {
-                    clusters.insert(c, None);
-                }
-                None => {
-                    if let Some(r) = rank_of(n)? {
-                        clusters.insert(r.ord, Some((n.clone(), r)));
-                    }
-                }
-            };
-        }
-        let Some((&target, alone)) = clusters.iter().next() else {
-            return Ok(()); // no near-copy: the document stays alone
+        self.settle(store, b, get)?;
+        let Some((_, cid, alone, rep)) = self.choose(store, rec, near, anchor, get)? else {
+            return Ok(()); // no representative confirms it: alone
         };
-        let mut size;
-        if let Some((n, r)) = alone.clone() {
-            // The first member of a new cluster.
-            self.put_member(store, b, target, r, Some(&n));
-            self.set_membership(store, b, &n, Some(target));
-            self.created.insert(target);
-            size = 1;
-        } else {
-            size = self.size(store, target)?;
-            if !self.created.contains(&target) {
-                self.grown.insert(target);
-            }
+        let rank = self.rank(rec);
+        if let Some(n) = alone {
+            // A new cluster of two, which confirmed each other.
+            let r = self.rank(&rep);
+            self.put_member(store, b, cid, r, Some(&n));
+            self.set_membership(store, b, &n, Some(cid));
+            self.put_member(store, b, cid, rank, Some(id));
+            self.set_membership(store, b, id, Some(cid));
+            self.set_size(store, b, cid, 2);
+            self.created.insert(cid);
+            return Ok(());
         }
-        for (&other, alone) in clusters.iter().skip(1) {
-            self.merged += 1;
-            match alone {
-                Some((n, r)) => {
-                    self.put_member(store, b, target, *r, Some(n));
-                    self.set_membership(store, b, n, Some(target));
-                    size += 1;
-                }
-                None => {
-                    for (r, m) in self.members(store, other)? {
-                        self.put_member(store, b, other, r, None);
-                        self.put_member(store, b, target, r, Some(&m));
-                        self.set_membership(store, b, &m, Some(target));
-                        size += 1;
-                    }
-                    self.set_size(store, b, other, 0);
-                    self.created.remove(&other);
-                    self.grown.remove(&other);
-                }
-            }
+        let size = self.size(store, cid)?;
+        self.put_member(store, b, cid, rank, Some(id));
+        self.set_membership(store, b, id, Some(cid));
+        self.set_size(store, b, cid, size + 1);
+        if !self.created.contains(&cid) {
+            self.grown.insert(cid);
         }
-        self.put_member(store, b, target, rank, Some(id));
-        self.set_membership(store, b, id, Some(target));
-        self.set_size(store, b, target, size + 1);
+        if self.takes_over(rec, &rep) {
+            // The members must be confirmed against it.
+            self.reanchor(store, b, cid, id, rec, anchor, get)?;
+        }
         Ok(())
     }
 
+    /// Whether a document stored as `rec` that joins the cluster of `rep`
+    /// becomes its representative and re-anchors it (with the same
+    /// fingerprint and sketch, nothing changes for the members).
+    fn takes_over(&self, rec: &Record, rep: &Record) -> bool {
+        let same = rep.fingerprint == rec.fingerprint && rep.sketch == rec.sketch;
+        self.rank(rec) < self.rank(rep) && !same
+    }
+
+    /// Whether a document stored as `rec`, with confirmed near-copies
+    /// `near`, would represent its cluster if written: it matches no
+    /// representative (and stays alone), or outranks the one it matches
+    /// best. What `--skip-duplicates` keeps.
+    pub(super) fn would_represent(
+        &self,
+        store: &Store,
+        rec: &Record,
+        near: &[String],
+        anchor: &Anchor,
+        get: GetRecord<'_>,
+    ) -> Result<bool> {
+        Ok(match self.choose(store, rec, near, anchor, get)? {
+            None => true,
+            Some((_, _, _, rep)) => self.rank(rec) < self.rank(&rep),
+        })
+    }
+
+    /// The cluster a document stored as `rec` joins among those of its
+    /// near-copies `near`: (how it matches, cluster id, the near-copy if
+    /// it is alone, the representative's record); `None`: no
+    /// representative confirms it.
+    #[allow(clippy::type_complexity)]
+    fn choose(
+        &self,
+        store: &Store,
+        rec: &Record,
+        near: &[String],
+        anchor: &Anchor,
+        get: GetRecord<'_>,
+    ) -> Result<Option<(Match, u64, Option<String>, Record)>> {
+        let mut best: Option<(Match, u64, Option<String>, Record)> = None;
+        let mut seen: HashSet<u64> = HashSet::new();
+        for n in near {
+            let (cid, alone, rep) = match self.cluster_of(store, n)? {
+                Some(cid) => {
+                    if seen.contains(&cid) {
+                        continue;
+                    }
+                    let Some((_, rep)) = self.rep_record(store, cid, get)? else {
+                        continue;
+                    };
+                    (cid, None, rep)
+                }
+                None => match get(n)? {
+                    Some(r) => (r.ord, Some(n.clone()), r),
+                    None => continue,
+                },
+            };
+            seen.insert(cid);
+            if let Some(m) = anchor.matches(rec, &rep) {
+                let better = best.as_ref().is_none_or(|(bm, bc, _, _)| {
+                    m.better_than(bm) || (!bm.better_than(&m) && cid < *bc)
+                });
+                if better {
+                    best = Some((m, cid, alone, rep));
+                }
+            }
+        }
+        Ok(best)
+    }
+
+    /// Checks every member of cluster `cid` against its representative
+    /// `rep_id` (stored as `rep`) under `anchor`: those not confirmed
+    /// leave, alone. Dissolves a cluster left with one member, and gives
+    /// the cluster a new id if its founder left (see the module docs).
+    #[allow(clippy::too_many_arguments)]
+    fn reanchor(
+        &mut self,
+        store: &Store,
+        b: &mut Batch,
+        cid: u64,
+        rep_id: &str,
+        rep: &Record,
+        anchor: &Anchor,
+        get: GetRecord<'_>,
+    ) -> Result<()> {
+        let mut kept: Vec<(Rank, String)> = Vec::new();
+        let mut founder_left = false;
+        for (r, m) in self.members(store, cid)? {
+            if m == rep_id {
+                kept.push((r, m));
+                continue;
+            }
+            let confirmed = match get(&m)? {
+                Some(mr) => anchor.matches(&mr, rep).is_some(),
+                None => false,
+            };
+            if confirmed {
+                kept.push((r, m));
+            } else {
+                self.put_member(store, b, cid, r, None);
+                self.set_membership(store, b, &m, None);
+                self.left += 1;
+                founder_left |= r.ord == cid;
+            }
+        }
+        if kept.len() <= 1 {
+            self.dissolve(store, b, cid, &kept);
+            return Ok(());
+        }
+        let n = kept.len() as u64;
+        let new_id = match founder_left {
+            true => kept.iter().map(|(r, _)| r.ord).min().unwrap_or(cid),
+            false => cid,
+        };
+        if new_id == cid {
+            self.set_size(store, b, cid, n);
+            return Ok(());
+        }
+        for (r, m) in &kept {
+            self.put_member(store, b, cid, *r, None);
+            self.put_member(store, b, new_id, *r, Some(m));
+            self.set_membership(store, b, m, Some(new_id));
+        }
+        self.set_size(store, b, cid, 0);
+        self.set_size(store, b, new_id, n);
+        if self.created.remove(&cid) {
+            self.created.insert(new_id);
+        }
+        if self.grown.remove(&cid) {
+            self.grown.insert(new_id);
+        }
+        Ok(())
+    }
+
+    /// Removes cluster `cid`, whose remaining members are `rest` (at most
+    /// one): they are alone now.
+    fn dissolve(&mut self, store: &Store, b: &mut Batch, cid: u64, rest: &[(Rank, String)]) {
+        for (r, m) in rest {
+            self.put_member(store, b, cid, *r, None);
+            self.set_membership(store, b, m, None);
+        }
+        self.set_size(store, b, cid, 0);
+        self.created.remove(&cid);
+        self.grown.remove(&cid);
+        self.stale.remove(&cid);
+    }
+
     /// Document `id` of rank `rank` leaves its cluster; a cluster left
-    /// with one member dissolves.
+    /// with one member dissolves; one that lost its representative is
+    /// re-anchored by [`ClusterState::settle`].
     pub(super) fn leave(
         &mut self,
         store: &Store,
@@ -219,19 +491,39 @@ impl ClusterState {
         let Some(cid) = self.cluster_of(store, id)? else {
             return Ok(());
         };
+        let was_rep = self.rep(store, cid)?.is_some_and(|(r, _)| r == rank);
         self.put_member(store, b, cid, rank, None);
         self.set_membership(store, b, id, None);
         let size = self.size(store, cid)?.saturating_sub(1);
         if size <= 1 {
-            for (r, m) in self.members(store, cid)? {
-                self.put_member(store, b, cid, r, None);
-                self.set_membership(store, b, &m, None);
-            }
-            self.set_size(store, b, cid, 0);
-            self.created.remove(&cid);
-            self.grown.remove(&cid);
+            let rest = self.members(store, cid)?;
+            self.dissolve(store, b, cid, &rest);
         } else {
             self.set_size(store, b, cid, size);
+            if was_rep {
+                self.stale.insert(cid);
+            }
+        }
+        Ok(())
+    }
+
+    /// Re-anchors the clusters whose representative left (at the store's
+    /// default check): before a join, and before the batch commits.
+    pub(super) fn settle(
+        &mut self,
+        store: &Store,
+        b: &mut Batch,
+        get: GetRecord<'_>,
+    ) -> Result<()> {
+        while let Some(cid) = self.stale.pop_first() {
+            if self.size(store, cid)? < 2 {
+                continue;
+            }
+            let Some((rep_id, rep)) = self.rep_record(store, cid, get)? else {
+                continue;
+            };
+            let anchor = self.settle_anchor;
+            self.reanchor(store, b, cid, &rep_id, &rep, &anchor, get)?;
         }
         Ok(())
     }
@@ -248,7 +540,7 @@ impl ClusterState {
         ClusterChanges {
             new: self.created.len() as u64,
             grown: self.grown.len() as u64,
-            merged: self.merged,
+            left: self.left,
         }
     }
 }
@@ -334,6 +626,16 @@ impl Db {
         })
     }
 
+    /// The size of the largest stored cluster (0: none).
+    pub(crate) fn largest_cluster(&self) -> Result<u64> {
+        let mut largest = 0;
+        self.store.for_each_cluster(|_, size| {
+            largest = largest.max(size);
+            Ok(())
+        })?;
+        Ok(largest)
+    }
+
     /// Counts of stored clusters: (clusters of two or more, their
     /// documents).
     pub(crate) fn cluster_counts(&self) -> Result<(u64, u64)> {
@@ -356,105 +658,119 @@ fn member(id: &str, rec: &Record, rep: Fingerprint) -> Member {
     }
 }
 
-/// Union-find over document ids, for [`Db::rebuild_clusters`].
-#[derive(Default)]
-struct Components {
-    parent: HashMap<String, String>,
-    ranks: HashMap<String, Rank>,
-}
-
-impl Components {
-    fn root(&mut self, id: &str) -> String {
-        let mut cur = id.to_string();
-        while let Some(p) = self.parent.get(&cur) {
-            if *p == cur {
-                break;
-            }
-            cur = p.clone();
-        }
-        // Path compression.
-        let mut x = id.to_string();
-        while let Some(p) = self.parent.get(&x).cloned() {
-            if p == cur {
-                break;
-            }
-            self.parent.insert(x, cur.clone());
-            x = p;
-        }
-        cur
-    }
-
-    fn union(&mut self, a: (&str, Rank), b: (&str, Rank)) {
-        for (id, r) in [a, b] {
-            self.ranks.insert(id.to_string(), r);
-            self.parent
-                .entry(id.to_string())
-                .or_insert_with(|| id.to_string());
-        }
-        let (ra, rb) = (self.root(a.0), self.root(b.0));
-        if ra != rb {
-            self.parent.insert(ra, rb);
-        }
-    }
-}
-
 impl Db {
-    /// Rebuilds the `clusters` family from the records: each document is
-    /// checked, as ingest checks it (the default confidence-ranked probe
-    /// with its stored weak bits, verified at the store's default
-    /// threshold), against the documents ingested before it, and joins
-    /// their clusters. Without deletes or replacements, and with ingest's
-    /// default options, that is the clusters ingest built (where a
-    /// document's check reached [`limits::CHECK_CONFIRMED`] or
+    /// The check a write makes by default, as an [`Anchor`]: k = 3,
+    /// confidence-ranked beyond it, at the store's threshold.
+    pub(crate) fn default_anchor(&self) -> Anchor {
+        Anchor {
+            k: super::Query::new(Fingerprint(0)).k,
+            beyond_k: true,
+            min_similarity: self.default_min_similarity(),
+        }
+    }
+
+    /// Rebuilds the `clusters` family from the records under the store's
+    /// keep policy: each document, in ingest order, is checked as ingest
+    /// checks it (the default confidence-ranked probe with its stored weak
+    /// bits, verified at the store's default threshold) against the
+    /// documents ingested before it, and placed as a write places it
+    /// ([`ClusterState::join`]). Without deletes or replacements, and with
+    /// ingest's default options, that is the clusters ingest built (where
+    /// a document's check reached [`limits::CHECK_CONFIRMED`] or
     /// [`limits::CHECK_EXAMINED`], the candidates it saw may differ: see
     /// the comment inside). Returns the number of clusters of two or more.
     /// Costs about one duplicate check per document (queries in sorted
     /// batches).
     pub(super) fn rebuild_clusters(&self) -> Result<u64> {
+        let keep = self.store.keep_policy()?;
+        let anchor = self.default_anchor();
+        let mut b = Batch::default();
+        self.store.clear_clusters(&mut b);
+        self.store.write(b, true)?;
+        let mut state = ClusterState::new(keep, anchor);
+        let mut ids: Vec<String> = Vec::new();
+        let place = |ids: &mut Vec<String>, state: &mut ClusterState, last: bool| -> Result<()> {
+            let mut chunk: Vec<(&String, Record)> = Vec::with_capacity(ids.len());
+            for id in ids.iter() {
+                match self.store.get(id) {
+                    Ok(Some(r)) => chunk.push((id, r)),
+                    // Gone, or a record that does not decode (repair
+                    // reports it): not placed.
+                    Ok(None) | Err(Error::Corrupt { .. }) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            let near = self.earlier_near_copies(&chunk)?;
+            let get = |id: &str| self.store.get(id);
+            let mut b = Batch::default();
+            for ((id, rec), near) in chunk.iter().zip(near) {
+                state.join(&self.store, &mut b, id, rec, &near, &anchor, &get)?;
+            }
+            self.store.write(b, last)?;
+            state.committed();
+            ids.clear();
+            Ok(())
+        };
+        // In ingest order; records that do not decode are skipped (repair
+        // reports them).
+        self.store.for_each_in_order(0, |_, id| {
+            ids.push(id.to_string());
+            if ids.len() >= 20_000 {
+                place(&mut ids, &mut state, false)?;
+            }
+            Ok(true)
+        })?;
+        place(&mut ids, &mut state, true)?;
+        let (n, _) = self.cluster_counts()?;
+        Ok(n)
+    }
+
+    /// For each document of `chunk`, its confirmed near-copies among the
+    /// documents ingested before it, nearest first, as ingest's duplicate
+    /// check finds them (see [`Db::rebuild_clusters`]).
+    fn earlier_near_copies(&self, chunk: &[(&String, Record)]) -> Result<Vec<Vec<String>>> {
         use crate::index::DEFAULT_PROBE_BUDGET;
+        use limits::{CHECK_CONFIRMED, CHECK_EXAMINED};
         let min_similarity = self.default_min_similarity();
-        let mut comps = Components::default();
-        let mut chunk: Vec<(String, Record)> = Vec::new();
-        let check = |chunk: &mut Vec<(String, Record)>, comps: &mut Components| -> Result<()> {
-            use limits::{CHECK_CONFIRMED, CHECK_EXAMINED};
-            let qs: Vec<(Fingerprint, crate::index::ProbePlan)> = chunk
-                .iter()
-                .map(|(_, r)| {
-                    let q = super::Query::new(r.fingerprint)
-                        .probing(&r.weak_bits, DEFAULT_PROBE_BUDGET);
-                    (r.fingerprint, q.plan())
-                })
-                .collect();
-            let at = self.store.snapshot();
-            let found = self.store.candidates_many(&at, &qs)?;
-            for ((id, r), found) in chunk.iter().zip(found) {
-                // As ingest's check saw the store: the documents before
-                // this one, nearest first, within the same bounds. Later
-                // documents cost a read too, so they count against the
-                // bound; a document whose bounded walk met no earlier
-                // confirmed copy joins the first later one instead (the
-                // earliest of a million copies would otherwise stay alone
-                // when the first thousand candidates by id are all later).
-                let (mut confirmed, mut examined) = (0, 0);
-                let mut later: Option<(String, Rank)> = None;
-                let skip = |other: &str| other == id;
-                // As ingest: beyond k only when nothing within k (an
-                // earlier document) was confirmed.
-                let k = super::Query::new(r.fingerprint).k;
+        let qs: Vec<(Fingerprint, crate::index::ProbePlan)> = chunk
+            .iter()
+            .map(|(_, r)| {
+                let q =
+                    super::Query::new(r.fingerprint).probing(&r.weak_bits, DEFAULT_PROBE_BUDGET);
+                (r.fingerprint, q.plan())
+            })
+            .collect();
+        let at = self.store.snapshot();
+        let found = self.store.candidates_many(&at, &qs)?;
+        let mut out = Vec::with_capacity(chunk.len());
+        for ((id, r), found) in chunk.iter().zip(found) {
+            // As ingest's check saw the store: the documents before this
+            // one, nearest first, within the same bounds. Later documents
+            // cost a read too, so they count against the bound; a walk cut
+            // short with no earlier copy confirmed but a later one (the
+            // earliest copies of a flood, whose first candidates by id are
+            // all later) is walked again sixteen times as far.
+            let k = super::Query::new(r.fingerprint).k;
+            let mut near: Vec<String> = Vec::new();
+            for reach in [1, 16] {
+                let (mut examined, mut later) = (0, false);
                 let mut within = true;
+                let skip = |other: &str| other == id.as_str();
                 let complete = self.store.resolve(
                     &at,
                     r.fingerprint,
-                    found,
+                    found.clone(),
                     r.sketch.as_ref(),
                     &skip,
                     |h| {
-                        if confirmed >= CHECK_CONFIRMED || examined >= CHECK_EXAMINED {
+                        if near.len() >= CHECK_CONFIRMED || examined >= reach * CHECK_EXAMINED {
                             return Ok(store::Flow::Stop);
                         }
+                        // As ingest: beyond k only when nothing within k
+                        // (an earlier document) was confirmed.
                         if within && h.distance > k {
                             within = false;
-                            if confirmed > 0 {
+                            if !near.is_empty() {
                                 return Ok(store::Flow::Stop);
                             }
                         }
@@ -464,67 +780,20 @@ impl Db {
                         }
                         let hr = self.store.checked_record(&at, h.fingerprint, &h.id)?;
                         if hr.ord < r.ord {
-                            confirmed += 1;
-                            comps.union((id, Rank::of(r)), (&h.id, Rank::of(&hr)));
-                        } else if later.is_none() {
-                            later = Some((h.id, Rank::of(&hr)));
+                            near.push(h.id);
+                        } else {
+                            later = true;
                         }
                         Ok(store::Flow::Continue)
                     },
                 )?;
-                if let (false, 0, Some((other, rank))) = (complete, confirmed, later) {
-                    comps.union((id, Rank::of(r)), (&other, rank));
+                if complete || !near.is_empty() || !later {
+                    break;
                 }
             }
-            chunk.clear();
-            Ok(())
-        };
-        // Records that do not decode are skipped (repair reports them).
-        self.store.for_each_raw(store::DOCS, |k, v| {
-            let (Ok(id), Ok(rec)) = (std::str::from_utf8(k), store::codec::decode_record(v)) else {
-                return Ok(());
-            };
-            chunk.push((id.to_string(), rec));
-            if chunk.len() >= 20_000 {
-                check(&mut chunk, &mut comps)?;
-            }
-            Ok(())
-        })?;
-        check(&mut chunk, &mut comps)?;
-        // Components of two or more, each with its id (the smallest ord).
-        let ids: Vec<String> = comps.parent.keys().cloned().collect();
-        let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for id in ids {
-            let root = comps.root(&id);
-            groups.entry(root).or_default().push(id);
+            out.push(near);
         }
-        let mut b = Batch::default();
-        self.store.clear_clusters(&mut b);
-        let mut n = 0u64;
-        let mut writes = 0usize;
-        for members in groups.values() {
-            let ranked: Vec<(Rank, &String)> =
-                members.iter().map(|m| (comps.ranks[m], m)).collect();
-            let Some(cid) = ranked.iter().map(|(r, _)| r.ord).min() else {
-                continue;
-            };
-            for (r, m) in &ranked {
-                let (k, v) = schema::member_entry(cid, *r, m);
-                self.store.put_cluster_raw(&mut b, &k, Some(&v));
-                let (k, v) = schema::membership_entry(m, cid);
-                self.store.put_cluster_raw(&mut b, &k, Some(&v));
-            }
-            let (k, v) = schema::size_entry(cid, ranked.len() as u64);
-            self.store.put_cluster_raw(&mut b, &k, Some(&v));
-            n += 1;
-            writes += ranked.len();
-            if writes >= 50_000 {
-                self.store.write(std::mem::take(&mut b), false)?;
-                writes = 0;
-            }
-        }
-        self.store.write(b, true)?;
-        Ok(n)
+        Ok(out)
     }
 
     /// Adds to `problems` what is wrong with the `clusters` family: every
@@ -544,6 +813,7 @@ impl Db {
         let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
         let mut sizes: BTreeMap<u64, u64> = BTreeMap::new();
         let mut ordered = 0u64;
+        let keep = self.store.keep_policy()?;
         self.store.for_each_raw(name, |k, v| {
             let bad = |what: String| format!("{name}: key {}: {what}", hex(k));
             match k.first() {
@@ -585,7 +855,7 @@ impl Db {
                     (Ok((cid, rank)), Ok(id)) => {
                         *counts.entry(cid).or_default() += 1;
                         match self.store.get(id) {
-                            Ok(Some(r)) if Rank::of(&r) == rank => {}
+                            Ok(Some(r)) if Rank::of(&r, keep) == rank => {}
                             Ok(Some(_)) => problems.push(bad(format!(
                                 "member {id:?} has another rank in its record"
                             ))),

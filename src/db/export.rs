@@ -112,6 +112,8 @@ pub const META_RECIPE: &str = "simdb.recipe";
 /// Key of the store's default verification threshold.
 pub const META_MIN_SIMILARITY: &str = "simdb.min_similarity";
 /// Key of the export's version (1: the columns above).
+/// Key-value metadata key of the store's keep policy.
+pub const META_KEEP_POLICY: &str = "simdb.keep_policy";
 pub const META_EXPORT_VERSION: &str = "simdb.export_version";
 
 /// One row group being built.
@@ -255,6 +257,10 @@ impl Db {
             parquet::file::metadata::KeyValue::new(
                 META_MIN_SIMILARITY.to_string(),
                 self.default_min_similarity().to_string(),
+            ),
+            parquet::file::metadata::KeyValue::new(
+                META_KEEP_POLICY.to_string(),
+                self.store.keep_policy()?.name().to_string(),
             ),
             parquet::file::metadata::KeyValue::new(
                 META_EXPORT_VERSION.to_string(),

@@ -16,7 +16,7 @@ mod writer;
 
 pub use admin::{Admin, ExpireReport};
 pub use check::{MigrateReport, RepairReport, VerifyReport};
-pub use clusters::{Cluster, ClusterChanges, Clusters, Member};
+pub use clusters::{Anchor, Cluster, ClusterChanges, Clusters, KeepPolicy, Match, Member};
 pub use pairs::{Pair, PairsReport};
 pub use request::{
     check_min_similarity, check_probe_budget, search_mode, Answer, Explained, FieldError,
@@ -196,6 +196,8 @@ pub struct Stats {
     /// Clusters of two or more documents, and the documents in them.
     pub clusters: u64,
     pub clustered_documents: u64,
+    /// Who represents a cluster (see [`clusters::KeepPolicy`]).
+    pub keep: KeepPolicy,
     /// Documents with fewer than [`fingerprint::SHORT_TERMS`] terms.
     pub short_documents: u64,
     pub recipe: Recipe,
@@ -731,7 +733,7 @@ impl Db {
     /// ```
     pub fn writer(&mut self) -> Result<Writer<'_>> {
         self.check_writable()?;
-        Writer::new(&self.store)
+        Writer::new(&self.store, self.default_anchor())
     }
 
     /// A batch writer through a shared `Db` (a service answering queries
@@ -745,7 +747,10 @@ impl Db {
         // (A writer that panicked left nothing half-written behind: its
         // batch was never committed. parking_lot's lock is not poisoned.)
         let guard = self.write_lock.lock();
-        Ok(SharedWriter::new(Writer::new(&self.store)?, guard))
+        Ok(SharedWriter::new(
+            Writer::new(&self.store, self.default_anchor())?,
+            guard,
+        ))
     }
 
     fn check_writable(&self) -> Result<()> {

@@ -32,7 +32,11 @@ pub enum DuplicatePolicy {
     /// Index it anyway and report it (default).
     #[default]
     IndexAll,
-    /// Report it and do not index it.
+    /// Report it and do not index it, unless it would represent its
+    /// cluster (see [`crate::db::clusters`]): it outranks, under the
+    /// store's keep policy, the representative it matches (never under
+    /// `first`, always under `newest`), or it matches no representative
+    /// and would stay alone.
     Skip,
 }
 
@@ -78,6 +82,18 @@ impl WritePolicy {
             ..Query::new(a.fingerprint)
         }
         .probing(&a.weak_bits, self.probe_budget)
+    }
+}
+
+impl WritePolicy {
+    /// How a cluster's representative must confirm a document written
+    /// under these options: as its duplicate check confirms a hit.
+    pub fn anchor(&self) -> super::clusters::Anchor {
+        super::clusters::Anchor {
+            k: self.k,
+            beyond_k: self.probe_budget > 0,
+            min_similarity: self.min_similarity,
+        }
     }
 }
 
@@ -173,9 +189,6 @@ pub fn place(
         complete: check.complete,
         hits: check.hits,
     };
-    if !dups.hits.is_empty() && opts.policy == DuplicatePolicy::Skip {
-        return Ok((Placed::Skipped, dups));
-    }
     // The clusters joined do not depend on how many the write lists.
     let near: Vec<String> = dups
         .hits
@@ -183,7 +196,23 @@ pub fn place(
         .take(limits::CHECK_CONFIRMED)
         .map(|h| h.id.clone())
         .collect();
-    let outcome = w.put_near(&doc.id, a, &doc.content, &doc.source, doc.priority, &near)?;
+    // Skipped: a duplicate the store's keep policy would not keep (it
+    // would join a cluster whose representative outranks it).
+    if !dups.hits.is_empty()
+        && opts.policy == DuplicatePolicy::Skip
+        && !w.would_represent(&a, &doc.content, doc.priority, &near, &opts.anchor())?
+    {
+        return Ok((Placed::Skipped, dups));
+    }
+    let outcome = w.put_near(
+        &doc.id,
+        a,
+        &doc.content,
+        &doc.source,
+        doc.priority,
+        &near,
+        &opts.anchor(),
+    )?;
     Ok((Placed::Written(outcome), dups))
 }
 

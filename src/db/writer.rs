@@ -3,17 +3,17 @@
 
 use std::collections::HashMap;
 
-use super::clusters::{ClusterChanges, ClusterState};
+use super::clusters::{Anchor, ClusterChanges, ClusterState};
 use super::{Content, Outcome, Query};
 use crate::error::{Error, Result};
 use crate::fingerprint::{Analysis, Fingerprint};
 use crate::index::{self, Hit, MemIndex};
-use crate::store::schema::Rank;
 use crate::store::{self, Flow, Priority, Record, Store};
 
 /// Where a written document goes, beyond its content: its priority (for
-/// the choice of its cluster's representative) and its confirmed
-/// near-copies, whose clusters it joins (see [`crate::db::clusters`]).
+/// the `priority` keep policy) and its confirmed near-copies, among whose
+/// clusters it joins the one whose representative confirms it best (see
+/// [`crate::db::clusters`]).
 #[derive(Debug, Clone, Default)]
 pub struct Placement {
     /// The input's priority (NaN is refused).
@@ -21,6 +21,9 @@ pub struct Placement {
     /// Ids of stored documents (or documents written earlier in this
     /// writer) that are confirmed near-copies of it.
     pub near: Vec<String>,
+    /// How a representative must confirm it (`None`: as the store's
+    /// default duplicate check does).
+    pub anchor: Option<Anchor>,
 }
 
 /// What [`Writer::check`] found.
@@ -58,6 +61,8 @@ pub struct Writer<'a> {
     next_ord: u64,
     clock: u64,
     clusters: ClusterState,
+    /// The store's default check, as an anchor.
+    anchor: Anchor,
 }
 
 /// A [`Writer`] through a shared `Db` ([`Db::shared_writer`](super::Db::shared_writer)): it holds the
@@ -101,8 +106,10 @@ impl std::ops::DerefMut for SharedWriter<'_> {
 }
 
 impl<'a> Writer<'a> {
-    /// A writer of `store` (opened for writing), starting from its counts.
-    pub(super) fn new(store: &'a Store) -> Result<Writer<'a>> {
+    /// A writer of `store` (opened for writing), starting from its counts;
+    /// `anchor` is the store's default check (for placements without one,
+    /// and re-anchoring after a representative leaves).
+    pub(super) fn new(store: &'a Store, anchor: Anchor) -> Result<Writer<'a>> {
         let (next_ord, clock) = store.ord_state()?;
         Ok(Writer {
             store,
@@ -116,7 +123,8 @@ impl<'a> Writer<'a> {
             sync: false,
             next_ord,
             clock,
-            clusters: ClusterState::default(),
+            clusters: ClusterState::new(store.keep_policy()?, anchor),
+            anchor,
         })
     }
 }
@@ -129,10 +137,7 @@ impl Writer<'_> {
 
     /// The current record of `id`, pending writes included.
     pub fn get(&self, id: &str) -> Result<Option<Record>> {
-        match self.overlay.get(id) {
-            Some(r) => Ok(r.clone()),
-            None => self.store.get(id),
-        }
+        pending_or_stored(&self.overlay, self.store, id)
     }
 
     /// Whether `id` is stored (or pending) with this fingerprint and content.
@@ -169,10 +174,20 @@ impl Writer<'_> {
         source: &str,
         place: &Placement,
     ) -> Result<Outcome> {
-        self.put_near(id, doc.into(), content, source, place.priority, &place.near)
+        let anchor = place.anchor.unwrap_or(self.anchor);
+        self.put_near(
+            id,
+            doc.into(),
+            content,
+            source,
+            place.priority,
+            &place.near,
+            &anchor,
+        )
     }
 
     /// [`Writer::put_placed`], the parts taken apart.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn put_near(
         &mut self,
         id: &str,
@@ -181,6 +196,7 @@ impl Writer<'_> {
         source: &str,
         priority: Option<f64>,
         near: &[String],
+        anchor: &Anchor,
     ) -> Result<Outcome> {
         check_id(id)?;
         let priority = priority
@@ -198,8 +214,8 @@ impl Writer<'_> {
                 return Ok(Outcome::Unchanged)
             }
             Some(r) => {
-                self.clusters
-                    .leave(self.store, &mut self.batch, id, Rank::of(r))?;
+                let rank = self.clusters.rank(r);
+                self.clusters.leave(self.store, &mut self.batch, id, rank)?;
                 self.store.delete_doc(&mut self.batch, id, r);
                 self.short = self.short.saturating_sub(u64::from(r.is_short()));
                 self.forget_pending(id);
@@ -230,23 +246,48 @@ impl Writer<'_> {
         };
         self.short += u64::from(rec.is_short());
         self.store.put_doc(&mut self.batch, id, &rec);
-        // A near-copy's rank (asked only of those alone) as the batch has
-        // it, this document not yet in.
+        // Records as the batch has them, this document not yet in.
         let (overlay, store) = (&self.overlay, self.store);
-        let rank_of = |n: &str| -> Result<Option<Rank>> {
-            let r = match overlay.get(n) {
-                Some(r) => r.clone(),
-                None => store.get(n)?,
-            };
-            Ok(r.map(|r| Rank::of(&r)))
-        };
+        let get = |n: &str| pending_or_stored(overlay, store, n);
         self.clusters
-            .join(store, &mut self.batch, id, Rank::of(&rec), &near, rank_of)?;
+            .join(store, &mut self.batch, id, &rec, &near, anchor, &get)?;
         *self.fps.entry(fp).or_insert(0) += 1;
         self.overlay.insert(id.to_string(), Some(rec));
         self.mem.insert(id, fp);
         self.ops += 1;
         Ok(outcome)
+    }
+
+    /// Whether a document of analysis `a`, content `content` and
+    /// `priority`, with the confirmed near-copies `near`, would represent
+    /// its cluster if written now: it matches no representative under
+    /// `anchor`, or outranks the one it matches best (what
+    /// `--skip-duplicates` keeps).
+    pub(crate) fn would_represent(
+        &self,
+        a: &Analysis,
+        content: &Content,
+        priority: Option<f64>,
+        near: &[String],
+        anchor: &Anchor,
+    ) -> Result<bool> {
+        let rec = Record {
+            fingerprint: a.fingerprint,
+            content_hash: content.hash(),
+            length: content.len(),
+            ingested_at: self.clock,
+            source: String::new(),
+            terms: 0,
+            sketch: a.sketch,
+            top_terms: Vec::new(),
+            weak_bits: Vec::new(),
+            ord: self.next_ord,
+            priority: priority.and_then(Priority::new),
+        };
+        let (overlay, store) = (&self.overlay, self.store);
+        let get = |n: &str| pending_or_stored(overlay, store, n);
+        self.clusters
+            .would_represent(store, &rec, near, anchor, &get)
     }
 
     /// Takes a document this batch wrote out of the batch's count of
@@ -264,8 +305,8 @@ impl Writer<'_> {
         let Some(old) = self.get(id)? else {
             return Ok(false);
         };
-        self.clusters
-            .leave(self.store, &mut self.batch, id, Rank::of(&old))?;
+        let rank = self.clusters.rank(&old);
+        self.clusters.leave(self.store, &mut self.batch, id, rank)?;
         self.store.delete_doc(&mut self.batch, id, &old);
         self.forget_pending(id);
         self.fps.entry(old.fingerprint).or_insert(0);
@@ -456,8 +497,11 @@ impl Writer<'_> {
             }
             return Ok(());
         }
+        // Clusters whose representative left are re-anchored first.
+        let (overlay, store) = (&self.overlay, self.store);
+        let get = |n: &str| pending_or_stored(overlay, store, n);
+        self.clusters.settle(store, &mut self.batch, &get)?;
         let mut batch = std::mem::take(&mut self.batch);
-        let overlay = &self.overlay;
         let written = self
             .store
             .posting_changes(self.fps.iter().map(|(fp, n)| (*fp, *n > 0)), &|id| {
@@ -482,6 +526,19 @@ impl Writer<'_> {
         self.mem = MemIndex::new();
         self.ops = 0;
         Ok(())
+    }
+}
+
+/// The record of `n` as a batch sees it: its pending write (or deletion)
+/// in `overlay`, else the store's.
+fn pending_or_stored(
+    overlay: &HashMap<String, Option<Record>>,
+    store: &Store,
+    n: &str,
+) -> Result<Option<Record>> {
+    match overlay.get(n) {
+        Some(r) => Ok(r.clone()),
+        None => store.get(n),
     }
 }
 

@@ -58,6 +58,7 @@ use crate::error::{Error, Result};
 use crate::fingerprint::Content;
 use crate::fingerprint::{Fingerprint, Recipe, SKETCH_BYTES};
 use crate::index;
+use crate::store::schema::KeepPolicy;
 use crate::store::{self, Record, Tuning};
 
 /// First 8 bytes of the binary form.
@@ -719,11 +720,21 @@ fn restored_row(
     })
 }
 
+/// What a simdb export states of its store in its key-value metadata.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExportMeta {
+    pub recipe: Recipe,
+    /// The store's verification threshold, if stated.
+    pub min_similarity: Option<f64>,
+    /// The policy that ranked its clusters.
+    pub keep: KeepPolicy,
+}
+
 #[cfg(feature = "parquet")]
-/// The recipe and threshold a simdb export states in its key-value
-/// metadata, if `path` is one (a Parquet file that `simdb export` wrote).
-pub fn export_metadata(path: &Path) -> Result<Option<(Recipe, Option<f64>)>> {
-    use crate::db::export::{META_MIN_SIMILARITY, META_RECIPE};
+/// The recipe, threshold and keep policy a simdb export states in its
+/// key-value metadata, if `path` is one (a Parquet file that `simdb export` wrote).
+pub fn export_metadata(path: &Path) -> Result<Option<ExportMeta>> {
+    use crate::db::export::{META_KEEP_POLICY, META_MIN_SIMILARITY, META_RECIPE};
     use parquet::file::reader::{FileReader, SerializedFileReader};
     if !is_parquet(path)? {
         return Ok(None);
@@ -745,13 +756,25 @@ pub fn export_metadata(path: &Path) -> Result<Option<(Recipe, Option<f64>)>> {
             format!("the recipe in the metadata is unreadable: {e}"),
         )
     })?;
-    let threshold = get(META_MIN_SIMILARITY).and_then(|v| v.parse().ok());
-    Ok(Some((recipe, threshold)))
+    let min_similarity = get(META_MIN_SIMILARITY).and_then(|v| v.parse().ok());
+    // Exports of stores before format 6 name no policy: they ranked by
+    // priority.
+    let keep = match get(META_KEEP_POLICY) {
+        None => KeepPolicy::Priority,
+        Some(v) => v
+            .parse()
+            .map_err(|e| bad(path, 0, format!("the metadata's keep policy: {e}")))?,
+    };
+    Ok(Some(ExportMeta {
+        recipe,
+        min_similarity,
+        keep,
+    }))
 }
 
 /// Without the `parquet` feature no file is read as an export.
 #[cfg(not(feature = "parquet"))]
-pub fn export_metadata(_path: &Path) -> Result<Option<(Recipe, Option<f64>)>> {
+pub fn export_metadata(_path: &Path) -> Result<Option<ExportMeta>> {
     Ok(None)
 }
 
@@ -923,27 +946,27 @@ pub fn run(
 
 /// Whether `inputs` are a simdb export to restore in full (all of them,
 /// or none: mixing is refused), and the options with the export's recipe.
-fn restore_plan(inputs: &[PathBuf], opts: &Options) -> Result<(Options, bool)> {
-    let mut found: Option<(Recipe, &Path)> = None;
+fn restore_plan(inputs: &[PathBuf], opts: &Options) -> Result<(Options, Option<KeepPolicy>)> {
+    let mut found: Option<(Recipe, KeepPolicy, &Path)> = None;
     let mut plain: Option<&Path> = None;
     for p in inputs {
         match export_metadata(p)? {
             None => plain = Some(p),
-            Some((recipe, _)) => match &found {
-                Some((r, first)) if *r != recipe => {
+            Some(m) => match &found {
+                Some((r, k, first)) if (r, k) != (&m.recipe, &m.keep) => {
                     return Err(Error::Input(format!(
-                        "{} and {} are exports of stores with different recipes",
+                        "{} and {} are exports of stores with different recipes or keep policies",
                         first.display(),
                         p.display()
                     )))
                 }
                 Some(_) => {}
-                None => found = Some((recipe, p)),
+                None => found = Some((m.recipe, m.keep, p)),
             },
         }
     }
-    let Some((recipe, first)) = found else {
-        return Ok((opts.clone(), false));
+    let Some((recipe, keep, first)) = found else {
+        return Ok((opts.clone(), None));
     };
     if let Some(other) = plain {
         return Err(Error::Input(format!(
@@ -973,7 +996,7 @@ fn restore_plan(inputs: &[PathBuf], opts: &Options) -> Result<(Options, bool)> {
     }
     let mut o = opts.clone();
     o.recipe = recipe;
-    Ok((o, true))
+    Ok((o, Some(keep)))
 }
 
 /// Where a build's temporary and table files go, and its memory budget.
@@ -991,7 +1014,7 @@ fn build(
     staging: store::Staging,
     inputs: &[PathBuf],
     opts: &Options,
-    restore: bool,
+    restore: Option<KeepPolicy>,
     on_event: &mut impl FnMut(Event),
 ) -> Result<Summary> {
     let b = Build {
@@ -1009,7 +1032,7 @@ fn build(
         step = Instant::now();
     };
     on_event(Event::Step("read"));
-    let by_id = b.read_by_id(inputs, restore, &mut summary, on_event)?;
+    let by_id = b.read_by_id(inputs, restore.is_some(), &mut summary, on_event)?;
     lap(&mut summary, "read and sort by id");
     on_event(Event::Step("dedup"));
     let (uniq_path, by_fp) = b.keep_last(by_id, &mut summary)?;
@@ -1045,20 +1068,23 @@ fn build(
     // Positions count records from 1; the documents are stamped `now`
     // (restored ones keep their ords and times).
     let (next_ord, clock) = match restore {
-        true => (restoration.next_ord.max(1), restoration.clock),
-        false => (summary.records + 1, now),
+        Some(_) => (restoration.next_ord.max(1), restoration.clock),
+        None => (summary.records + 1, now),
     };
     let next_ord = store::schema::MetaU64::NextOrd.owned_entry(next_ord);
     let clock = store::schema::MetaU64::Clock.owned_entry(clock);
     let short = store::schema::MetaU64::ShortCount.owned_entry(restoration.short);
+    // A restored store keeps the policy its clusters were ranked by.
+    let (k, v) = store::schema::keep_policy_entry(restore.unwrap_or_default());
+    let keep = (k.to_vec(), v.to_vec());
     staging.finish(
         &opts.recipe,
         opts.tuning,
         &families,
-        &[count, next_ord, clock, short],
+        &[count, next_ord, clock, short, keep],
     )?;
     summary.clusters = restoration.clusters;
-    summary.restored = restore;
+    summary.restored = restore.is_some();
     lap(&mut summary, "ingest and rename");
     Ok(summary)
 }
@@ -1206,7 +1232,7 @@ impl Build<'_> {
         uniq_path: &Path,
         names: &[String],
         now: u64,
-        restore: bool,
+        restore: Option<KeepPolicy>,
     ) -> Result<(Vec<PathBuf>, Vec<PathBuf>, Restoration)> {
         let (tmp, sst, opts) = (&self.tmp, &self.sst, self.opts);
         let mut r = BufReader::with_capacity(1 << 20, File::open(uniq_path).map_err(io_err(tmp))?);
@@ -1231,7 +1257,8 @@ impl Build<'_> {
                     done.next_ord = done.next_ord.max(rec.ord + 1);
                     done.clock = done.clock.max(rec.ingested_at);
                     done.short += u64::from(rec.is_short());
-                    let rank = store::schema::Rank::of(&rec).to_bytes();
+                    let keep = restore.unwrap_or_default();
+                    let rank = store::schema::Rank::of(&rec, keep).to_bytes();
                     if let Err(e) = clusters.push(ByCluster {
                         cid: restored.cluster,
                         rank,
@@ -1273,7 +1300,7 @@ impl Build<'_> {
                 Ok((k.to_vec(), v))
             }),
         )?;
-        if restore {
+        if restore.is_some() {
             let sorted = clusters.finish().map_err(io_err(tmp))?;
             cluster_files.extend(restored_clusters(tmp, sst, opts, sorted, &mut done)?);
         }

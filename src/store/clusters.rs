@@ -56,10 +56,33 @@ impl Store {
     }
 
     fn cluster_members_opt(&self, cid: u64, ro: ReadOptions) -> Result<Vec<(Rank, String)>> {
+        let mut out = Vec::new();
+        self.for_each_member_opt(cid, ro, |rank, id| {
+            out.push((rank, id.to_string()));
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+
+    /// Calls `visit(rank, id)` for the members of cluster `cid` in rank
+    /// order (representative first) until it returns `false`.
+    pub fn for_each_member(
+        &self,
+        cid: u64,
+        visit: impl FnMut(Rank, &str) -> Result<bool>,
+    ) -> Result<()> {
+        self.for_each_member_opt(cid, ReadOptions::default(), visit)
+    }
+
+    fn for_each_member_opt(
+        &self,
+        cid: u64,
+        ro: ReadOptions,
+        mut visit: impl FnMut(Rank, &str) -> Result<bool>,
+    ) -> Result<()> {
         let prefix = schema::members_prefix(cid);
         let mut it = self.db.raw_iterator_cf_opt(self.cf(CLUSTERS), ro);
         it.seek(prefix);
-        let mut out = Vec::new();
         while let (Some(k), Some(v)) = (it.key(), it.value()) {
             if !k.starts_with(&prefix) {
                 break;
@@ -68,11 +91,13 @@ impl Store {
                 schema::decode_member_key(&k[1..]).map_err(|r| Error::corrupt(CLUSTERS, k, r))?;
             let id = std::str::from_utf8(v)
                 .map_err(|_| Error::corrupt(CLUSTERS, k, "member id is not UTF-8"))?;
-            out.push((rank, id.to_string()));
+            if !visit(rank, id)? {
+                break;
+            }
             it.next();
         }
         it.status()?;
-        Ok(out)
+        Ok(())
     }
 
     /// Calls `visit(cid, size)` for every cluster of two or more documents,

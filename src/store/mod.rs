@@ -125,12 +125,14 @@ pub const MAGIC: &[u8] = b"simdb-store\n";
 /// Meta key of the format version.
 pub const FORMAT_VERSION_KEY: &[u8] = b"format_version";
 /// The on-disk format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 /// The oldest format `simdb migrate` brings to [`FORMAT_VERSION`] in place
 /// (2: postings of single keys; 3: no ords and no clusters; 4: postings
 /// with an entry per document, `refs` keyed by fingerprint ‖ sequence
 /// number).
 pub const MIGRATABLE_FORMAT_VERSION: u32 = 2;
+/// Meta key of the keep policy (format 6 on; see [`schema::KeepPolicy`]).
+pub const KEEP_POLICY_KEY: &[u8] = b"keep_policy";
 /// Meta key of the ord the next written document takes.
 pub const NEXT_ORD_KEY: &[u8] = b"next_ord";
 /// Meta key of the latest `ingested_at` written.
@@ -412,6 +414,8 @@ impl Store {
         b.0.put_cf(meta, k, v);
         let (k, v) = schema::MetaU64::DocCount.entry(0);
         b.0.put_cf(meta, k, v);
+        let (k, v) = schema::keep_policy_entry(schema::KeepPolicy::default());
+        b.0.put_cf(meta, k, v);
         for (k, v) in extra {
             b.0.put_cf(meta, k, v);
         }
@@ -571,6 +575,17 @@ impl Store {
     /// every committed write, so two views can be compared.
     pub fn sequence(&self) -> u64 {
         self.db.latest_sequence_number()
+    }
+
+    /// The keep policy that ranks cluster members (a store made before
+    /// format 6, not yet migrated, ranked by priority).
+    pub fn keep_policy(&self) -> Result<schema::KeepPolicy> {
+        match self.db.get_cf(self.cf(META), KEEP_POLICY_KEY)? {
+            None => Ok(schema::KeepPolicy::Priority),
+            Some(v) => {
+                schema::decode_keep_policy(&v).map_err(|r| Error::corrupt(META, KEEP_POLICY_KEY, r))
+            }
+        }
     }
 
     /// The store's directory.

@@ -77,12 +77,90 @@ pub fn decode_refs_value(v: &[u8]) -> std::result::Result<Option<Sketch>, String
 //   'm' ‖ cluster id ‖ rank (16 B)  -> id                   (members, best first)
 //   's' ‖ cluster id                -> size, u64 BE         (>= 2)
 //
-// A rank is `Priority::rank_key(priority)` then `ord`, both u64 BE: the
-// first member in key order is the representative (highest priority, then
-// earliest ingested).
+// A rank is a key the store's keep policy derives from the record, then
+// `ord`, both u64 BE: the first member in key order is the representative.
+// The policy is the meta entry `keep_policy` (its name in ASCII; stores
+// before format 6 have none and ranked by priority).
 
-/// Where a document ranks in its cluster: by priority (highest first, none
-/// last), then by ord (earliest first).
+/// Who represents a cluster: the member the keep policy ranks first. The
+/// store's policy is set when it is made (`simdb init --keep`) and changed
+/// by `simdb migrate --keep`, which rebuilds the clusters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KeepPolicy {
+    /// The earliest ingested (the default: a later copy never displaces
+    /// the representative, so a join never re-checks a cluster).
+    #[default]
+    First,
+    /// The highest input `priority` (none last), then the earliest.
+    Priority,
+    /// The longest content (bytes), then the earliest.
+    Longest,
+    /// The latest ingested.
+    Newest,
+}
+
+impl KeepPolicy {
+    pub const ALL: [KeepPolicy; 4] = [
+        KeepPolicy::First,
+        KeepPolicy::Priority,
+        KeepPolicy::Longest,
+        KeepPolicy::Newest,
+    ];
+
+    /// Its name (`first`, `priority`, `longest`, `newest`).
+    pub fn name(self) -> &'static str {
+        match self {
+            KeepPolicy::First => "first",
+            KeepPolicy::Priority => "priority",
+            KeepPolicy::Longest => "longest",
+            KeepPolicy::Newest => "newest",
+        }
+    }
+
+    /// The key that ranks a record under this policy (smaller first).
+    fn key(self, rec: &Record) -> u64 {
+        match self {
+            KeepPolicy::First => 0,
+            KeepPolicy::Priority => codec::Priority::rank_key(rec.priority),
+            KeepPolicy::Longest => u64::MAX - rec.length,
+            KeepPolicy::Newest => u64::MAX - rec.ord,
+        }
+    }
+}
+
+impl std::fmt::Display for KeepPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for KeepPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        KeepPolicy::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| {
+                format!("unknown keep policy {s:?} (first, priority, longest or newest)")
+            })
+    }
+}
+
+/// The meta entry of the keep policy.
+pub fn keep_policy_entry(keep: KeepPolicy) -> (&'static [u8], &'static [u8]) {
+    (super::KEEP_POLICY_KEY, keep.name().as_bytes())
+}
+
+/// The keep policy of a `keep_policy` value; `Err` carries the reason.
+pub fn decode_keep_policy(v: &[u8]) -> std::result::Result<KeepPolicy, String> {
+    std::str::from_utf8(v)
+        .map_err(|_| "keep policy is not UTF-8".to_string())?
+        .parse()
+}
+
+/// Where a document ranks in its cluster: by the keep policy's key, then
+/// by ord (earliest first).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Rank {
     pub priority_key: u64,
@@ -90,10 +168,10 @@ pub struct Rank {
 }
 
 impl Rank {
-    /// The rank of the document stored as `rec`.
-    pub fn of(rec: &Record) -> Rank {
+    /// The rank of the document stored as `rec` under policy `keep`.
+    pub fn of(rec: &Record, keep: KeepPolicy) -> Rank {
         Rank {
-            priority_key: codec::Priority::rank_key(rec.priority),
+            priority_key: keep.key(rec),
             ord: rec.ord,
         }
     }

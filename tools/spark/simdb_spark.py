@@ -28,12 +28,23 @@ The method (the README's "Beyond one machine" has the whole story):
    similarity is at least --min-similarity (by default the store's threshold,
    which the export's key-value metadata states), or when either document
    has no sketch (then unconfirmed, similarity null): simdb's rule.
-4. Clusters. The connected components of the kept pairs, by min-label
-   propagation with pointer jumping: each document's label starts as its
-   ord, takes the smallest label of its neighbours, then the label of its
-   label, until nothing changes. A cluster's id is its smallest ord; its
-   representative is the member with the highest priority (none last),
-   then the smallest ord: simdb's rule.
+4. Clusters, simdb's anchored rule (simdb's docs/workflows.md, "Clusters").
+   The connected components of the kept pairs (min-label propagation with
+   pointer jumping: each document's label starts as its ord, takes the
+   smallest label of its neighbours, then the label of its label, until
+   nothing changes) bound where a cluster can reach. Each component's
+   documents and pairs are then grouped on one worker, which places its
+   documents in ord order as a simdb write does: a document joins the
+   cluster, among those of its confirmed earlier near-copies (the 16
+   nearest, as simdb's check lists them), whose representative it is
+   paired with best (highest similarity, fewest bits, oldest cluster); if
+   it outranks the representative under the store's keep policy (the
+   export's metadata), it takes over and the members it is not paired with
+   leave. A cluster's id is its founder's ord (the smallest ord left when
+   its founder leaves). This step is Python on the workers (a component is
+   small; the rule is sequential within it). simdb's clusters equal these
+   for a store ingested with `-k` at the job's k (exact checks, no
+   confidence-ranked probing), without deletes.
 
 Output (Parquet, Snappy):
     OUT/pairs/     a, b (ids, a < b), distance (int), similarity (double, null: unconfirmed)
@@ -201,6 +212,79 @@ def components(F, edges, checkpoint):
             return labels, rounds
 
 
+def anchored_clusters(items, keep: str):
+    """simdb's anchored clusters of one component: `items` are ("d", (ord,
+    id, fp, priority, length, sketch words)) and ("p", (x, y, distance,
+    similarity)) with x < y ords; yields (cluster, size, representative,
+    id, rank, distance) rows."""
+    docs, conf = {}, {}
+    for kind, v in items:
+        if kind == "d":
+            docs[v[0]] = v
+        else:
+            conf[(v[0], v[1])] = (v[3], v[2])
+    earlier: dict = {}
+    for x, y in conf:
+        earlier.setdefault(y, []).append(x)
+
+    def rank(o):
+        _, _, _, p, length, _ = docs[o]
+        if keep == "priority":
+            return ((0, -p) if p is not None else (1, 0.0), o)
+        if keep == "longest":
+            return (-length, o)
+        if keep == "newest":
+            return (-o, o)
+        return (0, o)
+
+    def paired(a, b):
+        return conf.get((min(a, b), max(a, b)))
+
+    cluster_of: dict = {}
+    members: dict = {}
+    for d in sorted(docs):
+        near = sorted(earlier.get(d, []), key=lambda x: (conf[(x, d)][1], docs[x][1]))[:16]
+        best = None
+        for n in near:
+            cid = cluster_of.get(n)
+            rep = n if cid is None else min(members[cid], key=rank)
+            cid = n if cid is None else cid
+            m = paired(rep, d)
+            if m is None:
+                continue
+            key = (-(m[0] if m[0] is not None else -1.0), m[1], cid)
+            if best is None or key < best[0]:
+                best = (key, cid, rep)
+        if best is None:
+            continue
+        _, cid, rep = best
+        ms = members.setdefault(cid, [rep])
+        cluster_of[rep] = cid
+        ms.append(d)
+        cluster_of[d] = cid
+        same = docs[d][2] == docs[rep][2] and docs[d][5] == docs[rep][5]
+        if rank(d) < rank(rep) and not same:
+            kept = [m for m in ms if m == d or paired(m, d) is not None]
+            gone = [m for m in ms if m not in kept]
+            for g in gone:
+                cluster_of.pop(g, None)
+            del members[cid]
+            if len(kept) >= 2:
+                new = min(kept) if cid in gone else cid
+                for m in kept:
+                    cluster_of[m] = new
+                members[new] = kept
+            else:
+                for m in kept:
+                    cluster_of.pop(m, None)
+    for cid, ms in members.items():
+        ms = sorted(ms, key=rank)
+        rep = docs[ms[0]]
+        for i, m in enumerate(ms):
+            bits = bin((docs[m][2] ^ rep[2]) & 0xFFFFFFFFFFFFFFFF).count("1")
+            yield (cid, len(ms), rep[1], docs[m][1], i, bits)
+
+
 def export_metadata(export: str) -> dict:
     """What `simdb export` states in its files' key-value metadata: the
     store's recipe ("simdb.recipe", JSON) and default verification threshold
@@ -219,6 +303,8 @@ def export_metadata(export: str) -> dict:
         out["recipe"] = json.loads(kv[b"simdb.recipe"])
     if b"simdb.min_similarity" in kv:
         out["min_similarity"] = float(kv[b"simdb.min_similarity"])
+    # Exports of stores before format 6 name no policy: they ranked by priority.
+    out["keep_policy"] = kv.get(b"simdb.keep_policy", b"priority").decode()
     return out
 
 
@@ -258,12 +344,14 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
     has = set(raw.columns)
     sk = F.col("sketch") if "sketch" in has else F.lit(None).cast("binary")
     pr = F.col("priority") if "priority" in has else F.lit(None).cast("double")
+    ln = F.col("length") if "length" in has else F.lit(0).cast("long")
     words = sketch_words(F, sk)
     docs = raw.select(
         F.col("ord").cast("long").alias("ord"),
         F.col("id").alias("id"),
         F.col("fingerprint").cast("long").alias("fp"),
         pr.alias("priority"),
+        ln.cast("long").alias("length"),
         *[w.alias(f"s{i}") for i, w in enumerate(words)],
     )
     docs = docs.persist()
@@ -327,24 +415,22 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
         t0 = time.perf_counter()
         labels, rounds = components(F, kept.select(F.col("x").alias("u"), F.col("y").alias("v")),
                                     checkpoint)
-        members = labels.select(F.col("v").alias("ord"), F.col("label").alias("cluster")).join(
-            docs.select("ord", "id", "fp", "priority"), "ord")
-        from pyspark.sql.window import Window
-
-        by_rank = Window.partitionBy("cluster").orderBy(F.col("priority").desc_nulls_last(),
-                                                        F.col("ord").asc())
-        whole = Window.partitionBy("cluster")
-        ranked = members.select(
-            "cluster", "id", "fp",
-            (F.row_number().over(by_rank) - 1).alias("rank"),
-            F.count(F.lit(1)).over(whole).alias("size"),
-            F.first("id").over(by_rank).alias("representative"),
-            F.first("fp").over(by_rank).alias("rep_fp"),
-        )
-        result = checkpoint(ranked.select(
-            "cluster", "size", "representative", "id", F.col("rank").cast("int").alias("rank"),
-            F.bit_count(F.col("fp").bitwiseXOR(F.col("rep_fp"))).cast("int").alias("distance"),
-        ))
+        # The workers run anchored_clusters from this file.
+        spark.sparkContext.addPyFile(os.path.abspath(__file__))
+        keep = meta.get("keep_policy", "first")
+        report["keep_policy"] = keep
+        # Each component's documents and pairs, grouped on one worker.
+        lab = labels.select(F.col("v").alias("ord"), "label")
+        doc_rows = lab.join(docs, "ord").rdd.map(
+            lambda r: (r["label"], ("d", (r["ord"], r["id"], r["fp"], r["priority"], r["length"],
+                                          (r["s0"], r["s1"], r["s2"], r["s3"])))))
+        pair_rows = kept.join(lab.withColumnRenamed("ord", "x"), "x").rdd.map(
+            lambda r: (r["label"], ("p", (r["x"], r["y"], r["distance"], r["similarity"]))))
+        placed = doc_rows.union(pair_rows).groupByKey().flatMap(
+            lambda kv: anchored_clusters(kv[1], keep))
+        result = checkpoint(spark.createDataFrame(
+            placed, "cluster long, size long, representative string, id string, rank int, "
+                    "distance int"))
         result.write.mode("errorifexists").parquet(os.path.join(out, "clusters"))
         c = result.agg(F.countDistinct("cluster").alias("n"), F.count(F.lit(1)).alias("docs")).first()
         report["clusters"] = int(c["n"])

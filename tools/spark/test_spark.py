@@ -324,6 +324,28 @@ def test_text_store_pairs_and_clusters(spark, text_store, tmp_path):
         assert rep["candidate_pairs"] >= rep["pairs_within_k"]
 
 
+@pytest.mark.parametrize("keep", ["priority", "longest", "newest"])
+def test_clusters_follow_the_keep_policy(spark, keep, tmp_path):
+    """The same documents in a store of each other keep policy: the job's
+    clusters still equal simdb's (representatives taking over, members
+    leaving)."""
+    src = tmp_path / "docs.jsonl"
+    with open(src, "w") as f:
+        for doc in text_docs():
+            f.write(json.dumps(doc, ensure_ascii=False) + "\n")
+    db = str(tmp_path / "db")
+    simdb("init", db, "--keep", keep)
+    simdb("ingest", db, str(src), "-k", "3")
+    export = str(tmp_path / "export")
+    simdb("export", db, "--parquet", export)
+    want = simdb_clusters(db)
+    assert len(want) > 50
+    out = str(tmp_path / "out")
+    rep = simdb_spark.run(spark, export, out, k=3, design="card")
+    assert rep["keep_policy"] == keep
+    assert spark_clusters(out) == want, keep
+
+
 def test_text_store_thresholds(spark, text_store, tmp_path):
     db, export = text_store
     for i, (k, s) in enumerate([(0, 0.6), (2, 0.0), (3, 0.9), (3, 1.0)]):
@@ -374,4 +396,5 @@ def test_export_metadata_states_recipe_and_threshold(text_store, tmp_path):
     meta = simdb_spark.export_metadata(export)
     stats = json.loads(simdb("stats", db, "--json"))
     assert meta["recipe"] == stats["recipe"]
+    assert meta["keep_policy"] == stats["keep"]
     assert 0.0 < meta["min_similarity"] < 1.0
