@@ -114,7 +114,7 @@ fn ingest_files(db_path: &std::path::Path, files: &[std::path::PathBuf]) -> Vec<
 /// similarity, fewest bits, oldest cluster), or stays alone; if it outranks
 /// the representative, it takes over and the members it does not confirm
 /// leave. Lengths come from the store's records (what `longest` ranks
-/// by). Returns (sorted member ids, representative) per cluster.
+/// by, and containment confirms with). Returns (sorted member ids, representative) per cluster.
 fn brute_force_clusters(
     docs: &[Doc],
     keep: KeepPolicy,
@@ -148,13 +148,22 @@ fn brute_force_clusters(
         })
         .collect();
     let min_sim = simdb::db::DEFAULT_MIN_SIMILARITY;
+    // Whether the sketches of `i` and `j` confirm the pair (by similarity,
+    // or by containment: the rule and its constants are the library's).
+    let confirmed = |i: usize, j: usize, s: f64| {
+        let (a, b) = (length(&docs[i].id), length(&docs[j].id));
+        let lengths = (a > 0 && b > 0).then_some((a, b));
+        simdb::db::confirmation(Some(s), min_sim, || Ok(lengths))
+            .unwrap()
+            .is_some()
+    };
     // (similarity, distance) when `i` is confirmed against `j`.
     let anchored = |i: usize, j: usize| -> Option<(f64, u32)> {
         let d = an[i].fp.distance(an[j].fp);
         match (an[i].sketch, an[j].sketch) {
             (Some(a), Some(b)) => {
                 let s = a.similarity(&b);
-                (s >= min_sim).then_some((s, d))
+                confirmed(i, j, s).then_some((s, d))
             }
             _ => (d <= 3).then_some((-1.0, d)),
         }
@@ -203,7 +212,7 @@ fn brute_force_clusters(
             }
             examined += 1;
             if let (Some(a), Some(b)) = (an[i].sketch, an[j].sketch) {
-                if a.similarity(&b) < min_sim {
+                if !confirmed(i, j, a.similarity(&b)) {
                     continue;
                 }
             }
@@ -340,7 +349,13 @@ fn one_run_or_ten_nights_give_the_same_clusters_as_brute_force() {
             for m in &c.members {
                 let r = db.get(&m.id).unwrap().unwrap();
                 let ok = match (r.sketch, rep.sketch) {
-                    (Some(x), Some(y)) => x.similarity(&y) >= simdb::db::DEFAULT_MIN_SIMILARITY,
+                    (Some(x), Some(y)) => simdb::db::confirmation(
+                        Some(x.similarity(&y)),
+                        simdb::db::DEFAULT_MIN_SIMILARITY,
+                        || Ok(Some((r.length, rep.length))),
+                    )
+                    .unwrap()
+                    .is_some(),
                     _ => r.fingerprint.distance(rep.fingerprint) <= 3,
                 };
                 assert!(

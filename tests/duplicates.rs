@@ -437,3 +437,90 @@ fn regression_23_rebuilt_clusters_of_a_flood_are_ingests() {
     assert_eq!(clusters(&db), before);
     let _ = ProbePlan::exact(Fingerprint(0), 0);
 }
+
+/// A "read more" repost: the first half of an article, whose similarity to
+/// it is about its share of it (below the threshold), is confirmed by
+/// containment, in a write's check, a query, the cluster it joins and
+/// `pairs`; an article of about the same length with that similarity is
+/// not.
+#[test]
+fn a_truncated_copy_is_confirmed_by_containment() {
+    let t = common::TempDb::new();
+    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let vocab = common::vocab();
+    let f = simdb::Fingerprinter::new(Recipe::default());
+    // An article and its first half, chosen (seeded) so that their
+    // fingerprints are within 11 bits: an exact k = 11 check finds the
+    // pair whatever probing would.
+    let (original, half, j) = (1..200)
+        .find_map(|seed| {
+            let words = common::article(&mut common::rng(seed), &vocab, 240);
+            let original = words.concat();
+            let half = words[..120].concat();
+            let (a, b) = (f.analyze(&original).unwrap(), f.analyze(&half).unwrap());
+            let j = a.sketch.unwrap().similarity(&b.sketch.unwrap());
+            (a.fingerprint.distance(b.fingerprint) <= 11 && (0.4..0.6).contains(&j))
+                .then_some((original, half, j))
+        })
+        .expect("a seed whose halves are within 11 bits");
+    let opts = simdb::ingest::WritePolicy {
+        k: 11,
+        probe_budget: 0,
+        ..Default::default()
+    };
+    let write = |db: &mut Db, id: &str, text: &str| {
+        let mut w = db.writer().unwrap();
+        let r =
+            ingest::place(&mut w, &text_doc(id, text), f.analyze(text).unwrap(), &opts).unwrap();
+        w.commit().unwrap();
+        r.1
+    };
+    assert!(write(&mut db, "original", &original).hits.is_empty());
+    let d = write(&mut db, "half", &half);
+    assert_eq!(d.hits.len(), 1, "similarity {j}");
+    let c = d.hits[0].containment.expect("confirmed by containment");
+    assert!(
+        c >= simdb::db::MIN_CONTAINMENT && d.hits[0].similarity == Some(j),
+        "{c} {j}"
+    );
+    assert_eq!(db.clusters().of("half").unwrap().unwrap().size, 2);
+    // A query of the half finds the original the same way.
+    let a = f.analyze(&half).unwrap();
+    let q = Query {
+        sketch: a.sketch,
+        length: Some(half.len() as u64),
+        exclude: Some("half".into()),
+        ..Query::new(a.fingerprint).exact(11)
+    };
+    let hits = db.search(&q).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(
+        (hits[0].id.as_str(), hits[0].containment),
+        ("original", Some(c))
+    );
+    // Without the length, only the similarity counts: nothing.
+    let q = Query { length: None, ..q };
+    assert!(db.search(&q).unwrap().is_empty());
+    // pairs lists it, with its containment.
+    let mut pairs = Vec::new();
+    db.pairs(11, 0.6, |p| {
+        pairs.push(p.clone());
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(pairs.len(), 1);
+    assert_eq!(pairs[0].containment, Some(c));
+    // The rule: equal lengths need a similarity of 0.74 (above the
+    // threshold); a short text inside a much longer one needs 0.35.
+    let conf = |s: f64, a: u64, b: u64| {
+        simdb::db::confirmation(Some(s), 0.6, || Ok(Some((a, b)))).unwrap()
+    };
+    assert_eq!(conf(0.55, 100, 100), None);
+    assert!(conf(0.55, 60, 100).unwrap().is_some());
+    assert_eq!(conf(0.34, 30, 100), None);
+    assert_eq!(conf(0.7, 100, 100), Some(None));
+    assert_eq!(
+        simdb::db::confirmation(None, 0.6, || Ok(None)).unwrap(),
+        Some(None)
+    );
+}

@@ -27,8 +27,10 @@
 //! For every cluster of two or more, each member other than the
 //! representative is compared with it by the Jaccard similarity of their
 //! character 5-grams and 4-grams (letters and digits, lower-cased; the
-//! texts come from the input, the store keeps none). Reported: clusters,
-//! the largest, members, the share below 0.5 (5-grams) and below 0.4
+//! texts come from the input, the store keeps none), and by their
+//! sketches (what simdb confirms with). Reported: clusters, the largest,
+//! members, those whose sketch similarity to their representative is
+//! below the store's threshold (`<thr`), the share below 0.5 (5-grams) and below 0.4
 //! (4-grams) against their representative, the content lost by keeping
 //! only representatives (the mean share of a member's 5-grams its
 //! representative lacks), the largest distance, and for the planted
@@ -333,12 +335,82 @@ fn missing(m: &[u64], rep: &[u64]) -> f64 {
     lacking as f64 / m.len() as f64
 }
 
-fn report(w: &Workload, system: &str, c: &Clusters) -> serde_json::Value {
+/// Each document's fingerprint and sketch, as a default store makes them.
+struct Analysed(Vec<(simdb::Fingerprint, Option<simdb::Sketch>)>);
+
+impl Analysed {
+    fn of(w: &Workload) -> Analysed {
+        let f = simdb::Fingerprinter::new(Recipe::default());
+        Analysed(
+            w.docs
+                .iter()
+                .map(|(_, t)| match f.analyze(t) {
+                    Ok(a) => (a.fingerprint, a.sketch),
+                    Err(_) => (simdb::Fingerprint(0), None),
+                })
+                .collect(),
+        )
+    }
+
+    /// The sketch similarity of documents `a` and `b` (1 without sketches).
+    fn similarity(&self, a: usize, b: usize) -> f64 {
+        match (self.0[a].1, self.0[b].1) {
+            (Some(x), Some(y)) => x.similarity(&y),
+            _ => 1.0,
+        }
+    }
+}
+
+/// What the sketch and the fingerprint do with the planted copies of a
+/// truncation workload: the distance of each copy from its original, the
+/// share whose sketch similarity is below the threshold, and of those the
+/// share a directional containment estimate would accept (the copy's
+/// share of its original, from the similarity J and the lengths:
+/// J (1 + long/short) / (1 + J), at 0.85).
+fn truncation_diagnosis(w: &Workload, an: &Analysed) -> serde_json::Value {
+    let index = w.index();
+    let threshold = simdb::db::DEFAULT_MIN_SIMILARITY;
+    let (mut distances, mut below, mut contained) = (Vec::new(), 0usize, 0usize);
+    for (o, c) in &w.planted {
+        let (o, c) = (index[o.as_str()], index[c.as_str()]);
+        distances.push(an.0[o].0.distance(an.0[c].0));
+        let j = an.similarity(o, c);
+        if j < threshold {
+            below += 1;
+            let (lo, lc) = (
+                w.docs[o].1.chars().count() as f64,
+                w.docs[c].1.chars().count() as f64,
+            );
+            let ratio = lo.max(lc) / lo.min(lc).max(1.0);
+            contained += usize::from(j * (1.0 + ratio) / (1.0 + j) >= 0.85);
+        }
+    }
+    distances.sort_unstable();
+    let q = |p: usize| {
+        distances
+            .get(distances.len() * p / 100)
+            .copied()
+            .unwrap_or(0)
+    };
+    let n = w.planted.len().max(1) as f64;
+    println!(
+        "planted copies: distance median {} p90 {}; sketch below {threshold}: {:.3}; of those, containment >= 0.85: {}",
+        q(50),
+        q(90),
+        below as f64 / n,
+        contained
+    );
+    json!({"distance_median": q(50), "distance_p90": q(90),
+           "sketch_below_threshold": below as f64 / n, "containment_would_accept": contained})
+}
+
+fn report(w: &Workload, an: &Analysed, system: &str, c: &Clusters) -> serde_json::Value {
     let grams =
         |n: usize| -> Vec<Vec<u64>> { w.docs.iter().map(|(_, t)| char_ngrams(t, n)).collect() };
     let (g5, g4) = (grams(5), grams(4));
     let (mut members, mut below5, mut below4) = (0usize, 0usize, 0usize);
     let mut lost = 0.0;
+    let mut below_sketch = 0usize;
     let mut largest = 0usize;
     let mut cluster_of: HashMap<usize, usize> = HashMap::new();
     for (k, (rep, rest)) in c.groups.iter().enumerate() {
@@ -350,6 +422,7 @@ fn report(w: &Workload, system: &str, c: &Clusters) -> serde_json::Value {
             below5 += usize::from(jaccard(&g5[*rep], &g5[m]) < 0.5);
             below4 += usize::from(jaccard(&g4[*rep], &g4[m]) < 0.4);
             lost += missing(&g5[m], &g5[*rep]);
+            below_sketch += usize::from(an.similarity(*rep, m) < simdb::db::DEFAULT_MIN_SIMILARITY);
         }
     }
     let index = w.index();
@@ -368,10 +441,11 @@ fn report(w: &Workload, system: &str, c: &Clusters) -> serde_json::Value {
     });
     let share = |n: usize| n as f64 / members.max(1) as f64;
     println!(
-        "{system:<28} {:>8} {:>8} {:>8} {:>7} ({:>5.3}) {:>7} ({:>5.3}) {:>6.3} {:>6} {:>8} {:>10.1}",
+        "{system:<28} {:>8} {:>8} {:>8} {:>6} {:>7} ({:>5.3}) {:>7} ({:>5.3}) {:>6.3} {:>6} {:>8} {:>10.1}",
         c.groups.len(),
         largest,
         members,
+        below_sketch,
         below5,
         share(below5),
         below4,
@@ -383,6 +457,7 @@ fn report(w: &Workload, system: &str, c: &Clusters) -> serde_json::Value {
     );
     json!({
         "system": system, "clusters": c.groups.len(), "largest": largest, "members": members,
+        "below_threshold_sketch": below_sketch,
         "below_0_5_char5": below5, "below_0_4_char4": below4,
         "content_lost": lost / members.max(1) as f64,
         "max_distance": c.max_distance, "first_generation_recall": recall,
@@ -421,11 +496,12 @@ fn main() {
             w.docs.len()
         );
         println!(
-            "{:<28} {:>8} {:>8} {:>8} {:>15} {:>15} {:>6} {:>6} {:>8} {:>10}",
+            "{:<28} {:>8} {:>8} {:>8} {:>6} {:>15} {:>15} {:>6} {:>6} {:>8} {:>10}",
             "system",
             "clusters",
             "largest",
             "members",
+            "<thr",
             "<0.5 5-gram",
             "<0.4 4-gram",
             "lost",
@@ -433,15 +509,19 @@ fn main() {
             "recall",
             "us/doc"
         );
+        let an = Analysed::of(&w);
         let mut systems = Vec::new();
         for keep in &a.keep {
             let s = simdb_clusters(&w, dir.path(), *keep);
-            systems.push(report(&w, &format!("simdb (keep {keep})"), &s));
+            systems.push(report(&w, &an, &format!("simdb (keep {keep})"), &s));
         }
         let l = lsh_clusters(&w, a.seed);
-        systems.push(report(&w, "minhash lsh + union-find", &l));
+        systems.push(report(&w, &an, "minhash lsh + union-find", &l));
+        let diagnosis = (name.starts_with("truncated") || name.starts_with("teaser"))
+            .then(|| truncation_diagnosis(&w, &an));
         out.push(json!({
             "workload": w.name, "documents": w.docs.len(), "systems": systems,
+            "planted_copies": diagnosis,
         }));
     }
     if let Some(p) = &a.json {

@@ -11,6 +11,7 @@
 //! cargo build --release --bin simdb --example copies
 //! target/release/examples/copies [--n 1000,10000,100000] [--kinds distinct,copies,near,template]
 //!     [--simdb target/release/simdb] [--dir DIR] [--corpus FILE.jsonl] [--seed 1] [--keep]
+//!     [--keep-policy first|priority|longest|newest]
 //! ```
 //!
 //! Texts are generated from jieba's dictionary words (no files needed);
@@ -37,6 +38,8 @@ struct Args {
     dir: Option<PathBuf>,
     corpus: Option<PathBuf>,
     seed: u64,
+    /// The stores' keep policy (`simdb init --keep`).
+    keep_policy: String,
     /// Keep the inputs (in --dir) for another look.
     keep: bool,
 }
@@ -52,6 +55,7 @@ fn args() -> Args {
         corpus: None,
         seed: 1,
         keep: false,
+        keep_policy: "first".into(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -69,6 +73,7 @@ fn args() -> Args {
             "--corpus" => a.corpus = Some(PathBuf::from(v())),
             "--seed" => a.seed = v().parse().expect("--seed"),
             "--keep" => a.keep = true,
+            "--keep-policy" => a.keep_policy = v(),
             other => panic!("unknown argument {other}"),
         }
     }
@@ -199,7 +204,7 @@ fn main() {
             let (input, docs) = write_input(&a, &dir, kind, n, &words);
             let store = dir.join(format!("store-{kind}-{n}"));
             let _ = std::fs::remove_dir_all(&store);
-            run(&a.simdb, &[&"init", &store]);
+            run(&a.simdb, &[&"init", &store, &"--keep", &a.keep_policy]);
             let (secs, rss) = run(&a.simdb, &[&"ingest", &store, &input]);
             let rate = docs as f64 / secs;
             if kind == "distinct" {

@@ -32,6 +32,11 @@ class Hit:
         """Estimated Jaccard similarity of the two texts' character 4-grams
         (from their sketches); None when one side has no sketch (a
         fingerprint query, or a document stored as a fingerprint)."""
+    @property
+    def containment(self) -> Optional[float]:
+        """Set when the similarity is below the threshold and the hit was
+        confirmed because the shorter text is contained in the longer (a
+        truncated copy): the estimated share of it inside."""
 
 class AddResult:
     """What a write did with one document."""

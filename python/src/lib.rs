@@ -161,6 +161,10 @@ struct Hit {
     /// Estimated Jaccard similarity of the two texts (character 4-grams),
     /// or None when one side has no sketch.
     similarity: Option<f64>,
+    /// When the similarity is below the threshold and the shorter text was
+    /// confirmed as contained in the longer (a truncated copy): the
+    /// estimated share of it inside; else None.
+    containment: Option<f64>,
 }
 
 #[pymethods]
@@ -183,6 +187,7 @@ impl From<simdb::Hit> for Hit {
             fingerprint: h.fingerprint.value(),
             distance: h.distance,
             similarity: h.similarity,
+            containment: h.containment,
         }
     }
 }

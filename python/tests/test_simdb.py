@@ -442,6 +442,28 @@ def test_stats_and_clusters(db):
     assert db.clusters(min_size=3) == []
 
 
+def test_keep_policy(tmp_path):
+    """The store's keep policy picks the representative: the longest text
+    under "longest"; skip_duplicates keeps what the policy keeps."""
+    rng = random.Random(15)
+    text = article(rng, 200)
+    short = text[: int(len(text) * 0.9)]
+    with simdb.Db.create(str(tmp_path / "l.db"), keep="longest") as d:
+        assert d.stats()["keep"] == "longest"
+        d.add("short", short)
+        r = d.add("long", text, skip_duplicates=True)
+        assert r.outcome == "inserted" and r.duplicates[0].id == "short"
+        assert d.cluster("short")["representative"] == "long"
+        # A shorter copy is a duplicate the policy does not keep.
+        assert d.add("shorter", text[: int(len(text) * 0.85)], skip_duplicates=True).outcome == "duplicate"
+    with simdb.Db.create(str(tmp_path / "f.db")) as d:
+        assert d.stats()["keep"] == "first"
+        d.add("short", short)
+        assert d.add("long", text, skip_duplicates=True).outcome == "duplicate"
+    with pytest.raises(ValueError, match="unknown keep policy"):
+        simdb.Db.create(str(tmp_path / "x.db"), keep="oldest")
+
+
 def test_docstring_examples():
     failures, tried = doctest.testmod(simdb, raise_on_error=False)
     assert tried > 0 and failures == 0

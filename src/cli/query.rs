@@ -78,9 +78,13 @@ fn print_hits(out: &mut impl Write, q: Fingerprint, hits: &[Hit]) -> io::Result<
         )?;
         for h in hits {
             let s = h.similarity.map_or("-".to_string(), |s| format!("{s:.2}"));
+            // Confirmed by containment: the shorter text inside the longer.
+            let c = h
+                .containment
+                .map_or(String::new(), |c| format!("  (contained {c:.2})"));
             writeln!(
                 out,
-                "{:<8} {:<10} {}  {}",
+                "{:<8} {:<10} {}  {}{c}",
                 h.distance, s, h.fingerprint, h.id
             )?;
         }

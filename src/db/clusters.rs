@@ -91,10 +91,11 @@ pub struct ClusterChanges {
 
 /// When a document counts as confirmed against a representative: the
 /// test a write's duplicate check applies to its hits, applied to the
-/// pair directly. Within `k` bits, the sketch similarity must reach
-/// `min_similarity` (documents without a sketch are taken on their
-/// fingerprints); beyond `k`, only with `beyond_k` (confidence-ranked
-/// writes) and a sketch similarity that reaches it.
+/// pair directly. Within `k` bits, the sketches must confirm the pair at
+/// `min_similarity`, by similarity or by containment
+/// ([`super::confirmation`]; documents without a sketch are taken on
+/// their fingerprints); beyond `k`, only with `beyond_k`
+/// (confidence-ranked writes) and sketches that confirm it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Anchor {
     pub k: u32,
@@ -107,6 +108,12 @@ pub struct Anchor {
 pub struct Match {
     pub similarity: Option<f64>,
     pub distance: u32,
+}
+
+/// The lengths of two records, when both are known (content stored as a
+/// bare fingerprint has none).
+fn lengths(a: &Record, b: &Record) -> Option<(u64, u64)> {
+    (a.length > 0 && b.length > 0).then_some((a.length, b.length))
 }
 
 impl Match {
@@ -127,8 +134,12 @@ impl Anchor {
     pub fn matches(&self, doc: &Record, rep: &Record) -> Option<Match> {
         let distance = doc.fingerprint.distance(rep.fingerprint);
         let similarity = doc.sketch.zip(rep.sketch).map(|(a, b)| a.similarity(&b));
+        let confirmed = |s| {
+            super::confirmation(Some(s), self.min_similarity, || Ok(lengths(doc, rep)))
+                .is_ok_and(|c| c.is_some())
+        };
         let ok = match similarity {
-            Some(s) => s >= self.min_similarity && (distance <= self.k || self.beyond_k),
+            Some(s) => confirmed(s) && (distance <= self.k || self.beyond_k),
             None => distance <= self.k,
         };
         ok.then_some(Match {
@@ -775,10 +786,26 @@ impl Db {
                             }
                         }
                         examined += 1;
-                        if h.similarity.is_some_and(|s| s < min_similarity) {
+                        let mut record = None;
+                        let mut length = |h: &crate::Hit| -> Result<u64> {
+                            let hr = self.store.checked_record(&at, h.fingerprint, &h.id)?;
+                            let n = hr.length;
+                            record = Some(hr);
+                            Ok(n)
+                        };
+                        let lengths = || -> Result<Option<(u64, u64)>> {
+                            Ok(match r.length {
+                                0 => None,
+                                own => Some((own, length(&h)?)),
+                            })
+                        };
+                        if super::confirmation(h.similarity, min_similarity, lengths)?.is_none() {
                             return Ok(store::Flow::Continue);
                         }
-                        let hr = self.store.checked_record(&at, h.fingerprint, &h.id)?;
+                        let hr = match record {
+                            Some(hr) => hr,
+                            None => self.store.checked_record(&at, h.fingerprint, &h.id)?,
+                        };
                         if hr.ord < r.ord {
                             near.push(h.id);
                         } else {

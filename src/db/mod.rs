@@ -42,6 +42,44 @@ use crate::store::{self, Access, Record, Store, Tuning};
 /// realistic edits").
 pub const DEFAULT_MIN_SIMILARITY: f64 = 0.6;
 
+/// A pair below the similarity threshold is still confirmed when the
+/// shorter document is contained in the longer one: its estimated
+/// containment ([`crate::fingerprint::containment`]) reaches this (or the
+/// threshold, if higher) and their similarity at least
+/// [`CONTAINMENT_FLOOR`]. That is the truncated copy, the "read more"
+/// repost of the first 60-80% of an article, whose similarity to its
+/// original is about its share of it. Two documents of about the same
+/// length reach it only above the threshold (equal lengths need a
+/// similarity of 0.74), so containment confirms nothing new between them.
+pub const MIN_CONTAINMENT: f64 = 0.85;
+
+/// The least similarity a pair confirmed by containment has (a copy of
+/// 35% of its original, or a short text inside one three times as long,
+/// is not taken as a copy).
+pub const CONTAINMENT_FLOOR: f64 = 0.35;
+
+/// How a pair of documents is confirmed at threshold `min_similarity`:
+/// `Some(None)` by similarity (or unconfirmed, without two sketches),
+/// `Some(Some(c))` by containment `c`, `None` not. `lengths` are the two
+/// documents' content lengths, when known (read only for a pair whose
+/// similarity is between [`CONTAINMENT_FLOOR`] and the threshold).
+pub fn confirmation(
+    similarity: Option<f64>,
+    min_similarity: f64,
+    lengths: impl FnOnce() -> Result<Option<(u64, u64)>>,
+) -> Result<Option<Option<f64>>> {
+    match similarity {
+        None => Ok(Some(None)),
+        Some(s) if s >= min_similarity => Ok(Some(None)),
+        Some(s) if s >= CONTAINMENT_FLOOR => {
+            let c = lengths()?.and_then(|(a, b)| crate::fingerprint::containment(s, a, b));
+            Ok(c.filter(|c| *c >= MIN_CONTAINMENT.max(min_similarity))
+                .map(Some))
+        }
+        Some(_) => Ok(None),
+    }
+}
+
 /// The default threshold of stores whose sketch is of word 3-shingles
 /// (made before character sketches): 0.6, from the evaluation of that
 /// sketch.
@@ -87,6 +125,10 @@ pub struct Query {
     pub limit: Option<usize>,
     /// Leave out this id (the query document itself).
     pub exclude: Option<String>,
+    /// The query document's content length (bytes), when it has one: a
+    /// candidate below the threshold may then be confirmed by containment
+    /// ([`MIN_CONTAINMENT`]).
+    pub length: Option<u64>,
 }
 
 impl Query {
@@ -100,6 +142,7 @@ impl Query {
             min_similarity: DEFAULT_MIN_SIMILARITY,
             limit: None,
             exclude: None,
+            length: None,
         }
     }
 
@@ -140,10 +183,33 @@ impl Query {
         }
     }
 
-    /// Whether hit `h` passes verification (hits without a similarity,
-    /// because one side has no sketch, pass unconfirmed).
+    /// Whether hit `h` passes verification by similarity (hits without a
+    /// similarity, because one side has no sketch, pass unconfirmed).
     pub fn confirms(&self, h: &Hit) -> bool {
         h.similarity.is_none_or(|s| s >= self.min_similarity)
+    }
+
+    /// Whether hit `h` passes verification, by similarity or by
+    /// containment ([`confirmation`]); `length` reads the candidate's
+    /// content length, only when containment is to be checked. Sets
+    /// `h.containment` when that confirmed it.
+    pub fn confirm(&self, h: &mut Hit, length: impl FnOnce(&Hit) -> Result<u64>) -> Result<bool> {
+        let seen: &Hit = h;
+        let lengths = || -> Result<Option<(u64, u64)>> {
+            match self.length {
+                Some(own) if own > 0 => Ok(Some((own, length(seen)?))),
+                _ => Ok(None),
+            }
+        };
+        Ok(
+            match confirmation(seen.similarity, self.min_similarity, lengths)? {
+                None => false,
+                Some(c) => {
+                    h.containment = c;
+                    true
+                }
+            },
+        )
     }
 }
 
@@ -493,9 +559,12 @@ impl Db {
         }
         let skip = |id: &str| q.exclude.as_deref() == Some(id);
         let mut examined = 0usize;
-        let mut visit = |h: Hit| {
+        let length = |h: &Hit| -> Result<u64> {
+            Ok(self.store.checked_record(at, h.fingerprint, &h.id)?.length)
+        };
+        let mut visit = |mut h: Hit| {
             examined += 1;
-            if q.confirms(&h) {
+            if q.confirm(&mut h, length)? {
                 hits.push(h);
             }
             Ok(if hits.len() >= limit || examined >= examine {
@@ -603,7 +672,10 @@ impl Db {
     /// default budget, verified at the store's default threshold, no limit.
     pub fn text_query(&self, text: &str) -> Result<Query> {
         let a = self.fingerprinter.analyze(text)?;
-        Ok(self.query_for(a.fingerprint, a.sketch, &a.weak_bits))
+        Ok(Query {
+            length: Some(text.len() as u64),
+            ..self.query_for(a.fingerprint, a.sketch, &a.weak_bits)
+        })
     }
 
     /// The default [`Query`] for the stored document `id`, whose record is
@@ -612,6 +684,7 @@ impl Db {
     pub(crate) fn record_query(&self, id: &str, rec: &Record) -> Query {
         Query {
             exclude: Some(id.to_string()),
+            length: Some(rec.length),
             ..self.query_for(rec.fingerprint, rec.sketch, &rec.weak_bits)
         }
     }

@@ -22,6 +22,11 @@ pub struct Pair {
     /// no sketch (the pair is then unconfirmed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub similarity: Option<f64>,
+    /// When the similarity is below the threshold and the pair was
+    /// confirmed by containment (the shorter inside the longer; see
+    /// [`super::MIN_CONTAINMENT`]): the estimated containment.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub containment: Option<f64>,
 }
 
 /// Counts of a [`Db::pairs`] run.
@@ -131,10 +136,13 @@ impl Db {
     ) -> Result<()> {
         let mut one = |(ia, ra): &(String, Record), (ib, rb): &(String, Record)| -> Result<()> {
             let similarity = ra.sketch.zip(rb.sketch).map(|(p, q)| p.similarity(&q));
-            if similarity.is_some_and(|s| s < min_similarity) {
+            let lengths = (ra.length > 0 && rb.length > 0).then_some((ra.length, rb.length));
+            let Some(containment) =
+                super::confirmation(similarity, min_similarity, || Ok(lengths))?
+            else {
                 rep.rejected += 1;
                 return Ok(());
-            }
+            };
             rep.pairs += 1;
             rep.unconfirmed += u64::from(similarity.is_none());
             let (a, b) = if ia < ib { (ia, ib) } else { (ib, ia) };
@@ -143,6 +151,7 @@ impl Db {
                 b: b.clone(),
                 distance: ra.fingerprint.distance(rb.fingerprint),
                 similarity,
+                containment,
             })
         };
         match y {

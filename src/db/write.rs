@@ -181,6 +181,7 @@ pub fn place(
     }
     let q = Query {
         exclude: Some(doc.id.clone()),
+        length: Some(doc.content.len()),
         ..opts.duplicate_query(&a)
     };
     let depth = limits::CHECK_CONFIRMED.max(opts.max_duplicates.min(limits::MAX_DUPLICATES));

@@ -369,12 +369,19 @@ impl Writer<'_> {
         let mut out = Check::default();
         let examined = std::cell::Cell::new(0usize);
         // Whether another candidate is wanted; then takes it.
-        let mut take = |h: Hit, out: &mut Check| -> Result<Flow> {
+        // A candidate's length, for containment: pending, or stored.
+        let length = |h: &Hit| -> Result<u64> {
+            match self.overlay.get(&h.id) {
+                Some(Some(r)) => Ok(r.length),
+                _ => Ok(self.store.checked_record(&at, h.fingerprint, &h.id)?.length),
+            }
+        };
+        let mut take = |mut h: Hit, out: &mut Check| -> Result<Flow> {
             if out.hits.len() >= confirm || examined.get() >= examine {
                 return Ok(Flow::Stop);
             }
             examined.set(examined.get() + 1);
-            if q.confirms(&h) {
+            if q.confirm(&mut h, length)? {
                 out.hits.push(h);
             }
             Ok(Flow::Continue)
@@ -393,6 +400,7 @@ impl Writer<'_> {
                 fingerprint: f,
                 distance: f.distance(fp),
                 similarity: q.sketch.zip(r.sketch).map(|(a, b)| a.similarity(&b)),
+                containment: None,
             })
         };
         let sketch = q.sketch.as_ref();

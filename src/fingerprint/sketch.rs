@@ -173,9 +173,37 @@ impl Sketch {
     }
 }
 
+/// The estimated share of the shorter document's shingles that the longer
+/// one holds (its containment), from their estimated Jaccard similarity
+/// `j` and their lengths `a`, `b` (bytes of content; 0 = unknown, then
+/// `None`). With shingle sets S ⊆-ish L, J = |S∩L| / |S∪L| gives
+/// |S∩L| = J (|S| + |L|) / (1 + J), so the containment is
+/// J (1 + |L|/|S|) / (1 + J); the lengths stand in for the set sizes (a
+/// prefix of a text holds about its share of the text's shingles). Equal
+/// lengths give 2J / (1 + J); in `[0, 1]`.
+pub fn containment(j: f64, a: u64, b: u64) -> Option<f64> {
+    let (short, long) = (a.min(b), a.max(b));
+    if short == 0 {
+        return None;
+    }
+    let ratio = long as f64 / short as f64;
+    Some((j * (1.0 + ratio) / (1.0 + j)).clamp(0.0, 1.0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn containment_of_a_prefix_is_about_one() {
+        // The first 60% of a text: J = 0.6, lengths 60 and 100.
+        let c = containment(0.6, 60, 100).unwrap();
+        assert!((c - 1.0).abs() < 1e-9, "{c}");
+        // Equal lengths: 2J / (1 + J).
+        assert!((containment(0.5, 10, 10).unwrap() - 2.0 / 3.0).abs() < 1e-12);
+        assert_eq!(containment(0.5, 0, 10), None);
+        assert_eq!(containment(0.9, 10, 1000), Some(1.0));
+    }
 
     fn words(n: usize, seed: u64) -> Vec<String> {
         (0..n)

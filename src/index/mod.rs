@@ -101,6 +101,11 @@ pub struct Hit {
     /// both have a sketch and verification was asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub similarity: Option<f64>,
+    /// When the similarity is below the threshold and the hit was
+    /// confirmed by containment: the estimated share of the shorter
+    /// document inside the longer (see `db::MIN_CONTAINMENT`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub containment: Option<f64>,
 }
 
 impl Hit {
@@ -111,6 +116,7 @@ impl Hit {
             fingerprint,
             distance,
             similarity: None,
+            containment: None,
         }
     }
 }

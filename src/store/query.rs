@@ -247,6 +247,7 @@ impl Store {
                     id,
                     fingerprint: fp,
                     distance: distance as u32,
+                    containment: None,
                 };
                 if visit(hit)? == Flow::Stop {
                     return Ok(false);

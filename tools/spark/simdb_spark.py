@@ -27,7 +27,10 @@ The method (the README's "Beyond one machine" has the whole story):
    in doubles, as `Sketch::similarity`. A pair is kept when its
    similarity is at least --min-similarity (by default the store's threshold,
    which the export's key-value metadata states), or when either document
-   has no sketch (then unconfirmed, similarity null): simdb's rule.
+   has no sketch (then unconfirmed, similarity null), or when the shorter
+   text is contained in the longer: similarity at least 0.35 and the
+   estimated containment `J (1 + long/short) / (1 + J)` (the `length`
+   column) at least 0.85, or the threshold if higher. simdb's rule.
 4. Clusters, simdb's anchored rule (simdb's docs/workflows.md, "Clusters").
    The connected components of the kept pairs (min-label propagation with
    pointer jumping: each document's label starts as its ord, takes the
@@ -47,7 +50,8 @@ The method (the README's "Beyond one machine" has the whole story):
    confidence-ranked probing), without deletes.
 
 Output (Parquet, Snappy):
-    OUT/pairs/     a, b (ids, a < b), distance (int), similarity (double, null: unconfirmed)
+    OUT/pairs/     a, b (ids, a < b), distance (int), similarity (double, null: unconfirmed),
+                   containment (double, set when the pair was confirmed by containment)
     OUT/clusters/  cluster (long), size (long), representative (string), id (string),
                    rank (int, 0 = the representative), distance (int, bits from the
                    representative)
@@ -70,6 +74,9 @@ SKETCH_BINS = 128
 # The low bit of every 2-bit bin of a 64-bit word.
 LOW_BITS = 0x5555555555555555
 DEFAULT_MIN_SIMILARITY = 0.6
+# simdb's containment rule (db::MIN_CONTAINMENT, db::CONTAINMENT_FLOOR).
+MIN_CONTAINMENT = 0.85
+CONTAINMENT_FLOOR = 0.35
 
 
 @dataclass(frozen=True)
@@ -383,31 +390,41 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
     ).where(first_table_rule(F, d, F.col("xor"))).select("x", "y", "distance")
 
     # Verification by the sketches.
-    dx = docs.select(F.col("ord").alias("x"), F.col("id").alias("ix"),
+    dx = docs.select(F.col("ord").alias("x"), F.col("id").alias("ix"), F.col("length").alias("lx"),
                      *[F.col(f"s{i}").alias(f"a{i}") for i in range(4)])
-    dy = docs.select(F.col("ord").alias("y"), F.col("id").alias("iy"),
+    dy = docs.select(F.col("ord").alias("y"), F.col("id").alias("iy"), F.col("length").alias("ly"),
                      *[F.col(f"s{i}").alias(f"b{i}") for i in range(4)])
     scored = within.join(dx, "x").join(dy, "y").select(
-        "x", "y", "ix", "iy", "distance",
+        "x", "y", "ix", "iy", "distance", "lx", "ly",
         similarity(F, [F.col(f"a{i}") for i in range(4)],
                    [F.col(f"b{i}") for i in range(4)]).alias("similarity"),
     )
+    # Below the threshold, containment (simdb's MIN_CONTAINMENT,
+    # CONTAINMENT_FLOOR): the shorter text's estimated share inside the longer.
+    j = F.col("similarity")
+    ratio = F.greatest("lx", "ly").cast("double") / F.least("lx", "ly").cast("double")
+    c = F.least(F.lit(1.0), F.greatest(F.lit(0.0), j * (F.lit(1.0) + ratio) / (F.lit(1.0) + j)))
+    contained = ((j < min_similarity) & (j >= CONTAINMENT_FLOOR) & (F.least("lx", "ly") > 0)
+                 & (c >= max(MIN_CONTAINMENT, min_similarity)))
+    scored = scored.select("x", "y", "ix", "iy", "distance", "similarity",
+                           F.when(contained, c).alias("containment"))
     scored = checkpoint(scored)
+    below = (j < min_similarity) & F.col("containment").isNull()
     counts = scored.agg(
         F.count(F.lit(1)).alias("within"),
         F.sum(F.when(F.col("similarity").isNull(), 1).otherwise(0)).alias("unconfirmed"),
-        F.sum(F.when(F.col("similarity") < min_similarity, 1).otherwise(0)).alias("rejected"),
+        F.sum(F.when(below, 1).otherwise(0)).alias("rejected"),
     ).first()
     report["pairs_within_k"] = int(counts["within"])
     report["unconfirmed"] = int(counts["unconfirmed"] or 0)
     report["rejected"] = int(counts["rejected"] or 0)
     report["pairs"] = report["pairs_within_k"] - report["rejected"]
-    kept = scored.where(F.col("similarity").isNull() | (F.col("similarity") >= min_similarity))
+    kept = scored.where(F.col("similarity").isNull() | ~below)
     a_first = F.col("ix") < F.col("iy")
     kept.select(
         F.when(a_first, F.col("ix")).otherwise(F.col("iy")).alias("a"),
         F.when(a_first, F.col("iy")).otherwise(F.col("ix")).alias("b"),
-        "distance", "similarity",
+        "distance", "similarity", "containment",
     ).write.mode("errorifexists").parquet(os.path.join(out, "pairs"))
     timings["pairs"] = time.perf_counter() - t0
 
