@@ -151,7 +151,8 @@ fn brute_force_clusters(
     // Whether the sketches of `i` and `j` confirm the pair (by similarity,
     // or by containment: the rule and its constants are the library's).
     let confirmed = |i: usize, j: usize, s: f64| {
-        let (a, b) = (length(&docs[i].id), length(&docs[j].id));
+        let (later, earlier) = (i.max(j), i.min(j));
+        let (a, b) = (length(&docs[later].id), length(&docs[earlier].id));
         let lengths = (a > 0 && b > 0).then_some((a, b));
         simdb::db::confirmation(Some(s), min_sim, || Ok(lengths))
             .unwrap()
@@ -352,7 +353,14 @@ fn one_run_or_ten_nights_give_the_same_clusters_as_brute_force() {
                     (Some(x), Some(y)) => simdb::db::confirmation(
                         Some(x.similarity(&y)),
                         simdb::db::DEFAULT_MIN_SIMILARITY,
-                        || Ok(Some((r.length, rep.length))),
+                        || {
+                            let (later, earlier) = if r.ord > rep.ord {
+                                (&r, &rep)
+                            } else {
+                                (&rep, &r)
+                            };
+                            Ok(Some((later.length, earlier.length)))
+                        },
                     )
                     .unwrap()
                     .is_some(),

@@ -29,8 +29,10 @@
 //! character 5-grams and 4-grams (letters and digits, lower-cased; the
 //! texts come from the input, the store keeps none), and by their
 //! sketches (what simdb confirms with). Reported: clusters, the largest,
-//! members, those whose sketch similarity to their representative is
-//! below the store's threshold (`<thr`), the share below 0.5 (5-grams) and below 0.4
+//! members, those that simdb's rule (sketch similarity at the store's
+//! threshold, or containment) does not confirm against their
+//! representative (`unconf`; the target is none) and those it confirms by
+//! containment (`contnd`), the share below 0.5 (5-grams) and below 0.4
 //! (4-grams) against their representative, the content lost by keeping
 //! only representatives (the mean share of a member's 5-grams its
 //! representative lacks), the largest distance, and for the planted
@@ -359,17 +361,40 @@ impl Analysed {
             _ => 1.0,
         }
     }
+
+    /// How simdb's rule confirms `a` against `b` at the default threshold
+    /// (`Some(false)`: by similarity, `Some(true)`: by containment; `None`:
+    /// not at all); `w` gives the texts' lengths and their order.
+    fn confirmed(&self, w: &Workload, a: usize, b: usize) -> Option<bool> {
+        let (later, earlier) = (a.max(b), a.min(b));
+        let lengths = (w.docs[later].1.len() as u64, w.docs[earlier].1.len() as u64);
+        let s = self.similarity(a, b);
+        simdb::db::confirmation(Some(s), simdb::db::DEFAULT_MIN_SIMILARITY, || {
+            Ok(Some(lengths))
+        })
+        .ok()
+        .flatten()
+        .map(|c| c.is_some())
+    }
 }
 
 /// What the sketch and the fingerprint do with the planted copies of a
 /// truncation workload: the distance of each copy from its original, the
 /// share whose sketch similarity is below the threshold, and of those the
-/// share a directional containment estimate would accept (the copy's
-/// share of its original, from the similarity J and the lengths:
-/// J (1 + long/short) / (1 + J), at 0.85).
+/// share simdb's containment rule confirms (and what other settings of
+/// its floor and least containment would).
 fn truncation_diagnosis(w: &Workload, an: &Analysed) -> serde_json::Value {
     let index = w.index();
     let threshold = simdb::db::DEFAULT_MIN_SIMILARITY;
+    // (floor, least containment) settings, the library's first, in either
+    // direction (the library's rule takes only a later, shorter copy).
+    let settings = [
+        (simdb::db::CONTAINMENT_FLOOR, simdb::db::MIN_CONTAINMENT),
+        (0.35, 0.85),
+        (0.45, 0.9),
+        (0.5, 0.9),
+    ];
+    let mut accepted = [0usize; 4];
     let (mut distances, mut below, mut contained) = (Vec::new(), 0usize, 0usize);
     for (o, c) in &w.planted {
         let (o, c) = (index[o.as_str()], index[c.as_str()]);
@@ -377,14 +402,15 @@ fn truncation_diagnosis(w: &Workload, an: &Analysed) -> serde_json::Value {
         let j = an.similarity(o, c);
         if j < threshold {
             below += 1;
-            let (lo, lc) = (
-                w.docs[o].1.chars().count() as f64,
-                w.docs[c].1.chars().count() as f64,
-            );
-            let ratio = lo.max(lc) / lo.min(lc).max(1.0);
-            contained += usize::from(j * (1.0 + ratio) / (1.0 + j) >= 0.85);
+            contained += usize::from(an.confirmed(w, o, c).is_some());
+            let (lo, lc) = (w.docs[o].1.len() as u64, w.docs[c].1.len() as u64);
+            let est = simdb::fingerprint::containment(j, lo, lc).unwrap_or(0.0);
+            for (n, (floor, least)) in settings.iter().enumerate() {
+                accepted[n] += usize::from(j >= *floor && est >= *least);
+            }
         }
     }
+    println!("containment settings (floor, least) -> of those below, accepted: {settings:?} -> {accepted:?}");
     distances.sort_unstable();
     let q = |p: usize| {
         distances
@@ -394,14 +420,15 @@ fn truncation_diagnosis(w: &Workload, an: &Analysed) -> serde_json::Value {
     };
     let n = w.planted.len().max(1) as f64;
     println!(
-        "planted copies: distance median {} p90 {}; sketch below {threshold}: {:.3}; of those, containment >= 0.85: {}",
+        "planted copies: distance median {} p90 {}; sketch below {threshold}: {:.3}; of those, confirmed by containment: {}",
         q(50),
         q(90),
         below as f64 / n,
         contained
     );
     json!({"distance_median": q(50), "distance_p90": q(90),
-           "sketch_below_threshold": below as f64 / n, "containment_would_accept": contained})
+           "sketch_below_threshold": below as f64 / n, "confirmed_by_containment": contained,
+           "containment_settings": settings, "accepted_by_setting": accepted})
 }
 
 fn report(w: &Workload, an: &Analysed, system: &str, c: &Clusters) -> serde_json::Value {
@@ -410,7 +437,7 @@ fn report(w: &Workload, an: &Analysed, system: &str, c: &Clusters) -> serde_json
     let (g5, g4) = (grams(5), grams(4));
     let (mut members, mut below5, mut below4) = (0usize, 0usize, 0usize);
     let mut lost = 0.0;
-    let mut below_sketch = 0usize;
+    let (mut unconfirmed, mut contained) = (0usize, 0usize);
     let mut largest = 0usize;
     let mut cluster_of: HashMap<usize, usize> = HashMap::new();
     for (k, (rep, rest)) in c.groups.iter().enumerate() {
@@ -422,7 +449,10 @@ fn report(w: &Workload, an: &Analysed, system: &str, c: &Clusters) -> serde_json
             below5 += usize::from(jaccard(&g5[*rep], &g5[m]) < 0.5);
             below4 += usize::from(jaccard(&g4[*rep], &g4[m]) < 0.4);
             lost += missing(&g5[m], &g5[*rep]);
-            below_sketch += usize::from(an.similarity(*rep, m) < simdb::db::DEFAULT_MIN_SIMILARITY);
+            match an.confirmed(w, *rep, m) {
+                None => unconfirmed += 1,
+                Some(by_containment) => contained += usize::from(by_containment),
+            }
         }
     }
     let index = w.index();
@@ -441,11 +471,12 @@ fn report(w: &Workload, an: &Analysed, system: &str, c: &Clusters) -> serde_json
     });
     let share = |n: usize| n as f64 / members.max(1) as f64;
     println!(
-        "{system:<28} {:>8} {:>8} {:>8} {:>6} {:>7} ({:>5.3}) {:>7} ({:>5.3}) {:>6.3} {:>6} {:>8} {:>10.1}",
+        "{system:<28} {:>8} {:>8} {:>8} {:>6} {:>6} {:>7} ({:>5.3}) {:>7} ({:>5.3}) {:>6.3} {:>6} {:>8} {:>10.1}",
         c.groups.len(),
         largest,
         members,
-        below_sketch,
+        unconfirmed,
+        contained,
         below5,
         share(below5),
         below4,
@@ -457,7 +488,8 @@ fn report(w: &Workload, an: &Analysed, system: &str, c: &Clusters) -> serde_json
     );
     json!({
         "system": system, "clusters": c.groups.len(), "largest": largest, "members": members,
-        "below_threshold_sketch": below_sketch,
+        "not_confirmed_by_representative": unconfirmed,
+        "confirmed_by_containment": contained,
         "below_0_5_char5": below5, "below_0_4_char4": below4,
         "content_lost": lost / members.max(1) as f64,
         "max_distance": c.max_distance, "first_generation_recall": recall,
@@ -496,12 +528,13 @@ fn main() {
             w.docs.len()
         );
         println!(
-            "{:<28} {:>8} {:>8} {:>8} {:>6} {:>15} {:>15} {:>6} {:>6} {:>8} {:>10}",
+            "{:<28} {:>8} {:>8} {:>8} {:>6} {:>6} {:>15} {:>15} {:>6} {:>6} {:>8} {:>10}",
             "system",
             "clusters",
             "largest",
             "members",
-            "<thr",
+            "unconf",
+            "contnd",
             "<0.5 5-gram",
             "<0.4 4-gram",
             "lost",

@@ -97,6 +97,10 @@ struct Args {
     /// `simdb query --batch`; keep it outside the repository).
     #[arg(long)]
     write_copies: Option<PathBuf>,
+    /// Confirm by similarity alone, without this build's containment rule
+    /// (to measure what containment adds).
+    #[arg(long)]
+    no_containment: bool,
     /// Where recall.json goes.
     #[arg(long, default_value = "recall-out")]
     out: PathBuf,
@@ -258,6 +262,8 @@ impl System {
 }
 
 struct Sig {
+    /// The text's length in bytes (what containment compares).
+    len: u64,
     a: Option<Analysis>,
     old: Option<Analysis>,
     extra: Vec<Option<Sketch>>,
@@ -367,6 +373,7 @@ fn main() {
         }
         let t0 = Instant::now();
         let sig = |t: &str| Sig {
+            len: t.len() as u64,
             a: f.analyze(t).ok(),
             old: old_f.analyze(t).ok(),
             extra: extra_f.iter().map(|x| x.sketch(t)).collect(),
@@ -429,11 +436,18 @@ fn main() {
                         (Some(x), Some(y)) => x.similarity(&y) >= threshold,
                         _ => false,
                     },
+                    // This build's rule: similarity, or containment.
                     (false, None) => match (
                         q.a.as_ref().and_then(|a| a.sketch),
                         s.a.as_ref().and_then(|a| a.sketch),
                     ) {
-                        (Some(x), Some(y)) => x.similarity(&y) >= threshold,
+                        (Some(x), Some(y)) => simdb::db::confirmation(
+                            Some(x.similarity(&y)),
+                            threshold,
+                            // The query is the later document.
+                            || Ok((!args.no_containment).then_some((q.len, s.len))),
+                        )
+                        .is_ok_and(|c| c.is_some()),
                         _ => false,
                     },
                 }

@@ -110,10 +110,11 @@ pub struct Match {
     pub distance: u32,
 }
 
-/// The lengths of two records, when both are known (content stored as a
-/// bare fingerprint has none).
+/// The lengths of two records, the later first, when both are known
+/// (content stored as a bare fingerprint has none).
 fn lengths(a: &Record, b: &Record) -> Option<(u64, u64)> {
-    (a.length > 0 && b.length > 0).then_some((a.length, b.length))
+    let (later, earlier) = if a.ord > b.ord { (a, b) } else { (b, a) };
+    (a.length > 0 && b.length > 0).then_some((later.length, earlier.length))
 }
 
 impl Match {
@@ -787,18 +788,13 @@ impl Db {
                         }
                         examined += 1;
                         let mut record = None;
-                        let mut length = |h: &crate::Hit| -> Result<u64> {
+                        let mut read = |h: &crate::Hit| -> Result<Option<(u64, u64)>> {
                             let hr = self.store.checked_record(&at, h.fingerprint, &h.id)?;
-                            let n = hr.length;
+                            let pair = lengths(r, &hr);
                             record = Some(hr);
-                            Ok(n)
+                            Ok(pair)
                         };
-                        let lengths = || -> Result<Option<(u64, u64)>> {
-                            Ok(match r.length {
-                                0 => None,
-                                own => Some((own, length(&h)?)),
-                            })
-                        };
+                        let lengths = || read(&h);
                         if super::confirmation(h.similarity, min_similarity, lengths)?.is_none() {
                             return Ok(store::Flow::Continue);
                         }

@@ -42,27 +42,31 @@ use crate::store::{self, Access, Record, Store, Tuning};
 /// realistic edits").
 pub const DEFAULT_MIN_SIMILARITY: f64 = 0.6;
 
-/// A pair below the similarity threshold is still confirmed when the
-/// shorter document is contained in the longer one: its estimated
+/// A pair below the similarity threshold is still confirmed when the later
+/// document is shorter and contained in the earlier one: its estimated
 /// containment ([`crate::fingerprint::containment`]) reaches this (or the
 /// threshold, if higher) and their similarity at least
 /// [`CONTAINMENT_FLOOR`]. That is the truncated copy, the "read more"
 /// repost of the first 60-80% of an article, whose similarity to its
-/// original is about its share of it. Two documents of about the same
-/// length reach it only above the threshold (equal lengths need a
-/// similarity of 0.74), so containment confirms nothing new between them.
+/// original is about its share of it. Only that direction: a later, longer
+/// document that contains an earlier one (a reply quoting a message, an
+/// article built around a notice) is not its copy. Two documents of about
+/// the same length reach it only above the threshold (equal lengths need
+/// a similarity of 0.74), so containment confirms nothing new between
+/// them.
 pub const MIN_CONTAINMENT: f64 = 0.85;
 
 /// The least similarity a pair confirmed by containment has (a copy of
-/// 35% of its original, or a short text inside one three times as long,
-/// is not taken as a copy).
-pub const CONTAINMENT_FLOOR: f64 = 0.35;
+/// less than about 45% of its original, or a short text inside one more
+/// than twice as long, is not taken as a copy).
+pub const CONTAINMENT_FLOOR: f64 = 0.45;
 
 /// How a pair of documents is confirmed at threshold `min_similarity`:
 /// `Some(None)` by similarity (or unconfirmed, without two sketches),
-/// `Some(Some(c))` by containment `c`, `None` not. `lengths` are the two
-/// documents' content lengths, when known (read only for a pair whose
-/// similarity is between [`CONTAINMENT_FLOOR`] and the threshold).
+/// `Some(Some(c))` by containment `c`, `None` not. `lengths` are the
+/// content lengths of the later and the earlier document, when known (read
+/// only for a pair whose similarity is between [`CONTAINMENT_FLOOR`] and
+/// the threshold); containment counts only when the later is the shorter.
 pub fn confirmation(
     similarity: Option<f64>,
     min_similarity: f64,
@@ -72,7 +76,9 @@ pub fn confirmation(
         None => Ok(Some(None)),
         Some(s) if s >= min_similarity => Ok(Some(None)),
         Some(s) if s >= CONTAINMENT_FLOOR => {
-            let c = lengths()?.and_then(|(a, b)| crate::fingerprint::containment(s, a, b));
+            let c = lengths()?
+                .filter(|(later, earlier)| later < earlier)
+                .and_then(|(a, b)| crate::fingerprint::containment(s, a, b));
             Ok(c.filter(|c| *c >= MIN_CONTAINMENT.max(min_similarity))
                 .map(Some))
         }
@@ -127,8 +133,12 @@ pub struct Query {
     pub exclude: Option<String>,
     /// The query document's content length (bytes), when it has one: a
     /// candidate below the threshold may then be confirmed by containment
-    /// ([`MIN_CONTAINMENT`]).
+    /// ([`MIN_CONTAINMENT`]) if the query is later and shorter.
     pub length: Option<u64>,
+    /// The query document's place in the ingest order, if it is stored
+    /// (`None`: it is later than every stored document, as a text or a
+    /// document being written is).
+    pub ord: Option<u64>,
 }
 
 impl Query {
@@ -143,6 +153,7 @@ impl Query {
             limit: None,
             exclude: None,
             length: None,
+            ord: None,
         }
     }
 
@@ -190,16 +201,24 @@ impl Query {
     }
 
     /// Whether hit `h` passes verification, by similarity or by
-    /// containment ([`confirmation`]); `length` reads the candidate's
-    /// content length, only when containment is to be checked. Sets
-    /// `h.containment` when that confirmed it.
-    pub fn confirm(&self, h: &mut Hit, length: impl FnOnce(&Hit) -> Result<u64>) -> Result<bool> {
+    /// containment ([`confirmation`]); `record` reads the candidate's
+    /// content length and ord, only when containment is to be checked.
+    /// Sets `h.containment` when that confirmed it.
+    pub fn confirm(
+        &self,
+        h: &mut Hit,
+        record: impl FnOnce(&Hit) -> Result<(u64, u64)>,
+    ) -> Result<bool> {
         let seen: &Hit = h;
         let lengths = || -> Result<Option<(u64, u64)>> {
-            match self.length {
-                Some(own) if own > 0 => Ok(Some((own, length(seen)?))),
-                _ => Ok(None),
-            }
+            let Some(own) = self.length.filter(|n| *n > 0) else {
+                return Ok(None);
+            };
+            let (theirs, their_ord) = record(seen)?;
+            Ok(Some(match self.ord {
+                Some(ord) if ord < their_ord => (theirs, own),
+                _ => (own, theirs),
+            }))
         };
         Ok(
             match confirmation(seen.similarity, self.min_similarity, lengths)? {
@@ -559,8 +578,9 @@ impl Db {
         }
         let skip = |id: &str| q.exclude.as_deref() == Some(id);
         let mut examined = 0usize;
-        let length = |h: &Hit| -> Result<u64> {
-            Ok(self.store.checked_record(at, h.fingerprint, &h.id)?.length)
+        let length = |h: &Hit| -> Result<(u64, u64)> {
+            let r = self.store.checked_record(at, h.fingerprint, &h.id)?;
+            Ok((r.length, r.ord))
         };
         let mut visit = |mut h: Hit| {
             examined += 1;
@@ -685,6 +705,7 @@ impl Db {
         Query {
             exclude: Some(id.to_string()),
             length: Some(rec.length),
+            ord: Some(rec.ord),
             ..self.query_for(rec.fingerprint, rec.sketch, &rec.weak_bits)
         }
     }

@@ -369,12 +369,14 @@ impl Writer<'_> {
         let mut out = Check::default();
         let examined = std::cell::Cell::new(0usize);
         // Whether another candidate is wanted; then takes it.
-        // A candidate's length, for containment: pending, or stored.
-        let length = |h: &Hit| -> Result<u64> {
-            match self.overlay.get(&h.id) {
-                Some(Some(r)) => Ok(r.length),
-                _ => Ok(self.store.checked_record(&at, h.fingerprint, &h.id)?.length),
-            }
+        // A candidate's length and ord, for containment: pending, or
+        // stored.
+        let length = |h: &Hit| -> Result<(u64, u64)> {
+            let r = match self.overlay.get(&h.id) {
+                Some(Some(r)) => r.clone(),
+                _ => self.store.checked_record(&at, h.fingerprint, &h.id)?,
+            };
+            Ok((r.length, r.ord))
         };
         let mut take = |mut h: Hit, out: &mut Check| -> Result<Flow> {
             if out.hits.len() >= confirm || examined.get() >= examine {

@@ -27,10 +27,11 @@ The method (the README's "Beyond one machine" has the whole story):
    in doubles, as `Sketch::similarity`. A pair is kept when its
    similarity is at least --min-similarity (by default the store's threshold,
    which the export's key-value metadata states), or when either document
-   has no sketch (then unconfirmed, similarity null), or when the shorter
-   text is contained in the longer: similarity at least 0.35 and the
-   estimated containment `J (1 + long/short) / (1 + J)` (the `length`
-   column) at least 0.85, or the threshold if higher. simdb's rule.
+   has no sketch (then unconfirmed, similarity null), or when the later text
+   (the larger ord) is shorter and contained in the earlier: similarity at
+   least 0.45 and the estimated containment `J (1 + earlier/later) / (1 + J)`
+   (the `length` column) at least 0.85, or the threshold if higher: simdb's
+   rule.
 4. Clusters, simdb's anchored rule (simdb's docs/workflows.md, "Clusters").
    The connected components of the kept pairs (min-label propagation with
    pointer jumping: each document's label starts as its ord, takes the
@@ -76,7 +77,7 @@ LOW_BITS = 0x5555555555555555
 DEFAULT_MIN_SIMILARITY = 0.6
 # simdb's containment rule (db::MIN_CONTAINMENT, db::CONTAINMENT_FLOOR).
 MIN_CONTAINMENT = 0.85
-CONTAINMENT_FLOOR = 0.35
+CONTAINMENT_FLOOR = 0.45
 
 
 @dataclass(frozen=True)
@@ -400,12 +401,13 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
                    [F.col(f"b{i}") for i in range(4)]).alias("similarity"),
     )
     # Below the threshold, containment (simdb's MIN_CONTAINMENT,
-    # CONTAINMENT_FLOOR): the shorter text's estimated share inside the longer.
+    # CONTAINMENT_FLOOR): the later document (y, the larger ord) shorter, and
+    # its estimated share inside the earlier.
     j = F.col("similarity")
-    ratio = F.greatest("lx", "ly").cast("double") / F.least("lx", "ly").cast("double")
+    ratio = F.col("lx").cast("double") / F.col("ly").cast("double")
     c = F.least(F.lit(1.0), F.greatest(F.lit(0.0), j * (F.lit(1.0) + ratio) / (F.lit(1.0) + j)))
-    contained = ((j < min_similarity) & (j >= CONTAINMENT_FLOOR) & (F.least("lx", "ly") > 0)
-                 & (c >= max(MIN_CONTAINMENT, min_similarity)))
+    contained = ((j < min_similarity) & (j >= CONTAINMENT_FLOOR) & (F.col("ly") > 0)
+                 & (F.col("ly") < F.col("lx")) & (c >= max(MIN_CONTAINMENT, min_similarity)))
     scored = scored.select("x", "y", "ix", "iy", "distance", "similarity",
                            F.when(contained, c).alias("containment"))
     scored = checkpoint(scored)
