@@ -420,6 +420,8 @@ fn main() {
                       lsh_sig: &[u64],
                       skip: Option<usize>|
          -> (Vec<usize>, u64, u64) {
+            // `skip` is the query's own position when it is an original (a
+            // copy comes after every original).
             let verify = |j: usize, old: bool, extra: Option<usize>| -> bool {
                 let s = &originals[j];
                 match (old, extra) {
@@ -444,8 +446,14 @@ fn main() {
                         (Some(x), Some(y)) => simdb::db::confirmation(
                             Some(x.similarity(&y)),
                             threshold,
-                            // The query is the later document.
-                            || Ok((!args.no_containment).then_some((q.len, s.len))),
+                            // The later document's length first.
+                            || {
+                                let pair = match skip {
+                                    Some(i) if i < j => (s.len, q.len),
+                                    _ => (q.len, s.len),
+                                };
+                                Ok((!args.no_containment).then_some(pair))
+                            },
                         )
                         .is_ok_and(|c| c.is_some()),
                         _ => false,

@@ -418,7 +418,9 @@ pub struct IngestArgs {
     /// Write a JSONL duplicate report here: {"id","duplicate_of","distance"}.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
-    /// Do not index documents that have a near-duplicate (they are still reported).
+    /// Do not index documents that have a near-duplicate (they are still
+    /// reported), unless the store's keep policy would keep them: they
+    /// would represent their cluster (never under `first`, the default).
     #[arg(long)]
     pub skip_duplicates: bool,
     /// Look for near-duplicates exactly within K bits (0..=11) instead of
