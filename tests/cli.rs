@@ -624,6 +624,28 @@ fn dedup_keeps_lines_unchanged_and_drops_what_ingest_would_skip() {
         "{repeat}\n{}\nnot json\n",
         json!({"id": "empty", "text": "，。"})
     );
+    // A "read more" repost: an article (its words, then the same words in
+    // another order: one fingerprint), later its first half alone, whose
+    // similarity is under the threshold: dropped by containment.
+    let f = simdb::Fingerprinter::new(simdb::Recipe::default());
+    let vocab = common::vocab();
+    let (long, half) = (0..100)
+        .find_map(|seed| {
+            let mut rng = common::rng(seed);
+            let words = common::article(&mut rng, &vocab, 100);
+            let mut again = words.clone();
+            rand::seq::SliceRandom::shuffle(&mut again[..], &mut rng);
+            let (long, half) = ([words.concat(), again.concat()].concat(), words.concat());
+            let (a, b) = (f.analyze(&long).unwrap(), f.analyze(&half).unwrap());
+            let j = a.sketch.unwrap().similarity(&b.sketch.unwrap());
+            (a.fingerprint == b.fingerprint && (0.45..0.6).contains(&j)).then_some((long, half))
+        })
+        .expect("an article whose half is contained");
+    lines += &format!(
+        "{}\n{}\n",
+        json!({"id": "long", "text": long}),
+        json!({"id": "repost", "text": half})
+    );
     let input = t.file("in.jsonl", &lines);
     let dropped = t.path().with_file_name("dropped.jsonl");
     let o = simdb(&[&"dedup", &input, &"--dropped", &dropped]);
@@ -687,6 +709,10 @@ fn dedup_keeps_lines_unchanged_and_drops_what_ingest_would_skip() {
             .unwrap()
             .contains("in.jsonl:"));
     }
+    let repost = drops.iter().find(|d| d["id"] == "repost").unwrap();
+    assert_eq!(repost["duplicate_of"], "long");
+    assert!(repost["similarity"].as_f64().unwrap() < 0.6, "{repost}");
+    assert!(repost["containment"].as_f64().unwrap() >= 0.85, "{repost}");
     let again = drops.iter().find(|d| d["id"] == "again-7").unwrap();
     assert_eq!(again["duplicate_of"], "doc-7");
     assert_eq!(again["distance"], 0);

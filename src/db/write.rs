@@ -73,12 +73,14 @@ pub struct WritePolicy {
 }
 
 impl WritePolicy {
-    /// The duplicate check of an analysed document under these options.
-    pub fn duplicate_query(&self, a: &Analysis) -> Query {
+    /// The duplicate check of an analysed document of content length
+    /// `length` (bytes; for containment) under these options.
+    pub fn duplicate_query(&self, a: &Analysis, length: u64) -> Query {
         Query {
             k: self.k,
             sketch: a.sketch,
             min_similarity: self.min_similarity,
+            length: Some(length),
             ..Query::new(a.fingerprint)
         }
         .probing(&a.weak_bits, self.probe_budget)
@@ -181,8 +183,7 @@ pub fn place(
     }
     let q = Query {
         exclude: Some(doc.id.clone()),
-        length: Some(doc.content.len()),
-        ..opts.duplicate_query(&a)
+        ..opts.duplicate_query(&a, doc.content.len())
     };
     let depth = limits::CHECK_CONFIRMED.max(opts.max_duplicates.min(limits::MAX_DUPLICATES));
     let check = w.check(&q, depth, limits::CHECK_EXAMINED, true)?;

@@ -34,6 +34,10 @@ pub struct Dropped {
     /// Sketch similarity of the two texts, when both have a sketch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub similarity: Option<f64>,
+    /// When it was confirmed by containment (it is shorter and contained
+    /// in that document): the estimated share of it inside.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub containment: Option<f64>,
 }
 
 /// Counts of a dedup run.
@@ -127,7 +131,7 @@ pub fn dedup(
                     continue;
                 }
             };
-            let q = opts.write.duplicate_query(&a);
+            let q = opts.write.duplicate_query(&a, doc.content.len());
             let in_db = match against {
                 Some(db) => db.first_duplicate(&q)?,
                 None => None,
@@ -141,6 +145,7 @@ pub fn dedup(
                     in_db: true,
                     distance: h.distance,
                     similarity: h.similarity,
+                    containment: h.containment,
                 }),
                 None => match w.first_duplicate(&q)? {
                     Some(h) => {
@@ -158,6 +163,7 @@ pub fn dedup(
                             in_db: false,
                             distance: h.distance,
                             similarity: h.similarity,
+                            containment: h.containment,
                         })
                     }
                     None => None,
