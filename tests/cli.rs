@@ -740,3 +740,73 @@ fn dedup_keeps_lines_unchanged_and_drops_what_ingest_would_skip() {
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("--strict"), "{}", stderr(&o));
 }
+
+/// `dedup --keep longest` keeps the longest copy even when it comes last
+/// (two passes), exactly the representatives and lone documents of a store
+/// of that policy; standard input is refused for it.
+#[test]
+fn dedup_keeps_what_the_keep_policy_keeps() {
+    let t = TempDb::new();
+    let vocab = common::vocab();
+    let mut rng = common::rng(31);
+    let mut lines = String::new();
+    for n in 0..6 {
+        let words = common::article(&mut rng, &vocab, 200);
+        // Three copies, the longest last: 90%, 95%, whole.
+        for (i, share) in [180, 190, 200].iter().enumerate() {
+            let v = json!({"id": format!("a{n}-{i}"), "text": words[..*share].concat()});
+            lines += &format!("{v}\n");
+        }
+        let other = common::article(&mut rng, &vocab, 150);
+        lines += &format!(
+            "{}\n",
+            json!({"id": format!("b{n}"), "text": other.concat()})
+        );
+    }
+    let input = t.file("in.jsonl", &lines);
+    let o = simdb(&[&"dedup", &input, &"--keep", &"longest"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let kept: Vec<String> = stdout(&o)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    for n in 0..6 {
+        assert!(kept.contains(&format!("a{n}-2")), "{kept:?}");
+        assert!(!kept.contains(&format!("a{n}-0")), "{kept:?}");
+        assert!(kept.contains(&format!("b{n}")), "{kept:?}");
+    }
+    // The same as a store of that policy: its representatives and the
+    // documents alone.
+    let db = t.path();
+    assert_eq!(code(&simdb(&[&"init", &db, &"--keep", &"longest"])), 0);
+    assert_eq!(code(&simdb(&[&"ingest", &db, &input])), 0);
+    let store = simdb::Db::open_read_only(&db).unwrap();
+    let mut want: Vec<String> = Vec::new();
+    for l in lines.lines() {
+        let id = serde_json::from_str::<Value>(l).unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let c = store.clusters().of(&id).unwrap().unwrap();
+        if c.representative == id {
+            want.push(id);
+        }
+    }
+    assert_eq!(kept, want);
+    // The default keeps the first of each.
+    let o = simdb(&[&"dedup", &input]);
+    assert!(stdout(&o).contains("\"a0-0\"") && !stdout(&o).contains("\"a0-2\""));
+    // Two passes cannot read standard input.
+    let o = simdb_stdin(&[&"dedup", &"-", &"--keep", &"longest"], lines.as_bytes());
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("reads the input twice"),
+        "{}",
+        stderr(&o)
+    );
+}

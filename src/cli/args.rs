@@ -216,7 +216,7 @@ pub struct DedupArgs {
     pub db: Option<PathBuf>,
     /// Write each dropped document here as JSONL: {"id", "source",
     /// "duplicate_of", "duplicate_of_source", "in_db", "distance",
-    /// "similarity"}.
+    /// "similarity", "containment"}.
     #[arg(long, value_name = "FILE")]
     pub dropped: Option<PathBuf>,
     /// Near-copies exactly within K bits (0..=11) instead of the default
@@ -242,6 +242,11 @@ pub struct DedupArgs {
     /// Longest accepted line (or file) in bytes.
     #[arg(long, default_value_t = 64 << 20, value_name = "BYTES")]
     pub max_doc_bytes: usize,
+    /// Which copy of a cluster to keep: `first` (default; one pass), or
+    /// `priority`, `longest`, `newest` (two passes over the inputs, which
+    /// must be files). With --db, the store's keep policy by default.
+    #[arg(long, value_name = "POLICY")]
+    pub keep: Option<simdb::db::KeepPolicy>,
     /// Print the summary (on standard error) as JSON.
     #[arg(long)]
     pub json: bool,

@@ -47,7 +47,12 @@ pub(super) fn dedup(a: DedupArgs) -> Result<bool> {
     };
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    let result = ingest::dedup(&mut scratch, against.as_ref(), &inputs, &opts, |ev| {
+    let keep = match (a.keep, &against) {
+        (Some(k), _) => k,
+        (None, Some(db)) => db.keep_policy()?,
+        (None, None) => simdb::db::KeepPolicy::First,
+    };
+    let on_event = |ev: ingest::DedupEvent<'_>| {
         let r = match ev {
             ingest::DedupEvent::Keep(d) => {
                 let line = d.line.as_deref().unwrap_or(d.source.as_bytes());
@@ -69,7 +74,20 @@ pub(super) fn dedup(a: DedupArgs) -> Result<bool> {
         };
         // The first write error (a closed pipe) stops the run.
         r
-    });
+    };
+    let result = match keep {
+        simdb::db::KeepPolicy::First => {
+            ingest::dedup(&mut scratch, against.as_ref(), &inputs, &opts, on_event)
+        }
+        keep => ingest::dedup_keeping(
+            &mut scratch,
+            against.as_ref(),
+            &inputs,
+            &opts,
+            keep,
+            on_event,
+        ),
+    };
     let s = result?;
     out.flush().context("writing standard output")?;
     if let Some(w) = dropped.as_mut() {

@@ -14,6 +14,7 @@ use super::{pipeline, Chunk, Options};
 use crate::db::write::Doc;
 use crate::db::Db;
 use crate::error::{Error, Result};
+use crate::fingerprint::Analysis;
 use crate::ingest::read::{Input, Problem};
 
 /// A dropped document and what it duplicates.
@@ -38,6 +39,22 @@ pub struct Dropped {
     /// in that document): the estimated share of it inside.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub containment: Option<f64>,
+}
+
+impl Dropped {
+    /// `doc` dropped as a near-copy of the store's document `h`.
+    fn in_db(doc: &Doc, h: crate::Hit) -> Dropped {
+        Dropped {
+            id: doc.id.clone(),
+            source: doc.source.clone(),
+            duplicate_of: h.id,
+            duplicate_of_source: None,
+            in_db: true,
+            distance: h.distance,
+            similarity: h.similarity,
+            containment: h.containment,
+        }
+    }
 }
 
 /// Counts of a dedup run.
@@ -85,51 +102,14 @@ pub fn dedup(
     opts: &Options,
     mut on_event: impl FnMut(DedupEvent<'_>) -> Result<()>,
 ) -> Result<DedupSummary> {
-    crate::fingerprint::check_k(opts.write.k)?;
-    if !scratch.is_empty()? {
-        return Err(Error::Input(
-            "the scratch store of a dedup run must be empty".into(),
-        ));
-    }
     let start = Instant::now();
-    let fingerprinter = against
-        .map(|d| d.fingerprinter())
-        .unwrap_or(scratch.fingerprinter())
-        .clone();
-    fingerprinter.warm_up();
+    let fingerprinter = prepare(scratch, against, opts)?;
     let mut w = scratch.writer()?;
     let mut sum = DedupSummary::default();
     pipeline(&fingerprinter, inputs, opts, |chunk: Chunk| {
         for item in chunk {
-            let (doc, analysis) = match item {
-                Err(p) => {
-                    sum.bad_lines += 1;
-                    on_event(DedupEvent::BadLine(&p))?;
-                    if opts.strict {
-                        return Err(p.stopped());
-                    }
-                    continue;
-                }
-                Ok(x) => x,
-            };
-            sum.read += 1;
-            let a = match analysis {
-                Ok(a) => a,
-                Err(Error::NoFeatures) => {
-                    sum.no_features += 1;
-                    sum.kept += 1;
-                    on_event(DedupEvent::Keep(&doc))?;
-                    continue;
-                }
-                Err(e) => {
-                    sum.bad_lines += 1;
-                    let p = Problem::of(&doc, &e);
-                    on_event(DedupEvent::BadLine(&p))?;
-                    if opts.strict {
-                        return Err(p.stopped());
-                    }
-                    continue;
-                }
+            let Some((doc, a)) = document(item, &mut sum, opts.strict, &mut on_event)? else {
+                continue;
             };
             let q = opts.write.duplicate_query(&a, doc.content.len());
             let in_db = match against {
@@ -137,16 +117,7 @@ pub fn dedup(
                 None => None,
             };
             let dropped = match in_db {
-                Some(h) => Some(Dropped {
-                    id: doc.id.clone(),
-                    source: doc.source.clone(),
-                    duplicate_of: h.id,
-                    duplicate_of_source: None,
-                    in_db: true,
-                    distance: h.distance,
-                    similarity: h.similarity,
-                    containment: h.containment,
-                }),
+                Some(h) => Some(Dropped::in_db(&doc, h)),
                 None => match w.first_duplicate(&q)? {
                     Some(h) => {
                         // Kept documents are stored under their position,
@@ -191,4 +162,164 @@ pub fn dedup(
     w.commit()?;
     sum.elapsed = start.elapsed();
     Ok(sum)
+}
+
+/// [`dedup`] under a keep policy other than `first`, which a single pass
+/// cannot apply (a longer or newer copy may come later): the inputs are
+/// read twice. First every document is written into `scratch`, whose
+/// clusters follow `keep` (the store's rule: anchored at the
+/// representative, see [`crate::db::clusters`]), except those with a
+/// near-copy in `against`; then the inputs are read again and each
+/// document is kept when it represents its cluster or is alone, and
+/// dropped as a near-copy of its representative otherwise. Events come
+/// in input order, from the second pass. `scratch` must be an empty store
+/// opened for writing; standard input cannot be read twice, so it is
+/// refused.
+pub fn dedup_keeping(
+    scratch: &mut Db,
+    against: Option<&Db>,
+    inputs: &[Input],
+    opts: &Options,
+    keep: crate::db::KeepPolicy,
+    mut on_event: impl FnMut(DedupEvent<'_>) -> Result<()>,
+) -> Result<DedupSummary> {
+    if inputs.iter().any(|i| i.path.as_os_str() == "-") {
+        return Err(Error::Input(format!(
+            "keeping the {keep} copy reads the input twice: give files, not standard input"
+        )));
+    }
+    let start = Instant::now();
+    let fingerprinter = prepare(scratch, against, opts)?;
+    scratch.set_keep_policy(keep)?;
+    let in_db = |a: &crate::fingerprint::Analysis, doc: &Doc| -> Result<Option<crate::Hit>> {
+        match against {
+            Some(db) => db.first_duplicate(&opts.write.duplicate_query(a, doc.content.len())),
+            None => Ok(None),
+        }
+    };
+    // Pass 1: every document into the scratch store, under its source
+    // (unique in the run), with its id as the source.
+    {
+        let mut w = scratch.writer()?;
+        pipeline(&fingerprinter, inputs, opts, |chunk: Chunk| {
+            for (doc, a) in chunk.into_iter().flatten() {
+                let Ok(a) = a else { continue };
+                if in_db(&a, &doc)?.is_some() {
+                    continue;
+                }
+                let stored = Doc {
+                    id: doc.source.clone(),
+                    source: doc.id.clone(),
+                    ..doc
+                };
+                crate::db::write::place(&mut w, &stored, a, &opts.write)?;
+            }
+            w.commit()
+        })?;
+        w.commit()?;
+    }
+    // Pass 2: in input order, what the clusters keep.
+    let mut sum = DedupSummary::default();
+    pipeline(&fingerprinter, inputs, opts, |chunk: Chunk| {
+        for item in chunk {
+            let Some((doc, a)) = document(item, &mut sum, opts.strict, &mut on_event)? else {
+                continue;
+            };
+            if let Some(h) = in_db(&a, &doc)? {
+                sum.dropped_in_db += 1;
+                on_event(DedupEvent::Drop(&doc, &Dropped::in_db(&doc, h)))?;
+                continue;
+            }
+            let cluster = scratch.clusters().of(&doc.source)?;
+            let rep = cluster
+                .as_ref()
+                .map(|c| c.representative.clone())
+                .filter(|r| *r != doc.source);
+            match rep {
+                None => {
+                    sum.kept += 1;
+                    on_event(DedupEvent::Keep(&doc))?;
+                }
+                Some(rep) => {
+                    let r = scratch.get(&rep)?.ok_or_else(|| {
+                        Error::Input(format!(
+                            "representative {rep:?} is not in the scratch store"
+                        ))
+                    })?;
+                    sum.dropped += 1;
+                    let d = Dropped {
+                        id: doc.id.clone(),
+                        source: doc.source.clone(),
+                        duplicate_of: r.source.clone(),
+                        duplicate_of_source: Some(rep),
+                        in_db: false,
+                        distance: a.fingerprint.distance(r.fingerprint),
+                        similarity: a.sketch.zip(r.sketch).map(|(x, y)| x.similarity(&y)),
+                        containment: None,
+                    };
+                    on_event(DedupEvent::Drop(&doc, &d))?;
+                }
+            }
+        }
+        Ok(())
+    })?;
+    sum.elapsed = start.elapsed();
+    Ok(sum)
+}
+
+/// A chunk item as a document to decide on: a bad line is counted and
+/// reported (an error with `strict`), a document without usable features
+/// is counted and kept; `None` for both.
+fn document(
+    item: std::result::Result<(Doc, Result<Analysis>), Problem>,
+    sum: &mut DedupSummary,
+    strict: bool,
+    on_event: &mut impl FnMut(DedupEvent<'_>) -> Result<()>,
+) -> Result<Option<(Doc, Analysis)>> {
+    let (doc, analysis) = match item {
+        Err(p) => {
+            sum.bad_lines += 1;
+            on_event(DedupEvent::BadLine(&p))?;
+            return if strict { Err(p.stopped()) } else { Ok(None) };
+        }
+        Ok(x) => x,
+    };
+    sum.read += 1;
+    match analysis {
+        Ok(a) => Ok(Some((doc, a))),
+        Err(Error::NoFeatures) => {
+            sum.no_features += 1;
+            sum.kept += 1;
+            on_event(DedupEvent::Keep(&doc))?;
+            Ok(None)
+        }
+        Err(e) => {
+            sum.bad_lines += 1;
+            let p = Problem::of(&doc, &e);
+            on_event(DedupEvent::BadLine(&p))?;
+            if strict {
+                Err(p.stopped())
+            } else {
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// Checks the options and that `scratch` is empty; the fingerprinter of
+/// the run (`against`'s recipe and IDF when given, else `scratch`'s),
+/// warmed up.
+fn prepare(scratch: &Db, against: Option<&Db>, opts: &Options) -> Result<crate::Fingerprinter> {
+    crate::fingerprint::check_k(opts.write.k)?;
+    if !scratch.is_empty()? {
+        return Err(Error::Input(
+            "the scratch store of a dedup run must be empty".into(),
+        ));
+    }
+    let fingerprinter = against
+        .map(|d| d.fingerprinter())
+        .unwrap_or(scratch.fingerprinter())
+        .clone();
+    fingerprinter.warm_up();
+    Ok(fingerprinter)
 }

@@ -23,7 +23,7 @@ pub use crate::db::write::{
 };
 use crate::db::{Db, Outcome};
 use crate::error::{Error, Result};
-pub use dedup::{dedup, DedupEvent, DedupSummary, Dropped};
+pub use dedup::{dedup, dedup_keeping, DedupEvent, DedupSummary, Dropped};
 pub use read::{Format, Input, Problem};
 
 /// Options of an ingest run: the write policy of its documents, and how
