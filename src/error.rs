@@ -79,7 +79,7 @@ pub enum Error {
     #[error(
         "{path}: store format version {found} is older than this build reads \
          (version {supported}); run `simdb migrate {path}` once to convert it in place \
-         (it rebuilds the index from the stored records)"
+         (it rebuilds the clusters, and before format 5 the index, from the stored records)"
     )]
     NeedsMigration {
         path: PathBuf,
