@@ -159,7 +159,8 @@ class Db:
     ) -> Union[list[AddResult], dict[str, int]]:
         """Adds documents from any iterable of ``(id, text)`` pairs or dicts
         (``{"id", "text"}``, or ``{"id", "fingerprint"}``; an optional
-        ``"priority"`` ranks cluster representatives).
+        ``"priority"`` ranks cluster representatives in a store whose keep
+        policy is ``"priority"``).
 
         The iterable is read ``batch_size`` documents at a time; each batch
         is fingerprinted in parallel with the GIL released and written as

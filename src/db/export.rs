@@ -28,12 +28,12 @@
 //! Every file's key-value metadata names what a job outside needs to
 //! read the rows as simdb does: `simdb.recipe` (the store's recipe as
 //! JSON: how fingerprints and sketches were made), `simdb.min_similarity`
-//! (the store's default verification threshold), `simdb.export_version`
-//! (1). With them `simdb import` restores every column (see
-//! `crate::import`).
+//! (the store's default verification threshold), `simdb.keep_policy` (who
+//! represents a cluster), `simdb.export_version` (1). With them `simdb
+//! import` restores every column (see `crate::import`).
 //!
-//! `priority` then `ord` are what picks a cluster's representative (the
-//! highest priority, then the earliest ingested).
+//! `priority`, `length` and `ord` are what the keep policy ranks a
+//! cluster's members by (see [`crate::db::KeepPolicy`]).
 //!
 //! Rows are in id order. Files are `part-NNNNN.parquet` (each written under
 //! a dot-name and renamed when complete), row groups of
