@@ -271,15 +271,38 @@ fn optimal_bands(t: f64) -> (usize, usize) {
     best.1
 }
 
+/// The hashed word 3-shingles of `text` (jieba's cut, lower-cased, words
+/// with a letter or digit).
+#[allow(dead_code, reason = "used by the evaluation tools, not by every tool")]
+fn word_shingles(jieba: &jieba_rs::Jieba, text: &str) -> Vec<u64> {
+    let lower = text.to_lowercase();
+    let toks: Vec<&str> = jieba
+        .cut(&lower, false)
+        .into_iter()
+        .map(|t| t.word)
+        .filter(|w| w.chars().any(char::is_alphanumeric))
+        .collect();
+    if toks.len() < 3 {
+        vec![xxhash_rust::xxh3::xxh3_64(toks.concat().as_bytes())]
+    } else {
+        toks.windows(3)
+            .map(|w| xxhash_rust::xxh3::xxh3_64(w.join(" ").as_bytes()))
+            .collect()
+    }
+}
+
 /// MinHash LSH with 128 permutations over word 3-shingles (jieba's cut,
-/// lower-cased), banded as datasketch's `MinHashLSH` bands for its
-/// threshold: the peer the evaluations measure beside simdb.
+/// lower-cased), or with [`MinHashLsh::chars`] over character n-grams,
+/// banded as datasketch's `MinHashLSH` bands for its threshold: the peer
+/// the evaluations measure beside simdb.
 #[allow(dead_code, reason = "used by the evaluation tools, not by every tool")]
 pub struct MinHashLsh {
     pub bands: usize,
     pub rows: usize,
     mults: Vec<(u64, u64)>,
     tables: Vec<HashMap<u64, Vec<u32>>>,
+    /// Character n-grams (letters and digits) instead of word 3-shingles.
+    char_n: Option<usize>,
 }
 
 #[allow(dead_code, reason = "used by the evaluation tools, not by every tool")]
@@ -294,23 +317,22 @@ impl MinHashLsh {
                 .map(|_| (rng.random::<u64>() | 1, rng.random()))
                 .collect(),
             tables: vec![HashMap::new(); bands],
+            char_n: None,
+        }
+    }
+
+    /// Over the character `n`-grams of letters and digits (lower-cased).
+    pub fn chars(threshold: f64, seed: u64, n: usize) -> MinHashLsh {
+        MinHashLsh {
+            char_n: Some(n),
+            ..MinHashLsh::new(threshold, seed)
         }
     }
 
     pub fn signature(&self, jieba: &jieba_rs::Jieba, text: &str) -> Vec<u64> {
-        let lower = text.to_lowercase();
-        let toks: Vec<&str> = jieba
-            .cut(&lower, false)
-            .into_iter()
-            .map(|t| t.word)
-            .filter(|w| w.chars().any(char::is_alphanumeric))
-            .collect();
-        let shingles: Vec<u64> = if toks.len() < 3 {
-            vec![xxhash_rust::xxh3::xxh3_64(toks.concat().as_bytes())]
-        } else {
-            toks.windows(3)
-                .map(|w| xxhash_rust::xxh3::xxh3_64(w.join(" ").as_bytes()))
-                .collect()
+        let shingles = match self.char_n {
+            Some(n) => char_ngrams(text, n),
+            None => word_shingles(jieba, text),
         };
         self.mults
             .iter()

@@ -20,7 +20,12 @@
 //! - `punct`: punctuation inserted, deleted or replaced, at r% of the
 //!   characters;
 //! - `space`: spaces and line breaks inserted or removed, at r% of the
-//!   characters.
+//!   characters;
+//! - `wrap` (not in the default `--kinds`): the text wrapped in a header
+//!   and a footer of other text (words of the corpus), together 10·r% of
+//!   its length (10, 30, 50%): a repost inside a page;
+//! - `trunc` (not in the default `--kinds`): the first 100 − 10·r% of the
+//!   text by characters (90, 70, 50%): a "read more" repost.
 //!
 //! Each copy is queried against the originals with:
 //!
@@ -32,7 +37,8 @@
 //! - `minhash`: MinHash LSH with 128 permutations over word 3-shingles
 //!   (jieba tokens for Chinese), banded for threshold 0.5 the way
 //!   datasketch's `MinHashLSH` chooses its bands (a candidate = shares a
-//!   band; no further check, as datasketch answers).
+//!   band; no further check, as datasketch answers); and the same over
+//!   character 5-grams (letters and digits).
 //!
 //! Recall = share of copies whose original is among the answers. False
 //! pairs: every original is also queried against the other originals; a
@@ -79,7 +85,7 @@ struct Args {
     /// Probe budgets to compare (buckets over the four families).
     #[arg(long, default_value = "16,32,64,128,256")]
     budgets: String,
-    /// Edit kinds (chars, words, typos, punct, space).
+    /// Edit kinds (chars, words, typos, punct, space; also wrap, trunc).
     #[arg(long, default_value = "chars,words,typos,punct,space")]
     kinds: String,
     /// Sketch similarity a candidate needs (this build's default if unset).
@@ -113,6 +119,8 @@ enum Kind {
     Typos,
     Punct,
     Space,
+    Wrap,
+    Trunc,
 }
 
 impl Kind {
@@ -123,6 +131,8 @@ impl Kind {
             "typos" => Kind::Typos,
             "punct" => Kind::Punct,
             "space" => Kind::Space,
+            "wrap" => Kind::Wrap,
+            "trunc" => Kind::Trunc,
             o => panic!("unknown edit kind {o:?}"),
         }
     }
@@ -133,6 +143,8 @@ impl Kind {
             Kind::Typos => "typos",
             Kind::Punct => "punct",
             Kind::Space => "space",
+            Kind::Wrap => "wrap",
+            Kind::Trunc => "trunc",
         }
     }
 }
@@ -221,6 +233,25 @@ fn apply(
             }
             cs.into_iter().collect()
         }
+        Kind::Wrap => {
+            // Header and footer of corpus words, 10·rate% of the length.
+            let sep = if text.is_ascii() { " " } else { "" };
+            let mut filler = |chars: usize| {
+                let mut out = String::new();
+                while out.chars().count() < chars {
+                    out.push_str(words_pool.choose(rng).expect("a word pool"));
+                    out.push_str(sep);
+                }
+                out
+            };
+            let extra = cs.len() * 10 * rate as usize / 100;
+            let head = filler(extra / 2);
+            let tail = filler(extra - extra / 2);
+            format!("{head}\n{text}\n{tail}")
+        }
+        Kind::Trunc => cs[..cs.len() * (100 - 10 * rate as usize) / 100]
+            .iter()
+            .collect(),
         Kind::Space => {
             for _ in 0..edits(cs.len(), rate) {
                 let spaces: Vec<usize> = (0..cs.len()).filter(|&i| cs[i].is_whitespace()).collect();
@@ -247,6 +278,8 @@ enum System {
     /// Ranked at the default budget with another sketch.
     RankedSketch(usize, usize),
     MinHash,
+    /// MinHash LSH over character 5-grams.
+    MinHashChars,
 }
 
 impl System {
@@ -257,6 +290,7 @@ impl System {
             System::Ranked(b) => format!("ranked {b}"),
             System::RankedSketch(b, s) => format!("ranked {b}, sketch #{s}"),
             System::MinHash => "minhash lsh 0.5".into(),
+            System::MinHashChars => "minhash lsh 0.5, char 5-grams".into(),
         }
     }
 }
@@ -322,6 +356,7 @@ fn main() {
     systems.extend(budgets.iter().map(|&b| System::Ranked(b)));
     systems.extend((0..extra_kinds.len()).map(|s| System::RankedSketch(default_budget, s)));
     systems.push(System::MinHash);
+    systems.push(System::MinHashChars);
     println!(
         "recall: seed {}, {} copies per kind and rate, threshold {threshold}, default budget {default_budget}, recipe sketch {}",
         args.seed, args.sample, recipe.sketch
@@ -390,17 +425,16 @@ fn main() {
                 idx.insert(&i.to_string(), a.fingerprint);
             }
         }
+        // Both peers: word 3-shingles and character 5-grams.
         let mut lsh = MinHashLsh::new(0.5, args.seed);
-        let lsh_orig: Vec<Vec<u64>> = docs
-            .par_iter()
-            .map(|(_, t)| lsh.signature(&jieba, t))
-            .collect();
-        let lsh_copies: Vec<Vec<u64>> = planted
-            .par_iter()
-            .map(|p| lsh.signature(&jieba, &p.3))
-            .collect();
-        for (i, s) in lsh_orig.iter().enumerate() {
+        let mut lsh5 = MinHashLsh::chars(0.5, args.seed, 5);
+        let sigs = |t: &str| (lsh.signature(&jieba, t), lsh5.signature(&jieba, t));
+        let lsh_orig: Vec<(Vec<u64>, Vec<u64>)> = docs.par_iter().map(|(_, t)| sigs(t)).collect();
+        let lsh_copies: Vec<(Vec<u64>, Vec<u64>)> =
+            planted.par_iter().map(|p| sigs(&p.3)).collect();
+        for (i, (s, s5)) in lsh_orig.iter().enumerate() {
             lsh.insert(i as u32, s);
+            lsh5.insert(i as u32, s5);
         }
         println!(
             "\n== {name}: {} documents ({} over {} characters), {} copies; signatures in {:.1}s; minhash bands {}x{}",
@@ -417,7 +451,7 @@ fn main() {
         // (excluding `skip`), with buckets read and candidates checked.
         let answer = |sys: &System,
                       q: &Sig,
-                      lsh_sig: &[u64],
+                      lsh_sig: &(Vec<u64>, Vec<u64>),
                       skip: Option<usize>|
          -> (Vec<usize>, u64, u64) {
             // `skip` is the query's own position when it is an original (a
@@ -461,15 +495,19 @@ fn main() {
                 }
             };
             match sys {
-                System::MinHash => {
-                    let hits: Vec<usize> = lsh
-                        .query(lsh_sig)
+                System::MinHash | System::MinHashChars => {
+                    let (l, sig) = match sys {
+                        System::MinHash => (&lsh, &lsh_sig.0),
+                        _ => (&lsh5, &lsh_sig.1),
+                    };
+                    let hits: Vec<usize> = l
+                        .query(sig)
                         .into_iter()
                         .map(|j| j as usize)
                         .filter(|&j| Some(j) != skip)
                         .collect();
                     let n = hits.len() as u64;
-                    (hits, lsh.bands as u64, n)
+                    (hits, l.bands as u64, n)
                 }
                 _ => {
                     let Some(a) = q.a.as_ref() else {
@@ -505,7 +543,7 @@ fn main() {
                             false,
                             Some(*e),
                         ),
-                        System::MinHash => unreachable!(),
+                        System::MinHash | System::MinHashChars => unreachable!(),
                     };
                     let hits = idx.query_plan(fp, &plan);
                     let n = hits.len() as u64;
