@@ -150,6 +150,14 @@ impl Anchor {
     }
 }
 
+/// A cluster's member entries this batch wrote: added (or written again)
+/// and removed, by rank.
+#[derive(Default)]
+struct Pending {
+    added: BTreeMap<Rank, String>,
+    removed: BTreeSet<Rank>,
+}
+
 /// A record by id, as the caller sees the store (the writer: with its
 /// pending writes).
 pub(super) type GetRecord<'a> = &'a dyn Fn(&str) -> Result<Option<Record>>;
@@ -162,10 +170,13 @@ pub(super) struct ClusterState {
     settle_anchor: Anchor,
     membership: HashMap<String, Option<u64>>,
     sizes: HashMap<u64, u64>,
-    members: HashMap<u64, BTreeMap<Rank, Option<String>>>,
+    members: HashMap<u64, Pending>,
     /// Clusters whose representative left in this batch, not yet
     /// re-anchored.
     stale: BTreeSet<u64>,
+    /// Per cluster, where its stored members not removed in this batch
+    /// begin (see [`ClusterState::rep`]).
+    stored_from: std::cell::RefCell<HashMap<u64, Option<Rank>>>,
     created: HashSet<u64>,
     grown: HashSet<u64>,
     left: u64,
@@ -180,6 +191,7 @@ impl ClusterState {
             sizes: HashMap::new(),
             members: HashMap::new(),
             stale: BTreeSet::new(),
+            stored_from: std::cell::RefCell::new(HashMap::new()),
             created: HashSet::new(),
             grown: HashSet::new(),
             left: 0,
@@ -208,40 +220,42 @@ impl ClusterState {
 
     fn members(&self, store: &Store, cid: u64) -> Result<Vec<(Rank, String)>> {
         let mut m: BTreeMap<Rank, String> = store.cluster_members(cid)?.into_iter().collect();
-        for (rank, id) in self.members.get(&cid).into_iter().flatten() {
-            match id {
-                Some(id) => m.insert(*rank, id.clone()),
-                None => m.remove(rank),
-            };
+        if let Some(p) = self.members.get(&cid) {
+            m.retain(|r, _| !p.removed.contains(r));
+            m.extend(p.added.iter().map(|(r, id)| (*r, id.clone())));
         }
         Ok(m.into_iter().collect())
     }
 
     /// The representative of cluster `cid` (its first member in rank
-    /// order), reading the store only up to it.
+    /// order), reading the store only up to it. The stored members this
+    /// batch removed are walked past once per batch, not at every call
+    /// (a batch that deletes the representative again and again, as
+    /// `expire` does under `first`, would otherwise walk them all each
+    /// time).
     fn rep(&self, store: &Store, cid: u64) -> Result<Option<(Rank, String)>> {
         let pending = self.members.get(&cid);
+        let removed = |r: &Rank| pending.is_some_and(|p| p.removed.contains(r));
+        // Stored members before `from` were all removed in this batch
+        // (`None` in the map: none is left).
+        let from = self.stored_from.borrow().get(&cid).copied();
         let mut stored: Option<(Rank, String)> = None;
-        store.for_each_member(cid, |rank, id| {
-            match pending.and_then(|p| p.get(&rank)) {
-                Some(None) => Ok(true), // left in this batch
-                Some(Some(p)) => {
-                    stored = Some((rank, p.clone()));
-                    Ok(false)
+        if from != Some(None) {
+            store.for_each_member(cid, from.flatten(), |rank, id| {
+                if removed(&rank) {
+                    return Ok(true);
                 }
-                None => {
-                    stored = Some((rank, id.to_string()));
-                    Ok(false)
-                }
-            }
-        })?;
-        let added = pending.and_then(|p| {
-            p.iter()
-                .find_map(|(r, id)| id.as_ref().map(|id| (*r, id.clone())))
-        });
+                stored = Some((rank, id.to_string()));
+                Ok(false)
+            })?;
+            let first = stored.as_ref().map(|(r, _)| *r);
+            self.stored_from.borrow_mut().insert(cid, first);
+        }
+        let added = pending.and_then(|p| p.added.first_key_value());
         Ok(match (stored, added) {
-            (Some(s), Some(a)) => Some(if a.0 < s.0 { a } else { s }),
-            (s, a) => s.or(a),
+            (Some(s), Some((r, id))) if *r < s.0 => Some((*r, id.clone())),
+            (Some(s), _) => Some(s),
+            (None, a) => a.map(|(r, id)| (*r, id.clone())),
         })
     }
 
@@ -291,10 +305,17 @@ impl ClusterState {
             }
             None => store.put_cluster_raw(b, &schema::member_key(cid, rank), None),
         }
-        self.members
-            .entry(cid)
-            .or_default()
-            .insert(rank, id.map(str::to_string));
+        let p = self.members.entry(cid).or_default();
+        match id {
+            Some(id) => {
+                p.removed.remove(&rank);
+                p.added.insert(rank, id.to_string());
+            }
+            None => {
+                p.added.remove(&rank);
+                p.removed.insert(rank);
+            }
+        }
     }
 
     /// Document `id`, stored as `rec`, joins the cluster whose
@@ -545,6 +566,7 @@ impl ClusterState {
         self.membership.clear();
         self.sizes.clear();
         self.members.clear();
+        self.stored_from.get_mut().clear();
     }
 
     /// What the writer's life changed so far.

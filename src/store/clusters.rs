@@ -57,32 +57,37 @@ impl Store {
 
     fn cluster_members_opt(&self, cid: u64, ro: ReadOptions) -> Result<Vec<(Rank, String)>> {
         let mut out = Vec::new();
-        self.for_each_member_opt(cid, ro, |rank, id| {
+        self.for_each_member_opt(cid, None, ro, |rank, id| {
             out.push((rank, id.to_string()));
             Ok(true)
         })?;
         Ok(out)
     }
 
-    /// Calls `visit(rank, id)` for the members of cluster `cid` in rank
-    /// order (representative first) until it returns `false`.
+    /// Calls `visit(rank, id)` for the members of cluster `cid` of rank
+    /// `from` on (all: `None`) in rank order until it returns `false`.
     pub fn for_each_member(
         &self,
         cid: u64,
+        from: Option<Rank>,
         visit: impl FnMut(Rank, &str) -> Result<bool>,
     ) -> Result<()> {
-        self.for_each_member_opt(cid, ReadOptions::default(), visit)
+        self.for_each_member_opt(cid, from, ReadOptions::default(), visit)
     }
 
     fn for_each_member_opt(
         &self,
         cid: u64,
+        from: Option<Rank>,
         ro: ReadOptions,
         mut visit: impl FnMut(Rank, &str) -> Result<bool>,
     ) -> Result<()> {
         let prefix = schema::members_prefix(cid);
         let mut it = self.db.raw_iterator_cf_opt(self.cf(CLUSTERS), ro);
-        it.seek(prefix);
+        match from {
+            Some(rank) => it.seek(schema::member_key(cid, rank)),
+            None => it.seek(prefix),
+        }
         while let (Some(k), Some(v)) = (it.key(), it.value()) {
             if !k.starts_with(&prefix) {
                 break;
