@@ -158,13 +158,20 @@ fn brute_force_clusters(
             .unwrap()
             .is_some()
     };
-    // (similarity, distance) when `i` is confirmed against `j`.
+    // (similarity, distance) when member `i` is confirmed against the
+    // representative `j`: by containment only if `i` is the shorter,
+    // whichever came first.
     let anchored = |i: usize, j: usize| -> Option<(f64, u32)> {
         let d = an[i].fp.distance(an[j].fp);
         match (an[i].sketch, an[j].sketch) {
             (Some(a), Some(b)) => {
                 let s = a.similarity(&b);
-                confirmed(i, j, s).then_some((s, d))
+                let (li, lj) = (length(&docs[i].id), length(&docs[j].id));
+                let lengths = (li > 0 && lj > 0).then_some((li, lj));
+                simdb::db::confirmation(Some(s), min_sim, || Ok(lengths))
+                    .unwrap()
+                    .is_some()
+                    .then_some((s, d))
             }
             _ => (d <= 3).then_some((-1.0, d)),
         }
@@ -244,7 +251,9 @@ fn brute_force_clusters(
         cluster_of[rep] = Some(cid);
         members.push(i);
         cluster_of[i] = Some(cid);
-        let same = an[i].fp == an[rep].fp && an[i].sketch == an[rep].sketch;
+        let same = an[i].fp == an[rep].fp
+            && an[i].sketch == an[rep].sketch
+            && length(&docs[i].id) == length(&docs[rep].id);
         if rank(i) < rank(rep) && !same {
             let (kept, gone): (Vec<usize>, Vec<usize>) = members
                 .iter()
@@ -353,14 +362,8 @@ fn one_run_or_ten_nights_give_the_same_clusters_as_brute_force() {
                     (Some(x), Some(y)) => simdb::db::confirmation(
                         Some(x.similarity(&y)),
                         simdb::db::DEFAULT_MIN_SIMILARITY,
-                        || {
-                            let (later, earlier) = if r.ord > rep.ord {
-                                (&r, &rep)
-                            } else {
-                                (&rep, &r)
-                            };
-                            Ok(Some((later.length, earlier.length)))
-                        },
+                        // Contained in the representative, if shorter.
+                        || Ok(Some((r.length, rep.length))),
                     )
                     .unwrap()
                     .is_some(),

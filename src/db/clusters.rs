@@ -117,6 +117,13 @@ fn lengths(a: &Record, b: &Record) -> Option<(u64, u64)> {
     (a.length > 0 && b.length > 0).then_some((later.length, earlier.length))
 }
 
+/// Whether two records have the same content as far as a check can tell
+/// (fingerprint, sketch and length): every check against one gives what
+/// it gives against the other.
+fn same_content(a: &Record, b: &Record) -> bool {
+    a.fingerprint == b.fingerprint && a.sketch == b.sketch && a.length == b.length
+}
+
 impl Match {
     /// Whether `self` is a better match than `other`: higher similarity
     /// (none lowest), then fewer bits.
@@ -136,7 +143,12 @@ impl Anchor {
         let distance = doc.fingerprint.distance(rep.fingerprint);
         let similarity = doc.sketch.zip(rep.sketch).map(|(a, b)| a.similarity(&b));
         let confirmed = |s| {
-            super::confirmation(Some(s), self.min_similarity, || Ok(lengths(doc, rep)))
+            // By containment only if `doc` is the shorter, contained in
+            // the representative, whichever came first: what a member is
+            // checked for does not depend on when the representative
+            // came, so one with the same content confirms the same ones.
+            let lengths = (doc.length > 0 && rep.length > 0).then_some((doc.length, rep.length));
+            super::confirmation(Some(s), self.min_similarity, || Ok(lengths))
                 .is_ok_and(|c| c.is_some())
         };
         let ok = match similarity {
@@ -172,8 +184,8 @@ pub(super) struct ClusterState {
     sizes: HashMap<u64, u64>,
     members: HashMap<u64, Pending>,
     /// Clusters whose representative left in this batch, not yet
-    /// re-anchored.
-    stale: BTreeSet<u64>,
+    /// re-anchored, with that representative's record.
+    stale: BTreeMap<u64, Record>,
     /// Per cluster, where its stored members not removed in this batch
     /// begin (see [`ClusterState::rep`]).
     stored_from: std::cell::RefCell<HashMap<u64, Option<Rank>>>,
@@ -190,7 +202,7 @@ impl ClusterState {
             membership: HashMap::new(),
             sizes: HashMap::new(),
             members: HashMap::new(),
-            stale: BTreeSet::new(),
+            stale: BTreeMap::new(),
             stored_from: std::cell::RefCell::new(HashMap::new()),
             created: HashSet::new(),
             grown: HashSet::new(),
@@ -339,24 +351,25 @@ impl ClusterState {
             return Ok(()); // no representative confirms it: alone
         };
         let rank = self.rank(rec);
-        if let Some(n) = alone {
-            // A new cluster of two, which confirmed each other.
-            let r = self.rank(&rep);
-            self.put_member(store, b, cid, r, Some(&n));
-            self.set_membership(store, b, &n, Some(cid));
-            self.put_member(store, b, cid, rank, Some(id));
-            self.set_membership(store, b, id, Some(cid));
-            self.set_size(store, b, cid, 2);
-            self.created.insert(cid);
-            return Ok(());
-        }
-        let size = self.size(store, cid)?;
+        let size = match alone {
+            // A new cluster: the near-copy alone is its first member.
+            Some(n) => {
+                let r = self.rank(&rep);
+                self.put_member(store, b, cid, r, Some(&n));
+                self.set_membership(store, b, &n, Some(cid));
+                self.created.insert(cid);
+                1
+            }
+            None => {
+                if !self.created.contains(&cid) {
+                    self.grown.insert(cid);
+                }
+                self.size(store, cid)?
+            }
+        };
         self.put_member(store, b, cid, rank, Some(id));
         self.set_membership(store, b, id, Some(cid));
         self.set_size(store, b, cid, size + 1);
-        if !self.created.contains(&cid) {
-            self.grown.insert(cid);
-        }
         if self.takes_over(rec, &rep) {
             // The members must be confirmed against it.
             self.reanchor(store, b, cid, id, rec, anchor, get)?;
@@ -366,10 +379,9 @@ impl ClusterState {
 
     /// Whether a document stored as `rec` that joins the cluster of `rep`
     /// becomes its representative and re-anchors it (with the same
-    /// fingerprint and sketch, nothing changes for the members).
+    /// content, nothing changes for the members).
     fn takes_over(&self, rec: &Record, rep: &Record) -> bool {
-        let same = rep.fingerprint == rec.fingerprint && rep.sketch == rec.sketch;
-        self.rank(rec) < self.rank(rep) && !same
+        self.rank(rec) < self.rank(rep) && !same_content(rec, rep)
     }
 
     /// Whether a document stored as `rec`, with confirmed near-copies
@@ -511,7 +523,7 @@ impl ClusterState {
         self.stale.remove(&cid);
     }
 
-    /// Document `id` of rank `rank` leaves its cluster; a cluster left
+    /// Document `id`, stored as `rec`, leaves its cluster; a cluster left
     /// with one member dissolves; one that lost its representative is
     /// re-anchored by [`ClusterState::settle`].
     pub(super) fn leave(
@@ -519,11 +531,12 @@ impl ClusterState {
         store: &Store,
         b: &mut Batch,
         id: &str,
-        rank: Rank,
+        rec: &Record,
     ) -> Result<()> {
         let Some(cid) = self.cluster_of(store, id)? else {
             return Ok(());
         };
+        let rank = self.rank(rec);
         let was_rep = self.rep(store, cid)?.is_some_and(|(r, _)| r == rank);
         self.put_member(store, b, cid, rank, None);
         self.set_membership(store, b, id, None);
@@ -534,7 +547,9 @@ impl ClusterState {
         } else {
             self.set_size(store, b, cid, size);
             if was_rep {
-                self.stale.insert(cid);
+                // The members were confirmed against the first
+                // representative that left in this batch.
+                self.stale.entry(cid).or_insert_with(|| rec.clone());
             }
         }
         Ok(())
@@ -548,13 +563,16 @@ impl ClusterState {
         b: &mut Batch,
         get: GetRecord<'_>,
     ) -> Result<()> {
-        while let Some(cid) = self.stale.pop_first() {
+        while let Some((cid, left)) = self.stale.pop_first() {
             if self.size(store, cid)? < 2 {
                 continue;
             }
             let Some((rep_id, rep)) = self.rep_record(store, cid, get)? else {
                 continue;
             };
+            if same_content(&rep, &left) {
+                continue; // every member is confirmed against it too
+            }
             let anchor = self.settle_anchor;
             self.reanchor(store, b, cid, &rep_id, &rep, &anchor, get)?;
         }

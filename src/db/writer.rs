@@ -214,8 +214,7 @@ impl Writer<'_> {
                 return Ok(Outcome::Unchanged)
             }
             Some(r) => {
-                let rank = self.clusters.rank(r);
-                self.clusters.leave(self.store, &mut self.batch, id, rank)?;
+                self.clusters.leave(self.store, &mut self.batch, id, r)?;
                 self.store.delete_doc(&mut self.batch, id, r);
                 self.short = self.short.saturating_sub(u64::from(r.is_short()));
                 self.forget_pending(id);
@@ -305,8 +304,7 @@ impl Writer<'_> {
         let Some(old) = self.get(id)? else {
             return Ok(false);
         };
-        let rank = self.clusters.rank(&old);
-        self.clusters.leave(self.store, &mut self.batch, id, rank)?;
+        self.clusters.leave(self.store, &mut self.batch, id, &old)?;
         self.store.delete_doc(&mut self.batch, id, &old);
         self.forget_pending(id);
         self.fps.entry(old.fingerprint).or_insert(0);

@@ -40,11 +40,12 @@ The method (the README's "Beyond one machine" has the whole story):
    documents and pairs are then grouped on one worker, which places its
    documents in ord order as a simdb write does: a document joins the
    cluster, among those of its confirmed earlier near-copies (the 16
-   nearest, as simdb's check lists them), whose representative it is
-   paired with best (highest similarity, fewest bits, oldest cluster); if
-   it outranks the representative under the store's keep policy (the
-   export's metadata), it takes over and the members it is not paired with
-   leave. A cluster's id is its founder's ord (the smallest ord left when
+   nearest, as simdb's check lists them), whose representative confirms
+   it best (highest similarity, fewest bits, oldest cluster: within k, by
+   similarity, or by containment when the member is the shorter, whichever
+   came first); if it outranks the representative under the store's keep
+   policy (the export's metadata), it takes over and the members it does
+   not confirm leave. A cluster's id is its founder's ord (the smallest ord left when
    its founder leaves). This step is Python on the workers (a component is
    small; the rule is sequential within it). simdb's clusters equal these
    for a store ingested with `-k` at the job's k (exact checks, no
@@ -220,17 +221,20 @@ def components(F, edges, checkpoint):
             return labels, rounds
 
 
-def anchored_clusters(items, keep: str):
+def anchored_clusters(items, keep: str, min_similarity: float):
     """simdb's anchored clusters of one component: `items` are ("d", (ord,
     id, fp, priority, length, sketch words)) and ("p", (x, y, distance,
-    similarity)) with x < y ords; yields (cluster, size, representative,
-    id, rank, distance) rows."""
-    docs, conf = {}, {}
+    similarity, kept)) for every pair within k, x < y ords (`kept`: the
+    pair is confirmed); yields (cluster, size, representative, id, rank,
+    distance) rows."""
+    docs, within, conf = {}, {}, {}
     for kind, v in items:
         if kind == "d":
             docs[v[0]] = v
         else:
-            conf[(v[0], v[1])] = (v[3], v[2])
+            within[(v[0], v[1])] = (v[3], v[2])
+            if v[4]:
+                conf[(v[0], v[1])] = (v[3], v[2])
     earlier: dict = {}
     for x, y in conf:
         earlier.setdefault(y, []).append(x)
@@ -245,8 +249,21 @@ def anchored_clusters(items, keep: str):
             return (-o, o)
         return (0, o)
 
-    def paired(a, b):
-        return conf.get((min(a, b), max(a, b)))
+    def anchored(m, rep):
+        """(similarity, distance) when member m is confirmed against rep:
+        within k, by similarity, or by containment if m is the shorter
+        (whichever came first)."""
+        p = within.get((min(m, rep), max(m, rep)))
+        if p is None:
+            return None
+        sim = p[0]
+        if sim is None or sim >= min_similarity:
+            return p
+        lm, lr = docs[m][4], docs[rep][4]
+        if sim < CONTAINMENT_FLOOR or lm <= 0 or lr <= 0 or lm >= lr:
+            return None
+        c = min(1.0, max(0.0, sim * (1.0 + lr / lm) / (1.0 + sim)))
+        return p if c >= max(MIN_CONTAINMENT, min_similarity) else None
 
     cluster_of: dict = {}
     members: dict = {}
@@ -257,7 +274,7 @@ def anchored_clusters(items, keep: str):
             cid = cluster_of.get(n)
             rep = n if cid is None else min(members[cid], key=rank)
             cid = n if cid is None else cid
-            m = paired(rep, d)
+            m = anchored(d, rep)
             if m is None:
                 continue
             key = (-(m[0] if m[0] is not None else -1.0), m[1], cid)
@@ -270,9 +287,9 @@ def anchored_clusters(items, keep: str):
         cluster_of[rep] = cid
         ms.append(d)
         cluster_of[d] = cid
-        same = docs[d][2] == docs[rep][2] and docs[d][5] == docs[rep][5]
+        same = docs[d][2] == docs[rep][2] and docs[d][4:6] == docs[rep][4:6]
         if rank(d) < rank(rep) and not same:
-            kept = [m for m in ms if m == d or paired(m, d) is not None]
+            kept = [m for m in ms if m == d or anchored(m, d) is not None]
             gone = [m for m in ms if m not in kept]
             for g in gone:
                 cluster_of.pop(g, None)
@@ -443,10 +460,16 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
         doc_rows = lab.join(docs, "ord").rdd.map(
             lambda r: (r["label"], ("d", (r["ord"], r["id"], r["fp"], r["priority"], r["length"],
                                           (r["s0"], r["s1"], r["s2"], r["s3"])))))
-        pair_rows = kept.join(lab.withColumnRenamed("ord", "x"), "x").rdd.map(
-            lambda r: (r["label"], ("p", (r["x"], r["y"], r["distance"], r["similarity"]))))
+        # Every pair within k of a component (a member is checked against a
+        # representative it may not be paired with the other way round).
+        kept_flag = F.col("similarity").isNull() | ~below
+        pair_rows = scored.select("x", "y", "distance", "similarity",
+                                  kept_flag.alias("kept")) \
+            .join(lab.withColumnRenamed("ord", "x"), "x").rdd.map(
+            lambda r: (r["label"], ("p", (r["x"], r["y"], r["distance"], r["similarity"],
+                                          r["kept"]))))
         placed = doc_rows.union(pair_rows).groupByKey().flatMap(
-            lambda kv: anchored_clusters(kv[1], keep))
+            lambda kv: anchored_clusters(kv[1], keep, min_similarity))
         result = checkpoint(spark.createDataFrame(
             placed, "cluster long, size long, representative string, id string, rank int, "
                     "distance int"))
