@@ -362,12 +362,24 @@ impl Analysed {
         }
     }
 
-    /// How simdb's rule confirms `a` against `b` at the default threshold
-    /// (`Some(false)`: by similarity, `Some(true)`: by containment; `None`:
-    /// not at all); `w` gives the texts' lengths and their order.
+    /// How simdb's rule confirms member `m` against its representative
+    /// `rep` (by containment only if `m` is the shorter, whichever came
+    /// first): as [`Analysed::confirms`].
+    fn member_confirmed(&self, w: &Workload, m: usize, rep: usize) -> Option<bool> {
+        self.confirms(w, m, rep)
+    }
+
+    /// How simdb's rule confirms the pair `a`, `b` of the input: by
+    /// containment only if the later one is the shorter.
     fn confirmed(&self, w: &Workload, a: usize, b: usize) -> Option<bool> {
-        let (later, earlier) = (a.max(b), a.min(b));
-        let lengths = (w.docs[later].1.len() as u64, w.docs[earlier].1.len() as u64);
+        self.confirms(w, a.max(b), a.min(b))
+    }
+
+    /// How simdb's rule confirms `a` against `b` at the default threshold,
+    /// by containment only if `a` is the shorter (`Some(false)`: by
+    /// similarity, `Some(true)`: by containment; `None`: not at all).
+    fn confirms(&self, w: &Workload, a: usize, b: usize) -> Option<bool> {
+        let lengths = (w.docs[a].1.len() as u64, w.docs[b].1.len() as u64);
         let s = self.similarity(a, b);
         simdb::db::confirmation(Some(s), simdb::db::DEFAULT_MIN_SIMILARITY, || {
             Ok(Some(lengths))
@@ -449,7 +461,7 @@ fn report(w: &Workload, an: &Analysed, system: &str, c: &Clusters) -> serde_json
             below5 += usize::from(jaccard(&g5[*rep], &g5[m]) < 0.5);
             below4 += usize::from(jaccard(&g4[*rep], &g4[m]) < 0.4);
             lost += missing(&g5[m], &g5[*rep]);
-            match an.confirmed(w, *rep, m) {
+            match an.member_confirmed(w, m, *rep) {
                 None => unconfirmed += 1,
                 Some(by_containment) => contained += usize::from(by_containment),
             }

@@ -110,13 +110,6 @@ pub struct Match {
     pub distance: u32,
 }
 
-/// The lengths of two records, the later first, when both are known
-/// (content stored as a bare fingerprint has none).
-fn lengths(a: &Record, b: &Record) -> Option<(u64, u64)> {
-    let (later, earlier) = if a.ord > b.ord { (a, b) } else { (b, a) };
-    (a.length > 0 && b.length > 0).then_some((later.length, earlier.length))
-}
-
 /// Whether two records have the same content as far as a check can tell
 /// (fingerprint, sketch and length): every check against one gives what
 /// it gives against the other.
@@ -830,7 +823,7 @@ impl Db {
                         let mut record = None;
                         let mut read = |h: &crate::Hit| -> Result<Option<(u64, u64)>> {
                             let hr = self.store.checked_record(&at, h.fingerprint, &h.id)?;
-                            let pair = lengths(r, &hr);
+                            let pair = super::lengths_later_first(r, &hr);
                             record = Some(hr);
                             Ok(pair)
                         };

@@ -86,6 +86,14 @@ pub fn confirmation(
     }
 }
 
+/// The content lengths of two stored documents, the later one's first (the
+/// `lengths` of [`confirmation`]), when both are known (a document stored
+/// as a bare fingerprint has none).
+pub(crate) fn lengths_later_first(a: &Record, b: &Record) -> Option<(u64, u64)> {
+    let (later, earlier) = if a.ord > b.ord { (a, b) } else { (b, a) };
+    (a.length > 0 && b.length > 0).then_some((later.length, earlier.length))
+}
+
 /// The default threshold of stores whose sketch is of word 3-shingles
 /// (made before character sketches): 0.6, from the evaluation of that
 /// sketch.
@@ -192,12 +200,6 @@ impl Query {
             Some(p) => index::ProbePlan::ranked(self.fingerprint, self.k, &p.weak_bits, p.budget),
             None => index::ProbePlan::exact(self.fingerprint, self.k),
         }
-    }
-
-    /// Whether hit `h` passes verification by similarity (hits without a
-    /// similarity, because one side has no sketch, pass unconfirmed).
-    pub fn confirms(&self, h: &Hit) -> bool {
-        h.similarity.is_none_or(|s| s >= self.min_similarity)
     }
 
     /// Whether hit `h` passes verification, by similarity or by

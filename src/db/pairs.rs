@@ -136,10 +136,7 @@ impl Db {
     ) -> Result<()> {
         let mut one = |(ia, ra): &(String, Record), (ib, rb): &(String, Record)| -> Result<()> {
             let similarity = ra.sketch.zip(rb.sketch).map(|(p, q)| p.similarity(&q));
-            // The later document's length first.
-            let (later, earlier) = if ra.ord > rb.ord { (ra, rb) } else { (rb, ra) };
-            let lengths =
-                (ra.length > 0 && rb.length > 0).then_some((later.length, earlier.length));
+            let lengths = super::lengths_later_first(ra, rb);
             let Some(containment) =
                 super::confirmation(similarity, min_similarity, || Ok(lengths))?
             else {

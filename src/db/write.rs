@@ -85,9 +85,7 @@ impl WritePolicy {
         }
         .probing(&a.weak_bits, self.probe_budget)
     }
-}
 
-impl WritePolicy {
     /// How a cluster's representative must confirm a document written
     /// under these options: as its duplicate check confirms a hit.
     pub fn anchor(&self) -> super::clusters::Anchor {
@@ -200,9 +198,10 @@ pub fn place(
         .collect();
     // Skipped: a duplicate the store's keep policy would not keep (it
     // would join a cluster whose representative outranks it).
+    let anchor = opts.anchor();
     if !dups.hits.is_empty()
         && opts.policy == DuplicatePolicy::Skip
-        && !w.would_represent(&a, &doc.content, doc.priority, &near, &opts.anchor())?
+        && !w.would_represent(&a, &doc.content, doc.priority, &near, &anchor)?
     {
         return Ok((Placed::Skipped, dups));
     }
@@ -213,7 +212,7 @@ pub fn place(
         &doc.source,
         doc.priority,
         &near,
-        &opts.anchor(),
+        &anchor,
     )?;
     Ok((Placed::Written(outcome), dups))
 }

@@ -370,11 +370,13 @@ impl Writer<'_> {
         // A candidate's length and ord, for containment: pending, or
         // stored.
         let length = |h: &Hit| -> Result<(u64, u64)> {
-            let r = match self.overlay.get(&h.id) {
-                Some(Some(r)) => r.clone(),
-                _ => self.store.checked_record(&at, h.fingerprint, &h.id)?,
-            };
-            Ok((r.length, r.ord))
+            match self.overlay.get(&h.id) {
+                Some(Some(r)) => Ok((r.length, r.ord)),
+                _ => {
+                    let r = self.store.checked_record(&at, h.fingerprint, &h.id)?;
+                    Ok((r.length, r.ord))
+                }
+            }
         };
         let mut take = |mut h: Hit, out: &mut Check| -> Result<Flow> {
             if out.hits.len() >= confirm || examined.get() >= examine {
