@@ -16,14 +16,17 @@
 //! The store's keep policy ([`KeepPolicy`]) ranks the members; the first
 //! is the representative. A document that joins and outranks it (a longer
 //! one under `longest`, every one under `newest`) becomes the
-//! representative, and the other members are checked against it: those it
-//! does not confirm leave, and stay alone. (A newcomer with the same
-//! fingerprint and sketch as the representative changes nothing to check:
-//! a flood of identical copies costs no re-check.) When the representative
-//! is deleted or replaced, the next member in rank takes over and the rest
-//! are checked against it the same way, at the store's default check, once
-//! per batch (when the batch commits, or before the cluster is next
-//! joined). A cluster left with one member dissolves.
+//! representative, and the other members are checked against it (for
+//! being contained in it whichever came first, see [`Anchor::matches`]):
+//! those it does not confirm leave, and stay alone. When the
+//! representative is deleted or replaced, the next member in rank takes
+//! over and the rest are checked against it the same way, at the store's
+//! default check, once per batch (when the batch commits, or before the
+//! cluster is next joined). A cluster left with one member dissolves. A
+//! new representative with the content of the one before (fingerprint,
+//! sketch, length) confirms exactly the same members, so it re-checks
+//! none: a flood of identical copies costs no re-check, joining or
+//! expiring.
 //!
 //! A cluster's id is the ord of the document that founded it, and stays
 //! while the cluster exists (its founder may be deleted), with one
