@@ -111,6 +111,58 @@ fn recipe_is_stored_and_a_mismatch_is_refused() {
 }
 
 #[test]
+fn a_recipe_from_before_script_folding_is_kept_and_migrate_says_how_to_move() {
+    // A store made before the `script` and `latin` fields existed: its
+    // recipe JSON has neither.
+    let t = common::TempDb::new();
+    let old = Recipe::default().before_reposts();
+    drop(Db::create(t.path(), old.clone()).unwrap());
+    {
+        let raw = raw_open(&t.path());
+        let meta = raw.cf_handle("meta").unwrap();
+        let mut json: serde_json::Value = serde_json::to_value(&old).unwrap();
+        let obj = json.as_object_mut().unwrap();
+        obj.remove("script").unwrap();
+        obj.remove("latin").unwrap();
+        raw.put_cf(meta, b"recipe", serde_json::to_vec(&json).unwrap())
+            .unwrap();
+    }
+    let simp = "国务院总理今天在北京主持召开常务会议，部署进一步扩大内需。经济稳定增长。";
+    let trad = "國務院總理今天在北京主持召開常務會議，部署進一步擴大內需。經濟穩定增長。";
+    let mut db = Db::open(t.path()).unwrap();
+    assert_eq!(db.recipe(), &old);
+    assert!(!db.recipe().folds_script());
+    db.put("s", text(simp)).unwrap();
+    // Fingerprints as the old recipe made them: the scripts differ.
+    let f = simdb::Fingerprinter::new(old);
+    assert_eq!(
+        db.get("s").unwrap().unwrap().fingerprint,
+        f.fingerprint(simp).unwrap()
+    );
+    assert!(db.search(&db.text_query(trad).unwrap()).unwrap().is_empty());
+    drop(db);
+    let o = common::simdb(&[&"migrate", &t.path()]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let out = common::stdout(&o);
+    assert!(out.contains("recipe kept"), "{out}");
+    assert!(out.contains("script: \"none\""), "{out}");
+    assert!(out.contains("latin: \"words\""), "{out}");
+    assert!(out.contains("simdb init"), "{out}");
+    // The recipe is untouched by migrate.
+    assert!(!Db::open(t.path()).unwrap().recipe().folds_script());
+
+    // A new store folds: the two scripts are one document.
+    let t2 = common::TempDb::new();
+    let mut db = Db::create(t2.path(), Recipe::default()).unwrap();
+    assert!(Recipe::default().behind().is_empty());
+    db.put("s", text(simp)).unwrap();
+    let hits = db.search(&db.text_query(trad).unwrap()).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].id, "s");
+    assert_eq!(hits[0].distance, 0);
+}
+
+#[test]
 fn newer_format_and_foreign_directories_are_refused() {
     let t = common::TempDb::new();
     drop(Db::create(t.path(), Recipe::default()).unwrap());

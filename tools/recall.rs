@@ -21,16 +21,24 @@
 //!   characters;
 //! - `space`: spaces and line breaks inserted or removed, at r% of the
 //!   characters;
-//! - `wrap` (not in the default `--kinds`): the text wrapped in a header
-//!   and a footer of other text (words of the corpus), together 10·r% of
-//!   its length (10, 30, 50%): a repost inside a page;
-//! - `trunc` (not in the default `--kinds`): the first 100 − 10·r% of the
-//!   text by characters (90, 70, 50%): a "read more" repost.
+//! - `wrap` (not in the default `--kinds`): the text wrapped in other text
+//!   (words of the corpus) of 10·r% of its length (10, 30, 50%): a header
+//!   only, a footer only, or both split at random, one third each: a
+//!   repost inside a page;
+//! - `trunc` (not in the default `--kinds`): the first 90, 80, 60% of the
+//!   text by characters: a "read more" repost;
+//! - `mixed` (not in the default `--kinds`): a wrap of 5·r% (5, 15, 25%)
+//!   plus 3% character edits;
+//! - `trad` (not in the default `--kinds`): the text converted to
+//!   traditional script by OpenCC (the `ferrous-opencc` crate): 1 = `s2t`
+//!   (OpenCC's standard characters), 3 = `s2hk` (Hong Kong variants),
+//!   5 = `s2twp` (Taiwan variants and Taiwan vocabulary: 软件 → 軟體).
 //!
 //! Each copy is queried against the originals with:
 //!
-//! - `before`: the previous default (word 3-shingle sketch at 0.6, exact
-//!   k = 3);
+//! - `before reposts`: the recipe of stores made before script folding and
+//!   word n-grams (no folding, Latin words as features), ranked at the
+//!   default budget and confirmed by this build's rule;
 //! - `exact k=3`, `exact k=7`: this build's recipe, exact radius, verified;
 //! - `ranked B`: confidence-ranked probing with budget B buckets, verified
 //!   (the default is [`simdb::index::DEFAULT_PROBE_BUDGET`]);
@@ -44,7 +52,8 @@
 //! pairs: every original is also queried against the other originals; a
 //! reported pair is *distinct* when the exact Jaccard similarity of the two
 //! texts' character 5-gram sets (letters and digits) is below 0.5. The
-//! tool prints distinct / reported, buckets read per query (at 50M
+//! tool prints reported, distinct and below 0.3 (the reposts prototype's
+//! reading of unrelated), buckets read per query (at 50M
 //! documents a bucket holds ~763 keys) and candidates checked per query.
 //! `recall.json` in `--out` keeps every number. Corpus text is read from the
 //! given paths and never written anywhere.
@@ -62,7 +71,7 @@ use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 use serde_json::json;
-use simdb::fingerprint::{Analysis, Sketch, SketchKind};
+use simdb::fingerprint::{Analysis, LatinFeatures, Sketch, SketchKind};
 use simdb::index::{MemIndex, ProbePlan};
 use simdb::{Fingerprinter, Recipe};
 
@@ -85,7 +94,8 @@ struct Args {
     /// Probe budgets to compare (buckets over the four families).
     #[arg(long, default_value = "16,32,64,128,256")]
     budgets: String,
-    /// Edit kinds (chars, words, typos, punct, space; also wrap, trunc).
+    /// Edit kinds (chars, words, typos, punct, space; also wrap, trunc,
+    /// mixed, trad).
     #[arg(long, default_value = "chars,words,typos,punct,space")]
     kinds: String,
     /// Sketch similarity a candidate needs (this build's default if unset).
@@ -107,6 +117,14 @@ struct Args {
     /// (to measure what containment adds).
     #[arg(long)]
     no_containment: bool,
+    /// Word features of the recipe measured: `words` or `char-N-grams`
+    /// (this build's default if unset).
+    #[arg(long)]
+    latin: Option<String>,
+    /// Script folding of the recipe measured: `none` or `t2s` (this
+    /// build's default if unset).
+    #[arg(long)]
+    script: Option<String>,
     /// Where recall.json goes.
     #[arg(long, default_value = "recall-out")]
     out: PathBuf,
@@ -121,6 +139,8 @@ enum Kind {
     Space,
     Wrap,
     Trunc,
+    Mixed,
+    Trad,
 }
 
 impl Kind {
@@ -133,6 +153,8 @@ impl Kind {
             "space" => Kind::Space,
             "wrap" => Kind::Wrap,
             "trunc" => Kind::Trunc,
+            "mixed" => Kind::Mixed,
+            "trad" => Kind::Trad,
             o => panic!("unknown edit kind {o:?}"),
         }
     }
@@ -145,6 +167,8 @@ impl Kind {
             Kind::Space => "space",
             Kind::Wrap => "wrap",
             Kind::Trunc => "trunc",
+            Kind::Mixed => "mixed",
+            Kind::Trad => "trad",
         }
     }
 }
@@ -159,18 +183,35 @@ fn edits(len: usize, rate: u32) -> usize {
     ((len as f64 * f64::from(rate) / 100.0).round() as usize).max(1)
 }
 
+/// What the edits draw from.
+struct Pools<'a> {
+    jieba: &'a jieba_rs::Jieba,
+    /// Characters of the corpus (new characters of `chars` and `typos`).
+    chars: &'a [char],
+    /// Words of the corpus (new words, and the text of wraps).
+    words: &'a [String],
+    /// OpenCC's s2t, s2hk and s2twp.
+    opencc: &'a [ferrous_opencc::OpenCC; 3],
+}
+
 /// Applies one edit kind at `rate` percent.
-fn apply(
-    kind: Kind,
-    rate: u32,
-    text: &str,
-    jieba: &jieba_rs::Jieba,
-    chars_pool: &[char],
-    words_pool: &[String],
-    rng: &mut impl Rng,
-) -> String {
+fn apply(kind: Kind, rate: u32, text: &str, pools: &Pools, rng: &mut impl Rng) -> String {
+    let (jieba, chars_pool, words_pool, opencc) =
+        (pools.jieba, pools.chars, pools.words, pools.opencc);
     let mut cs: Vec<char> = text.chars().collect();
     match kind {
+        Kind::Trad => opencc[match rate {
+            1 => 0,
+            3 => 1,
+            _ => 2,
+        }]
+        .convert(text),
+        Kind::Mixed => {
+            // A wrap of 5·rate% (as `wrap` makes them), then 3% character edits.
+            let wrapped = wrap(text, 5 * rate as usize, words_pool, rng);
+            let n = wrapped.chars().count();
+            common::edit_chars(&wrapped, edits(n, 3), chars_pool, rng)
+        }
         Kind::Chars => common::edit_chars(text, edits(cs.len(), rate), chars_pool, rng),
         Kind::Words => {
             let (mut toks, words) = common::word_tokens(jieba, text);
@@ -233,23 +274,8 @@ fn apply(
             }
             cs.into_iter().collect()
         }
-        Kind::Wrap => {
-            // Header and footer of corpus words, 10·rate% of the length.
-            let sep = if text.is_ascii() { " " } else { "" };
-            let mut filler = |chars: usize| {
-                let mut out = String::new();
-                while out.chars().count() < chars {
-                    out.push_str(words_pool.choose(rng).expect("a word pool"));
-                    out.push_str(sep);
-                }
-                out
-            };
-            let extra = cs.len() * 10 * rate as usize / 100;
-            let head = filler(extra / 2);
-            let tail = filler(extra - extra / 2);
-            format!("{head}\n{text}\n{tail}")
-        }
-        Kind::Trunc => cs[..cs.len() * (100 - 10 * rate as usize) / 100]
+        Kind::Wrap => wrap(text, 10 * rate as usize, words_pool, rng),
+        Kind::Trunc => cs[..cs.len() * trunc_percent(rate) / 100]
             .iter()
             .collect(),
         Kind::Space => {
@@ -266,6 +292,40 @@ fn apply(
             cs.into_iter().collect()
         }
     }
+}
+
+/// The share of the text a `trunc` copy keeps at `rate`: 90, 80, 60%.
+fn trunc_percent(rate: u32) -> usize {
+    match rate {
+        1 => 90,
+        3 => 80,
+        _ => 60,
+    }
+}
+
+/// `text` with a header and a footer of corpus words, together `percent`%
+/// of its length in characters.
+fn wrap(text: &str, percent: usize, words_pool: &[String], rng: &mut impl Rng) -> String {
+    let sep = if text.is_ascii() { " " } else { "" };
+    let filler = |chars: usize, rng: &mut dyn rand::RngCore| {
+        let mut out = String::new();
+        while out.chars().count() < chars {
+            out.push_str(words_pool.choose(rng).expect("a word pool"));
+            out.push_str(sep);
+        }
+        out
+    };
+    // A header only, a footer only, or both split at random: real wraps
+    // are one-sided as often as two-sided.
+    let extra = text.chars().count() * percent / 100;
+    let head_chars = match rng.random_range(0..3) {
+        0 => extra,
+        1 => 0,
+        _ => rng.random_range(0..=extra),
+    };
+    let head = filler(head_chars, rng);
+    let tail = filler(extra - head_chars, rng);
+    format!("{head}\n{text}\n{tail}")
 }
 
 // --- simdb systems -----------------------------------------------------------
@@ -285,7 +345,10 @@ enum System {
 impl System {
     fn name(&self) -> String {
         match self {
-            System::Before => "before (k=3, word-3 sketch 0.6)".into(),
+            System::Before => format!(
+                "before reposts, ranked {}",
+                simdb::index::DEFAULT_PROBE_BUDGET
+            ),
             System::Exact(k) => format!("exact k={k}"),
             System::Ranked(b) => format!("ranked {b}"),
             System::RankedSketch(b, s) => format!("ranked {b}, sketch #{s}"),
@@ -340,9 +403,23 @@ fn main() {
             ),
         })
         .collect();
-    let recipe = Recipe::default();
+    let mut recipe = Recipe::default();
+    if let Some(l) = &args.latin {
+        recipe = recipe.with_latin(LatinFeatures::parse(l).expect("--latin words|char-N-grams"));
+    }
+    match args.script.as_deref() {
+        None | Some("t2s") => {}
+        Some("none") => recipe = recipe.without_script_folding(),
+        Some(o) => panic!("--script {o:?}: none or t2s"),
+    }
     let threshold = args.threshold.unwrap_or(simdb::db::DEFAULT_MIN_SIMILARITY);
-    let old_recipe = Recipe::default().with_sketch(SketchKind::Words3);
+    let old_recipe = Recipe::default().before_reposts();
+    let opencc = [
+        ferrous_opencc::config::BuiltinConfig::S2t,
+        ferrous_opencc::config::BuiltinConfig::S2hk,
+        ferrous_opencc::config::BuiltinConfig::S2twp,
+    ]
+    .map(|c| ferrous_opencc::OpenCC::from_config(c).expect("OpenCC's built-in configurations"));
     let (f, old_f) = (
         Fingerprinter::new(recipe.clone()),
         Fingerprinter::new(old_recipe),
@@ -358,8 +435,8 @@ fn main() {
     systems.push(System::MinHash);
     systems.push(System::MinHashChars);
     println!(
-        "recall: seed {}, {} copies per kind and rate, threshold {threshold}, default budget {default_budget}, recipe sketch {}",
-        args.seed, args.sample, recipe.sketch
+        "recall: seed {}, {} copies per kind and rate, threshold {threshold}, default budget {default_budget}, recipe sketch {}, script {}, latin {}",
+        args.seed, args.sample, recipe.sketch, recipe.script, recipe.latin
     );
     let mut report = Vec::new();
     for path in &args.corpus {
@@ -384,15 +461,13 @@ fn main() {
         for &kind in &kinds {
             for rate in RATES {
                 for &i in long.choose_multiple(&mut rng, args.sample.min(long.len())) {
-                    let copy = apply(
-                        kind,
-                        rate,
-                        &docs[i].1,
-                        &jieba,
-                        &chars_pool,
-                        &words_pool,
-                        &mut rng,
-                    );
+                    let pools = Pools {
+                        jieba: &jieba,
+                        chars: &chars_pool,
+                        words: &words_pool,
+                        opencc: &opencc,
+                    };
+                    let copy = apply(kind, rate, &docs[i].1, &pools, &mut rng);
                     planted.push((kind, rate, i, copy));
                 }
             }
@@ -420,9 +495,13 @@ fn main() {
             .map(|(_, t)| common::char_shingles(t))
             .collect();
         let mut idx = MemIndex::new();
+        let mut idx_old = MemIndex::new();
         for (i, s) in originals.iter().enumerate() {
             if let Some(a) = &s.a {
                 idx.insert(&i.to_string(), a.fingerprint);
+            }
+            if let Some(a) = &s.old {
+                idx_old.insert(&i.to_string(), a.fingerprint);
             }
         }
         // Both peers: word 3-shingles and character 5-grams.
@@ -458,40 +537,36 @@ fn main() {
             // copy comes after every original).
             let verify = |j: usize, old: bool, extra: Option<usize>| -> bool {
                 let s = &originals[j];
+                // This build's rule: similarity, or containment.
+                let confirm = |x: Option<Sketch>, y: Option<Sketch>| match (x, y) {
+                    (Some(x), Some(y)) => simdb::db::confirmation(
+                        Some(x.similarity(&y)),
+                        threshold,
+                        // The later document's length first.
+                        || {
+                            let pair = match skip {
+                                Some(i) if i < j => (s.len, q.len),
+                                _ => (q.len, s.len),
+                            };
+                            Ok((!args.no_containment).then_some(pair))
+                        },
+                    )
+                    .is_ok_and(|c| c.is_some()),
+                    _ => false,
+                };
                 match (old, extra) {
-                    (true, _) => match (
+                    (true, _) => confirm(
                         q.old.as_ref().and_then(|a| a.sketch),
                         s.old.as_ref().and_then(|a| a.sketch),
-                    ) {
-                        (Some(x), Some(y)) => {
-                            x.similarity(&y) >= simdb::db::DEFAULT_MIN_SIMILARITY_WORDS3
-                        }
-                        _ => false,
-                    },
+                    ),
                     (false, Some(e)) => match (q.extra[e], s.extra[e]) {
                         (Some(x), Some(y)) => x.similarity(&y) >= threshold,
                         _ => false,
                     },
-                    // This build's rule: similarity, or containment.
-                    (false, None) => match (
+                    (false, None) => confirm(
                         q.a.as_ref().and_then(|a| a.sketch),
                         s.a.as_ref().and_then(|a| a.sketch),
-                    ) {
-                        (Some(x), Some(y)) => simdb::db::confirmation(
-                            Some(x.similarity(&y)),
-                            threshold,
-                            // The later document's length first.
-                            || {
-                                let pair = match skip {
-                                    Some(i) if i < j => (s.len, q.len),
-                                    _ => (q.len, s.len),
-                                };
-                                Ok((!args.no_containment).then_some(pair))
-                            },
-                        )
-                        .is_ok_and(|c| c.is_some()),
-                        _ => false,
-                    },
+                    ),
                 }
             };
             match sys {
@@ -520,7 +595,7 @@ fn main() {
                             };
                             (
                                 o.fingerprint,
-                                ProbePlan::exact(o.fingerprint, 3),
+                                ProbePlan::ranked(o.fingerprint, 0, &o.weak_bits, default_budget),
                                 true,
                                 None,
                             )
@@ -545,7 +620,7 @@ fn main() {
                         ),
                         System::MinHash | System::MinHashChars => unreachable!(),
                     };
-                    let hits = idx.query_plan(fp, &plan);
+                    let hits = if old { &idx_old } else { &idx }.query_plan(fp, &plan);
                     let n = hits.len() as u64;
                     let found = hits
                         .into_iter()
@@ -571,7 +646,7 @@ fn main() {
                 .map(|k| format!("{:>17}", format!("{} 1/3/5%", k.name())))
                 .collect::<Vec<_>>()
                 .join(" ")
-                + "   flagged  distinct  buckets/q  cand/q"
+                + "   flagged  distinct  <0.3  buckets/q  cand/q"
         );
         for sys in &systems {
             let t = Instant::now();
@@ -622,10 +697,13 @@ fn main() {
             let mut pairs = pairs;
             pairs.sort_unstable();
             pairs.dedup();
-            let distinct = pairs
+            let sims: Vec<f64> = pairs
                 .par_iter()
-                .filter(|&&(i, j)| common::jaccard(&shingles[i], &shingles[j]) < 0.5)
-                .count();
+                .map(|&(i, j)| common::jaccard(&shingles[i], &shingles[j]))
+                .collect();
+            let distinct = sims.iter().filter(|&&s| s < 0.5).count();
+            // The stricter reading (the reposts prototype's): below 0.3.
+            let unrelated = sims.iter().filter(|&&s| s < 0.3).count();
             let mut line = format!("{:<34}", sys.name());
             let mut rec = serde_json::Map::new();
             for &kind in &kinds {
@@ -641,16 +719,17 @@ fn main() {
             }
             let q = all.queries.max(1) as f64;
             line += &format!(
-                "   {:>7} {:>9}  {:>9.1} {:>7.1}",
+                "   {:>7} {:>9} {:>5}  {:>9.1} {:>7.1}",
                 pairs.len(),
                 distinct,
+                unrelated,
                 all.buckets as f64 / q,
                 all.candidates as f64 / q
             );
             println!("{line}  ({:.1}s)", t.elapsed().as_secs_f64());
             sys_json.push(json!({
                 "system": sys.name(), "recall": rec, "flagged_pairs": pairs.len(),
-                "distinct_pairs": distinct, "buckets_per_query": all.buckets as f64 / q,
+                "distinct_pairs": distinct, "unrelated_pairs": unrelated, "buckets_per_query": all.buckets as f64 / q,
                 "candidates_per_query": all.candidates as f64 / q,
                 "in_memory_us_per_query": all.nanos as f64 / q / 1000.0,
             }));

@@ -94,6 +94,8 @@ class Db:
         hmm: bool = False,
         tf: Literal["raw", "log"] = "raw",
         keep_stop_words: bool = False,
+        latin: str = "char-3-grams",
+        script: Literal["t2s", "none"] = "t2s",
         keep: Literal["first", "priority", "longest", "newest"] = "first",
     ) -> Db:
         """Creates a new, empty store at ``path`` with this fingerprint
@@ -240,6 +242,8 @@ def fingerprint(
     hmm: bool = False,
     tf: Literal["raw", "log"] = "raw",
     keep_stop_words: bool = False,
+    latin: str = "char-3-grams",
+    script: Literal["t2s", "none"] = "t2s",
 ) -> int:
     """The 64-bit Simhash fingerprint of ``text`` under a recipe (the
     defaults are a new store's). Raises :class:`simdb.NoFeatures` for a text
@@ -259,6 +263,8 @@ def fingerprints(
     hmm: bool = False,
     tf: Literal["raw", "log"] = "raw",
     keep_stop_words: bool = False,
+    latin: str = "char-3-grams",
+    script: Literal["t2s", "none"] = "t2s",
 ) -> npt.NDArray[np.uint64]:
     """Fingerprints of many texts (in parallel, GIL released) as a numpy
     ``uint64`` array. A text with nothing usable raises

@@ -235,14 +235,35 @@ impl AddResult {
 // ---------------------------------------------------------------- recipe
 
 /// A recipe from the keyword arguments of `Db.create` and `fingerprint`.
+#[allow(clippy::too_many_arguments)]
 fn recipe(
     top_k: u32,
     shingle: u32,
     hmm: bool,
     tf: &str,
     keep_stop_words: bool,
+    latin: &str,
+    script: &str,
 ) -> PyResult<Recipe> {
     let mut r = Recipe::with(top_k, shingle, hmm);
+    let invalid = |msg: String| Python::attach(|py| raise(py, "InvalidInput", msg));
+    match script {
+        "t2s" => {}
+        "none" => r = r.without_script_folding(),
+        other => {
+            return Err(invalid(format!(
+                "script must be 't2s' or 'none', not {other:?}"
+            )))
+        }
+    }
+    match simdb::fingerprint::LatinFeatures::parse(latin) {
+        Some(l) => r = r.with_latin(l),
+        None => {
+            return Err(invalid(format!(
+                "latin must be 'words' or 'char-N-grams' (N in 2..=8), not {latin:?}"
+            )))
+        }
+    }
     match tf {
         "raw" => {}
         "log" => r = r.with_log_tf(),
@@ -528,7 +549,7 @@ impl Db {
     ///
     /// >>> db = simdb.Db.create("news.simdb")  # doctest: +SKIP
     #[staticmethod]
-    #[pyo3(signature = (path, *, top_k=0, shingle=1, hmm=false, tf="raw", keep_stop_words=false, keep="first"))]
+    #[pyo3(signature = (path, *, top_k=0, shingle=1, hmm=false, tf="raw", keep_stop_words=false, latin="char-3-grams", script="t2s", keep="first"))]
     #[allow(clippy::too_many_arguments)]
     fn create(
         py: Python<'_>,
@@ -538,9 +559,11 @@ impl Db {
         hmm: bool,
         tf: &str,
         keep_stop_words: bool,
+        latin: &str,
+        script: &str,
         keep: &str,
     ) -> PyResult<Db> {
-        let r = recipe(top_k, shingle, hmm, tf, keep_stop_words)?;
+        let r = recipe(top_k, shingle, hmm, tf, keep_stop_words, latin, script)?;
         let keep: simdb::db::KeepPolicy = keep.parse().map_err(PyValueError::new_err)?;
         let db = detach(py, || {
             let mut db = RustDb::create(&path, r)?;
@@ -967,14 +990,25 @@ impl Db {
 
 // ---------------------------------------------------------------- functions
 
+#[allow(clippy::too_many_arguments)]
 fn fingerprinter(
     top_k: u32,
     shingle: u32,
     hmm: bool,
     tf: &str,
     keep_stop_words: bool,
+    latin: &str,
+    script: &str,
 ) -> PyResult<Fingerprinter> {
-    let f = Fingerprinter::new(recipe(top_k, shingle, hmm, tf, keep_stop_words)?);
+    let f = Fingerprinter::new(recipe(
+        top_k,
+        shingle,
+        hmm,
+        tf,
+        keep_stop_words,
+        latin,
+        script,
+    )?);
     f.warm_up();
     Ok(f)
 }
@@ -985,7 +1019,8 @@ fn fingerprinter(
 /// >>> simdb.fingerprint("北京欢迎你") == simdb.fingerprint("北京欢迎你")
 /// True
 #[pyfunction]
-#[pyo3(signature = (text, *, top_k=0, shingle=1, hmm=false, tf="raw", keep_stop_words=false))]
+#[pyo3(signature = (text, *, top_k=0, shingle=1, hmm=false, tf="raw", keep_stop_words=false, latin="char-3-grams", script="t2s"))]
+#[allow(clippy::too_many_arguments)]
 fn fingerprint(
     py: Python<'_>,
     text: &str,
@@ -994,8 +1029,10 @@ fn fingerprint(
     hmm: bool,
     tf: &str,
     keep_stop_words: bool,
+    latin: &str,
+    script: &str,
 ) -> PyResult<u64> {
-    let f = fingerprinter(top_k, shingle, hmm, tf, keep_stop_words)?;
+    let f = fingerprinter(top_k, shingle, hmm, tf, keep_stop_words, latin, script)?;
     detach(py, || f.fingerprint(text))
         .map(Fingerprint::value)
         .or_raise()
@@ -1005,7 +1042,7 @@ fn fingerprint(
 /// `uint64` array; a text with nothing usable raises `NoFeatures` naming
 /// its index unless `fill` gives a value for it.
 #[pyfunction]
-#[pyo3(signature = (texts, *, fill=None, top_k=0, shingle=1, hmm=false, tf="raw", keep_stop_words=false))]
+#[pyo3(signature = (texts, *, fill=None, top_k=0, shingle=1, hmm=false, tf="raw", keep_stop_words=false, latin="char-3-grams", script="t2s"))]
 #[allow(clippy::too_many_arguments)]
 fn fingerprints<'py>(
     py: Python<'py>,
@@ -1016,8 +1053,10 @@ fn fingerprints<'py>(
     hmm: bool,
     tf: &str,
     keep_stop_words: bool,
+    latin: &str,
+    script: &str,
 ) -> PyResult<Bound<'py, PyArray1<u64>>> {
-    let f = fingerprinter(top_k, shingle, hmm, tf, keep_stop_words)?;
+    let f = fingerprinter(top_k, shingle, hmm, tf, keep_stop_words, latin, script)?;
     let texts: Vec<String> = texts
         .try_iter()?
         .map(|t| t?.extract::<String>())

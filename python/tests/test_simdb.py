@@ -94,6 +94,26 @@ def test_recipe_is_kept(path):
         simdb.Db.create(path + "2", tf="squared")
 
 
+def test_scripts_and_typos(path):
+    simp = "国务院总理今天在北京主持召开常务会议，部署进一步扩大内需。"
+    trad = "國務院總理今天在北京主持召開常務會議，部署進一步擴大內需。"
+    assert simdb.fingerprint(trad) == simdb.fingerprint(simp)
+    assert simdb.fingerprint(trad, script="none") != simdb.fingerprint(simp, script="none")
+    with pytest.raises(simdb.InvalidInput, match="latin"):
+        simdb.fingerprint("x", latin="char-9-grams")
+    with pytest.raises(simdb.InvalidInput, match="script"):
+        simdb.fingerprint("x", script="s2t")
+    # A store made without them keeps its recipe, and says so in stats.
+    with simdb.Db.create(path, latin="words", script="none") as db:
+        db.add("a", simp)
+        assert db.recipe["latin"] == "words" and db.recipe["script"] == "none"
+        assert db.query(trad) == []
+    with simdb.Db.create(path + "2") as db:
+        assert db.recipe["latin"] == "char-3-grams" and db.recipe["script"].startswith("t2s/")
+        db.add("a", simp)
+        assert [h.id for h in db.query(trad)] == ["a"]
+
+
 def test_add_query_get_delete(db):
     rng = random.Random(3)
     text = article(rng)

@@ -342,6 +342,32 @@ pub struct RecipeArgs {
     /// list is dropped).
     #[arg(long)]
     pub keep_stop_words: bool,
+    /// Features of words outside the CJK ideographs (Latin, Cyrillic,
+    /// ...): `char-3-grams` (the default: a typo touches three of a word's
+    /// n-grams instead of replacing the word), `char-N-grams` (N in 2..=8),
+    /// or `words` (stores made before this option: the word itself).
+    /// Numbers stay whole.
+    #[arg(long, value_name = "FEATURES", default_value = "char-3-grams",
+          value_parser = parse_latin)]
+    pub latin: simdb::fingerprint::LatinFeatures,
+    /// Fold traditional Chinese characters to simplified before
+    /// segmentation (`t2s`, the default: a copy converted between scripts
+    /// gets the same fingerprint), or not (`none`, stores made before this
+    /// option).
+    #[arg(long, value_enum, default_value_t = ScriptArg::T2s)]
+    pub script: ScriptArg,
+}
+
+fn parse_latin(s: &str) -> std::result::Result<simdb::fingerprint::LatinFeatures, String> {
+    simdb::fingerprint::LatinFeatures::parse(s)
+        .ok_or_else(|| format!("{s:?} is not `words` or `char-N-grams` with N in 2..=8"))
+}
+
+/// `--script`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ScriptArg {
+    T2s,
+    None,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

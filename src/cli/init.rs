@@ -23,7 +23,7 @@ pub(super) fn init(a: InitArgs) -> Result<bool> {
     }
     let r = db.recipe();
     println!(
-        "created {} (top_k={}, shingle={}, hmm={}, tf={}, idf={}, sketch={}, keep={})",
+        "created {} (top_k={}, shingle={}, hmm={}, tf={}, idf={}, sketch={}, script={}, latin={}, keep={})",
         a.db.display(),
         r.top_k,
         r.shingle,
@@ -31,6 +31,8 @@ pub(super) fn init(a: InitArgs) -> Result<bool> {
         r.tf,
         r.idf,
         r.sketch,
+        r.script,
+        r.latin,
         a.keep
     );
     Ok(true)

@@ -39,5 +39,17 @@ pub(super) fn migrate(a: MigrateArgs) -> Result<bool> {
             r.unreadable
         );
     }
+    if !r.recipe_behind.is_empty() {
+        println!(
+            "recipe kept (its fingerprints stay comparable with each other); new stores differ in:"
+        );
+        for d in &r.recipe_behind {
+            println!("  {d}");
+        }
+        println!(
+            "  a recipe cannot change in place: the store keeps fingerprints, not texts. To move, \
+             create a store with `simdb init` and ingest the texts again (README, \"The fingerprint recipe\")."
+        );
+    }
     Ok(true)
 }

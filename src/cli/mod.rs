@@ -50,7 +50,10 @@ fn recipe(a: &RecipeArgs) -> Recipe {
     if a.keep_stop_words {
         r = r.keeping_stop_words();
     }
-    r
+    if a.script == ScriptArg::None {
+        r = r.without_script_folding();
+    }
+    r.with_latin(a.latin)
 }
 
 pub fn run(cli: Cli) -> Result<bool> {

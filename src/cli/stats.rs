@@ -36,8 +36,8 @@ pub(super) fn stats(a: StatsArgs) -> Result<bool> {
         s.recipe.tie_rule
     );
     println!(
-        "             tokenizer={} idf={} stopwords={}",
-        s.recipe.tokenizer, s.recipe.idf, s.recipe.stopwords
+        "             tokenizer={} idf={} stopwords={} script={} latin={}",
+        s.recipe.tokenizer, s.recipe.idf, s.recipe.stopwords, s.recipe.script, s.recipe.latin
     );
     println!(
         "{:<8} {:>10} {:>10} {:>12} {:>6} {:>6} {:>6} {:>6}",

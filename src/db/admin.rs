@@ -186,7 +186,12 @@ impl Db {
     /// order (by time written, then id); then [`Db::repair`] rebuilds
     /// `refs`, the postings and the clusters from the records. The format
     /// version is written last, so a migration that is interrupted is
-    /// simply run again. The report has the clusters before and after.
+    /// simply run again. The report has the clusters before and after, and
+    /// what the store's recipe lacks that a new store's has
+    /// ([`MigrateReport::recipe_behind`]): the recipe itself is never
+    /// changed (its fingerprints stay comparable with each other); moving
+    /// to this build's recipe means a new store and the texts ingested
+    /// again.
     pub fn migrate(path: impl AsRef<Path>, keep: Option<KeepPolicy>) -> Result<MigrateReport> {
         let path = path.as_ref();
         let (mut store, recipe, version) = Store::open_for_migration(path)?;
@@ -199,6 +204,7 @@ impl Db {
             to: store::FORMAT_VERSION,
             keep_from,
             keep,
+            recipe_behind: recipe.behind(),
             ..Default::default()
         };
         if version == store::FORMAT_VERSION && keep == keep_from {

@@ -38,6 +38,12 @@ pub struct MigrateReport {
     /// The largest cluster before and after.
     pub largest_before: u64,
     pub largest_after: u64,
+    /// What this build's `init` would make differently from the store's
+    /// recipe (see [`crate::Recipe::behind`]): a recipe does not change in
+    /// place, since fingerprints are made from texts the store does not
+    /// keep. Empty when the store's recipe is this build's default for its
+    /// settings.
+    pub recipe_behind: Vec<String>,
 }
 
 /// What [`Db::repair`] did.

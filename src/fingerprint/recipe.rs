@@ -35,6 +35,64 @@ fn sketch_words3() -> String {
     SKETCH_WORDS3.to_string()
 }
 
+/// `script` value of stores made before the field existed: no folding.
+pub const SCRIPT_NONE: &str = "none";
+/// `script` value of new stores: traditional (and variant) characters folded
+/// to simplified after normalisation, character by character with the
+/// `fast2s` crate's table (OpenCC-derived, 2,734 characters, pinned).
+pub const SCRIPT_T2S: &str = "t2s/fast2s-0.3.1";
+
+fn script_none() -> String {
+    SCRIPT_NONE.to_string()
+}
+
+/// `latin` value of stores made before the field existed: each word of a
+/// script without segmentation (Latin, Cyrillic, digits, ...) is a feature.
+pub const LATIN_WORDS: &str = "words";
+
+fn latin_words() -> String {
+    LATIN_WORDS.to_string()
+}
+
+/// How a recipe makes features of words that are not cut by jieba (Latin,
+/// Cyrillic, Greek, kana, digits: every run of letters and digits outside
+/// the CJK ideographs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LatinFeatures {
+    /// The word is the feature.
+    Words,
+    /// The word's character n-grams, the word padded with a space at each
+    /// end, share the word's weight equally: a typo touches at most n of
+    /// them instead of replacing the word.
+    Grams(usize),
+}
+
+impl LatinFeatures {
+    /// Parses a recipe's `latin` value.
+    pub fn parse(s: &str) -> Option<LatinFeatures> {
+        if s == LATIN_WORDS {
+            return Some(LatinFeatures::Words);
+        }
+        let n: usize = s
+            .strip_prefix("char-")?
+            .strip_suffix("-grams")?
+            .parse()
+            .ok()?;
+        (2..=8).contains(&n).then_some(LatinFeatures::Grams(n))
+    }
+
+    /// The recipe's `latin` value.
+    pub fn name(self) -> String {
+        match self {
+            LatinFeatures::Words => LATIN_WORDS.to_string(),
+            LatinFeatures::Grams(n) => format!("char-{n}-grams"),
+        }
+    }
+}
+
+/// The word features of new stores (see [`LatinFeatures`]).
+pub const DEFAULT_LATIN: LatinFeatures = LatinFeatures::Grams(3);
+
 /// The verification sketch of new stores: character n-grams of the text's
 /// letters and digits, so that an edited character touches n shingles
 /// (not the three word 3-shingles of every word it re-segments) and
@@ -119,6 +177,14 @@ pub struct Recipe {
     /// 3-shingles.
     #[serde(default = "sketch_words3")]
     pub sketch: String,
+    /// Script folding after normalisation: `none` or [`SCRIPT_T2S`].
+    /// Stores made before this field existed fold nothing.
+    #[serde(default = "script_none")]
+    pub script: String,
+    /// Features of words outside the CJK ideographs ([`LatinFeatures`]).
+    /// Stores made before this field existed use the words.
+    #[serde(default = "latin_words")]
+    pub latin: String,
     /// Keep the `top_k` heaviest features; 0 keeps every feature.
     pub top_k: u32,
     /// Word n-gram shingles added as features: 1 = words only, n >= 2 adds
@@ -151,6 +217,8 @@ impl Recipe {
             stopwords: format!("simdb-v1/xxh3={:016x}", stopwords::lists_hash()),
             tf: tf_raw(),
             sketch: SketchKind::Chars(DEFAULT_SKETCH_CHARS).name(),
+            script: SCRIPT_T2S.to_string(),
+            latin: DEFAULT_LATIN.name(),
             top_k,
             shingle: shingle.max(1),
             hash: HASH.to_string(),
@@ -169,7 +237,10 @@ impl Recipe {
                 }
             )*};
         }
-        cmp!(tokenizer, hmm, idf, stopwords, tf, sketch, top_k, shingle, hash, width, tie_rule);
+        cmp!(
+            tokenizer, hmm, idf, stopwords, tf, sketch, script, latin, top_k, shingle, hash, width,
+            tie_rule
+        );
         None
     }
 
@@ -191,7 +262,69 @@ impl Recipe {
         if let Some(kind) = SketchKind::parse(&stored.sketch) {
             r.sketch = kind.name();
         }
+        if stored.script == SCRIPT_NONE {
+            r.script = script_none();
+        }
+        if let Some(latin) = LatinFeatures::parse(&stored.latin) {
+            r.latin = latin.name();
+        }
         r
+    }
+
+    /// Whether this recipe folds traditional characters to simplified.
+    pub fn folds_script(&self) -> bool {
+        self.script == SCRIPT_T2S
+    }
+
+    /// This recipe without script folding (the recipe of stores made
+    /// before it existed).
+    pub fn without_script_folding(mut self) -> Recipe {
+        self.script = script_none();
+        self
+    }
+
+    /// This recipe with word features `latin`.
+    pub fn with_latin(mut self, latin: LatinFeatures) -> Recipe {
+        self.latin = latin.name();
+        self
+    }
+
+    /// The word features this recipe names.
+    pub fn latin_features(&self) -> crate::Result<LatinFeatures> {
+        LatinFeatures::parse(&self.latin).ok_or_else(|| {
+            crate::Error::Input(format!(
+                "word features {:?} are not \"{LATIN_WORDS}\" or \"char-N-grams\" (N in 2..=8)",
+                self.latin
+            ))
+        })
+    }
+
+    /// What a store of this recipe lacks that `init` gives a new store of
+    /// the same settings today, in words (empty when nothing): script
+    /// folding and word n-grams, which came with issue 27.
+    pub fn behind(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if !self.folds_script() {
+            out.push(format!(
+                "script: {:?} (new stores fold traditional characters to simplified, {SCRIPT_T2S:?})",
+                self.script
+            ));
+        }
+        if self.latin_features().ok() != Some(DEFAULT_LATIN) {
+            out.push(format!(
+                "latin: {:?} (new stores make {:?} of words outside the ideographs, so typos move fewer bits)",
+                self.latin,
+                DEFAULT_LATIN.name()
+            ));
+        }
+        out
+    }
+
+    /// The recipe of stores made before script folding and word n-grams:
+    /// this recipe with neither.
+    pub fn before_reposts(self) -> Recipe {
+        self.without_script_folding()
+            .with_latin(LatinFeatures::Words)
     }
 
     /// The term-frequency weighting this recipe names.
@@ -257,6 +390,13 @@ impl Recipe {
     pub fn validate(&self) -> crate::Result<()> {
         self.tf_weighting()?;
         self.sketch_kind()?;
+        self.latin_features()?;
+        if self.script != SCRIPT_NONE && self.script != SCRIPT_T2S {
+            return Err(crate::Error::Input(format!(
+                "script folding {:?} is not \"{SCRIPT_NONE}\" or \"{SCRIPT_T2S}\"",
+                self.script
+            )));
+        }
         if self.shingle > 5 {
             return Err(crate::Error::Input(format!(
                 "shingle size {} is too large (at most 5)",

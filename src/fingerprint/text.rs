@@ -145,7 +145,7 @@ impl IdfLearner {
     /// Counts one document.
     pub fn add(&mut self, text: &str) {
         self.docs += 1;
-        let norm = Fingerprinter::normalize(text);
+        let norm = self.f.normal(text);
         let mut seen: FxHashSet<&str> = FxHashSet::default();
         self.f.segment(&norm, |t| {
             seen.insert(t);
@@ -195,6 +195,8 @@ pub struct Fingerprinter {
     keep_stop_words: bool,
     log_tf: bool,
     sketch: super::SketchKind,
+    fold_script: bool,
+    latin: super::LatinFeatures,
 }
 
 impl Fingerprinter {
@@ -246,6 +248,10 @@ impl Fingerprinter {
             // create) and by the recipe check at open; word 3-shingles are
             // what such a store could only have had.
             sketch: recipe.sketch_kind().unwrap_or(super::SketchKind::Words3),
+            fold_script: recipe.folds_script(),
+            latin: recipe
+                .latin_features()
+                .unwrap_or(super::LatinFeatures::Words),
             recipe,
             learned,
         }
@@ -262,7 +268,7 @@ impl Fingerprinter {
 
     /// The verification sketch of `text` under this recipe.
     pub fn sketch(&self, text: &str) -> Option<super::Sketch> {
-        let norm = Self::normalize(text);
+        let norm = self.normal(text);
         let mut terms: Vec<&str> = Vec::new();
         if self.sketch == super::SketchKind::Words3 {
             self.segment(&norm, |t| terms.push(t));
@@ -293,6 +299,18 @@ impl Fingerprinter {
     pub fn warm_up(&self) {
         if self.recipe.hmm {
             let _ = jieba();
+        }
+    }
+
+    /// `text` as this recipe normalises it: [`Fingerprinter::normalize`],
+    /// then traditional characters folded to simplified when the recipe
+    /// says so.
+    pub fn normal(&self, text: &str) -> String {
+        let norm = Self::normalize(text);
+        if self.fold_script && !norm.is_ascii() {
+            fast2s::convert(&norm)
+        } else {
+            norm
         }
     }
 
@@ -333,7 +351,7 @@ impl Fingerprinter {
 
     /// The terms of `text` in order, stop words removed.
     pub fn terms(&self, text: &str) -> Vec<String> {
-        let norm = Self::normalize(text);
+        let norm = self.normal(text);
         let mut out = Vec::new();
         self.segment(&norm, |t| out.push(t.to_string()));
         out
@@ -391,7 +409,7 @@ impl Fingerprinter {
     /// The weighted features of `text`, heaviest first (ties by name), after
     /// the recipe's top-K cut.
     pub fn features(&self, text: &str) -> Vec<Feature> {
-        let norm = Self::normalize(text);
+        let norm = self.normal(text);
         let mut feats: Vec<Feature> = self
             .unordered_features(&norm)
             .into_iter()
@@ -412,12 +430,17 @@ impl Fingerprinter {
     fn unordered_features<'a>(&self, norm: &'a str) -> Vec<(Cow<'a, str>, f64)> {
         let mut terms: Vec<&'a str> = Vec::new();
         self.segment(norm, |t| terms.push(t));
-        self.features_of_terms(&terms)
+        self.features_of_terms(&terms).0
     }
 
     /// The weighted features of a term sequence, unordered, before the
-    /// top-K cut.
-    fn features_of_terms<'a>(&self, terms: &[&'a str]) -> Vec<(Cow<'a, str>, f64)> {
+    /// top-K cut; and each distinct term with its weight (what `top_terms`
+    /// ranks, whatever features the recipe makes of the term).
+    #[allow(clippy::type_complexity)]
+    fn features_of_terms<'a>(
+        &self,
+        terms: &[&'a str],
+    ) -> (Vec<(Cow<'a, str>, f64)>, Vec<(&'a str, f64)>) {
         // term -> (count, idf): one IDF lookup per distinct term.
         let mut tf: FxHashMap<&'a str, (u32, f64)> = FxHashMap::default();
         for t in terms {
@@ -431,10 +454,28 @@ impl Fingerprinter {
                 f64::from(n)
             }
         };
-        let mut feats: Vec<(Cow<'a, str>, f64)> = tf
+        let words: Vec<(&'a str, f64)> = tf
             .iter()
-            .map(|(t, (n, idf))| (Cow::Borrowed(*t), weight(*n) * idf))
+            .map(|(t, (n, idf))| (*t, weight(*n) * idf))
             .collect();
+        let mut feats: Vec<(Cow<'a, str>, f64)> = Vec::with_capacity(words.len());
+        match self.latin {
+            super::LatinFeatures::Words => {
+                feats.extend(words.iter().map(|&(t, w)| (Cow::Borrowed(t), w)));
+            }
+            super::LatinFeatures::Grams(n) => {
+                let mut grams: FxHashMap<String, f64> = FxHashMap::default();
+                for &(t, w) in &words {
+                    if t.starts_with(is_cjk) || !t.chars().any(char::is_alphabetic) {
+                        // Ideographs (cut by jieba) and numbers stay whole.
+                        feats.push((Cow::Borrowed(t), w));
+                    } else {
+                        word_grams(t, n, w, &mut grams);
+                    }
+                }
+                feats.extend(grams.into_iter().map(|(g, w)| (Cow::Owned(g), w)));
+            }
+        }
 
         let n = self.recipe.shingle as usize;
         if n >= 2 && terms.len() >= n {
@@ -456,7 +497,7 @@ impl Fingerprinter {
                     .map(|(name, (c, mean_idf))| (Cow::Owned(name), weight(c) * mean_idf)),
             );
         }
-        feats
+        (feats, words)
     }
 
     /// The fingerprint, verification sketch and term counts of `text`, from
@@ -465,20 +506,13 @@ impl Fingerprinter {
     /// Errors: [`Error::NoFeatures`] when nothing usable remains.
     pub fn analyze(&self, text: &str) -> Result<Analysis> {
         self.check_idf()?;
-        let norm = Self::normalize(text);
+        let norm = self.normal(text);
         let mut terms: Vec<&str> = Vec::new();
         self.segment(&norm, |t| terms.push(t));
-        let mut feats = self.features_of_terms(&terms);
+        let (mut feats, mut words) = self.features_of_terms(&terms);
         if feats.is_empty() {
             return Err(Error::NoFeatures);
         }
-        let mut words: Vec<(&str, f64)> = feats
-            .iter()
-            .filter_map(|(n, w)| match n {
-                Cow::Borrowed(t) => Some((*t, *w)),
-                Cow::Owned(_) => None,
-            })
-            .collect();
         let distinct_terms = words.len();
         words.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0)));
         let top_terms = words
@@ -517,12 +551,27 @@ impl Fingerprinter {
         }
         // The simhash sums in name order, so without a top-K cut the
         // features need no ranking.
-        let norm = Self::normalize(text);
+        let norm = self.normal(text);
         let feats = self.unordered_features(&norm);
         if feats.is_empty() {
             return Err(Error::NoFeatures);
         }
         simhash_weighted(&feats)
+    }
+}
+
+/// Adds the character `n`-grams of `word`, padded with a space at each end,
+/// to `grams`, sharing `weight` equally among them (a padded word of at
+/// most `n` characters is one gram).
+fn word_grams(word: &str, n: usize, weight: f64, grams: &mut FxHashMap<String, f64>) {
+    let padded: Vec<char> = std::iter::once(' ')
+        .chain(word.chars())
+        .chain(std::iter::once(' '))
+        .collect();
+    let count = padded.len().saturating_sub(n) + 1;
+    let share = weight / count as f64;
+    for g in padded.windows(n.min(padded.len())) {
+        *grams.entry(g.iter().collect()).or_insert(0.0) += share;
     }
 }
 
@@ -586,7 +635,7 @@ mod tests {
 
     #[test]
     fn top_k_keeps_the_heaviest() {
-        let f = Fingerprinter::new(Recipe::with(2, 1, false));
+        let f = Fingerprinter::new(Recipe::with(2, 1, false).before_reposts());
         let feats = f.features("alpha alpha alpha beta beta gamma");
         assert_eq!(feats.len(), 2);
         assert_eq!(feats[0].name, "alpha");
@@ -595,7 +644,7 @@ mod tests {
 
     #[test]
     fn shingles_are_added() {
-        let f = Fingerprinter::new(Recipe::with(0, 2, false));
+        let f = Fingerprinter::new(Recipe::with(0, 2, false).before_reposts());
         let names: Vec<String> = f
             .features("red green blue")
             .into_iter()
@@ -733,7 +782,11 @@ mod tests {
 
     #[test]
     fn analyze_agrees_with_fingerprint() {
-        for recipe in [Recipe::default(), Recipe::with(5, 1, false)] {
+        for recipe in [
+            Recipe::default(),
+            Recipe::with(5, 1, false),
+            Recipe::default().before_reposts(),
+        ] {
             let f = Fingerprinter::new(recipe);
             for text in [
                 "北京是中国的首都，北京很大。",
@@ -768,9 +821,11 @@ mod tests {
                     .take(TOP_TERMS)
                     .map(|x| x.name.as_str())
                     .collect();
-                if f.recipe().top_k == 0 {
+                if f.recipe().top_k == 0 && f.recipe().latin == "words" {
                     assert_eq!(a.top_terms, words);
                 }
+                // Whatever the features, the top terms are terms.
+                assert!(a.top_terms.iter().all(|t| terms.contains(t)), "{text}");
             }
             assert!(matches!(f.analyze("the of ,,,"), Err(Error::NoFeatures)));
         }
@@ -779,14 +834,22 @@ mod tests {
     #[test]
     fn golden_text_fingerprints() {
         // Pinned: a change here changes stored fingerprints, and needs a new
-        // recipe identity (tokenizer, idf, stopwords or hash string).
+        // recipe identity (a new value of one of the recipe's fields).
         let zh = "央视网消息：国务院总理今天在北京主持召开常务会议，部署进一步扩大内需。";
+        let zh_trad = "央視網消息：國務院總理今天在北京主持召開常務會議，部署進一步擴大內需。";
         let en = "The quick brown fox jumps over the lazy dog.";
+        let before = |r: Recipe| r.before_reposts();
         let cases = [
-            (Recipe::with(0, 2, false), zh, "28ee6073cdf98fb4"),
-            (Recipe::with(0, 1, false), zh, "2cae6063cdea2f34"),
-            (Recipe::with(3, 1, false), zh, "208fa03bcff183ac"),
-            (Recipe::with(0, 2, false), en, "86be94829b52b2e3"),
+            // Stores made before script folding and word n-grams: unchanged.
+            (before(Recipe::with(0, 2, false)), zh, "28ee6073cdf98fb4"),
+            (before(Recipe::with(0, 1, false)), zh, "2cae6063cdea2f34"),
+            (before(Recipe::with(3, 1, false)), zh, "208fa03bcff183ac"),
+            (before(Recipe::with(0, 2, false)), en, "86be94829b52b2e3"),
+            // This build's default: both scripts give one fingerprint.
+            (Recipe::default(), zh, "2cae6063cdea2f34"),
+            (Recipe::default(), zh_trad, "2cae6063cdea2f34"),
+            (Recipe::default(), en, "a23f5cd4a0df338d"),
+            (Recipe::with(0, 2, false), en, "a2bedc4abb5b27e6"),
         ];
         let mut bad = Vec::new();
         for (r, text, want) in cases {
@@ -796,11 +859,88 @@ mod tests {
                 .to_string();
             if got != want {
                 bad.push(format!(
-                    "top_k={} shingle={} {text:?}: got {got}, want {want}",
-                    r.top_k, r.shingle
+                    "top_k={} shingle={} script={} latin={} {text:?}: got {got}, want {want}",
+                    r.top_k, r.shingle, r.script, r.latin
                 ));
             }
         }
         assert!(bad.is_empty(), "{bad:#?}");
+    }
+
+    #[test]
+    fn traditional_script_folds_to_simplified() {
+        let f = fp();
+        let before = Fingerprinter::new(Recipe::default().before_reposts());
+        for (simp, trad) in [
+            ("国务院总理主持召开常务会议", "國務院總理主持召開常務會議"),
+            ("这个软件的网络连线很稳定", "這個軟件的網絡連線很穩定"),
+        ] {
+            assert_eq!(f.normal(trad), f.normal(simp));
+            assert_eq!(f.analyze(trad).unwrap(), f.analyze(simp).unwrap());
+            assert_ne!(
+                before.fingerprint(trad).unwrap(),
+                before.fingerprint(simp).unwrap()
+            );
+        }
+        // Latin text is untouched.
+        assert_eq!(f.normal("Hello World"), "hello world");
+    }
+
+    #[test]
+    fn word_grams_share_the_word_weight() {
+        let mut g = FxHashMap::default();
+        word_grams("cat", 3, 3.0, &mut g);
+        let mut names: Vec<&String> = g.keys().collect();
+        names.sort();
+        assert_eq!(names, [" ca", "at ", "cat"]);
+        assert!(g.values().all(|w| (*w - 1.0).abs() < 1e-12));
+        let mut g = FxHashMap::default();
+        word_grams("a", 3, 2.0, &mut g);
+        assert_eq!(g.len(), 1);
+        assert_eq!(g[" a "], 2.0);
+        // Numbers stay whole; ideographs are jieba's words.
+        let names: Vec<String> = fp()
+            .features("cats 2024 北京")
+            .into_iter()
+            .map(|f| f.name)
+            .collect();
+        assert!(names.contains(&"2024".to_string()));
+        assert!(names.contains(&"北京".to_string()));
+        assert!(names.contains(&" ca".to_string()) && !names.contains(&"cats".to_string()));
+    }
+
+    #[test]
+    fn a_typo_moves_fewer_bits_with_word_grams() {
+        // Over many texts, one typo per ten words: the mean distance drops.
+        let words: Vec<&str> = [
+            "market", "shares", "company", "profit", "report", "growth", "people", "season",
+            "player", "league", "trade", "budget", "minister", "energy", "prices", "network",
+            "mobile", "service", "record", "music", "film", "award", "police", "court",
+        ]
+        .to_vec();
+        let (grams, whole) = (fp(), Fingerprinter::new(Recipe::default().before_reposts()));
+        let (mut dg, mut dw) = (0u32, 0u32);
+        for n in 0..40usize {
+            let text: Vec<String> = (0..60)
+                .map(|j| words[(j * 7 + n * 5 + j * j * n) % words.len()].to_string())
+                .collect();
+            let mut typo = text.clone();
+            for j in (n % 10..typo.len()).step_by(10) {
+                typo[j].insert(1, 'x');
+            }
+            let (a, b) = (text.join(" "), typo.join(" "));
+            dg += grams
+                .fingerprint(&a)
+                .unwrap()
+                .distance(grams.fingerprint(&b).unwrap());
+            dw += whole
+                .fingerprint(&a)
+                .unwrap()
+                .distance(whole.fingerprint(&b).unwrap());
+        }
+        assert!(
+            dg * 3 < dw * 2,
+            "grams {dg} bits, words {dw} bits over 40 texts"
+        );
     }
 }
