@@ -117,6 +117,10 @@ struct Args {
     /// (to measure what containment adds).
     #[arg(long)]
     no_containment: bool,
+    /// Confirm containment whichever of the two came first (this build:
+    /// only a later, shorter copy): what wraps would gain, and cost.
+    #[arg(long)]
+    containment_both: bool,
     /// Word features of the recipe measured: `words` or `char-N-grams`
     /// (this build's default if unset).
     #[arg(long)]
@@ -125,6 +129,18 @@ struct Args {
     /// build's default if unset).
     #[arg(long)]
     script: Option<String>,
+    /// Also query windows of each text, as `from-to` fractions of its
+    /// characters (e.g. `0.15-1,0-0.85`), each ranked at each of
+    /// `--window-budgets` (a prototype of query windows for wraps).
+    #[arg(long, default_value = "")]
+    windows: String,
+    #[arg(long, default_value = "32")]
+    window_budgets: String,
+    /// Also index and query fingerprints of content-defined segments of
+    /// about this many terms (0 = none; a prototype of extra fingerprints
+    /// per document: each segment of a query is looked up within k = 3).
+    #[arg(long, default_value_t = 0)]
+    segments: usize,
     /// Where recall.json goes.
     #[arg(long, default_value = "recall-out")]
     out: PathBuf,
@@ -275,9 +291,7 @@ fn apply(kind: Kind, rate: u32, text: &str, pools: &Pools, rng: &mut impl Rng) -
             cs.into_iter().collect()
         }
         Kind::Wrap => wrap(text, 10 * rate as usize, words_pool, rng),
-        Kind::Trunc => cs[..cs.len() * trunc_percent(rate) / 100]
-            .iter()
-            .collect(),
+        Kind::Trunc => cs[..cs.len() * trunc_percent(rate) / 100].iter().collect(),
         Kind::Space => {
             for _ in 0..edits(cs.len(), rate) {
                 let spaces: Vec<usize> = (0..cs.len()).filter(|&i| cs[i].is_whitespace()).collect();
@@ -340,6 +354,11 @@ enum System {
     MinHash,
     /// MinHash LSH over character 5-grams.
     MinHashChars,
+    /// Ranked at the default budget, plus each of `--windows` ranked at
+    /// `--window-budget`.
+    Windows(usize, usize),
+    /// Ranked at the default budget, plus each segment exact within k.
+    Segments(usize, u32),
 }
 
 impl System {
@@ -354,6 +373,8 @@ impl System {
             System::RankedSketch(b, s) => format!("ranked {b}, sketch #{s}"),
             System::MinHash => "minhash lsh 0.5".into(),
             System::MinHashChars => "minhash lsh 0.5, char 5-grams".into(),
+            System::Windows(b, w) => format!("ranked {b} + windows x {w}"),
+            System::Segments(b, k) => format!("ranked {b} + segments k={k}"),
         }
     }
 }
@@ -364,6 +385,41 @@ struct Sig {
     a: Option<Analysis>,
     old: Option<Analysis>,
     extra: Vec<Option<Sketch>>,
+    /// Analyses of `--windows` of the text (empty without them).
+    windows: Vec<Analysis>,
+    /// Fingerprints of the text's content-defined segments (`--segments`).
+    segments: Vec<simdb::Fingerprint>,
+}
+
+/// Fingerprints of the content-defined segments of `terms` (a prototype):
+/// a segment ends after a term whose xxh3 is 0 modulo `m` once it has at
+/// least `m / 4` terms, or at `4 m` terms; the last segment counts only if
+/// it has `m / 4` terms. A header or a cut moves no boundary inside the
+/// text, so the segments a copy shares whole with its original have equal
+/// fingerprints. Segments are fingerprinted by the recipe, as text.
+fn segment_fingerprints(f: &Fingerprinter, terms: &[String], m: usize) -> Vec<simdb::Fingerprint> {
+    let (min, max) = ((m / 4).max(2), 4 * m);
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, t) in terms.iter().enumerate() {
+        let len = i + 1 - start;
+        let cut =
+            len >= max || (len >= min && xxhash_rust::xxh3::xxh3_64(t.as_bytes()) % m as u64 == 0);
+        if cut {
+            if let Ok(fp) = f.fingerprint(&terms[start..=i].join(" ")) {
+                out.push(fp);
+            }
+            start = i + 1;
+        }
+    }
+    if terms.len() - start >= min {
+        if let Ok(fp) = f.fingerprint(&terms[start..].join(" ")) {
+            out.push(fp);
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 #[derive(Default, Clone, serde::Serialize)]
@@ -429,9 +485,32 @@ fn main() {
         .map(|k| Fingerprinter::new(recipe.clone().with_sketch(*k)))
         .collect();
     let default_budget = simdb::index::DEFAULT_PROBE_BUDGET;
+    let windows: Vec<(f64, f64)> = args
+        .windows
+        .split(',')
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            let (a, b) = w.split_once('-').expect("from-to");
+            (
+                a.parse().expect("a fraction"),
+                b.parse().expect("a fraction"),
+            )
+        })
+        .collect();
     let mut systems = vec![System::Before, System::Exact(3), System::Exact(7)];
     systems.extend(budgets.iter().map(|&b| System::Ranked(b)));
     systems.extend((0..extra_kinds.len()).map(|s| System::RankedSketch(default_budget, s)));
+    if !windows.is_empty() {
+        systems.extend(
+            args.window_budgets
+                .split(',')
+                .map(|w| System::Windows(default_budget, w.trim().parse().expect("a budget"))),
+        );
+    }
+    if args.segments > 0 {
+        systems.push(System::Segments(default_budget, 0));
+        systems.push(System::Segments(default_budget, 3));
+    }
     systems.push(System::MinHash);
     systems.push(System::MinHashChars);
     println!(
@@ -487,6 +566,24 @@ fn main() {
             a: f.analyze(t).ok(),
             old: old_f.analyze(t).ok(),
             extra: extra_f.iter().map(|x| x.sketch(t)).collect(),
+            segments: if args.segments > 0 {
+                segment_fingerprints(&f, &f.terms(t), args.segments)
+            } else {
+                Vec::new()
+            },
+            windows: {
+                let cs: Vec<char> = t.chars().collect();
+                windows
+                    .iter()
+                    .filter_map(|&(a, b)| {
+                        let (i, j) = (
+                            (a * cs.len() as f64) as usize,
+                            (b * cs.len() as f64) as usize,
+                        );
+                        f.analyze(&cs[i..j.max(i)].iter().collect::<String>()).ok()
+                    })
+                    .collect()
+            },
         };
         let originals: Vec<Sig> = docs.par_iter().map(|(_, t)| sig(t)).collect();
         let copies: Vec<Sig> = planted.par_iter().map(|p| sig(&p.3)).collect();
@@ -496,6 +593,7 @@ fn main() {
             .collect();
         let mut idx = MemIndex::new();
         let mut idx_old = MemIndex::new();
+        let mut idx_seg = MemIndex::new();
         for (i, s) in originals.iter().enumerate() {
             if let Some(a) = &s.a {
                 idx.insert(&i.to_string(), a.fingerprint);
@@ -503,6 +601,19 @@ fn main() {
             if let Some(a) = &s.old {
                 idx_old.insert(&i.to_string(), a.fingerprint);
             }
+            for fp in &s.segments {
+                idx_seg.insert(&i.to_string(), *fp);
+            }
+        }
+        if args.segments > 0 {
+            println!(
+                "segments of ~{} terms: {:.2} per original (index entries per document x{:.2})",
+                args.segments,
+                originals.iter().map(|s| s.segments.len()).sum::<usize>() as f64
+                    / originals.len().max(1) as f64,
+                1.0 + originals.iter().map(|s| s.segments.len()).sum::<usize>() as f64
+                    / originals.len().max(1) as f64
+            );
         }
         // Both peers: word 3-shingles and character 5-grams.
         let mut lsh = MinHashLsh::new(0.5, args.seed);
@@ -547,6 +658,12 @@ fn main() {
                             let pair = match skip {
                                 Some(i) if i < j => (s.len, q.len),
                                 _ => (q.len, s.len),
+                            };
+                            // Either way round: the shorter one as the later.
+                            let pair = if args.containment_both {
+                                (pair.0.min(pair.1), pair.0.max(pair.1))
+                            } else {
+                                pair
                             };
                             Ok((!args.no_containment).then_some(pair))
                         },
@@ -618,6 +735,54 @@ fn main() {
                             false,
                             Some(*e),
                         ),
+                        System::Windows(b, w) => {
+                            let mut plans = vec![(
+                                a.fingerprint,
+                                ProbePlan::ranked(a.fingerprint, 0, &a.weak_bits, *b),
+                            )];
+                            plans.extend(q.windows.iter().map(|x| {
+                                (
+                                    x.fingerprint,
+                                    ProbePlan::ranked(x.fingerprint, 0, &x.weak_bits, *w),
+                                )
+                            }));
+                            let mut cand: Vec<usize> = plans
+                                .iter()
+                                .flat_map(|(fp, plan)| idx.query_plan(*fp, plan))
+                                .map(|h| h.id.parse::<usize>().expect("positions"))
+                                .collect();
+                            cand.sort_unstable();
+                            cand.dedup();
+                            let n = cand.len() as u64;
+                            let buckets = plans.iter().map(|p| p.1.buckets() as u64).sum();
+                            let found = cand
+                                .into_iter()
+                                .filter(|&j| Some(j) != skip && verify(j, false, None))
+                                .collect();
+                            return (found, buckets, n);
+                        }
+                        System::Segments(b, k) => {
+                            let plan = ProbePlan::ranked(a.fingerprint, 0, &a.weak_bits, *b);
+                            let mut cand: Vec<usize> = idx
+                                .query_plan(a.fingerprint, &plan)
+                                .into_iter()
+                                .chain(q.segments.iter().flat_map(|fp| {
+                                    idx_seg.query_plan(*fp, &ProbePlan::exact(*fp, *k))
+                                }))
+                                .map(|h| h.id.parse::<usize>().expect("positions"))
+                                .collect();
+                            cand.sort_unstable();
+                            cand.dedup();
+                            let n = cand.len() as u64;
+                            let buckets = plan.buckets() as u64
+                                + q.segments.len() as u64
+                                    * ProbePlan::exact(a.fingerprint, *k).buckets() as u64;
+                            let found = cand
+                                .into_iter()
+                                .filter(|&j| Some(j) != skip && verify(j, false, None))
+                                .collect();
+                            return (found, buckets, n);
+                        }
                         System::MinHash | System::MinHashChars => unreachable!(),
                     };
                     let hits = if old { &idx_old } else { &idx }.query_plan(fp, &plan);

@@ -36,7 +36,7 @@
 //! ```text
 //! key              value
 //! "magic"          the 12 bytes "simdb-store\n"
-//! "format_version" u32 big-endian (this build writes 5 and reads 5; migrates 2, 3 and 4)
+//! "format_version" u32 big-endian (this build writes and reads 6; migrates 2 to 5)
 //! "recipe"         UTF-8 JSON of the fingerprint Recipe
 //! "doc_count"      u64 big-endian, number of documents (updated in each write batch)
 //! "short_count"    u64 big-endian, documents with fewer than 10 terms (absent = 0)
