@@ -403,8 +403,8 @@ fn segment_fingerprints(f: &Fingerprinter, terms: &[String], m: usize) -> Vec<si
     let mut start = 0;
     for (i, t) in terms.iter().enumerate() {
         let len = i + 1 - start;
-        let cut =
-            len >= max || (len >= min && xxhash_rust::xxh3::xxh3_64(t.as_bytes()) % m as u64 == 0);
+        let cut = len >= max
+            || (len >= min && xxhash_rust::xxh3::xxh3_64(t.as_bytes()).is_multiple_of(m as u64));
         if cut {
             if let Ok(fp) = f.fingerprint(&terms[start..=i].join(" ")) {
                 out.push(fp);
