@@ -23,6 +23,7 @@ mod content;
 mod dict;
 mod idf;
 mod recipe;
+mod script;
 mod sketch;
 pub mod stopwords;
 mod text;

@@ -37,10 +37,7 @@ fn sketch_words3() -> String {
 
 /// `script` value of stores made before the field existed: no folding.
 pub const SCRIPT_NONE: &str = "none";
-/// `script` value of new stores: traditional (and variant) characters folded
-/// to simplified after normalisation, character by character with the
-/// `fast2s` crate's table (OpenCC-derived, 2,734 characters, pinned).
-pub const SCRIPT_T2S: &str = "t2s/fast2s-0.3.1";
+pub use super::script::SCRIPT_T2S;
 
 fn script_none() -> String {
     SCRIPT_NONE.to_string()

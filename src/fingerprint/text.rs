@@ -308,7 +308,7 @@ impl Fingerprinter {
     pub fn normal(&self, text: &str) -> String {
         let norm = Self::normalize(text);
         if self.fold_script && !norm.is_ascii() {
-            fast2s::convert(&norm)
+            super::script::fold(&norm)
         } else {
             norm
         }
