@@ -129,6 +129,9 @@ struct Args {
     /// build's default if unset).
     #[arg(long)]
     script: Option<String>,
+    /// Top-K of the recipe measured (this build's default if unset).
+    #[arg(long)]
+    top_k: Option<u32>,
     /// Also query windows of each text, as `from-to` fractions of its
     /// characters (e.g. `0.15-1,0-0.85`), each ranked at each of
     /// `--window-budgets` (a prototype of query windows for wraps).
@@ -460,6 +463,9 @@ fn main() {
         })
         .collect();
     let mut recipe = Recipe::default();
+    if let Some(k) = args.top_k {
+        recipe.top_k = k;
+    }
     if let Some(l) = &args.latin {
         recipe = recipe.with_latin(LatinFeatures::parse(l).expect("--latin words|char-N-grams"));
     }
