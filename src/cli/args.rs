@@ -350,10 +350,10 @@ pub struct RecipeArgs {
     #[arg(long, value_name = "FEATURES", default_value = "char-3-grams",
           value_parser = parse_latin)]
     pub latin: simdb::fingerprint::LatinFeatures,
-    /// Fold traditional Chinese characters to simplified before
-    /// segmentation (`t2s`, the default: a copy converted between scripts
-    /// gets the same fingerprint), or not (`none`, stores made before this
-    /// option).
+    /// Fold traditional Chinese characters to simplified, and Taiwan
+    /// vocabulary to mainland (軟體 -> 软件), before segmentation (`t2s`,
+    /// the default: a copy converted between scripts gets the same
+    /// fingerprint), or not (`none`, stores made before this option).
     #[arg(long, value_enum, default_value_t = ScriptArg::T2s)]
     pub script: ScriptArg,
 }
