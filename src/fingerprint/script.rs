@@ -10,7 +10,9 @@
 //! 2. Taiwan vocabulary: OpenCC's `TWPhrasesRev` (Apache-2.0, copied
 //!    unchanged from OpenCC's data as the `ferrous-opencc` 0.4.0 crate ships
 //!    it, `data/opencc_TWPhrasesRev.txt`: 軟體 → 軟件, 資訊 → 信息, …), its keys
-//!    and values folded by step 1 and normalised, replaced leftmost-longest.
+//!    and values folded by step 1 and normalised, replaced leftmost-longest;
+//!    every value is also kept as itself (a mainland word: 程序, 文件,
+//!    土库曼斯坦), so mainland text keeps its words.
 //!
 //! [`SCRIPT_T2S`] names both, with the xxh3-64 of the phrase table's bytes
 //! (checked by a test).
@@ -20,7 +22,8 @@ use std::sync::OnceLock;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// `script` value of new stores.
-pub const SCRIPT_T2S: &str = "t2s/fast2s-0.3.1+opencc-TWPhrasesRev/xxh3=987a5f09097c0c3c";
+pub const SCRIPT_T2S: &str =
+    "t2s/fast2s-0.3.1+opencc-TWPhrasesRev-mainland-kept/xxh3=987a5f09097c0c3c";
 
 const TW_PHRASES: &str = include_str!("data/opencc_TWPhrasesRev.txt");
 
@@ -38,8 +41,11 @@ fn phrases() -> &'static Phrases {
         let fold = |s: &str| fast2s::convert(&super::Fingerprinter::normalize(s));
         let mut map = FxHashMap::default();
         for line in TW_PHRASES.lines() {
+            if line.starts_with('#') {
+                continue; // the header (its format line has a tab too)
+            }
             let Some((key, values)) = line.split_once('\t') else {
-                continue; // the header and blank lines
+                continue; // blank lines
             };
             let Some(value) = values.split(' ').next() else {
                 continue;
@@ -48,6 +54,18 @@ fn phrases() -> &'static Phrases {
             if k.chars().count() >= 2 && k != v {
                 map.entry(k).or_insert(v);
             }
+        }
+        // A mainland word is never rewritten: the table is for Taiwan text
+        // and also maps words both regions use in other senses (程序 →
+        // 进程 beside 程式 → 程序, 文件 → 文档 beside 檔案 → 文件), which
+        // would turn a mainland text's 程序 into 进程 while its Taiwan
+        // conversion (程式) folds to 程序. Every value is kept as itself
+        // (and wins leftmost-longest over a shorter key inside it: 土库曼斯坦
+        // is not 土库曼 → 土库曼斯坦 plus 斯坦), so a mainland text and its
+        // conversion meet.
+        let values: Vec<String> = map.values().cloned().collect();
+        for v in values {
+            map.insert(v.clone(), v);
         }
         Phrases {
             first: map.keys().filter_map(|k| k.chars().next()).collect(),
@@ -114,5 +132,17 @@ mod tests {
         // A key at the very end, and one character left after a key.
         assert_eq!(fold("資訊"), "信息");
         assert_eq!(fold("資訊。"), "信息。");
+        // Mainland words stay; their Taiwan forms meet them.
+        assert_eq!(fold("这个程序的文件"), "这个程序的文件");
+        assert_eq!(fold("這個程式的檔案"), "这个程序的文件");
+    }
+
+    #[test]
+    fn every_taiwan_phrase_meets_its_mainland_word() {
+        let p = phrases();
+        for (k, v) in &p.map {
+            assert_eq!(&fold(v), v, "the mainland word {v} is left as it is");
+            assert_eq!(fold(k), fold(v), "{k} folds as {v} does");
+        }
     }
 }

@@ -303,8 +303,8 @@ impl Fingerprinter {
     }
 
     /// `text` as this recipe normalises it: [`Fingerprinter::normalize`],
-    /// then traditional characters folded to simplified when the recipe
-    /// says so.
+    /// then, when the recipe says so, traditional characters folded to
+    /// simplified and Taiwan vocabulary to mainland (see `script.rs`).
     pub fn normal(&self, text: &str) -> String {
         let norm = Self::normalize(text);
         if self.fold_script && !norm.is_ascii() {
