@@ -44,6 +44,8 @@ fn fingerprint(c: &mut Criterion) {
     });
     for (name, recipe) in [
         ("default", Recipe::default()),
+        // Stores made before script folding and word 3-grams.
+        ("before_reposts", Recipe::default().before_reposts()),
         ("with_bigrams", Recipe::with(0, 2, false)),
     ] {
         let f = Fingerprinter::new(recipe);
