@@ -293,6 +293,176 @@ fn mem_index_property() {
         .unwrap();
 }
 
+/// Seeded property test of the band buckets (a ranked plan plus a band
+/// probe) against brute force of the rule: entries at distance exactly the
+/// band bound and one more, sharing one band or none, identical
+/// fingerprints whose documents have different sketches (the first
+/// document's sketch names the bands), and removals that change which
+/// document is first.
+#[test]
+fn band_probe_property() {
+    use simdb::fingerprint::{Sketch, SKETCH_BYTES};
+    use simdb::index::bands::{band_values, brute_force_banded, BandProbe, BANDS};
+    let config = Config {
+        cases: 200,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[7; 32]);
+    let mut runner = TestRunner::new_with_rng(config, rng);
+    let strategy = (
+        any::<u64>(),
+        any::<[u8; SKETCH_BYTES]>(),
+        0u32..20,
+        proptest::collection::vec(any::<u64>(), 0..120),
+        proptest::collection::vec(
+            (
+                proptest::collection::vec(0u32..64, 0..24),
+                0usize..BANDS + 1,
+                any::<u64>(),
+            ),
+            0..60,
+        ),
+        proptest::collection::vec(0usize..200, 0..20),
+    );
+    runner
+        .run(
+            &strategy,
+            |(base, qsketch, bound, randoms, near, removals)| {
+                let q = Fingerprint(base);
+                let qs = Sketch(qsketch);
+                // A sketch sharing band `share` with the query's (BANDS: none),
+                // the other bytes from `salt`.
+                let sketch_for = |share: usize, salt: u64| {
+                    let mut s = [0u8; SKETCH_BYTES];
+                    let mut x = salt;
+                    for (i, b) in s.iter_mut().enumerate() {
+                        x = x
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        *b = (x >> 56) as u8;
+                        if i / 2 == share {
+                            *b = qsketch[i];
+                        } else if qsketch[i] == *b && i % 2 == 0 {
+                            // Make sure no other band matches by chance.
+                            *b ^= 1;
+                        }
+                    }
+                    Sketch(s)
+                };
+                let mut idx = MemIndex::new();
+                let mut entries: BTreeMap<String, (Fingerprint, Option<Sketch>)> = BTreeMap::new();
+                for (i, r) in randoms.iter().enumerate() {
+                    entries.insert(
+                        format!("r{i:03}"),
+                        (Fingerprint(*r), Some(sketch_for(BANDS, *r))),
+                    );
+                }
+                for (i, (f, share, salt)) in near.iter().enumerate() {
+                    let fp = flip(q, f);
+                    entries.insert(format!("n{i:03}"), (fp, Some(sketch_for(*share, *salt))));
+                    // The same fingerprint, another text: sharing no band, and
+                    // first or second by id.
+                    if salt % 3 == 0 {
+                        entries.insert(format!("m{i:03}"), (fp, Some(sketch_for(BANDS, *salt))));
+                    }
+                    if salt % 5 == 0 {
+                        entries.insert(format!("a{i:03}"), (fp, None));
+                    }
+                }
+                for (id, (fp, s)) in &entries {
+                    idx.insert_sketched(id, *fp, *s);
+                }
+                let ids: Vec<String> = entries.keys().cloned().collect();
+                for r in removals {
+                    if let Some(id) = ids.get(r) {
+                        if entries.remove(id).is_some() {
+                            prop_assert!(idx.remove(id).is_some());
+                        }
+                    }
+                }
+                // The oracle's first-document rule, computed from the entries.
+                let bands_of = |fp: Fingerprint| {
+                    entries
+                        .iter()
+                        .find(|(_, (f, _))| *f == fp)
+                        .and_then(|(_, (_, s))| s.as_ref().map(band_values))
+                };
+                let probe = BandProbe::new(&qs, bound);
+                let weak: Vec<u8> = near
+                    .iter()
+                    .flat_map(|n| n.0.iter())
+                    .map(|&b| b as u8)
+                    .collect();
+                for plan in [ProbePlan::exact(q, 0), ProbePlan::ranked(q, 0, &weak, 32)] {
+                    let want = brute_force_banded(
+                        entries.iter().map(|(i, (f, _))| (i.as_str(), *f)),
+                        bands_of,
+                        q,
+                        &plan,
+                        &probe,
+                    );
+                    prop_assert_eq!(idx.query_banded(q, &plan, Some(&probe)), want);
+                    // Without the probe: the plan alone, as before.
+                    let alone = brute_force_plan(
+                        entries.iter().map(|(i, (f, _))| (i.as_str(), *f)),
+                        q,
+                        &plan,
+                    );
+                    prop_assert_eq!(idx.query_banded(q, &plan, None), alone);
+                }
+                Ok(())
+            },
+        )
+        .unwrap();
+}
+
+/// Band probes at distance exactly the bound and one more, and identical
+/// fingerprints whose first document changes (planted, not random).
+#[test]
+fn band_probe_bound_and_first_document() {
+    use simdb::fingerprint::Sketch;
+    use simdb::index::bands::{BandProbe, BANDS};
+    let mut rng = common::rng(11);
+    let q = Fingerprint(rng.random());
+    let qs = Sketch(rng.random());
+    let mut other = qs;
+    for b in other.0.iter_mut() {
+        *b = !*b;
+    }
+    // Shares only band 5 with the query.
+    let mut one = other;
+    one.0[10] = qs.0[10];
+    one.0[11] = qs.0[11];
+    let probe = BandProbe::new(&qs, 14);
+    let mut idx = MemIndex::new();
+    let at = |d: usize, spread| flip(q, &bits(&mut common::rng(d as u64), d, spread));
+    let (d14, d15) = (at(14, true), at(15, false));
+    idx.insert_sketched("at-bound", d14, Some(one));
+    idx.insert_sketched("past-bound", d15, Some(one));
+    idx.insert_sketched("no-band", at(6, true), Some(other));
+    let found = |idx: &MemIndex| -> Vec<String> {
+        idx.query_banded(q, &ProbePlan::exact(q, 3), Some(&probe))
+            .into_iter()
+            .map(|h| h.id)
+            .collect()
+    };
+    assert_eq!(found(&idx), ["at-bound"]);
+    // A document with the same fingerprint and no shared band, first by id:
+    // the fingerprint leaves the band; deleting it brings it back.
+    idx.insert_sketched("a-first", d14, Some(other));
+    assert!(found(&idx).is_empty());
+    idx.remove("a-first");
+    assert_eq!(found(&idx), ["at-bound"]);
+    // Second by id: the first still names the bands; both documents are
+    // candidates (each is then checked by its own sketch).
+    idx.insert_sketched("z-second", d14, Some(other));
+    assert_eq!(found(&idx), ["at-bound", "z-second"]);
+    idx.remove("at-bound");
+    assert!(found(&idx).is_empty(), "z-second names no shared band");
+    assert_eq!(BANDS, 16);
+}
+
 /// Every pair of documents within k, by brute force: (a, b, distance), a < b.
 fn brute_force_doc_pairs(
     entries: &BTreeMap<String, Fingerprint>,

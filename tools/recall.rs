@@ -42,6 +42,10 @@
 //! - `exact k=3`, `exact k=7`: this build's recipe, exact radius, verified;
 //! - `ranked B`: confidence-ranked probing with budget B buckets, verified
 //!   (the default is [`simdb::index::DEFAULT_PROBE_BUDGET`]);
+//! - `ranked B + sketch bands` (`--bands sketch`): ranked, plus the band
+//!   buckets of `simdb::index::bands` (16 bands of 8 sketch bins, the
+//!   candidates within `--band-distance` bits); `--bands BxR` measures
+//!   bands of full-width MinHash bins beside them (64-bit band keys);
 //! - `minhash`: MinHash LSH with 128 permutations over word 3-shingles
 //!   (jieba tokens for Chinese), banded for threshold 0.5 the way
 //!   datasketch's `MinHashLSH` chooses its bands (a candidate = shares a
@@ -72,6 +76,7 @@ use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 use serde_json::json;
 use simdb::fingerprint::{Analysis, LatinFeatures, Sketch, SketchKind};
+use simdb::index::bands::BandProbe;
 use simdb::index::{MemIndex, ProbePlan};
 use simdb::{Fingerprinter, Recipe};
 
@@ -144,6 +149,21 @@ struct Args {
     /// per document: each segment of a query is looked up within k = 3).
     #[arg(long, default_value_t = 0)]
     segments: usize,
+    /// Also add band candidates: `sketch` = the library's band buckets
+    /// (16 bands of 8 two-bit sketch bins, `simdb::index::bands`), `BxR`
+    /// = a prototype of B bands of R full-width MinHash bins (64-bit band
+    /// keys: what a stored full-width signature would give).
+    #[arg(long, default_value = "")]
+    bands: String,
+    /// Band candidates farther than this many bits from the query are
+    /// dropped (64 = none).
+    #[arg(long, default_value_t = simdb::index::bands::DEFAULT_BAND_DISTANCE)]
+    band_distance: u32,
+    /// Of the fingerprints the bands alone find, check only the nearest
+    /// this many (0 = all): what bounds a query's reads when a band bucket
+    /// holds many fingerprints within the distance bound.
+    #[arg(long, default_value_t = 0)]
+    band_cap: usize,
     /// Where recall.json goes.
     #[arg(long, default_value = "recall-out")]
     out: PathBuf,
@@ -362,6 +382,9 @@ enum System {
     Windows(usize, usize),
     /// Ranked at the default budget, plus each segment exact within k.
     Segments(usize, u32),
+    /// Ranked at the budget, plus candidates sharing one of B bands of R
+    /// full-width sketch bins (index into `--bands`).
+    Bands(usize, usize, usize, usize),
 }
 
 impl System {
@@ -378,6 +401,8 @@ impl System {
             System::MinHashChars => "minhash lsh 0.5, char 5-grams".into(),
             System::Windows(b, w) => format!("ranked {b} + windows x {w}"),
             System::Segments(b, k) => format!("ranked {b} + segments k={k}"),
+            System::Bands(b, _, _, 0) => format!("ranked {b} + sketch bands"),
+            System::Bands(b, _, nb, r) => format!("ranked {b} + bands {nb}x{r} full"),
         }
     }
 }
@@ -392,6 +417,8 @@ struct Sig {
     windows: Vec<Analysis>,
     /// Fingerprints of the text's content-defined segments (`--segments`).
     segments: Vec<simdb::Fingerprint>,
+    /// Band keys per `--bands` configuration.
+    bands: Vec<Vec<u64>>,
 }
 
 /// Fingerprints of the content-defined segments of `terms` (a prototype):
@@ -517,6 +544,25 @@ fn main() {
         systems.push(System::Segments(default_budget, 0));
         systems.push(System::Segments(default_budget, 3));
     }
+    let band_cfgs: Vec<(usize, usize)> = args
+        .bands
+        .split(',')
+        .filter(|b| !b.is_empty())
+        .map(|b| {
+            if b == "sketch" {
+                // The library's band buckets: 16 bands of the sketch's
+                // 2-bit bins, 8 bins (16 bits) each.
+                return (simdb::index::bands::BANDS, 0);
+            }
+            let (x, y) = b.split_once('x').expect("BxR or sB");
+            (x.parse().expect("bands"), y.parse().expect("rows"))
+        })
+        .collect();
+    for (i, &(nb, r)) in band_cfgs.iter().enumerate() {
+        for &b in &budgets {
+            systems.push(System::Bands(b, i, nb, r));
+        }
+    }
     systems.push(System::MinHash);
     systems.push(System::MinHashChars);
     println!(
@@ -577,6 +623,17 @@ fn main() {
             } else {
                 Vec::new()
             },
+            bands: {
+                let bins = simdb::fingerprint::Bins::of_chars(&f.normal(t), 4);
+                band_cfgs
+                    .iter()
+                    .map(|&(b, r)| match (r, bins.as_ref()) {
+                        (_, None) => Vec::new(),
+                        (0, Some(_)) => Vec::new(),
+                        (r, Some(x)) => x.band_keys(b, r),
+                    })
+                    .collect()
+            },
             windows: {
                 let cs: Vec<char> = t.chars().collect();
                 windows
@@ -598,11 +655,14 @@ fn main() {
             .map(|(_, t)| common::char_shingles(t))
             .collect();
         let mut idx = MemIndex::new();
+        // With the sketches: the band buckets (`--bands sketch`).
+        let mut idx_banded = MemIndex::new();
         let mut idx_old = MemIndex::new();
         let mut idx_seg = MemIndex::new();
         for (i, s) in originals.iter().enumerate() {
             if let Some(a) = &s.a {
                 idx.insert(&i.to_string(), a.fingerprint);
+                idx_banded.insert_sketched(&i.to_string(), a.fingerprint, a.sketch);
             }
             if let Some(a) = &s.old {
                 idx_old.insert(&i.to_string(), a.fingerprint);
@@ -610,6 +670,55 @@ fn main() {
             for fp in &s.segments {
                 idx_seg.insert(&i.to_string(), *fp);
             }
+        }
+        let mut band_tables: Vec<Vec<HashMap<u64, Vec<usize>>>> = band_cfgs
+            .iter()
+            .map(|&(b, _)| vec![HashMap::new(); b])
+            .collect();
+        for (i, s) in originals.iter().enumerate() {
+            for (c, keys) in s.bands.iter().enumerate() {
+                for (b, k) in keys.iter().enumerate() {
+                    band_tables[c][b].entry(*k).or_default().push(i);
+                }
+            }
+        }
+        {
+            // How near unrelated fingerprints lie: the share of random
+            // pairs of originals within D bits (what a band bucket of ~763
+            // fingerprints at 50M lets through its distance filter).
+            let mut r2 = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed ^ 0x5eed);
+            let fps: Vec<simdb::Fingerprint> = originals
+                .iter()
+                .filter_map(|s| s.a.as_ref().map(|a| a.fingerprint))
+                .collect();
+            let n = 2_000_000;
+            let mut hist = [0u64; 65];
+            for _ in 0..n {
+                let (x, y) = (r2.random_range(0..fps.len()), r2.random_range(0..fps.len()));
+                if x != y {
+                    hist[fps[x].distance(fps[y]) as usize] += 1;
+                }
+            }
+            let mut cum = 0u64;
+            let mut line = String::from("random pairs within D bits:");
+            let mut at_bound = 0.0;
+            for (d, h) in hist.iter().enumerate() {
+                cum += h;
+                if [8, 10, 12, 14, 16, 18, 20, 22, 24].contains(&d) {
+                    line += &format!(" {d}:{:.2e}", cum as f64 / n as f64);
+                }
+                if d as u32 == args.band_distance {
+                    at_bound = cum as f64 / n as f64;
+                }
+            }
+            println!("{line}");
+            // A band bucket at 50M documents holds ~763 fingerprints, nearly
+            // all of unrelated texts: those within the bound are candidates.
+            println!(
+                "band candidates of unrelated texts per query at 50M, by this corpus's distances: {} bands x 763 x {at_bound:.2e} = {:.1}",
+                simdb::index::bands::BANDS,
+                simdb::index::bands::BANDS as f64 * 763.0 * at_bound
+            );
         }
         if args.segments > 0 {
             println!(
@@ -783,6 +892,64 @@ fn main() {
                             let buckets = plan.buckets() as u64
                                 + q.segments.len() as u64
                                     * ProbePlan::exact(a.fingerprint, *k).buckets() as u64;
+                            let found = cand
+                                .into_iter()
+                                .filter(|&j| Some(j) != skip && verify(j, false, None))
+                                .collect();
+                            return (found, buckets, n);
+                        }
+                        System::Bands(b, _, _, 0) => {
+                            // The library's band buckets (simdb::index::bands).
+                            let plan = ProbePlan::ranked(a.fingerprint, 0, &a.weak_bits, *b);
+                            let probe = a.sketch.map(|s| BandProbe::new(&s, args.band_distance));
+                            let mut hits =
+                                idx_banded.query_banded(a.fingerprint, &plan, probe.as_ref());
+                            if args.band_cap > 0 {
+                                // Only the nearest `--band-cap` fingerprints
+                                // that the bands alone found (hits are sorted
+                                // nearest first).
+                                let mut fps = std::collections::HashSet::new();
+                                hits.retain(|h| {
+                                    plan.accepts(a.fingerprint, h.fingerprint)
+                                        || fps.contains(&h.fingerprint)
+                                        || (fps.len() < args.band_cap && fps.insert(h.fingerprint))
+                                });
+                            }
+                            let n = hits.len() as u64;
+                            let buckets =
+                                plan.buckets() as u64 + probe.map_or(0, |p| p.buckets() as u64);
+                            let found = hits
+                                .into_iter()
+                                .map(|h| h.id.parse::<usize>().expect("positions"))
+                                .filter(|&j| Some(j) != skip && verify(j, false, None))
+                                .collect();
+                            return (found, buckets, n);
+                        }
+                        System::Bands(b, c, _, _) => {
+                            let plan = ProbePlan::ranked(a.fingerprint, 0, &a.weak_bits, *b);
+                            let mut cand: Vec<usize> = idx
+                                .query_plan(a.fingerprint, &plan)
+                                .into_iter()
+                                .map(|h| h.id.parse::<usize>().expect("positions"))
+                                .chain(
+                                    q.bands[*c]
+                                        .iter()
+                                        .enumerate()
+                                        .flat_map(|(i, k)| {
+                                            band_tables[*c][i].get(k).cloned().unwrap_or_default()
+                                        })
+                                        .filter(|&j| {
+                                            originals[j].a.as_ref().is_some_and(|o| {
+                                                o.fingerprint.distance(a.fingerprint)
+                                                    <= args.band_distance
+                                            })
+                                        }),
+                                )
+                                .collect();
+                            cand.sort_unstable();
+                            cand.dedup();
+                            let n = cand.len() as u64;
+                            let buckets = plan.buckets() as u64 + band_cfgs[*c].0 as u64;
                             let found = cand
                                 .into_iter()
                                 .filter(|&j| Some(j) != skip && verify(j, false, None))

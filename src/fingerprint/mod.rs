@@ -35,7 +35,7 @@ pub use content::Content;
 pub use dict::cut as cut_ideographs;
 pub use idf::{default_idf, idf, vocabulary, LearnedIdf};
 pub use recipe::{LatinFeatures, Recipe, SketchKind, StopWords, TfWeighting};
-pub use sketch::{containment, Sketch, SKETCH_BYTES};
+pub use sketch::{containment, Bins, Sketch, SKETCH_BYTES};
 pub use text::{Analysis, Feature, Fingerprinter, IdfLearner, SHORT_TERMS, TOP_TERMS};
 
 use crate::error::{Error, Result};

@@ -71,6 +71,111 @@ fn fmix64(mut k: u64) -> u64 {
 
 const VALUE_MASK: u64 = (1 << 57) - 1;
 
+/// The full-width one-permutation MinHash of a shingle set: steps 1–3 of
+/// the definition above (each bin's smallest 57-bit value, empty bins
+/// densified), before step 4 keeps two bits of each. The sketch is made
+/// from it; the band index ([`Bins::band_keys`]) reads its full values.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Bins(pub [u64; BINS]);
+
+impl std::fmt::Debug for Bins {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Bins({:x?})", &self.0[..4])
+    }
+}
+
+impl Bins {
+    /// The bins of the character `n`-grams of `text`'s letters and digits
+    /// (the shingles of [`Sketch::of_chars`]); `None` when it has none.
+    pub fn of_chars(text: &str, n: usize) -> Option<Bins> {
+        let n = n.max(1);
+        // Byte offsets of the letters and digits, then one past the last.
+        let mut buf = String::with_capacity(text.len());
+        let mut ends: Vec<usize> = Vec::with_capacity(text.len());
+        for c in text.chars().filter(|&c| super::is_alphanumeric(c)) {
+            buf.push(c);
+            ends.push(buf.len());
+        }
+        if ends.is_empty() {
+            return None;
+        }
+        if ends.len() < n {
+            return Bins::of_shingles([xxhash_rust::xxh3::xxh3_64(buf.as_bytes())]);
+        }
+        let b = buf.as_bytes();
+        Bins::of_shingles((n - 1..ends.len()).map(|last| {
+            let start = if last >= n { ends[last - n] } else { 0 };
+            xxhash_rust::xxh3::xxh3_64(&b[start..ends[last]])
+        }))
+    }
+
+    /// The bins of a set of shingle hashes (repeats are harmless); `None`
+    /// when there are none.
+    pub fn of_shingles(shingles: impl IntoIterator<Item = u64>) -> Option<Bins> {
+        let mut bins = [u64::MAX; BINS];
+        let mut any = false;
+        for s in shingles {
+            any = true;
+            let b = (s >> 57) as usize;
+            let v = s & VALUE_MASK;
+            if v < bins[b] {
+                bins[b] = v;
+            }
+        }
+        if !any {
+            return None;
+        }
+        let filled = bins;
+        for (j, bin) in bins.iter_mut().enumerate() {
+            if *bin != u64::MAX {
+                continue;
+            }
+            let mut attempt = 1u64;
+            loop {
+                let src = (fmix64(((j as u64) << 32) | attempt) % BINS as u64) as usize;
+                if filled[src] != u64::MAX {
+                    *bin = filled[src];
+                    break;
+                }
+                attempt += 1;
+            }
+        }
+        Some(Bins(bins))
+    }
+
+    /// The b-bit sketch: two bits of each bin (step 4).
+    pub fn sketch(&self) -> Sketch {
+        let mut out = [0u8; SKETCH_BYTES];
+        for (j, v) in self.0.iter().enumerate() {
+            out[j / 4] |= ((v & 3) as u8) << (2 * (j % 4));
+        }
+        Sketch(out)
+    }
+
+    /// LSH band keys: `bands` bands of `rows` consecutive bins each (band
+    /// `i` is bins `i*rows .. (i+1)*rows`; `bands * rows <= 128`), each the
+    /// xxh3-64 of its band number (one byte) and its bins' values
+    /// (little-endian u64s). Two texts share band `i` with probability
+    /// about `J^rows`, so they share at least one with probability
+    /// `1 - (1 - J^rows)^bands`.
+    pub fn band_keys(&self, bands: usize, rows: usize) -> Vec<u64> {
+        assert!(
+            bands * rows <= BINS,
+            "{bands} bands of {rows} rows exceed {BINS} bins"
+        );
+        (0..bands)
+            .map(|i| {
+                let mut bytes = Vec::with_capacity(1 + 8 * rows);
+                bytes.push(i as u8);
+                for v in &self.0[i * rows..(i + 1) * rows] {
+                    bytes.extend_from_slice(&v.to_le_bytes());
+                }
+                xxhash_rust::xxh3::xxh3_64(&bytes)
+            })
+            .collect()
+    }
+}
+
 impl Sketch {
     /// The sketch of a term sequence; `None` when there are no terms.
     pub fn of_terms<S: AsRef<str>>(terms: &[S]) -> Option<Sketch> {
@@ -100,63 +205,13 @@ impl Sketch {
     /// characters is one shingle of all of them; none, no sketch. `text`
     /// should be normalised (see [`crate::Fingerprinter::normalize`]).
     pub fn of_chars(text: &str, n: usize) -> Option<Sketch> {
-        let n = n.max(1);
-        // Byte offsets of the letters and digits, then one past the last.
-        let mut buf = String::with_capacity(text.len());
-        let mut ends: Vec<usize> = Vec::with_capacity(text.len());
-        for c in text.chars().filter(|&c| super::is_alphanumeric(c)) {
-            buf.push(c);
-            ends.push(buf.len());
-        }
-        if ends.is_empty() {
-            return None;
-        }
-        if ends.len() < n {
-            return Sketch::of_shingles([xxhash_rust::xxh3::xxh3_64(buf.as_bytes())]);
-        }
-        let b = buf.as_bytes();
-        Sketch::of_shingles((n - 1..ends.len()).map(|last| {
-            let start = if last >= n { ends[last - n] } else { 0 };
-            xxhash_rust::xxh3::xxh3_64(&b[start..ends[last]])
-        }))
+        Bins::of_chars(text, n).map(|b| b.sketch())
     }
 
     /// The sketch of a set of shingle hashes (repeats are harmless); `None`
     /// when there are none.
     pub fn of_shingles(shingles: impl IntoIterator<Item = u64>) -> Option<Sketch> {
-        let mut bins = [u64::MAX; BINS];
-        let mut any = false;
-        for s in shingles {
-            any = true;
-            let b = (s >> 57) as usize;
-            let v = s & VALUE_MASK;
-            if v < bins[b] {
-                bins[b] = v;
-            }
-        }
-        if !any {
-            return None;
-        }
-        let filled = bins;
-        for (j, bin) in bins.iter_mut().enumerate() {
-            if *bin != u64::MAX {
-                continue;
-            }
-            let mut attempt = 1u64;
-            loop {
-                let src = (fmix64(((j as u64) << 32) | attempt) % BINS as u64) as usize;
-                if filled[src] != u64::MAX {
-                    *bin = filled[src];
-                    break;
-                }
-                attempt += 1;
-            }
-        }
-        let mut out = [0u8; SKETCH_BYTES];
-        for (j, v) in bins.iter().enumerate() {
-            out[j / 4] |= ((v & 3) as u8) << (2 * (j % 4));
-        }
-        Some(Sketch(out))
+        Bins::of_shingles(shingles).map(|b| b.sketch())
     }
 
     /// Estimated Jaccard similarity of the two shingle sets, in `[0, 1]`.
@@ -216,6 +271,18 @@ mod tests {
         let sh = |t: &[String]| -> HashSet<String> { t.windows(3).map(|w| w.join(" ")).collect() };
         let (x, y) = (sh(a), sh(b));
         x.intersection(&y).count() as f64 / x.union(&y).count() as f64
+    }
+
+    #[test]
+    fn bins_give_the_sketch_and_band_keys() {
+        let t = "the quick brown fox jumps over the lazy dog again and again";
+        let bins = Bins::of_chars(t, 4).unwrap();
+        assert_eq!(bins.sketch(), Sketch::of_chars(t, 4).unwrap());
+        let keys = bins.band_keys(8, 4);
+        assert_eq!(keys.len(), 8);
+        assert_eq!(keys, Bins::of_chars(t, 4).unwrap().band_keys(8, 4));
+        let other = Bins::of_chars("an entirely different sentence of its own", 4).unwrap();
+        assert!(keys.iter().zip(other.band_keys(8, 4)).all(|(a, b)| *a != b));
     }
 
     #[test]

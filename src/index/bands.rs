@@ -1,0 +1,251 @@
+//! Band buckets: a second candidate source beside the four block families,
+//! for copies whose fingerprint moved beyond what confidence-ranked probing
+//! reaches (a repost wrapped in other text, a truncated one).
+//!
+//! A wrap of 30% moves a Simhash by a median of ~8 bits (90th percentile
+//! ~14): the weight of the foreign text turns the whole vector. The
+//! verification sketch does not move that way: it estimates the Jaccard
+//! similarity of the two texts' shingle sets, and a copy shares most of its
+//! original's shingles. So the sketch itself names buckets, the way MinHash
+//! LSH bands do: two texts with Jaccard similarity J agree in one b-bit
+//! sketch bin with probability `J + (1 - J) / 4`, in all eight bins of a
+//! band with that to the 8th power, and in at least one of 16 bands with
+//! `1 - (1 - p^8)^16` (J = 0.77, a 30% wrap: 0.97; J = 0.9: 1.00; J = 0.3:
+//! 0.08). Measured in `tools/recall.rs` (`--bands s16`; docs/recall.md).
+//!
+//! # Definition (stable: band buckets of stored documents depend on it)
+//!
+//! - **Band values.** The sketch's 128 two-bit bins in 16 bands of 8 bins:
+//!   band `j` is sketch bytes `2j` and `2j + 1` read as a little-endian
+//!   `u16` (bins `8j .. 8j + 8`, see [`crate::fingerprint::Sketch`]).
+//! - **Which bands a fingerprint is in.** Documents share a fingerprint's
+//!   entry; the entry is in the 16 band buckets of the sketch of the
+//!   fingerprint's *first* document (smallest id), or in none when that
+//!   document has no sketch. One read of the first holder decides it, and
+//!   a flood of exact copies adds nothing. A candidate found through a band
+//!   is a fingerprint: every document that has it is then checked by its
+//!   own sketch, as for any candidate.
+//! - **What a band probe accepts.** A fingerprint in bucket `values[j]` of
+//!   band `j`, for some `j`, within [`BandProbe::max_distance`] bits of the
+//!   query's fingerprint. A band bucket is 16 bits: at 50M documents it
+//!   holds ~763 fingerprints, nearly all of unrelated texts, and the
+//!   distance bound drops them before any document is read (unrelated
+//!   fingerprints lie ~32 bits apart; within 14 bits: a share of ~1e-5 for
+//!   uniform fingerprints, 1e-4 to 7e-3 for real corpora of one kind).
+//!
+//! Band buckets never enter an exact (`-k`) answer: an exact plan reads no
+//! band, so exact answers still equal a brute-force scan at that k. A
+//! ranked plan with a band probe equals a brute-force scan of its rule:
+//! [`brute_force_banded`].
+
+use std::collections::HashMap;
+
+use super::{finish, Hit, ProbePlan};
+use crate::fingerprint::{Fingerprint, Sketch, SKETCH_BYTES};
+
+/// Number of band families.
+pub const BANDS: usize = 16;
+/// Sketch bins per band (2 bits each: 16 bits, one bucket key).
+pub const BAND_BINS: usize = 8;
+/// The default distance bound of a band probe (bits): chosen in
+/// `tools/recall.rs` (docs/recall.md, "Band buckets").
+pub const DEFAULT_BAND_DISTANCE: u32 = 14;
+
+const _: () = assert!(
+    BANDS * 2 == SKETCH_BYTES,
+    "16 bands of 16 bits cover the sketch"
+);
+
+/// A document's band values: its bucket in each band family.
+pub type BandValues = [u16; BANDS];
+
+/// The band values of `sketch` (see the module's definition).
+pub fn band_values(sketch: &Sketch) -> BandValues {
+    std::array::from_fn(|j| u16::from_le_bytes([sketch.0[2 * j], sketch.0[2 * j + 1]]))
+}
+
+/// What a query reads beside its probe plan: the buckets of its sketch's
+/// band values, and the fingerprints in them within `max_distance`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BandProbe {
+    pub values: BandValues,
+    pub max_distance: u32,
+}
+
+impl BandProbe {
+    /// The probe of a query whose sketch is `sketch`.
+    pub fn new(sketch: &Sketch, max_distance: u32) -> BandProbe {
+        BandProbe {
+            values: band_values(sketch),
+            max_distance,
+        }
+    }
+
+    /// Whether a fingerprint found in one of the probe's buckets is
+    /// accepted for query `q`.
+    #[inline]
+    pub fn accepts(&self, q: Fingerprint, fp: Fingerprint) -> bool {
+        q.distance(fp) <= self.max_distance
+    }
+
+    /// Whether a fingerprint whose entry is in buckets `values` is
+    /// accepted for `q`: it shares a band and is near enough.
+    pub fn accepts_entry(&self, q: Fingerprint, fp: Fingerprint, values: &BandValues) -> bool {
+        self.accepts(q, fp) && self.values.iter().zip(values).any(|(a, b)| a == b)
+    }
+
+    /// Buckets read (one per band family).
+    pub fn buckets(&self) -> usize {
+        BANDS
+    }
+
+    /// Appends to `out` the fingerprints of posting `value` (whole 8-byte
+    /// entries, as in the block families) that the probe accepts for `q`.
+    pub fn scan_posting(&self, q: Fingerprint, value: &[u8], out: &mut Vec<Fingerprint>) {
+        out.extend(super::posting_fingerprints(value).filter(|fp| self.accepts(q, *fp)));
+    }
+}
+
+/// The oracle of a ranked plan with a band probe: every entry that `plan`
+/// accepts, or that `probe` accepts given its fingerprint's band values
+/// (`bands_of`: the values of the fingerprint's entry, by the first-holder
+/// rule; `None` = in no band), by a linear scan.
+pub fn brute_force_banded<'a>(
+    entries: impl IntoIterator<Item = (&'a str, Fingerprint)>,
+    bands_of: impl Fn(Fingerprint) -> Option<BandValues>,
+    q: Fingerprint,
+    plan: &ProbePlan,
+    probe: &BandProbe,
+) -> Vec<Hit> {
+    let hits = entries
+        .into_iter()
+        .filter(|(_, fp)| {
+            plan.accepts(q, *fp) || bands_of(*fp).is_some_and(|v| probe.accepts_entry(q, *fp, &v))
+        })
+        .map(|(id, fp)| Hit::new(id.to_string(), fp, fp.distance(q)))
+        .collect();
+    finish(hits, None)
+}
+
+/// The band buckets of an in-memory index: per band, bucket value → the
+/// distinct fingerprints in it (unordered), and each fingerprint's values.
+#[derive(Debug, Default, Clone)]
+pub struct BandBuckets {
+    buckets: Vec<HashMap<u16, Vec<Fingerprint>>>,
+    of_fp: HashMap<Fingerprint, BandValues>,
+}
+
+impl BandBuckets {
+    /// Puts `fp`'s entry in the buckets of `values` (`None`: in none),
+    /// moving it out of those it was in.
+    pub fn set(&mut self, fp: Fingerprint, values: Option<BandValues>) {
+        if self.of_fp.get(&fp) == values.as_ref() {
+            return;
+        }
+        if self.buckets.is_empty() {
+            self.buckets = vec![HashMap::new(); BANDS];
+        }
+        if let Some(old) = self.of_fp.remove(&fp) {
+            for (j, v) in old.iter().enumerate() {
+                if let Some(set) = self.buckets[j].get_mut(v) {
+                    if let Some(at) = set.iter().position(|f| *f == fp) {
+                        set.swap_remove(at);
+                    }
+                    if set.is_empty() {
+                        self.buckets[j].remove(v);
+                    }
+                }
+            }
+        }
+        if let Some(new) = values {
+            for (j, v) in new.iter().enumerate() {
+                self.buckets[j].entry(*v).or_default().push(fp);
+            }
+            self.of_fp.insert(fp, new);
+        }
+    }
+
+    /// The band values of `fp`'s entry, if it is in the bands.
+    pub fn values(&self, fp: Fingerprint) -> Option<BandValues> {
+        self.of_fp.get(&fp).copied()
+    }
+
+    /// The fingerprints `probe` accepts for `q`, read from its buckets (a
+    /// fingerprint in several of them is there several times).
+    pub fn candidates(&self, q: Fingerprint, probe: &BandProbe, out: &mut Vec<Fingerprint>) {
+        if self.buckets.is_empty() {
+            return;
+        }
+        for (j, v) in probe.values.iter().enumerate() {
+            if let Some(set) = self.buckets[j].get(v) {
+                out.extend(set.iter().filter(|fp| probe.accepts(q, **fp)));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn band_values_are_the_sketch_bytes_in_pairs() {
+        let mut s = [0u8; SKETCH_BYTES];
+        for (i, b) in s.iter_mut().enumerate() {
+            *b = i as u8;
+        }
+        let v = band_values(&Sketch(s));
+        assert_eq!(v[0], 0x0100);
+        assert_eq!(v[15], 0x1f1e);
+    }
+
+    #[test]
+    fn a_posting_scan_keeps_what_is_within_the_bound() {
+        let probe = BandProbe {
+            values: [0; BANDS],
+            max_distance: 2,
+        };
+        let mut raw = Vec::new();
+        for fp in [0b11u64, 0b111, 0, u64::MAX] {
+            raw.extend_from_slice(&fp.to_be_bytes());
+        }
+        raw.push(0xff); // a partial entry is ignored
+        let mut out = Vec::new();
+        probe.scan_posting(Fingerprint(0), &raw, &mut out);
+        assert_eq!(out, [Fingerprint(0b11), Fingerprint(0)]);
+    }
+
+    #[test]
+    fn an_entry_moves_between_buckets_and_leaves() {
+        let mut b = BandBuckets::default();
+        let fp = Fingerprint(7);
+        let probe = |v: u16| BandProbe {
+            values: [v; BANDS],
+            max_distance: 64,
+        };
+        b.set(fp, Some([1; BANDS]));
+        let mut out = Vec::new();
+        b.candidates(Fingerprint(0), &probe(1), &mut out);
+        assert_eq!(out.len(), BANDS);
+        b.set(fp, Some([2; BANDS]));
+        out.clear();
+        b.candidates(Fingerprint(0), &probe(1), &mut out);
+        assert!(out.is_empty());
+        b.candidates(Fingerprint(0), &probe(2), &mut out);
+        assert_eq!(out.len(), BANDS);
+        b.set(fp, None);
+        out.clear();
+        b.candidates(Fingerprint(0), &probe(2), &mut out);
+        assert!(out.is_empty() && b.values(fp).is_none());
+        // The distance bound.
+        b.set(fp, Some([3; BANDS]));
+        let near = BandProbe {
+            values: [3; BANDS],
+            max_distance: 2,
+        };
+        b.candidates(Fingerprint(0), &near, &mut out);
+        assert!(out.is_empty(), "7 is 3 bits from 0");
+        b.candidates(Fingerprint(3), &near, &mut out);
+        assert_eq!(out.len(), BANDS);
+    }
+}
