@@ -6,7 +6,7 @@
 //! ```text
 //! cargo run --release --example scale -- --n 1000000 --queries 2000 [--mode uniform|skewed]
 //!     [--seed 1] [--dir DIR] [--brute 50] [--keep] [--reuse] [--cache-mb 256]
-//!     [--big-batch 100000] [--ks 7,11] [--k-queries 1000]
+//!     [--big-batch 100000] [--ks 7,11] [--k-queries 1000] [--budgets 128]
 //! ```
 //!
 //! For each of the Q query fingerprints, four documents are planted at
@@ -26,7 +26,10 @@
 //! service and Python answer by default) and compared with the first 10
 //! of a linear scan; the hot fingerprint itself is queried too.
 //! `--ks` times `--k-queries` warm queries at each larger k (multi-probe)
-//! and compares up to 5 of them per k with a linear scan.
+//! and compares up to 5 of them per k with a linear scan. `--budgets`
+//! times the ranked query at each budget (112, 128 and 144 price the 16
+//! band buckets of `simdb::index::bands` beside ranked 112 or 128: a band
+//! bucket is a posting of the same size, read the same way).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -56,6 +59,9 @@ struct Args {
     k_queries: usize,
     /// Hits per query (10 in skewed mode, as the front ends answer).
     limit: Option<usize>,
+    /// Ranked budgets timed (`--budgets`; the default's alone unless
+    /// given): what more bucket reads cost at this size.
+    budgets: Vec<usize>,
 }
 
 fn args() -> Args {
@@ -74,6 +80,7 @@ fn args() -> Args {
         ks: Vec::new(),
         k_queries: 1000,
         limit: None,
+        budgets: vec![simdb::index::DEFAULT_PROBE_BUDGET],
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -90,6 +97,12 @@ fn args() -> Args {
             "--big-batch" => a.big_batch = v().parse().expect("--big-batch"),
             "--ks" => a.ks = v().split(',').map(|k| k.parse().expect("--ks")).collect(),
             "--k-queries" => a.k_queries = v().parse().expect("--k-queries"),
+            "--budgets" => {
+                a.budgets = v()
+                    .split(',')
+                    .map(|b| b.parse().expect("--budgets"))
+                    .collect()
+            }
             "--keep" => a.keep = true,
             "--reuse" => {
                 a.reuse = true;
@@ -527,8 +540,7 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
     // fingerprints have no margins; each query gets a seeded random order
     // of its 64 bits as its weak order (real texts' weak bits are spread
     // over the blocks the same way). Checked against the plan's brute force.
-    {
-        let budget = simdb::index::DEFAULT_PROBE_BUDGET;
+    for &budget in &a.budgets {
         let qs = &queries[..a.k_queries.min(queries.len())];
         let mut rng = ChaCha8Rng::seed_from_u64(a.seed ^ 0x7a4b);
         let orders: Vec<Vec<u8>> = qs
