@@ -461,6 +461,14 @@ fn band_probe_bound_and_first_document() {
     idx.remove("at-bound");
     assert!(found(&idx).is_empty(), "z-second names no shared band");
     assert_eq!(BANDS, 16);
+    // The last document with a sketch leaves; one without a sketch is
+    // first now, so the fingerprint is in no band.
+    let mut idx = MemIndex::new();
+    idx.insert_sketched("a", d14, Some(one));
+    idx.insert("b", d14);
+    assert_eq!(found(&idx), ["a", "b"]);
+    idx.remove("a");
+    assert!(found(&idx).is_empty() && idx.band_values(d14).is_none());
 }
 
 /// Every pair of documents within k, by brute force: (a, b, distance), a < b.

@@ -624,7 +624,13 @@ fn main() {
                 Vec::new()
             },
             bands: {
-                let bins = simdb::fingerprint::Bins::of_chars(&f.normal(t), 4);
+                // Full-width bins only for the `BxR` prototypes (the
+                // library's bands read the sketch).
+                let bins = band_cfgs
+                    .iter()
+                    .any(|c| c.1 > 0)
+                    .then(|| simdb::fingerprint::Bins::of_chars(&f.normal(t), 4))
+                    .flatten();
                 band_cfgs
                     .iter()
                     .map(|&(b, r)| match (r, bins.as_ref()) {

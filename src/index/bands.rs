@@ -131,7 +131,7 @@ pub fn brute_force_banded<'a>(
 /// distinct fingerprints in it (unordered), and each fingerprint's values.
 #[derive(Debug, Default, Clone)]
 pub struct BandBuckets {
-    buckets: Vec<HashMap<u16, Vec<Fingerprint>>>,
+    buckets: [HashMap<u16, Vec<Fingerprint>>; BANDS],
     of_fp: HashMap<Fingerprint, BandValues>,
 }
 
@@ -141,9 +141,6 @@ impl BandBuckets {
     pub fn set(&mut self, fp: Fingerprint, values: Option<BandValues>) {
         if self.of_fp.get(&fp) == values.as_ref() {
             return;
-        }
-        if self.buckets.is_empty() {
-            self.buckets = vec![HashMap::new(); BANDS];
         }
         if let Some(old) = self.of_fp.remove(&fp) {
             for (j, v) in old.iter().enumerate() {
@@ -170,12 +167,14 @@ impl BandBuckets {
         self.of_fp.get(&fp).copied()
     }
 
+    /// Whether no fingerprint is in the bands.
+    pub fn is_empty(&self) -> bool {
+        self.of_fp.is_empty()
+    }
+
     /// The fingerprints `probe` accepts for `q`, read from its buckets (a
     /// fingerprint in several of them is there several times).
     pub fn candidates(&self, q: Fingerprint, probe: &BandProbe, out: &mut Vec<Fingerprint>) {
-        if self.buckets.is_empty() {
-            return;
-        }
         for (j, v) in probe.values.iter().enumerate() {
             if let Some(set) = self.buckets[j].get(v) {
                 out.extend(set.iter().filter(|fp| probe.accepts(q, **fp)));

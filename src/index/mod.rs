@@ -703,6 +703,11 @@ impl MemIndex {
     /// Puts `fp` in the band buckets of its first entry's sketch (none
     /// when it has no entry, or the first has no sketch).
     fn place_bands(&mut self, fp: Fingerprint) {
+        if self.sketches.is_empty() && self.bands.is_empty() {
+            // No entry has a sketch, none is in a band: the writer's
+            // index (ids and fingerprints only) pays nothing here.
+            return;
+        }
         let values = self
             .by_fp
             .get(&fp)
