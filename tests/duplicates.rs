@@ -342,9 +342,20 @@ fn a_write_with_a_copy_within_k_does_not_look_beyond_k() {
     let mut db = Db::create(t.path(), Recipe::default()).unwrap();
     let base = Fingerprint(0x5555_aaaa_3333_cccc);
     let weak: Vec<u8> = vec![1, 17, 33, 49, 2, 18, 34, 50];
-    let analysis = |fp: Fingerprint| Analysis {
+    // "far" and "y" have a sketch that differs from the others' in one
+    // bin of each band: as similar, but sharing no band bucket with them
+    // (so band probes, which find the others 8 to 12 bits away, do not).
+    let mut other = [9u8; simdb::fingerprint::SKETCH_BYTES];
+    for j in 0..simdb::index::bands::BANDS {
+        other[2 * j] ^= 0b11;
+    }
+    let sketch_of = |id: &str| match id {
+        "far" | "y" => Sketch(other),
+        _ => Sketch([9; simdb::fingerprint::SKETCH_BYTES]),
+    };
+    let analysis = |fp: Fingerprint, sketch: Sketch| Analysis {
         fingerprint: fp,
-        sketch: Some(Sketch([9; simdb::fingerprint::SKETCH_BYTES])),
+        sketch: Some(sketch),
         terms: 100,
         distinct_terms: 80,
         top_terms: Vec::new(),
@@ -360,7 +371,8 @@ fn a_write_with_a_copy_within_k_does_not_look_beyond_k() {
     let place = |db: &mut Db, id: &str, fp: Fingerprint| {
         let mut w = db.writer().unwrap();
         let d = text_doc(id, id);
-        let r = ingest::place(&mut w, &d, analysis(fp), &Default::default()).unwrap();
+        let r =
+            ingest::place(&mut w, &d, analysis(fp, sketch_of(id)), &Default::default()).unwrap();
         w.commit().unwrap();
         r.1
     };

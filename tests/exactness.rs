@@ -114,6 +114,7 @@ fn check_db(db: &Db, p: &Planted, when: &str) {
                 probe: Some(Probe {
                     weak_bits: weak_order(n as u64),
                     budget,
+                    bands: true,
                 }),
                 min_similarity: 0.0,
                 ..Query::new(*q).exact(k)
@@ -226,6 +227,7 @@ fn writer_sees_its_own_pending_writes_exactly() {
             probe: Some(Probe {
                 weak_bits: weak_order(n as u64),
                 budget: 64,
+                bands: true,
             }),
             ..Query::new(*q)
         };
@@ -324,11 +326,12 @@ fn band_probe_property() {
             0..60,
         ),
         proptest::collection::vec(0usize..200, 0..20),
+        0usize..24,
     );
     runner
         .run(
             &strategy,
-            |(base, qsketch, bound, randoms, near, removals)| {
+            |(base, qsketch, bound, randoms, near, removals, cap)| {
                 let q = Fingerprint(base);
                 let qs = Sketch(qsketch);
                 // A sketch sharing band `share` with the query's (BANDS: none),
@@ -388,7 +391,11 @@ fn band_probe_property() {
                         .find(|(_, (f, _))| *f == fp)
                         .and_then(|(_, (_, s))| s.as_ref().map(band_values))
                 };
-                let probe = BandProbe::new(&qs, bound);
+                // The cap on band-only fingerprints: binding or not.
+                let probe = BandProbe {
+                    max_candidates: cap,
+                    ..BandProbe::new(&qs, bound)
+                };
                 let weak: Vec<u8> = near
                     .iter()
                     .flat_map(|n| n.0.iter())

@@ -172,14 +172,14 @@ fn newer_format_and_foreign_directories_are_refused() {
         raw.put_cf(meta, b"format_version", v.to_be_bytes())
             .unwrap();
     };
-    set_version(7);
+    set_version(8);
     let err = Db::open(t.path()).err().unwrap();
     assert!(
         matches!(
             err,
             Error::NewerFormat {
-                found: 7,
-                supported: 6,
+                found: 8,
+                supported: 7,
                 ..
             }
         ),
@@ -187,7 +187,7 @@ fn newer_format_and_foreign_directories_are_refused() {
     );
     // Formats 2 (one index key per document), 3 (no clusters) and 4
     // (an index entry per document) are converted by `migrate`.
-    for v in [2, 3, 4, 5] {
+    for v in [2, 3, 4, 5, 6] {
         set_version(v);
         let err = Db::open(t.path()).err().unwrap();
         assert!(
@@ -195,7 +195,7 @@ fn newer_format_and_foreign_directories_are_refused() {
                 err,
                 Error::NeedsMigration {
                     found,
-                    supported: 6,
+                    supported: 7,
                     ..
                 } if found == v
             ),
@@ -437,7 +437,7 @@ fn format_2_stores_are_migrated_in_place() {
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     assert!(
         common::stdout(&o).contains(
-            "migrated format 2 -> 6 (keep policy priority): 300 records indexed, 300 given their place in the ingest order"
+            "migrated format 2 -> 7 (keep policy priority): 300 records indexed, 300 given their place in the ingest order"
         ),
         "{}",
         common::stdout(&o)
@@ -462,7 +462,7 @@ fn format_2_stores_are_migrated_in_place() {
     // Migrating again is a no-op.
     let o = common::simdb(&[&"migrate", &t.path()]);
     assert!(
-        common::stdout(&o).contains("already format 6, keep policy priority"),
+        common::stdout(&o).contains("already format 7, keep policy priority"),
         "{}",
         common::stdout(&o)
     );
@@ -547,7 +547,7 @@ fn format_4_stores_are_migrated_in_place() {
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     assert!(
         common::stdout(&o)
-            .contains("migrated format 4 -> 6 (keep policy priority): 200 records indexed"),
+            .contains("migrated format 4 -> 7 (keep policy priority): 200 records indexed"),
         "{}",
         common::stdout(&o)
     );
@@ -663,7 +663,7 @@ fn format_3_stores_get_ords_and_clusters() {
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     assert!(
         common::stdout(&o).contains(
-            "migrated format 3 -> 6 (keep policy priority): 44 records indexed, 44 given their place in the ingest order"
+            "migrated format 3 -> 7 (keep policy priority): 44 records indexed, 44 given their place in the ingest order"
         ),
         "{}",
         common::stdout(&o)

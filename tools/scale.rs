@@ -560,6 +560,7 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
                 probe: Some(simdb::db::Probe {
                     weak_bits: o.clone(),
                     budget,
+                    bands: true,
                 }),
                 limit: a.limit,
                 ..simdb::Query::new(Fingerprint(q))

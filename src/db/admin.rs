@@ -180,8 +180,11 @@ impl Db {
     /// `priority`, the rule it ranked by). A store already in this
     /// build's format with that policy is left as it is.
     ///
-    /// From format 5 only the clusters are rebuilt, under the anchored rule
-    /// of format 6 (see [`crate::db::clusters`]). From formats 2 to 4,
+    /// From formats 5 and 6, the band families of format 7 are built from
+    /// `refs` (every stored sketch is there: no text is needed), then the
+    /// clusters are rebuilt (under the anchored rule of format 6, see
+    /// [`crate::db::clusters`], and with duplicate checks that now read the
+    /// bands). From formats 2 to 4,
     /// every record from before format 4 gets its place in the ingest
     /// order (by time written, then id); then [`Db::repair`] rebuilds
     /// `refs`, the postings and the clusters from the records. The format
@@ -216,7 +219,13 @@ impl Db {
             report.largest_after = report.largest_before;
             return Ok(report);
         }
-        store.ensure_clusters_family()?;
+        store.ensure_families()?;
+        if (5..7).contains(&version) {
+            // Format 7's band families, from `refs` (the sketches are
+            // there): before the clusters are rebuilt, whose duplicate
+            // checks read them.
+            report.banded = store.build_bands()?;
+        }
         let mut db = if version < 5 {
             let (ordered, _) = store.assign_ords()?;
             report.ordered = ordered;

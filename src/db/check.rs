@@ -22,6 +22,9 @@ pub struct MigrateReport {
     pub indexed: u64,
     /// Records given their place in the ingest order (from formats 2, 3).
     pub ordered: u64,
+    /// Fingerprints placed in the band families (from formats 5, 6; from
+    /// older ones the repair places them, counted in `indexed`).
+    pub banded: u64,
     /// Clusters of two or more documents built.
     pub clusters: u64,
     /// Records that do not decode (left in place; `verify` reports them).
@@ -66,8 +69,24 @@ pub struct VerifyReport {
     pub documents: u64,
     pub refs: u64,
     pub index_keys: [u64; 4],
+    /// Entries in the sixteen band families, together.
+    pub band_keys: u64,
     /// Each problem: family, key in hex, what is wrong.
     pub problems: Vec<String>,
+}
+
+/// Per fingerprint, the first record of it a repair batch writes (id,
+/// sketch).
+type FirstWritten = HashMap<Fingerprint, (String, Option<fingerprint::Sketch>)>;
+
+/// Per fingerprint, the sum of [`band_digest`]s of the band buckets it
+/// must be in, less those it is found in (0 when they agree).
+type BandDigests = HashMap<Fingerprint, u64>;
+
+/// A 64-bit digest of bucket `value` of band `j`.
+fn band_digest(j: usize, value: u16) -> u64 {
+    let mut x = ((j as u64) << 16 | u64::from(value)) ^ 0x62616e64_73696d64;
+    index::splitmix64(&mut x)
 }
 
 /// The hash under which verify remembers a document id.
@@ -99,19 +118,24 @@ impl Db {
             .put_meta_in(&mut b, store::REPAIR_MARKER_KEY, b"1");
         self.store.write(b, true)?;
         let mut batch = store::Batch::default();
-        // Fingerprints of the records in the batch: at each write, those
-        // that no earlier batch gave a document enter their buckets.
-        let mut fps: std::collections::HashSet<Fingerprint> = Default::default();
+        // Fingerprints of the records in the batch, each with its first
+        // document in it (records come in id order) and that one's sketch:
+        // at each write, those that no earlier batch gave a document enter
+        // their buckets, and their band buckets are their first document's.
+        let mut fps: FirstWritten = Default::default();
         let mut in_batch = 0usize;
         let mut count = 0u64;
         let mut short = 0u64;
         let (mut next_ord, mut clock) = self.store.ord_state()?;
         let mut ords: Vec<u64> = Vec::new();
         let store = &self.store;
-        let write = |batch: &mut store::Batch,
-                     fps: &mut std::collections::HashSet<Fingerprint>|
-         -> Result<()> {
-            let changes = store.posting_changes(fps.drain().map(|fp| (fp, true)), &|_| false)?;
+        let write = |batch: &mut store::Batch, fps: &mut FirstWritten| -> Result<()> {
+            let changes = store.posting_changes(
+                fps.iter()
+                    .map(|(fp, (id, s))| (*fp, Some((id.as_str(), *s)))),
+                &|_| false,
+            )?;
+            fps.clear();
             store.write_postings(batch, &changes)?;
             store.write(std::mem::take(batch), false)
         };
@@ -131,7 +155,8 @@ impl Db {
                     .push(format!("{}: key {}: id is not UTF-8", store::DOCS, hex(k)));
                 return Ok(());
             };
-            fps.insert(rec.fingerprint);
+            fps.entry(rec.fingerprint)
+                .or_insert_with(|| (id.to_string(), rec.sketch));
             short += u64::from(rec.is_short());
             next_ord = next_ord.max(rec.ord + 1);
             clock = clock.max(rec.ingested_at);
@@ -145,9 +170,8 @@ impl Db {
             }
             Ok(())
         })?;
-        let changes = store.posting_changes(fps.drain().map(|fp| (fp, true)), &|_| false)?;
-        store.write_postings(&mut batch, &changes)?;
-        store.write(batch, true)?;
+        write(&mut batch, &mut fps)?;
+        store.sync_wal()?;
         // Two records with one ord (a record copied by hand, a bug): the
         // first in id order keeps it, the others take new ones.
         ords.sort_unstable();
@@ -209,8 +233,8 @@ impl Db {
     pub(crate) fn verify(&self) -> Result<VerifyReport> {
         let mut rep = VerifyReport::default();
         let mut scan = self.verify_records(&mut rep)?;
-        self.verify_refs(&mut rep, &mut scan.docs)?;
-        self.verify_postings(&mut rep, &scan.docs)?;
+        let mut bands = self.verify_refs(&mut rep, &mut scan.docs)?;
+        self.verify_postings(&mut rep, &scan.docs, &mut bands)?;
         let mut missing: Vec<_> = scan.docs.iter().filter(|(_, (seen, _))| !*seen).collect();
         missing.sort();
         for ((fp, _), _) in missing {
@@ -247,8 +271,12 @@ impl Db {
     }
 
     /// Every `refs` entry names a record with its fingerprint and holds
-    /// its sketch; marks the records whose entry was seen.
-    fn verify_refs(&self, rep: &mut VerifyReport, docs: &mut DocsSeen) -> Result<()> {
+    /// its sketch; marks the records whose entry was seen. Returns, per
+    /// fingerprint whose first document has a sketch, the digest of the
+    /// band buckets it must be in ([`band_digest`]).
+    fn verify_refs(&self, rep: &mut VerifyReport, docs: &mut DocsSeen) -> Result<BandDigests> {
+        let mut bands = BandDigests::new();
+        let mut last: Option<Fingerprint> = None;
         self.store.for_each_raw(store::REFS, |k, v| {
             rep.refs += 1;
             match index::RefKey::decode(k) {
@@ -276,22 +304,40 @@ impl Db {
                     )),
                 },
             }
+            // The first entry of each fingerprint names its band buckets.
+            if let Ok((fp, _)) = index::RefKey::decode(k) {
+                if last != Some(fp) {
+                    last = Some(fp);
+                    if let Ok(Some(s)) = store::schema::decode_refs_value(v) {
+                        let values = index::bands::band_values(&s);
+                        let d = (0..index::bands::BANDS)
+                            .fold(0u64, |d, j| d.wrapping_add(band_digest(j, values[j])));
+                        bands.insert(fp, d);
+                    }
+                }
+            }
             Ok(())
         })?;
-        Ok(())
+        Ok(bands)
     }
 
     /// Every posting decodes, each segment is named by its head, and each
     /// fingerprint has one entry in every family's buckets if a record has
     /// it, none otherwise.
-    fn verify_postings(&self, rep: &mut VerifyReport, docs: &DocsSeen) -> Result<()> {
+    fn verify_postings(
+        &self,
+        rep: &mut VerifyReport,
+        docs: &DocsSeen,
+        bands: &mut BandDigests,
+    ) -> Result<()> {
         // Per fingerprint: records that have it, then its entries in each
         // family's buckets.
         let mut per_fp: HashMap<Fingerprint, [u32; 1 + fingerprint::BLOCKS]> = HashMap::new();
         for (fp, _) in docs.keys() {
             per_fp.entry(*fp).or_default()[0] += 1;
         }
-        for (i, name) in store::BLOCK_FAMILIES.iter().enumerate() {
+        for i in 0..store::POSTING_FAMILIES {
+            let name = store::posting_family(i);
             // The number of segments the last head read names: a segment
             // beyond it would hold fingerprints no query reads.
             let mut head: Option<(u16, u32)> = None;
@@ -309,6 +355,19 @@ impl Db {
                                 ));
                             }
                         }
+                        if i >= fingerprint::BLOCKS {
+                            // A band entry takes its bucket's digest off
+                            // the fingerprint's: what is left must be 0.
+                            rep.band_keys += fps.len() as u64;
+                            if let Ok((value, _)) = index::decode_block_key(k) {
+                                let d = band_digest(i - fingerprint::BLOCKS, value);
+                                for fp in fps {
+                                    let e = bands.entry(fp).or_default();
+                                    *e = e.wrapping_sub(d);
+                                }
+                            }
+                            return Ok(());
+                        }
                         rep.index_keys[i] += fps.len() as u64;
                         for fp in fps {
                             per_fp.entry(fp).or_default()[1 + i] += 1;
@@ -317,6 +376,18 @@ impl Db {
                 }
                 Ok(())
             })?;
+        }
+        let mut astray: Vec<_> = bands
+            .iter()
+            .filter(|(_, d)| **d != 0)
+            .map(|e| *e.0)
+            .collect();
+        astray.sort();
+        for fp in astray {
+            rep.problems.push(format!(
+                "band families: fingerprint {fp}'s entries are not the band buckets of its first document's sketch ({})",
+                if per_fp.get(&fp).is_some_and(|c| c[0] > 0) { "missing, moved or repeated entries" } else { "no record has it" }
+            ));
         }
         let mut wrong: Vec<_> = per_fp
             .iter()

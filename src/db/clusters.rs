@@ -780,12 +780,20 @@ impl Db {
         use crate::index::DEFAULT_PROBE_BUDGET;
         use limits::{CHECK_CONFIRMED, CHECK_EXAMINED};
         let min_similarity = self.default_min_similarity();
-        let qs: Vec<(Fingerprint, crate::index::ProbePlan)> = chunk
+        #[allow(clippy::type_complexity)]
+        let qs: Vec<(
+            Fingerprint,
+            crate::index::ProbePlan,
+            Option<crate::index::bands::BandProbe>,
+        )> = chunk
             .iter()
             .map(|(_, r)| {
-                let q =
-                    super::Query::new(r.fingerprint).probing(&r.weak_bits, DEFAULT_PROBE_BUDGET);
-                (r.fingerprint, q.plan())
+                let q = super::Query {
+                    sketch: r.sketch,
+                    ..super::Query::new(r.fingerprint)
+                }
+                .probing(&r.weak_bits, DEFAULT_PROBE_BUDGET);
+                (r.fingerprint, q.plan(), q.band_probe())
             })
             .collect();
         let at = self.store.snapshot();

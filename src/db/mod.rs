@@ -115,6 +115,10 @@ pub struct Probe {
     pub weak_bits: Vec<u8>,
     /// Buckets read over the four families, at most.
     pub budget: usize,
+    /// Whether a query with a sketch also reads the 16 band buckets its
+    /// sketch names ([`index::bands`]; true by default): copies whose
+    /// fingerprint moved farther than the plan reaches (wraps, truncation).
+    pub bands: bool,
 }
 
 /// A query: a fingerprint, the distance, and optionally a verification
@@ -179,6 +183,7 @@ impl Query {
         self.probe = (budget > 0 && !weak_bits.is_empty()).then(|| Probe {
             weak_bits: weak_bits.to_vec(),
             budget,
+            bands: true,
         });
         self
     }
@@ -200,6 +205,17 @@ impl Query {
             Some(p) => index::ProbePlan::ranked(self.fingerprint, self.k, &p.weak_bits, p.budget),
             None => index::ProbePlan::exact(self.fingerprint, self.k),
         }
+    }
+
+    /// The band probe of a ranked query with a sketch (none for an exact
+    /// one, one without a sketch, or one whose probe has `bands` off).
+    pub fn band_probe(&self) -> Option<index::bands::BandProbe> {
+        let sketch = self.sketch.as_ref()?;
+        self.probe.as_ref().filter(|p| p.bands)?;
+        Some(index::bands::BandProbe::new(
+            sketch,
+            index::bands::DEFAULT_BAND_DISTANCE,
+        ))
     }
 
     /// Whether hit `h` passes verification, by similarity or by
@@ -627,12 +643,17 @@ impl Db {
                     .resolve(at, fp, near, sketch, &skip, &mut visit)?
                     && plan.ranked
                 {
-                    let far: Vec<Fingerprint> = self
+                    let mut far: Vec<Fingerprint> = self
                         .store
                         .candidates(at, fp, &plan, true)?
                         .into_iter()
                         .filter(|f| f.distance(fp) > plan.k)
                         .collect();
+                    // What the bands add lies beyond k too (the plan
+                    // accepts everything within it).
+                    if let Some(probe) = q.band_probe() {
+                        far.extend(self.store.band_candidates(at, fp, &plan, &probe)?);
+                    }
                     self.store.resolve(at, fp, far, sketch, &skip, &mut visit)?;
                 }
             }
@@ -654,8 +675,14 @@ impl Db {
     /// faster than one query at a time once the batch is large (thousands
     /// of queries). All of them read one snapshot.
     pub fn search_many(&self, qs: &[Query]) -> Result<Vec<Vec<Hit>>> {
-        let plans: Vec<(Fingerprint, index::ProbePlan)> =
-            qs.iter().map(|q| (q.fingerprint, q.plan())).collect();
+        let plans: Vec<(
+            Fingerprint,
+            index::ProbePlan,
+            Option<index::bands::BandProbe>,
+        )> = qs
+            .iter()
+            .map(|q| (q.fingerprint, q.plan(), q.band_probe()))
+            .collect();
         let at = self.store.snapshot();
         let found = self.store.candidates_many(&at, &plans)?;
         qs.iter()

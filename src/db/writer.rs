@@ -251,8 +251,8 @@ impl Writer<'_> {
         self.clusters
             .join(store, &mut self.batch, id, &rec, &near, anchor, &get)?;
         *self.fps.entry(fp).or_insert(0) += 1;
+        self.mem.insert_sketched(id, fp, rec.sketch);
         self.overlay.insert(id.to_string(), Some(rec));
-        self.mem.insert(id, fp);
         self.ops += 1;
         Ok(outcome)
     }
@@ -455,7 +455,21 @@ impl Writer<'_> {
                     d > plan.k
                 }
             };
-            let mut found = self.store.writer_candidates(&at, fp, &part)?;
+            let probe = if n == 0 { None } else { q.band_probe() };
+            let (mut found, banded) =
+                self.store
+                    .writer_candidates(&at, fp, &part, probe.as_ref())?;
+            // The bands' nearest few over the store and the batch together:
+            // the store's go to its walk, the batch's filter its own.
+            let mut chosen: Vec<Fingerprint> = Vec::new();
+            if let Some(p) = &probe {
+                let stored: std::collections::HashSet<Fingerprint> =
+                    banded.iter().copied().collect();
+                let mut all = banded;
+                all.extend(self.mem.band_candidates(fp, p));
+                chosen = p.band_only(fp, &plan, all);
+                found.extend(chosen.iter().filter(|f| stored.contains(f)));
+            }
             if n == 0 {
                 far_here = found
                     .iter()
@@ -474,8 +488,9 @@ impl Writer<'_> {
             let pending_plan = if n == 0 { &exact } else { &plan };
             let mut pending = self
                 .mem
-                .ordered(fp, pending_plan)
+                .ordered_banded(fp, pending_plan, probe.as_ref())
                 .filter(|(_, f)| wanted(*f))
+                .filter(|(_, f)| probe.is_none() || plan.accepts(fp, *f) || chosen.contains(f))
                 .filter_map(pending_hit)
                 .peekable();
             done = self.store.resolve(&at, fp, near, sketch, &skip, |h| {
@@ -512,11 +527,26 @@ impl Writer<'_> {
         let get = |n: &str| pending_or_stored(overlay, store, n);
         self.clusters.settle(store, &mut self.batch, &get)?;
         let mut batch = std::mem::take(&mut self.batch);
+        // The first document (smallest id) the batch writes with each
+        // fingerprint: with the stored ones, it names the band buckets.
+        let mut first: HashMap<Fingerprint, (&str, Option<crate::fingerprint::Sketch>)> =
+            HashMap::new();
+        for (id, rec) in overlay {
+            if let Some(r) = rec {
+                let e = first
+                    .entry(r.fingerprint)
+                    .or_insert((id.as_str(), r.sketch));
+                if id.as_str() < e.0 {
+                    *e = (id.as_str(), r.sketch);
+                }
+            }
+        }
         let written = self
             .store
-            .posting_changes(self.fps.iter().map(|(fp, n)| (*fp, *n > 0)), &|id| {
-                overlay.contains_key(id)
-            })
+            .posting_changes(
+                self.fps.keys().map(|fp| (*fp, first.get(fp).copied())),
+                &|id| overlay.contains_key(id),
+            )
             .and_then(|changes| self.store.write_postings(&mut batch, &changes))
             .and_then(|()| {
                 self.store.put_doc_count(&mut batch, self.count);

@@ -1082,6 +1082,9 @@ fn build(
         opts.tuning,
         &families,
         &[count, next_ord, clock, short, keep],
+        // A restored export has sketches: their band buckets, from the
+        // `refs` just written (imported fingerprints have none).
+        restore.is_some(),
     )?;
     summary.clusters = restoration.clusters;
     summary.restored = restore.is_some();

@@ -50,6 +50,10 @@ pub const BAND_BINS: usize = 8;
 /// The default distance bound of a band probe (bits): chosen in
 /// `tools/recall.rs` (docs/recall.md, "Band buckets").
 pub const DEFAULT_BAND_DISTANCE: u32 = 14;
+/// The default number of fingerprints a band probe adds beyond its plan
+/// (the nearest; see [`BandProbe::max_candidates`]): measured in
+/// `tools/recall.rs` (`--band-cap`, docs/recall.md, "Band buckets").
+pub const DEFAULT_BAND_CANDIDATES: usize = 16;
 
 const _: () = assert!(
     BANDS * 2 == SKETCH_BYTES,
@@ -70,15 +74,40 @@ pub fn band_values(sketch: &Sketch) -> BandValues {
 pub struct BandProbe {
     pub values: BandValues,
     pub max_distance: u32,
+    /// At most this many fingerprints that the probe alone finds (those
+    /// its plan does not accept) are kept: the nearest, and among equally
+    /// near ones the smallest. English from one source lies close in
+    /// Simhash space, so a band bucket can hold dozens of unrelated
+    /// fingerprints within the bound; each would cost a `refs` read.
+    pub max_candidates: usize,
 }
 
 impl BandProbe {
-    /// The probe of a query whose sketch is `sketch`.
+    /// The probe of a query whose sketch is `sketch`, keeping
+    /// [`DEFAULT_BAND_CANDIDATES`].
     pub fn new(sketch: &Sketch, max_distance: u32) -> BandProbe {
         BandProbe {
             values: band_values(sketch),
             max_distance,
+            max_candidates: DEFAULT_BAND_CANDIDATES,
         }
+    }
+
+    /// The probe's part of an answer: of the fingerprints `found` in its
+    /// buckets (accepted by [`BandProbe::accepts`], repeats allowed), those
+    /// `plan` does not accept, distinct, nearest first (then ascending),
+    /// at most [`BandProbe::max_candidates`] of them.
+    pub fn band_only(
+        &self,
+        q: Fingerprint,
+        plan: &ProbePlan,
+        mut found: Vec<Fingerprint>,
+    ) -> Vec<Fingerprint> {
+        found.retain(|fp| !plan.accepts(q, *fp));
+        found.sort_unstable_by_key(|fp| (fp.distance(q), *fp));
+        found.dedup();
+        found.truncate(self.max_candidates);
+        found
     }
 
     /// Whether a fingerprint found in one of the probe's buckets is
@@ -107,9 +136,10 @@ impl BandProbe {
 }
 
 /// The oracle of a ranked plan with a band probe: every entry that `plan`
-/// accepts, or that `probe` accepts given its fingerprint's band values
-/// (`bands_of`: the values of the fingerprint's entry, by the first-holder
-/// rule; `None` = in no band), by a linear scan.
+/// accepts, or whose fingerprint is among the [`BandProbe::band_only`]
+/// ones of those `probe` accepts given their band values (`bands_of`: the
+/// values of the fingerprint's entry, by the first-holder rule; `None` =
+/// in no band), by a linear scan.
 pub fn brute_force_banded<'a>(
     entries: impl IntoIterator<Item = (&'a str, Fingerprint)>,
     bands_of: impl Fn(Fingerprint) -> Option<BandValues>,
@@ -117,11 +147,16 @@ pub fn brute_force_banded<'a>(
     plan: &ProbePlan,
     probe: &BandProbe,
 ) -> Vec<Hit> {
+    let entries: Vec<(&str, Fingerprint)> = entries.into_iter().collect();
+    let banded: Vec<Fingerprint> = entries
+        .iter()
+        .map(|e| e.1)
+        .filter(|fp| bands_of(*fp).is_some_and(|v| probe.accepts_entry(q, *fp, &v)))
+        .collect();
+    let banded = probe.band_only(q, plan, banded);
     let hits = entries
         .into_iter()
-        .filter(|(_, fp)| {
-            plan.accepts(q, *fp) || bands_of(*fp).is_some_and(|v| probe.accepts_entry(q, *fp, &v))
-        })
+        .filter(|(_, fp)| plan.accepts(q, *fp) || banded.contains(fp))
         .map(|(id, fp)| Hit::new(id.to_string(), fp, fp.distance(q)))
         .collect();
     finish(hits, None)
@@ -203,6 +238,7 @@ mod tests {
         let probe = BandProbe {
             values: [0; BANDS],
             max_distance: 2,
+            max_candidates: 1,
         };
         let mut raw = Vec::new();
         for fp in [0b11u64, 0b111, 0, u64::MAX] {
@@ -215,12 +251,33 @@ mod tests {
     }
 
     #[test]
+    fn band_only_keeps_the_nearest_the_plan_does_not_accept() {
+        let q = Fingerprint(0);
+        let plan = ProbePlan::exact(q, 1);
+        let probe = BandProbe {
+            values: [0; BANDS],
+            max_distance: 14,
+            max_candidates: 2,
+        };
+        let found = [0b1, 0b1111, 0b111, 0b111, 0b1011, 0b11]
+            .map(Fingerprint)
+            .to_vec();
+        // 0b1 is within k = 1 (the plan's); of the rest, nearest first, then
+        // ascending: 0b11 (2 bits), 0b111 (3), 0b1011 (3), 0b1111 (4).
+        assert_eq!(
+            probe.band_only(q, &plan, found),
+            [Fingerprint(0b11), Fingerprint(0b111)]
+        );
+    }
+
+    #[test]
     fn an_entry_moves_between_buckets_and_leaves() {
         let mut b = BandBuckets::default();
         let fp = Fingerprint(7);
         let probe = |v: u16| BandProbe {
             values: [v; BANDS],
             max_distance: 64,
+            max_candidates: 1,
         };
         b.set(fp, Some([1; BANDS]));
         let mut out = Vec::new();
@@ -241,6 +298,7 @@ mod tests {
         let near = BandProbe {
             values: [3; BANDS],
             max_distance: 2,
+            max_candidates: 1,
         };
         b.candidates(Fingerprint(0), &near, &mut out);
         assert!(out.is_empty(), "7 is 3 bits from 0");

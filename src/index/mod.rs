@@ -411,9 +411,12 @@ pub fn probe_blocks(block: u16, radius: u32) -> Vec<u16> {
 pub const MAX_PROBE_BUDGET: usize = 4096;
 
 /// The default probe budget of confidence-ranked queries: buckets read over
-/// the four families (an exact k <= 3 query reads 4). Chosen from
-/// `tools/recall.rs` (README, "Recall at realistic edits").
-pub const DEFAULT_PROBE_BUDGET: usize = 128;
+/// the four families (an exact k <= 3 query reads 4). A query with a
+/// sketch also reads its 16 band buckets ([`bands`]): 128 in all, what a
+/// ranked plan of 128 alone read before format 7. Chosen from
+/// `tools/recall.rs` (README, "Recall at realistic edits"; docs/recall.md,
+/// "Band buckets").
+pub const DEFAULT_PROBE_BUDGET: usize = 112;
 
 /// Differing bits outside the weak set that a ranked probe still accepts:
 /// 3, the most that four exact-block families guarantee to find.
@@ -717,6 +720,14 @@ impl MemIndex {
         self.bands.set(fp, values);
     }
 
+    /// The fingerprints in `probe`'s band buckets that it accepts for `q`
+    /// (repeats allowed, not capped: see [`bands::BandProbe::band_only`]).
+    pub fn band_candidates(&self, q: Fingerprint, probe: &bands::BandProbe) -> Vec<Fingerprint> {
+        let mut out = Vec::new();
+        self.bands.candidates(q, probe, &mut out);
+        out
+    }
+
     /// The band values of `fp`'s entry (by the first-entry rule), if any.
     pub fn band_values(&self, fp: Fingerprint) -> Option<bands::BandValues> {
         self.bands.values(fp)
@@ -807,7 +818,7 @@ impl MemIndex {
         if let Some(p) = probe {
             let mut found = Vec::new();
             self.bands.candidates(q, p, &mut found);
-            for fp in found {
+            for fp in p.band_only(q, plan, found) {
                 levels[fp.distance(q) as usize].push(fp);
             }
         }

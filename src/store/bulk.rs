@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use rocksdb::{Cache, ReadOptions};
 
 use super::{
-    family_options, Batch, Store, Tuning, ALL_FAMILIES, BLOCK_FAMILIES, DOC_COUNT_KEY,
-    FORMAT_VERSION_KEY, MAGIC_KEY, META, RECIPE_KEY, REFS,
+    family_options, Batch, Store, Tuning, ALL_FAMILIES, BAND_FAMILIES, BLOCK_FAMILIES,
+    DOC_COUNT_KEY, FORMAT_VERSION_KEY, MAGIC_KEY, META, RECIPE_KEY, REFS,
 };
 use crate::error::{Error, Result};
 use crate::fingerprint::Recipe;
@@ -73,6 +73,7 @@ impl Staging {
         tuning: Tuning,
         families: &[(&str, Vec<PathBuf>)],
         meta: &[(Vec<u8>, Vec<u8>)],
+        build_bands: bool,
     ) -> Result<()> {
         let db_dir = self.dir.join("db");
         {
@@ -83,6 +84,9 @@ impl Staging {
             let store = Store::create_with_meta(&db_dir, recipe, tuning, &extra)?;
             for (name, files) in families {
                 store.ingest_ssts(name, files)?;
+            }
+            if build_bands {
+                store.build_bands()?;
             }
             store.flush()?;
         }
@@ -220,13 +224,17 @@ impl Store {
         if !meta.iter().any(|(k, _)| k == DOC_COUNT_KEY) {
             return Err(Error::corrupt(META, DOC_COUNT_KEY, "missing"));
         }
-        staging.finish(recipe, tuning, &families, &meta)
+        staging.finish(recipe, tuning, &families, &meta, false)
     }
 
     /// Adds to `batch` the removal of every `refs` entry and index key.
     pub fn clear_index(&self, b: &mut Batch) {
-        for name in BLOCK_FAMILIES.iter().chain([REFS].iter()) {
-            // A block family's keys are 2 or 6 bytes; a `refs` key is 8
+        for name in BLOCK_FAMILIES
+            .iter()
+            .chain(&BAND_FAMILIES)
+            .chain([REFS].iter())
+        {
+            // A posting family's keys are 2 or 6 bytes; a `refs` key is 8
             // bytes of fingerprint, then an id in UTF-8, which never holds
             // a 0xff byte: every key sorts below 17 bytes of 0xff.
             b.0.delete_range_cf(self.cf(name), &[][..], &[0xff; 17][..]);

@@ -231,10 +231,12 @@ impl Store {
 
     /// Makes the clusters family if the store has none (stores before
     /// format 4, on migration).
-    pub fn ensure_clusters_family(&mut self) -> Result<()> {
-        if self.db.cf_handle(CLUSTERS).is_none() {
-            let opts = super::family_options(CLUSTERS, &self._cache);
-            self.db.create_cf(CLUSTERS, &opts)?;
+    pub fn ensure_families(&mut self) -> Result<()> {
+        for name in super::ALL_FAMILIES {
+            if self.db.cf_handle(name).is_none() {
+                let opts = super::family_options(name, &self._cache);
+                self.db.create_cf(name, &opts)?;
+            }
         }
         Ok(())
     }

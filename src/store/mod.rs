@@ -8,6 +8,7 @@
 //! | `block1` | block 1 (‖ segment)                        | posting                   |
 //! | `block2` | block 2 (‖ segment)                        | posting                   |
 //! | `block3` | block 3 (‖ segment)                        | posting                   |
+//! | `band0`…`band15` | band value, u16 BE (‖ segment)     | posting (format 7 on; see [`crate::index::bands`]) |
 //! | `refs`   | fingerprint ‖ id ([`RefKey`])              | the sketch (32 bytes), or nothing |
 //! | `docs`   | document id, UTF-8                         | framed record ([`codec`]) |
 //! | `meta`   | ASCII name                                 | see below                 |
@@ -17,7 +18,8 @@
 //! its fingerprint has one entry in a bucket of each block family, shared
 //! by every document with that fingerprint (added by a merge operand when
 //! the first arrives, removed when the last leaves: postings are never
-//! rewritten by a write), all in one `WriteBatch`.
+//! rewritten by a write), and one in a bucket of each band family when its
+//! first document (smallest id) has a sketch, all in one `WriteBatch`.
 //!
 //! # Family tuning
 //!
@@ -36,7 +38,7 @@
 //! ```text
 //! key              value
 //! "magic"          the 12 bytes "simdb-store\n"
-//! "format_version" u32 big-endian (this build writes and reads 6; migrates 2 to 5)
+//! "format_version" u32 big-endian (this build writes and reads 7; migrates 2 to 6)
 //! "recipe"         UTF-8 JSON of the fingerprint Recipe
 //! "doc_count"      u64 big-endian, number of documents (updated in each write batch)
 //! "short_count"    u64 big-endian, documents with fewer than 10 terms (absent = 0)
@@ -67,6 +69,7 @@ pub use codec::{Priority, Record};
 
 use crate::error::{Error, Result};
 use crate::fingerprint::{Recipe, BLOCKS};
+use crate::index::bands::BANDS;
 use crate::index::{self, RefKey};
 
 /// Name of the block families' merge operator (RocksDB records it in each
@@ -83,10 +86,37 @@ pub const REFS: &str = "refs";
 pub const META: &str = "meta";
 /// Name of the clusters family (see [`schema`]).
 pub const CLUSTERS: &str = "clusters";
-/// Every family, in a fixed order.
-pub const ALL_FAMILIES: [&str; 8] = [
-    "block0", "block1", "block2", "block3", REFS, DOCS, META, CLUSTERS,
+/// Names of the sixteen band families (format 7 on), in band order: the
+/// buckets of the sketch's bands (see [`crate::index::bands`]).
+pub const BAND_FAMILIES: [&str; BANDS] = [
+    "band0", "band1", "band2", "band3", "band4", "band5", "band6", "band7", "band8", "band9",
+    "band10", "band11", "band12", "band13", "band14", "band15",
 ];
+/// Number of posting families: the four block families, then the band
+/// families. A posting family is named by its number in this order
+/// ([`posting_family`]); all have one layout (see [`crate::index`]).
+pub const POSTING_FAMILIES: usize = BLOCKS + BANDS;
+/// Every family, in a fixed order.
+pub const ALL_FAMILIES: [&str; 8 + BANDS] = [
+    "block0", "block1", "block2", "block3", REFS, DOCS, META, CLUSTERS, "band0", "band1", "band2",
+    "band3", "band4", "band5", "band6", "band7", "band8", "band9", "band10", "band11", "band12",
+    "band13", "band14", "band15",
+];
+
+/// The name of posting family `i`: block family `i` below [`BLOCKS`], band
+/// family `i - BLOCKS` from there.
+pub fn posting_family(i: usize) -> &'static str {
+    if i < BLOCKS {
+        BLOCK_FAMILIES[i]
+    } else {
+        BAND_FAMILIES[i - BLOCKS]
+    }
+}
+
+/// Whether `name` is a posting family (block or band).
+fn is_posting_family(name: &str) -> bool {
+    BLOCK_FAMILIES.contains(&name) || BAND_FAMILIES.contains(&name)
+}
 
 /// A batch of writes, applied atomically across families by
 /// [`Store::write`] (RocksDB's write batch; the type keeps RocksDB out of
@@ -125,11 +155,11 @@ pub const MAGIC: &[u8] = b"simdb-store\n";
 /// Meta key of the format version.
 pub const FORMAT_VERSION_KEY: &[u8] = b"format_version";
 /// The on-disk format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 6;
+pub const FORMAT_VERSION: u32 = 7;
 /// The oldest format `simdb migrate` brings to [`FORMAT_VERSION`] in place
 /// (2: postings of single keys; 3: no ords and no clusters; 4: postings
 /// with an entry per document, `refs` keyed by fingerprint ‖ sequence
-/// number).
+/// number; 5 and 6: no band families).
 pub const MIGRATABLE_FORMAT_VERSION: u32 = 2;
 /// Meta key of the keep policy (format 6 on; see [`schema::KeepPolicy`]).
 pub const KEEP_POLICY_KEY: &[u8] = b"keep_policy";
@@ -233,7 +263,7 @@ fn table_options(cache: &Cache, bloom: bool) -> BlockBasedOptions {
 
 pub(crate) fn family_options(name: &str, cache: &Cache) -> Options {
     let mut o = Options::default();
-    if BLOCK_FAMILIES.contains(&name) {
+    if is_posting_family(name) {
         // One key per bucket, read by point lookups (whole-key bloom
         // filter); the posting is random 8-byte fingerprints, which do not
         // compress, so blocks are stored plain and read without a
@@ -553,6 +583,10 @@ impl Store {
             if want == CLUSTERS && version < 4 {
                 continue;
             }
+            // Nor band families before format 7.
+            if BAND_FAMILIES.contains(&want) && version < 7 {
+                continue;
+            }
             if !families.iter().any(|f| f == want) {
                 return Err(not_simdb(&format!("column family '{want}' is missing")));
             }
@@ -765,15 +799,15 @@ impl Store {
         Ok(())
     }
 
-    /// Calls `visit` with every bucket key and posting of block family `i`,
-    /// in order. Merged buckets left empty by deletes (a key with an empty
-    /// value) are skipped.
+    /// Calls `visit` with every bucket key and posting of posting family
+    /// `i` ([`posting_family`]), in order. Merged buckets left empty by
+    /// deletes (a key with an empty value) are skipped.
     pub fn for_each_posting(
         &self,
         i: usize,
         mut visit: impl FnMut(&[u8], &[u8]) -> Result<()>,
     ) -> Result<()> {
-        self.for_each_raw(BLOCK_FAMILIES[i], |k, v| {
+        self.for_each_raw(posting_family(i), |k, v| {
             if v.is_empty() {
                 Ok(())
             } else {

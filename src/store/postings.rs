@@ -22,9 +22,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use rocksdb::ReadOptions;
 
-use super::{Batch, Store, BLOCK_FAMILIES, REFS};
+use super::{posting_family, schema, Batch, Store, POSTING_FAMILIES, REFS};
 use crate::error::{Error, Result};
-use crate::fingerprint::Fingerprint;
+use crate::fingerprint::{Fingerprint, Sketch, BLOCKS};
+use crate::index::bands::{self, BandProbe, BandValues};
 use crate::index::{self, RefKey, SEGMENT_ENTRIES};
 
 /// Operands a head takes before the writer writes it whole (a fold).
@@ -105,49 +106,121 @@ impl Heads {
     }
 }
 
-/// One posting change: fingerprint `fp` enters (`true`) or leaves its four
-/// buckets.
-pub type PostingChange = (Fingerprint, bool);
+/// One fingerprint's posting changes in a batch: whether it enters or
+/// leaves its four block buckets, and the band buckets it is in before and
+/// after (those of its first document's sketch; see
+/// [`crate::index::bands`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PostingChange {
+    pub fp: Fingerprint,
+    /// `Some(true)`: enters its block buckets (it gains its first
+    /// document); `Some(false)`: leaves them (it lost its last); `None`:
+    /// stays.
+    pub blocks: Option<bool>,
+    /// Its band values before the batch and after it (`None`: in no band).
+    pub bands_before: Option<BandValues>,
+    pub bands_after: Option<BandValues>,
+}
+
+impl PostingChange {
+    /// The change of `fp`'s entry in posting family `i` (see
+    /// [`super::posting_family`]): (bucket, whether it enters) for each
+    /// bucket it leaves or enters.
+    fn ops(&self, i: usize) -> impl Iterator<Item = (u16, bool)> {
+        let (leave, enter) = if i < BLOCKS {
+            let b = self.fp.block(i);
+            match self.blocks {
+                Some(true) => (None, Some(b)),
+                Some(false) => (Some(b), None),
+                None => (None, None),
+            }
+        } else {
+            let j = i - BLOCKS;
+            let before = self.bands_before.map(|v| v[j]);
+            let after = self.bands_after.map(|v| v[j]);
+            if before == after {
+                (None, None)
+            } else {
+                (before, after)
+            }
+        };
+        leave
+            .map(|b| (b, false))
+            .into_iter()
+            .chain(enter.map(|b| (b, true)))
+    }
+}
+
+/// A fingerprint a batch touched, and the first (smallest id) of the
+/// documents the batch writes with it, with that document's sketch (`None`:
+/// the batch writes none).
+pub type Touched<'a> = (Fingerprint, Option<(&'a str, Option<Sketch>)>);
 
 impl Store {
-    /// Whether a stored document other than those `skip` names has
-    /// fingerprint `fp` (at the latest committed state).
-    fn has_holder(&self, fp: Fingerprint, skip: &dyn Fn(&str) -> bool) -> Result<bool> {
+    /// The first document of `fp` at the latest committed state (its
+    /// sketch, or `None` when no document has `fp`), and the first of those
+    /// `skip` does not name (its id and sketch).
+    #[allow(clippy::type_complexity)]
+    fn first_holders(
+        &self,
+        fp: Fingerprint,
+        skip: &dyn Fn(&str) -> bool,
+    ) -> Result<(Option<Option<Sketch>>, Option<(String, Option<Sketch>)>)> {
         let prefix = fp.value().to_be_bytes();
         let mut ro = ReadOptions::default();
         ro.set_prefix_same_as_start(true);
         let mut it = self.db.raw_iterator_cf_opt(self.cf(REFS), ro);
         it.seek(prefix);
-        while let Some(k) = it.key() {
+        let mut first = None;
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
             if !k.starts_with(&prefix) {
                 break;
             }
             let (_, id) = RefKey::decode(k).map_err(|r| Error::corrupt(REFS, k, r))?;
+            let sketch = schema::decode_refs_value(v).map_err(|r| Error::corrupt(REFS, k, r))?;
+            if first.is_none() {
+                first = Some(sketch);
+            }
             if !skip(id) {
-                return Ok(true);
+                return Ok((first, Some((id.to_string(), sketch))));
             }
             it.next();
         }
         it.status()?;
-        Ok(false)
+        Ok((first, None))
     }
 
     /// The posting changes of a batch that touched the fingerprints of
-    /// `touched`: each with whether a document the batch writes has it.
+    /// `touched` (each with the first document the batch writes with it).
     /// `rewritten` names the stored documents the batch deletes or
-    /// replaces. A fingerprint enters its buckets when it had no stored
-    /// document and has one now, and leaves in the opposite case.
-    pub fn posting_changes(
+    /// replaces. A fingerprint enters its block buckets when it had no
+    /// stored document and has one now, and leaves in the opposite case;
+    /// its band buckets follow its first document.
+    pub fn posting_changes<'a>(
         &self,
-        touched: impl IntoIterator<Item = (Fingerprint, bool)>,
+        touched: impl IntoIterator<Item = Touched<'a>>,
         rewritten: &dyn Fn(&str) -> bool,
     ) -> Result<Vec<PostingChange>> {
         let mut out = Vec::new();
         for (fp, written) in touched {
-            let before = self.has_holder(fp, &|_| false)?;
-            let after = written || (before && self.has_holder(fp, rewritten)?);
-            if before != after {
-                out.push((fp, after));
+            let (before, kept) = self.first_holders(fp, rewritten)?;
+            let first_after: Option<Option<Sketch>> = match (kept, written) {
+                (Some((kid, ks)), Some((wid, ws))) => {
+                    Some(if kid.as_str() < wid { ks } else { ws })
+                }
+                (Some((_, ks)), None) => Some(ks),
+                (None, Some((_, ws))) => Some(ws),
+                (None, None) => None,
+            };
+            let change = PostingChange {
+                fp,
+                blocks: (before.is_some() != first_after.is_some())
+                    .then_some(first_after.is_some()),
+                bands_before: before.flatten().as_ref().map(bands::band_values),
+                bands_after: first_after.flatten().as_ref().map(bands::band_values),
+            };
+            if change.blocks.is_some() || change.bands_before != change.bands_after {
+                out.push(change);
             }
         }
         Ok(out)
@@ -164,10 +237,16 @@ impl Store {
             .heads
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        for (i, name) in BLOCK_FAMILIES.iter().enumerate() {
-            let mut per_bucket: BTreeMap<u16, Vec<PostingChange>> = BTreeMap::new();
-            for &(fp, add) in changes {
-                per_bucket.entry(fp.block(i)).or_default().push((fp, add));
+        for i in 0..POSTING_FAMILIES {
+            let name = posting_family(i);
+            let mut per_bucket: BTreeMap<u16, Vec<(Fingerprint, bool)>> = BTreeMap::new();
+            for c in changes {
+                for (blk, add) in c.ops(i) {
+                    per_bucket.entry(blk).or_default().push((c.fp, add));
+                }
+            }
+            if per_bucket.is_empty() {
+                continue;
             }
             // The heads not known yet, in one multi-get.
             let unknown: Vec<u16> = per_bucket
@@ -214,13 +293,62 @@ impl Store {
         Ok(())
     }
 
+    /// Writes the band families of a store whose block families and
+    /// `refs` are whole (a store migrated from format 5 or 6, or imported):
+    /// they are emptied, then each fingerprint enters the band buckets of
+    /// its first document's sketch. One pass over `refs`,
+    /// written in batches; returns the fingerprints placed.
+    pub fn build_bands(&self) -> Result<u64> {
+        // From empty band families: a build interrupted and run again
+        // starts over.
+        let mut b = Batch::default();
+        for name in super::BAND_FAMILIES {
+            b.0.delete_range_cf(self.cf(name), &[][..], &[0xff; 7][..]);
+        }
+        self.write(b, true)?;
+        self.forget_heads();
+        let mut changes: Vec<PostingChange> = Vec::new();
+        let mut placed = 0u64;
+        let mut last: Option<Fingerprint> = None;
+        let flush = |changes: &mut Vec<PostingChange>| -> Result<()> {
+            let mut b = Batch::default();
+            self.write_postings(&mut b, changes)?;
+            changes.clear();
+            self.write(b, false)
+        };
+        self.for_each_raw(REFS, |k, v| {
+            let (fp, _) = RefKey::decode(k).map_err(|r| Error::corrupt(REFS, k, r))?;
+            if last == Some(fp) {
+                return Ok(());
+            }
+            last = Some(fp);
+            let sketch = schema::decode_refs_value(v).map_err(|r| Error::corrupt(REFS, k, r))?;
+            if let Some(s) = sketch {
+                changes.push(PostingChange {
+                    fp,
+                    blocks: None,
+                    bands_before: None,
+                    bands_after: Some(bands::band_values(&s)),
+                });
+                placed += 1;
+                if changes.len() >= 10_000 {
+                    flush(&mut changes)?;
+                }
+            }
+            Ok(())
+        })?;
+        flush(&mut changes)?;
+        self.sync_wal()?;
+        Ok(placed)
+    }
+
     /// The raw head values of `blocks` of family `i` (latest state).
     fn read_heads(&self, i: usize, blocks: &[u16]) -> Result<Vec<Option<Vec<u8>>>> {
         let keys: Vec<[u8; index::BUCKET_KEY_LEN]> =
             blocks.iter().map(|&b| index::bucket_key(b)).collect();
         super::ReadCounts::add(&self.reads.buckets, keys.len() as u64);
         self.db
-            .batched_multi_get_cf(self.cf(BLOCK_FAMILIES[i]), &keys, true)
+            .batched_multi_get_cf(self.cf(posting_family(i)), &keys, true)
             .into_iter()
             .map(|r| Ok(r?.map(|v| v.to_vec())))
             .collect()
@@ -229,7 +357,7 @@ impl Store {
     /// The fingerprints of the head and of each sealed segment of bucket
     /// `blk` of family `i`, and the number of segments (latest state).
     fn read_bucket(&self, i: usize, blk: u16) -> Result<(Vec<u64>, Vec<Vec<u64>>)> {
-        let name = BLOCK_FAMILIES[i];
+        let name = posting_family(i);
         let key = index::bucket_key(blk);
         let raw = self.db.get_cf(self.cf(name), key)?.unwrap_or_default();
         let (entries, n) = index::split_head(&raw).map_err(|r| Error::corrupt(name, &key, r))?;
@@ -269,15 +397,15 @@ impl Store {
         b: &mut Batch,
         i: usize,
         blk: u16,
-        ops: &[PostingChange],
+        ops: &[(Fingerprint, bool)],
         head: &mut Head,
     ) -> Result<()> {
-        let cf = self.cf(BLOCK_FAMILIES[i]);
+        let cf = self.cf(posting_family(i));
         let key = index::bucket_key(blk);
         // A removal from a bucket with segments: find where the
         // fingerprint is (read once for all of this bucket's removals).
         let mut contents: Option<(Vec<u64>, Vec<Vec<u64>>)> = None;
-        let mut head_ops: Vec<PostingChange> = Vec::new();
+        let mut head_ops: Vec<(Fingerprint, bool)> = Vec::new();
         for &(fp, add) in ops {
             if add || head.segments == 0 {
                 head_ops.push((fp, add));
@@ -366,14 +494,47 @@ impl Store {
     /// [`Store::candidates`] for the writer, on this thread: hot buckets
     /// come from its memory (see [`Heads`]), the others are read at `at`
     /// (which must be the latest state: the writer's own view) and kept if
-    /// they are hot.
+    /// they are hot. With a band probe, also the fingerprints it finds in
+    /// its band buckets (second, unfiltered by the plan: see
+    /// [`BandProbe::band_only`]).
     pub(crate) fn writer_candidates(
         &self,
         at: &super::Snapshot<'_>,
         q: Fingerprint,
         plan: &index::ProbePlan,
-    ) -> Result<Vec<Fingerprint>> {
+        probe: Option<&BandProbe>,
+    ) -> Result<(Vec<Fingerprint>, Vec<Fingerprint>)> {
         crate::fingerprint::check_k(plan.k)?;
+        let mut found = Vec::new();
+        let mut banded = Vec::new();
+        let bands: Vec<[u16; 1]> = probe
+            .map(|p| p.values.map(|v| [v]).to_vec())
+            .unwrap_or_default();
+        let families = plan
+            .blocks
+            .iter()
+            .map(Vec::as_slice)
+            .chain(bands.iter().map(|b| &b[..]))
+            .enumerate();
+        self.writer_read(at, families, |i, entries| {
+            if i < BLOCKS {
+                plan.scan_posting(q, entries, &mut found);
+            } else if let Some(p) = probe {
+                p.scan_posting(q, entries, &mut banded);
+            }
+        })?;
+        Ok((found, banded))
+    }
+
+    /// Calls `scan(i, entries)` with the entries of each bucket of each
+    /// (posting family `i`, buckets) of `families`, hot ones from the
+    /// writer's memory.
+    fn writer_read<'b>(
+        &self,
+        at: &super::Snapshot<'_>,
+        families: impl Iterator<Item = (usize, &'b [u16])>,
+        mut scan: impl FnMut(usize, &[u8]),
+    ) -> Result<()> {
         let mut guard = self
             .heads
             .lock()
@@ -384,14 +545,13 @@ impl Store {
         if now.is_multiple_of(1 << 16) {
             heads.seen.clear();
         }
-        let mut found = Vec::new();
-        for (i, blocks) in plan.blocks.iter().enumerate() {
+        for (i, blocks) in families {
             // Buckets to read, and whether each is hot (read recently).
             let mut missing: Vec<u16> = Vec::new();
             let mut hot: Vec<bool> = Vec::new();
             for b in blocks {
                 match heads.hot.get_mut(&(i, *b)) {
-                    Some(kept) => plan.scan_posting(q, &kept.raw, &mut found),
+                    Some(kept) => scan(i, &kept.raw),
                     None => {
                         let last = heads.seen.insert((i, *b), now);
                         missing.push(*b);
@@ -401,7 +561,7 @@ impl Store {
             }
             let mut keep: Vec<Vec<u8>> = vec![Vec::new(); missing.len()];
             self.read_parts(at, i, &missing, |n, entries, _| {
-                plan.scan_posting(q, entries, &mut found);
+                scan(i, entries);
                 if hot[n] {
                     keep[n].extend_from_slice(entries);
                 }
@@ -417,7 +577,7 @@ impl Store {
             heads.hot.clear();
             heads.hot_entries = 0;
         }
-        Ok(found)
+        Ok(())
     }
 
     /// Forgets what the writer knew of the heads (after a failed write,

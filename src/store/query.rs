@@ -7,9 +7,12 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use rocksdb::{DBRawIteratorWithThreadMode, ReadOptions, SnapshotWithThreadMode, DB};
 
-use super::{codec, schema, ReadCounts, Record, Store, BLOCK_FAMILIES, DOCS, REFS};
+use super::{
+    codec, posting_family, schema, ReadCounts, Record, Store, DOCS, POSTING_FAMILIES, REFS,
+};
 use crate::error::{Error, Result};
 use crate::fingerprint::{Fingerprint, Sketch, BLOCKS};
+use crate::index::bands::BandProbe;
 use crate::index::{self, Hit, RefKey};
 
 /// The view one query reads at: every read of a query (buckets, `refs`,
@@ -142,6 +145,25 @@ impl Store {
         here?;
         found.extend(other?);
         Ok(found)
+    }
+
+    /// The fingerprints band probe `probe` adds to what `plan` accepts for
+    /// `q` ([`BandProbe::band_only`]: the nearest few the plan does not
+    /// accept), read from its 16 band buckets at `at`.
+    pub(crate) fn band_candidates(
+        &self,
+        at: &Snapshot<'_>,
+        q: Fingerprint,
+        plan: &index::ProbePlan,
+        probe: &BandProbe,
+    ) -> Result<Vec<Fingerprint>> {
+        let mut found = Vec::new();
+        for (j, v) in probe.values.iter().enumerate() {
+            self.read_buckets(at, BLOCKS + j, &[*v], |_, posting| {
+                probe.scan_posting(q, posting, &mut found)
+            })?;
+        }
+        Ok(probe.band_only(q, plan, found))
     }
 
     /// Walks the documents of `found` (fingerprints from
@@ -314,25 +336,36 @@ impl Store {
     /// query needs is read once and every key in it is checked against all
     /// queries of that bucket. The four families are scanned in parallel.
     /// Pays off when many queries share buckets (large batches: there are
-    /// 65,536 buckets per family). Per query, as [`Store::candidates`].
+    /// 65,536 buckets per family). Per query, as [`Store::candidates`] and,
+    /// for a query with a band probe, [`Store::band_candidates`].
     pub(crate) fn candidates_many(
         &self,
         at: &Snapshot<'_>,
-        qs: &[(Fingerprint, index::ProbePlan)],
+        qs: &[(Fingerprint, index::ProbePlan, Option<BandProbe>)],
     ) -> Result<Vec<Vec<Fingerprint>>> {
-        for (_, plan) in qs {
+        for (_, plan, _) in qs {
             crate::fingerprint::check_k(plan.k)?;
         }
         use rayon::prelude::*;
+        let banded = qs.iter().any(|q| q.2.is_some());
+        let families = if banded { POSTING_FAMILIES } else { BLOCKS };
         // (query index, fingerprint) per family
-        let per_family: Vec<Result<Vec<(usize, Fingerprint)>>> = (0..BLOCKS)
+        let per_family: Vec<Result<Vec<(usize, Fingerprint)>>> = (0..families)
             .into_par_iter()
             .map(|i| self.scan_buckets_for(at, i, qs))
             .collect();
         let mut out: Vec<Vec<Fingerprint>> = vec![Vec::new(); qs.len()];
-        for f in per_family {
+        let mut bands: Vec<Vec<Fingerprint>> = vec![Vec::new(); if banded { qs.len() } else { 0 }];
+        for (i, f) in per_family.into_iter().enumerate() {
+            let to = if i < BLOCKS { &mut out } else { &mut bands };
             for (qi, fp) in f? {
-                out[qi].push(fp);
+                to[qi].push(fp);
+            }
+        }
+        for (qi, found) in bands.into_iter().enumerate() {
+            let (q, plan, probe) = &qs[qi];
+            if let Some(p) = probe {
+                out[qi].extend(p.band_only(*q, plan, found));
             }
         }
         Ok(out)
@@ -344,13 +377,19 @@ impl Store {
         &self,
         at: &Snapshot<'_>,
         i: usize,
-        qs: &[(Fingerprint, index::ProbePlan)],
+        qs: &[(Fingerprint, index::ProbePlan, Option<BandProbe>)],
     ) -> Result<Vec<(usize, Fingerprint)>> {
-        let mut order: Vec<(u16, usize)> = qs
-            .iter()
-            .enumerate()
-            .flat_map(|(j, (_, plan))| plan.blocks[i].iter().map(move |&b| (b, j)))
-            .collect();
+        let mut order: Vec<(u16, usize)> = if i < BLOCKS {
+            qs.iter()
+                .enumerate()
+                .flat_map(|(j, (_, plan, _))| plan.blocks[i].iter().map(move |&b| (b, j)))
+                .collect()
+        } else {
+            qs.iter()
+                .enumerate()
+                .filter_map(|(j, q)| q.2.map(|p| (p.values[i - BLOCKS], j)))
+                .collect()
+        };
         order.sort_unstable();
         let mut found = Vec::new();
         // Distinct buckets, read a chunk at a time with one multi-get.
@@ -372,7 +411,10 @@ impl Store {
             self.read_buckets(at, i, &blocks, |n, posting| {
                 for &(_, j) in &order[chunk[n].1.clone()] {
                     hits.clear();
-                    qs[j].1.scan_posting(qs[j].0, posting, &mut hits);
+                    match &qs[j].2 {
+                        Some(p) if i >= BLOCKS => p.scan_posting(qs[j].0, posting, &mut hits),
+                        _ => qs[j].1.scan_posting(qs[j].0, posting, &mut hits),
+                    }
                     found.extend(hits.iter().map(|&fp| (j, fp)));
                 }
             })?;
@@ -421,7 +463,7 @@ impl Store {
         blocks: &[u16],
         mut on: impl FnMut(usize, &[u8], Option<u32>),
     ) -> Result<()> {
-        let name = BLOCK_FAMILIES[i];
+        let name = posting_family(i);
         let cf = self.cf(name);
         let keys: Vec<[u8; index::BUCKET_KEY_LEN]> =
             blocks.iter().map(|&b| index::bucket_key(b)).collect();
@@ -460,7 +502,7 @@ impl Store {
         Ok(())
     }
 
-    /// The buckets `lo..=hi` of block family `i`, in order:
+    /// The buckets `lo..=hi` of posting family `i`, in order:
     /// `visit(block, fingerprints)` with each bucket's fingerprints (head
     /// and segments together, ascending); empty buckets are skipped.
     pub fn for_each_bucket_in(
@@ -470,7 +512,7 @@ impl Store {
         hi: u16,
         mut visit: impl FnMut(u16, &[Fingerprint]) -> Result<()>,
     ) -> Result<()> {
-        let name = BLOCK_FAMILIES[i];
+        let name = posting_family(i);
         let mut ro = ReadOptions::default();
         ro.fill_cache(false);
         ro.set_total_order_seek(true);

@@ -120,7 +120,7 @@ pub fn raw_open(p: &Path) -> rocksdb::DB {
     // The block families fold posting operands with simdb's merge.
     let descs = cfs.into_iter().map(|name| {
         let mut o = rocksdb::Options::default();
-        if name.starts_with("block") {
+        if name.starts_with("block") || name.starts_with("band") {
             o.set_merge_operator(
                 "simdb-posting-v2",
                 |_: &[u8], existing: Option<&[u8]>, ops: &rocksdb::MergeOperands| {

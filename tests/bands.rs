@@ -1,0 +1,331 @@
+//! Band buckets in the store (format 7): a ranked query with a sketch
+//! returns exactly what `bands::brute_force_banded` returns for its plan
+//! and band probe, through the store, a batch of pending writes and the
+//! sorted batch pass, after deletions and replacements that change which
+//! document of a fingerprint is first; `verify` checks the band families,
+//! `--repair` and `migrate` (from format 6) rebuild them.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use rand::{Rng, RngCore};
+use rand_chacha::ChaCha8Rng;
+use simdb::db::{Probe, Query};
+use simdb::fingerprint::{Analysis, Sketch, SKETCH_BYTES};
+use simdb::index::bands::{band_values, brute_force_banded, BandProbe, BANDS};
+use simdb::index::{Hit, PROBE_TOLERANCE};
+use simdb::{Content, Db, Fingerprint, Recipe};
+
+/// Stored documents: id -> (fingerprint, sketch).
+type Entries = BTreeMap<String, (Fingerprint, Option<Sketch>)>;
+
+fn flip(q: Fingerprint, bits: &[u32]) -> Fingerprint {
+    Fingerprint(bits.iter().fold(q.0, |v, b| v ^ (1u64 << b)))
+}
+
+/// `d` distinct bit positions.
+fn bits(rng: &mut ChaCha8Rng, d: usize) -> Vec<u32> {
+    let mut all: Vec<u32> = (0..64).collect();
+    for i in 0..d {
+        let j = rng.random_range(i..64);
+        all.swap(i, j);
+    }
+    all.truncate(d);
+    all
+}
+
+/// A sketch sharing band `share` with `qs` (`BANDS`: none), the rest
+/// random but differing from `qs` in every other band.
+fn sketch_sharing(rng: &mut ChaCha8Rng, qs: &Sketch, share: usize) -> Sketch {
+    let mut s = [0u8; SKETCH_BYTES];
+    rng.fill_bytes(&mut s);
+    for j in 0..BANDS {
+        if j == share {
+            s[2 * j] = qs.0[2 * j];
+            s[2 * j + 1] = qs.0[2 * j + 1];
+        } else if s[2 * j] == qs.0[2 * j] {
+            s[2 * j] ^= 1;
+        }
+    }
+    Sketch(s)
+}
+
+fn analysis(fp: Fingerprint, sketch: Option<Sketch>) -> Analysis {
+    Analysis {
+        fingerprint: fp,
+        sketch,
+        terms: 50,
+        distinct_terms: 40,
+        top_terms: Vec::new(),
+        weak_bits: Vec::new(),
+    }
+}
+
+/// The oracle: brute force of the query's plan and band probe over
+/// `entries`, a fingerprint in the bands of its first document by id.
+fn oracle(entries: &Entries, q: &Query) -> Vec<(String, u32)> {
+    let bands_of = |fp: Fingerprint| {
+        entries
+            .values()
+            .find(|(f, _)| *f == fp)
+            .and_then(|(_, s)| s.as_ref().map(band_values))
+    };
+    let probe = q.band_probe().expect("a ranked query with a sketch");
+    assert_eq!(
+        probe,
+        BandProbe::new(q.sketch.as_ref().unwrap(), probe.max_distance)
+    );
+    brute_force_banded(
+        entries.iter().map(|(i, (f, _))| (i.as_str(), *f)),
+        bands_of,
+        q.fingerprint,
+        &q.plan(),
+        &probe,
+    )
+    .into_iter()
+    .map(|h| (h.id, h.distance))
+    .collect()
+}
+
+fn ids(hits: Vec<Hit>) -> Vec<(String, u32)> {
+    hits.into_iter().map(|h| (h.id, h.distance)).collect()
+}
+
+/// Documents around query `q` (sketch `qs`): unrelated ones, near ones at
+/// 0 to 18 bits sharing a band or none, others with the same fingerprint
+/// and another sketch (first or second by id) or no sketch.
+fn plant(rng: &mut ChaCha8Rng, q: Fingerprint, qs: &Sketch, tag: &str) -> Entries {
+    let mut e = Entries::new();
+    for i in 0..40 {
+        let share = rng.random_range(0..=BANDS);
+        let s = sketch_sharing(rng, qs, share);
+        e.insert(
+            format!("{tag}r{i:03}"),
+            (Fingerprint(rng.random()), Some(s)),
+        );
+    }
+    for i in 0..50 {
+        let d = rng.random_range(0..19);
+        let fp = flip(q, &bits(rng, d));
+        let share = rng.random_range(0..=BANDS);
+        e.insert(
+            format!("{tag}n{i:03}"),
+            (fp, Some(sketch_sharing(rng, qs, share))),
+        );
+        match rng.random_range(0..6) {
+            0 => {
+                let s = sketch_sharing(rng, qs, BANDS);
+                e.insert(format!("{tag}a{i:03}"), (fp, Some(s)));
+            }
+            1 => {
+                let share = rng.random_range(0..BANDS);
+                let s = sketch_sharing(rng, qs, share);
+                e.insert(format!("{tag}z{i:03}"), (fp, Some(s)));
+            }
+            2 => {
+                e.insert(format!("{tag}b{i:03}"), (fp, None));
+            }
+            _ => {}
+        }
+    }
+    e
+}
+
+fn query(q: Fingerprint, qs: Sketch, weak: Vec<u8>) -> Query {
+    Query {
+        sketch: Some(qs),
+        min_similarity: 0.0,
+        probe: Some(Probe {
+            weak_bits: weak,
+            budget: 32,
+            bands: true,
+        }),
+        ..Query::new(q)
+    }
+}
+
+fn put_all(db: &mut Db, entries: &Entries) {
+    let mut w = db.writer().unwrap();
+    for (id, (fp, s)) in entries {
+        w.put(id, analysis(*fp, *s), &Content::Fingerprint(*fp), "t")
+            .unwrap();
+    }
+    w.commit().unwrap();
+}
+
+#[test]
+fn the_store_answers_as_brute_force_of_plan_and_bands() {
+    let mut banded_hits = 0usize;
+    for seed in 0..6u64 {
+        let t = common::TempDb::new();
+        let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+        let mut rng = common::rng(100 + seed);
+        let q = Fingerprint(rng.random());
+        let mut qs = [0u8; SKETCH_BYTES];
+        rng.fill_bytes(&mut qs);
+        let qs = Sketch(qs);
+        let weak: Vec<u8> = (0..64u8).filter(|_| rng.random_bool(0.3)).collect();
+        let mut entries = plant(&mut rng, q, &qs, "");
+        // Two batches: the second's documents of a fingerprint both before
+        // and after the first's by id.
+        let (first, second): (Entries, Entries) = entries
+            .clone()
+            .into_iter()
+            .partition(|_| rng.random_bool(0.5));
+        put_all(&mut db, &first);
+        put_all(&mut db, &second);
+        let check = |db: &Db, entries: &Entries, when: &str| {
+            let qq = query(q, qs, weak.clone());
+            let want = oracle(entries, &qq);
+            let got = ids(db.search(&qq).unwrap());
+            assert_eq!(got, want, "seed {seed} {when}");
+            assert_eq!(
+                ids(db.search_many(std::slice::from_ref(&qq)).unwrap().remove(0)),
+                want,
+                "seed {seed} {when}: batch pass"
+            );
+            // Without the bands: the plan alone.
+            let mut plain = qq.clone();
+            plain.probe.as_mut().unwrap().bands = false;
+            assert!(plain.band_probe().is_none());
+            let alone = simdb::index::brute_force_plan(
+                entries.iter().map(|(i, (f, _))| (i.as_str(), *f)),
+                q,
+                &plain.plan(),
+            );
+            assert_eq!(db.search(&plain).unwrap().len(), alone.len());
+            want.len() - alone.len()
+        };
+        banded_hits += check(&db, &entries, "written");
+        // Deletions and replacements that change first documents.
+        {
+            let mut w = db.writer().unwrap();
+            let victims: Vec<String> = entries
+                .keys()
+                .filter(|_| rng.random_bool(0.2))
+                .cloned()
+                .collect();
+            for id in victims {
+                if rng.random_bool(0.5) {
+                    w.delete(&id).unwrap();
+                    entries.remove(&id);
+                } else {
+                    let fp = entries[&id].0;
+                    let share = rng.random_range(0..=BANDS);
+                    let s = Some(sketch_sharing(&mut rng, &qs, share));
+                    // Other content: a put of the same content is no change.
+                    let content = Content::Text(format!("{id} again"));
+                    w.put(&id, analysis(fp, s), &content, "t").unwrap();
+                    entries.insert(id, (fp, s));
+                }
+            }
+            w.commit().unwrap();
+        }
+        let rep = db.admin().verify().unwrap();
+        assert!(rep.is_clean(), "seed {seed}: {:?}", rep.problems);
+        banded_hits += check(&db, &entries, "after deletes and replacements");
+        // A batch of pending writes (fresh fingerprints) is searched with
+        // the store, the bands' nearest few chosen over both.
+        let pending = plant(&mut rng, q, &qs, "p");
+        let mut all = entries.clone();
+        let mut w = db.writer().unwrap();
+        for (id, (fp, s)) in &pending {
+            if entries.values().any(|(f, _)| f == fp) {
+                continue; // a stored fingerprint's first document is the store's
+            }
+            w.put(id, analysis(*fp, *s), &Content::Fingerprint(*fp), "t")
+                .unwrap();
+            all.insert(id.clone(), (*fp, *s));
+        }
+        let qq = query(q, qs, weak.clone());
+        assert_eq!(
+            ids(w.search(&qq).unwrap()),
+            oracle(&all, &qq),
+            "seed {seed}: store and batch"
+        );
+        w.commit().unwrap();
+        assert_eq!(ids(db.search(&qq).unwrap()), oracle(&all, &qq));
+        // Exact answers read no band.
+        for k in [0, 3, PROBE_TOLERANCE + 4] {
+            let want =
+                simdb::index::brute_force(all.iter().map(|(i, (f, _))| (i.as_str(), *f)), q, k);
+            assert_eq!(db.query(q, k, None).unwrap(), want);
+        }
+    }
+    assert!(
+        banded_hits > 20,
+        "the bands found what the plan does not: {banded_hits}"
+    );
+}
+
+/// Verify finds a band entry gone or moved; repair puts it back; a
+/// format 6 store (no band families) is migrated with its bands built
+/// from `refs`, and answers as a store written in format 7.
+#[test]
+fn verify_repair_and_migrate_keep_the_band_families() {
+    let t = common::TempDb::new();
+    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut rng = common::rng(7);
+    let q = Fingerprint(rng.random());
+    let mut qs = [0u8; SKETCH_BYTES];
+    rng.fill_bytes(&mut qs);
+    let qs = Sketch(qs);
+    let entries = plant(&mut rng, q, &qs, "");
+    put_all(&mut db, &entries);
+    let qq = query(q, qs, vec![1, 2, 3, 17, 33, 49]);
+    let want = oracle(&entries, &qq);
+    assert_eq!(ids(db.search(&qq).unwrap()), want);
+    let rep = db.admin().verify().unwrap();
+    assert!(rep.is_clean(), "{:?}", rep.problems);
+    assert!(rep.band_keys > 0);
+    drop(db);
+    // Take one entry out of a band bucket: verify names the fingerprint.
+    {
+        let raw = common::raw_open(&t.path());
+        let cf = raw.cf_handle("band3").unwrap();
+        let (k, v) = raw
+            .iterator_cf(cf, rocksdb::IteratorMode::Start)
+            .next()
+            .unwrap()
+            .unwrap();
+        // A head: whole entries (no segments in a store this small).
+        assert!(v.len() >= 8);
+        raw.put_cf(cf, &k, &v[8..]).unwrap();
+    }
+    let mut db = Db::open(t.path()).unwrap();
+    let rep = db.admin().verify().unwrap();
+    assert!(
+        rep.problems.iter().any(|p| p.starts_with("band families:")),
+        "{:?}",
+        rep.problems
+    );
+    db.repair().unwrap();
+    assert!(db.admin().verify().unwrap().is_clean());
+    assert_eq!(ids(db.search(&qq).unwrap()), want);
+    drop(db);
+    // Back to format 6: no band families.
+    {
+        let mut raw = common::raw_open(&t.path());
+        for j in 0..BANDS {
+            raw.drop_cf(&format!("band{j}")).unwrap();
+        }
+        let meta = raw.cf_handle("meta").unwrap();
+        raw.put_cf(meta, b"format_version", 6u32.to_be_bytes())
+            .unwrap();
+    }
+    assert!(matches!(
+        Db::open(t.path()).err().unwrap(),
+        simdb::Error::NeedsMigration { found: 6, .. }
+    ));
+    let o = common::simdb(&[&"migrate", &t.path()]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    assert!(
+        common::stdout(&o).contains("migrated format 6 -> 7"),
+        "{}",
+        common::stdout(&o)
+    );
+    let db = Db::open(t.path()).unwrap();
+    assert!(db.admin().verify().unwrap().is_clean());
+    assert_eq!(ids(db.search(&qq).unwrap()), want);
+}
