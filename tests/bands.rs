@@ -329,3 +329,49 @@ fn verify_repair_and_migrate_keep_the_band_families() {
     assert!(db.admin().verify().unwrap().is_clean());
     assert_eq!(ids(db.search(&qq).unwrap()), want);
 }
+
+/// `simdb import` of the sketched binary form builds the band families as
+/// the writer does: the imported store verifies clean and answers as the
+/// written one (its records have the sketches).
+#[test]
+fn an_import_with_sketches_has_the_writers_bands() {
+    use simdb::import::{write_binary_sketched_record, BINARY_SKETCHED_MAGIC};
+    let t = common::TempDb::new();
+    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut rng = common::rng(21);
+    let q = Fingerprint(rng.random());
+    let mut qs = [0u8; SKETCH_BYTES];
+    rng.fill_bytes(&mut qs);
+    let qs = Sketch(qs);
+    let mut entries = plant(&mut rng, q, &qs, "");
+    // Documents without a sketch cannot be in the binary form's records:
+    // give them one sharing no band.
+    for (_, s) in entries.values_mut() {
+        if s.is_none() {
+            *s = Some(sketch_sharing(&mut rng, &qs, BANDS));
+        }
+    }
+    put_all(&mut db, &entries);
+    let qq = query(q, qs, vec![1, 2, 3, 17, 33, 49]);
+    let want = oracle(&entries, &qq);
+    assert_eq!(ids(db.search(&qq).unwrap()), want);
+    drop(db);
+    let input = t.path().with_extension("sketched.bin");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&input).unwrap());
+    std::io::Write::write_all(&mut f, BINARY_SKETCHED_MAGIC).unwrap();
+    // Reversed: the import sorts.
+    for (id, (fp, s)) in entries.iter().rev() {
+        write_binary_sketched_record(&mut f, id, *fp, s.as_ref().unwrap()).unwrap();
+    }
+    drop(f);
+    let imported = t.path().with_extension("imported");
+    let o = common::simdb(&[&"import", &imported, &input]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let db = Db::open(&imported).unwrap();
+    let rep = db.admin().verify().unwrap();
+    assert!(rep.is_clean(), "{:?}", rep.problems);
+    assert!(rep.band_keys > 0);
+    let got: Vec<(String, u32)> = ids(db.search(&qq).unwrap());
+    assert_eq!(got, want);
+    assert!(db.get("n000").unwrap().unwrap().sketch.is_some());
+}

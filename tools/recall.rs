@@ -162,7 +162,7 @@ struct Args {
     /// Of the fingerprints the bands alone find, check only the nearest
     /// this many (0 = all): what bounds a query's reads when a band bucket
     /// holds many fingerprints within the distance bound.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = simdb::index::bands::DEFAULT_BAND_CANDIDATES)]
     band_cap: usize,
     /// Where recall.json goes.
     #[arg(long, default_value = "recall-out")]
@@ -907,20 +907,18 @@ fn main() {
                         System::Bands(b, _, _, 0) => {
                             // The library's band buckets (simdb::index::bands).
                             let plan = ProbePlan::ranked(a.fingerprint, 0, &a.weak_bits, *b);
-                            let probe = a.sketch.map(|s| BandProbe::new(&s, args.band_distance));
-                            let mut hits =
+                            // Only the nearest `--band-cap` fingerprints
+                            // that the bands alone find (the library's
+                            // `BandProbe::max_candidates`).
+                            let probe = a.sketch.map(|s| BandProbe {
+                                max_candidates: match args.band_cap {
+                                    0 => usize::MAX,
+                                    c => c,
+                                },
+                                ..BandProbe::new(&s, args.band_distance)
+                            });
+                            let hits =
                                 idx_banded.query_banded(a.fingerprint, &plan, probe.as_ref());
-                            if args.band_cap > 0 {
-                                // Only the nearest `--band-cap` fingerprints
-                                // that the bands alone found (hits are sorted
-                                // nearest first).
-                                let mut fps = std::collections::HashSet::new();
-                                hits.retain(|h| {
-                                    plan.accepts(a.fingerprint, h.fingerprint)
-                                        || fps.contains(&h.fingerprint)
-                                        || (fps.len() < args.band_cap && fps.insert(h.fingerprint))
-                                });
-                            }
                             let n = hits.len() as u64;
                             let buckets =
                                 plan.buckets() as u64 + probe.map_or(0, |p| p.buckets() as u64);

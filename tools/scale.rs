@@ -6,8 +6,16 @@
 //! ```text
 //! cargo run --release --example scale -- --n 1000000 --queries 2000 [--mode uniform|skewed]
 //!     [--seed 1] [--dir DIR] [--brute 50] [--keep] [--reuse] [--cache-mb 256]
-//!     [--big-batch 100000] [--ks 7,11] [--k-queries 1000] [--budgets 128]
+//!     [--big-batch 100000] [--ks 7,11] [--k-queries 1000] [--budgets 112]
+//!     [--sketches]
 //! ```
+//!
+//! `--sketches` gives every document a verification sketch (uniform
+//! random; the planted neighbours of a query share its sketch) and imports
+//! the sketched binary form, so the store has its sixteen band families;
+//! the ranked queries then carry a sketch and are timed with their band
+//! buckets (the default query) and without, and compared in full with a
+//! brute force of the plan and the band probe.
 //!
 //! For each of the Q query fingerprints, four documents are planted at
 //! distance 0, 1, 2 and 3 (bits anywhere in the 64, so usually in different
@@ -39,7 +47,9 @@ use std::time::Instant;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
-use simdb::import::{write_binary_record, BINARY_MAGIC};
+use simdb::import::{
+    write_binary_record, write_binary_sketched_record, BINARY_MAGIC, BINARY_SKETCHED_MAGIC,
+};
 use simdb::{Access, Tuning};
 use simdb::{Db, Fingerprint};
 
@@ -62,6 +72,10 @@ struct Args {
     /// Ranked budgets timed (`--budgets`; the default's alone unless
     /// given): what more bucket reads cost at this size.
     budgets: Vec<usize>,
+    /// Every document has a verification sketch (`--sketches`: the
+    /// sketched binary form, so the store has band families) and the
+    /// ranked queries are timed with their band buckets and without.
+    sketches: bool,
 }
 
 fn args() -> Args {
@@ -81,6 +95,7 @@ fn args() -> Args {
         k_queries: 1000,
         limit: None,
         budgets: vec![simdb::index::DEFAULT_PROBE_BUDGET],
+        sketches: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -104,6 +119,7 @@ fn args() -> Args {
                     .collect()
             }
             "--keep" => a.keep = true,
+            "--sketches" => a.sketches = true,
             "--reuse" => {
                 a.reuse = true;
                 a.keep = true;
@@ -185,6 +201,32 @@ impl Skew {
                 }
             }
         }
+    }
+}
+
+/// The sketch of document `i` under `--sketches`: uniform random bytes,
+/// seeded by the position (the planted neighbours of query j take the
+/// query's, `query_sketch(j)`).
+fn doc_sketch(seed: u64, i: usize) -> simdb::Sketch {
+    let mut state = seed ^ (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let mut s = [0u8; simdb::fingerprint::SKETCH_BYTES];
+    for c in s.chunks_exact_mut(8) {
+        c.copy_from_slice(&simdb::index::splitmix64(&mut state).to_le_bytes());
+    }
+    simdb::Sketch(s)
+}
+
+fn query_sketch(seed: u64, j: usize) -> simdb::Sketch {
+    doc_sketch(seed ^ 0x51e7c4, j)
+}
+
+/// The sketch of document `i` (the first `4 * queries` are the planted
+/// neighbours, four per query).
+fn sketch_of(a: &Args, i: usize) -> simdb::Sketch {
+    if i < 4 * a.queries {
+        query_sketch(a.seed, i / 4)
+    } else {
+        doc_sketch(a.seed, i)
     }
 }
 
@@ -299,9 +341,18 @@ fn main() {
     let reuse = a.reuse && store.exists();
     if !reuse {
         let mut w = std::io::BufWriter::new(std::fs::File::create(&input).expect("fps.bin"));
-        w.write_all(BINARY_MAGIC).unwrap();
-        for (i, &f) in fps.iter().enumerate() {
-            write_binary_record(&mut w, &format!("d{i:09}"), Fingerprint(f)).unwrap();
+        if a.sketches {
+            w.write_all(BINARY_SKETCHED_MAGIC).unwrap();
+            for (i, &f) in fps.iter().enumerate() {
+                let id = format!("d{i:09}");
+                write_binary_sketched_record(&mut w, &id, Fingerprint(f), &sketch_of(&a, i))
+                    .unwrap();
+            }
+        } else {
+            w.write_all(BINARY_MAGIC).unwrap();
+            for (i, &f) in fps.iter().enumerate() {
+                write_binary_record(&mut w, &format!("d{i:09}"), Fingerprint(f)).unwrap();
+            }
         }
         w.flush().unwrap();
         println!(
@@ -394,7 +445,7 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
         ..Tuning::default()
     };
     let db = Db::open_tuned(store, Access::ReadOnly, tuning).expect("open");
-    let mut index_bytes = 0;
+    let (mut index_bytes, mut band_bytes) = (0, 0);
     for (name, bytes) in db.admin().family_sizes() {
         println!(
             "size {name:<7} {:>8.1} MB  {:>6.1} B/doc",
@@ -404,10 +455,14 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
         if name.starts_with("block") {
             index_bytes += bytes;
         }
+        if name.starts_with("band") {
+            band_bytes += bytes;
+        }
     }
     println!(
-        "size index (4 block families) {:.1} B/doc",
-        index_bytes as f64 / a.n as f64
+        "size index (4 block families) {:.1} B/doc, band families (16) {:.1} B/doc",
+        index_bytes as f64 / a.n as f64,
+        band_bytes as f64 / a.n as f64
     );
 
     // Queries: after open (block cache cold, OS cache as the import left it),
@@ -540,7 +595,18 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
     // fingerprints have no margins; each query gets a seeded random order
     // of its 64 bits as its weak order (real texts' weak bits are spread
     // over the blocks the same way). Checked against the plan's brute force.
-    for &budget in &a.budgets {
+    let plans: Vec<(usize, bool)> = a
+        .budgets
+        .iter()
+        .flat_map(|&b| {
+            if a.sketches {
+                vec![(b, true), (b, false)]
+            } else {
+                vec![(b, false)]
+            }
+        })
+        .collect();
+    for (budget, bands) in plans {
         let qs = &queries[..a.k_queries.min(queries.len())];
         let mut rng = ChaCha8Rng::seed_from_u64(a.seed ^ 0x7a4b);
         let orders: Vec<Vec<u8>> = qs
@@ -556,13 +622,16 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
         let queries_r: Vec<simdb::Query> = qs
             .iter()
             .zip(&orders)
-            .map(|(&q, o)| simdb::Query {
+            .enumerate()
+            .map(|(j, (&q, o))| simdb::Query {
                 probe: Some(simdb::db::Probe {
                     weak_bits: o.clone(),
                     budget,
-                    bands: true,
+                    bands,
                 }),
                 limit: a.limit,
+                sketch: a.sketches.then(|| query_sketch(a.seed, j)),
+                min_similarity: 0.0,
                 ..simdb::Query::new(Fingerprint(q))
             })
             .collect();
@@ -583,10 +652,20 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
             (lat, ans)
         };
         let _ = run(&db);
+        let reads = db.admin().reads();
         let (lat, ans) = run(&db);
-        let buckets: usize = queries_r.iter().map(|q| q.plan().buckets()).sum();
+        let refs = db.admin().reads().refs - reads.refs;
+        let buckets: usize = queries_r
+            .iter()
+            .map(|q| q.plan().buckets() + q.band_probe().map_or(0, |p| p.buckets()))
+            .sum();
         println!(
-            "query ranked {budget} warm  p50 {:.3} ms  p95 {:.3} ms  p99 {:.3} ms  max {:.3} ms  ({} queries, {:.1} buckets each)",
+            "refs read per query {:.2}",
+            refs as f64 / queries_r.len() as f64
+        );
+        let name = if bands { " + bands" } else { "" };
+        println!(
+            "query ranked {budget}{name} warm  p50 {:.3} ms  p95 {:.3} ms  p99 {:.3} ms  max {:.3} ms  ({} queries, {:.1} buckets each)",
             pct(&lat, 0.5),
             pct(&lat, 0.95),
             pct(&lat, 0.99),
@@ -599,12 +678,42 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
         for j in 0..nb {
             let plan = queries_r[j].plan();
             let q = Fingerprint(qs[j]);
-            let mut want: Vec<(String, u32)> = fps
+            // Every document the plan accepts or within the band bound,
+            // then the band rule on those (a fingerprint's documents all
+            // lie at its distance, so its first document is among them).
+            let bound = queries_r[j].band_probe().map_or(0, |p| p.max_distance);
+            let near: Vec<(usize, Fingerprint)> = fps
                 .par_iter()
                 .enumerate()
-                .filter(|(_, &f)| plan.accepts(q, Fingerprint(f)))
-                .map(|(i, &f)| (format!("d{i:09}"), (f ^ qs[j]).count_ones()))
+                .filter(|(_, &f)| {
+                    plan.accepts(q, Fingerprint(f)) || (f ^ qs[j]).count_ones() <= bound
+                })
+                .map(|(i, &f)| (i, Fingerprint(f)))
                 .collect();
+            let ids: Vec<String> = near.iter().map(|(i, _)| format!("d{i:09}")).collect();
+            let first = |fp: Fingerprint| {
+                near.iter()
+                    .filter(|(_, f)| *f == fp)
+                    .map(|(i, _)| *i)
+                    .min()
+                    .map(|i| simdb::index::bands::band_values(&sketch_of(a, i)))
+            };
+            let hits = match queries_r[j].band_probe() {
+                Some(p) => simdb::index::bands::brute_force_banded(
+                    ids.iter().zip(&near).map(|(id, (_, f))| (id.as_str(), *f)),
+                    first,
+                    q,
+                    &plan,
+                    &p,
+                ),
+                None => simdb::index::brute_force_plan(
+                    ids.iter().zip(&near).map(|(id, (_, f))| (id.as_str(), *f)),
+                    q,
+                    &plan,
+                ),
+            };
+            let mut want: Vec<(String, u32)> =
+                hits.into_iter().map(|h| (h.id, h.distance)).collect();
             want.sort_by(|x, y| x.1.cmp(&y.1).then_with(|| x.0.cmp(&y.0)));
             want.truncate(a.limit.unwrap_or(usize::MAX));
             differ += usize::from(want != ans[j]);

@@ -190,7 +190,7 @@ class Db:
         (``int``), nearest first: at most ``limit`` (default 10, at most
         10,000; more raises :class:`simdb.InvalidInput`).
 
-        Without ``k``: k = 3 plus confidence-ranked probing of 128 buckets
+        Without ``k``: k = 3 plus confidence-ranked probing of 112 buckets and the 16 band buckets of the sketch
         (the default, best recall); with ``k`` (0..11): exactly every
         document within k bits, as a brute-force scan would find.
         ``min_similarity`` (0..1) is the sketch similarity a candidate needs

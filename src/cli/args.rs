@@ -223,8 +223,9 @@ pub struct DedupArgs {
     /// confidence-ranked probing, as for ingest.
     #[arg(short, long, value_name = "K")]
     pub k: Option<u32>,
-    /// Buckets read per check by confidence-ranked probing (default 128;
-    /// 0 = exact at k only).
+    /// Buckets read per check by confidence-ranked probing over the four
+    /// blocks (default 112, and the 16 band buckets of the sketch; 0 =
+    /// exact at k only, no bands).
     #[arg(long, value_name = "N")]
     pub probe_budget: Option<usize>,
     /// Sketch similarity that confirms a near-copy (0..1, default 0.6;
@@ -460,9 +461,10 @@ pub struct IngestArgs {
     /// least-confident bits; see --probe-budget).
     #[arg(short, long, value_name = "K")]
     pub k: Option<u32>,
-    /// Buckets read per duplicate check by confidence-ranked probing
-    /// (default 128; 0 = exact at k only). With -k, probing adds to the
-    /// exact radius.
+    /// Buckets read per duplicate check by confidence-ranked probing over
+    /// the four blocks (default 112, and the 16 band buckets of the
+    /// sketch; 0 = exact at k only, no bands). With -k, probing adds to
+    /// the exact radius.
     #[arg(long, value_name = "N")]
     pub probe_budget: Option<usize>,
     /// Stop at the first bad line (documents before it are kept).
@@ -531,8 +533,9 @@ pub struct QueryArgs {
     /// queries are exact at 3.
     #[arg(short, long, value_name = "K")]
     pub k: Option<u32>,
-    /// Buckets read by confidence-ranked probing (default 128; 0 = exact at
-    /// k only). With -k, probing adds to the exact radius.
+    /// Buckets read by confidence-ranked probing over the four blocks
+    /// (default 112, and the 16 band buckets of a text's sketch; 0 = exact
+    /// at k only, no bands). With -k, probing adds to the exact radius.
     #[arg(long, value_name = "N")]
     pub probe_budget: Option<usize>,
     /// At most this many results per query, nearest first (default 10, at

@@ -643,17 +643,17 @@ impl Db {
                     .resolve(at, fp, near, sketch, &skip, &mut visit)?
                     && plan.ranked
                 {
-                    let mut far: Vec<Fingerprint> = self
-                        .store
-                        .candidates(at, fp, &plan, true)?
+                    // What the bands add lies beyond k too (the plan
+                    // accepts everything within it).
+                    let probe = q.band_probe();
+                    let (found, banded) =
+                        self.store
+                            .candidates_banded(at, fp, &plan, probe.as_ref(), true)?;
+                    let mut far: Vec<Fingerprint> = found
                         .into_iter()
                         .filter(|f| f.distance(fp) > plan.k)
                         .collect();
-                    // What the bands add lies beyond k too (the plan
-                    // accepts everything within it).
-                    if let Some(probe) = q.band_probe() {
-                        far.extend(self.store.band_candidates(at, fp, &plan, &probe)?);
-                    }
+                    far.extend(banded);
                     self.store.resolve(at, fp, far, sketch, &skip, &mut visit)?;
                 }
             }

@@ -420,18 +420,29 @@ impl Writer<'_> {
         let plan = q.plan();
         let exact = index::ProbePlan::exact(fp, plan.k);
         let mut far_here: Vec<Fingerprint> = Vec::new();
-        for n in 0..2 {
+        // A search reads the band buckets with the plan's (one walk,
+        // nearest first); a write's check only once the plan found no
+        // duplicate (a third stage): a flood of near copies, which the
+        // plan finds, does not scan the bands' hot buckets for each copy.
+        let bands_apart = stop_within_k && q.band_probe().is_some();
+        for n in 0..3 {
             // Beyond k only for a document with no duplicate within it: a
             // write that has one knows it is a duplicate, and of what.
             // (The duplicates within k are then all of the document's:
             // the walk is complete without the rest.)
             let found_within = stop_within_k && !out.hits.is_empty();
-            if !done || (n == 1 && (!plan.ranked || found_within)) {
+            if !done || (n >= 1 && (!plan.ranked || found_within)) || (n == 2 && !bands_apart) {
                 break;
             }
             let part = if n == 0 {
                 index::ProbePlan {
                     blocks: exact.blocks.clone(),
+                    ..plan.clone()
+                }
+            } else if n == 2 {
+                // The bands alone (the plan's rule, none of its buckets).
+                index::ProbePlan {
+                    blocks: Default::default(),
                     ..plan.clone()
                 }
             } else {
@@ -455,18 +466,23 @@ impl Writer<'_> {
                     d > plan.k
                 }
             };
-            let probe = if n == 0 { None } else { q.band_probe() };
+            let probe = match n {
+                0 => None,
+                1 if bands_apart => None,
+                _ => q.band_probe(),
+            };
             let (mut found, banded) =
                 self.store
                     .writer_candidates(&at, fp, &part, probe.as_ref())?;
             // The bands' nearest few over the store and the batch together:
             // the store's go to its walk, the batch's filter its own.
+            // (A fingerprint among the nearest few of both is among the
+            // nearest few of its own side: each side is cut first.)
             let mut chosen: Vec<Fingerprint> = Vec::new();
             if let Some(p) = &probe {
-                let stored: std::collections::HashSet<Fingerprint> =
-                    banded.iter().copied().collect();
-                let mut all = banded;
-                all.extend(self.mem.band_candidates(fp, p));
+                let stored = p.band_only(fp, &plan, banded);
+                let mut all = p.band_only(fp, &plan, self.mem.band_candidates(fp, p));
+                all.extend_from_slice(&stored);
                 chosen = p.band_only(fp, &plan, all);
                 found.extend(chosen.iter().filter(|f| stored.contains(f)));
             }
@@ -476,7 +492,7 @@ impl Writer<'_> {
                     .copied()
                     .filter(|f| f.distance(fp) > plan.k)
                     .collect();
-            } else {
+            } else if n == 1 {
                 found.append(&mut far_here);
             }
             found.retain(|f| wanted(*f));
@@ -485,7 +501,11 @@ impl Writer<'_> {
             // are set aside, and walked only if the nearer ones run out.
             let want = 4 * examine.saturating_sub(examined.get()).max(1);
             let (near, far) = nearest_levels(found, fp, want);
-            let pending_plan = if n == 0 { &exact } else { &plan };
+            let pending_plan = match n {
+                0 => &exact,
+                1 => &plan,
+                _ => &part,
+            };
             let mut pending = self
                 .mem
                 .ordered_banded(fp, pending_plan, probe.as_ref())

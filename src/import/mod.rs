@@ -10,7 +10,10 @@
 //! - JSONL: `{"id": "...", "fingerprint": "16 hex digits"}` per line (`id`
 //!   may be an integer; other fields are ignored).
 //! - The compact binary form ([`BINARY_MAGIC`] then records, see
-//!   [`write_binary_record`]), recognised by its magic.
+//!   [`write_binary_record`]), recognised by its magic; or with each
+//!   document's verification sketch ([`BINARY_SKETCHED_MAGIC`],
+//!   [`write_binary_sketched_record`]), which then confirms its candidates
+//!   and names its band buckets as an ingested document's does.
 //! - Parquet (recognised by its magic): the `id` and `fingerprint` columns
 //!   of `simdb export --parquet`'s schema ([`crate::db::export`]), other
 //!   columns ignored; a directory stands for its `*.parquet` part files.
@@ -58,6 +61,7 @@ use crate::error::{Error, Result};
 use crate::fingerprint::Content;
 use crate::fingerprint::{Fingerprint, Recipe, SKETCH_BYTES};
 use crate::index;
+use crate::index::bands::BANDS;
 use crate::store::schema::KeepPolicy;
 use crate::store::{self, Record, Tuning};
 
@@ -71,9 +75,36 @@ use crate::store::{self, Record, Tuning};
 /// ```
 pub const BINARY_MAGIC: &[u8; 8] = b"SIMDBFP1";
 
+/// First 8 bytes of the binary form with verification sketches: each
+/// record is a fingerprint, the 32 bytes of the document's sketch (as
+/// [`crate::fingerprint::Sketch`] holds them, made with the store's
+/// recipe), then the id.
+///
+/// ```text
+/// header  8 bytes  "SIMDBFP2"
+/// record  8 bytes  fingerprint, u64 big-endian
+///        32 bytes  sketch
+///         2 bytes  id length n, u16 big-endian (1..=4096)
+///         n bytes  id, UTF-8
+/// ```
+pub const BINARY_SKETCHED_MAGIC: &[u8; 8] = b"SIMDBFP2";
+
 /// Appends one record of the binary form to `w` (after [`BINARY_MAGIC`]).
 pub fn write_binary_record(w: &mut impl Write, id: &str, fp: Fingerprint) -> io::Result<()> {
     w.write_all(&fp.value().to_be_bytes())?;
+    write_str(w, id)
+}
+
+/// Appends one record of the sketched binary form to `w` (after
+/// [`BINARY_SKETCHED_MAGIC`]).
+pub fn write_binary_sketched_record(
+    w: &mut impl Write,
+    id: &str,
+    fp: Fingerprint,
+    sketch: &crate::fingerprint::Sketch,
+) -> io::Result<()> {
+    w.write_all(&fp.value().to_be_bytes())?;
+    w.write_all(&sketch.0)?;
     write_str(w, id)
 }
 
@@ -142,6 +173,9 @@ struct ById {
     fp: u64,
     input: u32,
     line: u64,
+    /// The sketch of the sketched binary form (a restored record's is in
+    /// `extra`).
+    sketch: Option<[u8; SKETCH_BYTES]>,
     /// A restored record ([`Restored::encode`]), or empty.
     extra: Vec<u8>,
 }
@@ -153,6 +187,13 @@ impl Item for ById {
         w.write_all(&self.fp.to_be_bytes())?;
         w.write_all(&self.input.to_be_bytes())?;
         w.write_all(&self.line.to_be_bytes())?;
+        match &self.sketch {
+            Some(s) => {
+                w.write_all(&[1])?;
+                w.write_all(s)?;
+            }
+            None => w.write_all(&[0])?,
+        }
         w.write_all(&(self.extra.len() as u32).to_be_bytes())?;
         w.write_all(&self.extra)
     }
@@ -164,6 +205,15 @@ impl Item for ById {
         let mut b = [0u8; 28];
         r.read_exact(&mut b)?;
         let u64_at = |i: usize| u64::from_be_bytes(b[i..i + 8].try_into().unwrap_or([0; 8]));
+        let mut flag = [0u8; 1];
+        r.read_exact(&mut flag)?;
+        let sketch = if flag[0] == 1 {
+            let mut s = [0u8; SKETCH_BYTES];
+            r.read_exact(&mut s)?;
+            Some(s)
+        } else {
+            None
+        };
         let mut n = [0u8; 4];
         r.read_exact(&mut n)?;
         let mut extra = vec![0u8; u32::from_be_bytes(n) as usize];
@@ -174,6 +224,7 @@ impl Item for ById {
             fp: u64_at(8),
             input: u32::from_be_bytes(b[16..20].try_into().unwrap_or([0; 4])),
             line: u64_at(20),
+            sketch,
             extra,
         }))
     }
@@ -381,6 +432,8 @@ struct Parsed {
     id: String,
     fp: Fingerprint,
     line: u64,
+    /// The sketch of the sketched binary form.
+    sketch: Option<[u8; SKETCH_BYTES]>,
     /// The whole record, from a simdb export.
     restored: Option<Restored>,
 }
@@ -586,6 +639,7 @@ fn read_parquet(path: &Path, restore: bool, mut f: impl FnMut(Parsed) -> Result<
                 id: id.to_string(),
                 fp: Fingerprint(fp),
                 line: row,
+                sketch: None,
                 restored,
             })?;
         }
@@ -865,7 +919,8 @@ fn read_input(path: &Path, restore: bool, mut f: impl FnMut(Parsed) -> Result<()
     let file = File::open(path).map_err(|e| Error::io(path, e))?;
     let mut r = BufReader::with_capacity(1 << 20, file);
     let head = r.fill_buf().map_err(|e| Error::io(path, e))?;
-    if head.starts_with(BINARY_MAGIC) {
+    let sketched = head.starts_with(BINARY_SKETCHED_MAGIC);
+    if head.starts_with(BINARY_MAGIC) || sketched {
         r.consume(BINARY_MAGIC.len());
         let mut n = 0u64;
         loop {
@@ -875,6 +930,14 @@ fn read_input(path: &Path, restore: bool, mut f: impl FnMut(Parsed) -> Result<()
                 Ok(Some(b)) => u64::from_be_bytes(b),
                 Err(_) => return Err(bad(path, n, "record truncated (binary form)")),
             };
+            let sketch = if sketched {
+                let mut s = [0u8; SKETCH_BYTES];
+                r.read_exact(&mut s)
+                    .map_err(|_| bad(path, n, "record truncated (binary form)"))?;
+                Some(s)
+            } else {
+                None
+            };
             let id = read_str(&mut r)
                 .map_err(|e| bad(path, n, format!("record {n}: bad or truncated id ({e})")))?;
             check_id(&id).map_err(|e| bad(path, n, e))?;
@@ -882,6 +945,7 @@ fn read_input(path: &Path, restore: bool, mut f: impl FnMut(Parsed) -> Result<()
                 id,
                 fp: Fingerprint(fp),
                 line: n,
+                sketch,
                 restored: None,
             })?;
         }
@@ -911,6 +975,7 @@ fn read_input(path: &Path, restore: bool, mut f: impl FnMut(Parsed) -> Result<()
             id,
             fp,
             line: n,
+            sketch: None,
             restored: None,
         })?;
     }
@@ -1038,7 +1103,7 @@ fn build(
     let (uniq_path, by_fp) = b.keep_last(by_id, &mut summary)?;
     lap(&mut summary, "keep last of each id, sort by fingerprint");
     on_event(Event::Step("refs"));
-    let (fps_path, refs_files) = b.write_refs(by_fp, &mut summary)?;
+    let (fps_path, bands_path, refs_files) = b.write_refs(by_fp, &mut summary)?;
     lap(&mut summary, "write refs and the distinct fingerprints");
     on_event(Event::Step("docs"));
     let now = crate::db::now();
@@ -1053,6 +1118,8 @@ fn build(
         &mut summary,
         "write docs, the ingest order and the four block families",
     );
+    let band_files = b.write_bands(&bands_path)?;
+    lap(&mut summary, "write the sixteen band families");
 
     // Step 5: a fresh store in the staging directory, then one rename.
     on_event(Event::Step("ingest"));
@@ -1063,6 +1130,9 @@ fn build(
     ];
     for (i, files) in block_files.into_iter().enumerate() {
         families.push((store::BLOCK_FAMILIES[i], files));
+    }
+    for (j, files) in band_files.into_iter().enumerate() {
+        families.push((store::BAND_FAMILIES[j], files));
     }
     let count = store::schema::MetaU64::DocCount.owned_entry(summary.documents);
     // Positions count records from 1; the documents are stamped `now`
@@ -1082,9 +1152,6 @@ fn build(
         opts.tuning,
         &families,
         &[count, next_ord, clock, short, keep],
-        // A restored export has sketches: their band buckets, from the
-        // `refs` just written (imported fingerprints have none).
-        restore.is_some(),
     )?;
     summary.clusters = restoration.clusters;
     summary.restored = restore.is_some();
@@ -1117,6 +1184,7 @@ impl Build<'_> {
                         fp: p.fp.value(),
                         input: input as u32,
                         line: p.line,
+                        sketch: p.sketch,
                         extra: p.restored.map(|r| r.encode()).unwrap_or_default(),
                     })
                     .map_err(io_err(tmp))
@@ -1142,7 +1210,7 @@ impl Build<'_> {
         let mut keep = |r: ById, by_fp: &mut Sorter<ByFp>| -> io::Result<()> {
             r.write_to(&mut uniq)?;
             let sketch = match r.extra.is_empty() {
-                true => None,
+                true => r.sketch,
                 false => Restored::sketch_of(&r.extra).map_err(io::Error::other)?,
             };
             by_fp.push(ByFp {
@@ -1178,11 +1246,16 @@ impl Build<'_> {
         &self,
         by_fp: Sorted<ByFp>,
         summary: &mut Summary,
-    ) -> Result<(PathBuf, Vec<PathBuf>)> {
+    ) -> Result<(PathBuf, PathBuf, Vec<PathBuf>)> {
         let tmp = &self.tmp;
         let fps_path = tmp.join("fps.bin");
         let mut fps =
             BufWriter::with_capacity(1 << 20, File::create(&fps_path).map_err(io_err(tmp))?);
+        // Each distinct fingerprint whose first document (smallest id)
+        // has a sketch, with that sketch: its band buckets.
+        let bands_path = tmp.join("bands.bin");
+        let mut bands =
+            BufWriter::with_capacity(1 << 20, File::create(&bands_path).map_err(io_err(tmp))?);
         let mut refs_entries: Vec<RefsEntry> = Vec::new();
         let mut refs_files = Vec::new();
         let mut last: Option<u64> = None;
@@ -1213,6 +1286,10 @@ impl Build<'_> {
                 summary.shared_fingerprints += 1;
             } else {
                 fps.write_all(&fp.to_be_bytes()).map_err(io_err(tmp))?;
+                if let Some(s) = &sketch {
+                    bands.write_all(&fp.to_be_bytes()).map_err(io_err(tmp))?;
+                    bands.write_all(s).map_err(io_err(tmp))?;
+                }
                 last = Some(fp);
             }
             refs_entries.push((Fingerprint(fp), id, sketch.map(crate::fingerprint::Sketch)));
@@ -1221,10 +1298,12 @@ impl Build<'_> {
             }
         }
         flush_chunk(&mut refs_entries, &mut refs_files)?;
-        fps.into_inner()
-            .map_err(|e| e.into_error())
-            .map_err(io_err(tmp))?;
-        Ok((fps_path, refs_files))
+        for w in [fps, bands] {
+            w.into_inner()
+                .map_err(|e| e.into_error())
+                .map_err(io_err(tmp))?;
+        }
+        Ok((fps_path, bands_path, refs_files))
     }
 
     /// Step 4a: `docs` in id order from the kept records, the ingest order
@@ -1352,6 +1431,49 @@ impl Build<'_> {
     }
 }
 
+impl Build<'_> {
+    /// Step 4c: the sixteen band families from the file of (fingerprint,
+    /// first document's sketch), each from its own sort by (band value,
+    /// fingerprint). Nothing to do (and no sort) when no document has a
+    /// sketch.
+    fn write_bands(&self, bands_path: &Path) -> Result<Vec<Vec<PathBuf>>> {
+        let tmp = &self.tmp;
+        let empty = std::fs::metadata(bands_path).map_err(io_err(tmp))?.len() == 0;
+        let mut out = Vec::new();
+        for j in 0..BANDS {
+            if empty {
+                out.push(Vec::new());
+                continue;
+            }
+            let mut r =
+                BufReader::with_capacity(1 << 20, File::open(bands_path).map_err(io_err(tmp))?);
+            let mut sorter = Sorter::<u128>::new(tmp, &format!("band{j}"), self.budget / 2);
+            while let Some(fp) = read_array::<8>(&mut r).map_err(io_err(tmp))? {
+                let s = read_array::<SKETCH_BYTES>(&mut r)
+                    .map_err(io_err(tmp))?
+                    .ok_or_else(|| Error::io(tmp, io::Error::other("bands file truncated")))?;
+                let value = u16::from_le_bytes([s[2 * j], s[2 * j + 1]]);
+                sorter
+                    .push((value as u128) << 64 | u64::from_be_bytes(fp) as u128)
+                    .map_err(io_err(tmp))?;
+            }
+            let sorted = sorter.finish().map_err(io_err(tmp))?;
+            let name = store::BAND_FAMILIES[j];
+            out.push(store::write_ssts(
+                &self.sst,
+                name,
+                name,
+                self.opts.sst_file_bytes,
+                postings_by(sorted.map(|k| {
+                    k.map(|k| ((k >> 64) as u16, Fingerprint(k as u64)))
+                        .map_err(|e| Error::io(tmp, e))
+                })),
+            )?);
+        }
+        Ok(out)
+    }
+}
+
 /// The record of an imported fingerprint (not a restored export): stamped
 /// `now`, its ord the input position (the earliest read is the earliest
 /// ingested, as ingest would number them), its source `input:line`.
@@ -1365,7 +1487,7 @@ fn imported_record(d: &ById, input: &str, now: u64) -> Record {
         ingested_at: now,
         source: format!("{input}:{}", d.line),
         terms: 0,
-        sketch: None,
+        sketch: d.sketch.map(crate::fingerprint::Sketch),
         top_terms: Vec::new(),
         weak_bits: Vec::new(),
         ord: d.pos,
@@ -1506,20 +1628,27 @@ fn postings<'a>(
     i: usize,
     sorted: impl Iterator<Item = Result<Fingerprint>> + 'a,
 ) -> impl Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + 'a {
+    postings_by(sorted.map(move |r| r.map(|fp| (fp.block(i), fp))))
+}
+
+/// [`postings`] of (bucket, fingerprint) pairs in that order (a band
+/// family's bucket is not a block of the fingerprint).
+fn postings_by<'a>(
+    sorted: impl Iterator<Item = Result<(u16, Fingerprint)>> + 'a,
+) -> impl Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + 'a {
     let mut sorted = sorted.peekable();
     let mut ready: std::collections::VecDeque<(Vec<u8>, Vec<u8>)> = Default::default();
     std::iter::from_fn(move || {
         if let Some(e) = ready.pop_front() {
             return Some(Ok(e));
         }
-        let first = match sorted.next()? {
-            Ok(fp) => fp,
+        let (block, first) = match sorted.next()? {
+            Ok(e) => e,
             Err(e) => return Some(Err(e)),
         };
-        let block = first.block(i);
         let mut group = vec![first];
-        while let Some(Ok(fp)) = sorted.peek() {
-            if fp.block(i) != block {
+        while let Some(Ok((b, fp))) = sorted.peek() {
+            if *b != block {
                 break;
             }
             // Block 1..3 come from a sort of every document's

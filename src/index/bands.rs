@@ -104,7 +104,17 @@ impl BandProbe {
         mut found: Vec<Fingerprint>,
     ) -> Vec<Fingerprint> {
         found.retain(|fp| !plan.accepts(q, *fp));
-        found.sort_unstable_by_key(|fp| (fp.distance(q), *fp));
+        let key = |fp: &Fingerprint| (fp.distance(q), *fp);
+        // A fingerprint is in a probe's buckets at most once per band (and
+        // a writer adds its batch's): the nearest `keep` entries hold the
+        // nearest `max_candidates` distinct ones. A hot bucket's thousands
+        // are cut in linear time before the sort.
+        let keep = self.max_candidates.saturating_mul(2 * BANDS);
+        if found.len() > keep && keep > 0 {
+            found.select_nth_unstable_by_key(keep - 1, key);
+            found.truncate(keep);
+        }
+        found.sort_unstable_by_key(key);
         found.dedup();
         found.truncate(self.max_candidates);
         found

@@ -73,7 +73,6 @@ impl Staging {
         tuning: Tuning,
         families: &[(&str, Vec<PathBuf>)],
         meta: &[(Vec<u8>, Vec<u8>)],
-        build_bands: bool,
     ) -> Result<()> {
         let db_dir = self.dir.join("db");
         {
@@ -84,9 +83,6 @@ impl Staging {
             let store = Store::create_with_meta(&db_dir, recipe, tuning, &extra)?;
             for (name, files) in families {
                 store.ingest_ssts(name, files)?;
-            }
-            if build_bands {
-                store.build_bands()?;
             }
             store.flush()?;
         }
@@ -224,7 +220,7 @@ impl Store {
         if !meta.iter().any(|(k, _)| k == DOC_COUNT_KEY) {
             return Err(Error::corrupt(META, DOC_COUNT_KEY, "missing"));
         }
-        staging.finish(recipe, tuning, &families, &meta, false)
+        staging.finish(recipe, tuning, &families, &meta)
     }
 
     /// Adds to `batch` the removal of every `refs` entry and index key.

@@ -391,6 +391,22 @@ impl Store {
         Ok((head, segments))
     }
 
+    /// The fingerprints of the head of bucket `blk` of family `i` and the
+    /// number of sealed segments it names (latest state).
+    fn read_head(&self, i: usize, blk: u16) -> Result<(Vec<u64>, u32)> {
+        let name = posting_family(i);
+        let key = index::bucket_key(blk);
+        super::ReadCounts::add(&self.reads.buckets, 1);
+        let raw = self.db.get_cf(self.cf(name), key)?.unwrap_or_default();
+        let (entries, n) = index::split_head(&raw).map_err(|r| Error::corrupt(name, &key, r))?;
+        let head = index::posting_entries(entries)
+            .into_iter()
+            .flatten()
+            .map(|f| f.0)
+            .collect();
+        Ok((head, n))
+    }
+
     /// The operands (or the seal) of one bucket's `ops`.
     fn write_bucket(
         &self,
@@ -445,10 +461,8 @@ impl Store {
         // taken enough operands (it is written whole).
         let (mut set, segments) = match contents {
             Some((h, s)) => (h, s.len() as u32),
-            None => {
-                let (h, s) = self.read_bucket(i, blk)?;
-                (h, s.len() as u32)
-            }
+            // A fold or a seal needs the head alone.
+            None => self.read_head(i, blk)?,
         };
         let segments = segments.max(head.segments);
         for &(fp, add) in &head_ops {
@@ -545,6 +559,9 @@ impl Store {
         if now.is_multiple_of(1 << 16) {
             heads.seen.clear();
         }
+        // Band buckets not in memory: one each of several families, read
+        // together after the block families' (one multi-get).
+        let mut band_missing: Vec<(usize, u16, bool)> = Vec::new();
         for (i, blocks) in families {
             // Buckets to read, and whether each is hot (read recently).
             let mut missing: Vec<u16> = Vec::new();
@@ -554,8 +571,13 @@ impl Store {
                     Some(kept) => scan(i, &kept.raw),
                     None => {
                         let last = heads.seen.insert((i, *b), now);
-                        missing.push(*b);
-                        hot.push(last.is_some_and(|t| now - t <= HOT_RECENT));
+                        let is_hot = last.is_some_and(|t| now - t <= HOT_RECENT);
+                        if i >= BLOCKS {
+                            band_missing.push((i, *b, is_hot));
+                        } else {
+                            missing.push(*b);
+                            hot.push(is_hot);
+                        }
                     }
                 }
             }
@@ -570,6 +592,47 @@ impl Store {
                 if hot[n] {
                     heads.hot_entries += raw.len() / index::ENTRY_LEN;
                     heads.hot.insert((i, missing[n]), Hot { raw });
+                }
+            }
+        }
+        if !band_missing.is_empty() {
+            let keys: Vec<[u8; index::BUCKET_KEY_LEN]> = band_missing
+                .iter()
+                .map(|(_, b, _)| index::bucket_key(*b))
+                .collect();
+            super::ReadCounts::add(&self.reads.buckets, keys.len() as u64);
+            let ro = super::query::read_at(at);
+            let values = self.db.multi_get_cf_opt(
+                band_missing
+                    .iter()
+                    .zip(&keys)
+                    .map(|((i, _, _), k)| (self.cf(posting_family(*i)), k)),
+                &ro,
+            );
+            for ((&(i, b, hot), key), v) in band_missing.iter().zip(&keys).zip(values) {
+                let Some(v) = v? else {
+                    if hot {
+                        heads.hot.insert((i, b), Hot::default());
+                    }
+                    continue;
+                };
+                let (entries, segments) =
+                    index::split_head(&v).map_err(|r| Error::corrupt(posting_family(i), key, r))?;
+                scan(i, entries);
+                let mut raw = if hot { entries.to_vec() } else { Vec::new() };
+                if segments > 0 {
+                    self.read_parts(at, i, &[b], |_, e, head| {
+                        if head.is_none() {
+                            scan(i, e);
+                            if hot {
+                                raw.extend_from_slice(e);
+                            }
+                        }
+                    })?;
+                }
+                if hot {
+                    heads.hot_entries += raw.len() / index::ENTRY_LEN;
+                    heads.hot.insert((i, b), Hot { raw });
                 }
             }
         }

@@ -12,7 +12,7 @@ use super::{
 };
 use crate::error::{Error, Result};
 use crate::fingerprint::{Fingerprint, Sketch, BLOCKS};
-use crate::index::bands::BandProbe;
+use crate::index::bands::{BandProbe, BANDS};
 use crate::index::{self, Hit, RefKey};
 
 /// The view one query reads at: every read of a query (buckets, `refs`,
@@ -110,60 +110,120 @@ impl Store {
         plan: &index::ProbePlan,
         parallel: bool,
     ) -> Result<Vec<Fingerprint>> {
+        Ok(self.candidates_banded(at, q, plan, None, parallel)?.0)
+    }
+
+    /// [`Store::candidates`], and with a band probe also what it adds
+    /// ([`BandProbe::band_only`]: the nearest few the plan does not
+    /// accept), read from its 16 band buckets beside the plan's: half of
+    /// each on this thread, half on the rayon pool.
+    pub(crate) fn candidates_banded(
+        &self,
+        at: &Snapshot<'_>,
+        q: Fingerprint,
+        plan: &index::ProbePlan,
+        probe: Option<&BandProbe>,
+        parallel: bool,
+    ) -> Result<(Vec<Fingerprint>, Vec<Fingerprint>)> {
         crate::fingerprint::check_k(plan.k)?;
-        // The families are independent: two on this thread, two on the
+        // The families are independent: half on this thread, half on the
         // rayon pool meanwhile (one wake-up, this thread keeps working).
         let (mine, theirs) = plan.blocks.split_at(2);
+        let half = BANDS / 2;
         let mut found: Vec<Fingerprint> = Vec::new();
-        let mut other: Result<Vec<Fingerprint>> = Ok(Vec::new());
+        let mut banded: Vec<Fingerprint> = Vec::new();
+        let mut other: Result<(Vec<Fingerprint>, Vec<Fingerprint>)> = Ok(Default::default());
         let mut here: Result<()> = Ok(());
-        if plan.buckets() <= 2 * BLOCKS || !self.parallel_probe || !parallel {
+        let buckets = plan.buckets() + probe.map_or(0, |p| p.buckets());
+        if buckets <= 2 * BLOCKS || !self.parallel_probe || !parallel {
             // A few buckets: cheaper on this thread than a wake-up (and
             // always, when requests already keep every core busy).
-            here =
-                plan.blocks.iter().enumerate().try_for_each(|(i, blocks)| {
-                    self.scan_buckets(at, i, blocks, q, plan, &mut found)
+            here = plan
+                .blocks
+                .iter()
+                .enumerate()
+                .try_for_each(|(i, blocks)| self.scan_buckets(at, i, blocks, q, plan, &mut found))
+                .and_then(|()| match probe {
+                    Some(p) => self.scan_bands(at, q, p, 0..BANDS, &mut banded),
+                    None => Ok(()),
                 });
         } else {
             rayon::in_place_scope(|scope| {
                 let other = &mut other;
                 scope.spawn(move |_| {
-                    let mut v = Vec::new();
+                    let (mut v, mut w) = (Vec::new(), Vec::new());
                     *other = theirs
                         .iter()
                         .enumerate()
                         .try_for_each(|(j, blocks)| {
                             self.scan_buckets(at, j + 2, blocks, q, plan, &mut v)
                         })
-                        .map(|()| v);
+                        .and_then(|()| match probe {
+                            Some(p) => self.scan_bands(at, q, p, half..BANDS, &mut w),
+                            None => Ok(()),
+                        })
+                        .map(|()| (v, w));
                 });
-                here = mine.iter().enumerate().try_for_each(|(i, blocks)| {
-                    self.scan_buckets(at, i, blocks, q, plan, &mut found)
-                });
+                here = mine
+                    .iter()
+                    .enumerate()
+                    .try_for_each(|(i, blocks)| {
+                        self.scan_buckets(at, i, blocks, q, plan, &mut found)
+                    })
+                    .and_then(|()| match probe {
+                        Some(p) => self.scan_bands(at, q, p, 0..half, &mut banded),
+                        None => Ok(()),
+                    });
             });
         }
         here?;
-        found.extend(other?);
-        Ok(found)
+        let (v, w) = other?;
+        found.extend(v);
+        banded.extend(w);
+        let banded = match probe {
+            Some(p) => p.band_only(q, plan, banded),
+            None => banded,
+        };
+        Ok((found, banded))
     }
 
-    /// The fingerprints band probe `probe` adds to what `plan` accepts for
-    /// `q` ([`BandProbe::band_only`]: the nearest few the plan does not
-    /// accept), read from its 16 band buckets at `at`.
-    pub(crate) fn band_candidates(
+    /// Adds to `found` what `probe` accepts for `q` in its buckets of the
+    /// band families `bands`: their heads in one multi-get over those
+    /// families (one bucket each), the sealed segments of a hot bucket, if
+    /// any, after.
+    fn scan_bands(
         &self,
         at: &Snapshot<'_>,
         q: Fingerprint,
-        plan: &index::ProbePlan,
         probe: &BandProbe,
-    ) -> Result<Vec<Fingerprint>> {
-        let mut found = Vec::new();
-        for (j, v) in probe.values.iter().enumerate() {
-            self.read_buckets(at, BLOCKS + j, &[*v], |_, posting| {
-                probe.scan_posting(q, posting, &mut found)
-            })?;
+        bands: std::ops::Range<usize>,
+        found: &mut Vec<Fingerprint>,
+    ) -> Result<()> {
+        let keys: Vec<(usize, [u8; index::BUCKET_KEY_LEN])> = bands
+            .map(|j| (j, index::bucket_key(probe.values[j])))
+            .collect();
+        ReadCounts::add(&self.reads.buckets, keys.len() as u64);
+        let ro = read_at(at);
+        let values = self.db.multi_get_cf_opt(
+            keys.iter()
+                .map(|(j, k)| (self.cf(posting_family(BLOCKS + j)), k)),
+            &ro,
+        );
+        for ((j, key), v) in keys.iter().zip(values) {
+            let Some(v) = v? else { continue };
+            let name = posting_family(BLOCKS + j);
+            let (entries, segments) =
+                index::split_head(&v).map_err(|r| Error::corrupt(name, key, r))?;
+            probe.scan_posting(q, entries, found);
+            if segments > 0 {
+                self.read_parts(at, BLOCKS + j, &[probe.values[*j]], |_, e, head| {
+                    if head.is_none() {
+                        probe.scan_posting(q, e, found)
+                    }
+                })?;
+            }
         }
-        Ok(probe.band_only(q, plan, found))
+        Ok(())
     }
 
     /// Walks the documents of `found` (fingerprints from
