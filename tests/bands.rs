@@ -375,3 +375,91 @@ fn an_import_with_sketches_has_the_writers_bands() {
     assert_eq!(got, want);
     assert!(db.get("n000").unwrap().unwrap().sketch.is_some());
 }
+
+/// Reposts wrapped in other text (30%) or truncated (80%), whose
+/// fingerprints moved beyond the ranked plan: ingest finds them through
+/// the band buckets and clusters them with their originals, a text query
+/// finds them, and the clusters `verify --repair` rebuilds are ingest's.
+#[test]
+fn reposts_found_by_the_bands_cluster_as_ingest_and_rebuild_agree() {
+    use simdb::ingest::{self, Doc};
+    let vocab = common::vocab();
+    let mut rng = common::rng(33);
+    let doc = |id: String, text: String| Doc {
+        id,
+        content: Content::Text(text),
+        source: "t".into(),
+        line: None,
+        priority: None,
+    };
+    let mut docs = Vec::new();
+    let mut reposts = Vec::new();
+    for i in 0..40 {
+        let words = common::article(&mut rng, &vocab, 300);
+        docs.push(doc(format!("o{i:02}"), words.concat()));
+        let text = if i % 2 == 0 {
+            // Wrapped: a header and a footer of other text, 30% of it.
+            let head = common::article(&mut rng, &vocab, 45).concat();
+            let foot = common::article(&mut rng, &vocab, 45).concat();
+            format!("{head}{}{foot}", words.concat())
+        } else {
+            // The first 80%.
+            words[..240].concat()
+        };
+        reposts.push((format!("r{i:02}"), text));
+    }
+    for (id, text) in &reposts {
+        docs.push(doc(id.clone(), text.clone()));
+    }
+    let t = common::TempDb::new();
+    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let f = db.fingerprinter().clone();
+    let opts = simdb::db::write::WritePolicy::default();
+    let mut found = 0;
+    for chunk in docs.chunks(25) {
+        let mut w = db.writer().unwrap();
+        for d in chunk {
+            let a = d.content.analyze(&f).unwrap();
+            let dup = ingest::place(&mut w, d, a, &opts).unwrap().1;
+            if d.id.starts_with('r') && dup.hits.iter().any(|h| h.id[1..] == d.id[1..]) {
+                found += 1;
+            }
+        }
+        w.commit().unwrap();
+    }
+    assert!(found >= 32, "ingest found {found} of 40 reposts");
+    let queried = |bands: bool| {
+        reposts
+            .iter()
+            .filter(|(id, text)| {
+                let mut q = db.text_query(text).unwrap();
+                q.probe.as_mut().unwrap().bands = bands;
+                let hits = db.search(&q).unwrap();
+                hits.iter().any(|h| h.id[1..] == id[1..] && h.id != *id)
+            })
+            .count()
+    };
+    let (with, without) = (queried(true), queried(false));
+    assert!(
+        with >= 32 && with >= without + 8,
+        "a query found {with} of 40, {without} without the bands"
+    );
+    let clusters = |db: &Db| {
+        let mut v = Vec::new();
+        db.clusters()
+            .each(2, |c| {
+                let mut ids: Vec<String> = c.members.into_iter().map(|m| m.id).collect();
+                ids.sort();
+                v.push((ids, c.representative));
+                Ok(())
+            })
+            .unwrap();
+        v.sort();
+        v
+    };
+    let before = clusters(&db);
+    assert!(before.len() >= 32, "{} clusters", before.len());
+    db.repair().unwrap();
+    assert_eq!(clusters(&db), before);
+    assert!(db.admin().verify().unwrap().is_clean());
+}

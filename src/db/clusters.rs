@@ -780,26 +780,29 @@ impl Db {
         use crate::index::DEFAULT_PROBE_BUDGET;
         use limits::{CHECK_CONFIRMED, CHECK_EXAMINED};
         let min_similarity = self.default_min_similarity();
-        #[allow(clippy::type_complexity)]
-        let qs: Vec<(
+        type Planned = (
             Fingerprint,
             crate::index::ProbePlan,
             Option<crate::index::bands::BandProbe>,
-        )> = chunk
+        );
+        let queries: Vec<super::Query> = chunk
             .iter()
             .map(|(_, r)| {
-                let q = super::Query {
+                super::Query {
                     sketch: r.sketch,
                     ..super::Query::new(r.fingerprint)
                 }
-                .probing(&r.weak_bits, DEFAULT_PROBE_BUDGET);
-                (r.fingerprint, q.plan(), q.band_probe())
+                .probing(&r.weak_bits, DEFAULT_PROBE_BUDGET)
             })
             .collect();
+        // As ingest: the ranked plan first; the band buckets only for a
+        // document of which it confirmed no earlier copy.
+        let qs: Vec<Planned> = queries
+            .iter()
+            .map(|q| (q.fingerprint, q.plan(), None))
+            .collect();
         let at = self.store.snapshot();
-        let found = self.store.candidates_many(&at, &qs)?;
-        let mut out = Vec::with_capacity(chunk.len());
-        for ((id, r), found) in chunk.iter().zip(found) {
+        let walk = |id: &String, r: &Record, found: Vec<Fingerprint>| -> Result<Vec<String>> {
             // As ingest's check saw the store: the documents before this
             // one, nearest first, within the same bounds. Later documents
             // cost a read too, so they count against the bound; a walk cut
@@ -858,7 +861,35 @@ impl Db {
                     break;
                 }
             }
-            out.push(near);
+            Ok(near)
+        };
+        let found = self.store.candidates_many(&at, &qs)?;
+        let mut out = Vec::with_capacity(chunk.len());
+        for ((id, r), found) in chunk.iter().zip(found) {
+            out.push(walk(id, r, found)?);
+        }
+        // The band buckets of those with none: what they add beyond the
+        // plan's (which confirmed nothing).
+        let again: Vec<usize> = (0..chunk.len())
+            .filter(|&i| out[i].is_empty() && queries[i].band_probe().is_some())
+            .collect();
+        if !again.is_empty() {
+            let qs: Vec<Planned> = again
+                .iter()
+                .map(|&i| {
+                    let q = &queries[i];
+                    (q.fingerprint, q.plan(), q.band_probe())
+                })
+                .collect();
+            let found = self.store.candidates_many(&at, &qs)?;
+            for ((&i, (fp, plan, _)), found) in again.iter().zip(&qs).zip(found) {
+                let banded = found
+                    .into_iter()
+                    .filter(|f| !plan.accepts(*fp, *f))
+                    .collect();
+                let (id, r) = &chunk[i];
+                out[i] = walk(id, r, banded)?;
+            }
         }
         Ok(out)
     }
