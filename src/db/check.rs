@@ -279,41 +279,44 @@ impl Db {
         let mut last: Option<Fingerprint> = None;
         self.store.for_each_raw(store::REFS, |k, v| {
             rep.refs += 1;
-            match index::RefKey::decode(k) {
-                Err(e) => rep
-                    .problems
-                    .push(format!("{}: key {}: {e}", store::REFS, hex(k))),
-                Ok((fp, id)) => match docs.get_mut(&(fp, id_hash(id.as_bytes()))) {
-                    Some((seen, crc)) => {
-                        *seen = true;
-                        if let Err(e) = store::schema::decode_refs_value(v) {
-                            rep.problems
-                                .push(format!("{}: key {}: {e}", store::REFS, hex(k)));
-                        } else if sketch_crc(v) != *crc {
-                            rep.problems.push(format!(
-                                "{}: key {}: the sketch differs from the record's",
-                                store::REFS,
-                                hex(k)
-                            ));
-                        }
+            let (fp, id) = match index::RefKey::decode(k) {
+                Ok(e) => e,
+                Err(e) => {
+                    rep.problems
+                        .push(format!("{}: key {}: {e}", store::REFS, hex(k)));
+                    return Ok(());
+                }
+            };
+            let sketch = store::schema::decode_refs_value(v);
+            match docs.get_mut(&(fp, id_hash(id.as_bytes()))) {
+                Some((seen, crc)) => {
+                    *seen = true;
+                    if let Err(e) = &sketch {
+                        rep.problems
+                            .push(format!("{}: key {}: {e}", store::REFS, hex(k)));
+                    } else if sketch_crc(v) != *crc {
+                        rep.problems.push(format!(
+                            "{}: key {}: the sketch differs from the record's",
+                            store::REFS,
+                            hex(k)
+                        ));
                     }
-                    None => rep.problems.push(format!(
-                        "{}: key {}: orphan entry (no record of id {id:?} has fingerprint {fp})",
-                        store::REFS,
-                        hex(k)
-                    )),
-                },
+                }
+                None => rep.problems.push(format!(
+                    "{}: key {}: orphan entry (no record of id {id:?} has fingerprint {fp})",
+                    store::REFS,
+                    hex(k)
+                )),
             }
             // The first entry of each fingerprint names its band buckets.
-            if let Ok((fp, _)) = index::RefKey::decode(k) {
-                if last != Some(fp) {
-                    last = Some(fp);
-                    if let Ok(Some(s)) = store::schema::decode_refs_value(v) {
-                        let values = index::bands::band_values(&s);
-                        let d = (0..index::bands::BANDS)
-                            .fold(0u64, |d, j| d.wrapping_add(band_digest(j, values[j])));
-                        bands.insert(fp, d);
-                    }
+            if last != Some(fp) {
+                last = Some(fp);
+                if let Ok(Some(s)) = sketch {
+                    let d = index::bands::band_values(&s)
+                        .iter()
+                        .enumerate()
+                        .fold(0u64, |d, (j, v)| d.wrapping_add(band_digest(j, *v)));
+                    bands.insert(fp, d);
                 }
             }
             Ok(())

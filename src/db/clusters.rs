@@ -780,11 +780,6 @@ impl Db {
         use crate::index::DEFAULT_PROBE_BUDGET;
         use limits::{CHECK_CONFIRMED, CHECK_EXAMINED};
         let min_similarity = self.default_min_similarity();
-        type Planned = (
-            Fingerprint,
-            crate::index::ProbePlan,
-            Option<crate::index::bands::BandProbe>,
-        );
         let queries: Vec<super::Query> = chunk
             .iter()
             .map(|(_, r)| {
@@ -797,7 +792,7 @@ impl Db {
             .collect();
         // As ingest: the ranked plan first; the band buckets only for a
         // document of which it confirmed no earlier copy.
-        let qs: Vec<Planned> = queries
+        let qs: Vec<store::Planned> = queries
             .iter()
             .map(|q| (q.fingerprint, q.plan(), None))
             .collect();
@@ -874,7 +869,7 @@ impl Db {
             .filter(|&i| out[i].is_empty() && queries[i].band_probe().is_some())
             .collect();
         if !again.is_empty() {
-            let qs: Vec<Planned> = again
+            let qs: Vec<store::Planned> = again
                 .iter()
                 .map(|&i| {
                     let q = &queries[i];

@@ -675,11 +675,7 @@ impl Db {
     /// faster than one query at a time once the batch is large (thousands
     /// of queries). All of them read one snapshot.
     pub fn search_many(&self, qs: &[Query]) -> Result<Vec<Vec<Hit>>> {
-        let plans: Vec<(
-            Fingerprint,
-            index::ProbePlan,
-            Option<index::bands::BandProbe>,
-        )> = qs
+        let plans: Vec<store::Planned> = qs
             .iter()
             .map(|q| (q.fingerprint, q.plan(), q.band_probe()))
             .collect();

@@ -1,7 +1,7 @@
 //! The batch writer: one RocksDB write batch at a time, whose pending
 //! documents its own queries see.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::clusters::{Anchor, ClusterChanges, ClusterState};
 use super::{Content, Outcome, Query};
@@ -45,11 +45,12 @@ pub struct Writer<'a> {
     batch: store::Batch,
     /// Pending state of ids touched by this batch (None = deleted).
     overlay: HashMap<String, Option<Record>>,
-    /// Fingerprints of documents this batch writes, deletes or replaces,
-    /// with how many documents the batch writes with each: at commit, the
-    /// fingerprints that gain their first document or lose their last
-    /// enter or leave their buckets.
-    fps: HashMap<Fingerprint, u32>,
+    /// Fingerprints of documents this batch writes, deletes or replaces:
+    /// at commit, the fingerprints that gain their first document or lose
+    /// their last enter or leave their buckets, and those whose first
+    /// document changed move in the band buckets (what the batch writes
+    /// with each is in `overlay`).
+    fps: HashSet<Fingerprint>,
     /// Pending fingerprints of this batch.
     mem: MemIndex,
     count: u64,
@@ -115,7 +116,7 @@ impl<'a> Writer<'a> {
             store,
             batch: store::Batch::default(),
             overlay: HashMap::new(),
-            fps: HashMap::new(),
+            fps: HashSet::new(),
             mem: MemIndex::new(),
             count: store.doc_count()?,
             short: store.short_count()?,
@@ -217,8 +218,7 @@ impl Writer<'_> {
                 self.clusters.leave(self.store, &mut self.batch, id, r)?;
                 self.store.delete_doc(&mut self.batch, id, r);
                 self.short = self.short.saturating_sub(u64::from(r.is_short()));
-                self.forget_pending(id);
-                self.fps.entry(r.fingerprint).or_insert(0);
+                self.fps.insert(r.fingerprint);
                 Outcome::Replaced
             }
             None => {
@@ -250,7 +250,7 @@ impl Writer<'_> {
         let get = |n: &str| pending_or_stored(overlay, store, n);
         self.clusters
             .join(store, &mut self.batch, id, &rec, &near, anchor, &get)?;
-        *self.fps.entry(fp).or_insert(0) += 1;
+        self.fps.insert(fp);
         self.mem.insert_sketched(id, fp, rec.sketch);
         self.overlay.insert(id.to_string(), Some(rec));
         self.ops += 1;
@@ -289,16 +289,6 @@ impl Writer<'_> {
             .would_represent(store, &rec, near, anchor, &get)
     }
 
-    /// Takes a document this batch wrote out of the batch's count of
-    /// documents per fingerprint (before it is replaced or deleted).
-    fn forget_pending(&mut self, id: &str) {
-        if let Some(Some(r)) = self.overlay.get(id) {
-            if let Some(n) = self.fps.get_mut(&r.fingerprint) {
-                *n = n.saturating_sub(1);
-            }
-        }
-    }
-
     /// Deletes `id`; returns whether it existed.
     pub fn delete(&mut self, id: &str) -> Result<bool> {
         let Some(old) = self.get(id)? else {
@@ -306,8 +296,7 @@ impl Writer<'_> {
         };
         self.clusters.leave(self.store, &mut self.batch, id, &old)?;
         self.store.delete_doc(&mut self.batch, id, &old);
-        self.forget_pending(id);
-        self.fps.entry(old.fingerprint).or_insert(0);
+        self.fps.insert(old.fingerprint);
         self.overlay.insert(id.to_string(), None);
         self.mem.remove(id);
         self.count = self.count.saturating_sub(1);
@@ -564,7 +553,7 @@ impl Writer<'_> {
         let written = self
             .store
             .posting_changes(
-                self.fps.keys().map(|fp| (*fp, first.get(fp).copied())),
+                self.fps.iter().map(|fp| (*fp, first.get(fp).copied())),
                 &|id| overlay.contains_key(id),
             )
             .and_then(|changes| self.store.write_postings(&mut batch, &changes))

@@ -61,7 +61,7 @@ use crate::error::{Error, Result};
 use crate::fingerprint::Content;
 use crate::fingerprint::{Fingerprint, Recipe, SKETCH_BYTES};
 use crate::index;
-use crate::index::bands::BANDS;
+use crate::index::bands::{band_value, BANDS};
 use crate::store::schema::KeepPolicy;
 use crate::store::{self, Record, Tuning};
 
@@ -1452,7 +1452,7 @@ impl Build<'_> {
                 let s = read_array::<SKETCH_BYTES>(&mut r)
                     .map_err(io_err(tmp))?
                     .ok_or_else(|| Error::io(tmp, io::Error::other("bands file truncated")))?;
-                let value = u16::from_le_bytes([s[2 * j], s[2 * j + 1]]);
+                let value = band_value(&crate::fingerprint::Sketch(s), j);
                 sorter
                     .push((value as u128) << 64 | u64::from_be_bytes(fp) as u128)
                     .map_err(io_err(tmp))?;

@@ -65,7 +65,13 @@ pub type BandValues = [u16; BANDS];
 
 /// The band values of `sketch` (see the module's definition).
 pub fn band_values(sketch: &Sketch) -> BandValues {
-    std::array::from_fn(|j| u16::from_le_bytes([sketch.0[2 * j], sketch.0[2 * j + 1]]))
+    std::array::from_fn(|j| band_value(sketch, j))
+}
+
+/// The value of band `j` of `sketch`: its bytes `2j` and `2j + 1`,
+/// little-endian.
+pub fn band_value(sketch: &Sketch, j: usize) -> u16 {
+    u16::from_le_bytes([sketch.0[2 * j], sketch.0[2 * j + 1]])
 }
 
 /// What a query reads beside its probe plan: the buckets of its sketch's

@@ -248,13 +248,10 @@ pub fn split_head(value: &[u8]) -> Result<(&[u8], u32), String> {
 /// multiple of 8 (a head's trailer must be split off first).
 #[inline]
 pub fn posting_entries(value: &[u8]) -> Option<impl Iterator<Item = Fingerprint> + '_> {
-    value.len().is_multiple_of(ENTRY_LEN).then(|| {
-        value.chunks_exact(ENTRY_LEN).map(|c| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(c);
-            Fingerprint(u64::from_be_bytes(b))
-        })
-    })
+    value
+        .len()
+        .is_multiple_of(ENTRY_LEN)
+        .then(|| posting_fingerprints(value))
 }
 
 /// Decodes and checks a value of block family `i` under `key` (a head or
@@ -816,9 +813,7 @@ impl MemIndex {
         // walk reaches it.
         let mut levels: Vec<Vec<Fingerprint>> = vec![Vec::new(); 65];
         if let Some(p) = probe {
-            let mut found = Vec::new();
-            self.bands.candidates(q, p, &mut found);
-            for fp in p.band_only(q, plan, found) {
+            for fp in p.band_only(q, plan, self.band_candidates(q, p)) {
                 levels[fp.distance(q) as usize].push(fp);
             }
         }

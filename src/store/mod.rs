@@ -56,7 +56,7 @@ mod query;
 pub mod schema;
 
 pub use bulk::{write_ssts, Staging};
-pub(crate) use query::{Flow, Snapshot};
+pub(crate) use query::{Flow, Planned, Snapshot};
 
 use std::path::{Path, PathBuf};
 

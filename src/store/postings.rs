@@ -151,6 +151,11 @@ impl PostingChange {
     }
 }
 
+/// The fingerprints (as `u64`) of a posting's whole 8-byte entries.
+fn fingerprint_values(posting: &[u8]) -> Vec<u64> {
+    index::posting_fingerprints(posting).map(|f| f.0).collect()
+}
+
 /// A fingerprint a batch touched, and the first (smallest id) of the
 /// documents the batch writes with it, with that document's sketch (`None`:
 /// the batch writes none).
@@ -358,20 +363,10 @@ impl Store {
     /// `blk` of family `i`, and the number of segments (latest state).
     fn read_bucket(&self, i: usize, blk: u16) -> Result<(Vec<u64>, Vec<Vec<u64>>)> {
         let name = posting_family(i);
-        let key = index::bucket_key(blk);
-        let raw = self.db.get_cf(self.cf(name), key)?.unwrap_or_default();
-        let (entries, n) = index::split_head(&raw).map_err(|r| Error::corrupt(name, &key, r))?;
-        let decode = |v: &[u8]| -> Vec<u64> {
-            index::posting_entries(v)
-                .into_iter()
-                .flatten()
-                .map(|f| f.0)
-                .collect()
-        };
-        let head = decode(entries);
+        let (head, n) = self.read_head(i, blk)?;
         let keys: Vec<[u8; index::SEGMENT_KEY_LEN]> =
             (1..=n).map(|s| index::segment_key(blk, s)).collect();
-        super::ReadCounts::add(&self.reads.buckets, 1 + keys.len() as u64);
+        super::ReadCounts::add(&self.reads.buckets, keys.len() as u64);
         let mut segments = Vec::with_capacity(keys.len());
         for (s, v) in keys
             .iter()
@@ -386,7 +381,7 @@ impl Store {
                     "segment is not a whole number of entries",
                 ));
             }
-            segments.push(decode(v));
+            segments.push(fingerprint_values(v));
         }
         Ok((head, segments))
     }
@@ -399,12 +394,7 @@ impl Store {
         super::ReadCounts::add(&self.reads.buckets, 1);
         let raw = self.db.get_cf(self.cf(name), key)?.unwrap_or_default();
         let (entries, n) = index::split_head(&raw).map_err(|r| Error::corrupt(name, &key, r))?;
-        let head = index::posting_entries(entries)
-            .into_iter()
-            .flatten()
-            .map(|f| f.0)
-            .collect();
-        Ok((head, n))
+        Ok((fingerprint_values(entries), n))
     }
 
     /// The operands (or the seal) of one bucket's `ops`.
@@ -559,81 +549,43 @@ impl Store {
         if now.is_multiple_of(1 << 16) {
             heads.seen.clear();
         }
-        // Band buckets not in memory: one each of several families, read
-        // together after the block families' (one multi-get).
-        let mut band_missing: Vec<(usize, u16, bool)> = Vec::new();
+        // Buckets to read (family, bucket), in family order, and whether
+        // each is hot (read recently).
+        let mut missing: Vec<(usize, u16)> = Vec::new();
+        let mut hot: Vec<bool> = Vec::new();
         for (i, blocks) in families {
-            // Buckets to read, and whether each is hot (read recently).
-            let mut missing: Vec<u16> = Vec::new();
-            let mut hot: Vec<bool> = Vec::new();
             for b in blocks {
                 match heads.hot.get_mut(&(i, *b)) {
                     Some(kept) => scan(i, &kept.raw),
                     None => {
                         let last = heads.seen.insert((i, *b), now);
-                        let is_hot = last.is_some_and(|t| now - t <= HOT_RECENT);
-                        if i >= BLOCKS {
-                            band_missing.push((i, *b, is_hot));
-                        } else {
-                            missing.push(*b);
-                            hot.push(is_hot);
-                        }
+                        missing.push((i, *b));
+                        hot.push(last.is_some_and(|t| now - t <= HOT_RECENT));
                     }
-                }
-            }
-            let mut keep: Vec<Vec<u8>> = vec![Vec::new(); missing.len()];
-            self.read_parts(at, i, &missing, |n, entries, _| {
-                scan(i, entries);
-                if hot[n] {
-                    keep[n].extend_from_slice(entries);
-                }
-            })?;
-            for (n, raw) in keep.into_iter().enumerate() {
-                if hot[n] {
-                    heads.hot_entries += raw.len() / index::ENTRY_LEN;
-                    heads.hot.insert((i, missing[n]), Hot { raw });
                 }
             }
         }
-        if !band_missing.is_empty() {
-            let keys: Vec<[u8; index::BUCKET_KEY_LEN]> = band_missing
-                .iter()
-                .map(|(_, b, _)| index::bucket_key(*b))
-                .collect();
-            super::ReadCounts::add(&self.reads.buckets, keys.len() as u64);
-            let ro = super::query::read_at(at);
-            let values = self.db.multi_get_cf_opt(
-                band_missing
-                    .iter()
-                    .zip(&keys)
-                    .map(|((i, _, _), k)| (self.cf(posting_family(*i)), k)),
-                &ro,
-            );
-            for ((&(i, b, hot), key), v) in band_missing.iter().zip(&keys).zip(values) {
-                let Some(v) = v? else {
-                    if hot {
-                        heads.hot.insert((i, b), Hot::default());
-                    }
-                    continue;
-                };
-                let (entries, segments) =
-                    index::split_head(&v).map_err(|r| Error::corrupt(posting_family(i), key, r))?;
-                scan(i, entries);
-                let mut raw = if hot { entries.to_vec() } else { Vec::new() };
-                if segments > 0 {
-                    self.read_parts(at, i, &[b], |_, e, head| {
-                        if head.is_none() {
-                            scan(i, e);
-                            if hot {
-                                raw.extend_from_slice(e);
-                            }
-                        }
-                    })?;
-                }
-                if hot {
-                    heads.hot_entries += raw.len() / index::ENTRY_LEN;
-                    heads.hot.insert((i, b), Hot { raw });
-                }
+        let mut keep: Vec<Vec<u8>> = vec![Vec::new(); missing.len()];
+        let mut on = |n: usize, entries: &[u8]| {
+            scan(missing[n].0, entries);
+            if hot[n] {
+                keep[n].extend_from_slice(entries);
+            }
+        };
+        // A block family's buckets with one multi-get; the band families'
+        // (one bucket each) with one over all of them.
+        let bands_from = missing.partition_point(|m| m.0 < BLOCKS);
+        let mut start = 0;
+        for group in missing[..bands_from].chunk_by(|a, b| a.0 == b.0) {
+            let blocks: Vec<u16> = group.iter().map(|m| m.1).collect();
+            self.read_parts(at, group[0].0, &blocks, |n, e, _| on(start + n, e))?;
+            start += group.len();
+        }
+        self.read_singles(at, &missing[bands_from..], |n, e| on(bands_from + n, e))?;
+        for (n, raw) in keep.into_iter().enumerate() {
+            if hot[n] {
+                heads.hot_entries += raw.len() / index::ENTRY_LEN;
+                heads.hot.insert(missing[n], Hot { raw });
             }
         }
         if heads.hot_entries > HOT_CAPACITY {

@@ -27,6 +27,10 @@ pub(super) fn read_at(at: &Snapshot<'_>) -> ReadOptions {
     ro
 }
 
+/// One query of a sorted batch pass ([`Store::candidates_many`]): its
+/// fingerprint, its plan and its band probe, if any.
+pub(crate) type Planned = (Fingerprint, index::ProbePlan, Option<BandProbe>);
+
 /// Whether a walk over the hits goes on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Flow {
@@ -126,71 +130,49 @@ impl Store {
         parallel: bool,
     ) -> Result<(Vec<Fingerprint>, Vec<Fingerprint>)> {
         crate::fingerprint::check_k(plan.k)?;
-        // The families are independent: half on this thread, half on the
-        // rayon pool meanwhile (one wake-up, this thread keeps working).
-        let (mine, theirs) = plan.blocks.split_at(2);
-        let half = BANDS / 2;
-        let mut found: Vec<Fingerprint> = Vec::new();
-        let mut banded: Vec<Fingerprint> = Vec::new();
-        let mut other: Result<(Vec<Fingerprint>, Vec<Fingerprint>)> = Ok(Default::default());
-        let mut here: Result<()> = Ok(());
+        // The plan's buckets of block families `blocks`, and the probe's of
+        // band families `bands`.
+        let read = |blocks: std::ops::Range<usize>,
+                    bands: std::ops::Range<usize>|
+         -> Result<(Vec<Fingerprint>, Vec<Fingerprint>)> {
+            let (mut found, mut banded) = (Vec::new(), Vec::new());
+            for i in blocks {
+                self.scan_buckets(at, i, &plan.blocks[i], q, plan, &mut found)?;
+            }
+            if let Some(p) = probe {
+                self.scan_bands(at, q, p, bands, &mut banded)?;
+            }
+            Ok((found, banded))
+        };
         let buckets = plan.buckets() + probe.map_or(0, |p| p.buckets());
-        if buckets <= 2 * BLOCKS || !self.parallel_probe || !parallel {
+        let (found, mut banded) = if buckets <= 2 * BLOCKS || !self.parallel_probe || !parallel {
             // A few buckets: cheaper on this thread than a wake-up (and
             // always, when requests already keep every core busy).
-            here = plan
-                .blocks
-                .iter()
-                .enumerate()
-                .try_for_each(|(i, blocks)| self.scan_buckets(at, i, blocks, q, plan, &mut found))
-                .and_then(|()| match probe {
-                    Some(p) => self.scan_bands(at, q, p, 0..BANDS, &mut banded),
-                    None => Ok(()),
-                });
+            read(0..BLOCKS, 0..BANDS)?
         } else {
+            // The families are independent: half on this thread, half on
+            // the rayon pool meanwhile (one wake-up, this thread keeps
+            // working).
+            let mut other = Ok(Default::default());
+            let mut here = Ok(Default::default());
             rayon::in_place_scope(|scope| {
                 let other = &mut other;
-                scope.spawn(move |_| {
-                    let (mut v, mut w) = (Vec::new(), Vec::new());
-                    *other = theirs
-                        .iter()
-                        .enumerate()
-                        .try_for_each(|(j, blocks)| {
-                            self.scan_buckets(at, j + 2, blocks, q, plan, &mut v)
-                        })
-                        .and_then(|()| match probe {
-                            Some(p) => self.scan_bands(at, q, p, half..BANDS, &mut w),
-                            None => Ok(()),
-                        })
-                        .map(|()| (v, w));
-                });
-                here = mine
-                    .iter()
-                    .enumerate()
-                    .try_for_each(|(i, blocks)| {
-                        self.scan_buckets(at, i, blocks, q, plan, &mut found)
-                    })
-                    .and_then(|()| match probe {
-                        Some(p) => self.scan_bands(at, q, p, 0..half, &mut banded),
-                        None => Ok(()),
-                    });
+                scope.spawn(|_| *other = read(BLOCKS / 2..BLOCKS, BANDS / 2..BANDS));
+                here = read(0..BLOCKS / 2, 0..BANDS / 2);
             });
-        }
-        here?;
-        let (v, w) = other?;
-        found.extend(v);
-        banded.extend(w);
-        let banded = match probe {
-            Some(p) => p.band_only(q, plan, banded),
-            None => banded,
+            let ((mut f, mut b), (f2, b2)) = (here?, other?);
+            f.extend(f2);
+            b.extend(b2);
+            (f, b)
         };
+        if let Some(p) = probe {
+            banded = p.band_only(q, plan, banded);
+        }
         Ok((found, banded))
     }
 
     /// Adds to `found` what `probe` accepts for `q` in its buckets of the
-    /// band families `bands`: their heads in one multi-get over those
-    /// families (one bucket each), the sealed segments of a hot bucket, if
-    /// any, after.
+    /// band families `bands` (one bucket each: [`Store::read_singles`]).
     fn scan_bands(
         &self,
         at: &Snapshot<'_>,
@@ -199,26 +181,46 @@ impl Store {
         bands: std::ops::Range<usize>,
         found: &mut Vec<Fingerprint>,
     ) -> Result<()> {
-        let keys: Vec<(usize, [u8; index::BUCKET_KEY_LEN])> = bands
-            .map(|j| (j, index::bucket_key(probe.values[j])))
-            .collect();
+        let buckets: Vec<(usize, u16)> = bands.map(|j| (BLOCKS + j, probe.values[j])).collect();
+        self.read_singles(at, &buckets, |_, posting| {
+            probe.scan_posting(q, posting, found)
+        })
+    }
+
+    /// Reads one bucket of each of several posting families (`buckets`:
+    /// family, bucket) with one multi-get of their heads across the
+    /// families (and the sealed segments of a head that names some, after)
+    /// and calls `on(n, entries)` with the entries of the head and of each
+    /// segment of the `n`-th bucket (absent buckets are skipped).
+    pub(super) fn read_singles(
+        &self,
+        at: &Snapshot<'_>,
+        buckets: &[(usize, u16)],
+        mut on: impl FnMut(usize, &[u8]),
+    ) -> Result<()> {
+        if buckets.is_empty() {
+            return Ok(());
+        }
+        let keys: Vec<[u8; index::BUCKET_KEY_LEN]> =
+            buckets.iter().map(|&(_, b)| index::bucket_key(b)).collect();
         ReadCounts::add(&self.reads.buckets, keys.len() as u64);
-        let ro = read_at(at);
         let values = self.db.multi_get_cf_opt(
-            keys.iter()
-                .map(|(j, k)| (self.cf(posting_family(BLOCKS + j)), k)),
-            &ro,
+            buckets
+                .iter()
+                .zip(&keys)
+                .map(|(&(i, _), k)| (self.cf(posting_family(i)), k)),
+            &read_at(at),
         );
-        for ((j, key), v) in keys.iter().zip(values) {
+        for (n, v) in values.into_iter().enumerate() {
             let Some(v) = v? else { continue };
-            let name = posting_family(BLOCKS + j);
-            let (entries, segments) =
-                index::split_head(&v).map_err(|r| Error::corrupt(name, key, r))?;
-            probe.scan_posting(q, entries, found);
+            let (i, b) = buckets[n];
+            let (entries, segments) = index::split_head(&v)
+                .map_err(|r| Error::corrupt(posting_family(i), &keys[n], r))?;
+            on(n, entries);
             if segments > 0 {
-                self.read_parts(at, BLOCKS + j, &[probe.values[*j]], |_, e, head| {
+                self.read_parts(at, i, &[b], |_, e, head| {
                     if head.is_none() {
-                        probe.scan_posting(q, e, found)
+                        on(n, e)
                     }
                 })?;
             }
@@ -401,7 +403,7 @@ impl Store {
     pub(crate) fn candidates_many(
         &self,
         at: &Snapshot<'_>,
-        qs: &[(Fingerprint, index::ProbePlan, Option<BandProbe>)],
+        qs: &[Planned],
     ) -> Result<Vec<Vec<Fingerprint>>> {
         for (_, plan, _) in qs {
             crate::fingerprint::check_k(plan.k)?;
@@ -437,7 +439,7 @@ impl Store {
         &self,
         at: &Snapshot<'_>,
         i: usize,
-        qs: &[(Fingerprint, index::ProbePlan, Option<BandProbe>)],
+        qs: &[Planned],
     ) -> Result<Vec<(usize, Fingerprint)>> {
         let mut order: Vec<(u16, usize)> = if i < BLOCKS {
             qs.iter()
