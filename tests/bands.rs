@@ -132,6 +132,14 @@ fn plant(rng: &mut ChaCha8Rng, q: Fingerprint, qs: &Sketch, tag: &str) -> Entrie
     e
 }
 
+/// A random query fingerprint and sketch.
+fn query_point(rng: &mut ChaCha8Rng) -> (Fingerprint, Sketch) {
+    let q = Fingerprint(rng.random());
+    let mut qs = [0u8; SKETCH_BYTES];
+    rng.fill_bytes(&mut qs);
+    (q, Sketch(qs))
+}
+
 fn query(q: Fingerprint, qs: Sketch, weak: Vec<u8>) -> Query {
     Query {
         sketch: Some(qs),
@@ -161,10 +169,7 @@ fn the_store_answers_as_brute_force_of_plan_and_bands() {
         let t = common::TempDb::new();
         let mut db = Db::create(t.path(), Recipe::default()).unwrap();
         let mut rng = common::rng(100 + seed);
-        let q = Fingerprint(rng.random());
-        let mut qs = [0u8; SKETCH_BYTES];
-        rng.fill_bytes(&mut qs);
-        let qs = Sketch(qs);
+        let (q, qs) = query_point(&mut rng);
         let weak: Vec<u8> = (0..64u8).filter(|_| rng.random_bool(0.3)).collect();
         let mut entries = plant(&mut rng, q, &qs, "");
         // Two batches: the second's documents of a fingerprint both before
@@ -267,10 +272,7 @@ fn verify_repair_and_migrate_keep_the_band_families() {
     let t = common::TempDb::new();
     let mut db = Db::create(t.path(), Recipe::default()).unwrap();
     let mut rng = common::rng(7);
-    let q = Fingerprint(rng.random());
-    let mut qs = [0u8; SKETCH_BYTES];
-    rng.fill_bytes(&mut qs);
-    let qs = Sketch(qs);
+    let (q, qs) = query_point(&mut rng);
     let entries = plant(&mut rng, q, &qs, "");
     put_all(&mut db, &entries);
     let qq = query(q, qs, vec![1, 2, 3, 17, 33, 49]);
@@ -339,10 +341,7 @@ fn an_import_with_sketches_has_the_writers_bands() {
     let t = common::TempDb::new();
     let mut db = Db::create(t.path(), Recipe::default()).unwrap();
     let mut rng = common::rng(21);
-    let q = Fingerprint(rng.random());
-    let mut qs = [0u8; SKETCH_BYTES];
-    rng.fill_bytes(&mut qs);
-    let qs = Sketch(qs);
+    let (q, qs) = query_point(&mut rng);
     let mut entries = plant(&mut rng, q, &qs, "");
     // Documents without a sketch cannot be in the binary form's records:
     // give them one sharing no band.
@@ -444,22 +443,9 @@ fn reposts_found_by_the_bands_cluster_as_ingest_and_rebuild_agree() {
         with >= 32 && with >= without + 8,
         "a query found {with} of 40, {without} without the bands"
     );
-    let clusters = |db: &Db| {
-        let mut v = Vec::new();
-        db.clusters()
-            .each(2, |c| {
-                let mut ids: Vec<String> = c.members.into_iter().map(|m| m.id).collect();
-                ids.sort();
-                v.push((ids, c.representative));
-                Ok(())
-            })
-            .unwrap();
-        v.sort();
-        v
-    };
-    let before = clusters(&db);
+    let before = common::cluster_shapes(&db);
     assert!(before.len() >= 32, "{} clusters", before.len());
     db.repair().unwrap();
-    assert_eq!(clusters(&db), before);
+    assert_eq!(common::cluster_shapes(&db), before);
     assert!(db.admin().verify().unwrap().is_clean());
 }

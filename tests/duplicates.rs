@@ -430,23 +430,10 @@ fn regression_23_rebuilt_clusters_of_a_flood_are_ingests() {
         })
         .collect();
     ingest(&mut db, &docs, 100);
-    let clusters = |db: &Db| {
-        let mut v = Vec::new();
-        db.clusters()
-            .each(2, |c| {
-                let mut ids: Vec<String> = c.members.into_iter().map(|m| m.id).collect();
-                ids.sort();
-                v.push((ids, c.representative));
-                Ok(())
-            })
-            .unwrap();
-        v.sort();
-        v
-    };
-    let before = clusters(&db);
+    let before = common::cluster_shapes(&db);
     assert!(!before.is_empty());
     db.repair().unwrap();
-    assert_eq!(clusters(&db), before);
+    assert_eq!(common::cluster_shapes(&db), before);
     let _ = ProbePlan::exact(Fingerprint(0), 0);
 }
 

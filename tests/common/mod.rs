@@ -135,3 +135,19 @@ pub fn raw_open(p: &Path) -> rocksdb::DB {
     });
     rocksdb::DB::open_cf_descriptors(&rocksdb::Options::default(), p, descs).unwrap()
 }
+
+/// Every cluster of two or more of `db`: its members' ids (sorted) and its
+/// representative, in order.
+pub fn cluster_shapes(db: &simdb::Db) -> Vec<(Vec<String>, String)> {
+    let mut v = Vec::new();
+    db.clusters()
+        .each(2, |c| {
+            let mut ids: Vec<String> = c.members.into_iter().map(|m| m.id).collect();
+            ids.sort();
+            v.push((ids, c.representative));
+            Ok(())
+        })
+        .unwrap();
+    v.sort();
+    v
+}
