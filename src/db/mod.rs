@@ -790,7 +790,7 @@ impl Db {
         let Some(r) = self.store.get_at(&at, id)? else {
             return Ok(None);
         };
-        let c = self.cluster_of_at(&at, id, &r)?;
+        let cluster = self.cluster_summary_at(&at, id, &r)?;
         Ok(Some(Document {
             id: id.to_string(),
             fingerprint: r.fingerprint,
@@ -806,12 +806,47 @@ impl Db {
                 .map(|s| s.0.iter().map(|b| format!("{b:02x}")).collect()),
             ord: r.ord,
             priority: r.priority.map(|p| p.value()),
-            cluster: ClusterSummary {
-                id: c.id,
-                size: c.size,
-                representative: c.representative,
-            },
+            cluster,
         }))
+    }
+
+    /// The cluster of document `id` (record `r` at `at`) in brief: its id,
+    /// size and representative, read from the cluster's size entry and its
+    /// first member (a few reads, however large the cluster: review
+    /// 2026-11-b, finding 2). Its members' records are not read; a
+    /// representative without a record is damage, as in [`Db::cluster`].
+    fn cluster_summary_at(
+        &self,
+        at: &store::Snapshot<'_>,
+        id: &str,
+        r: &Record,
+    ) -> Result<ClusterSummary> {
+        let Some(cid) = self.store.cluster_entry_at(at, id)? else {
+            return Ok(ClusterSummary {
+                id: r.ord,
+                size: 1,
+                representative: id.to_string(),
+            });
+        };
+        let (size, representative) = self.store.cluster_head_at(at, cid)?.ok_or_else(|| {
+            Error::corrupt(
+                store::CLUSTERS,
+                &store::schema::size_key(cid),
+                format!("document {id:?} names cluster {cid}, which has no size or no members"),
+            )
+        })?;
+        if self.store.get_at(at, &representative)?.is_none() {
+            return Err(Error::corrupt(
+                store::CLUSTERS,
+                &store::schema::members_prefix(cid),
+                format!("names id {representative:?}, which has no record"),
+            ));
+        }
+        Ok(ClusterSummary {
+            id: cid,
+            size,
+            representative,
+        })
     }
 
     /// Inserts or replaces one document and commits it.

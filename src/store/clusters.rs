@@ -41,6 +41,30 @@ impl Store {
         }
     }
 
+    /// Cluster `cid`'s size (its `s` entry) and representative (its first
+    /// member in rank order) at `at`: two reads, whatever its size. `None`
+    /// when it has no `s` entry or no member.
+    pub(crate) fn cluster_head_at(
+        &self,
+        at: &Snapshot<'_>,
+        cid: u64,
+    ) -> Result<Option<(u64, String)>> {
+        let key = schema::size_key(cid);
+        let size = match self
+            .db
+            .get_pinned_cf_opt(self.cf(CLUSTERS), key, &read_at(at))?
+        {
+            None => return Ok(None),
+            Some(v) => schema::decode_u64(&v).map_err(|r| Error::corrupt(CLUSTERS, &key, r))?,
+        };
+        let mut first = None;
+        self.for_each_member_opt(cid, None, read_at(at), |_, id| {
+            first = Some(id.to_string());
+            Ok(false)
+        })?;
+        Ok(first.map(|rep| (size, rep)))
+    }
+
     /// The members of cluster `cid` in rank order (representative first).
     pub fn cluster_members(&self, cid: u64) -> Result<Vec<(Rank, String)>> {
         self.cluster_members_opt(cid, ReadOptions::default())
