@@ -470,8 +470,9 @@ pub struct IngestArgs {
     /// Stop at the first bad line (documents before it are kept).
     #[arg(long)]
     pub strict: bool,
-    /// Documents per atomic write batch.
-    #[arg(long, default_value_t = 2048, value_name = "N")]
+    /// Documents per atomic write batch (and per chunk whose duplicate
+    /// checks read the store together).
+    #[arg(long, default_value_t = simdb::ingest::DEFAULT_BATCH_SIZE, value_name = "N")]
     pub batch_size: usize,
     /// fsync every batch (slower; a batch then survives a power loss once written).
     #[arg(long)]

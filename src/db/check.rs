@@ -134,6 +134,7 @@ impl Db {
                 fps.iter()
                     .map(|(fp, (id, s))| (*fp, Some((id.as_str(), *s)))),
                 &|_| false,
+                None,
             )?;
             fps.clear();
             store.write_postings(batch, &changes)?;

@@ -273,11 +273,22 @@ pub fn place_all(
     analyses: Vec<Option<Analysis>>,
     opts: &WritePolicy,
 ) -> Result<Vec<Written>> {
+    let ids = docs.iter().map(|d| d.id.as_str());
+    w.prefetch(&checks_of(docs, &analyses, opts), ids)?;
     let mut out = Vec::with_capacity(docs.len());
     for (doc, a) in docs.iter().zip(analyses) {
         out.push(place_written(w, doc, a, opts)?);
     }
     Ok(out)
+}
+
+/// The duplicate checks of `docs` (those with an analysis), for
+/// [`crate::db::Writer::prefetch`].
+fn checks_of(docs: &[Doc], analyses: &[Option<Analysis>], opts: &WritePolicy) -> Vec<Query> {
+    docs.iter()
+        .zip(analyses)
+        .filter_map(|(d, a)| Some(opts.duplicate_query(a.as_ref()?, d.content.len())))
+        .collect()
 }
 
 /// [`place`] of one document of [`analyze_all`]'s (`None`: no usable
@@ -333,6 +344,13 @@ pub fn place_in_chunks(
     opts: &WritePolicy,
 ) -> std::result::Result<Vec<Written>, Interrupted> {
     let mut out: Vec<Written> = Vec::with_capacity(docs.len());
+    let ahead = checks_of(docs, &analyses, opts);
+    // ahead_at[i]: the checks in `ahead` of the documents before docs[i].
+    let mut ahead_at: Vec<usize> = Vec::with_capacity(docs.len() + 1);
+    ahead_at.push(0);
+    for a in &analyses {
+        ahead_at.push(ahead_at[ahead_at.len() - 1] + usize::from(a.is_some()));
+    }
     let mut analyses = analyses.into_iter();
     let mut committed = 0;
     let fail = |written, error| Interrupted { written, error };
@@ -341,6 +359,12 @@ pub fn place_in_chunks(
         w.set_sync(opts.sync);
         let start = Instant::now();
         let first = out.len();
+        // The checks of the documents this chunk may write (the analysed
+        // ones among the next WRITE_CHUNK_DOCS), read first.
+        let upto = (first + limits::WRITE_CHUNK_DOCS).min(docs.len());
+        let ids = docs[first..upto].iter().map(|d| d.id.as_str());
+        w.prefetch(&ahead[ahead_at[first]..ahead_at[upto]], ids)
+            .map_err(|e| fail(committed, e))?;
         while out.len() < docs.len()
             && out.len() - first < limits::WRITE_CHUNK_DOCS
             && start.elapsed() < limits::WRITE_CHUNK_TIME

@@ -64,6 +64,9 @@ pub struct Writer<'a> {
     clusters: ClusterState,
     /// The store's default check, as an anchor.
     anchor: Anchor,
+    /// What the checks of the chunk being written read from the store,
+    /// read beforehand ([`Writer::prefetch`]); dropped at commit.
+    prefetch: Option<store::Prefetch>,
 }
 
 /// A [`Writer`] through a shared `Db` ([`Db::shared_writer`](super::Db::shared_writer)): it holds the
@@ -126,6 +129,7 @@ impl<'a> Writer<'a> {
             clock,
             clusters: ClusterState::new(store.keep_policy()?, anchor),
             anchor,
+            prefetch: None,
         })
     }
 }
@@ -138,6 +142,11 @@ impl Writer<'_> {
 
     /// The current record of `id`, pending writes included.
     pub fn get(&self, id: &str) -> Result<Option<Record>> {
+        if !self.overlay.contains_key(id) {
+            if let Some(r) = self.prefetch.as_ref().and_then(|p| p.record(id)) {
+                return Ok(r.cloned());
+            }
+        }
         pending_or_stored(&self.overlay, self.store, id)
     }
 
@@ -305,6 +314,39 @@ impl Writer<'_> {
         Ok(true)
     }
 
+    /// Reads beforehand what the duplicate checks of `queries` (the
+    /// documents this writer is about to check, in any order) will read
+    /// from the store: their buckets in one sorted pass per family and
+    /// their candidates' first `refs` entries, spread over the rayon pool.
+    /// The checks then make their in-order decisions from memory, with the
+    /// same answers (the store does not change until this writer commits;
+    /// its pending writes are its own). What was read is dropped at the
+    /// next commit. A check not among `queries` reads for itself.
+    ///
+    /// `ids` are the ids the chunk writes: their stored records are read
+    /// too (whether each is new, replaced or unchanged).
+    pub fn prefetch<'q>(
+        &mut self,
+        queries: impl IntoIterator<Item = &'q Query>,
+        ids: impl IntoIterator<Item = &'q str>,
+    ) -> Result<()> {
+        let keys: Vec<store::PlanKey> = queries
+            .into_iter()
+            .map(|q| store::PlanKey {
+                fp: q.fingerprint,
+                plan: q.plan(),
+                probe: q.band_probe(),
+            })
+            .collect();
+        let ids: Vec<&str> = ids.into_iter().collect();
+        if keys.is_empty() && ids.is_empty() {
+            return Ok(());
+        }
+        let at = self.store.snapshot();
+        self.prefetch = Some(self.store.prefetch(&at, keys, ids)?);
+        Ok(())
+    }
+
     /// Documents within `k` of `q` in the store and this batch, sorted.
     pub fn query(&self, q: Fingerprint, k: u32, limit: Option<usize>) -> Result<Vec<Hit>> {
         self.search(&Query {
@@ -395,18 +437,30 @@ impl Writer<'_> {
             })
         };
         let sketch = q.sketch.as_ref();
+        let plan = q.plan();
+        // What the chunk's prefetch read for this check, if it did.
+        let pre = self.prefetch.as_ref();
+        let prefetched = pre.and_then(|p| {
+            p.check(&store::PlanKey {
+                fp,
+                plan: plan.clone(),
+                probe: q.band_probe(),
+            })
+        });
         // Distance 0: the store's documents of `fp` merged with the batch's.
         let mut pending = self.mem.exact(fp).filter_map(pending_hit).peekable();
-        let mut done = self.store.resolve_exact(&at, fp, sketch, &skip, |h| {
-            merged(&mut pending, h, &mut out, &mut take)
-        })? && drain(&mut pending, &mut out, &mut take)?;
+        let mut done = self
+            .store
+            .resolve_prefetched(&at, fp, None, sketch, &skip, pre, |h| {
+                merged(&mut pending, h, &mut out, &mut take)
+            })?
+            && drain(&mut pending, &mut out, &mut take)?;
         // Then from the buckets (on this thread: ingest keeps the pool busy
         // fingerprinting the next chunk meanwhile): those of the exact plan
         // at k, for distance 1..=k (every such fingerprint is there), then,
         // for a ranked plan, what lies farther: in those same buckets (set
         // aside by the first read, which applies the whole plan's rule) and
         // in the plan's other buckets.
-        let plan = q.plan();
         let exact = index::ProbePlan::exact(fp, plan.k);
         let mut far_here: Vec<Fingerprint> = Vec::new();
         // A search reads the band buckets with the plan's (one walk,
@@ -460,9 +514,12 @@ impl Writer<'_> {
                 1 if bands_apart => None,
                 _ => q.band_probe(),
             };
-            let (mut found, banded) =
-                self.store
-                    .writer_candidates(&at, fp, &part, probe.as_ref())?;
+            let (mut found, banded) = match prefetched {
+                Some(p) => p.candidates(&part, probe.is_some()),
+                None => self
+                    .store
+                    .writer_candidates(&at, fp, &part, probe.as_ref())?,
+            };
             // The bands' nearest few over the store and the batch together:
             // the store's go to its walk, the batch's filter its own.
             // (A fingerprint among the nearest few of both is among the
@@ -502,13 +559,17 @@ impl Writer<'_> {
                 .filter(|(_, f)| probe.is_none() || plan.accepts(fp, *f) || chosen.contains(f))
                 .filter_map(pending_hit)
                 .peekable();
-            done = self.store.resolve(&at, fp, near, sketch, &skip, |h| {
-                merged(&mut pending, h, &mut out, &mut take)
-            })?;
-            if done && !far.is_empty() {
-                done = self.store.resolve(&at, fp, far, sketch, &skip, |h| {
+            done = self
+                .store
+                .resolve_prefetched(&at, fp, Some(near), sketch, &skip, pre, |h| {
                     merged(&mut pending, h, &mut out, &mut take)
                 })?;
+            if done && !far.is_empty() {
+                done =
+                    self.store
+                        .resolve_prefetched(&at, fp, Some(far), sketch, &skip, pre, |h| {
+                            merged(&mut pending, h, &mut out, &mut take)
+                        })?;
             }
             done = done && drain(&mut pending, &mut out, &mut take)?;
         }
@@ -523,6 +584,9 @@ impl Writer<'_> {
 
     /// Writes the batch atomically and starts a new one.
     pub fn commit(&mut self) -> Result<()> {
+        // What was read beforehand is the state this commit changes (its
+        // `refs` entries serve the posting changes below, then it goes).
+        let pre = self.prefetch.take();
         if self.ops == 0 {
             // Nothing to write; but with sync, an answer such as
             // "unchanged" rests on earlier writes that must be durable too.
@@ -555,6 +619,7 @@ impl Writer<'_> {
             .posting_changes(
                 self.fps.iter().map(|fp| (*fp, first.get(fp).copied())),
                 &|id| overlay.contains_key(id),
+                pre.as_ref(),
             )
             .and_then(|changes| self.store.write_postings(&mut batch, &changes))
             .and_then(|()| {

@@ -76,7 +76,7 @@ pub fn band_value(sketch: &Sketch, j: usize) -> u16 {
 
 /// What a query reads beside its probe plan: the buckets of its sketch's
 /// band values, and the fingerprints in them within `max_distance`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct BandProbe {
     pub values: BandValues,
     pub max_distance: u32,

@@ -436,7 +436,7 @@ pub const PROBE_TOLERANCE: u32 = 3;
 ///   some block differs only inside W, so the plan finds every
 ///   fingerprint it accepts: it too equals a brute-force scan of its rule
 ///   ([`brute_force_plan`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ProbePlan {
     /// The weak set W (0 for an exact plan).
     pub weak_mask: u64,

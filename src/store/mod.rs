@@ -52,10 +52,12 @@ mod bulk;
 mod clusters;
 pub mod codec;
 mod postings;
+mod prefetch;
 mod query;
 pub mod schema;
 
 pub use bulk::{write_ssts, Staging};
+pub(crate) use prefetch::{PlanKey, Prefetch};
 pub(crate) use query::{Flow, Planned, Snapshot};
 
 use std::path::{Path, PathBuf};

@@ -170,7 +170,19 @@ impl Store {
         &self,
         fp: Fingerprint,
         skip: &dyn Fn(&str) -> bool,
+        pre: Option<&super::Prefetch>,
     ) -> Result<(Option<Option<Sketch>>, Option<(String, Option<Sketch>)>)> {
+        // From a chunk's prefetch (read at the same state) when its first
+        // entries answer: one not skipped among them, or all of them.
+        if let Some(cached) = pre.and_then(|p| p.first_refs(fp)) {
+            let first = cached.first().map(|e| e.1);
+            if let Some((id, s)) = cached.iter().find(|e| !skip(&e.0)) {
+                return Ok((first, Some((id.clone(), *s))));
+            }
+            if cached.len() < super::prefetch::FIRST_REFS {
+                return Ok((first, None));
+            }
+        }
         let prefix = fp.value().to_be_bytes();
         let mut ro = ReadOptions::default();
         ro.set_prefix_same_as_start(true);
@@ -201,14 +213,15 @@ impl Store {
     /// replaces. A fingerprint enters its block buckets when it had no
     /// stored document and has one now, and leaves in the opposite case;
     /// its band buckets follow its first document.
-    pub fn posting_changes<'a>(
+    pub(crate) fn posting_changes<'a>(
         &self,
         touched: impl IntoIterator<Item = Touched<'a>>,
         rewritten: &dyn Fn(&str) -> bool,
+        pre: Option<&super::Prefetch>,
     ) -> Result<Vec<PostingChange>> {
         let mut out = Vec::new();
         for (fp, written) in touched {
-            let (before, kept) = self.first_holders(fp, rewritten)?;
+            let (before, kept) = self.first_holders(fp, rewritten, pre)?;
             let first_after: Option<Option<Sketch>> = match (kept, written) {
                 (Some((kid, ks)), Some((wid, ws))) => {
                     Some(if kid.as_str() < wid { ks } else { ws })
@@ -593,6 +606,26 @@ impl Store {
             heads.hot_entries = 0;
         }
         Ok(())
+    }
+
+    /// Remembers the heads (entries, segments) of buckets read at the
+    /// latest state (a chunk's prefetch), those not known yet: what
+    /// [`Store::write_postings`] would read for them.
+    pub(super) fn seed_heads(&self, read: Vec<((usize, u16), (usize, u32))>) {
+        if read.is_empty() {
+            return;
+        }
+        let mut heads = self
+            .heads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (key, (entries, segments)) in read {
+            heads.heads.entry(key).or_insert(Head {
+                entries,
+                segments,
+                operands: 0,
+            });
+        }
     }
 
     /// Forgets what the writer knew of the heads (after a failed write,

@@ -8,7 +8,8 @@ use std::collections::{BinaryHeap, VecDeque};
 use rocksdb::{DBRawIteratorWithThreadMode, ReadOptions, SnapshotWithThreadMode, DB};
 
 use super::{
-    codec, posting_family, schema, ReadCounts, Record, Store, DOCS, POSTING_FAMILIES, REFS,
+    codec, posting_family, schema, Prefetch, ReadCounts, Record, Store, DOCS, POSTING_FAMILIES,
+    REFS,
 };
 use crate::error::{Error, Result};
 use crate::fingerprint::{Fingerprint, Sketch, BLOCKS};
@@ -66,7 +67,20 @@ impl Cursor {
         &mut self,
         it: &mut DBRawIteratorWithThreadMode<'_, DB>,
         reads: &ReadCounts,
+        pre: Option<&Prefetch>,
     ) -> Result<Option<(String, Option<Sketch>)>> {
+        // The first read, when a chunk's prefetch made it (the same
+        // entries: see `prefetch::FIRST_REFS`).
+        if self.last.is_none() && self.buffered.is_empty() && !self.done {
+            if let Some(first) = pre.and_then(|p| p.first_refs(self.fp)) {
+                debug_assert_eq!(self.chunk, super::prefetch::FIRST_REFS);
+                self.buffered.extend(first.iter().cloned());
+                self.done = self.buffered.len() < self.chunk;
+                self.chunk = (self.chunk * 2).min(1024);
+                self.last = self.buffered.back().map(|b| b.0.clone());
+                return Ok(self.buffered.pop_front());
+            }
+        }
         if self.buffered.is_empty() && !self.done {
             let prefix = self.fp.value().to_be_bytes();
             match &self.last {
@@ -253,7 +267,26 @@ impl Store {
         skip: &dyn Fn(&str) -> bool,
         visit: impl FnMut(Hit) -> Result<Flow>,
     ) -> Result<bool> {
-        self.walk(at, q, found, true, sketch, skip, visit)
+        self.walk(at, q, found, true, sketch, skip, None, visit)
+    }
+
+    /// [`Store::resolve`] (`exact`: [`Store::resolve_exact`]) whose first
+    /// `refs` reads come from a chunk's prefetch where it made them.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn resolve_prefetched(
+        &self,
+        at: &Snapshot<'_>,
+        q: Fingerprint,
+        found: Option<Vec<Fingerprint>>,
+        sketch: Option<&Sketch>,
+        skip: &dyn Fn(&str) -> bool,
+        pre: Option<&Prefetch>,
+        visit: impl FnMut(Hit) -> Result<Flow>,
+    ) -> Result<bool> {
+        match found {
+            Some(found) => self.walk(at, q, found, true, sketch, skip, pre, visit),
+            None => self.walk(at, q, vec![q], false, sketch, skip, pre, visit),
+        }
     }
 
     /// [`Store::resolve`] of the documents whose fingerprint is `q`
@@ -266,7 +299,7 @@ impl Store {
         skip: &dyn Fn(&str) -> bool,
         visit: impl FnMut(Hit) -> Result<Flow>,
     ) -> Result<bool> {
-        self.walk(at, q, vec![q], false, sketch, skip, visit)
+        self.walk(at, q, vec![q], false, sketch, skip, None, visit)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -278,6 +311,7 @@ impl Store {
         from_index: bool,
         sketch: Option<&Sketch>,
         skip: &dyn Fn(&str) -> bool,
+        pre: Option<&Prefetch>,
         mut visit: impl FnMut(Hit) -> Result<Flow>,
     ) -> Result<bool> {
         let mut levels: Vec<Vec<Fingerprint>> = vec![Vec::new(); 65];
@@ -300,7 +334,7 @@ impl Store {
             let mut sketches: Vec<Option<Sketch>> = vec![None; cursors.len()];
             let mut heap = BinaryHeap::with_capacity(cursors.len());
             for (c, cur) in cursors.iter_mut().enumerate() {
-                match cur.next(&mut it, &self.reads)? {
+                match cur.next(&mut it, &self.reads, pre)? {
                     Some((id, s)) => {
                         sketches[c] = s;
                         heap.push(Reverse((id, c)));
@@ -319,7 +353,7 @@ impl Store {
             while let Some(Reverse((id, c))) = heap.pop() {
                 let fp = cursors[c].fp;
                 let theirs = sketches[c];
-                if let Some((next, s)) = cursors[c].next(&mut it, &self.reads)? {
+                if let Some((next, s)) = cursors[c].next(&mut it, &self.reads, pre)? {
                     sketches[c] = s;
                     heap.push(Reverse((next, c)));
                 }
