@@ -19,11 +19,11 @@ use rayon::prelude::*;
 use rocksdb::ReadOptions;
 
 use super::query::{read_at, Snapshot};
-use super::{schema, ReadCounts, Store, POSTING_FAMILIES, REFS};
+use super::{ReadCounts, Store, POSTING_FAMILIES, REFS};
 use crate::error::{Error, Result};
 use crate::fingerprint::{Fingerprint, Sketch, BLOCKS};
 use crate::index::bands::BandProbe;
-use crate::index::{self, ProbePlan, RefKey};
+use crate::index::{self, ProbePlan};
 
 /// How many of a check's candidate fingerprints (the nearest) get their
 /// first `refs` entries read beforehand. A check walks candidates nearest
@@ -31,9 +31,9 @@ use crate::index::{self, ProbePlan, RefKey};
 /// thousands, which the walk reads as it goes.
 pub const PREFETCH_REFS_PER_CHECK: usize = 64;
 
-/// How many `refs` entries a walk's first read of a fingerprint takes
-/// (see `query::Cursor`): what is read beforehand per fingerprint.
-pub(crate) const FIRST_REFS: usize = 2;
+/// How many `refs` entries a walk's first read of a fingerprint takes:
+/// what is read beforehand per fingerprint.
+pub(crate) const FIRST_REFS: usize = super::query::FIRST_READ;
 
 /// Buckets of one family walked by one iterator (one task of the pool).
 const PART_BUCKETS: usize = 8192;
@@ -397,26 +397,9 @@ impl Store {
         let mut ro: ReadOptions = read_at(at);
         ro.set_prefix_same_as_start(true);
         let mut it = self.db.raw_iterator_cf_opt(self.cf(REFS), ro);
-        let mut out = Vec::with_capacity(fps.len());
-        for &fp in fps {
-            let prefix = fp.value().to_be_bytes();
-            it.seek(prefix);
-            let mut entries = Vec::new();
-            while let (Some(k), Some(v)) = (it.key(), it.value()) {
-                if !k.starts_with(&prefix) || entries.len() >= FIRST_REFS {
-                    break;
-                }
-                let (_, id) = RefKey::decode(k).map_err(|r| Error::corrupt(REFS, k, r))?;
-                let sketch =
-                    schema::decode_refs_value(v).map_err(|r| Error::corrupt(REFS, k, r))?;
-                entries.push((id.to_string(), sketch));
-                it.next();
-            }
-            it.status()?;
-            ReadCounts::add(&self.reads.refs, entries.len() as u64);
-            out.push((fp, entries));
-        }
-        Ok(out)
+        fps.iter()
+            .map(|&fp| Ok((fp, super::query::first_refs(&mut it, &self.reads, fp)?)))
+            .collect()
     }
 }
 

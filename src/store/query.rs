@@ -52,6 +52,21 @@ struct Cursor {
     chunk: usize,
 }
 
+/// How many `refs` entries a cursor's first read takes.
+pub(super) const FIRST_READ: usize = 2;
+
+/// The first [`FIRST_READ`] `refs` entries of `fp` (id, sketch), in id
+/// order, read with `it` as a walk's first read of it takes them.
+pub(super) fn first_refs(
+    it: &mut DBRawIteratorWithThreadMode<'_, DB>,
+    reads: &ReadCounts,
+    fp: Fingerprint,
+) -> Result<Vec<(String, Option<Sketch>)>> {
+    let mut c = Cursor::new(fp);
+    c.read(it, reads)?;
+    Ok(c.buffered.into())
+}
+
 impl Cursor {
     fn new(fp: Fingerprint) -> Cursor {
         Cursor {
@@ -59,7 +74,7 @@ impl Cursor {
             buffered: VecDeque::new(),
             last: None,
             done: false,
-            chunk: 2,
+            chunk: FIRST_READ,
         }
     }
 
@@ -69,43 +84,46 @@ impl Cursor {
         reads: &ReadCounts,
         pre: Option<&Prefetch>,
     ) -> Result<Option<(String, Option<Sketch>)>> {
-        // The first read, when a chunk's prefetch made it (the same
-        // entries: see `prefetch::FIRST_REFS`).
-        if self.last.is_none() && self.buffered.is_empty() && !self.done {
-            if let Some(first) = pre.and_then(|p| p.first_refs(self.fp)) {
-                debug_assert_eq!(self.chunk, super::prefetch::FIRST_REFS);
-                self.buffered.extend(first.iter().cloned());
-                self.done = self.buffered.len() < self.chunk;
-                self.chunk = (self.chunk * 2).min(1024);
-                self.last = self.buffered.back().map(|b| b.0.clone());
-                return Ok(self.buffered.pop_front());
-            }
-        }
         if self.buffered.is_empty() && !self.done {
-            let prefix = self.fp.value().to_be_bytes();
-            match &self.last {
-                Some(last) => it.seek(RefKey::encode(self.fp, last)),
-                None => it.seek(prefix),
+            // The first read comes from a chunk's prefetch where it made
+            // it (the same entries: see [`first_refs`]).
+            match pre.and_then(|p| p.first_refs(self.fp).filter(|_| self.last.is_none())) {
+                Some(first) => self.buffered.extend(first.iter().cloned()),
+                None => self.read(it, reads)?,
             }
-            while let (Some(k), Some(v)) = (it.key(), it.value()) {
-                if !k.starts_with(&prefix) || self.buffered.len() >= self.chunk {
-                    break;
-                }
-                let (_, id) = RefKey::decode(k).map_err(|r| Error::corrupt(REFS, k, r))?;
-                if self.last.as_deref() != Some(id) {
-                    let sketch =
-                        schema::decode_refs_value(v).map_err(|r| Error::corrupt(REFS, k, r))?;
-                    self.buffered.push_back((id.to_string(), sketch));
-                }
-                it.next();
-            }
-            it.status()?;
-            ReadCounts::add(&reads.refs, self.buffered.len() as u64);
             self.done = self.buffered.len() < self.chunk;
             self.chunk = (self.chunk * 2).min(1024);
             self.last = self.buffered.back().map(|b| b.0.clone());
         }
         Ok(self.buffered.pop_front())
+    }
+
+    /// Reads the next `chunk` entries after `last` into `buffered`.
+    fn read(
+        &mut self,
+        it: &mut DBRawIteratorWithThreadMode<'_, DB>,
+        reads: &ReadCounts,
+    ) -> Result<()> {
+        let prefix = self.fp.value().to_be_bytes();
+        match &self.last {
+            Some(last) => it.seek(RefKey::encode(self.fp, last)),
+            None => it.seek(prefix),
+        }
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            if !k.starts_with(&prefix) || self.buffered.len() >= self.chunk {
+                break;
+            }
+            let (_, id) = RefKey::decode(k).map_err(|r| Error::corrupt(REFS, k, r))?;
+            if self.last.as_deref() != Some(id) {
+                let sketch =
+                    schema::decode_refs_value(v).map_err(|r| Error::corrupt(REFS, k, r))?;
+                self.buffered.push_back((id.to_string(), sketch));
+            }
+            it.next();
+        }
+        it.status()?;
+        ReadCounts::add(&reads.refs, self.buffered.len() as u64);
+        Ok(())
     }
 }
 
