@@ -344,14 +344,7 @@ pub fn place_in_chunks(
     opts: &WritePolicy,
 ) -> std::result::Result<Vec<Written>, Interrupted> {
     let mut out: Vec<Written> = Vec::with_capacity(docs.len());
-    let ahead = checks_of(docs, &analyses, opts);
-    // ahead_at[i]: the checks in `ahead` of the documents before docs[i].
-    let mut ahead_at: Vec<usize> = Vec::with_capacity(docs.len() + 1);
-    ahead_at.push(0);
-    for a in &analyses {
-        ahead_at.push(ahead_at[ahead_at.len() - 1] + usize::from(a.is_some()));
-    }
-    let mut analyses = analyses.into_iter();
+    let mut analyses = analyses;
     let mut committed = 0;
     let fail = |written, error| Interrupted { written, error };
     while out.len() < docs.len() {
@@ -359,18 +352,19 @@ pub fn place_in_chunks(
         w.set_sync(opts.sync);
         let start = Instant::now();
         let first = out.len();
-        // The checks of the documents this chunk may write (the analysed
-        // ones among the next WRITE_CHUNK_DOCS), read first.
+        // The checks of the documents this chunk may write (the next
+        // WRITE_CHUNK_DOCS), read first.
         let upto = (first + limits::WRITE_CHUNK_DOCS).min(docs.len());
-        let ids = docs[first..upto].iter().map(|d| d.id.as_str());
-        w.prefetch(&ahead[ahead_at[first]..ahead_at[upto]], ids)
+        let (chunk, ahead) = (&docs[first..upto], &analyses[first..upto]);
+        let ids = chunk.iter().map(|d| d.id.as_str());
+        w.prefetch(&checks_of(chunk, ahead, opts), ids)
             .map_err(|e| fail(committed, e))?;
         while out.len() < docs.len()
             && out.len() - first < limits::WRITE_CHUNK_DOCS
             && start.elapsed() < limits::WRITE_CHUNK_TIME
         {
             let doc = &docs[out.len()];
-            let a = analyses.next().flatten();
+            let a = analyses[out.len()].take();
             out.push(place_written(&mut w, doc, a, opts).map_err(|e| fail(committed, e))?);
         }
         w.commit().map_err(|e| fail(committed, e))?;
