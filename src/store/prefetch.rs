@@ -133,9 +133,13 @@ impl Store {
         keys: Vec<PlanKey>,
         ids: Vec<&str>,
     ) -> Result<Prefetch> {
-        let mut keys = keys;
-        keys.sort_unstable_by_key(|k| k.fp);
-        keys.dedup();
+        // Copies in a chunk share a plan: one check each.
+        let mut seen = std::collections::HashSet::with_capacity(keys.len());
+        let keys: Vec<PlanKey> = keys
+            .into_iter()
+            .filter(|k| seen.insert(k.clone()))
+            .collect();
+        drop(seen);
         for k in &keys {
             crate::fingerprint::check_k(k.plan.k)?;
         }
