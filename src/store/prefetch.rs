@@ -14,6 +14,7 @@
 //! check). It is dropped at the writer's next commit.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 use rocksdb::ReadOptions;
@@ -30,6 +31,14 @@ use crate::index::{self, ProbePlan};
 /// first and usually stops after a few; a flood of near copies offers
 /// thousands, which the walk reads as it goes.
 pub const PREFETCH_REFS_PER_CHECK: usize = 64;
+
+/// The most candidates (fingerprints its buckets offer it, counted over
+/// the block and band families) a check is read beforehand with. A check
+/// near a flood of near copies is offered thousands: it is left out of
+/// the prefetch and reads for itself as before (the writer keeps hot
+/// buckets in memory, and its walk cuts to the nearest few), so a chunk's
+/// prefetch holds at most this many per check.
+pub const PREFETCH_CANDIDATES_PER_CHECK: usize = 256;
 
 /// How many `refs` entries a walk's first read of a fingerprint takes:
 /// what is read beforehand per fingerprint.
@@ -148,9 +157,11 @@ impl Store {
             .iter()
             .map(|k| ProbePlan::exact(k.fp, k.plan.k))
             .collect();
+        // Candidates offered so far, per check (past the cap: left out).
+        let offered: Vec<AtomicUsize> = keys.iter().map(|_| AtomicUsize::new(0)).collect();
         let per_family: Vec<Result<FamilyPass>> = (0..POSTING_FAMILIES)
             .into_par_iter()
-            .map(|i| self.prefetch_family(at, i, &keys, &exact))
+            .map(|i| self.prefetch_family(at, i, &keys, &exact, &offered))
             .collect();
         let mut out: Vec<Prefetched> = (0..keys.len()).map(|_| Prefetched::default()).collect();
         let mut heads: Vec<((usize, u16), (usize, u32))> = Vec::new();
@@ -166,9 +177,17 @@ impl Store {
             heads.extend(pass.heads.into_iter().map(|(b, h)| ((i, b), h)));
         }
         self.seed_heads(heads);
+        // The checks offered too many candidates read for themselves.
+        let kept: Vec<(PlanKey, Prefetched)> = keys
+            .into_iter()
+            .zip(out)
+            .zip(&offered)
+            .filter(|(_, n)| n.load(Ordering::Relaxed) <= PREFETCH_CANDIDATES_PER_CHECK)
+            .map(|(c, _)| c)
+            .collect();
         // The fingerprints whose documents the checks may walk first.
         let mut fps: Vec<Fingerprint> = Vec::new();
-        for (k, p) in keys.iter().zip(&out) {
+        for (k, p) in &kept {
             fps.push(k.fp);
             let mut cands: Vec<Fingerprint> = p.accepted.iter().map(|e| e.2).collect();
             if let Some(probe) = &k.probe {
@@ -192,7 +211,7 @@ impl Store {
         }
         let records = self.records_of(at, ids)?;
         Ok(Prefetch {
-            checks: keys.into_iter().zip(out).collect(),
+            checks: kept.into_iter().collect(),
             refs: first,
             records,
         })
@@ -238,6 +257,7 @@ impl Store {
         i: usize,
         keys: &[PlanKey],
         exact: &[ProbePlan],
+        offered: &[AtomicUsize],
     ) -> Result<FamilyPass> {
         // (bucket, check) pairs, sorted.
         let mut order: Vec<(u16, usize)> = Vec::new();
@@ -269,7 +289,7 @@ impl Store {
         }
         let parts: Vec<Result<FamilyPass>> = groups
             .par_chunks(PART_BUCKETS)
-            .map(|part| self.prefetch_part(at, i, keys, &order, part))
+            .map(|part| self.prefetch_part(at, i, keys, &order, part, offered))
             .collect();
         let mut pass = FamilyPass::default();
         for p in parts {
@@ -289,6 +309,7 @@ impl Store {
         keys: &[PlanKey],
         order: &[(u16, usize)],
         groups: &[(u16, std::ops::Range<usize>)],
+        offered: &[AtomicUsize],
     ) -> Result<FamilyPass> {
         let name = super::posting_family(i);
         // The bucket a new document of check `j`'s fingerprint enters:
@@ -336,13 +357,19 @@ impl Store {
             it.status()?;
             let mut scan = |posting: &[u8]| {
                 for &(_, j) in checks {
+                    let cap = PREFETCH_CANDIDATES_PER_CHECK;
+                    if offered[j].load(Ordering::Relaxed) > cap {
+                        continue; // left out: it reads for itself
+                    }
                     hits.clear();
                     let k = &keys[j];
                     match &k.probe {
                         Some(p) if i >= BLOCKS => p.scan_posting(k.fp, posting, &mut hits),
                         _ => k.plan.scan_posting(k.fp, posting, &mut hits),
                     }
-                    pass.found.extend(hits.iter().map(|&fp| (j, *blk, fp)));
+                    if offered[j].fetch_add(hits.len(), Ordering::Relaxed) + hits.len() <= cap {
+                        pass.found.extend(hits.iter().map(|&fp| (j, *blk, fp)));
+                    }
                 }
             };
             let head = index::bucket_key(*blk);
