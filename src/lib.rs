@@ -56,8 +56,8 @@ pub mod server;
 mod store;
 
 pub use db::{
-    Answer, Content, Db, Outcome, Query, QueryOptions, QueryRequest, Stats, Subject, WriteOptions,
-    Writer,
+    Answer, Content, Db, Found, Outcome, Query, QueryOptions, QueryRequest, Stats, Subject,
+    WriteOptions, Writer,
 };
 pub use error::{Error, Result, StorageError};
 pub use fingerprint::{simhash_weighted, Analysis, Fingerprint, Fingerprinter, Recipe, Sketch};

@@ -532,3 +532,59 @@ fn a_truncated_copy_is_confirmed_by_containment() {
         Some(None)
     );
 }
+
+/// Review 2026-11-b, finding 1: a query near a flood of copies that the
+/// sketch rejects (here a threshold the copies do not reach) walked every
+/// stored copy, since only confirmed hits counted against its limit. It
+/// now stops after `limits::QUERY_REJECTED` rejected candidates and says
+/// its answer is not complete; single queries and batches alike.
+#[test]
+fn regression_review_b_1_a_rejected_flood_stops_at_a_bound() {
+    let t = common::TempDb::new();
+    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let vocab = common::vocab();
+    let mut rng = common::rng(361);
+    let base = common::article(&mut rng, &vocab, 300).concat();
+    let n = 4 * limits::QUERY_REJECTED;
+    // The walk reads `refs` a chunk at a time (at most 1,024 entries).
+    let bound = limits::QUERY_REJECTED as u64 + 1024 + 64;
+    let docs: Vec<Doc> = (0..n)
+        .map(|i| text_doc(&format!("c{i:05}"), &base))
+        .collect();
+    ingest(&mut db, &docs, 4096);
+    let more = format!("{base}{}", common::article(&mut rng, &vocab, 8).concat());
+    let strict = QueryOptions {
+        min_similarity: Some(0.99),
+        ..Default::default()
+    };
+    let r = QueryRequest::new(Subject::Text(more.clone())).with(strict);
+    let before = db.admin().reads();
+    let a = db.answer(&r).unwrap();
+    let read = db.admin().reads().refs - before.refs;
+    assert!(a.hits.is_empty(), "{:?}", &a.hits[..1]);
+    assert!(!a.complete);
+    assert!(
+        read <= bound,
+        "{read} refs entries read for a flood of {n} rejected copies"
+    );
+    assert_eq!(serde_json::to_value(&a).unwrap()["complete"], false);
+    // A batch stops at the same bound.
+    let before = db.admin().reads();
+    let many = db.answer_many(&[r.clone(), r]).unwrap();
+    let read = db.admin().reads().refs - before.refs;
+    assert!(many.iter().all(|a| a.as_ref().is_ok_and(|a| !a.complete)));
+    assert!(read <= 2 * bound, "{read}");
+    // What the sketch confirms fills the limit at once: complete.
+    let loose = QueryOptions {
+        min_similarity: Some(0.0),
+        ..Default::default()
+    };
+    let a = db
+        .answer(&QueryRequest::new(Subject::Text(more)).with(loose))
+        .unwrap();
+    assert_eq!((a.hits.len(), a.complete), (limits::DEFAULT_LIMIT, true));
+    // The copies themselves: complete, and the nearest first.
+    let a = db.answer(&QueryRequest::new(Subject::Text(base))).unwrap();
+    assert_eq!((a.hits.len(), a.complete), (limits::DEFAULT_LIMIT, true));
+    assert_eq!(a.hits[0].id, "c00000");
+}

@@ -51,6 +51,14 @@ pub(super) fn query(a: QueryArgs) -> Result<bool> {
             simdb::db::limits::MAX_LIMIT
         );
     }
+    if !a.json && !answer.complete {
+        eprintln!(
+            "simdb: the search stopped after the sketch rejected {} candidates \
+             (a flood of stored copies this text is not a copy of); \
+             a farther hit may be missing (-k N --min-similarity 0 lists every document within N)",
+            simdb::db::limits::QUERY_REJECTED
+        );
+    }
     match a.json {
         true => writeln!(out, "{}", json!(answer))?,
         false => print_answer(&mut out, &answer)?,

@@ -22,6 +22,15 @@ pub const CHECK_CONFIRMED: usize = 16;
 /// differs in a few bits at most.)
 pub const CHECK_EXAMINED: usize = 256;
 
+/// A search stops once the sketch has rejected this many of its
+/// candidates (nearest first, then by id), and its answer says it is not
+/// complete (`"complete": false`): a query near a flood of stored copies
+/// that it is not a copy of (a near miss, or a threshold the flood does
+/// not reach) costs about what this many `refs` entries cost, a few
+/// milliseconds, however many copies are stored. A write's check stops
+/// sooner ([`CHECK_EXAMINED`]).
+pub const QUERY_REJECTED: usize = 2048;
+
 /// Hits of a query when the caller gives no limit (CLI, service, Python).
 pub const DEFAULT_LIMIT: usize = 10;
 
@@ -94,5 +103,6 @@ mod tests {
         const { assert!(DEFAULT_MAX_DUPLICATES <= MAX_DUPLICATES) };
         const { assert!(CHECK_CONFIRMED <= CHECK_EXAMINED) };
         const { assert!(MAX_DUPLICATES <= CHECK_EXAMINED) };
+        const { assert!(CHECK_EXAMINED <= QUERY_REJECTED) };
     }
 }

@@ -254,6 +254,19 @@ impl Query {
 pub const MAX_CALIBRATION_SAMPLE: usize = 10_000_000;
 
 /// How fresh a handle's view of the store is.
+/// The answer of a search ([`Db::find`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    /// Confirmed hits, nearest first, then by id; at most the query's
+    /// limit.
+    pub hits: Vec<Hit>,
+    /// Whether every candidate the query's plan names was looked at, or
+    /// the limit was reached: false when the search stopped at
+    /// [`limits::QUERY_REJECTED`] rejected candidates, so that a farther
+    /// hit may be missing.
+    pub complete: bool,
+}
+
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct View {
     /// Opened read-only (a fixed view) or for writing (always current).
@@ -556,7 +569,17 @@ impl Db {
     /// The cost of a limited answer does not grow with the number of
     /// stored copies: documents are read nearest first, in id order among
     /// equally near ones, until `q.limit` are confirmed.
+    ///
+    /// A search stops once the sketch has rejected
+    /// [`limits::QUERY_REJECTED`] candidates: the hits are then the
+    /// confirmed ones among the nearest looked at ([`Db::find`] says
+    /// whether that happened).
     pub fn search(&self, q: &Query) -> Result<Vec<Hit>> {
+        Ok(self.find(q)?.hits)
+    }
+
+    /// [`Db::search`], and whether the answer is complete.
+    pub fn find(&self, q: &Query) -> Result<Found> {
         let at = self.store.snapshot();
         self.resolve(&at, q, None, usize::MAX)
     }
@@ -573,6 +596,7 @@ impl Db {
         };
         Ok(self
             .resolve(&at, &q, None, limits::CHECK_EXAMINED)?
+            .hits
             .into_iter()
             .next())
     }
@@ -588,14 +612,17 @@ impl Db {
         q: &Query,
         found: Option<Vec<Fingerprint>>,
         examine: usize,
-    ) -> Result<Vec<Hit>> {
+    ) -> Result<Found> {
         let mut hits = Vec::new();
         let limit = q.limit.unwrap_or(usize::MAX);
         if limit == 0 {
-            return Ok(hits);
+            return Ok(Found {
+                hits,
+                complete: true,
+            });
         }
         let skip = |id: &str| q.exclude.as_deref() == Some(id);
-        let mut examined = 0usize;
+        let (mut examined, mut rejected) = (0usize, 0usize);
         let length = |h: &Hit| -> Result<(u64, u64)> {
             let r = self.store.checked_record(at, h.fingerprint, &h.id)?;
             Ok((r.length, r.ord))
@@ -604,28 +631,37 @@ impl Db {
             examined += 1;
             if q.confirm(&mut h, length)? {
                 hits.push(h);
-            }
-            Ok(if hits.len() >= limit || examined >= examine {
-                store::Flow::Stop
             } else {
-                store::Flow::Continue
-            })
+                rejected += 1;
+            }
+            Ok(
+                if hits.len() >= limit || examined >= examine || rejected >= limits::QUERY_REJECTED
+                {
+                    store::Flow::Stop
+                } else {
+                    store::Flow::Continue
+                },
+            )
         };
+        // Whether the walk stopped for its budget, not its limit or the
+        // end of the candidates.
+        let cut = |walked: bool, hits: &Vec<Hit>| !walked && hits.len() < limit;
         let sketch = q.sketch.as_ref();
         let fp = q.fingerprint;
-        if !self
+        let walked = self
             .store
-            .resolve_exact(at, fp, sketch, &skip, &mut visit)?
-        {
-            return self.checked(at, hits);
+            .resolve_exact(at, fp, sketch, &skip, &mut visit)?;
+        if !walked {
+            let complete = !cut(walked, &hits);
+            return self.checked(at, hits, complete);
         }
         let plan = q.plan();
-        match found {
+        let walked = match found {
             // A batch read every bucket already.
             Some(found) => {
                 let rest = found.into_iter().filter(|f| *f != fp).collect();
                 self.store
-                    .resolve(at, fp, rest, sketch, &skip, &mut visit)?;
+                    .resolve(at, fp, rest, sketch, &skip, &mut visit)?
             }
             // The exact plan's buckets at k (every fingerprint within k is
             // there), then, for a ranked plan and only if more are wanted,
@@ -638,11 +674,10 @@ impl Db {
                     .into_iter()
                     .filter(|f| *f != fp)
                     .collect();
-                if self
+                let walked = self
                     .store
-                    .resolve(at, fp, near, sketch, &skip, &mut visit)?
-                    && plan.ranked
-                {
+                    .resolve(at, fp, near, sketch, &skip, &mut visit)?;
+                if walked && plan.ranked {
                     // What the bands add lies beyond k too (the plan
                     // accepts everything within it).
                     let probe = q.band_probe();
@@ -654,20 +689,23 @@ impl Db {
                         .filter(|f| f.distance(fp) > plan.k)
                         .collect();
                     far.extend(banded);
-                    self.store.resolve(at, fp, far, sketch, &skip, &mut visit)?;
+                    self.store.resolve(at, fp, far, sketch, &skip, &mut visit)?
+                } else {
+                    walked
                 }
             }
-        }
-        self.checked(at, hits)
+        };
+        let complete = !cut(walked, &hits);
+        self.checked(at, hits, complete)
     }
 
     /// `hits`, each checked against its record: what is answered is never
     /// the trace of a damaged index.
-    fn checked(&self, at: &store::Snapshot<'_>, hits: Vec<Hit>) -> Result<Vec<Hit>> {
+    fn checked(&self, at: &store::Snapshot<'_>, hits: Vec<Hit>, complete: bool) -> Result<Found> {
         for h in &hits {
             self.store.checked_record(at, h.fingerprint, &h.id)?;
         }
-        Ok(hits)
+        Ok(Found { hits, complete })
     }
 
     /// Answers of many [`Query`]s, in their order, as [`Db::search`] gives
@@ -675,6 +713,11 @@ impl Db {
     /// faster than one query at a time once the batch is large (thousands
     /// of queries). All of them read one snapshot.
     pub fn search_many(&self, qs: &[Query]) -> Result<Vec<Vec<Hit>>> {
+        Ok(self.find_many(qs)?.into_iter().map(|f| f.hits).collect())
+    }
+
+    /// [`Db::search_many`], and whether each answer is complete.
+    pub fn find_many(&self, qs: &[Query]) -> Result<Vec<Found>> {
         let plans: Vec<store::Planned> = qs
             .iter()
             .map(|q| (q.fingerprint, q.plan(), q.band_probe()))

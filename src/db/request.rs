@@ -356,6 +356,9 @@ pub struct Answer {
     pub hits: Vec<Hit>,
     /// The limit the query was asked with.
     pub limit: usize,
+    /// Whether the search looked at every candidate or reached the limit
+    /// (see [`crate::db::Found::complete`]).
+    pub complete: bool,
     /// With `explain`: the query's weighted terms (heaviest first; none
     /// for a bare fingerprint) and each hit explained.
     pub explained: Option<Explained>,
@@ -370,8 +373,8 @@ pub struct Explained {
 
 /// As `simdb query --json` and the service answer: `fingerprint`, `hits`
 /// (explained with `explain`, beside the query's top
-/// [`fingerprint::TOP_TERMS`] terms as `query_terms`), and `query`, the
-/// request's label, when it has one.
+/// [`fingerprint::TOP_TERMS`] terms as `query_terms`), `complete`, and
+/// `query`, the request's label, when it has one.
 impl Serialize for Answer {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         #[derive(Serialize)]
@@ -388,6 +391,7 @@ impl Serialize for Answer {
             #[serde(skip_serializing_if = "Option::is_none")]
             query_terms: Option<&'a [(String, f64)]>,
             hits: Hits<'a>,
+            complete: bool,
         }
         Wire {
             query: self.query.as_ref(),
@@ -400,6 +404,7 @@ impl Serialize for Answer {
                 Some(e) => Hits::Explained(&e.hits),
                 None => Hits::Plain(&self.hits),
             },
+            complete: self.complete,
         }
         .serialize(s)
     }
@@ -496,8 +501,9 @@ impl Db {
         r: &QueryRequest,
         q: &Query,
         terms: Option<Terms>,
-        hits: Vec<Hit>,
+        found: super::Found,
     ) -> Result<Answer> {
+        let super::Found { hits, complete } = found;
         let explained = match terms {
             Some(query_terms) => Some(Explained {
                 hits: self.explain(&query_terms, &hits)?,
@@ -510,6 +516,7 @@ impl Db {
             fingerprint: q.fingerprint,
             limit: q.limit.unwrap_or(usize::MAX),
             hits,
+            complete,
             explained,
         })
     }
@@ -519,8 +526,8 @@ impl Db {
     /// asked.
     pub fn answer(&self, r: &QueryRequest) -> Result<Answer> {
         let (q, terms) = self.prepare(r)?;
-        let hits = self.search(&q)?;
-        self.answer_of(r, &q, terms, hits)
+        let found = self.find(&q)?;
+        self.answer_of(r, &q, terms, found)
     }
 
     /// Answers many queries, in their order, with one pass over the index
@@ -536,13 +543,16 @@ impl Db {
             .iter()
             .filter_map(|p| p.as_ref().ok().map(|(q, _)| q.clone()))
             .collect();
-        let mut found = self.search_many(&qs)?.into_iter();
+        let mut found = self.find_many(&qs)?.into_iter();
         rs.iter()
             .zip(prepared)
             .map(|(r, p)| match p {
                 Ok((q, terms)) => {
-                    let hits = found.next().unwrap_or_default();
-                    self.answer_of(r, &q, terms, hits).map(Ok)
+                    let f = found.next().unwrap_or(super::Found {
+                        hits: Vec::new(),
+                        complete: true,
+                    });
+                    self.answer_of(r, &q, terms, f).map(Ok)
                 }
                 Err(e) => Ok(Err(e)),
             })

@@ -397,6 +397,9 @@ impl Writer<'_> {
         let fp = q.fingerprint;
         let mut out = Check::default();
         let examined = std::cell::Cell::new(0usize);
+        // Candidates the sketch rejected: a search stops at
+        // `limits::QUERY_REJECTED` of them (a write's `examine` is less).
+        let mut rejected = 0usize;
         // Whether another candidate is wanted; then takes it.
         // A candidate's length and ord, for containment: pending, or
         // stored.
@@ -410,12 +413,17 @@ impl Writer<'_> {
             }
         };
         let mut take = |mut h: Hit, out: &mut Check| -> Result<Flow> {
-            if out.hits.len() >= confirm || examined.get() >= examine {
+            if out.hits.len() >= confirm
+                || examined.get() >= examine
+                || rejected >= super::limits::QUERY_REJECTED
+            {
                 return Ok(Flow::Stop);
             }
             examined.set(examined.get() + 1);
             if q.confirm(&mut h, length)? {
                 out.hits.push(h);
+            } else {
+                rejected += 1;
             }
             Ok(Flow::Continue)
         };

@@ -1013,15 +1013,13 @@ impl App {
     }
 }
 
-/// Bodies up to this size with one query are answered on the runtime's
-/// worker (a text of this size takes well under a millisecond to
-/// fingerprint); larger ones and batches go to the blocking pool.
+/// Bodies up to this size are parsed on the runtime's worker (well under
+/// a millisecond); larger ones on the blocking pool.
 const INLINE_BODY: usize = 64 << 10;
 
 async fn query(State(app): State<Shared>, RawQuery(q): RawQuery, body: Body) -> Answer {
     api::parse_params(q.as_deref(), &[])?;
     let (bytes, _share) = read_body(&app, body).await?;
-    let size = bytes.len();
     let max_batch = app.config.max_batch;
     let (specs, batch) = parse_body(bytes, move |b| api::parse_queries(b, max_batch)).await?;
     // The answer's size is bounded before any work.
@@ -1057,18 +1055,17 @@ async fn query(State(app): State<Shared>, RawQuery(q): RawQuery, body: Body) -> 
     let Some(spec) = specs.into_iter().next() else {
         return Err(ApiError::new(StatusCode::BAD_REQUEST, None, "no query"));
     };
-    let v = if size <= INLINE_BODY {
+    // On the blocking pool, as every store read: an answer reads buckets
+    // and `refs` entries (up to `limits::QUERY_REJECTED` rejected ones),
+    // and the runtime's workers keep `/health` and the other connections
+    // answered meanwhile.
+    let v = blocking(move || {
         let db = app.db()?;
-        json!(db.answer(&spec).map_err(|e| field(e, &spec))?)
-    } else {
-        blocking(move || {
-            let db = app.db()?;
-            db.answer(&spec)
-                .map(|a| json!(a))
-                .map_err(|e| field(e, &spec))
-        })
-        .await?
-    };
+        db.answer(&spec)
+            .map(|a| json!(a))
+            .map_err(|e| field(e, &spec))
+    })
+    .await?;
     json_answer(v)
 }
 
