@@ -449,3 +449,49 @@ fn reposts_found_by_the_bands_cluster_as_ingest_and_rebuild_agree() {
     assert_eq!(common::cluster_shapes(&db), before);
     assert!(db.admin().verify().unwrap().is_clean());
 }
+
+/// Review 2026-11-b, finding 9: a text of one shingle (fewer than five
+/// letters and digits) has a sketch whose 128 bins are equal, so every
+/// band value is uniform and every such text is in one of the same four
+/// buckets of each band family; a probe of them scanned them all for each
+/// short text written or asked. Uniform values are not probed: such a
+/// query reads exactly the buckets of its plan, and finds what it found.
+#[test]
+fn regression_review_b_9_one_shingle_texts_read_no_band_bucket() {
+    use simdb::index::bands::is_uniform;
+    let t = common::TempDb::new();
+    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let f = db.fingerprinter().clone();
+    let texts: Vec<String> = (0..4096).map(|i| format!("w{i:03x}")).collect();
+    let mut w = db.writer().unwrap();
+    for (i, t) in texts.iter().enumerate() {
+        let c = Content::Text(t.clone());
+        let a = c.analyze(&f).unwrap();
+        let s = a.sketch.unwrap();
+        assert!(band_values(&s).iter().all(|v| is_uniform(*v)), "{t}");
+        w.put(&format!("s{i:04}"), a, &c, "t").unwrap();
+    }
+    w.commit().unwrap();
+    let q = db.text_query("wfff").unwrap();
+    assert!(q.band_probe().is_some(), "a ranked query with a sketch");
+    assert_eq!(q.band_probe().unwrap().buckets(), 0);
+    let no_bands = Query {
+        probe: q.probe.clone().map(|p| Probe { bands: false, ..p }),
+        ..q.clone()
+    };
+    let before = db.admin().reads().buckets;
+    let with = db.search(&q).unwrap();
+    let mid = db.admin().reads().buckets;
+    let without = db.search(&no_bands).unwrap();
+    let after = db.admin().reads().buckets;
+    assert_eq!(with, without);
+    assert_eq!(with.first().map(|h| h.distance), Some(0), "{with:?}");
+    assert_eq!(mid - before, after - mid, "band buckets read");
+    // A probe of a sketch of many shingles reads its 16 buckets (bar the
+    // rare uniform band).
+    let long = Sketch([0x1b; SKETCH_BYTES]);
+    assert_eq!(BandProbe::new(&long, 14).buckets(), BANDS);
+    assert!((0..=u16::MAX)
+        .filter(|v| is_uniform(*v))
+        .eq([0, 0x5555, 0xaaaa, 0xffff]));
+}

@@ -26,8 +26,17 @@
 //!   is a fingerprint: every document that has it is then checked by its
 //!   own sketch, as for any candidate.
 //! - **What a band probe accepts.** A fingerprint in bucket `values[j]` of
-//!   band `j`, for some `j`, within [`BandProbe::max_distance`] bits of the
-//!   query's fingerprint. A band bucket is 16 bits: at 50M documents it
+//!   band `j`, for some `j` whose value is not *uniform* (see below),
+//!   within [`BandProbe::max_distance`] bits of the query's fingerprint.
+//! - **Uniform values are not probed.** A band whose eight bins are equal
+//!   (values `0x0000`, `0x5555`, `0xaaaa`, `0xffff`: [`is_uniform`]) is
+//!   what a text of one shingle gets in every band (fewer than five
+//!   letters and digits: a product name, a one-word comment), so those four
+//!   buckets of each band family hold every such text and a probe of them
+//!   would scan them all for each short text written. They are still
+//!   written (the entries are as defined above), never read. A sketch of
+//!   many shingles has a uniform band with probability 4 in 65,536: its
+//!   copies share one of the other fifteen. A band bucket is 16 bits: at 50M documents it
 //!   holds ~763 fingerprints, nearly all of unrelated texts, and the
 //!   distance bound drops them before any document is read (unrelated
 //!   fingerprints lie ~32 bits apart; within 14 bits: a share of ~1e-5 for
@@ -66,6 +75,13 @@ pub type BandValues = [u16; BANDS];
 /// The band values of `sketch` (see the module's definition).
 pub fn band_values(sketch: &Sketch) -> BandValues {
     std::array::from_fn(|j| band_value(sketch, j))
+}
+
+/// Whether band value `v` is uniform (its eight bins equal), which no
+/// probe reads (see the module's definition).
+#[inline]
+pub fn is_uniform(v: u16) -> bool {
+    v % 0x5555 == 0
 }
 
 /// The value of band `j` of `sketch`: its bytes `2j` and `2j + 1`,
@@ -134,14 +150,30 @@ impl BandProbe {
     }
 
     /// Whether a fingerprint whose entry is in buckets `values` is
-    /// accepted for `q`: it shares a band and is near enough.
+    /// accepted for `q`: it shares a probed band and is near enough.
     pub fn accepts_entry(&self, q: Fingerprint, fp: Fingerprint, values: &BandValues) -> bool {
-        self.accepts(q, fp) && self.values.iter().zip(values).any(|(a, b)| a == b)
+        self.accepts(q, fp) && self.probed().any(|(j, v)| values[j] == v)
     }
 
-    /// Buckets read (one per band family).
+    /// The buckets the probe reads: (band, value) for each band whose
+    /// value is not uniform ([`is_uniform`]).
+    pub fn probed(&self) -> impl Iterator<Item = (usize, u16)> + '_ {
+        self.values
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(|(_, v)| !is_uniform(*v))
+    }
+
+    /// Whether the probe reads band `j`'s bucket.
+    #[inline]
+    pub fn probes(&self, j: usize) -> bool {
+        !is_uniform(self.values[j])
+    }
+
+    /// Buckets read (one per probed band family).
     pub fn buckets(&self) -> usize {
-        BANDS
+        self.probed().count()
     }
 
     /// Appends to `out` the fingerprints of posting `value` (whole 8-byte
@@ -226,8 +258,8 @@ impl BandBuckets {
     /// The fingerprints `probe` accepts for `q`, read from its buckets (a
     /// fingerprint in several of them is there several times).
     pub fn candidates(&self, q: Fingerprint, probe: &BandProbe, out: &mut Vec<Fingerprint>) {
-        for (j, v) in probe.values.iter().enumerate() {
-            if let Some(set) = self.buckets[j].get(v) {
+        for (j, v) in probe.probed() {
+            if let Some(set) = self.buckets[j].get(&v) {
                 out.extend(set.iter().filter(|fp| probe.accepts(q, **fp)));
             }
         }

@@ -1070,10 +1070,14 @@ async fn query(State(app): State<Shared>, RawQuery(q): RawQuery, body: Body) -> 
 }
 
 async fn get_document(State(app): State<Shared>, id: String) -> Answer {
-    match app.db()?.document(&id)? {
-        Some(d) => json_answer(json!(d)),
+    // On the blocking pool, as every store read (a record, the cluster's
+    // size entry and first member).
+    let v = blocking(move || match app.db()?.document(&id)? {
+        Some(d) => Ok(json!(d)),
         None => Err(Error::NotFound { id }.into()),
-    }
+    })
+    .await?;
+    json_answer(v)
 }
 
 async fn delete_document(State(app): State<Shared>, RawQuery(q): RawQuery, id: String) -> Answer {

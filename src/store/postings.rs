@@ -524,14 +524,20 @@ impl Store {
         crate::fingerprint::check_k(plan.k)?;
         let mut found = Vec::new();
         let mut banded = Vec::new();
-        let bands: Vec<[u16; 1]> = probe
-            .map(|p| p.values.map(|v| [v]).to_vec())
+        // Each band family's bucket, or none when the probe does not read
+        // it (a uniform value).
+        let bands: Vec<Vec<u16>> = probe
+            .map(|p| {
+                (0..index::bands::BANDS)
+                    .map(|j| p.probes(j).then_some(p.values[j]).into_iter().collect())
+                    .collect()
+            })
             .unwrap_or_default();
         let families = plan
             .blocks
             .iter()
             .map(Vec::as_slice)
-            .chain(bands.iter().map(|b| &b[..]))
+            .chain(bands.iter().map(Vec::as_slice))
             .enumerate();
         self.writer_read(at, families, |i, entries| {
             if i < BLOCKS {

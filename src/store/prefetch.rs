@@ -273,7 +273,7 @@ impl Store {
             }
         } else {
             for (j, k) in keys.iter().enumerate() {
-                if let Some(p) = &k.probe {
+                if let Some(p) = k.probe.as_ref().filter(|p| p.probes(i - BLOCKS)) {
                     order.push((p.values[i - BLOCKS], j));
                 }
             }

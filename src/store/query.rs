@@ -213,7 +213,10 @@ impl Store {
         bands: std::ops::Range<usize>,
         found: &mut Vec<Fingerprint>,
     ) -> Result<()> {
-        let buckets: Vec<(usize, u16)> = bands.map(|j| (BLOCKS + j, probe.values[j])).collect();
+        let buckets: Vec<(usize, u16)> = bands
+            .filter(|j| probe.probes(*j))
+            .map(|j| (BLOCKS + j, probe.values[j]))
+            .collect();
         self.read_singles(at, &buckets, |_, posting| {
             probe.scan_posting(q, posting, found)
         })
@@ -501,7 +504,10 @@ impl Store {
         } else {
             qs.iter()
                 .enumerate()
-                .filter_map(|(j, q)| q.2.map(|p| (p.values[i - BLOCKS], j)))
+                .filter_map(|(j, q)| {
+                    q.2.filter(|p| p.probes(i - BLOCKS))
+                        .map(|p| (p.values[i - BLOCKS], j))
+                })
                 .collect()
         };
         order.sort_unstable();
