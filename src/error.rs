@@ -4,7 +4,7 @@
 //! the caller's input was wrong ([`Error::Input`], [`Error::NoFeatures`],
 //! [`Error::UnsupportedDistance`], [`Error::NotFound`]), the stored data is
 //! corrupt or incompatible ([`Error::Corrupt`], [`Error::RecipeMismatch`],
-//! [`Error::NewerFormat`], [`Error::OlderFormat`], [`Error::NeedsMigration`], [`Error::RepairInProgress`], [`Error::NotASimdbStore`]), or the system failed
+//! [`Error::NewerFormat`], [`Error::OlderFormat`], [`Error::NeedsMigration`], [`Error::RepairInProgress`], [`Error::ClustersIncomplete`], [`Error::NotASimdbStore`]), or the system failed
 //! ([`Error::Io`], [`Error::Storage`]).
 
 use std::path::PathBuf;
@@ -94,6 +94,15 @@ pub enum Error {
          run `simdb verify --repair {path}` to finish it"
     )]
     RepairInProgress { path: PathBuf },
+
+    /// A rebuild of the clusters (`migrate --keep`, a migration, a repair)
+    /// was interrupted: some documents are in no cluster until it runs
+    /// again.
+    #[error(
+        "{path}: a rebuild of the clusters (keep policy {keep}) was interrupted and the \
+         clusters are incomplete; run `simdb migrate {path} --keep {keep}` to finish it"
+    )]
+    ClustersIncomplete { path: PathBuf, keep: String },
 
     /// The store's fingerprint recipe differs from what the caller asked for.
     #[error(

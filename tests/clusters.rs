@@ -936,3 +936,95 @@ fn cli_lists_clusters_shows_them_in_get_and_reports_them_per_run() {
         common::stderr(&o)
     );
 }
+
+/// Review 2026-11-b, finding 4 (issue 37): `migrate --keep P` killed while
+/// it rebuilt the clusters left a store with its clusters gone, a clean
+/// `verify`, and the same command answering "already" and doing nothing
+/// (the new policy was written first). Now a marker stays from the batch
+/// that clears the clusters to the one that writes the last of them with
+/// the policy: a store killed in between (emulated here: the state after
+/// the first batch, and after one more) does not open, `verify` says what
+/// to run, and `migrate` with the new policy or the old one finishes the
+/// rebuild.
+#[test]
+fn regression_review_b_4_an_interrupted_cluster_rebuild_is_finished_not_forgotten() {
+    let t = common::TempDb::new();
+    let docs = corpus(37);
+    let all: String = docs.iter().map(|d| format!("{}\n", d.line)).collect();
+    let input = t.file("all.jsonl", &all);
+    let base = t.path().with_file_name("base");
+    create_keeping(&base, KeepPolicy::First);
+    ingest_files(&base, std::slice::from_ref(&input));
+    // What a finished `migrate --keep` builds, for each policy.
+    let mut want = BTreeMap::new();
+    for keep in [KeepPolicy::First, KeepPolicy::Newest] {
+        let p = t.path().with_file_name(format!("want-{keep}"));
+        copy_dir(&base, &p);
+        Db::migrate(&p, Some(keep)).unwrap();
+        let db = Db::open_read_only(&p).unwrap();
+        assert_eq!(db.keep_policy().unwrap(), keep);
+        want.insert(keep.name(), shape(&all_clusters(&db)));
+    }
+    assert!(!want["newest"].is_empty());
+    for (n, (building, again, written)) in [
+        (KeepPolicy::Newest, KeepPolicy::Newest, 0),
+        (KeepPolicy::Newest, KeepPolicy::First, 0),
+        (KeepPolicy::Newest, KeepPolicy::Newest, 1),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let p = t.path().with_file_name(format!("killed{n}"));
+        copy_dir(&base, &p);
+        {
+            // The state a kill leaves after the clearing batch (and, with
+            // `written`, after one batch of clusters: a cluster's entries
+            // written back); the policy is still the old one.
+            let raw = common::raw_open(&p);
+            let cf = raw.cf_handle("clusters").unwrap();
+            let keys: Vec<Box<[u8]>> = raw
+                .iterator_cf(cf, rocksdb::IteratorMode::Start)
+                .map(|kv| kv.unwrap().0)
+                // Cluster entries (`d`, `m`, `s`), not the ingest order.
+                .filter(|k| b"dms".contains(&k[0]))
+                .collect();
+            assert!(!keys.is_empty());
+            for k in keys.iter().skip(written * keys.len() / 3) {
+                raw.delete_cf(cf, k).unwrap();
+            }
+            let meta = raw.cf_handle("meta").unwrap();
+            raw.put_cf(meta, b"clusters_rebuilding", building.name())
+                .unwrap();
+        }
+        let err = Db::open(&p)
+            .err()
+            .expect("an interrupted rebuild is refused");
+        assert!(
+            matches!(err, simdb::Error::ClustersIncomplete { .. }),
+            "{err}"
+        );
+        assert!(Db::open_read_only(&p).is_err());
+        let o = common::simdb(&[&"verify", &p]);
+        assert_ne!(common::code(&o), 0);
+        let e = common::stderr(&o);
+        assert!(
+            e.contains("clusters are incomplete") && e.contains("migrate"),
+            "{e}"
+        );
+        // Running it again (the same policy, or the one before) finishes.
+        let r = Db::migrate(&p, Some(again)).unwrap();
+        assert_eq!(r.keep, again);
+        let db = Db::open_read_only(&p).unwrap();
+        assert_eq!(db.keep_policy().unwrap(), again);
+        assert_eq!(shape(&all_clusters(&db)), want[again.name()], "case {n}");
+        assert!(db.admin().verify().unwrap().is_clean());
+    }
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+}

@@ -34,6 +34,7 @@ fn error_class(e: &Error) -> &'static str {
         | Error::OlderFormat { .. }
         | Error::NeedsMigration { .. }
         | Error::RepairInProgress { .. }
+        | Error::ClustersIncomplete { .. }
         | Error::RecipeMismatch { .. } => "IncompatibleStore",
         Error::InUse { .. } => "StoreInUse",
         Error::AlreadyExists { .. } => "StoreExists",

@@ -210,7 +210,10 @@ impl Db {
             recipe_behind: recipe.behind(),
             ..Default::default()
         };
-        if version == store::FORMAT_VERSION && keep == keep_from {
+        // An interrupted rebuild of the clusters (the marker names the
+        // policy it was building) is never "already" done.
+        let rebuilding = store.clusters_rebuilding()?;
+        if version == store::FORMAT_VERSION && keep == keep_from && rebuilding.is_none() {
             let db = Db::with_store(path, store, recipe)?;
             report.clusters_before = db.cluster_counts()?;
             report.clusters_after = report.clusters_before;
@@ -259,10 +262,14 @@ impl Db {
     /// rebuilds the clusters under it: about one duplicate check per
     /// document, nothing on an empty store. Returns the number of clusters
     /// of two or more.
+    ///
+    /// The policy is written with the last batch of the rebuild, and a
+    /// marker stays from its first to its last: a rebuild that is
+    /// interrupted leaves a store that opens only to finish it (see
+    /// [`Error::ClustersIncomplete`](crate::Error::ClustersIncomplete)),
+    /// and the same call again redoes it.
     pub fn set_keep_policy(&mut self, keep: KeepPolicy) -> Result<u64> {
-        let (k, v) = store::schema::keep_policy_entry(keep);
-        self.store.put_meta(k, v)?;
-        self.rebuild_clusters()
+        self.rebuild_clusters(keep)
     }
 
     /// The store's keep policy.

@@ -219,7 +219,7 @@ impl Db {
         store.write(batch, true)?;
         // The clusters, from the records and the rebuilt index; the marker
         // leaves with the last of them.
-        rep.clusters = self.rebuild_clusters()?;
+        rep.clusters = self.rebuild_clusters(self.store.keep_policy()?)?;
         let mut b = store::Batch::default();
         self.store.delete_meta_in(&mut b, store::REPAIR_MARKER_KEY);
         self.store.write(b, true)?;

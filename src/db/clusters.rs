@@ -729,11 +729,16 @@ impl Db {
     /// the comment inside). Returns the number of clusters of two or more.
     /// Costs about one duplicate check per document (queries in sorted
     /// batches).
-    pub(super) fn rebuild_clusters(&self) -> Result<u64> {
-        let keep = self.store.keep_policy()?;
+    ///
+    /// The clusters are built under `keep`, which becomes the store's
+    /// policy with the last batch; from the batch that clears the family
+    /// to that one, the store holds [`store::CLUSTERS_MARKER_KEY`].
+    pub(super) fn rebuild_clusters(&self, keep: KeepPolicy) -> Result<u64> {
         let anchor = self.default_anchor();
         let mut b = Batch::default();
         self.store.clear_clusters(&mut b);
+        self.store
+            .put_meta_in(&mut b, store::CLUSTERS_MARKER_KEY, keep.name().as_bytes());
         self.store.write(b, true)?;
         let mut state = ClusterState::new(keep, anchor);
         let mut ids: Vec<String> = Vec::new();
@@ -753,6 +758,12 @@ impl Db {
             let mut b = Batch::default();
             for ((id, rec), near) in chunk.iter().zip(near) {
                 state.join(&self.store, &mut b, id, rec, &near, &anchor, &get)?;
+            }
+            if last {
+                let (k, v) = store::schema::keep_policy_entry(keep);
+                self.store.put_meta_in(&mut b, k, v);
+                self.store
+                    .delete_meta_in(&mut b, store::CLUSTERS_MARKER_KEY);
             }
             self.store.write(b, last)?;
             state.committed();

@@ -179,6 +179,12 @@ pub const IDF_TABLE_KEY: &[u8] = b"idf_table";
 /// in the batch that clears the index, removed in the batch that finishes
 /// the rebuild; open refuses a store that has it.
 pub const REPAIR_MARKER_KEY: &[u8] = b"repair_in_progress";
+/// Meta key present while the clusters are rebuilt (a new keep policy, a
+/// migration, a repair): written with the batch that clears the clusters
+/// family, deleted with the batch that writes the last of them and the
+/// policy they were built under (its value, the policy's name). A store
+/// that has it opens only to finish the rebuild.
+pub const CLUSTERS_MARKER_KEY: &[u8] = b"clusters_rebuilding";
 /// Meta key of the number of short documents (u64 BE; see
 /// [`crate::fingerprint::SHORT_TERMS`]).
 pub const SHORT_COUNT_KEY: &[u8] = b"short_count";
@@ -604,6 +610,14 @@ impl Store {
                 path: path.to_path_buf(),
             });
         }
+        if !repairing {
+            if let Some(keep) = store.db.get_cf(meta, CLUSTERS_MARKER_KEY)? {
+                return Err(Error::ClustersIncomplete {
+                    path: path.to_path_buf(),
+                    keep: String::from_utf8_lossy(&keep).into_owned(),
+                });
+            }
+        }
         Ok((store, recipe, version))
     }
 
@@ -622,6 +636,18 @@ impl Store {
                 schema::decode_keep_policy(&v).map_err(|r| Error::corrupt(META, KEEP_POLICY_KEY, r))
             }
         }
+    }
+
+    /// The keep policy of a rebuild of the clusters that was interrupted
+    /// ([`CLUSTERS_MARKER_KEY`]), if one was.
+    pub fn clusters_rebuilding(&self) -> Result<Option<schema::KeepPolicy>> {
+        self.db
+            .get_cf(self.cf(META), CLUSTERS_MARKER_KEY)?
+            .map(|v| {
+                schema::decode_keep_policy(&v)
+                    .map_err(|r| Error::corrupt(META, CLUSTERS_MARKER_KEY, r))
+            })
+            .transpose()
     }
 
     /// The store's directory.
