@@ -1028,3 +1028,82 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
         std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
     }
 }
+
+/// Review 2026-11-b, finding 3: deleting a cluster's representative
+/// re-checked every member (a record read each) inside one commit, under
+/// the writer lock: 270-635 ms per DELETE at 100,000 near copies while
+/// other writers waited. The commit now marks the cluster and checks at
+/// most `limits::SETTLE_STEP` members; the rest follow a step at a time
+/// (`Db::settle_clusters`, or later commits), and the end is the cluster
+/// the whole re-check gave: exactly the members the new representative
+/// confirms. The store is consistent (`verify` clean) between steps.
+#[test]
+fn regression_review_b_3_a_representative_leaves_in_bounded_steps() {
+    use simdb::db::limits::SETTLE_STEP;
+    let t = common::TempDb::new();
+    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let base = 0x0123_4567_89ab_cdefu64;
+    // Members three bits from the representative: the next one (the
+    // earliest member) keeps those within 3 bits of it (sharing two of
+    // its flipped bits or more), the others leave.
+    let combos: Vec<u64> = (0..64u32)
+        .flat_map(|a| (a + 1..64).flat_map(move |b| (b + 1..64).map(move |c| (a, b, c))))
+        .map(|(a, b, c)| (1u64 << a) | (1 << b) | (1 << c))
+        .take(3 * SETTLE_STEP + 500)
+        .collect();
+    let mut w = db.writer().unwrap();
+    put(&mut w, "r", base, &[], None);
+    for (i, x) in combos.iter().enumerate() {
+        put(&mut w, &format!("m{i:05}"), base ^ x, &["r"], None);
+    }
+    w.commit().unwrap();
+    drop(w);
+    assert_eq!(
+        db.clusters().of("r").unwrap().unwrap().size,
+        combos.len() as u64 + 1
+    );
+    let next = base ^ combos[0];
+    let mut want: Vec<String> = combos
+        .iter()
+        .enumerate()
+        .filter(|(_, x)| (base ^ **x ^ next).count_ones() <= 3)
+        .map(|(i, _)| format!("m{i:05}"))
+        .collect();
+    want.sort();
+    assert!(
+        want.len() > 1 && want.len() < combos.len() / 2,
+        "{}",
+        want.len()
+    );
+    // The delete's commit reads at most one step of member records.
+    let before = db.admin().reads().records;
+    let mut w = db.writer().unwrap();
+    assert!(w.delete("r").unwrap());
+    w.commit().unwrap();
+    drop(w);
+    let read = db.admin().reads().records - before;
+    assert!(
+        read <= SETTLE_STEP as u64 + 64,
+        "{read} records read by the commit of one delete"
+    );
+    // Between steps: consistent, and other writes go on.
+    assert!(db.admin().verify().unwrap().is_clean());
+    let mut w = db.writer().unwrap();
+    put(&mut w, "other", !base, &[], None);
+    w.commit().unwrap();
+    drop(w);
+    let steps = db.settle_clusters().unwrap();
+    assert!(steps >= 2, "{steps}");
+    let (mut got, rep) = members(&db, "m00000");
+    got.sort();
+    assert_eq!(rep, "m00000");
+    assert_eq!(got, want);
+    let rep = db.admin().verify().unwrap();
+    assert!(rep.is_clean(), "{:#?}", rep.problems);
+    // A member that left is alone.
+    let gone = (0..combos.len())
+        .map(|i| format!("m{i:05}"))
+        .find(|m| want.binary_search(m).is_err())
+        .unwrap();
+    assert_eq!(db.clusters().of(&gone).unwrap().unwrap().size, 1);
+}

@@ -442,6 +442,8 @@ impl Db {
         w.set_sync(opts.sync);
         let written = write::place_all(&mut w, docs, analyses, opts)?;
         w.commit()?;
+        drop(w);
+        db.settle_clusters()?;
         let mut out = Vec::new();
         for (doc, r) in docs.iter().zip(written) {
             let outcome = r.outcome();
@@ -928,6 +930,8 @@ impl Db {
             w.set_sync(sync);
             let found = w.delete(id)?;
             w.commit()?;
+            drop(w);
+            db.settle_clusters()?;
             Ok(found)
         })
         .or_raise()

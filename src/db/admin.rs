@@ -315,6 +315,7 @@ impl Db {
             w.commit()?;
             from = last + 1;
         }
+        self.settle_clusters()?;
         self.flush()?;
         let (clusters_after, _) = self.cluster_counts()?;
         Ok(ExpireReport {

@@ -21,8 +21,10 @@
 //! those it does not confirm leave, and stay alone. When the
 //! representative is deleted or replaced, the next member in rank takes
 //! over and the rest are checked against it the same way, at the store's
-//! default check, once per batch (when the batch commits, or before the
-//! cluster is next joined). A cluster left with one member dissolves. A
+//! default check, in bounded steps: the batch marks the cluster (an `a`
+//! entry), and each commit checks at most [`limits::SETTLE_STEP`] of its
+//! members ([`crate::Db::settle_clusters`] runs the steps to the end, one
+//! per hold of the writer lock). A cluster left with one member dissolves. A
 //! new representative with the content of the one before (fingerprint,
 //! sketch, length) confirms exactly the same members, so it re-checks
 //! none: a flood of identical copies costs no re-check, joining or
@@ -182,6 +184,9 @@ pub(super) struct ClusterState {
     /// Clusters whose representative left in this batch, not yet
     /// re-anchored, with that representative's record.
     stale: BTreeMap<u64, Record>,
+    /// Pending writes of `a` entries (clusters being re-checked a step at
+    /// a time; `None`: removed).
+    stale_entries: HashMap<u64, Option<schema::Stale>>,
     /// Per cluster, where its stored members not removed in this batch
     /// begin (see [`ClusterState::rep`]).
     stored_from: std::cell::RefCell<HashMap<u64, Option<Rank>>>,
@@ -199,6 +204,7 @@ impl ClusterState {
             sizes: HashMap::new(),
             members: HashMap::new(),
             stale: BTreeMap::new(),
+            stale_entries: HashMap::new(),
             stored_from: std::cell::RefCell::new(HashMap::new()),
             created: HashSet::new(),
             grown: HashSet::new(),
@@ -305,6 +311,39 @@ impl ClusterState {
         self.sizes.insert(cid, size);
     }
 
+    /// The `a` entry of cluster `cid`, as this batch sees it.
+    fn stale_of(&self, store: &Store, cid: u64) -> Result<Option<schema::Stale>> {
+        match self.stale_entries.get(&cid) {
+            Some(s) => Ok(*s),
+            None => store.stale_cluster(cid),
+        }
+    }
+
+    /// Writes (or, with `None`, removes if present) the `a` entry of
+    /// cluster `cid`.
+    fn put_stale(
+        &mut self,
+        store: &Store,
+        b: &mut Batch,
+        cid: u64,
+        s: Option<schema::Stale>,
+    ) -> Result<()> {
+        match s {
+            Some(s) => {
+                let (k, v) = schema::stale_entry(cid, &s);
+                store.put_cluster_raw(b, &k, Some(&v));
+            }
+            None => {
+                if self.stale_of(store, cid)?.is_none() {
+                    return Ok(());
+                }
+                store.put_cluster_raw(b, &schema::stale_key(cid), None);
+            }
+        }
+        self.stale_entries.insert(cid, s);
+        Ok(())
+    }
+
     fn put_member(&mut self, store: &Store, b: &mut Batch, cid: u64, rank: Rank, id: Option<&str>) {
         match id {
             Some(id) => {
@@ -342,7 +381,9 @@ impl ClusterState {
         anchor: &Anchor,
         get: GetRecord<'_>,
     ) -> Result<()> {
-        self.settle(store, b, get)?;
+        // Members from this document on joined after any change settled
+        // here, confirmed against the representative then.
+        self.settle(store, b, get, rec.ord)?;
         let Some((_, cid, alone, rep)) = self.choose(store, rec, near, anchor, get)? else {
             return Ok(()); // no representative confirms it: alone
         };
@@ -477,20 +518,40 @@ impl ClusterState {
                 founder_left |= r.ord == cid;
             }
         }
+        // Every member is confirmed against the representative now: a
+        // re-check in steps that was under way is done.
+        self.put_stale(store, b, cid, None)?;
         if kept.len() <= 1 {
-            self.dissolve(store, b, cid, &kept);
-            return Ok(());
+            return self.dissolve(store, b, cid, &kept);
         }
         let n = kept.len() as u64;
-        let new_id = match founder_left {
-            true => kept.iter().map(|(r, _)| r.ord).min().unwrap_or(cid),
-            false => cid,
-        };
+        self.set_size(store, b, cid, n);
+        if founder_left {
+            self.renumber(store, b, cid, &kept)?;
+        }
+        Ok(())
+    }
+
+    /// Gives cluster `cid`, whose founder left and whose members are now
+    /// `kept` (two or more), the smallest ord of its members as its id
+    /// (see the module docs), with its `a` entry if it has one.
+    fn renumber(
+        &mut self,
+        store: &Store,
+        b: &mut Batch,
+        cid: u64,
+        kept: &[(Rank, String)],
+    ) -> Result<()> {
+        let n = kept.len() as u64;
+        let new_id = kept.iter().map(|(r, _)| r.ord).min().unwrap_or(cid);
         if new_id == cid {
-            self.set_size(store, b, cid, n);
             return Ok(());
         }
-        for (r, m) in &kept {
+        if let Some(st) = self.stale_of(store, cid)? {
+            self.put_stale(store, b, cid, None)?;
+            self.put_stale(store, b, new_id, Some(st))?;
+        }
+        for (r, m) in kept {
             self.put_member(store, b, cid, *r, None);
             self.put_member(store, b, new_id, *r, Some(m));
             self.set_membership(store, b, m, Some(new_id));
@@ -508,15 +569,23 @@ impl ClusterState {
 
     /// Removes cluster `cid`, whose remaining members are `rest` (at most
     /// one): they are alone now.
-    fn dissolve(&mut self, store: &Store, b: &mut Batch, cid: u64, rest: &[(Rank, String)]) {
+    fn dissolve(
+        &mut self,
+        store: &Store,
+        b: &mut Batch,
+        cid: u64,
+        rest: &[(Rank, String)],
+    ) -> Result<()> {
         for (r, m) in rest {
             self.put_member(store, b, cid, *r, None);
             self.set_membership(store, b, m, None);
         }
         self.set_size(store, b, cid, 0);
+        self.put_stale(store, b, cid, None)?;
         self.created.remove(&cid);
         self.grown.remove(&cid);
         self.stale.remove(&cid);
+        Ok(())
     }
 
     /// Document `id`, stored as `rec`, leaves its cluster; a cluster left
@@ -539,7 +608,7 @@ impl ClusterState {
         let size = self.size(store, cid)?.saturating_sub(1);
         if size <= 1 {
             let rest = self.members(store, cid)?;
-            self.dissolve(store, b, cid, &rest);
+            self.dissolve(store, b, cid, &rest)?;
         } else {
             self.set_size(store, b, cid, size);
             if was_rep {
@@ -551,32 +620,113 @@ impl ClusterState {
         Ok(())
     }
 
-    /// Re-anchors the clusters whose representative left (at the store's
-    /// default check): before a join, and before the batch commits.
+    /// Marks the clusters whose representative left for a re-check of
+    /// their members against the new one (before a join, and before the
+    /// batch commits): an `a` entry, from the first member on, for the
+    /// members ingested before `before`. The re-check itself runs in
+    /// bounded steps ([`ClusterState::step`]), so that deleting the
+    /// representative of a cluster of a million costs one write, not a
+    /// million record reads under the writer lock.
     pub(super) fn settle(
         &mut self,
         store: &Store,
         b: &mut Batch,
         get: GetRecord<'_>,
+        before: u64,
     ) -> Result<()> {
         while let Some((cid, left)) = self.stale.pop_first() {
             if self.size(store, cid)? < 2 {
                 continue;
             }
-            let Some((rep_id, rep)) = self.rep_record(store, cid, get)? else {
+            let Some((_, rep)) = self.rep_record(store, cid, get)? else {
                 continue;
             };
             if same_content(&rep, &left) {
-                continue; // every member is confirmed against it too
+                // Every member is confirmed against it too (and a re-check
+                // under way goes on against it).
+                continue;
             }
-            let anchor = self.settle_anchor;
-            self.reanchor(store, b, cid, &rep_id, &rep, &anchor, get)?;
+            let from = Rank {
+                priority_key: 0,
+                ord: 0,
+            };
+            self.put_stale(store, b, cid, Some(schema::Stale { from, before }))?;
         }
         Ok(())
     }
 
+    /// One bounded step of the re-checks under way (`a` entries): at most
+    /// `budget` members, each checked against its cluster's representative
+    /// at the store's default check (a record read each); those it does
+    /// not confirm leave, alone. A cluster left with one member dissolves;
+    /// one whose founder left takes a new id (a walk of its members, once).
+    /// Returns the members checked.
+    pub(super) fn step(
+        &mut self,
+        store: &Store,
+        b: &mut Batch,
+        get: GetRecord<'_>,
+        budget: usize,
+    ) -> Result<usize> {
+        let anchor = self.settle_anchor;
+        let mut checked = 0usize;
+        for (cid, st) in store.stale_clusters(64)? {
+            if checked >= budget {
+                break;
+            }
+            let Some((rep_id, rep)) = self.rep_record(store, cid, get)? else {
+                self.put_stale(store, b, cid, None)?;
+                continue;
+            };
+            // This step's members, and the first of the next one.
+            let want = budget - checked;
+            let mut part: Vec<(Rank, String)> = Vec::with_capacity(want.min(4096) + 1);
+            store.for_each_member(cid, Some(st.from), |rank, id| {
+                part.push((rank, id.to_string()));
+                Ok(part.len() <= want)
+            })?;
+            let next = (part.len() > want).then(|| part[want].0);
+            part.truncate(want);
+            let (mut gone, mut founder_left) = (0u64, false);
+            for (r, m) in &part {
+                checked += 1;
+                if *m == rep_id || r.ord >= st.before {
+                    continue;
+                }
+                let confirmed = match get(m)? {
+                    Some(mr) => anchor.matches(&mr, &rep).is_some(),
+                    None => false,
+                };
+                if !confirmed {
+                    self.put_member(store, b, cid, *r, None);
+                    self.set_membership(store, b, m, None);
+                    self.left += 1;
+                    gone += 1;
+                    founder_left |= r.ord == cid;
+                }
+            }
+            let size = self.size(store, cid)?.saturating_sub(gone);
+            match next {
+                Some(from) => self.put_stale(store, b, cid, Some(schema::Stale { from, ..st }))?,
+                None => self.put_stale(store, b, cid, None)?,
+            }
+            if size <= 1 {
+                let rest = self.members(store, cid)?;
+                self.dissolve(store, b, cid, &rest)?;
+                continue;
+            }
+            self.set_size(store, b, cid, size);
+            if founder_left {
+                let kept = self.members(store, cid)?;
+                self.renumber(store, b, cid, &kept)?;
+            }
+        }
+        Ok(checked)
+    }
+
     /// Forgets the pending writes (after a commit: the store has them).
     pub(super) fn committed(&mut self) {
+        self.stale_entries.clear();
         self.membership.clear();
         self.sizes.clear();
         self.members.clear();
@@ -904,7 +1054,8 @@ impl Db {
     /// readable record (`records`: (ord, id hash), sorted) has its `o` entry
     /// and no other `o` entry exists; every `d` entry names an existing document and agrees with its `m` entry,
     /// whose rank is the record's; every `m` entry has its `d` entry; every
-    /// cluster's `s` entry is its number of members, at least 2.
+    /// cluster's `s` entry is its number of members, at least 2; every `a`
+    /// entry (a re-check under way) names a cluster.
     pub(super) fn verify_clusters(
         &self,
         problems: &mut Vec<String>,
@@ -916,6 +1067,7 @@ impl Db {
         let mut membership: HashMap<String, (u64, bool)> = HashMap::new();
         let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
         let mut sizes: BTreeMap<u64, u64> = BTreeMap::new();
+        let mut stale: BTreeSet<u64> = BTreeSet::new();
         let mut ordered = 0u64;
         let keep = self.store.keep_policy()?;
         self.store.for_each_raw(name, |k, v| {
@@ -984,6 +1136,13 @@ impl Db {
                     }
                     (Err(e), _) | (_, Err(e)) => problems.push(bad(e)),
                 },
+                // A re-check under way: checked below against the sizes.
+                Some(b'a') => match schema::decode_stale(&k[1..], v) {
+                    Ok((cid, _)) => {
+                        stale.insert(cid);
+                    }
+                    Err(e) => problems.push(bad(e)),
+                },
                 _ => problems.push(bad("unknown kind of entry".into())),
             }
             Ok(())
@@ -1021,6 +1180,12 @@ impl Db {
             problems.push(format!(
                 "{name}: key {}: a cluster without members",
                 hex(&schema::size_key(*cid))
+            ));
+        }
+        for cid in stale.iter().filter(|c| !sizes.contains_key(c)) {
+            problems.push(format!(
+                "{name}: key {}: a re-check of cluster {cid}, which does not exist",
+                hex(&schema::stale_key(*cid))
             ));
         }
         Ok(())

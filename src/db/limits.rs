@@ -31,6 +31,14 @@ pub const CHECK_EXAMINED: usize = 256;
 /// sooner ([`CHECK_EXAMINED`]).
 pub const QUERY_REJECTED: usize = 2048;
 
+/// When a cluster's representative is deleted or replaced by other
+/// content, its members are checked against the next one at most this
+/// many per commit (a record read each, a few milliseconds in all), so that no
+/// write holds the writer for a whole cluster; the rest follow at the
+/// next commits ([`crate::Db::settle_clusters`] runs them to the end, a
+/// step per hold of the writer lock).
+pub const SETTLE_STEP: usize = 1024;
+
 /// Hits of a query when the caller gives no limit (CLI, service, Python).
 pub const DEFAULT_LIMIT: usize = 10;
 

@@ -898,10 +898,14 @@ impl Db {
         let mut w = self.writer()?;
         let out = w.put(id, a, &content, "api")?;
         w.commit()?;
+        drop(w);
+        self.settle_clusters()?;
         Ok(out)
     }
 
     /// Deletes documents by id and commits; returns how many existed.
+    /// The clusters whose representative left are re-checked to the end
+    /// ([`Db::settle_clusters`]).
     pub fn delete<S: AsRef<str>>(&mut self, ids: &[S]) -> Result<usize> {
         let mut w = self.writer()?;
         let mut n = 0;
@@ -911,7 +915,32 @@ impl Db {
             }
         }
         w.commit()?;
+        drop(w);
+        self.settle_clusters()?;
         Ok(n)
+    }
+
+    /// Whether a re-check of clusters whose representative changed is under
+    /// way ([`Db::settle_clusters`] finishes it).
+    pub fn clusters_unsettled(&self) -> Result<bool> {
+        Ok(!self.store.stale_clusters(1)?.is_empty())
+    }
+
+    /// Runs the re-checks of clusters whose representative changed to the
+    /// end ([`Writer::settle_step`]), taking the writer lock for one step
+    /// ([`limits::SETTLE_STEP`] members) at a time, so that other writers
+    /// of this handle go between the steps. Returns the steps taken.
+    pub fn settle_clusters(&self) -> Result<u64> {
+        let mut steps = 0;
+        loop {
+            let mut w = self.shared_writer()?;
+            let more = w.settle_step()?;
+            steps += 1;
+            drop(w);
+            if !more {
+                return Ok(steps);
+            }
+        }
     }
 
     /// A batch writer. Its writes become visible to its own queries at once

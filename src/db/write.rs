@@ -370,5 +370,7 @@ pub fn place_in_chunks(
         w.commit().map_err(|e| fail(committed, e))?;
         committed = out.len();
     }
+    // (A cluster whose representative was replaced is re-checked a step
+    // per commit: the caller runs the rest, `Db::settle_clusters`.)
     Ok(out)
 }

@@ -603,10 +603,12 @@ impl Writer<'_> {
             }
             return Ok(());
         }
-        // Clusters whose representative left are re-anchored first.
+        // Clusters whose representative left are marked for a re-check
+        // of their members (in steps, after the commit).
         let (overlay, store) = (&self.overlay, self.store);
         let get = |n: &str| pending_or_stored(overlay, store, n);
-        self.clusters.settle(store, &mut self.batch, &get)?;
+        self.clusters
+            .settle(store, &mut self.batch, &get, self.next_ord)?;
         let mut batch = std::mem::take(&mut self.batch);
         // The first document (smallest id) the batch writes with each
         // fingerprint: with the stored ones, it names the band buckets.
@@ -647,7 +649,35 @@ impl Writer<'_> {
         self.fps.clear();
         self.mem = MemIndex::new();
         self.ops = 0;
+        // One bounded step of the clusters' re-checks under way, if any:
+        // a small cluster is done with this commit, a large one goes on
+        // at the next commits (or [`Writer::settle_step`]).
+        self.settle_step()?;
         Ok(())
+    }
+
+    /// One bounded step ([`limits::SETTLE_STEP`] members) of the
+    /// re-checks of clusters whose representative changed, written at
+    /// once (a batch of pending writes is committed first). Returns
+    /// whether any is still under way. [`Db::settle_clusters`] runs them
+    /// to the end, a step per hold of the writer lock.
+    ///
+    /// [`Db::settle_clusters`]: super::Db::settle_clusters
+    pub fn settle_step(&mut self) -> Result<bool> {
+        if self.ops > 0 {
+            self.commit()?;
+        }
+        if self.store.stale_clusters(1)?.is_empty() {
+            return Ok(false);
+        }
+        let store = self.store;
+        let get = |n: &str| store.get(n);
+        let mut b = std::mem::take(&mut self.batch);
+        self.clusters
+            .step(store, &mut b, &get, super::limits::SETTLE_STEP)?;
+        self.store.write(b, self.sync)?;
+        self.clusters.committed();
+        Ok(!self.store.stale_clusters(1)?.is_empty())
     }
 }
 

@@ -81,7 +81,7 @@ pub fn band_values(sketch: &Sketch) -> BandValues {
 /// probe reads (see the module's definition).
 #[inline]
 pub fn is_uniform(v: u16) -> bool {
-    v % 0x5555 == 0
+    v.is_multiple_of(0x5555)
 }
 
 /// The value of band `j` of `sketch`: its bytes `2j` and `2j + 1`,

@@ -156,6 +156,9 @@ pub fn run(
     })?;
     w.commit()?;
     drop(w);
+    // Clusters whose representative the run replaced or deleted: their
+    // re-checks to the end (each commit took one step).
+    db.settle_clusters()?;
     // Flush the run's memtables (and so its posting operands) to SST
     // files: every later read-only open (query, get, stats) would
     // otherwise replay the run's write-ahead log, and fold its operands

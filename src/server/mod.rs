@@ -209,6 +209,7 @@ pub fn serve(mut db: Db, config: Config, on_ready: impl FnOnce(SocketAddr)) -> R
         pool,
         bodies,
         storage_failure: std::sync::Mutex::new(None),
+        settling: std::sync::atomic::AtomicBool::new(false),
         stats_cache: std::sync::Mutex::new(None),
     });
     let served = runtime.block_on(async {
@@ -448,6 +449,9 @@ struct App {
     storage_failure: std::sync::Mutex<Option<String>>,
     /// `/stats`' answer and when it was computed.
     stats_cache: std::sync::Mutex<Option<(Instant, Value)>>,
+    /// Whether a task runs the clusters' re-checks (see
+    /// [`App::settle_in_background`]).
+    settling: std::sync::atomic::AtomicBool,
 }
 
 type Shared = Arc<App>;
@@ -927,6 +931,8 @@ async fn write_documents(
     let written = blocking(move || {
         let r = app.write(docs, &opts);
         app.note_write(&r);
+        // Clusters whose representative a document replaced.
+        app.settle_in_background();
         r
     })
     .await?;
@@ -1093,6 +1099,10 @@ async fn delete_document(State(app): State<Shared>, RawQuery(q): RawQuery, id: S
         drop(w);
         app.note_write(&committed);
         committed?;
+        // The cluster it represented: its members are re-checked against
+        // the next representative after the answer, a bounded step per
+        // hold of the writer (the commit took the first).
+        app.settle_in_background();
         app.metrics.written("deleted", 1);
         Ok(json!({"id": id, "deleted": true}))
     })
@@ -1201,6 +1211,40 @@ impl App {
     }
 
     /// The store for a write, or 503 while it is reopened or read-only.
+    /// Runs the re-checks of clusters whose representative a write
+    /// deleted or replaced (each commit took one step) to the end, on the
+    /// blocking pool, one step per hold of the writer lock: the write that
+    /// caused them has answered, and other writers go between the steps.
+    /// One such task at a time; a failure is left to the next write (whose
+    /// commit takes a step too).
+    fn settle_in_background(self: &Arc<Self>) {
+        use std::sync::atomic::Ordering;
+        let Ok(db) = self.db() else { return };
+        if !db.clusters_unsettled().unwrap_or(false) || self.settling.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let app = Arc::clone(self);
+        tokio::task::spawn_blocking(move || loop {
+            let more = app.writable().ok().and_then(|db| {
+                let mut w = db.shared_writer().ok()?;
+                w.settle_step().ok()
+            });
+            if more == Some(true) {
+                continue;
+            }
+            app.settling.store(false, Ordering::Release);
+            // A write that marked a cluster while this task ran (and saw it
+            // running) left it to this task.
+            let again = more == Some(false)
+                && app
+                    .db()
+                    .is_ok_and(|db| db.clusters_unsettled().unwrap_or(false));
+            if !again || app.settling.swap(true, Ordering::AcqRel) {
+                return;
+            }
+        });
+    }
+
     fn writable(&self) -> std::result::Result<Arc<Db>, ApiError> {
         let db = self.db()?;
         if db.access() != crate::Access::ReadWrite {

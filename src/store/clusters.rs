@@ -173,10 +173,42 @@ impl Store {
         }
     }
 
-    /// Adds the removal of every cluster entry (`d`, `m`, `s`; not the
-    /// ingest order) to `b`.
+    /// The clusters being re-checked against a new representative (`a`
+    /// entries), in cluster id order, at most `n` of them.
+    pub fn stale_clusters(&self, n: usize) -> Result<Vec<(u64, schema::Stale)>> {
+        let mut ro = ReadOptions::default();
+        ro.set_iterate_upper_bound(b"b".to_vec());
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(CLUSTERS), ro);
+        it.seek(b"a");
+        let mut out = Vec::new();
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            if out.len() >= n {
+                break;
+            }
+            out.push(schema::decode_stale(&k[1..], v).map_err(|r| Error::corrupt(CLUSTERS, k, r))?);
+            it.next();
+        }
+        it.status()?;
+        Ok(out)
+    }
+
+    /// The `a` entry of cluster `cid`, if it has one.
+    pub fn stale_cluster(&self, cid: u64) -> Result<Option<schema::Stale>> {
+        let k = schema::stale_key(cid);
+        self.db
+            .get_pinned_cf(self.cf(CLUSTERS), k)?
+            .map(|v| {
+                schema::decode_stale(&k[1..], &v)
+                    .map(|(_, s)| s)
+                    .map_err(|r| Error::corrupt(CLUSTERS, &k, r))
+            })
+            .transpose()
+    }
+
+    /// Adds the removal of every cluster entry (`a`, `d`, `m`, `s`; not
+    /// the ingest order) to `b`.
     pub fn clear_clusters(&self, b: &mut Batch) {
-        for (from, to) in [(b"d", b"e"), (b"m", b"n"), (b"s", b"t")] {
+        for (from, to) in [(b"a", b"b"), (b"d", b"e"), (b"m", b"n"), (b"s", b"t")] {
             b.0.delete_range_cf(self.cf(CLUSTERS), &from[..], &to[..]);
         }
     }

@@ -218,6 +218,56 @@ pub fn size_key(cid: u64) -> [u8; 9] {
     k
 }
 
+/// A cluster whose representative changed and whose members are being
+/// checked against the new one, a bounded step at a time (the `a` entry:
+/// `a` ‖ cid → from ‖ before, 16 + 8 bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stale {
+    /// The members of rank `from` on are still to be checked.
+    pub from: Rank,
+    /// Members with an ord from this one on joined after the change, and
+    /// were confirmed against the representative then: not checked.
+    pub before: u64,
+}
+
+/// The `a` key of cluster `cid`.
+pub fn stale_key(cid: u64) -> [u8; 9] {
+    let mut k = [b'a'; 9];
+    k[1..].copy_from_slice(&cid.to_be_bytes());
+    k
+}
+
+/// The `a` entry of cluster `cid`.
+pub fn stale_entry(cid: u64, s: &Stale) -> ([u8; 9], [u8; 24]) {
+    let mut v = [0u8; 24];
+    v[..16].copy_from_slice(&s.from.to_bytes());
+    v[16..].copy_from_slice(&s.before.to_be_bytes());
+    (stale_key(cid), v)
+}
+
+/// The cluster id and [`Stale`] of an `a` entry (key without its `a`).
+pub fn decode_stale(k: &[u8], v: &[u8]) -> std::result::Result<(u64, Stale), String> {
+    let cid = decode_u64(k)?;
+    let v: [u8; 24] = v
+        .try_into()
+        .map_err(|_| format!("stale entry is {} bytes, not 24", v.len()))?;
+    let u = |i: usize| {
+        let mut x = [0u8; 8];
+        x.copy_from_slice(&v[i..i + 8]);
+        u64::from_be_bytes(x)
+    };
+    Ok((
+        cid,
+        Stale {
+            from: Rank {
+                priority_key: u(0),
+                ord: u(8),
+            },
+            before: u(16),
+        },
+    ))
+}
+
 /// The `d` entry: document `id` is in cluster `cid` (id → cid, u64 BE).
 pub fn membership_entry(id: &str, cid: u64) -> (Vec<u8>, [u8; 8]) {
     (membership_key(id), cid.to_be_bytes())
