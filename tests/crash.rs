@@ -27,3 +27,96 @@ fn sigkill_during_ingest_loses_nothing_acknowledged() {
         "{text}"
     );
 }
+
+mod common;
+
+/// Issue 37 (review 2026-11-b, finding 4): `migrate --keep` killed at ten
+/// moments of its rebuild. Each time the store either opens with the
+/// clusters it had or the finished ones, or is refused as a half-built
+/// store (and `verify` says which command finishes it); running the same
+/// command again then ends with the clusters of an uninterrupted run, and
+/// `verify` is clean.
+#[test]
+fn sigkill_during_migrate_keep_ends_with_the_clusters_of_a_fresh_rebuild() {
+    use rand::Rng;
+    use simdb::db::KeepPolicy;
+    use simdb::Db;
+    let t = common::TempDb::new();
+    let vocab = common::vocab();
+    let mut rng = common::rng(374);
+    let mut lines = String::new();
+    for a in 0..300 {
+        let base = common::article(&mut rng, &vocab, 120);
+        for c in 0..20 {
+            let words = common::edit(&mut rng, &vocab, &base, 1 + c % 5);
+            let text = serde_json::to_string(&words.concat()).unwrap();
+            lines.push_str(&format!("{{\"id\":\"a{a:03}c{c:02}\",\"text\":{text}}}\n"));
+        }
+    }
+    let input = t.file("in.jsonl", lines);
+    let base = t.path().with_file_name("base");
+    assert_eq!(common::code(&common::simdb(&[&"init", &base])), 0);
+    assert_eq!(common::code(&common::simdb(&[&"ingest", &base, &input])), 0);
+    let before = common::cluster_shapes(&Db::open_read_only(&base).unwrap());
+    // The reference: an uninterrupted run, and how long it takes.
+    let reference = t.path().with_file_name("reference");
+    copy_dir(&base, &reference);
+    let start = std::time::Instant::now();
+    let o = common::simdb(&[&"migrate", &reference, &"--keep", &"newest"]);
+    let took = start.elapsed();
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let want = common::cluster_shapes(&Db::open_read_only(&reference).unwrap());
+    assert!(!want.is_empty() && want != before);
+    let (mut refused, mut untouched) = (0, 0);
+    for n in 0..10 {
+        let p = t.path().with_file_name(format!("killed{n}"));
+        copy_dir(&base, &p);
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_simdb"))
+            .args(["migrate", "--keep", "newest"])
+            .arg(&p)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(took.mul_f64(rng.random_range(0.05..1.0)));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        match Db::open_read_only(&p) {
+            Ok(db) => {
+                let got = common::cluster_shapes(&db);
+                match db.keep_policy().unwrap() {
+                    KeepPolicy::Newest => assert_eq!(got, want, "kill {n}: finished"),
+                    _ => {
+                        assert_eq!(got, before, "kill {n}: not begun");
+                        untouched += 1;
+                    }
+                }
+            }
+            Err(e) => {
+                assert!(
+                    matches!(e, simdb::Error::ClustersIncomplete { .. }),
+                    "kill {n}: {e}"
+                );
+                let o = common::simdb(&[&"verify", &p]);
+                assert_ne!(common::code(&o), 0);
+                assert!(common::stderr(&o).contains("migrate"), "kill {n}");
+                refused += 1;
+            }
+        }
+        let o = common::simdb(&[&"migrate", &p, &"--keep", &"newest"]);
+        assert_eq!(common::code(&o), 0, "kill {n}: {}", common::stderr(&o));
+        let db = Db::open_read_only(&p).unwrap();
+        assert_eq!(common::cluster_shapes(&db), want, "kill {n}: run again");
+        assert!(db.admin().verify().unwrap().is_clean(), "kill {n}");
+    }
+    eprintln!("10 kills: {refused} half-built (refused), {untouched} before the rebuild began");
+    assert!(refused > 0, "no kill landed inside the rebuild ({took:?})");
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+}
