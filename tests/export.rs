@@ -360,6 +360,105 @@ fn regression_24_an_unfinished_export_is_refused() {
     );
 }
 
+/// Issue 37 (review 2026-11-b, finding 5): `_SUCCESS` was empty, so a
+/// copy of a finished export that lost a part (an interrupted `rsync`
+/// sends `_SUCCESS` first) restored 200,000 of 300,000 documents with
+/// exit 0. It is now the export's manifest (every part with its size,
+/// rows and CRC-32), and import refuses a directory that differs from it,
+/// naming what differs; `--partial` imports what is there.
+#[test]
+fn regression_37_an_export_that_lost_or_changed_a_part_is_refused() {
+    let t = common::TempDb::new();
+    let mut rng = common::rng(37);
+    let lines: Vec<String> = (0..300)
+        .map(|i| {
+            json!({"id": format!("d{i}"), "fingerprint": format!("{:016x}", rng.random::<u64>())})
+                .to_string()
+        })
+        .collect();
+    let input = t.file("fps.jsonl", lines.join("\n"));
+    let src = t.path().join("src.db");
+    assert_eq!(common::code(&common::simdb(&[&"import", &src, &input])), 0);
+    let out = t.path().join("export");
+    let o = common::simdb(&[&"export", &src, &"--parquet", &out, &"--file-rows", &"100"]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let m = simdb::db::export::Manifest::read(&out).unwrap().unwrap();
+    assert_eq!((m.documents, m.parts.len()), (300, 3));
+    assert!(m.check(&out).unwrap().is_empty());
+    let copy = |name: &str, skip: &str| {
+        let d = t.path().join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        for e in std::fs::read_dir(&out).unwrap() {
+            let e = e.unwrap();
+            if e.file_name() != skip {
+                std::fs::copy(e.path(), d.join(e.file_name())).unwrap();
+            }
+        }
+        d
+    };
+    let import = |dir: &Path, n: usize, partial: bool| {
+        let back = t.path().join(format!("back{n}.db"));
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"import", &back, &dir, &"--parquet"];
+        if partial {
+            args.push(&"--partial");
+        }
+        let o = common::simdb(&args);
+        (
+            common::code(&o),
+            common::stderr(&o),
+            common::stdout(&o),
+            back,
+        )
+    };
+    // A part lost.
+    let lost = copy("lost", "part-00002.parquet");
+    let (code, err, _, back) = import(&lost, 0, false);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("part-00002.parquet is missing") && err.contains("--partial"),
+        "{err}"
+    );
+    assert!(!back.exists());
+    let (code, err, stdout, _) = import(&lost, 1, true);
+    assert_eq!(code, 0, "{err}");
+    assert!(stdout.contains("imported 200 documents"), "{stdout}");
+    // A part changed in place (same size), truncated, or one too many.
+    let changed = copy("changed", "");
+    let part = changed.join("part-00001.parquet");
+    let mut bytes = std::fs::read(&part).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x55;
+    std::fs::write(&part, &bytes).unwrap();
+    let (code, err, _, _) = import(&changed, 2, false);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("part-00001.parquet has CRC-32"), "{err}");
+    let cut = copy("cut", "");
+    let part = cut.join("part-00000.parquet");
+    let bytes = std::fs::read(&part).unwrap();
+    std::fs::write(&part, &bytes[..bytes.len() - 10]).unwrap();
+    let (code, err, _, _) = import(&cut, 3, false);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("part-00000.parquet has"), "{err}");
+    let extra = copy("extra", "");
+    std::fs::copy(
+        extra.join("part-00000.parquet"),
+        extra.join("part-00009.parquet"),
+    )
+    .unwrap();
+    let (code, err, _, _) = import(&extra, 4, false);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("part-00009.parquet is not a part"), "{err}");
+    // The export itself, and one of a simdb before manifests (an empty
+    // marker: taken as it is).
+    let (code, err, stdout, _) = import(&out, 5, false);
+    assert_eq!(code, 0, "{err}");
+    assert!(stdout.contains("imported 300 documents"), "{stdout}");
+    let old = copy("old", "");
+    std::fs::write(old.join("_SUCCESS"), b"").unwrap();
+    let (code, err, _, _) = import(&old, 6, false);
+    assert_eq!(code, 0, "{err}");
+}
+
 /// Issue 24 (review finding 11): id columns as pandas and Polars write
 /// them (dictionary-encoded, `string_view`) and integer ids are imported;
 /// two columns named `id` are refused (before: the first was read without

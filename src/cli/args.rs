@@ -411,7 +411,9 @@ pub struct ImportArgs {
     #[arg(long)]
     pub parquet: bool,
     /// Import a directory of part files without `_SUCCESS` (an export
-    /// that did not finish, so perhaps only part of the store).
+    /// that did not finish, so perhaps only part of the store), or one
+    /// whose parts differ from those its `_SUCCESS` lists (a copy that
+    /// lost or changed a part).
     #[arg(long)]
     pub partial: bool,
     /// The recipe the fingerprints were made with (stored for --text queries).

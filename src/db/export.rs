@@ -40,7 +40,10 @@
 //! [`ExportOptions::row_group_rows`] rows written as the store is read, so
 //! memory holds one row group; `_SUCCESS` marks a finished export (written
 //! after the parts and the directory are fsynced, then fsynced itself:
-//! after a crash, a directory with `_SUCCESS` holds every part).
+//! after a crash, a directory with `_SUCCESS` holds every part). It is the
+//! export's [`Manifest`]: every part with its size, rows and CRC-32, so
+//! that a copy that lost or changed a part (an interrupted `rsync` sends
+//! `_SUCCESS` first) is told from the export ([`Manifest::check`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -82,6 +85,163 @@ pub struct ExportSummary {
     pub documents: u64,
     pub files: Vec<PathBuf>,
     pub bytes: u64,
+}
+
+/// The marker's name: written last, it lists every part.
+pub const MARKER: &str = "_SUCCESS";
+
+/// What `_SUCCESS` holds (JSON): the parts of a finished export.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// [`Manifest::FORMAT`].
+    pub format: String,
+    /// Rows in all parts: the store's documents.
+    pub documents: u64,
+    pub parts: Vec<PartEntry>,
+}
+
+/// One part of a [`Manifest`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PartEntry {
+    /// The file's name in the export's directory.
+    pub file: String,
+    pub bytes: u64,
+    pub rows: u64,
+    /// CRC-32 (IEEE, as `crc32fast` and zlib compute it) of the file's
+    /// bytes, 8 lowercase hex digits.
+    pub crc32: String,
+}
+
+impl Manifest {
+    /// The `format` of this layout.
+    pub const FORMAT: &'static str = "simdb-export-manifest 1";
+
+    /// The manifest of the export in `dir`: `Ok(None)` when its `_SUCCESS`
+    /// is empty (an export of a simdb before manifests, which cannot be
+    /// checked); an error when it is missing or not a manifest.
+    pub fn read(dir: &Path) -> Result<Option<Manifest>> {
+        let path = dir.join(MARKER);
+        let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
+        if bytes.is_empty() {
+            return Ok(None);
+        }
+        let m: Manifest = serde_json::from_slice(&bytes).map_err(|e| {
+            Error::Input(format!("{}: not an export manifest: {e}", path.display()))
+        })?;
+        if m.format != Self::FORMAT {
+            return Err(Error::Input(format!(
+                "{}: manifest format {:?}; this simdb reads {:?}",
+                path.display(),
+                m.format,
+                Self::FORMAT
+            )));
+        }
+        Ok(Some(m))
+    }
+
+    /// What differs between this manifest and the `*.parquet` files of
+    /// `dir` (names starting with `.` or `_` left out): parts missing,
+    /// parts it does not list, and parts whose size, rows (from the
+    /// file's footer) or CRC-32 differ; empty when the directory holds
+    /// exactly the export. Reads every part whole (for its checksum).
+    pub fn check(&self, dir: &Path) -> Result<Vec<String>> {
+        let mut problems = Vec::new();
+        let mut listed: std::collections::BTreeSet<&str> = Default::default();
+        for p in &self.parts {
+            listed.insert(&p.file);
+            let path = dir.join(&p.file);
+            let meta = match std::fs::metadata(&path) {
+                Ok(m) => m,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    problems.push(format!("{} is missing ({} rows)", p.file, p.rows));
+                    continue;
+                }
+                Err(e) => return Err(Error::io(&path, e)),
+            };
+            if meta.len() != p.bytes {
+                problems.push(format!(
+                    "{} has {} bytes, the export wrote {}",
+                    p.file,
+                    meta.len(),
+                    p.bytes
+                ));
+                continue;
+            }
+            let crc = file_crc32(&path)?;
+            if crc != p.crc32 {
+                problems.push(format!(
+                    "{} has CRC-32 {crc}, the export wrote {}",
+                    p.file, p.crc32
+                ));
+                continue;
+            }
+            let rows = parquet_rows(&path)?;
+            if rows != p.rows {
+                problems.push(format!(
+                    "{} has {rows} rows, the export wrote {}",
+                    p.file, p.rows
+                ));
+            }
+        }
+        let mut extra: Vec<String> = std::fs::read_dir(dir)
+            .map_err(|e| Error::io(dir, e))?
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().to_str().map(str::to_string))
+            .filter(|n| n.ends_with(".parquet") && !n.starts_with(['.', '_']))
+            .filter(|n| !listed.contains(n.as_str()))
+            .collect();
+        extra.sort();
+        for n in extra {
+            problems.push(format!("{n} is not a part of the export"));
+        }
+        Ok(problems)
+    }
+}
+
+/// The CRC-32 of the file at `path`, as [`PartEntry::crc32`] spells it.
+fn file_crc32(path: &Path) -> Result<String> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut h = crc32fast::Hasher::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf).map_err(|e| Error::io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(format!("{:08x}", h.finalize()))
+}
+
+/// The rows of a Parquet file, from its footer.
+fn parquet_rows(path: &Path) -> Result<u64> {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let f = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let r = SerializedFileReader::new(f)
+        .map_err(|e| Error::Input(format!("{}: not a Parquet file: {e}", path.display())))?;
+    Ok(u64::try_from(r.metadata().file_metadata().num_rows()).unwrap_or(0))
+}
+
+/// A writer that counts and checksums what passes through it.
+struct Hashed<W> {
+    inner: W,
+    crc: crc32fast::Hasher,
+    bytes: u64,
+}
+
+impl<W: std::io::Write> std::io::Write for Hashed<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.crc.update(&buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// The Arrow schema of the exported files (see the module docs).
@@ -201,7 +361,7 @@ impl Rows {
 
 /// An open `part-` file: its writer, temp path and final path.
 struct Part {
-    writer: ArrowWriter<std::fs::File>,
+    writer: ArrowWriter<Hashed<std::fs::File>>,
     tmp: PathBuf,
     path: PathBuf,
     rows: u64,
@@ -285,6 +445,11 @@ impl Db {
             let name = format!("part-{n:05}.parquet");
             let tmp = out.join(format!(".{name}.tmp"));
             let file = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+            let file = Hashed {
+                inner: file,
+                crc: crc32fast::Hasher::new(),
+                bytes: 0,
+            };
             let writer = ArrowWriter::try_new(file, schema.clone(), Some(props.clone()))
                 .map_err(|e| fail(&tmp, e))?;
             Ok(Part {
@@ -294,11 +459,27 @@ impl Db {
                 rows: 0,
             })
         };
-        let close_part = |p: Part, summary: &mut ExportSummary| -> Result<()> {
-            let file = p.writer.into_inner().map_err(|e| fail(&p.tmp, e))?;
-            file.sync_all().map_err(|e| Error::io(&p.tmp, e))?;
-            summary.bytes += file.metadata().map_err(|e| Error::io(&p.tmp, e))?.len();
+        let mut manifest = Manifest {
+            format: Manifest::FORMAT.to_string(),
+            documents: 0,
+            parts: Vec::new(),
+        };
+        let mut close_part = |p: Part, summary: &mut ExportSummary| -> Result<()> {
+            let hashed = p.writer.into_inner().map_err(|e| fail(&p.tmp, e))?;
+            hashed.inner.sync_all().map_err(|e| Error::io(&p.tmp, e))?;
+            summary.bytes += hashed.bytes;
             std::fs::rename(&p.tmp, &p.path).map_err(|e| Error::io(&p.path, e))?;
+            manifest.parts.push(PartEntry {
+                file: p
+                    .path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or_default()
+                    .to_string(),
+                bytes: hashed.bytes,
+                rows: p.rows,
+                crc32: format!("{:08x}", hashed.crc.finalize()),
+            });
             summary.files.push(p.path);
             Ok(())
         };
@@ -348,8 +529,11 @@ impl Db {
         // The renamed parts are durable before the marker says so, and the
         // marker before this returns.
         sync_dir(out)?;
-        let ok = out.join("_SUCCESS");
-        let marker = std::fs::File::create(&ok).map_err(|e| Error::io(&ok, e))?;
+        manifest.documents = summary.documents;
+        let ok = out.join(MARKER);
+        let mut marker = std::fs::File::create(&ok).map_err(|e| Error::io(&ok, e))?;
+        let text = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::Input(e.to_string()))?;
+        std::io::Write::write_all(&mut marker, &text).map_err(|e| Error::io(&ok, e))?;
         marker.sync_all().map_err(|e| Error::io(&ok, e))?;
         sync_dir(out)?;
         Ok(summary)

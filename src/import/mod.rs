@@ -496,7 +496,10 @@ pub fn is_parquet(path: &Path) -> Result<bool> {
 /// files (`*.parquet`, names starting with `.` or `_` left out, sorted), as
 /// `simdb export --parquet` writes them. A directory must hold the
 /// `_SUCCESS` an export writes last, unless `partial`: without it the
-/// export did not finish and its parts are a fraction of the store.
+/// export did not finish and its parts are a fraction of the store. The
+/// marker is the export's manifest: the directory must then hold exactly
+/// the parts it lists, each with its size, CRC-32 and rows (an empty
+/// marker, from a simdb before manifests, is taken as it is).
 pub fn expand_inputs(paths: &[PathBuf], partial: bool) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for p in paths {
@@ -527,6 +530,23 @@ pub fn expand_inputs(paths: &[PathBuf], partial: bool) -> Result<Vec<PathBuf>> {
                 p.display(),
                 parts.len()
             )));
+        }
+        #[cfg(feature = "parquet")]
+        if !partial {
+            if let Some(m) = crate::db::export::Manifest::read(p)? {
+                let problems = m.check(p)?;
+                if !problems.is_empty() {
+                    return Err(Error::Input(format!(
+                        "{}: not the export its _SUCCESS lists ({} parts, {} documents): {}; \
+                         a copy that lost or changed a part (copy it again), or import what \
+                         is there with --partial",
+                        p.display(),
+                        m.parts.len(),
+                        m.documents,
+                        problems.join("; ")
+                    )));
+                }
+            }
         }
         parts.sort();
         out.extend(parts);

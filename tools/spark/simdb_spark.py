@@ -310,6 +310,68 @@ def anchored_clusters(items, keep: str, min_similarity: float):
             yield (cid, len(ms), rep[1], docs[m][1], i, bits)
 
 
+MANIFEST_FORMAT = "simdb-export-manifest 1"
+
+
+def check_export(export: str, partial: bool = False, checksums: bool = False) -> list[str]:
+    """What is wrong with a `simdb export --parquet` directory, as `simdb
+    import` reads it: no `_SUCCESS` (an export that did not finish), or
+    parts that differ from the manifest `_SUCCESS` holds (missing, not
+    listed, another size or row count; with `checksums`, another CRC-32,
+    which reads every part). Empty when it is the export (an empty
+    `_SUCCESS`, from a simdb before manifests, cannot be checked), and
+    always with `partial`. A single file is not checked."""
+    if partial or not os.path.isdir(export):
+        return []
+    marker = os.path.join(export, "_SUCCESS")
+    parts = sorted(f for f in os.listdir(export)
+                   if f.endswith(".parquet") and not f.startswith((".", "_")))
+    if not os.path.exists(marker):
+        return [f"no _SUCCESS: the export that wrote these {len(parts)} part files did not finish"]
+    with open(marker, "rb") as f:
+        raw = f.read()
+    if not raw:
+        return []
+    try:
+        m = json.loads(raw)
+    except ValueError as e:
+        return [f"_SUCCESS is not an export manifest: {e}"]
+    if m.get("format") != MANIFEST_FORMAT:
+        return [f"_SUCCESS has manifest format {m.get('format')!r}; this job reads {MANIFEST_FORMAT!r}"]
+    import pyarrow.parquet as pq
+    import zlib
+
+    problems = []
+    listed = set()
+    for p in m["parts"]:
+        listed.add(p["file"])
+        path = os.path.join(export, p["file"])
+        if not os.path.exists(path):
+            problems.append(f"{p['file']} is missing ({p['rows']} rows)")
+            continue
+        size = os.path.getsize(path)
+        if size != p["bytes"]:
+            problems.append(f"{p['file']} has {size} bytes, the export wrote {p['bytes']}")
+            continue
+        if checksums:
+            crc = 0
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    crc = zlib.crc32(block, crc)
+            if f"{crc:08x}" != p["crc32"]:
+                problems.append(f"{p['file']} has CRC-32 {crc:08x}, the export wrote {p['crc32']}")
+                continue
+        try:
+            rows = pq.read_metadata(path).num_rows
+        except OSError as e:
+            problems.append(f"{p['file']} is not a Parquet file the export wrote: {e}")
+            continue
+        if rows != p["rows"]:
+            problems.append(f"{p['file']} has {rows} rows, the export wrote {p['rows']}")
+    problems += [f"{f} is not a part of the export" for f in parts if f not in listed]
+    return problems
+
+
 def export_metadata(export: str) -> dict:
     """What `simdb export` states in its files' key-value metadata: the
     store's recipe ("simdb.recipe", JSON) and default verification threshold
@@ -335,14 +397,19 @@ def export_metadata(export: str) -> dict:
 
 def run(spark, export: str, out: str, k: int = 3, design: str = "card",
         min_similarity: float | None = None, clusters: bool = True,
-        stats: bool = False) -> dict:
+        stats: bool = False, partial: bool = False) -> dict:
     """Runs the job; returns the report (also written to OUT/report.json).
     Without min_similarity, the threshold the export states (the store's),
-    else simdb's default."""
+    else simdb's default. An export directory must be what its `_SUCCESS`
+    lists (`check_export`), unless `partial`."""
     from pyspark.sql import functions as F
 
     d = Design.parse(design)
     d.check(k)
+    problems = check_export(export, partial)
+    if problems:
+        raise ValueError(f"{export}: not the finished export: {'; '.join(problems)} "
+                         "(copy it again, or run with --partial)")
     meta = export_metadata(export)
     source = "option"
     if min_similarity is None:
@@ -525,6 +592,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="sketch similarity that confirms a pair (0..1; default: the store's, "
                         "as the export's metadata states it, else 0.6, simdb's)")
     p.add_argument("--no-clusters", action="store_true", help="pairs only")
+    p.add_argument("--partial", action="store_true",
+                   help="read an export directory without _SUCCESS, or that differs from the "
+                        "parts _SUCCESS lists (as simdb import --partial)")
     p.add_argument("--stats", action="store_true",
                    help="also count the candidate pairs the tables produce (one more pass)")
     p.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
@@ -539,11 +609,16 @@ def main(argv: list[str] | None = None) -> int:
     if os.path.exists(a.out):
         print(f"simdb-spark: {a.out}: already exists", file=sys.stderr)
         return 2
+    problems = check_export(a.export, a.partial)
+    if problems:
+        print(f"simdb-spark: {a.export}: not the finished export: {'; '.join(problems)} "
+              "(copy it again, or run with --partial)", file=sys.stderr)
+        return 2
     spark = session(a.master, a.driver_memory, a.partitions)
     spark.sparkContext.setLogLevel("WARN")
     try:
         rep = run(spark, a.export, a.out, a.k, a.design, a.min_similarity,
-                  clusters=not a.no_clusters, stats=a.stats)
+                  clusters=not a.no_clusters, stats=a.stats, partial=a.partial)
     finally:
         spark.stop()
     print(json.dumps(rep))

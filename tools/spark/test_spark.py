@@ -431,3 +431,38 @@ def test_export_metadata_states_recipe_and_threshold(text_store, tmp_path):
     assert meta["recipe"] == stats["recipe"]
     assert meta["keep_policy"] == stats["keep"]
     assert 0.0 < meta["min_similarity"] < 1.0
+
+
+def test_an_export_that_lost_a_part_is_refused(fp_store, tmp_path):
+    """Issue 37 (review 2026-11-b, finding 5): the job reads the manifest
+    `_SUCCESS` as `simdb import` does: a copy that lost, changed or gained
+    a part is refused before Spark starts, naming it; --partial reads it."""
+    db, _ = fp_store
+    export = str(tmp_path / "export")
+    simdb("export", db, "--parquet", export, "--file-rows", "40")
+    parts = sorted(f for f in os.listdir(export) if f.endswith(".parquet"))
+    assert len(parts) >= 3
+    assert simdb_spark.check_export(export) == []
+    assert simdb_spark.check_export(export, checksums=True) == []
+    lost = str(tmp_path / "lost")
+    shutil.copytree(export, lost)
+    os.remove(os.path.join(lost, parts[1]))
+    problems = simdb_spark.check_export(lost)
+    assert problems == [f"{parts[1]} is missing (40 rows)"], problems
+    assert simdb_spark.check_export(lost, partial=True) == []
+    changed = str(tmp_path / "changed")
+    shutil.copytree(export, changed)
+    path = os.path.join(changed, parts[0])
+    with open(path, "r+b") as f:
+        f.seek(8)  # in the first page: the footer (sizes, rows) stays
+        b = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([b[0] ^ 0x55]))
+    assert simdb_spark.check_export(changed) == []  # same size and rows
+    assert "CRC-32" in simdb_spark.check_export(changed, checksums=True)[0]
+    shutil.copy(os.path.join(export, parts[0]), os.path.join(lost, "part-extra.parquet"))
+    assert "part-extra.parquet is not a part of the export" in simdb_spark.check_export(lost)
+    job = os.path.join(HERE, "simdb_spark.py")
+    p = subprocess.run([sys.executable, job, lost, str(tmp_path / "out")],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and parts[1] in p.stderr and "--partial" in p.stderr, p.stderr
