@@ -225,9 +225,13 @@ fn endpoints_answer_as_the_cli_does() {
     let mut docs: Vec<Value> = texts[..5]
         .iter()
         .enumerate()
-        .map(|(i, x)| json!({"id": format!("a{i}"), "text": x, "url": "ignored"}))
+        .map(|(i, x)| json!({"id": format!("a{i}"), "text": x}))
         .collect();
     docs.push(json!({"id": "copy", "text": texts[0]}));
+    // An unknown field is refused (a misspelt field must not pass).
+    let (st, v) = s.post("/documents", &json!({"id": "u", "text": "x", "url": "y"}));
+    assert_eq!(st, 400, "{v}");
+    assert_eq!(v["field"], "url", "{v}");
     let (st, v) = s.post("/documents", &json!(docs));
     assert_eq!(st, 200, "{v}");
     assert_eq!(v["inserted"], 6, "{v}");
@@ -1004,7 +1008,8 @@ fn regression_24_bodies_are_counted_while_parsed() {
         b
     };
     let queries = format!("{{\"queries\": [{}{{}}]}}", "{},".repeat(5_000_000));
-    for (path, body) in [("/documents", &zeros), ("/query", &queries)] {
+    let documents = format!("[{}{{}}]", "{},".repeat(5_000_000));
+    for (path, body) in [("/documents", &documents), ("/query", &queries)] {
         let (st, v) = s.call("POST", path, Some(body));
         assert_eq!(st, 400, "{v}");
         assert!(
@@ -1012,8 +1017,13 @@ fn regression_24_bodies_are_counted_while_parsed() {
             "{v}"
         );
     }
-    // Several at once, while /health is polled.
-    let zeros = Arc::new(zeros);
+    // Several at once, while /health is polled; and (review 2026-11-b,
+    // finding 6) the array inside a document's own field, which was
+    // parsed whole (1.07 GB each) and accepted.
+    let nested = format!("{{\"id\":\"a\",\"text\":\"x\",\"x\":{zeros}}}");
+    let (st, v) = s.call("POST", "/documents", Some(&nested));
+    assert_eq!((st, v["field"].as_str()), (400, Some("x")), "{v}");
+    let zeros = Arc::new(nested);
     let senders: Vec<_> = (0..3)
         .map(|_| {
             let (s, z) = (s.clone(), zeros.clone());

@@ -259,7 +259,12 @@ struct SubjectFields {
     id: Option<String>,
 }
 
-const SUBJECT_FIELDS: [&str; 3] = ["text", "fingerprint", "id"];
+pub(crate) const SUBJECT_FIELDS: [&str; 3] = ["text", "fingerprint", "id"];
+
+/// Whether `key` is a field of a JSON query (its subject or an option).
+pub(crate) fn is_query_field(key: &str) -> bool {
+    SUBJECT_FIELDS.contains(&key) || QueryOptions::FIELDS.contains(&key)
+}
 
 impl QueryRequest {
     /// A query of `subject` with the default options.

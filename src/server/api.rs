@@ -4,7 +4,10 @@
 //! - Documents (`POST /documents`, `POST /documents/check`): one document
 //!   object, or an array of them; each is read as a JSONL line of `simdb
 //!   ingest` is (`"id"`, one of `"text"`, `"features"`, `"fingerprint"`,
-//!   optional `"priority"`; other fields ignored).
+//!   optional `"priority"`), but any other field is refused at its name,
+//!   and a field of the wrong shape (an array where a string belongs) at
+//!   its first character: nothing is built that the document does not
+//!   use, so memory follows the body's size whatever it nests.
 //! - Queries (`POST /query`): one query object, or `{"queries": [...]}`;
 //!   each a [`QueryRequest`] (the library's model: `"text"`,
 //!   `"fingerprint"` or `"id"`, and the options by name); any other field
@@ -24,98 +27,545 @@ pub type BadRequest = FieldError;
 
 type Parsed<T> = std::result::Result<T, BadRequest>;
 
-/// Parses `body`, never holding more than `max` items of its batch array:
-/// a top-level array, or the `"queries"` array of a top-level object, of
-/// more is refused at item `max + 1`, before the rest is read (a 60 MB
-/// array of zeros costs no more than its first `max` items). `what` names
-/// the items in the error ("documents", "queries").
-fn parse_top(body: &[u8], max: usize, what: &'static str) -> Parsed<Value> {
-    use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-    use std::cell::Cell;
-    use std::fmt;
+use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
+use std::cell::RefCell;
+use std::fmt;
 
+/// What was refused, with its field path, when it was not the JSON.
+pub(crate) type Refusal<'a> = &'a RefCell<Option<BadRequest>>;
+fn refuse<E: serde::de::Error>(r: Refusal<'_>, field: String, why: String) -> E {
+    *r.borrow_mut() = Some(BadRequest::field(field, why));
+    E::custom("refused")
+}
+fn shape(kind: &str) -> &'static str {
+    match kind {
+        "seq" => "an array",
+        "map" => "an object",
+        _ => "another kind",
+    }
+}
+
+/// A scalar field (`at`: its path, `want`: what it must be).
+struct Scalar<'a> {
+    at: String,
+    want: &'static str,
+    refused: Refusal<'a>,
+}
+impl<'de> DeserializeSeed<'de> for Scalar<'_> {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+impl<'de> Visitor<'de> for Scalar<'_> {
+    type Value = Value;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.want)
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
+    }
+    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
+        Ok(Value::from(n))
+    }
+    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
+        Ok(Value::from(n))
+    }
+    fn visit_f64<E>(self, n: f64) -> Result<Value, E> {
+        Ok(Value::from(n))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<Value, A::Error> {
+        let why = format!(
+            "{:?} must be {}, not {}",
+            self.at_name(),
+            self.want,
+            shape("seq")
+        );
+        Err(refuse(self.refused, self.at, why))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<Value, A::Error> {
+        let why = format!(
+            "{:?} must be {}, not {}",
+            self.at_name(),
+            self.want,
+            shape("map")
+        );
+        Err(refuse(self.refused, self.at, why))
+    }
+}
+impl Scalar<'_> {
+    fn at_name(&self) -> &str {
+        self.at.rsplit('.').next().unwrap_or(&self.at)
+    }
+}
+
+/// Parses a query body, never holding more than `max` items of its
+/// `"queries"` array (one more is refused at item `max + 1`, before the
+/// rest is read) and never building what a query does not use: a query's
+/// fields are scalars, so an array or object where one belongs is refused
+/// at its first character with the field's path (a 60 MB array of zeros
+/// costs nothing), and so is a top-level array.
+fn parse_top(body: &[u8], max: usize) -> Parsed<Value> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(BadRequest::new("the request body is empty (JSON expected)"));
     }
-    /// Any JSON value; an array at the top, or the `"queries"` of an
-    /// object at the top, of at most `max` items (sets `over` and fails
-    /// beyond).
-    #[derive(Clone, Copy)]
-    struct Bounded<'a> {
+    /// A query object (`at`: its path; `queries`: whether its
+    /// `"queries"` field is the batch, at the top).
+    struct Query<'a> {
+        at: String,
+        queries: bool,
         max: usize,
-        over: &'a Cell<bool>,
-        top: bool,
+        refused: Refusal<'a>,
     }
-    impl<'de> DeserializeSeed<'de> for Bounded<'_> {
+    impl Query<'_> {
+        fn path(&self, field: &str) -> String {
+            match self.at.as_str() {
+                "" => field.to_string(),
+                at => format!("{at}.{field}"),
+            }
+        }
+        fn not_object<E: serde::de::Error>(self) -> E {
+            let (at, why) = match self.at.is_empty() {
+                true => (
+                    "body".to_string(),
+                    "expected a query object, or {\"queries\": [...]}",
+                ),
+                false => (self.at, "a query must be a JSON object"),
+            };
+            refuse(self.refused, at, why.into())
+        }
+    }
+    impl<'de> DeserializeSeed<'de> for Query<'_> {
         type Value = Value;
         fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
             d.deserialize_any(self)
         }
     }
-    impl<'de> Visitor<'de> for Bounded<'_> {
+    impl<'de> Visitor<'de> for Query<'_> {
         type Value = Value;
         fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("a JSON value")
-        }
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-            let mut items = Vec::new();
-            while items.len() < self.max {
-                match seq.next_element::<Value>()? {
-                    Some(v) => items.push(v),
-                    None => return Ok(Value::Array(items)),
-                }
-            }
-            if seq.next_element::<IgnoredAny>()?.is_some() {
-                self.over.set(true);
-                return Err(serde::de::Error::custom("too many items"));
-            }
-            Ok(Value::Array(items))
+            f.write_str("a query object")
         }
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
             let mut m = Map::new();
             while let Some(key) = map.next_key::<String>()? {
-                let v = match self.top && key == "queries" {
-                    true => map.next_value_seed(Bounded { top: false, ..self })?,
-                    false => map.next_value::<Value>()?,
+                let at = self.path(&key);
+                let v = if self.queries && key == "queries" {
+                    map.next_value_seed(Batch {
+                        max: self.max,
+                        refused: self.refused,
+                    })?
+                } else if !crate::db::request::is_query_field(&key) {
+                    // Refused at its name, its value unread (the message
+                    // is the model's: `QueryRequest::from_json`).
+                    let mut one = Map::new();
+                    one.insert(key.clone(), Value::Null);
+                    let e = QueryRequest::from_json(Value::Object(one), UnknownFields::Refuse)
+                        .err()
+                        .map(|e| e.message)
+                        .unwrap_or_else(|| "unknown field".into());
+                    return Err(refuse(self.refused, at, e));
+                } else {
+                    map.next_value_seed(Scalar {
+                        at,
+                        want: "a string, a number or a boolean",
+                        refused: self.refused,
+                    })?
                 };
                 m.insert(key, v);
             }
             Ok(Value::Object(m))
         }
-        fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
-            Ok(Value::Bool(b))
+        fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<Value, A::Error> {
+            Err(self.not_object())
         }
-        fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
-            Ok(Value::from(n))
+        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Value, E> {
+            Err(self.not_object())
         }
-        fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
-            Ok(Value::from(n))
+        fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Value, E> {
+            Err(self.not_object())
         }
-        fn visit_f64<E>(self, n: f64) -> Result<Value, E> {
-            Ok(Value::from(n))
+        fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Value, E> {
+            Err(self.not_object())
         }
-        fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-            Ok(Value::String(v.to_string()))
+        fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Value, E> {
+            Err(self.not_object())
         }
-        fn visit_unit<E>(self) -> Result<Value, E> {
-            Ok(Value::Null)
+        fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Value, E> {
+            Err(self.not_object())
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Value, E> {
+            Err(self.not_object())
         }
     }
-    let over = Cell::new(false);
+    /// The `"queries"` array: at most `max` query objects.
+    struct Batch<'a> {
+        max: usize,
+        refused: Refusal<'a>,
+    }
+    impl<'de> DeserializeSeed<'de> for Batch<'_> {
+        type Value = Value;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Batch<'_> {
+        type Value = Value;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("an array of queries")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+            let mut items = Vec::new();
+            loop {
+                if items.len() >= self.max {
+                    if seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                        let why = format!(
+                            "the batch holds more than {max} queries; at most {max} per request",
+                            max = self.max
+                        );
+                        *self.refused.borrow_mut() = Some(BadRequest::new(why));
+                        return Err(A::Error::custom("too many"));
+                    }
+                    return Ok(Value::Array(items));
+                }
+                let q = Query {
+                    at: format!("queries[{}]", items.len()),
+                    queries: false,
+                    max: self.max,
+                    refused: self.refused,
+                };
+                match seq.next_element_seed(q)? {
+                    Some(v) => items.push(v),
+                    None => return Ok(Value::Array(items)),
+                }
+            }
+        }
+        fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<Value, A::Error> {
+            Err(refuse(
+                self.refused,
+                "queries".into(),
+                "\"queries\" must be an array".into(),
+            ))
+        }
+        fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Value, E> {
+            Err(refuse(
+                self.refused,
+                "queries".into(),
+                "\"queries\" must be an array".into(),
+            ))
+        }
+        fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Value, E> {
+            Err(refuse(
+                self.refused,
+                "queries".into(),
+                "\"queries\" must be an array".into(),
+            ))
+        }
+        fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Value, E> {
+            Err(refuse(
+                self.refused,
+                "queries".into(),
+                "\"queries\" must be an array".into(),
+            ))
+        }
+        fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Value, E> {
+            Err(refuse(
+                self.refused,
+                "queries".into(),
+                "\"queries\" must be an array".into(),
+            ))
+        }
+        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Value, E> {
+            Err(refuse(
+                self.refused,
+                "queries".into(),
+                "\"queries\" must be an array".into(),
+            ))
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Value, E> {
+            Err(refuse(
+                self.refused,
+                "queries".into(),
+                "\"queries\" must be an array".into(),
+            ))
+        }
+    }
+    let refused = RefCell::new(None);
     let mut de = serde_json::Deserializer::from_slice(body);
-    let top = Bounded {
+    let top = Query {
+        at: String::new(),
+        queries: true,
         max,
-        over: &over,
-        top: true,
+        refused: &refused,
     }
     .deserialize(&mut de)
     .and_then(|v| de.end().map(|()| v));
     match top {
         Ok(v) => Ok(v),
-        Err(_) if over.get() => Err(BadRequest::new(format!(
-            "the batch holds more than {max} {what}; at most {max} per request"
-        ))),
-        Err(e) => Err(BadRequest::new(format!("invalid JSON: {e}"))),
+        Err(e) => Err(refused
+            .into_inner()
+            .unwrap_or_else(|| BadRequest::new(format!("invalid JSON: {e}")))),
+    }
+}
+
+/// The fields a document of a write request may have.
+const DOC_FIELDS: [&str; 5] = ["id", "text", "features", "fingerprint", "priority"];
+
+/// Reads the documents of a write request's body (one object, or an array
+/// of at most `max` of them) as [`Value`]s holding only the known fields,
+/// each read in its shape: scalars for `id`, `text`, `fingerprint`,
+/// `priority`; `{"name": weight}` or `[["name", weight]]` for `features`.
+/// Returns the documents and whether the body was an array.
+fn parse_doc_values(body: &[u8], max: usize) -> Parsed<(Vec<Value>, bool)> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(BadRequest::new("the request body is empty (JSON expected)"));
+    }
+    /// `features`: `{"name": weight}` or `[["name", weight], …]`.
+    struct Features<'a> {
+        at: String,
+        refused: Refusal<'a>,
+    }
+    const FEATURES: &str = "an object {\"name\": weight} or an array [[\"name\", weight]]";
+    impl<'de> DeserializeSeed<'de> for Features<'_> {
+        type Value = Value;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Features<'_> {
+        type Value = Value;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str(FEATURES)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+            let mut m = Map::new();
+            while let Some(k) = map.next_key::<String>()? {
+                let w: f64 = map.next_value().map_err(|_: A::Error| {
+                    refuse::<A::Error>(
+                        self.refused,
+                        self.at.clone(),
+                        format!("\"features\" must be {FEATURES}"),
+                    )
+                })?;
+                m.insert(k, Value::from(w));
+            }
+            Ok(Value::Object(m))
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+            let mut items = Vec::new();
+            loop {
+                let pair: Option<(String, f64)> = seq.next_element().map_err(|_: A::Error| {
+                    refuse::<A::Error>(
+                        self.refused,
+                        self.at.clone(),
+                        format!("\"features\" must be {FEATURES}"),
+                    )
+                })?;
+                match pair {
+                    Some((k, w)) => {
+                        items.push(Value::Array(vec![Value::String(k), Value::from(w)]))
+                    }
+                    None => return Ok(Value::Array(items)),
+                }
+            }
+        }
+        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Value, E> {
+            Err(refuse(
+                self.refused,
+                self.at,
+                format!("\"features\" must be {FEATURES}"),
+            ))
+        }
+        fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Value, E> {
+            Err(refuse(
+                self.refused,
+                self.at,
+                format!("\"features\" must be {FEATURES}"),
+            ))
+        }
+        fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Value, E> {
+            Err(refuse(
+                self.refused,
+                self.at,
+                format!("\"features\" must be {FEATURES}"),
+            ))
+        }
+        fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Value, E> {
+            Err(refuse(
+                self.refused,
+                self.at,
+                format!("\"features\" must be {FEATURES}"),
+            ))
+        }
+        fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Value, E> {
+            Err(refuse(
+                self.refused,
+                self.at,
+                format!("\"features\" must be {FEATURES}"),
+            ))
+        }
+        fn visit_unit<E>(self) -> Result<Value, E> {
+            Ok(Value::Null)
+        }
+    }
+
+    /// One document (`at`: its path, empty for a body of one).
+    struct Document<'a> {
+        at: String,
+        refused: Refusal<'a>,
+    }
+    impl Document<'_> {
+        fn path(&self, field: &str) -> String {
+            match self.at.as_str() {
+                "" => field.to_string(),
+                at => format!("{at}.{field}"),
+            }
+        }
+        fn not_object<E: serde::de::Error>(self) -> E {
+            let at = if self.at.is_empty() {
+                "body".to_string()
+            } else {
+                self.at
+            };
+            refuse(self.refused, at, "a document must be a JSON object".into())
+        }
+    }
+    impl<'de> DeserializeSeed<'de> for Document<'_> {
+        type Value = Value;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Document<'_> {
+        type Value = Value;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a document object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+            let mut m = Map::new();
+            while let Some(key) = map.next_key::<String>()? {
+                let at = self.path(&key);
+                let v = match key.as_str() {
+                    "features" => map.next_value_seed(Features {
+                        at,
+                        refused: self.refused,
+                    })?,
+                    "id" | "text" | "fingerprint" | "priority" => {
+                        let want = match key.as_str() {
+                            "id" => "a string or an integer",
+                            "text" => "a string",
+                            "fingerprint" => "a string of 16 hex digits",
+                            _ => "a finite number",
+                        };
+                        map.next_value_seed(Scalar {
+                            at,
+                            want,
+                            refused: self.refused,
+                        })?
+                    }
+                    _ => {
+                        let why = format!(
+                            "unknown field {key:?}: a document has {}",
+                            DOC_FIELDS.map(|f| format!("{f:?}")).join(", ")
+                        );
+                        return Err(refuse(self.refused, at, why));
+                    }
+                };
+                if m.insert(key.clone(), v).is_some() {
+                    let why = format!("{key:?} is given twice");
+                    return Err(refuse(self.refused, self.path(&key), why));
+                }
+            }
+            Ok(Value::Object(m))
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<Value, A::Error> {
+            Err(self.not_object())
+        }
+        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Value, E> {
+            Err(self.not_object())
+        }
+        fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Value, E> {
+            Err(self.not_object())
+        }
+        fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Value, E> {
+            Err(self.not_object())
+        }
+        fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Value, E> {
+            Err(self.not_object())
+        }
+        fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Value, E> {
+            Err(self.not_object())
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Value, E> {
+            Err(self.not_object())
+        }
+    }
+
+    /// The body: one document, or an array of at most `max`.
+    struct Body<'a> {
+        max: usize,
+        refused: Refusal<'a>,
+    }
+    impl<'de> Visitor<'de> for Body<'_> {
+        type Value = (Vec<Value>, bool);
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a document object or an array of them")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            let d = Document {
+                at: String::new(),
+                refused: self.refused,
+            };
+            Ok((vec![d.visit_map(map)?], false))
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut items = Vec::new();
+            loop {
+                let d = Document {
+                    at: format!("[{}]", items.len()),
+                    refused: self.refused,
+                };
+                if items.len() >= self.max {
+                    // One more is refused before it is read.
+                    if seq.next_element::<serde::de::IgnoredAny>()?.is_some() {
+                        let why = format!(
+                            "the batch holds more than {max} documents; at most {max} per request",
+                            max = self.max
+                        );
+                        *self.refused.borrow_mut() = Some(BadRequest::new(why));
+                        return Err(A::Error::custom("too many"));
+                    }
+                    return Ok((items, true));
+                }
+                match seq.next_element_seed(d)? {
+                    Some(v) => items.push(v),
+                    None => return Ok((items, true)),
+                }
+            }
+        }
+    }
+    let refused = RefCell::new(None);
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let got = de
+        .deserialize_any(Body {
+            max,
+            refused: &refused,
+        })
+        .and_then(|v| de.end().map(|()| v));
+    match got {
+        Ok(v) => Ok(v),
+        Err(e) => Err(refused
+            .into_inner()
+            .unwrap_or_else(|| BadRequest::new(format!("invalid JSON: {e}")))),
     }
 }
 
@@ -123,16 +573,7 @@ fn parse_top(body: &[u8], max: usize, what: &'static str) -> Parsed<Value> {
 /// source `http:INDEX` (its place in the request). `batch` says whether
 /// the body was an array.
 pub fn parse_documents(body: &[u8], max_batch: usize) -> Parsed<(Vec<Doc>, bool)> {
-    let (items, batch) = match parse_top(body, max_batch, "documents")? {
-        Value::Array(items) => (items, true),
-        v @ Value::Object(_) => (vec![v], false),
-        other => {
-            return Err(BadRequest::new(format!(
-                "expected a document object or an array of them, not {}",
-                kind(&other)
-            )))
-        }
-    };
+    let (items, batch) = parse_doc_values(body, max_batch)?;
     if items.is_empty() {
         return Err(BadRequest::new("the batch holds no document"));
     }
@@ -176,7 +617,7 @@ pub fn parse_documents(body: &[u8], max_batch: usize) -> Parsed<(Vec<Doc>, bool)
 /// A query request: one query, or a batch (`{"queries": [...]}`, at most
 /// `max_batch`).
 pub fn parse_queries(body: &[u8], max_batch: usize) -> Parsed<(Vec<QueryRequest>, bool)> {
-    let Value::Object(mut m) = parse_top(body, max_batch, "queries")? else {
+    let Value::Object(mut m) = parse_top(body, max_batch)? else {
         return Err(BadRequest::new(
             "expected a query object, or {\"queries\": [...]}",
         ));
@@ -279,7 +720,7 @@ mod tests {
         assert_eq!(e.field.as_deref(), Some("id"));
         let e = parse_documents(br#"[{"id":"a","text":"x"}, 7]"#, 10).unwrap_err();
         assert_eq!(e.field.as_deref(), Some("[1]"));
-        let e = parse_documents(br#"[1,2,3]"#, 2).unwrap_err();
+        let e = parse_documents(br#"[{},{},{}]"#, 2).unwrap_err();
         assert!(e.message.contains("at most 2"), "{e}");
         let e = parse_documents(b"[]", 2).unwrap_err();
         assert!(e.message.contains("no document"), "{e}");
@@ -287,6 +728,50 @@ mod tests {
         assert!(e.message.starts_with("invalid JSON"), "{e}");
         let e = parse_documents(b"  ", 2).unwrap_err();
         assert!(e.message.contains("empty"), "{e}");
+    }
+
+    /// Review 2026-11-b, finding 6: a document's other fields were parsed
+    /// whole (one 60 MB array of zeros beside the text cost 1.07 GB) and
+    /// accepted. They are refused at their name, and a known field of the
+    /// wrong shape at its first character, with the field's path.
+    #[test]
+    fn regression_review_b_6_unknown_and_misshapen_fields_are_refused_unread() {
+        let zeros = format!("[{}0]", "0,".repeat(1 << 20));
+        let body = format!(r#"[{{"id":"a","text":"x"}},{{"id":"b","text":"y","x":{zeros}}}]"#);
+        let e = parse_documents(body.as_bytes(), 10).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("[1].x"), "{e}");
+        assert!(e.message.contains("unknown field \"x\""), "{e}");
+        let body = format!(r#"{{"id":"a","text":{zeros}}}"#);
+        let e = parse_documents(body.as_bytes(), 10).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("text"), "{e}");
+        assert!(e.message.contains("must be a string, not an array"), "{e}");
+        let body = format!(r#"{{"id":"a","features":{{"w":{zeros}}}}}"#);
+        let e = parse_documents(body.as_bytes(), 10).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("features"), "{e}");
+        let e = parse_documents(br#"{"id":"a","id":"b","text":"x"}"#, 10).unwrap_err();
+        assert!(e.message.contains("twice"), "{e}");
+        // Features in both shapes, and priority null, still parse.
+        let (d, _) = parse_documents(
+            br#"[{"id":"a","features":{"x":1,"y":2.5}},{"id":"b","features":[["x",1]],"priority":null}]"#,
+            10,
+        )
+        .unwrap();
+        assert_eq!(
+            d[0].content,
+            Content::Features(vec![("x".into(), 1.0), ("y".into(), 2.5)])
+        );
+        assert_eq!(d[1].content, Content::Features(vec![("x".into(), 1.0)]));
+        // Queries: an unknown field at its name, a known one of the wrong
+        // shape at its first character, in a batch with the item's path.
+        let body = format!(r#"{{"text":"x","x":{zeros}}}"#);
+        let e = parse_queries(body.as_bytes(), 10).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("x"), "{e}");
+        assert!(e.message.contains("unknown field"), "{e}");
+        let body = format!(r#"{{"queries":[{{"text":"a"}},{{"text":{zeros}}}]}}"#);
+        let e = parse_queries(body.as_bytes(), 10).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("queries[1].text"), "{e}");
+        let e = parse_queries(format!("[{zeros}]").as_bytes(), 10).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("body"), "{e}");
     }
 
     #[test]
@@ -445,7 +930,7 @@ mod tests {
         /// A well-formed document always parses, with its id and text.
         #[test]
         fn good_documents_parse(ids in prop::collection::vec("[a-z0-9/]{1,12}", 1..6), text in "\\PC{1,40}") {
-            let docs: Vec<Value> = ids.iter().map(|id| serde_json::json!({"id": id, "text": text, "url": "x"})).collect();
+            let docs: Vec<Value> = ids.iter().map(|id| serde_json::json!({"id": id, "text": text, "priority": 1.5})).collect();
             let (parsed, batch) = parse_documents(&serde_json::to_vec(&docs).unwrap(), 8).unwrap();
             prop_assert!(batch);
             prop_assert_eq!(parsed.len(), ids.len());
