@@ -1281,3 +1281,65 @@ fn regression_24_the_service_recovers_from_a_storage_failure() {
     );
     verify_clean(&dir);
 }
+
+/// Issue 37 (review 2026-11-b, finding 7): four connections that start
+/// chunked bodies and stall each reserved the whole body limit, so they
+/// held all of `--max-inflight-mb` and every other client's POST waited
+/// for their timeout (29.5 s) while /health said ok. A body's share now
+/// grows with the bytes received: stalled clients hold what they sent,
+/// others are answered at once, /health shows the bodies held, and a
+/// stalled client past `--body-timeout` gets 408 and holds nothing.
+#[test]
+fn regression_37_stalled_chunked_bodies_hold_only_what_they_sent() {
+    use std::io::{Read, Write};
+    let t = TempDb::new();
+    init(&t);
+    let s = Server::start(
+        &t.path(),
+        &[
+            "--max-body-mb",
+            "16",
+            "--max-inflight-mb",
+            "64",
+            "--body-timeout",
+            "4",
+        ],
+    );
+    let stalled: Vec<std::net::TcpStream> = (0..4)
+        .map(|_| {
+            let mut c = std::net::TcpStream::connect(s.addr()).unwrap();
+            let head = "POST /documents HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+            c.write_all(head.as_bytes()).unwrap();
+            c.write_all(b"5\r\n[{\"id\r\n").unwrap();
+            c
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    let (st, v) = s.post(
+        "/documents",
+        &json!({"id": "polite", "text": "a polite client's text"}),
+    );
+    assert_eq!(st, 200, "{v}");
+    let (st, _) = s.post("/query", &json!({"text": "a polite client's text"}));
+    assert_eq!(st, 200);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "a polite write and query waited {:?} behind stalled bodies",
+        started.elapsed()
+    );
+    let (_, h) = s.call("GET", "/health", None);
+    let held = h["bodies_in_flight_bytes"].as_u64().unwrap();
+    assert!(held <= 4 * 1024, "{h}");
+    assert_eq!(h["bodies_in_flight_limit"], 64 << 20, "{h}");
+    // Past --body-timeout: 408, and nothing is held.
+    for mut c in stalled {
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut buf = Vec::new();
+        let _ = c.read_to_end(&mut buf);
+        let text = String::from_utf8_lossy(&buf);
+        assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    }
+    let (_, h) = s.call("GET", "/health", None);
+    assert_eq!(h["bodies_in_flight_bytes"], 0, "{h}");
+}

@@ -9,6 +9,7 @@
 //! | `simdb_store_bytes` | gauge | the store directory's size on disk, read at each scrape |
 //! | `simdb_wal_syncs` | gauge | write-ahead log fsyncs since the store was opened, read at each scrape |
 //! | `simdb_http_connections` | gauge | connections open now |
+//! | `simdb_request_body_bytes_in_flight` | gauge | request bodies held now (bytes received, by KiB), read at each scrape; the cap is `--max-inflight-mb` |
 //! | `simdb_http_connections_refused_total` | counter | clients answered 503 because the connection cap was reached |
 //! | `simdb_requests_refused_total` | counter | `reason` (host, origin, content_type): requests refused before routing |
 
@@ -56,6 +57,7 @@ pub struct Metrics {
     connections: Gauge,
     connections_refused: Counter,
     refused: Family<ReasonLabels, Counter>,
+    bodies: Gauge,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -107,6 +109,12 @@ impl Default for Metrics {
         );
         let connections_refused = Counter::default();
         let refused = Family::<ReasonLabels, Counter>::default();
+        let bodies = Gauge::default();
+        registry.register(
+            "simdb_request_body_bytes_in_flight",
+            "Request bodies held now, in bytes (KiB granularity; the cap is --max-inflight-mb)",
+            bodies.clone(),
+        );
         registry.register(
             "simdb_http_connections",
             "Connections open now",
@@ -133,6 +141,7 @@ impl Default for Metrics {
             connections,
             connections_refused,
             refused,
+            bodies,
         }
     }
 }
@@ -187,7 +196,8 @@ impl Metrics {
 
     /// The metrics as OpenMetrics text, with the store's gauges set to
     /// `documents`, `bytes` and `wal_syncs`.
-    pub fn encode(&self, documents: u64, bytes: u64, wal_syncs: u64) -> String {
+    pub fn encode(&self, documents: u64, bytes: u64, wal_syncs: u64, bodies: u64) -> String {
+        self.bodies.set(i64::try_from(bodies).unwrap_or(i64::MAX));
         self.wal_syncs
             .set(i64::try_from(wal_syncs).unwrap_or(i64::MAX));
         self.documents

@@ -830,43 +830,84 @@ async fn read_body(app: &App, body: Body) -> std::result::Result<(Bytes, BodySha
             ),
         )
     };
+    let busy = || {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            None,
+            format!(
+                "the server holds its most request bodies ({} MiB, --max-inflight-mb); try again shortly",
+                app.config.max_inflight_body_bytes >> 20
+            ),
+        )
+    };
     // A body announced too large is refused before it is read.
     let hint = axum::body::HttpBody::size_hint(&body);
     let Some(announced) = usize::try_from(hint.lower()).ok().filter(|n| *n <= limit) else {
         return Err(too_large());
     };
-    // Its share: what it announces, or the limit when it does not.
-    let share = match hint.exact() {
-        Some(_) => announced,
-        None => limit,
-    };
     let deadline = tokio::time::Instant::now() + timeout;
-    let permits = u32::try_from(kib(share.max(1))).unwrap_or(u32::MAX);
-    let share = match tokio::time::timeout_at(deadline, app.bodies.clone().acquire_many_owned(permits))
-        .await
-    {
-        Ok(Ok(p)) => p,
-        _ => {
-            return Err(ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                None,
-                format!(
-                    "the server holds its most request bodies ({} MiB, --max-inflight-mb); try again shortly",
-                    app.config.max_inflight_body_bytes >> 20
-                ),
-            ))
+    // Its share of the bodies in flight grows with the bytes received, a
+    // frame at a time (a KiB at least): a client that announces much and
+    // sends little, or stalls, holds what it sent, not what it announced
+    // (review 2026-11-b, finding 7), until it is done or past its time.
+    let reserve = |share: &mut Option<BodyShare>, bytes: usize| {
+        let want = u32::try_from(kib(bytes.max(1))).unwrap_or(u32::MAX);
+        let held = share.as_ref().map_or(0, |s| s.num_permits() as u32);
+        let more = want.saturating_sub(held);
+        let sem = app.bodies.clone();
+        async move {
+            match more {
+                0 => Ok(None),
+                n => tokio::time::timeout_at(deadline, sem.acquire_many_owned(n))
+                    .await
+                    .map_err(|_| ())
+                    .and_then(|r| r.map_err(|_| ()))
+                    .map(Some),
+            }
         }
     };
-    match tokio::time::timeout_at(deadline, axum::body::to_bytes(body, limit)).await {
-        Err(_) => Err(late()),
-        Ok(Err(e)) if is_length_limit(&e) => Err(too_large()),
-        Ok(Err(e)) => Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            None,
-            format!("cannot read the request body: {e}"),
-        )),
-        Ok(Ok(b)) => Ok((b, share)),
+    let mut share: Option<BodyShare> = None;
+    let mut buf: Vec<u8> = Vec::with_capacity(announced.min(1 << 20));
+    let mut body = body;
+    loop {
+        use http_body_util::BodyExt;
+        let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
+            Err(_) => return Err(late()),
+            Ok(None) => break,
+            Ok(Some(Err(e))) if is_length_limit(&e) => return Err(too_large()),
+            Ok(Some(Err(e))) => {
+                return Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    None,
+                    format!("cannot read the request body: {e}"),
+                ))
+            }
+            Ok(Some(Ok(f))) => f,
+        };
+        let Ok(data) = frame.into_data() else {
+            continue; // trailers
+        };
+        if buf.len() + data.len() > limit {
+            return Err(too_large());
+        }
+        match reserve(&mut share, buf.len() + data.len()).await {
+            Ok(Some(p)) => match share.as_mut() {
+                Some(s) => s.merge(p),
+                None => share = Some(p),
+            },
+            Ok(None) => {}
+            Err(()) => return Err(busy()),
+        }
+        buf.extend_from_slice(&data);
     }
+    let share = match share {
+        Some(s) => s,
+        None => match reserve(&mut None, 0).await {
+            Ok(Some(p)) => p,
+            _ => return Err(busy()),
+        },
+    };
+    Ok((Bytes::from(buf), share))
 }
 
 /// Parses `bytes` with `parse`: on the runtime's worker when the body is
@@ -1154,6 +1195,10 @@ async fn health(State(app): State<Shared>) -> Answer {
             "status": "ok",
             "documents": documents,
             "background_errors": background_errors,
+            // Request bodies held now, and the cap: a client whose writes
+            // wait (503) sees why.
+            "bodies_in_flight_bytes": app.bodies_in_flight(),
+            "bodies_in_flight_limit": app.config.max_inflight_body_bytes,
             "version": env!("CARGO_PKG_VERSION"),
         })),
         (failure, _) => Ok((
@@ -1245,6 +1290,12 @@ impl App {
         });
     }
 
+    /// Bytes of request bodies held now (by KiB, as they are reserved).
+    fn bodies_in_flight(&self) -> usize {
+        let cap = kib(self.config.max_inflight_body_bytes);
+        cap.saturating_sub(self.bodies.available_permits()) << 10
+    }
+
     fn writable(&self) -> std::result::Result<Arc<Db>, ApiError> {
         let db = self.db()?;
         if db.access() != crate::Access::ReadWrite {
@@ -1263,9 +1314,12 @@ async fn metrics_text(State(app): State<Shared>) -> Answer {
     let text = blocking(move || {
         let db = app.db()?;
         let docs = db.len()?;
-        Ok(app
-            .metrics
-            .encode(docs, db.admin().bytes_on_disk(), db.admin().wal_syncs()))
+        Ok(app.metrics.encode(
+            docs,
+            db.admin().bytes_on_disk(),
+            db.admin().wal_syncs(),
+            app.bodies_in_flight() as u64,
+        ))
     })
     .await?;
     Ok((
