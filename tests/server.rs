@@ -1343,3 +1343,53 @@ fn regression_37_stalled_chunked_bodies_hold_only_what_they_sent() {
     let (_, h) = s.call("GET", "/health", None);
     assert_eq!(h["bodies_in_flight_bytes"], 0, "{h}");
 }
+
+/// Issue 37 (review 2026-11-b, finding 8): SIGTERM waited for a query
+/// batch on the blocking pool whatever `--shutdown-grace` said (exit 33 s
+/// after SIGTERM with a grace of 5 s, its client never answered). A batch
+/// is answered a few hundred queries at a time and stops at the next step
+/// once a stop begins: the client gets 503 and the process exits within
+/// the grace.
+#[test]
+fn regression_37_sigterm_stops_a_long_query_batch() {
+    let t = TempDb::new();
+    init(&t);
+    // A flood of copies that each query's sketch rejects: every query
+    // reads up to the rejected-candidate bound (a few milliseconds).
+    let text = articles(37, 1).remove(0);
+    let lines: String = (0..3000)
+        .map(|i| format!("{}\n", json!({"id": format!("c{i}"), "text": text})))
+        .collect();
+    let input = t.file("copies.jsonl", lines);
+    assert_eq!(
+        common::code(&common::simdb(&[&"ingest", &t.path(), &input])),
+        0
+    );
+    let s = Server::start(&t.path(), &["--shutdown-grace", "3"]);
+    let q = json!({"text": format!("{text} one more sentence here"), "min_similarity": 0.99});
+    let body = json!({"queries": vec![q; 10_000]});
+    let base = s.base.clone();
+    let client = std::thread::spawn(move || {
+        let started = Instant::now();
+        let r = ureq::post(&format!("{base}/query"))
+            .config()
+            .http_status_as_error(false)
+            .build()
+            .send_json(&body);
+        (
+            r.map(|r| r.status().as_u16()).unwrap_or(0),
+            started.elapsed(),
+        )
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    let stopping = Instant::now();
+    let (code, err) = s.stop();
+    let took = stopping.elapsed();
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        took < Duration::from_secs(3 + 2),
+        "exit {took:?} after SIGTERM"
+    );
+    let (status, waited) = client.join().unwrap();
+    assert_eq!(status, 503, "the batch's client after {waited:?}");
+}

@@ -210,6 +210,7 @@ pub fn serve(mut db: Db, config: Config, on_ready: impl FnOnce(SocketAddr)) -> R
         bodies,
         storage_failure: std::sync::Mutex::new(None),
         settling: std::sync::atomic::AtomicBool::new(false),
+        stopping: std::sync::atomic::AtomicBool::new(false),
         stats_cache: std::sync::Mutex::new(None),
     });
     let served = runtime.block_on(async {
@@ -222,7 +223,14 @@ pub fn serve(mut db: Db, config: Config, on_ready: impl FnOnce(SocketAddr)) -> R
             &app.config,
             descriptors.connections,
             events,
-            shutdown_signal(),
+            {
+                let app = app.clone();
+                async move {
+                    shutdown_signal().await;
+                    app.stopping
+                        .store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+            },
         )
         .await
     });
@@ -452,6 +460,9 @@ struct App {
     /// Whether a task runs the clusters' re-checks (see
     /// [`App::settle_in_background`]).
     settling: std::sync::atomic::AtomicBool,
+    /// Set when a stop (SIGTERM, SIGINT) begins: long work (query batches,
+    /// the clusters' re-checks) stops at its next step.
+    stopping: std::sync::atomic::AtomicBool,
 }
 
 type Shared = Arc<App>;
@@ -1043,22 +1054,41 @@ impl App {
 
     /// Answers of a batch, in order ([`Db::answer_many`]); a query that
     /// cannot be answered has `{"error", "status"}` in its place.
+    /// Answers a batch of queries [`BATCH_STEP`] at a time, and stops
+    /// with 503 at the next step once a stop has begun: a batch of 10,000
+    /// does not hold the process past `--shutdown-grace`.
     fn answer_batch(&self, rs: &[QueryRequest]) -> std::result::Result<Value, ApiError> {
         let db = self.db()?;
-        let answers = self.pool.install(|| db.answer_many(rs))?;
-        let results: Vec<Value> = answers
-            .into_iter()
-            .map(|a| match a {
+        let mut results: Vec<Value> = Vec::with_capacity(rs.len());
+        for part in rs.chunks(BATCH_STEP) {
+            if self.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    None,
+                    format!(
+                        "the server is stopping; {} of the batch's {} queries were answered \
+                         (send it again once it is back)",
+                        results.len(),
+                        rs.len()
+                    ),
+                ));
+            }
+            let answers = self.pool.install(|| db.answer_many(part))?;
+            results.extend(answers.into_iter().map(|a| match a {
                 Ok(a) => json!(a),
                 Err(e) => {
                     let e = ApiError::from(e);
                     json!({"error": e.message, "status": e.status.as_u16()})
                 }
-            })
-            .collect();
+            }));
+        }
         Ok(json!({ "results": results }))
     }
 }
+
+/// Queries of a batch answered with one pass over the index, between two
+/// looks at whether the server is stopping.
+const BATCH_STEP: usize = 256;
 
 /// Bodies up to this size are parsed on the runtime's worker (well under
 /// a millisecond); larger ones on the blocking pool.
@@ -1270,6 +1300,11 @@ impl App {
         }
         let app = Arc::clone(self);
         tokio::task::spawn_blocking(move || loop {
+            if app.stopping.load(Ordering::SeqCst) {
+                // The next writer's commits go on with it.
+                app.settling.store(false, Ordering::Release);
+                return;
+            }
             let more = app.writable().ok().and_then(|db| {
                 let mut w = db.shared_writer().ok()?;
                 w.settle_step().ok()
