@@ -819,3 +819,17 @@ fn dedup_keeps_what_the_keep_policy_keeps() {
         stderr(&o)
     );
 }
+
+/// Review 2026-11-b, finding 10: the example in `simdb serve --help` sent
+/// a form body (`curl -d`), which the service refuses with 415; it sends
+/// JSON.
+#[test]
+fn regression_review_b_10_serve_help_example_sends_json() {
+    let o = common::simdb(&[&"serve", &"--help"]);
+    let help = common::stdout(&o);
+    assert!(
+        help.contains("curl -s localhost:7420/query --json"),
+        "{help}"
+    );
+    assert!(!help.contains(" -d '"), "{help}");
+}

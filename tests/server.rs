@@ -313,6 +313,8 @@ fn endpoints_answer_as_the_cli_does() {
     assert_eq!((st, &h["documents"]), (200, &json!(7)), "{h}");
     let (_, stats) = s.call("GET", "/stats", None);
     assert_eq!(stats["documents"], 7, "{stats}");
+    // Review 2026-11-b, finding 11: not the server's paths.
+    assert!(stats.get("path").is_none(), "{stats}");
     let (st, m) = s.call("GET", "/metrics", None);
     let m = m.as_str().unwrap().to_string();
     assert_eq!(st, 200);

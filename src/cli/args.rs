@@ -102,7 +102,7 @@ pub enum Command {
 const SERVE_EXAMPLES: &str = "\
 Examples:
   simdb serve news.db                                   # http://127.0.0.1:7420
-  curl -s localhost:7420/query -d '{\"text\": \"国务院常务会议部署扩大内需\"}'
+  curl -s localhost:7420/query --json '{\"text\": \"国务院常务会议部署扩大内需\"}'
   simdb serve news.db --addr 0.0.0.0:7420 --token-file /etc/simdb/token";
 
 #[derive(Debug, Args)]

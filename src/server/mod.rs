@@ -1202,6 +1202,10 @@ async fn stats(State(app): State<Shared>) -> Answer {
         drop(cache);
         v["documents"] = json!(db.len()?);
         v["buckets_age_seconds"] = json!(at.elapsed().as_secs());
+        // Not the server's file layout (review 2026-11-b, finding 11).
+        if let Some(m) = v.as_object_mut() {
+            m.remove("path");
+        }
         Ok(v)
     })
     .await?;
