@@ -1,7 +1,7 @@
 """Type stubs of the native module (re-exported by ``simdb``)."""
 
 from os import PathLike
-from typing import Any, Iterable, Literal, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Iterable, Iterator, Literal, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -231,8 +231,12 @@ class Db:
     def cluster(self, id: str) -> Optional[dict[str, Any]]:
         """The cluster of near-duplicates ``id`` belongs to: id,
         representative, size, members (with distances), max_distance."""
-    def clusters(self, *, min_size: int = 2) -> list[dict[str, Any]]:
-        """Every cluster of at least ``min_size`` documents."""
+    def clusters(
+        self, *, min_size: int = 2, max_members: int = 1000
+    ) -> Iterator[dict[str, Any]]:
+        """The clusters of at least ``min_size`` documents, in id order, read
+        256 at a time; each lists its first ``max_members`` members in rank
+        order (``size`` counts them all)."""
 
 def fingerprint(
     text: str,

@@ -962,19 +962,21 @@ impl Db {
         c.map(|c| to_py(py, &json_of(&c)?)).transpose()
     }
 
-    /// Every cluster of at least `min_size` (>= 2) documents, as dicts.
-    #[pyo3(signature = (*, min_size=2))]
-    fn clusters<'py>(&self, py: Python<'py>, min_size: u64) -> PyResult<Vec<Bound<'py, PyAny>>> {
-        let db = self.db()?;
-        let mut all = Vec::new();
-        detach(py, || {
-            db.clusters().each(min_size, |c| {
-                all.push(c);
-                Ok(())
-            })
+    /// The clusters of at least `min_size` (>= 2) documents, as dicts, in
+    /// cluster id order: an iterator that reads them 256 at a time, each
+    /// listing its first `max_members` members in rank order (`size` counts
+    /// them all), so memory follows what is listed, not the store. Each
+    /// page is read at its own snapshot.
+    #[pyo3(signature = (*, min_size=2, max_members=1000))]
+    fn clusters(slf: &Bound<'_, Self>, min_size: u64, max_members: usize) -> PyResult<ClusterIter> {
+        slf.get().db()?;
+        Ok(ClusterIter {
+            db: slf.clone().unbind(),
+            min_size,
+            max_members,
+            next: Some(0),
+            page: std::collections::VecDeque::new(),
         })
-        .or_raise()?;
-        all.iter().map(|c| to_py(py, &json_of(c)?)).collect()
     }
 
     /// Timing of the Rust call behind `query(fingerprint)`, without Python:
@@ -990,6 +992,54 @@ impl Db {
             Ok(t.elapsed().as_secs_f64())
         })
         .or_raise()
+    }
+}
+
+/// What `Db.clusters()` returns: the clusters, a page at a time.
+#[pyclass(module = "simdb._simdb")]
+struct ClusterIter {
+    db: Py<Db>,
+    min_size: u64,
+    max_members: usize,
+    /// The cluster id the next page starts at; None once read to the end.
+    next: Option<u64>,
+    page: std::collections::VecDeque<simdb::db::Cluster>,
+}
+
+/// Clusters read per page by [`ClusterIter`].
+const CLUSTER_PAGE: usize = 256;
+
+#[pymethods]
+impl ClusterIter {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(
+        mut slf: PyRefMut<'py, Self>,
+        py: Python<'py>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        if slf.page.is_empty() {
+            let Some(from) = slf.next else {
+                return Ok(None);
+            };
+            let db = slf.db.get().db()?;
+            let (min_size, max_members) = (slf.min_size, slf.max_members);
+            let page = detach(py, || {
+                db.clusters()
+                    .page(from, CLUSTER_PAGE, min_size, max_members)
+            })
+            .or_raise()?;
+            slf.next = match page.last() {
+                Some(c) if page.len() == CLUSTER_PAGE => Some(c.id + 1),
+                _ => None,
+            };
+            slf.page.extend(page);
+        }
+        match slf.page.pop_front() {
+            Some(c) => Ok(Some(to_py(py, &json_of(&c)?)?)),
+            None => Ok(None),
+        }
     }
 }
 
@@ -1100,6 +1150,7 @@ fn _simdb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Db>()?;
     m.add_class::<Hit>()?;
     m.add_class::<AddResult>()?;
+    m.add_class::<ClusterIter>()?;
     m.add_function(wrap_pyfunction!(fingerprint, m)?)?;
     m.add_function(wrap_pyfunction!(fingerprints, m)?)?;
     m.add_function(wrap_pyfunction!(distance, m)?)?;

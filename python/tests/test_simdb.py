@@ -459,7 +459,27 @@ def test_stats_and_clusters(db):
     assert db.cluster("c")["size"] == 1
     assert db.cluster("zz") is None
     assert [x["representative"] for x in db.clusters()] == ["a"]
-    assert db.clusters(min_size=3) == []
+    assert list(db.clusters(min_size=3)) == []
+
+
+def test_clusters_are_read_in_pages_with_capped_members(db):
+    """Review 2026-11-b, finding 11: clusters() returned every member of
+    every cluster at once. It is an iterator over pages of 256 clusters,
+    each listing at most max_members members (size counts them all)."""
+    rng = random.Random(11)
+    docs = []
+    for a in range(300):
+        text = article(rng, 60)
+        docs += [(f"a{a:03}x", text), (f"a{a:03}y", text), (f"a{a:03}z", text)]
+    db.add_many(docs)
+    it = db.clusters(max_members=2)
+    assert iter(it) is it
+    got = list(it)
+    assert len(got) == 300, len(got)
+    assert all(c["size"] == 3 and len(c["members"]) == 2 for c in got)
+    assert [c["id"] for c in got] == sorted(c["id"] for c in got)
+    assert {c["representative"] for c in got} == {f"a{a:03}x" for a in range(300)}
+    assert next(db.clusters(min_size=4), None) is None
 
 
 def test_keep_policy(tmp_path):

@@ -776,7 +776,19 @@ impl Db {
     /// Cluster `cid` (of two or more documents) at `at`, members read and
     /// checked: a member without a record in the same snapshot is damage.
     fn cluster_at(&self, at: &store::Snapshot<'_>, cid: u64) -> Result<Cluster> {
-        let members = self.store.cluster_members_at(at, cid)?;
+        self.cluster_at_capped(at, cid, usize::MAX)
+    }
+
+    /// [`Db::cluster_at`] listing the first `max_members` members in rank
+    /// order (`size` is the cluster's, `max_distance` of those listed).
+    fn cluster_at_capped(
+        &self,
+        at: &store::Snapshot<'_>,
+        cid: u64,
+        max_members: usize,
+    ) -> Result<Cluster> {
+        let members = self.store.first_members_at(at, cid, max_members.max(1))?;
+        let listed_all = members.len() < max_members.max(1);
         let mut out: Vec<Member> = Vec::with_capacity(members.len());
         let mut rep_fp: Option<Fingerprint> = None;
         for (rank, id) in &members {
@@ -797,9 +809,16 @@ impl Db {
                 "a cluster without members",
             )
         })?;
+        let size = match listed_all {
+            true => out.len() as u64,
+            false => self
+                .store
+                .cluster_size_at(at, cid)?
+                .unwrap_or(out.len() as u64),
+        };
         Ok(Cluster {
             id: cid,
-            size: out.len() as u64,
+            size,
             max_distance: out.iter().map(|m| m.distance).max().unwrap_or(0),
             representative,
             members: out,
@@ -1216,6 +1235,35 @@ impl Clusters<'_> {
     /// documents, in cluster id order, all read at one snapshot.
     pub fn each(&self, min_size: u64, visit: impl FnMut(Cluster) -> Result<()>) -> Result<()> {
         self.db.each_cluster(min_size, visit)
+    }
+
+    /// A page of [`Clusters::each`]: at most `n` clusters of at least
+    /// `min_size` documents whose id is `from` or more, in id order, each
+    /// listing its first `max_members` members in rank order (its `size`
+    /// is all of them, its `max_distance` of those listed), read at one
+    /// snapshot. The next page starts after the last id. Memory and reads
+    /// follow `n × max_members`, whatever the clusters hold.
+    pub fn page(
+        &self,
+        from: u64,
+        n: usize,
+        min_size: u64,
+        max_members: usize,
+    ) -> Result<Vec<Cluster>> {
+        let db = self.db;
+        let min_size = min_size.max(2);
+        let at = db.store.snapshot();
+        let mut out = Vec::new();
+        db.store.for_each_cluster_from_at(&at, from, |cid, size| {
+            if out.len() >= n {
+                return Ok(false);
+            }
+            if size >= min_size {
+                out.push(db.cluster_at_capped(&at, cid, max_members)?);
+            }
+            Ok(true)
+        })?;
+        Ok(out)
     }
 
     /// Clusters of two or more documents, and the documents in them.

@@ -262,6 +262,7 @@ struct SubjectFields {
 pub(crate) const SUBJECT_FIELDS: [&str; 3] = ["text", "fingerprint", "id"];
 
 /// Whether `key` is a field of a JSON query (its subject or an option).
+#[cfg(feature = "server")]
 pub(crate) fn is_query_field(key: &str) -> bool {
     SUBJECT_FIELDS.contains(&key) || QueryOptions::FIELDS.contains(&key)
 }

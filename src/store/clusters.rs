@@ -41,6 +41,20 @@ impl Store {
         }
     }
 
+    /// Cluster `cid`'s size (its `s` entry) at `at`.
+    pub(crate) fn cluster_size_at(&self, at: &Snapshot<'_>, cid: u64) -> Result<Option<u64>> {
+        let key = schema::size_key(cid);
+        match self
+            .db
+            .get_pinned_cf_opt(self.cf(CLUSTERS), key, &read_at(at))?
+        {
+            None => Ok(None),
+            Some(v) => schema::decode_u64(&v)
+                .map(Some)
+                .map_err(|r| Error::corrupt(CLUSTERS, &key, r)),
+        }
+    }
+
     /// Cluster `cid`'s size (its `s` entry) and representative (its first
     /// member in rank order) at `at`: two reads, whatever its size. `None`
     /// when it has no `s` entry or no member.
@@ -70,22 +84,59 @@ impl Store {
         self.cluster_members_opt(cid, ReadOptions::default())
     }
 
-    /// [`Store::cluster_members`] at snapshot `at`.
-    pub(crate) fn cluster_members_at(
+    fn cluster_members_opt(&self, cid: u64, ro: ReadOptions) -> Result<Vec<(Rank, String)>> {
+        self.first_members_opt(cid, usize::MAX, ro)
+    }
+
+    /// The first `n` members of cluster `cid` in rank order, at `at`.
+    pub(crate) fn first_members_at(
         &self,
         at: &Snapshot<'_>,
         cid: u64,
+        n: usize,
     ) -> Result<Vec<(Rank, String)>> {
-        self.cluster_members_opt(cid, read_at(at))
+        self.first_members_opt(cid, n, read_at(at))
     }
 
-    fn cluster_members_opt(&self, cid: u64, ro: ReadOptions) -> Result<Vec<(Rank, String)>> {
+    fn first_members_opt(
+        &self,
+        cid: u64,
+        n: usize,
+        ro: ReadOptions,
+    ) -> Result<Vec<(Rank, String)>> {
         let mut out = Vec::new();
+        if n == 0 {
+            return Ok(out);
+        }
         self.for_each_member_opt(cid, None, ro, |rank, id| {
             out.push((rank, id.to_string()));
-            Ok(true)
+            Ok(out.len() < n)
         })?;
         Ok(out)
+    }
+
+    /// Calls `visit(cid, size)` for the clusters of id `from` on, in id
+    /// order, at `at`, until it returns `false`.
+    pub(crate) fn for_each_cluster_from_at(
+        &self,
+        at: &Snapshot<'_>,
+        from: u64,
+        mut visit: impl FnMut(u64, u64) -> Result<bool>,
+    ) -> Result<()> {
+        let mut ro = read_at(at);
+        ro.set_iterate_upper_bound(b"t".to_vec());
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(CLUSTERS), ro);
+        it.seek(schema::size_key(from));
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            let cid = schema::decode_u64(&k[1..]).map_err(|r| Error::corrupt(CLUSTERS, k, r))?;
+            let size = schema::decode_u64(v).map_err(|r| Error::corrupt(CLUSTERS, k, r))?;
+            if !visit(cid, size)? {
+                break;
+            }
+            it.next();
+        }
+        it.status()?;
+        Ok(())
     }
 
     /// Calls `visit(rank, id)` for the members of cluster `cid` of rank
