@@ -4,7 +4,7 @@
 //! ```text
 //! cargo build --release --bin simdb --example load
 //! target/release/examples/load target/release/simdb ../shared/corpora/zh_news_xwlb.jsonl \
-//!     [--clients 8] [--seconds 10] [--max-requests 200000] [--crash] [--reopen]
+//!     [--clients 8] [--seconds 10] [--max-requests 200000] [--crash] [--reopen] [--stalled 8]
 //! ```
 //!
 //! Phases, each against the real server in a temp directory:
@@ -32,6 +32,13 @@
 //!    timeout) or refuses (503 beyond its connection cap). Reports the
 //!    mix's latency, the server's open connections and descriptors, and
 //!    what became of the attacker's connections.
+//!
+//! 5b. **stalled**: the mix again while `--stalled` (default 8)
+//!    connections start chunked `POST /documents` bodies and send nothing
+//!    more (reopened when the server answers 408 at its body timeout).
+//!    Prints the p50 of each request kind against the `mixed` phase of the
+//!    same run: a body holds the bytes it sent, so the polite clients'
+//!    p50 should stay within 2x (review 2026-11-b, finding 7).
 //!
 //! Each query phase ends after `--seconds` or `--max-requests`. Then every
 //! acknowledged document is read back (`GET`), the server is stopped
@@ -71,13 +78,14 @@ struct Opts {
     reopen: bool,
     idle: usize,
     stragglers: usize,
+    stalled: usize,
 }
 
 fn opts() -> Opts {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage = || -> ! {
         eprintln!(
-            "usage: load SIMDB_BINARY CORPUS.jsonl [--clients N] [--seconds S] [--max-requests N] [--crash] [--reopen] [--idle N] [--stragglers N]"
+            "usage: load SIMDB_BINARY CORPUS.jsonl [--clients N] [--seconds S] [--max-requests N] [--crash] [--reopen] [--idle N] [--stragglers N] [--stalled N]"
         );
         std::process::exit(2)
     };
@@ -94,6 +102,7 @@ fn opts() -> Opts {
         reopen: false,
         idle: 1000,
         stragglers: 100,
+        stalled: 8,
     };
     let mut i = 2;
     while i < args.len() {
@@ -104,6 +113,7 @@ fn opts() -> Opts {
             "--max-requests" => o.max_requests = val(i).parse().unwrap_or_else(|_| usage()),
             "--idle" => o.idle = val(i).parse().unwrap_or_else(|_| usage()),
             "--stragglers" => o.stragglers = val(i).parse().unwrap_or_else(|_| usage()),
+            "--stalled" => o.stalled = val(i).parse().unwrap_or_else(|_| usage()),
             "--crash" => {
                 o.crash = true;
                 i += 1;
@@ -203,6 +213,18 @@ impl Lat {
             self.0.entry(k).or_default().append(&mut v);
         }
     }
+    /// The median of each request kind, in ms.
+    fn p50s(&mut self) -> std::collections::BTreeMap<&'static str, f64> {
+        self.0
+            .iter_mut()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(k, v)| {
+                v.sort_unstable();
+                (*k, v[v.len() / 2] as f64 / 1e3)
+            })
+            .collect()
+    }
+
     fn print(&mut self, phase: &str, elapsed: f64) {
         for (name, v) in self.0.iter_mut() {
             v.sort_unstable();
@@ -561,6 +583,7 @@ fn main() {
     }
 
     // 3. and 4. Queries, then the mix.
+    let mut mixed_p50 = std::collections::BTreeMap::new();
     for (phase, mix, clients) in [
         ("text", Mix::Text, o.clients),
         ("fingerprint", Mix::Fingerprint, o.clients),
@@ -579,6 +602,50 @@ fn main() {
             stop,
         );
         lat.print(phase, secs);
+        if phase == "mixed" {
+            mixed_p50 = lat.p50s();
+        }
+    }
+    // 5b. The mix while clients hold stalled chunked bodies.
+    let mut stalled_report = String::new();
+    if o.stalled > 0 {
+        let stop = Arc::new(AtomicBool::new(false));
+        let addr = server.base.trim_start_matches("http://").to_string();
+        let attacker = hold_half_open(
+            addr,
+            o.stalled,
+            b"POST /documents HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n[{\"id\r\n",
+            stop.clone(),
+        );
+        std::thread::sleep(Duration::from_millis(500));
+        let (mut lat, secs) = run_phase(
+            &w,
+            &server.base,
+            Mix::Mixed,
+            o.clients,
+            o.seconds,
+            o.max_requests,
+            Arc::new(AtomicBool::new(false)),
+        );
+        stop.store(true, Ordering::Relaxed);
+        let a = attacker.join().expect("the stalled clients");
+        lat.print("stalled", secs);
+        let ratios: Vec<String> = lat
+            .p50s()
+            .into_iter()
+            .filter_map(|(k, p)| mixed_p50.get(k).map(|m| format!("{k} {:.2}x", p / m)))
+            .collect();
+        stalled_report = format!(
+            "stalled: {} connections held chunked bodies that never finished ({} opened, {} closed by the server); p50 against the mixed phase: {}",
+            o.stalled,
+            a.opened,
+            a.closed,
+            ratios.join(", ")
+        );
+    }
+    if !stalled_report.is_empty() {
+        println!();
+        println!("{stalled_report}");
     }
     // 5. The mix while an attacker holds half-open connections.
     if o.idle > 0 {

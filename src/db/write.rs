@@ -317,6 +317,10 @@ fn place_written(
     })
 }
 
+/// The fewest documents of a chunk whose checks [`place_in_chunks`] reads
+/// ahead in one sorted pass ([`crate::db::Writer::prefetch`]).
+const PREFETCH_MIN_DOCS: usize = 32;
+
 /// A chunked write stopped by an error (see [`place_in_chunks`]).
 #[derive(Debug)]
 pub struct Interrupted {
@@ -356,9 +360,13 @@ pub fn place_in_chunks(
         // WRITE_CHUNK_DOCS), read first.
         let upto = (first + limits::WRITE_CHUNK_DOCS).min(docs.len());
         let (chunk, ahead) = (&docs[first..upto], &analyses[first..upto]);
-        let ids = chunk.iter().map(|d| d.id.as_str());
-        w.prefetch(&checks_of(chunk, ahead, opts), ids)
-            .map_err(|e| fail(committed, e))?;
+        // A few documents check faster one by one than through a sorted
+        // pass (its iterators and tasks cost more than their point reads).
+        if chunk.len() >= PREFETCH_MIN_DOCS {
+            let ids = chunk.iter().map(|d| d.id.as_str());
+            w.prefetch(&checks_of(chunk, ahead, opts), ids)
+                .map_err(|e| fail(committed, e))?;
+        }
         while out.len() < docs.len()
             && out.len() - first < limits::WRITE_CHUNK_DOCS
             && start.elapsed() < limits::WRITE_CHUNK_TIME
