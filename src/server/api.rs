@@ -45,6 +45,45 @@ fn shape(kind: &str) -> &'static str {
     }
 }
 
+/// The `visit_*` methods of a visitor that refuses every scalar (a
+/// boolean, a number, a string; `null` too, and arrays, when named) with
+/// `self.$refusal()`, the error it records.
+macro_rules! refuse_scalars {
+    ($refusal:ident $(, $extra:ident)*) => {
+        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Value, E> {
+            Err(self.$refusal())
+        }
+        fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Value, E> {
+            Err(self.$refusal())
+        }
+        fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Value, E> {
+            Err(self.$refusal())
+        }
+        fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Value, E> {
+            Err(self.$refusal())
+        }
+        fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Value, E> {
+            Err(self.$refusal())
+        }
+        $(refuse_scalars!(@ $extra $refusal);)*
+    };
+    (@ unit $refusal:ident) => {
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Value, E> {
+            Err(self.$refusal())
+        }
+    };
+    (@ seq $refusal:ident) => {
+        fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<Value, A::Error> {
+            Err(self.$refusal())
+        }
+    };
+    (@ map $refusal:ident) => {
+        fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<Value, A::Error> {
+            Err(self.$refusal())
+        }
+    };
+}
+
 /// A scalar field (`at`: its path, `want`: what it must be).
 struct Scalar<'a> {
     at: String,
@@ -185,32 +224,18 @@ fn parse_top(body: &[u8], max: usize) -> Parsed<Value> {
             }
             Ok(Value::Object(m))
         }
-        fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<Value, A::Error> {
-            Err(self.not_object())
-        }
-        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Value, E> {
-            Err(self.not_object())
-        }
-        fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Value, E> {
-            Err(self.not_object())
-        }
-        fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Value, E> {
-            Err(self.not_object())
-        }
-        fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Value, E> {
-            Err(self.not_object())
-        }
-        fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Value, E> {
-            Err(self.not_object())
-        }
-        fn visit_unit<E: serde::de::Error>(self) -> Result<Value, E> {
-            Err(self.not_object())
-        }
+        refuse_scalars!(not_object, unit, seq);
     }
     /// The `"queries"` array: at most `max` query objects.
     struct Batch<'a> {
         max: usize,
         refused: Refusal<'a>,
+    }
+    impl Batch<'_> {
+        fn not_array<E: serde::de::Error>(self) -> E {
+            let why = "\"queries\" must be an array".to_string();
+            refuse(self.refused, "queries".into(), why)
+        }
     }
     impl<'de> DeserializeSeed<'de> for Batch<'_> {
         type Value = Value;
@@ -249,55 +274,7 @@ fn parse_top(body: &[u8], max: usize) -> Parsed<Value> {
                 }
             }
         }
-        fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<Value, A::Error> {
-            Err(refuse(
-                self.refused,
-                "queries".into(),
-                "\"queries\" must be an array".into(),
-            ))
-        }
-        fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Value, E> {
-            Err(refuse(
-                self.refused,
-                "queries".into(),
-                "\"queries\" must be an array".into(),
-            ))
-        }
-        fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Value, E> {
-            Err(refuse(
-                self.refused,
-                "queries".into(),
-                "\"queries\" must be an array".into(),
-            ))
-        }
-        fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Value, E> {
-            Err(refuse(
-                self.refused,
-                "queries".into(),
-                "\"queries\" must be an array".into(),
-            ))
-        }
-        fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Value, E> {
-            Err(refuse(
-                self.refused,
-                "queries".into(),
-                "\"queries\" must be an array".into(),
-            ))
-        }
-        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Value, E> {
-            Err(refuse(
-                self.refused,
-                "queries".into(),
-                "\"queries\" must be an array".into(),
-            ))
-        }
-        fn visit_unit<E: serde::de::Error>(self) -> Result<Value, E> {
-            Err(refuse(
-                self.refused,
-                "queries".into(),
-                "\"queries\" must be an array".into(),
-            ))
-        }
+        refuse_scalars!(not_array, unit, map);
     }
     let refused = RefCell::new(None);
     let mut de = serde_json::Deserializer::from_slice(body);
@@ -335,6 +312,12 @@ fn parse_doc_values(body: &[u8], max: usize) -> Parsed<(Vec<Value>, bool)> {
         refused: Refusal<'a>,
     }
     const FEATURES: &str = "an object {\"name\": weight} or an array [[\"name\", weight]]";
+    impl Features<'_> {
+        fn misshapen<E: serde::de::Error>(&self) -> E {
+            let why = format!("\"features\" must be {FEATURES}");
+            refuse(self.refused, self.at.clone(), why)
+        }
+    }
     impl<'de> DeserializeSeed<'de> for Features<'_> {
         type Value = Value;
         fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
@@ -349,13 +332,9 @@ fn parse_doc_values(body: &[u8], max: usize) -> Parsed<(Vec<Value>, bool)> {
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
             let mut m = Map::new();
             while let Some(k) = map.next_key::<String>()? {
-                let w: f64 = map.next_value().map_err(|_: A::Error| {
-                    refuse::<A::Error>(
-                        self.refused,
-                        self.at.clone(),
-                        format!("\"features\" must be {FEATURES}"),
-                    )
-                })?;
+                let w: f64 = map
+                    .next_value()
+                    .map_err(|_: A::Error| self.misshapen::<A::Error>())?;
                 m.insert(k, Value::from(w));
             }
             Ok(Value::Object(m))
@@ -363,13 +342,9 @@ fn parse_doc_values(body: &[u8], max: usize) -> Parsed<(Vec<Value>, bool)> {
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
             let mut items = Vec::new();
             loop {
-                let pair: Option<(String, f64)> = seq.next_element().map_err(|_: A::Error| {
-                    refuse::<A::Error>(
-                        self.refused,
-                        self.at.clone(),
-                        format!("\"features\" must be {FEATURES}"),
-                    )
-                })?;
+                let pair: Option<(String, f64)> = seq
+                    .next_element()
+                    .map_err(|_: A::Error| self.misshapen::<A::Error>())?;
                 match pair {
                     Some((k, w)) => {
                         items.push(Value::Array(vec![Value::String(k), Value::from(w)]))
@@ -378,41 +353,7 @@ fn parse_doc_values(body: &[u8], max: usize) -> Parsed<(Vec<Value>, bool)> {
                 }
             }
         }
-        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Value, E> {
-            Err(refuse(
-                self.refused,
-                self.at,
-                format!("\"features\" must be {FEATURES}"),
-            ))
-        }
-        fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Value, E> {
-            Err(refuse(
-                self.refused,
-                self.at,
-                format!("\"features\" must be {FEATURES}"),
-            ))
-        }
-        fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Value, E> {
-            Err(refuse(
-                self.refused,
-                self.at,
-                format!("\"features\" must be {FEATURES}"),
-            ))
-        }
-        fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Value, E> {
-            Err(refuse(
-                self.refused,
-                self.at,
-                format!("\"features\" must be {FEATURES}"),
-            ))
-        }
-        fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Value, E> {
-            Err(refuse(
-                self.refused,
-                self.at,
-                format!("\"features\" must be {FEATURES}"),
-            ))
-        }
+        refuse_scalars!(misshapen);
         fn visit_unit<E>(self) -> Result<Value, E> {
             Ok(Value::Null)
         }
@@ -487,27 +428,7 @@ fn parse_doc_values(body: &[u8], max: usize) -> Parsed<(Vec<Value>, bool)> {
             }
             Ok(Value::Object(m))
         }
-        fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<Value, A::Error> {
-            Err(self.not_object())
-        }
-        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Value, E> {
-            Err(self.not_object())
-        }
-        fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Value, E> {
-            Err(self.not_object())
-        }
-        fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Value, E> {
-            Err(self.not_object())
-        }
-        fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Value, E> {
-            Err(self.not_object())
-        }
-        fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Value, E> {
-            Err(self.not_object())
-        }
-        fn visit_unit<E: serde::de::Error>(self) -> Result<Value, E> {
-            Err(self.not_object())
-        }
+        refuse_scalars!(not_object, unit, seq);
     }
 
     /// The body: one document, or an array of at most `max`.
