@@ -959,7 +959,7 @@ fn regression_review_b_4_an_interrupted_cluster_rebuild_is_finished_not_forgotte
     let mut want = BTreeMap::new();
     for keep in [KeepPolicy::First, KeepPolicy::Newest] {
         let p = t.path().with_file_name(format!("want-{keep}"));
-        copy_dir(&base, &p);
+        common::copy_dir(&base, &p);
         Db::migrate(&p, Some(keep)).unwrap();
         let db = Db::open_read_only(&p).unwrap();
         assert_eq!(db.keep_policy().unwrap(), keep);
@@ -975,7 +975,7 @@ fn regression_review_b_4_an_interrupted_cluster_rebuild_is_finished_not_forgotte
     .enumerate()
     {
         let p = t.path().with_file_name(format!("killed{n}"));
-        copy_dir(&base, &p);
+        common::copy_dir(&base, &p);
         {
             // The state a kill leaves after the clearing batch (and, with
             // `written`, after one batch of clusters: a cluster's entries
@@ -1018,14 +1018,6 @@ fn regression_review_b_4_an_interrupted_cluster_rebuild_is_finished_not_forgotte
         assert_eq!(db.keep_policy().unwrap(), again);
         assert_eq!(shape(&all_clusters(&db)), want[again.name()], "case {n}");
         assert!(db.admin().verify().unwrap().is_clean());
-    }
-}
-
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
     }
 }
 

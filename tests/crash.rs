@@ -60,7 +60,7 @@ fn sigkill_during_migrate_keep_ends_with_the_clusters_of_a_fresh_rebuild() {
     let before = common::cluster_shapes(&Db::open_read_only(&base).unwrap());
     // The reference: an uninterrupted run, and how long it takes.
     let reference = t.path().with_file_name("reference");
-    copy_dir(&base, &reference);
+    common::copy_dir(&base, &reference);
     let start = std::time::Instant::now();
     let o = common::simdb(&[&"migrate", &reference, &"--keep", &"newest"]);
     let took = start.elapsed();
@@ -70,7 +70,7 @@ fn sigkill_during_migrate_keep_ends_with_the_clusters_of_a_fresh_rebuild() {
     let (mut refused, mut untouched) = (0, 0);
     for n in 0..10 {
         let p = t.path().with_file_name(format!("killed{n}"));
-        copy_dir(&base, &p);
+        common::copy_dir(&base, &p);
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_simdb"))
             .args(["migrate", "--keep", "newest"])
             .arg(&p)
@@ -111,12 +111,4 @@ fn sigkill_during_migrate_keep_ends_with_the_clusters_of_a_fresh_rebuild() {
     }
     eprintln!("10 kills: {refused} half-built (refused), {untouched} before the rebuild began");
     assert!(refused > 0, "no kill landed inside the rebuild ({took:?})");
-}
-
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
-    }
 }

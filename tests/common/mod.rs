@@ -151,3 +151,12 @@ pub fn cluster_shapes(db: &simdb::Db) -> Vec<(Vec<String>, String)> {
     v.sort();
     v
 }
+
+/// Copies the files of directory `from` (a closed store) into `to`.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+}
