@@ -498,35 +498,78 @@ impl ClusterState {
         anchor: &Anchor,
         get: GetRecord<'_>,
     ) -> Result<()> {
-        let mut kept: Vec<(Rank, String)> = Vec::new();
-        let mut founder_left = false;
-        for (r, m) in self.members(store, cid)? {
-            if m == rep_id {
-                kept.push((r, m));
-                continue;
-            }
-            let confirmed = match get(&m)? {
-                Some(mr) => anchor.matches(&mr, rep).is_some(),
-                None => false,
-            };
-            if confirmed {
-                kept.push((r, m));
-            } else {
-                self.put_member(store, b, cid, r, None);
-                self.set_membership(store, b, &m, None);
-                self.left += 1;
-                founder_left |= r.ord == cid;
-            }
-        }
+        let members = self.members(store, cid)?;
+        let checked = self.recheck(
+            store,
+            b,
+            cid,
+            (rep_id, rep),
+            &members,
+            u64::MAX,
+            anchor,
+            get,
+        )?;
         // Every member is confirmed against the representative now: a
         // re-check in steps that was under way is done.
         self.put_stale(store, b, cid, None)?;
-        if kept.len() <= 1 {
-            return self.dissolve(store, b, cid, &kept);
+        self.rechecked(store, b, cid, checked)
+    }
+
+    /// Checks the `members` of cluster `cid` ingested before `before`
+    /// against its representative `rep` (the id, its record) under
+    /// `anchor`: those not confirmed leave, alone. Returns how many left
+    /// and whether the founder did (see [`ClusterState::rechecked`]).
+    #[allow(clippy::too_many_arguments)]
+    fn recheck(
+        &mut self,
+        store: &Store,
+        b: &mut Batch,
+        cid: u64,
+        (rep_id, rep): (&str, &Record),
+        members: &[(Rank, String)],
+        before: u64,
+        anchor: &Anchor,
+        get: GetRecord<'_>,
+    ) -> Result<(u64, bool)> {
+        let (mut gone, mut founder_left) = (0u64, false);
+        for (r, m) in members {
+            if m == rep_id || r.ord >= before {
+                continue;
+            }
+            let confirmed = match get(m)? {
+                Some(mr) => anchor.matches(&mr, rep).is_some(),
+                None => false,
+            };
+            if !confirmed {
+                self.put_member(store, b, cid, *r, None);
+                self.set_membership(store, b, m, None);
+                self.left += 1;
+                gone += 1;
+                founder_left |= r.ord == cid;
+            }
         }
-        let n = kept.len() as u64;
-        self.set_size(store, b, cid, n);
+        Ok((gone, founder_left))
+    }
+
+    /// After a [`ClusterState::recheck`] of cluster `cid` that took
+    /// `gone` members out (and the founder, if `founder_left`): dissolves
+    /// a cluster left with one, else sets its size and, when its founder
+    /// left, gives it a new id.
+    fn rechecked(
+        &mut self,
+        store: &Store,
+        b: &mut Batch,
+        cid: u64,
+        (gone, founder_left): (u64, bool),
+    ) -> Result<()> {
+        let size = self.size(store, cid)?.saturating_sub(gone);
+        if size <= 1 {
+            let rest = self.members(store, cid)?;
+            return self.dissolve(store, b, cid, &rest);
+        }
+        self.set_size(store, b, cid, size);
         if founder_left {
+            let kept = self.members(store, cid)?;
             self.renumber(store, b, cid, &kept)?;
         }
         Ok(())
@@ -687,39 +730,22 @@ impl ClusterState {
             })?;
             let next = (part.len() > want).then(|| part[want].0);
             part.truncate(want);
-            let (mut gone, mut founder_left) = (0u64, false);
-            for (r, m) in &part {
-                checked += 1;
-                if *m == rep_id || r.ord >= st.before {
-                    continue;
-                }
-                let confirmed = match get(m)? {
-                    Some(mr) => anchor.matches(&mr, &rep).is_some(),
-                    None => false,
-                };
-                if !confirmed {
-                    self.put_member(store, b, cid, *r, None);
-                    self.set_membership(store, b, m, None);
-                    self.left += 1;
-                    gone += 1;
-                    founder_left |= r.ord == cid;
-                }
-            }
-            let size = self.size(store, cid)?.saturating_sub(gone);
+            checked += part.len();
+            let rechecked = self.recheck(
+                store,
+                b,
+                cid,
+                (&rep_id, &rep),
+                &part,
+                st.before,
+                &anchor,
+                get,
+            )?;
             match next {
                 Some(from) => self.put_stale(store, b, cid, Some(schema::Stale { from, ..st }))?,
                 None => self.put_stale(store, b, cid, None)?,
             }
-            if size <= 1 {
-                let rest = self.members(store, cid)?;
-                self.dissolve(store, b, cid, &rest)?;
-                continue;
-            }
-            self.set_size(store, b, cid, size);
-            if founder_left {
-                let kept = self.members(store, cid)?;
-                self.renumber(store, b, cid, &kept)?;
-            }
+            self.rechecked(store, b, cid, rechecked)?;
         }
         Ok(checked)
     }
