@@ -46,7 +46,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use super::{limits, Db};
+use super::{limits, search, Db};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 pub use crate::store::schema::KeepPolicy;
@@ -981,115 +981,50 @@ impl Db {
 
     /// For each document of `chunk`, its confirmed near-copies among the
     /// documents ingested before it, nearest first, as ingest's duplicate
-    /// check finds them (see [`Db::rebuild_clusters`]).
+    /// check finds them: the same search under the same rule
+    /// ([`search::Rule::duplicates`]), reading the chunk's buckets
+    /// beforehand (see [`Db::rebuild_clusters`]).
     fn earlier_near_copies(&self, chunk: &[(&String, Record)]) -> Result<Vec<Vec<String>>> {
-        use crate::index::DEFAULT_PROBE_BUDGET;
         use limits::{CHECK_CONFIRMED, CHECK_EXAMINED};
-        let min_similarity = self.default_min_similarity();
         let queries: Vec<super::Query> = chunk
             .iter()
-            .map(|(_, r)| {
-                super::Query {
-                    sketch: r.sketch,
-                    ..super::Query::new(r.fingerprint)
-                }
-                .probing(&r.weak_bits, DEFAULT_PROBE_BUDGET)
+            .map(|(id, r)| self.record_query(id, r))
+            .collect();
+        let keys: Vec<store::PlanKey> = queries
+            .iter()
+            .map(|q| store::PlanKey {
+                fp: q.fingerprint,
+                plan: q.plan(),
+                probe: q.band_probe(),
             })
             .collect();
-        // As ingest: the ranked plan first; the band buckets only for a
-        // document of which it confirmed no earlier copy.
-        let qs: Vec<store::Planned> = queries
-            .iter()
-            .map(|q| (q.fingerprint, q.plan(), None))
-            .collect();
         let at = self.store.snapshot();
-        let walk = |id: &String, r: &Record, found: Vec<Fingerprint>| -> Result<Vec<String>> {
-            // As ingest's check saw the store: the documents before this
-            // one, nearest first, within the same bounds. Later documents
-            // cost a read too, so they count against the bound; a walk cut
-            // short with no earlier copy confirmed but a later one (the
-            // earliest copies of a flood, whose first candidates by id are
-            // all later) is walked again sixteen times as far.
-            let k = super::Query::new(r.fingerprint).k;
-            let mut near: Vec<String> = Vec::new();
+        let pre = self.store.prefetch(&at, keys, Vec::new(), false)?;
+        let searcher = self.searcher(&at, Some(&pre));
+        let mut out = Vec::with_capacity(chunk.len());
+        for ((_, r), q) in chunk.iter().zip(&queries) {
+            // As ingest's check saw the store: only the documents before
+            // this one are its copies. Later documents cost a read too, so
+            // they count against the bound; a walk cut short with no
+            // earlier copy confirmed but a later one (the earliest copies
+            // of a flood, whose first candidates by id are all later) is
+            // walked again sixteen times as far.
             for reach in [1, 16] {
-                let (mut examined, mut later) = (0, false);
-                let mut within = true;
-                let skip = |other: &str| other == id.as_str();
-                let complete = self.store.resolve(
-                    &at,
-                    r.fingerprint,
-                    found.clone(),
-                    r.sketch.as_ref(),
-                    &skip,
-                    |h| {
-                        if near.len() >= CHECK_CONFIRMED || examined >= reach * CHECK_EXAMINED {
-                            return Ok(store::Flow::Stop);
-                        }
-                        // As ingest: beyond k only when nothing within k
-                        // (an earlier document) was confirmed.
-                        if within && h.distance > k {
-                            within = false;
-                            if !near.is_empty() {
-                                return Ok(store::Flow::Stop);
-                            }
-                        }
-                        examined += 1;
-                        let mut record = None;
-                        let mut read = |h: &crate::Hit| -> Result<Option<(u64, u64)>> {
-                            let hr = self.store.checked_record(&at, h.fingerprint, &h.id)?;
-                            let pair = super::lengths_later_first(r, &hr);
-                            record = Some(hr);
-                            Ok(pair)
-                        };
-                        let lengths = || read(&h);
-                        if super::confirmation(h.similarity, min_similarity, lengths)?.is_none() {
-                            return Ok(store::Flow::Continue);
-                        }
-                        let hr = match record {
-                            Some(hr) => hr,
-                            None => self.store.checked_record(&at, h.fingerprint, &h.id)?,
-                        };
-                        if hr.ord < r.ord {
-                            near.push(h.id);
-                        } else {
-                            later = true;
-                        }
-                        Ok(store::Flow::Continue)
-                    },
-                )?;
-                if complete || !near.is_empty() || !later {
+                let mut later = false;
+                let mut admit = |h: &crate::Hit| -> Result<bool> {
+                    let hr = self.store.checked_record(&at, h.fingerprint, &h.id)?;
+                    later |= hr.ord >= r.ord;
+                    Ok(hr.ord < r.ord)
+                };
+                let rule = search::Rule {
+                    examine: reach * CHECK_EXAMINED,
+                    ..search::Rule::duplicates(CHECK_CONFIRMED)
+                };
+                let c = searcher.run(q, rule, &mut admit)?;
+                if c.complete || !c.hits.is_empty() || !later || reach > 1 {
+                    out.push(c.hits.into_iter().map(|h| h.id).collect());
                     break;
                 }
-            }
-            Ok(near)
-        };
-        let found = self.store.candidates_many(&at, &qs)?;
-        let mut out = Vec::with_capacity(chunk.len());
-        for ((id, r), found) in chunk.iter().zip(found) {
-            out.push(walk(id, r, found)?);
-        }
-        // The band buckets of those with none: what they add beyond the
-        // plan's (which confirmed nothing).
-        let again: Vec<usize> = (0..chunk.len())
-            .filter(|&i| out[i].is_empty() && queries[i].band_probe().is_some())
-            .collect();
-        if !again.is_empty() {
-            let qs: Vec<store::Planned> = again
-                .iter()
-                .map(|&i| {
-                    let q = &queries[i];
-                    (q.fingerprint, q.plan(), q.band_probe())
-                })
-                .collect();
-            let found = self.store.candidates_many(&at, &qs)?;
-            for ((&i, (fp, plan, _)), found) in again.iter().zip(&qs).zip(found) {
-                let banded = found
-                    .into_iter()
-                    .filter(|f| !plan.accepts(*fp, *f))
-                    .collect();
-                let (id, r) = &chunk[i];
-                out[i] = walk(id, r, banded)?;
             }
         }
         Ok(out)

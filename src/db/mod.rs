@@ -11,6 +11,7 @@ pub mod export;
 pub mod limits;
 mod pairs;
 pub mod request;
+mod search;
 pub mod write;
 mod writer;
 
@@ -581,122 +582,52 @@ impl Db {
     /// [`Db::search`], and whether the answer is complete.
     pub fn find(&self, q: &Query) -> Result<Found> {
         let at = self.store.snapshot();
-        self.resolve(&at, q, None, usize::MAX)
+        self.found(&at, None, q)
     }
 
     /// The nearest confirmed hit of `q`, looked for as a write's duplicate
-    /// check looks: at most [`limits::CHECK_EXAMINED`] candidates, nearest
-    /// first (`simdb dedup` against a store, so that it drops what
-    /// `ingest --skip-duplicates` would).
+    /// check looks ([`search::Rule::duplicates`]: the same search, the
+    /// store's documents without a pending batch), so that `simdb dedup
+    /// --db` drops what `ingest --skip-duplicates` would.
     pub(crate) fn first_duplicate(&self, q: &Query) -> Result<Option<Hit>> {
         let at = self.store.snapshot();
-        let q = Query {
-            limit: Some(1),
-            ..q.clone()
-        };
-        Ok(self
-            .resolve(&at, &q, None, limits::CHECK_EXAMINED)?
-            .hits
-            .into_iter()
-            .next())
+        let c = self
+            .searcher(&at, None)
+            .run(q, search::Rule::duplicates(1), &mut |_| Ok(true))?;
+        Ok(c.hits.into_iter().next())
     }
 
-    /// The confirmed hits of `q` among the fingerprints `found` (read from
-    /// the index when `None`, and only if needed: the documents of the
-    /// query's own fingerprint come first, and when they fill the limit no
-    /// bucket is read).
-    /// …, looking at no more than `examine` candidates.
-    fn resolve(
+    /// The one candidate search ([`search`]) over the store at `at`, with
+    /// what `pre` read beforehand.
+    fn searcher<'s, 'a>(
+        &'s self,
+        at: &'s store::Snapshot<'a>,
+        pre: Option<&'s store::Prefetch>,
+    ) -> search::Searcher<'s, 'a> {
+        search::Searcher {
+            store: &self.store,
+            at,
+            prefetch: pre,
+            pending: None,
+            reads: search::Reads::Query,
+        }
+    }
+
+    /// The answer to `q` at `at` ([`search::Rule::query`]), its hits
+    /// checked against their records.
+    fn found(
         &self,
         at: &store::Snapshot<'_>,
+        pre: Option<&store::Prefetch>,
         q: &Query,
-        found: Option<Vec<Fingerprint>>,
-        examine: usize,
     ) -> Result<Found> {
-        let mut hits = Vec::new();
         let limit = q.limit.unwrap_or(usize::MAX);
-        if limit == 0 {
-            return Ok(Found {
-                hits,
-                complete: true,
-            });
-        }
-        let skip = |id: &str| q.exclude.as_deref() == Some(id);
-        let (mut examined, mut rejected) = (0usize, 0usize);
-        let length = |h: &Hit| -> Result<(u64, u64)> {
-            let r = self.store.checked_record(at, h.fingerprint, &h.id)?;
-            Ok((r.length, r.ord))
-        };
-        let mut visit = |mut h: Hit| {
-            examined += 1;
-            if q.confirm(&mut h, length)? {
-                hits.push(h);
-            } else {
-                rejected += 1;
-            }
-            Ok(
-                if hits.len() >= limit || examined >= examine || rejected >= limits::QUERY_REJECTED
-                {
-                    store::Flow::Stop
-                } else {
-                    store::Flow::Continue
-                },
-            )
-        };
-        // Whether the walk stopped for its budget, not its limit or the
-        // end of the candidates.
-        let cut = |walked: bool, hits: &Vec<Hit>| !walked && hits.len() < limit;
-        let sketch = q.sketch.as_ref();
-        let fp = q.fingerprint;
-        let walked = self
-            .store
-            .resolve_exact(at, fp, sketch, &skip, &mut visit)?;
-        if !walked {
-            let complete = !cut(walked, &hits);
-            return self.checked(at, hits, complete);
-        }
-        let plan = q.plan();
-        let walked = match found {
-            // A batch read every bucket already.
-            Some(found) => {
-                let rest = found.into_iter().filter(|f| *f != fp).collect();
-                self.store
-                    .resolve(at, fp, rest, sketch, &skip, &mut visit)?
-            }
-            // The exact plan's buckets at k (every fingerprint within k is
-            // there), then, for a ranked plan and only if more are wanted,
-            // all of its buckets for what lies farther.
-            None => {
-                let exact = index::ProbePlan::exact(fp, plan.k);
-                let near: Vec<Fingerprint> = self
-                    .store
-                    .candidates(at, fp, &exact, true)?
-                    .into_iter()
-                    .filter(|f| *f != fp)
-                    .collect();
-                let walked = self
-                    .store
-                    .resolve(at, fp, near, sketch, &skip, &mut visit)?;
-                if walked && plan.ranked {
-                    // What the bands add lies beyond k too (the plan
-                    // accepts everything within it).
-                    let probe = q.band_probe();
-                    let (found, banded) =
-                        self.store
-                            .candidates_banded(at, fp, &plan, probe.as_ref(), true)?;
-                    let mut far: Vec<Fingerprint> = found
-                        .into_iter()
-                        .filter(|f| f.distance(fp) > plan.k)
-                        .collect();
-                    far.extend(banded);
-                    self.store.resolve(at, fp, far, sketch, &skip, &mut visit)?
-                } else {
-                    walked
-                }
-            }
-        };
-        let complete = !cut(walked, &hits);
-        self.checked(at, hits, complete)
+        let c = self
+            .searcher(at, pre)
+            .run(q, search::Rule::query(limit), &mut |_| Ok(true))?;
+        // A limited answer that reached its limit is whole.
+        let complete = c.complete || c.hits.len() >= limit;
+        self.checked(at, c.hits, complete)
     }
 
     /// `hits`, each checked against its record: what is answered is never
@@ -716,18 +647,22 @@ impl Db {
         Ok(self.find_many(qs)?.into_iter().map(|f| f.hits).collect())
     }
 
-    /// [`Db::search_many`], and whether each answer is complete.
+    /// [`Db::search_many`], and whether each answer is complete: the
+    /// batch's buckets and first `refs` entries are read beforehand in
+    /// sorted passes over the rayon pool (as a chunk's duplicate checks
+    /// read them), then each query is answered from them.
     pub fn find_many(&self, qs: &[Query]) -> Result<Vec<Found>> {
-        let plans: Vec<store::Planned> = qs
+        let keys: Vec<store::PlanKey> = qs
             .iter()
-            .map(|q| (q.fingerprint, q.plan(), q.band_probe()))
+            .map(|q| store::PlanKey {
+                fp: q.fingerprint,
+                plan: q.plan(),
+                probe: q.band_probe(),
+            })
             .collect();
         let at = self.store.snapshot();
-        let found = self.store.candidates_many(&at, &plans)?;
-        qs.iter()
-            .zip(found)
-            .map(|(q, f)| self.resolve(&at, q, Some(f), usize::MAX))
-            .collect()
+        let pre = self.store.prefetch(&at, keys, Vec::new(), false)?;
+        qs.iter().map(|q| self.found(&at, Some(&pre), q)).collect()
     }
 
     /// The verification threshold this store uses by default (it depends

@@ -184,7 +184,7 @@ pub fn place(
         ..opts.duplicate_query(&a, doc.content.len())
     };
     let depth = limits::CHECK_CONFIRMED.max(opts.max_duplicates.min(limits::MAX_DUPLICATES));
-    let check = w.check(&q, depth, limits::CHECK_EXAMINED, true)?;
+    let check = w.check(&q, super::search::Rule::duplicates(depth))?;
     let dups = Duplicates {
         complete: check.complete,
         hits: check.hits,

@@ -4,11 +4,13 @@
 use std::collections::{HashMap, HashSet};
 
 use super::clusters::{Anchor, ClusterChanges, ClusterState};
+pub(crate) use super::search::Check;
+use super::search::{Pending, Reads, Rule, Searcher};
 use super::{Content, Outcome, Query};
 use crate::error::{Error, Result};
 use crate::fingerprint::{Analysis, Fingerprint};
-use crate::index::{self, Hit, MemIndex};
-use crate::store::{self, Flow, Priority, Record, Store};
+use crate::index::{Hit, MemIndex};
+use crate::store::{self, Priority, Record, Store};
 
 /// Where a written document goes, beyond its content: its priority (for
 /// the `priority` keep policy) and its confirmed near-copies, among whose
@@ -24,15 +26,6 @@ pub struct Placement {
     /// How a representative must confirm it (`None`: as the store's
     /// default duplicate check does).
     pub anchor: Option<Anchor>,
-}
-
-/// What [`Writer::check`] found.
-#[derive(Debug, Default)]
-pub(crate) struct Check {
-    /// Confirmed hits, nearest first (then by id).
-    pub hits: Vec<Hit>,
-    /// Whether every candidate was looked at (so `hits` is all of them).
-    pub complete: bool,
 }
 
 /// A batch of writes: one RocksDB `WriteBatch`, atomic across families.
@@ -343,7 +336,7 @@ impl Writer<'_> {
             return Ok(());
         }
         let at = self.store.snapshot();
-        self.prefetch = Some(self.store.prefetch(&at, keys, ids)?);
+        self.prefetch = Some(self.store.prefetch(&at, keys, ids, true)?);
         Ok(())
     }
 
@@ -359,230 +352,33 @@ impl Writer<'_> {
     /// [`Db::search`](super::Db::search) over the store and this batch.
     pub fn search(&self, q: &Query) -> Result<Vec<Hit>> {
         let limit = q.limit.unwrap_or(usize::MAX);
-        Ok(self.check(q, limit, usize::MAX, false)?.hits)
+        Ok(self.check(q, Rule::query(limit))?.hits)
     }
 
     /// The nearest confirmed hit of `q` over the store and this batch,
     /// looked for as a write's duplicate check looks (at most
     /// [`super::limits::CHECK_EXAMINED`] candidates, nearest first).
     pub fn first_duplicate(&self, q: &Query) -> Result<Option<Hit>> {
-        let c = self.check(q, 1, super::limits::CHECK_EXAMINED, true)?;
+        let c = self.check(q, Rule::duplicates(1))?;
         Ok(c.hits.into_iter().next())
     }
 
-    /// The hits of `q` over the store and this batch, nearest first (then
-    /// by id), as [`Writer::search`] finds them, but stopping once
-    /// `confirm` hits are confirmed or `examine` candidates were looked at
-    /// (a candidate costs a `refs` entry; a confirmed one also a record
-    /// read, for its rank; a pending one, neither). Also returns each
-    /// hit's rank in its cluster, and whether every candidate was looked
-    /// at.
-    ///
-    /// The documents of the query's own fingerprint are looked at first
-    /// (they come first in any answer): when they are enough, no bucket is
-    /// read, so a write of the millionth copy of a text costs a few `refs`
-    /// entries. Then the exact plan's buckets (one per family for k <= 3),
-    /// then, for a ranked query, beyond k. With `stop_within_k` (a write's
-    /// duplicate check) it looks beyond k only when nothing within k was
-    /// confirmed: near a flood of copies, what lies beyond k is the flood
-    /// itself.
-    pub(crate) fn check(
-        &self,
-        q: &Query,
-        confirm: usize,
-        examine: usize,
-        stop_within_k: bool,
-    ) -> Result<Check> {
+    /// The hits of `q` over the store and this batch (its pending writes
+    /// merged in order), found under `rule` by the one candidate search
+    /// ([`super::search`]).
+    pub(crate) fn check(&self, q: &Query, rule: Rule) -> Result<Check> {
         let at = self.store.snapshot();
-        let fp = q.fingerprint;
-        let mut out = Check::default();
-        let examined = std::cell::Cell::new(0usize);
-        // Candidates the sketch rejected: a search stops at
-        // `limits::QUERY_REJECTED` of them (a write's `examine` is less).
-        let mut rejected = 0usize;
-        // Whether another candidate is wanted; then takes it.
-        // A candidate's length and ord, for containment: pending, or
-        // stored.
-        let length = |h: &Hit| -> Result<(u64, u64)> {
-            match self.overlay.get(&h.id) {
-                Some(Some(r)) => Ok((r.length, r.ord)),
-                _ => {
-                    let r = self.store.checked_record(&at, h.fingerprint, &h.id)?;
-                    Ok((r.length, r.ord))
-                }
-            }
+        let searcher = Searcher {
+            store: self.store,
+            at: &at,
+            prefetch: self.prefetch.as_ref(),
+            pending: Some(Pending {
+                overlay: &self.overlay,
+                mem: &self.mem,
+            }),
+            reads: Reads::Writer,
         };
-        let mut take = |mut h: Hit, out: &mut Check| -> Result<Flow> {
-            if out.hits.len() >= confirm
-                || examined.get() >= examine
-                || rejected >= super::limits::QUERY_REJECTED
-            {
-                return Ok(Flow::Stop);
-            }
-            examined.set(examined.get() + 1);
-            if q.confirm(&mut h, length)? {
-                out.hits.push(h);
-            } else {
-                rejected += 1;
-            }
-            Ok(Flow::Continue)
-        };
-        // An id this batch touched is answered from the batch.
-        let skip = |id: &str| self.overlay.contains_key(id) || q.exclude.as_deref() == Some(id);
-        let pending_hit = |(id, f): (&str, Fingerprint)| -> Option<Hit> {
-            if q.exclude.as_deref() == Some(id) {
-                return None;
-            }
-            let Some(Some(r)) = self.overlay.get(id) else {
-                return None;
-            };
-            Some(Hit {
-                id: id.to_string(),
-                fingerprint: f,
-                distance: f.distance(fp),
-                similarity: q.sketch.zip(r.sketch).map(|(a, b)| a.similarity(&b)),
-                containment: None,
-            })
-        };
-        let sketch = q.sketch.as_ref();
-        let plan = q.plan();
-        // What the chunk's prefetch read for this check, if it did.
-        let pre = self.prefetch.as_ref();
-        let prefetched = pre.and_then(|p| {
-            p.check(&store::PlanKey {
-                fp,
-                plan: plan.clone(),
-                probe: q.band_probe(),
-            })
-        });
-        // Distance 0: the store's documents of `fp` merged with the batch's.
-        let mut pending = self.mem.exact(fp).filter_map(pending_hit).peekable();
-        let mut done = self
-            .store
-            .resolve_prefetched(&at, fp, None, sketch, &skip, pre, |h| {
-                merged(&mut pending, h, &mut out, &mut take)
-            })?
-            && drain(&mut pending, &mut out, &mut take)?;
-        // Then from the buckets (on this thread: ingest keeps the pool busy
-        // fingerprinting the next chunk meanwhile): those of the exact plan
-        // at k, for distance 1..=k (every such fingerprint is there), then,
-        // for a ranked plan, what lies farther: in those same buckets (set
-        // aside by the first read, which applies the whole plan's rule) and
-        // in the plan's other buckets.
-        let exact = index::ProbePlan::exact(fp, plan.k);
-        let mut far_here: Vec<Fingerprint> = Vec::new();
-        // A search reads the band buckets with the plan's (one walk,
-        // nearest first); a write's check only once the plan found no
-        // duplicate (a third stage): a flood of near copies, which the
-        // plan finds, does not scan the bands' hot buckets for each copy.
-        let bands_apart = stop_within_k && q.band_probe().is_some();
-        for n in 0..3 {
-            // Beyond k only for a document with no duplicate within it: a
-            // write that has one knows it is a duplicate, and of what.
-            // (The duplicates within k are then all of the document's:
-            // the walk is complete without the rest.)
-            let found_within = stop_within_k && !out.hits.is_empty();
-            if !done || (n >= 1 && (!plan.ranked || found_within)) || (n == 2 && !bands_apart) {
-                break;
-            }
-            let part = if n == 0 {
-                index::ProbePlan {
-                    blocks: exact.blocks.clone(),
-                    ..plan.clone()
-                }
-            } else if n == 2 {
-                // The bands alone (the plan's rule, none of its buckets).
-                index::ProbePlan {
-                    blocks: Default::default(),
-                    ..plan.clone()
-                }
-            } else {
-                index::ProbePlan {
-                    blocks: std::array::from_fn(|i| {
-                        let own = &exact.blocks[i];
-                        plan.blocks[i]
-                            .iter()
-                            .copied()
-                            .filter(|b| own.binary_search(b).is_err())
-                            .collect()
-                    }),
-                    ..plan.clone()
-                }
-            };
-            let wanted = |f: Fingerprint| {
-                let d = f.distance(fp);
-                if n == 0 {
-                    d > 0 && d <= plan.k
-                } else {
-                    d > plan.k
-                }
-            };
-            let probe = match n {
-                0 => None,
-                1 if bands_apart => None,
-                _ => q.band_probe(),
-            };
-            let (mut found, banded) = match prefetched {
-                Some(p) => p.candidates(&part, probe.is_some()),
-                None => self
-                    .store
-                    .writer_candidates(&at, fp, &part, probe.as_ref())?,
-            };
-            // The bands' nearest few over the store and the batch together:
-            // the store's go to its walk, the batch's filter its own.
-            // (A fingerprint among the nearest few of both is among the
-            // nearest few of its own side: each side is cut first.)
-            let mut chosen: Vec<Fingerprint> = Vec::new();
-            if let Some(p) = &probe {
-                let stored = p.band_only(fp, &plan, banded);
-                let mut all = p.band_only(fp, &plan, self.mem.band_candidates(fp, p));
-                all.extend_from_slice(&stored);
-                chosen = p.band_only(fp, &plan, all);
-                found.extend(chosen.iter().filter(|f| stored.contains(f)));
-            }
-            if n == 0 {
-                far_here = found
-                    .iter()
-                    .copied()
-                    .filter(|f| f.distance(fp) > plan.k)
-                    .collect();
-            } else if n == 1 {
-                found.append(&mut far_here);
-            }
-            found.retain(|f| wanted(*f));
-            // The walk looks at no more than `examine` documents, nearest
-            // first: fingerprints farther than the nearest few thousand
-            // are set aside, and walked only if the nearer ones run out.
-            let want = 4 * examine.saturating_sub(examined.get()).max(1);
-            let (near, far) = nearest_levels(found, fp, want);
-            let pending_plan = match n {
-                0 => &exact,
-                1 => &plan,
-                _ => &part,
-            };
-            let mut pending = self
-                .mem
-                .ordered_banded(fp, pending_plan, probe.as_ref())
-                .filter(|(_, f)| wanted(*f))
-                .filter(|(_, f)| probe.is_none() || plan.accepts(fp, *f) || chosen.contains(f))
-                .filter_map(pending_hit)
-                .peekable();
-            done = self
-                .store
-                .resolve_prefetched(&at, fp, Some(near), sketch, &skip, pre, |h| {
-                    merged(&mut pending, h, &mut out, &mut take)
-                })?;
-            if done && !far.is_empty() {
-                done =
-                    self.store
-                        .resolve_prefetched(&at, fp, Some(far), sketch, &skip, pre, |h| {
-                            merged(&mut pending, h, &mut out, &mut take)
-                        })?;
-            }
-            done = done && drain(&mut pending, &mut out, &mut take)?;
-        }
-        out.complete = done;
-        Ok(out)
+        searcher.run(q, rule, &mut |_| Ok(true))
     }
 
     /// How this writer changed the clusters so far.
@@ -692,66 +488,6 @@ fn pending_or_stored(
         Some(r) => Ok(r.clone()),
         None => store.get(n),
     }
-}
-
-/// `found` split at a distance: the nearest fingerprints, of the levels
-/// (distances) that hold at least `want` of them, and the farther ones.
-fn nearest_levels(
-    found: Vec<Fingerprint>,
-    q: Fingerprint,
-    want: usize,
-) -> (Vec<Fingerprint>, Vec<Fingerprint>) {
-    if found.len() <= want {
-        return (found, Vec::new());
-    }
-    let mut per_level = [0usize; 65];
-    for f in &found {
-        per_level[f.distance(q) as usize] += 1;
-    }
-    let mut seen = 0;
-    let cut = per_level
-        .iter()
-        .position(|n| {
-            seen += n;
-            seen >= want
-        })
-        .unwrap_or(64) as u32;
-    found.into_iter().partition(|f| f.distance(q) <= cut)
-}
-
-/// Hands `take` the pending hits that sort before the store's hit `h`,
-/// then `h` (see [`Writer::check`]).
-fn merged(
-    pending: &mut std::iter::Peekable<impl Iterator<Item = Hit>>,
-    h: Hit,
-    out: &mut Check,
-    take: &mut impl FnMut(Hit, &mut Check) -> Result<Flow>,
-) -> Result<Flow> {
-    while let Some(p) = pending.peek() {
-        if (p.distance, &p.id) > (h.distance, &h.id) {
-            break;
-        }
-        if let Some(p) = pending.next() {
-            if take(p, out)? == Flow::Stop {
-                return Ok(Flow::Stop);
-            }
-        }
-    }
-    take(h, out)
-}
-
-/// Hands `take` the pending hits left; whether it took them all.
-fn drain(
-    pending: &mut impl Iterator<Item = Hit>,
-    out: &mut Check,
-    take: &mut impl FnMut(Hit, &mut Check) -> Result<Flow>,
-) -> Result<bool> {
-    for p in pending {
-        if take(p, out)? == Flow::Stop {
-            return Ok(false);
-        }
-    }
-    Ok(true)
 }
 
 /// Ids are non-empty UTF-8 of at most 4096 bytes.

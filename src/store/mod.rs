@@ -57,8 +57,8 @@ mod query;
 pub mod schema;
 
 pub use bulk::{write_ssts, Staging};
-pub(crate) use prefetch::{PlanKey, Prefetch};
-pub(crate) use query::{Flow, Planned, Snapshot};
+pub(crate) use prefetch::{PlanKey, Prefetch, Prefetched};
+pub(crate) use query::{Flow, Snapshot};
 
 use std::path::{Path, PathBuf};
 

@@ -133,14 +133,16 @@ impl Store {
     /// the band probe's) in one sorted pass per posting family, the
     /// families on the rayon pool, and the first `refs` entries of the own
     /// fingerprint and the nearest [`PREFETCH_REFS_PER_CHECK`] candidates of
-    /// each check, sorted and also on the pool. The heads of the buckets a
-    /// new document of each fingerprint enters are remembered for the
-    /// commit (see [`super::postings::Heads`]).
+    /// each check, sorted and also on the pool. For the writer (`writer`:
+    /// `at` is then the latest state), the heads of the buckets a new
+    /// document of each fingerprint enters are remembered for the commit
+    /// (see [`super::postings::Heads`]).
     pub(crate) fn prefetch(
         &self,
         at: &Snapshot<'_>,
         keys: Vec<PlanKey>,
         ids: Vec<&str>,
+        writer: bool,
     ) -> Result<Prefetch> {
         // Copies in a chunk share a plan: one check each.
         let mut seen = std::collections::HashSet::with_capacity(keys.len());
@@ -176,7 +178,9 @@ impl Store {
             }
             heads.extend(pass.heads.into_iter().map(|(b, h)| ((i, b), h)));
         }
-        self.seed_heads(heads);
+        if writer {
+            self.seed_heads(heads);
+        }
         // The checks offered too many candidates read for themselves.
         let kept: Vec<(PlanKey, Prefetched)> = keys
             .into_iter()

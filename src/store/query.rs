@@ -7,10 +7,7 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use rocksdb::{DBRawIteratorWithThreadMode, ReadOptions, SnapshotWithThreadMode, DB};
 
-use super::{
-    codec, posting_family, schema, Prefetch, ReadCounts, Record, Store, DOCS, POSTING_FAMILIES,
-    REFS,
-};
+use super::{codec, posting_family, schema, Prefetch, ReadCounts, Record, Store, DOCS, REFS};
 use crate::error::{Error, Result};
 use crate::fingerprint::{Fingerprint, Sketch, BLOCKS};
 use crate::index::bands::{BandProbe, BANDS};
@@ -27,10 +24,6 @@ pub(super) fn read_at(at: &Snapshot<'_>) -> ReadOptions {
     ro.set_snapshot(at);
     ro
 }
-
-/// One query of a sorted batch pass ([`Store::candidates_many`]): its
-/// fingerprint, its plan and its band probe, if any.
-pub(crate) type Planned = (Fingerprint, index::ProbePlan, Option<BandProbe>);
 
 /// Whether a walk over the hits goes on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -277,8 +270,8 @@ impl Store {
     /// the records of what they return with [`Store::checked_record`].
     ///
     /// `found` comes from the index: a fingerprint in it without a
-    /// document is damage. [`Store::resolve_exact`] walks the documents of
-    /// `q` itself without reading any bucket.
+    /// document is damage. [`Store::resolve_prefetched`] with no `found`
+    /// walks the documents of `q` itself without reading any bucket.
     pub(crate) fn resolve(
         &self,
         at: &Snapshot<'_>,
@@ -291,8 +284,10 @@ impl Store {
         self.walk(at, q, found, true, sketch, skip, None, visit)
     }
 
-    /// [`Store::resolve`] (`exact`: [`Store::resolve_exact`]) whose first
-    /// `refs` reads come from a chunk's prefetch where it made them.
+    /// [`Store::resolve`] whose first `refs` reads come from a chunk's
+    /// prefetch where it made them; with no `found`, of the documents
+    /// whose fingerprint is `q` (distance 0: the first of any answer),
+    /// found from `refs` alone.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn resolve_prefetched(
         &self,
@@ -308,19 +303,6 @@ impl Store {
             Some(found) => self.walk(at, q, found, true, sketch, skip, pre, visit),
             None => self.walk(at, q, vec![q], false, sketch, skip, pre, visit),
         }
-    }
-
-    /// [`Store::resolve`] of the documents whose fingerprint is `q`
-    /// (distance 0: the first of any answer), found from `refs` alone.
-    pub(crate) fn resolve_exact(
-        &self,
-        at: &Snapshot<'_>,
-        q: Fingerprint,
-        sketch: Option<&Sketch>,
-        skip: &dyn Fn(&str) -> bool,
-        visit: impl FnMut(Hit) -> Result<Flow>,
-    ) -> Result<bool> {
-        self.walk(at, q, vec![q], false, sketch, skip, None, visit)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -446,100 +428,6 @@ impl Store {
                 Ok((id, r))
             })
             .collect()
-    }
-
-    /// The fingerprints found for each of many queries with one pass per
-    /// family: the queries are sorted by their block, each bucket that any
-    /// query needs is read once and every key in it is checked against all
-    /// queries of that bucket. The four families are scanned in parallel.
-    /// Pays off when many queries share buckets (large batches: there are
-    /// 65,536 buckets per family). Per query, as [`Store::candidates`] and,
-    /// for a query with a band probe, [`Store::band_candidates`].
-    pub(crate) fn candidates_many(
-        &self,
-        at: &Snapshot<'_>,
-        qs: &[Planned],
-    ) -> Result<Vec<Vec<Fingerprint>>> {
-        for (_, plan, _) in qs {
-            crate::fingerprint::check_k(plan.k)?;
-        }
-        use rayon::prelude::*;
-        let banded = qs.iter().any(|q| q.2.is_some());
-        let families = if banded { POSTING_FAMILIES } else { BLOCKS };
-        // (query index, fingerprint) per family
-        let per_family: Vec<Result<Vec<(usize, Fingerprint)>>> = (0..families)
-            .into_par_iter()
-            .map(|i| self.scan_buckets_for(at, i, qs))
-            .collect();
-        let mut out: Vec<Vec<Fingerprint>> = vec![Vec::new(); qs.len()];
-        let mut bands: Vec<Vec<Fingerprint>> = vec![Vec::new(); if banded { qs.len() } else { 0 }];
-        for (i, f) in per_family.into_iter().enumerate() {
-            let to = if i < BLOCKS { &mut out } else { &mut bands };
-            for (qi, fp) in f? {
-                to[qi].push(fp);
-            }
-        }
-        for (qi, found) in bands.into_iter().enumerate() {
-            let (q, plan, probe) = &qs[qi];
-            if let Some(p) = probe {
-                out[qi].extend(p.band_only(*q, plan, found));
-            }
-        }
-        Ok(out)
-    }
-
-    /// One sorted pass over family `i` for all of `qs`: each bucket any
-    /// query needs is read once and checked against all of its queries.
-    fn scan_buckets_for(
-        &self,
-        at: &Snapshot<'_>,
-        i: usize,
-        qs: &[Planned],
-    ) -> Result<Vec<(usize, Fingerprint)>> {
-        let mut order: Vec<(u16, usize)> = if i < BLOCKS {
-            qs.iter()
-                .enumerate()
-                .flat_map(|(j, (_, plan, _))| plan.blocks[i].iter().map(move |&b| (b, j)))
-                .collect()
-        } else {
-            qs.iter()
-                .enumerate()
-                .filter_map(|(j, q)| {
-                    q.2.filter(|p| p.probes(i - BLOCKS))
-                        .map(|p| (p.values[i - BLOCKS], j))
-                })
-                .collect()
-        };
-        order.sort_unstable();
-        let mut found = Vec::new();
-        // Distinct buckets, read a chunk at a time with one multi-get.
-        let mut groups: Vec<(u16, std::ops::Range<usize>)> = Vec::new();
-        let mut start = 0;
-        while start < order.len() {
-            let block = order[start].0;
-            let end = start
-                + order[start..]
-                    .iter()
-                    .take_while(|(b, _)| *b == block)
-                    .count();
-            groups.push((block, start..end));
-            start = end;
-        }
-        for chunk in groups.chunks(4096) {
-            let blocks: Vec<u16> = chunk.iter().map(|g| g.0).collect();
-            let mut hits = Vec::new();
-            self.read_buckets(at, i, &blocks, |n, posting| {
-                for &(_, j) in &order[chunk[n].1.clone()] {
-                    hits.clear();
-                    match &qs[j].2 {
-                        Some(p) if i >= BLOCKS => p.scan_posting(qs[j].0, posting, &mut hits),
-                        _ => qs[j].1.scan_posting(qs[j].0, posting, &mut hits),
-                    }
-                    found.extend(hits.iter().map(|&fp| (j, fp)));
-                }
-            })?;
-        }
-        Ok(found)
     }
 
     /// Adds to `found` the fingerprints `plan` accepts for `q` in the

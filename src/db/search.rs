@@ -1,0 +1,414 @@
+//! The candidate search, written once: queries ([`Db::find`],
+//! [`Db::find_many`]), a write's duplicate check ([`Writer::check`]),
+//! the cluster rebuild ([`Db::rebuild_clusters`]: `verify --repair`,
+//! `migrate`) and `simdb dedup --db` ([`Db::first_duplicate`]) all walk
+//! their candidates here, and differ only in their [`Rule`]: how many
+//! confirmed hits they want, how many candidates they look at, and in
+//! which order the stages run.
+//!
+//! A search walks its candidates nearest first (then by id), in stages:
+//!
+//! 1. the documents of the query's own fingerprint (from `refs` alone:
+//!    when they are enough, no bucket is read);
+//! 2. the exact plan's buckets at k, for distance 1..=k (every such
+//!    fingerprint is there);
+//! 3. for a confidence-ranked plan, what lies farther: in those same
+//!    buckets (set aside by stage 2, which applies the whole plan's rule),
+//!    in the plan's other buckets and, for a query, in the band buckets
+//!    ([`crate::index::bands`]);
+//! 4. for a duplicate check ([`Rule::bands_last`]), the band buckets,
+//!    only when the plan confirmed nothing: a flood of near copies, which
+//!    the plan finds, does not scan the bands' hot buckets for each copy.
+//!
+//! Each candidate is confirmed by the sketch ([`Query::confirm`]). A
+//! search stops at [`Rule::confirm`] confirmed hits, [`Rule::examine`]
+//! candidates looked at, or [`limits::QUERY_REJECTED`] rejected by the
+//! sketch, and says whether it looked at every candidate.
+//!
+//! Where it reads: the store at one snapshot, what a chunk read
+//! beforehand ([`Prefetch`]: a cache of the same reads, which changes no
+//! answer), and a writer's pending batch, merged in order.
+//!
+//! [`Db::find`]: super::Db::find
+//! [`Db::find_many`]: super::Db::find_many
+//! [`Db::first_duplicate`]: super::Db::first_duplicate
+//! [`Db::rebuild_clusters`]: super::Db::rebuild_clusters
+//! [`Writer::check`]: super::Writer
+
+use std::cell::Cell;
+use std::collections::HashMap;
+
+use super::{limits, Query};
+use crate::error::Result;
+use crate::fingerprint::Fingerprint;
+use crate::index::{self, Hit, MemIndex};
+use crate::store::{self, Flow, Prefetch, Record, Snapshot, Store};
+
+/// When a search stops and in which order its stages run: the one thing
+/// its callers choose.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Rule {
+    /// Confirmed hits wanted.
+    pub confirm: usize,
+    /// Candidates looked at, at most.
+    pub examine: usize,
+    /// Beyond k only when nothing within k was confirmed (a duplicate
+    /// check: the duplicates within k are then all of the document's).
+    pub within_k_first: bool,
+    /// The band buckets only once the plan confirmed nothing, as a stage
+    /// of their own; otherwise they are walked with the plan's beyond-k
+    /// candidates, in one walk.
+    pub bands_last: bool,
+}
+
+impl Rule {
+    /// A query's: up to `limit` confirmed hits, every candidate looked at
+    /// if need be.
+    pub(crate) fn query(limit: usize) -> Rule {
+        Rule {
+            confirm: limit,
+            examine: usize::MAX,
+            within_k_first: false,
+            bands_last: false,
+        }
+    }
+
+    /// A write's duplicate check, finding `confirm` duplicates: at most
+    /// [`limits::CHECK_EXAMINED`] candidates, within k first, the bands
+    /// last. Ingest, `dedup` (with and without `--db`) and the cluster
+    /// rebuild all check with it.
+    pub(crate) fn duplicates(confirm: usize) -> Rule {
+        Rule {
+            confirm,
+            examine: limits::CHECK_EXAMINED,
+            within_k_first: true,
+            bands_last: true,
+        }
+    }
+}
+
+/// What a search found.
+#[derive(Debug, Default)]
+pub(crate) struct Check {
+    /// Confirmed hits, nearest first (then by id).
+    pub hits: Vec<Hit>,
+    /// Whether every candidate was looked at (so `hits` is all of them).
+    pub complete: bool,
+}
+
+/// A writer's pending batch, which its searches see: the records of the
+/// ids it touched (`None`: deleted) and their fingerprints.
+#[derive(Clone, Copy)]
+pub(crate) struct Pending<'s> {
+    pub overlay: &'s HashMap<String, Option<Record>>,
+    pub mem: &'s MemIndex,
+}
+
+/// How a search reads buckets that were not read beforehand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reads {
+    /// On this thread, hot buckets from the writer's memory (the writer's
+    /// view, the latest state; ingest keeps the pool busy fingerprinting
+    /// meanwhile).
+    Writer,
+    /// Half of the families on the rayon pool (a query's).
+    Query,
+}
+
+/// Where a search reads (see the module).
+pub(crate) struct Searcher<'s, 'a> {
+    pub store: &'s Store,
+    pub at: &'s Snapshot<'a>,
+    pub prefetch: Option<&'s Prefetch>,
+    pub pending: Option<Pending<'s>>,
+    pub reads: Reads,
+}
+
+impl Searcher<'_, '_> {
+    /// The pending record of `id`: `Some(None)` if the batch deleted it,
+    /// `None` if the batch did not touch it.
+    fn pending(&self, id: &str) -> Option<&Option<Record>> {
+        self.pending.and_then(|p| p.overlay.get(id))
+    }
+
+    /// The candidates of the buckets of `part` (and of the band probe's,
+    /// with `probe`): what the plan's rule accepts, and what the probe
+    /// adds ([`index::bands::BandProbe::band_only`] over the store and the
+    /// batch together; the store's go to its walk, the batch's filter its
+    /// own). Returns (the store's, the band-only ones chosen).
+    fn candidates(
+        &self,
+        q: &Query,
+        plan: &index::ProbePlan,
+        prefetched: Option<&store::Prefetched>,
+        part: &index::ProbePlan,
+        probe: Option<&index::bands::BandProbe>,
+    ) -> Result<(Vec<Fingerprint>, Vec<Fingerprint>)> {
+        let fp = q.fingerprint;
+        let (mut found, banded) = match (prefetched, self.reads) {
+            (Some(p), _) => p.candidates(part, probe.is_some()),
+            (None, Reads::Writer) => self.store.writer_candidates(self.at, fp, part, probe)?,
+            (None, Reads::Query) => self
+                .store
+                .candidates_banded(self.at, fp, part, probe, true)?,
+        };
+        // (A fingerprint among the nearest few of both sides is among the
+        // nearest few of its own side: each side is cut first.)
+        let mut chosen: Vec<Fingerprint> = Vec::new();
+        if let Some(p) = probe {
+            let stored = p.band_only(fp, plan, banded);
+            let mut all = match self.pending {
+                Some(b) => p.band_only(fp, plan, b.mem.band_candidates(fp, p)),
+                None => Vec::new(),
+            };
+            all.extend_from_slice(&stored);
+            chosen = p.band_only(fp, plan, all);
+            found.extend(chosen.iter().filter(|f| stored.contains(f)));
+        }
+        Ok((found, chosen))
+    }
+
+    /// Searches for `q` under `rule`. Each confirmed candidate is offered
+    /// to `admit`, which says whether it is a hit (a rebuild takes only
+    /// the documents ingested before the one it checks); one not admitted
+    /// still counts as looked at.
+    pub(crate) fn run(
+        &self,
+        q: &Query,
+        rule: Rule,
+        admit: &mut dyn FnMut(&Hit) -> Result<bool>,
+    ) -> Result<Check> {
+        let (at, fp) = (self.at, q.fingerprint);
+        let mut out = Check::default();
+        if rule.confirm == 0 {
+            out.complete = true;
+            return Ok(out);
+        }
+        let examined = Cell::new(0usize);
+        // Candidates the sketch rejected.
+        let mut rejected = 0usize;
+        // A candidate's length and ord, for containment: pending, or
+        // stored.
+        let length = |h: &Hit| -> Result<(u64, u64)> {
+            match self.pending(&h.id) {
+                Some(Some(r)) => Ok((r.length, r.ord)),
+                _ => {
+                    let r = self.store.checked_record(at, h.fingerprint, &h.id)?;
+                    Ok((r.length, r.ord))
+                }
+            }
+        };
+        // Whether another candidate is wanted; then takes it.
+        let mut take = |mut h: Hit, out: &mut Check| -> Result<Flow> {
+            if out.hits.len() >= rule.confirm
+                || examined.get() >= rule.examine
+                || rejected >= limits::QUERY_REJECTED
+            {
+                return Ok(Flow::Stop);
+            }
+            examined.set(examined.get() + 1);
+            if !q.confirm(&mut h, length)? {
+                rejected += 1;
+            } else if admit(&h)? {
+                out.hits.push(h);
+            }
+            Ok(Flow::Continue)
+        };
+        // An id the batch touched is answered from the batch.
+        let skip = |id: &str| self.pending(id).is_some() || q.exclude.as_deref() == Some(id);
+        let pending_hit = |(id, f): (&str, Fingerprint)| -> Option<Hit> {
+            if q.exclude.as_deref() == Some(id) {
+                return None;
+            }
+            let Some(Some(r)) = self.pending(id) else {
+                return None;
+            };
+            Some(Hit {
+                id: id.to_string(),
+                fingerprint: f,
+                distance: f.distance(fp),
+                similarity: q.sketch.zip(r.sketch).map(|(a, b)| a.similarity(&b)),
+                containment: None,
+            })
+        };
+        let sketch = q.sketch.as_ref();
+        let plan = q.plan();
+        let pre = self.prefetch;
+        let prefetched = pre.and_then(|p| {
+            p.check(&store::PlanKey {
+                fp,
+                plan: plan.clone(),
+                probe: q.band_probe(),
+            })
+        });
+        let mem = self.pending.map(|p| p.mem);
+        // Stage 1, distance 0: the store's documents of `fp` merged with
+        // the batch's.
+        let mut pending = mem
+            .into_iter()
+            .flat_map(|m| m.exact(fp))
+            .filter_map(pending_hit)
+            .peekable();
+        let mut done = self
+            .store
+            .resolve_prefetched(at, fp, None, sketch, &skip, pre, |h| {
+                merged(&mut pending, h, &mut out, &mut take)
+            })?
+            && drain(&mut pending, &mut out, &mut take)?;
+        let exact = index::ProbePlan::exact(fp, plan.k);
+        let mut far_here: Vec<Fingerprint> = Vec::new();
+        let bands_last = rule.bands_last && q.band_probe().is_some();
+        // Stages 2, 3 and 4 (n = 0, 1, 2).
+        for n in 0..3 {
+            let found_within = rule.within_k_first && !out.hits.is_empty();
+            if !done || (n >= 1 && (!plan.ranked || found_within)) || (n == 2 && !bands_last) {
+                break;
+            }
+            let part = if n == 0 {
+                index::ProbePlan {
+                    blocks: exact.blocks.clone(),
+                    ..plan.clone()
+                }
+            } else if n == 2 {
+                // The bands alone (the plan's rule, none of its buckets).
+                index::ProbePlan {
+                    blocks: Default::default(),
+                    ..plan.clone()
+                }
+            } else {
+                index::ProbePlan {
+                    blocks: std::array::from_fn(|i| {
+                        let own = &exact.blocks[i];
+                        plan.blocks[i]
+                            .iter()
+                            .copied()
+                            .filter(|b| own.binary_search(b).is_err())
+                            .collect()
+                    }),
+                    ..plan.clone()
+                }
+            };
+            let wanted = |f: Fingerprint| {
+                let d = f.distance(fp);
+                if n == 0 {
+                    d > 0 && d <= plan.k
+                } else {
+                    d > plan.k
+                }
+            };
+            let probe = match n {
+                0 => None,
+                1 if bands_last => None,
+                _ => q.band_probe(),
+            };
+            let (mut found, chosen) =
+                self.candidates(q, &plan, prefetched, &part, probe.as_ref())?;
+            if n == 0 {
+                far_here = found
+                    .iter()
+                    .copied()
+                    .filter(|f| f.distance(fp) > plan.k)
+                    .collect();
+            } else if n == 1 {
+                found.append(&mut far_here);
+            }
+            found.retain(|f| wanted(*f));
+            // The walk looks at no more than `examine` documents, nearest
+            // first: fingerprints farther than the nearest few thousand
+            // are set aside, and walked only if the nearer ones run out.
+            let want = rule
+                .examine
+                .saturating_sub(examined.get())
+                .max(1)
+                .saturating_mul(4);
+            let (near, far) = nearest_levels(found, fp, want);
+            let pending_plan = match n {
+                0 => &exact,
+                1 => &plan,
+                _ => &part,
+            };
+            let mut pending = mem
+                .into_iter()
+                .flat_map(|m| m.ordered_banded(fp, pending_plan, probe.as_ref()))
+                .filter(|(_, f)| wanted(*f))
+                .filter(|(_, f)| probe.is_none() || plan.accepts(fp, *f) || chosen.contains(f))
+                .filter_map(pending_hit)
+                .peekable();
+            done = self
+                .store
+                .resolve_prefetched(at, fp, Some(near), sketch, &skip, pre, |h| {
+                    merged(&mut pending, h, &mut out, &mut take)
+                })?;
+            if done && !far.is_empty() {
+                done =
+                    self.store
+                        .resolve_prefetched(at, fp, Some(far), sketch, &skip, pre, |h| {
+                            merged(&mut pending, h, &mut out, &mut take)
+                        })?;
+            }
+            done = done && drain(&mut pending, &mut out, &mut take)?;
+        }
+        out.complete = done;
+        Ok(out)
+    }
+}
+
+/// `found` split at a distance: the nearest fingerprints, of the levels
+/// (distances) that hold at least `want` of them, and the farther ones.
+fn nearest_levels(
+    found: Vec<Fingerprint>,
+    q: Fingerprint,
+    want: usize,
+) -> (Vec<Fingerprint>, Vec<Fingerprint>) {
+    if found.len() <= want {
+        return (found, Vec::new());
+    }
+    let mut per_level = [0usize; 65];
+    for f in &found {
+        per_level[f.distance(q) as usize] += 1;
+    }
+    let mut seen = 0;
+    let cut = per_level
+        .iter()
+        .position(|n| {
+            seen += n;
+            seen >= want
+        })
+        .unwrap_or(64) as u32;
+    found.into_iter().partition(|f| f.distance(q) <= cut)
+}
+
+/// Hands `take` the pending hits that sort before the store's hit `h`,
+/// then `h`.
+fn merged(
+    pending: &mut std::iter::Peekable<impl Iterator<Item = Hit>>,
+    h: Hit,
+    out: &mut Check,
+    take: &mut impl FnMut(Hit, &mut Check) -> Result<Flow>,
+) -> Result<Flow> {
+    while let Some(p) = pending.peek() {
+        if (p.distance, &p.id) > (h.distance, &h.id) {
+            break;
+        }
+        if let Some(p) = pending.next() {
+            if take(p, out)? == Flow::Stop {
+                return Ok(Flow::Stop);
+            }
+        }
+    }
+    take(h, out)
+}
+
+/// Hands `take` the pending hits left; whether it took them all.
+fn drain(
+    pending: &mut impl Iterator<Item = Hit>,
+    out: &mut Check,
+    take: &mut impl FnMut(Hit, &mut Check) -> Result<Flow>,
+) -> Result<bool> {
+    for p in pending {
+        if take(p, out)? == Flow::Stop {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
