@@ -623,6 +623,108 @@ fn pairs_lists_verified_pairs_once_as_jsonl() {
     assert_eq!(code(&o), 2);
 }
 
+/// Review 2026-11-b, finding 11 (issue 37): `pairs` on a text stored n
+/// times printed n(n-1)/2 pairs (5 x 10^9 for 100,000 copies). By default
+/// the copies are now one group line, and pairs name the group's first id;
+/// `--copies pairs` lists every pair, and the grouped output expands to it.
+#[test]
+fn regression_review_b_11_pairs_reports_copies_once_as_a_group() {
+    let t = TempDb::new();
+    let db = t.path();
+    let (lines, docs) = corpus_docs(33, 20, &[4]);
+    let copied = &docs[2].1;
+    let mut input = lines.clone();
+    for i in 0..300 {
+        input.push_str(&format!(
+            "{}\n",
+            json!({"id": format!("copy{i:03}"), "text": copied})
+        ));
+    }
+    let input = t.file("in.jsonl", input);
+    assert_eq!(code(&simdb(&[&"init", &db])), 0);
+    assert_eq!(code(&simdb(&[&"ingest", &db, &input])), 0);
+    let lines_of = |o: &std::process::Output| -> Vec<Value> {
+        stdout(o)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let o = simdb(&[&"pairs", &db]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let grouped = lines_of(&o);
+    assert!(grouped.len() <= 5, "{} lines", grouped.len());
+    let ids = |v: &Value| -> Vec<String> {
+        v["copies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect()
+    };
+    // Each group by its first id (a one-word edit may keep the sketch too:
+    // such a pair is a group of its own).
+    let groups: std::collections::BTreeMap<String, Vec<String>> = grouped
+        .iter()
+        .filter(|v| v.get("copies").is_some())
+        .map(|v| (ids(v)[0].clone(), ids(v)))
+        .collect();
+    let members = groups
+        .values()
+        .find(|m| m.contains(&"copy000".to_string()))
+        .unwrap();
+    assert_eq!(members.len(), 301, "the original and its 300 copies");
+    assert!(members.contains(&docs[2].0));
+    assert!(grouped
+        .iter()
+        .any(|v| v.get("copies").is_some() && v["similarity"] == 1.0));
+    assert!(
+        stderr(&o).contains(&format!("{} groups of copies", groups.len())),
+        "{}",
+        stderr(&o)
+    );
+    // Every pair, expanded.
+    let o = simdb(&[&"pairs", &db, &"--copies", &"pairs"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let mut all: Vec<(String, String)> = lines_of(&o)
+        .iter()
+        .map(|p| {
+            (
+                p["a"].as_str().unwrap().into(),
+                p["b"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    all.sort();
+    assert!(all.len() >= 301 * 300 / 2);
+    let side = |x: &str| -> Vec<String> {
+        groups
+            .get(x)
+            .cloned()
+            .unwrap_or_else(|| vec![x.to_string()])
+    };
+    let mut expanded: Vec<(String, String)> = Vec::new();
+    for m in groups.values() {
+        for (i, a) in m.iter().enumerate() {
+            for b in &m[i + 1..] {
+                expanded.push((a.clone(), b.clone()));
+            }
+        }
+    }
+    for p in grouped.iter().filter(|v| v.get("a").is_some()) {
+        for x in side(p["a"].as_str().unwrap()) {
+            for y in side(p["b"].as_str().unwrap()) {
+                expanded.push(if x < y {
+                    (x.clone(), y)
+                } else {
+                    (y, x.clone())
+                });
+            }
+        }
+    }
+    expanded.sort();
+    assert_eq!(expanded, all);
+}
+
 #[test]
 fn dedup_keeps_lines_unchanged_and_drops_what_ingest_would_skip() {
     let t = TempDb::new();

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use rand::Rng;
-use simdb::db::{Probe, Query};
+use simdb::db::{Copies, PairsItem, Probe, Query};
 use simdb::fingerprint::MAX_EXACT_K as MAX_K;
 use simdb::index::{brute_force, brute_force_plan, MemIndex, ProbePlan};
 use simdb::{Content, Db, Fingerprint, Recipe};
@@ -535,5 +535,48 @@ fn pairs_match_brute_force() {
         // Fingerprints without texts' sketches: every pair is unconfirmed.
         assert_eq!(rep.unconfirmed, n as u64);
         assert!(n > 0);
+        // Grouped (`simdb pairs`' default): each group of copies once, its
+        // first id standing for it in pairs; expanded, the same pairs.
+        let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut grouped = Vec::new();
+        let rep = db
+            .pairs_with(k, 0.0, Copies::Grouped, |item| {
+                match item {
+                    PairsItem::Copies(g) => {
+                        assert_eq!(g.distance, 0);
+                        assert!(g.copies.windows(2).all(|w| w[0] < w[1]));
+                        // Before any pair naming it.
+                        assert!(grouped
+                            .iter()
+                            .all(|(a, b, _)| *a != g.copies[0] && *b != g.copies[0]));
+                        groups.insert(g.copies[0].clone(), g.copies.clone());
+                    }
+                    PairsItem::Pair(p) => grouped.push((p.a.clone(), p.b.clone(), p.distance)),
+                }
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(rep.copy_groups, groups.len() as u64);
+        assert!(!groups.is_empty());
+        let members = |id: &String| groups.get(id).cloned().unwrap_or_else(|| vec![id.clone()]);
+        let mut expanded = Vec::new();
+        for g in groups.values() {
+            for (i, a) in g.iter().enumerate() {
+                for b in &g[i + 1..] {
+                    expanded.push((a.clone(), b.clone(), 0));
+                }
+            }
+        }
+        for (a, b, d) in &grouped {
+            for x in members(a) {
+                for y in members(b) {
+                    let (x, y) = if x < y { (&x, &y) } else { (&y, &x) };
+                    expanded.push((x.clone(), y.clone(), *d));
+                }
+            }
+        }
+        expanded.sort();
+        assert_eq!(expanded, got, "k={k}: grouped, expanded");
+        assert!(grouped.len() < got.len(), "k={k}");
     }
 }

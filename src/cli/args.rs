@@ -256,7 +256,8 @@ pub struct DedupArgs {
 const PAIRS_EXAMPLES: &str = "\
 Examples:
   simdb pairs news.db > pairs.jsonl               # {\"a\", \"b\", \"distance\", \"similarity\"} per line
-  simdb pairs news.db -k 5 --min-similarity 0     # every pair within 5 bits, unverified";
+  simdb pairs news.db -k 5 --min-similarity 0     # every pair within 5 bits, unverified
+  simdb pairs news.db --copies pairs              # a text stored n times as n(n-1)/2 pairs";
 
 #[derive(Debug, Args)]
 pub struct PairsArgs {
@@ -272,9 +273,23 @@ pub struct PairsArgs {
     /// similarity.
     #[arg(long)]
     pub min_similarity: Option<f64>,
+    /// Documents stored more than once (the same fingerprint and sketch):
+    /// `groups` (default) writes each set once, as {"copies": [ids],
+    /// "distance": 0, "similarity": 1}, before any pair, and pairs name its
+    /// first id only; `pairs` writes every pair of them (a text stored n
+    /// times gives n(n-1)/2 lines).
+    #[arg(long, value_enum, default_value_t = CopiesArg::Groups)]
+    pub copies: CopiesArg,
     /// Block cache size in MiB.
     #[arg(long, default_value_t = 256)]
     pub cache_mb: usize,
+}
+
+/// `pairs --copies`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CopiesArg {
+    Groups,
+    Pairs,
 }
 
 #[derive(Debug, Args)]

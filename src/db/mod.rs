@@ -18,7 +18,7 @@ mod writer;
 pub use admin::{Admin, ExpireReport};
 pub use check::{MigrateReport, RepairReport, VerifyReport};
 pub use clusters::{Anchor, Cluster, ClusterChanges, Clusters, KeepPolicy, Match, Member};
-pub use pairs::{Pair, PairsReport};
+pub use pairs::{Copies, CopyGroup, Pair, PairsItem, PairsReport};
 pub use request::{
     check_min_similarity, check_probe_budget, search_mode, Answer, Explained, FieldError,
     QueryOptions, QueryRequest, Subject, UnknownFields, WriteOptions,

@@ -1,5 +1,15 @@
 //! All near-duplicate pairs of a store (`simdb pairs`): a self-join by
 //! sorted passes over the block families (see [`crate::index::join`]).
+//!
+//! Documents the store cannot tell apart (the same fingerprint and the
+//! same sketch: a text stored under several ids) are, by default, one
+//! group ([`Copies::Grouped`]): a text stored n times is one line instead
+//! of n(n-1)/2 pairs, and its pairs with other documents name the group's
+//! first id only. Expanding each group into the pairs of its members, and
+//! each pair into the pairs of the two groups' members, gives exactly the
+//! pairs of [`Copies::Pairs`].
+
+use std::collections::{HashMap, HashSet};
 
 use rayon::prelude::*;
 
@@ -29,6 +39,38 @@ pub struct Pair {
     pub containment: Option<f64>,
 }
 
+/// Documents the store cannot tell apart: the same fingerprint and the same
+/// sketch (or both without one). Any two of them are a pair at distance 0.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CopyGroup {
+    /// Their ids, ascending; the first names the group in pairs.
+    pub copies: Vec<String>,
+    pub distance: u32,
+    /// 1 for sketched documents (the same sketch); absent without sketches.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<f64>,
+}
+
+/// How [`Db::pairs_with`] reports documents stored more than once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Copies {
+    /// Each set of documents the store cannot tell apart is one
+    /// [`CopyGroup`]; pairs name its first id.
+    #[default]
+    Grouped,
+    /// Every pair of documents, copies included (n(n-1)/2 for a text
+    /// stored n times).
+    Pairs,
+}
+
+/// One item of [`Db::pairs_with`]'s output.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[serde(untagged)]
+pub enum PairsItem<'a> {
+    Pair(&'a Pair),
+    Copies(&'a CopyGroup),
+}
+
 /// Counts of a [`Db::pairs`] run.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct PairsReport {
@@ -43,6 +85,10 @@ pub struct PairsReport {
     pub fingerprint_pairs: u64,
     /// Fingerprints held by more than one document.
     pub shared_fingerprints: u64,
+    /// Groups of copies emitted ([`Copies::Grouped`]).
+    pub copy_groups: u64,
+    /// Documents in them.
+    pub in_copy_groups: u64,
 }
 
 impl Db {
@@ -61,6 +107,25 @@ impl Db {
         min_similarity: f64,
         mut emit: impl FnMut(&Pair) -> Result<()>,
     ) -> Result<PairsReport> {
+        self.pairs_with(k, min_similarity, Copies::Pairs, |item| match item {
+            PairsItem::Pair(p) => emit(p),
+            PairsItem::Copies(_) => Ok(()),
+        })
+    }
+
+    /// [`Db::pairs`], with documents stored more than once reported as
+    /// `copies` says: with [`Copies::Grouped`], each set of documents of
+    /// the same fingerprint and sketch is one [`CopyGroup`] (emitted
+    /// before any pair naming it), and stands in pairs for all of them
+    /// under its first id. The output then grows with the number of
+    /// distinct documents, not with the square of their copies.
+    pub fn pairs_with(
+        &self,
+        k: u32,
+        min_similarity: f64,
+        copies: Copies,
+        mut emit: impl FnMut(PairsItem<'_>) -> Result<()>,
+    ) -> Result<PairsReport> {
         fingerprint::check_k(k)?;
         let mut rep = PairsReport::default();
         let radius = index::probe_radius(k);
@@ -68,11 +133,28 @@ impl Db {
             .map(|c| ((c * RANGE) as u16, (c * RANGE + RANGE - 1) as u16))
             .collect();
         let window = 4 * rayon::current_num_threads().max(1);
+        // The documents of a fingerprint, or with `Grouped` the first of
+        // each group of copies among them.
+        let documents = |fp| -> Result<Vec<(String, Record)>> {
+            let docs = self.store.documents_with(fp)?;
+            Ok(match copies {
+                Copies::Pairs => docs,
+                Copies::Grouped => firsts(docs),
+            })
+        };
         // Documents that share a fingerprint: one pass over `refs`, where
         // they are neighbours.
         self.store.for_each_shared_fingerprint(|fp| {
             rep.shared_fingerprints += 1;
-            let docs = self.store.documents_with(fp)?;
+            let mut docs = self.store.documents_with(fp)?;
+            if copies == Copies::Grouped {
+                for g in groups(&docs) {
+                    rep.copy_groups += 1;
+                    rep.in_copy_groups += g.copies.len() as u64;
+                    emit(PairsItem::Copies(&g))?;
+                }
+                docs = firsts(docs);
+            }
             self.emit_pairs(&docs, None, min_similarity, &mut rep, &mut emit)
         })?;
         for i in 0..BLOCKS {
@@ -87,8 +169,8 @@ impl Db {
                     pairs.sort_unstable();
                     rep.fingerprint_pairs += pairs.len() as u64;
                     for (x, y) in pairs {
-                        let dx = self.store.documents_with(x)?;
-                        let dy = self.store.documents_with(y)?;
+                        let dx = documents(x)?;
+                        let dy = documents(y)?;
                         self.emit_pairs(&dx, Some(&dy), min_similarity, &mut rep, &mut emit)?;
                     }
                 }
@@ -132,7 +214,7 @@ impl Db {
         y: Option<&[(String, Record)]>,
         min_similarity: f64,
         rep: &mut PairsReport,
-        emit: &mut impl FnMut(&Pair) -> Result<()>,
+        emit: &mut impl FnMut(PairsItem<'_>) -> Result<()>,
     ) -> Result<()> {
         let mut one = |(ia, ra): &(String, Record), (ib, rb): &(String, Record)| -> Result<()> {
             let similarity = ra.sketch.zip(rb.sketch).map(|(p, q)| p.similarity(&q));
@@ -146,13 +228,13 @@ impl Db {
             rep.pairs += 1;
             rep.unconfirmed += u64::from(similarity.is_none());
             let (a, b) = if ia < ib { (ia, ib) } else { (ib, ia) };
-            emit(&Pair {
+            emit(PairsItem::Pair(&Pair {
                 a: a.clone(),
                 b: b.clone(),
                 distance: ra.fingerprint.distance(rb.fingerprint),
                 similarity,
                 containment,
-            })
+            }))
         };
         match y {
             None => {
@@ -172,4 +254,39 @@ impl Db {
         }
         Ok(())
     }
+}
+
+/// The groups of copies among `docs` (documents of one fingerprint, in id
+/// order): those of the same sketch, two or more, each in id order.
+fn groups(docs: &[(String, Record)]) -> Vec<CopyGroup> {
+    let mut order: Vec<Option<crate::Sketch>> = Vec::new();
+    let mut by_sketch: HashMap<Option<crate::Sketch>, Vec<String>> = HashMap::new();
+    for (id, r) in docs {
+        by_sketch
+            .entry(r.sketch)
+            .or_insert_with(|| {
+                order.push(r.sketch);
+                Vec::new()
+            })
+            .push(id.clone());
+    }
+    order
+        .into_iter()
+        .filter_map(|s| by_sketch.remove(&s).map(|ids| (s, ids)))
+        .filter(|(_, ids)| ids.len() > 1)
+        .map(|(s, copies)| CopyGroup {
+            copies,
+            distance: 0,
+            similarity: s.map(|_| 1.0),
+        })
+        .collect()
+}
+
+/// The first document (smallest id) of each group of copies among `docs`
+/// (documents of one fingerprint, in id order), and the others alone.
+fn firsts(docs: Vec<(String, Record)>) -> Vec<(String, Record)> {
+    let mut seen: HashSet<Option<crate::Sketch>> = HashSet::new();
+    docs.into_iter()
+        .filter(|(_, r)| seen.insert(r.sketch))
+        .collect()
 }

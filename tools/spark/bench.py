@@ -44,7 +44,7 @@ def sh(*args: str, stdout=subprocess.DEVNULL) -> float:
 
 def simdb_pairs(db: str, path: str) -> tuple[float, set]:
     with open(path, "w") as f:
-        t = sh(simdb_bin(), "pairs", db, "-k", "3", stdout=f)
+        t = sh(simdb_bin(), "pairs", db, "-k", "3", "--copies", "pairs", stdout=f)
     with open(path) as f:
         pairs = {(p["a"], p["b"], p["distance"], p.get("similarity"))
                  for p in map(json.loads, f)}

@@ -46,8 +46,11 @@ The method (the README's "Beyond one machine" has the whole story):
    came first); if it outranks the representative under the store's keep
    policy (the export's metadata), it takes over and the members it does
    not confirm leave. A cluster's id is its founder's ord (the smallest ord left when
-   its founder leaves). This step is Python on the workers (a component is
-   small; the rule is sequential within it). simdb's clusters equal these
+   its founder leaves). This step is Python on the workers (the rule is
+   sequential within a component): each cluster's representative is kept
+   as it changes, so a join costs its near-copies, not the cluster's size;
+   only a take-over re-checks the members. (A component of n exact copies
+   still brings its n(n-1)/2 pairs: collapsing copies first is future work.) simdb's clusters equal these
    for a store ingested with `-k` at the job's k (exact checks, no
    confidence-ranked probing), without deletes.
 
@@ -265,14 +268,18 @@ def anchored_clusters(items, keep: str, min_similarity: float):
         c = min(1.0, max(0.0, sim * (1.0 + lr / lm) / (1.0 + sim)))
         return p if c >= max(MIN_CONTAINMENT, min_similarity) else None
 
+    # Each cluster's members (a set) and its representative, kept as they
+    # change: a join costs its near-copies, not the cluster's size (only a
+    # take-over re-checks the members, as a simdb write does).
     cluster_of: dict = {}
     members: dict = {}
+    rep_of: dict = {}
     for d in sorted(docs):
         near = sorted(earlier.get(d, []), key=lambda x: (conf[(x, d)][1], docs[x][1]))[:16]
         best = None
         for n in near:
             cid = cluster_of.get(n)
-            rep = n if cid is None else min(members[cid], key=rank)
+            rep = n if cid is None else rep_of[cid]
             cid = n if cid is None else cid
             m = anchored(d, rep)
             if m is None:
@@ -283,25 +290,30 @@ def anchored_clusters(items, keep: str, min_similarity: float):
         if best is None:
             continue
         _, cid, rep = best
-        ms = members.setdefault(cid, [rep])
+        ms = members.setdefault(cid, {rep})
+        rep_of.setdefault(cid, rep)
         cluster_of[rep] = cid
-        ms.append(d)
+        ms.add(d)
         cluster_of[d] = cid
         same = docs[d][2] == docs[rep][2] and docs[d][4:6] == docs[rep][4:6]
         if rank(d) < rank(rep) and not same:
-            kept = [m for m in ms if m == d or anchored(m, d) is not None]
-            gone = [m for m in ms if m not in kept]
+            kept = {m for m in ms if m == d or anchored(m, d) is not None}
+            gone = ms - kept
             for g in gone:
                 cluster_of.pop(g, None)
             del members[cid]
+            del rep_of[cid]
             if len(kept) >= 2:
                 new = min(kept) if cid in gone else cid
                 for m in kept:
                     cluster_of[m] = new
                 members[new] = kept
+                rep_of[new] = d
             else:
                 for m in kept:
                     cluster_of.pop(m, None)
+        elif rank(d) < rank(rep_of[cid]):
+            rep_of[cid] = d
     for cid, ms in members.items():
         ms = sorted(ms, key=rank)
         rep = docs[ms[0]]

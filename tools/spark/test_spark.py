@@ -274,7 +274,8 @@ def brute_pairs(export: str, k: int, min_similarity: float) -> set:
 
 def simdb_pairs(db: str, k: int, min_similarity: float) -> set:
     out = set()
-    for line in simdb("pairs", db, "-k", str(k), "--min-similarity", str(min_similarity)).splitlines():
+    for line in simdb("pairs", db, "-k", str(k), "--min-similarity", str(min_similarity),
+                      "--copies", "pairs").splitlines():
         p = json.loads(line)
         out.add((p["a"], p["b"], p["distance"], p.get("similarity")))
     return out
