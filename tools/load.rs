@@ -50,9 +50,10 @@
 //!    plus a little; after a restart every acknowledged document is there
 //!    and verify is clean.
 //!
-//! With `--crash`, a last mixed phase is ended by kill -9 of the server at
-//! a random moment; the server is restarted and every acknowledged
-//! document must be there, and verify clean.
+//! With `--crash`, a last mixed phase, with the `--stalled` clients holding
+//! their chunked bodies, is ended by kill -9 of the server at a random
+//! moment; the server is restarted and every acknowledged document must be
+//! there, and verify clean.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -63,6 +64,10 @@ use std::time::{Duration, Instant};
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
+
+/// A chunked `POST /documents` that sends its first chunk and stops: what
+/// the stalled clients hold (phase 5b, and through `--crash`).
+const STALLED_BODY: &[u8] = b"POST /documents HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n[{\"id\r\n";
 
 #[path = "common.rs"]
 #[allow(dead_code)]
@@ -611,12 +616,7 @@ fn main() {
     if o.stalled > 0 {
         let stop = Arc::new(AtomicBool::new(false));
         let addr = server.base.trim_start_matches("http://").to_string();
-        let attacker = hold_half_open(
-            addr,
-            o.stalled,
-            b"POST /documents HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n[{\"id\r\n",
-            stop.clone(),
-        );
+        let attacker = hold_half_open(addr, o.stalled, STALLED_BODY, stop.clone());
         std::thread::sleep(Duration::from_millis(500));
         let (mut lat, secs) = run_phase(
             &w,
@@ -732,6 +732,16 @@ fn main() {
     if o.crash {
         let server = Server::start(&o.bin, &db);
         let stop = Arc::new(AtomicBool::new(false));
+        // The stalled clients of phase 5b hold their bodies through the
+        // crash too.
+        let stalled = (o.stalled > 0).then(|| {
+            hold_half_open(
+                server.base.trim_start_matches("http://").to_string(),
+                o.stalled,
+                STALLED_BODY,
+                stop.clone(),
+            )
+        });
         let kill_after = rand::rng().random_range(0.5..o.seconds.max(1.0));
         let w2 = w.clone();
         let base = server.base.clone();
@@ -751,13 +761,14 @@ fn main() {
         server.kill9();
         let (lat, _) = load.join().expect("the crash phase");
         stop.store(true, Ordering::Relaxed);
+        let held = stalled.map_or(0, |a| a.join().expect("the stalled clients").opened);
         let sent: usize = lat.0.values().map(Vec::len).sum();
         let server = Server::start(&o.bin, &db);
         let n = check_acked(&w, &server.base);
         server.stop();
         simdb(&o.bin, &[&"verify", &db]);
         println!(
-            "crash: kill -9 after {kill_after:.1} s of mixed load ({sent} requests answered); after restart all {n} acknowledged documents are there; verify clean"
+            "crash: kill -9 after {kill_after:.1} s of mixed load ({sent} requests answered, {held} stalled chunked bodies held); after restart all {n} acknowledged documents are there; verify clean"
         );
     }
 }
