@@ -224,12 +224,13 @@ def components(F, edges, checkpoint):
             return labels, rounds
 
 
-def anchored_clusters(items, keep: str, min_similarity: float):
+def anchored_clusters(items, keep: str, min_similarity: float, work: list | None = None):
     """simdb's anchored clusters of one component: `items` are ("d", (ord,
     id, fp, priority, length, sketch words)) and ("p", (x, y, distance,
     similarity, kept)) for every pair within k, x < y ords (`kept`: the
     pair is confirmed); yields (cluster, size, representative, id, rank,
-    distance) rows."""
+    distance) rows. `work[0]`, if given, counts the ranks and
+    confirmations computed (the placement's cost, for the tests)."""
     docs, within, conf = {}, {}, {}
     for kind, v in items:
         if kind == "d":
@@ -243,6 +244,8 @@ def anchored_clusters(items, keep: str, min_similarity: float):
         earlier.setdefault(y, []).append(x)
 
     def rank(o):
+        if work is not None:
+            work[0] += 1
         _, _, _, p, length, _ = docs[o]
         if keep == "priority":
             return ((0, -p) if p is not None else (1, 0.0), o)
@@ -256,6 +259,8 @@ def anchored_clusters(items, keep: str, min_similarity: float):
         """(similarity, distance) when member m is confirmed against rep:
         within k, by similarity, or by containment if m is the shorter
         (whichever came first)."""
+        if work is not None:
+            work[0] += 1
         p = within.get((min(m, rep), max(m, rep)))
         if p is None:
             return None
