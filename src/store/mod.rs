@@ -513,24 +513,44 @@ impl Store {
         let opts = db_options(false, tuning);
         // Open with the families the store has, so an older format can be
         // recognised (and named) rather than refused as foreign.
-        let descs: Vec<ColumnFamilyDescriptor> = families
-            .iter()
-            .filter(|f| f.as_str() != "default")
-            .map(|f| {
-                let mut o = family_options(f, &cache);
-                if access == Access::ReadOnly {
-                    // A reader never fills a memtable: no memtable bloom
-                    // filter (`refs` would allocate and zero 6 MiB of it
-                    // per memtable at open, most of a short command's
-                    // page faults).
-                    o.set_memtable_prefix_bloom_ratio(0.0);
+        let descs = || -> Vec<ColumnFamilyDescriptor> {
+            families
+                .iter()
+                .filter(|f| f.as_str() != "default")
+                .map(|f| {
+                    let mut o = family_options(f, &cache);
+                    if access == Access::ReadOnly {
+                        // A reader never fills a memtable: no memtable bloom
+                        // filter (`refs` would allocate and zero 6 MiB of it
+                        // per memtable at open, most of a short command's
+                        // page faults).
+                        o.set_memtable_prefix_bloom_ratio(0.0);
+                    }
+                    ColumnFamilyDescriptor::new(f, o)
+                })
+                .collect()
+        };
+        let mut attempts = 0u64;
+        let db = loop {
+            let opened = match access {
+                Access::ReadWrite => DB::open_cf_descriptors(&opts, path, descs()),
+                Access::ReadOnly => DB::open_cf_descriptors_read_only(&opts, path, descs(), false),
+            };
+            match opened {
+                // A read-only open reads the MANIFEST, then the table files
+                // it names: a writer's flush or compaction may delete one
+                // in between. The store is whole; its new MANIFEST names
+                // the files that replaced it, so open again.
+                Err(e)
+                    if access == Access::ReadOnly
+                        && attempts < READ_ONLY_OPEN_ATTEMPTS
+                        && e.to_string().contains("No such file or directory") =>
+                {
+                    attempts += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(10 * attempts));
                 }
-                ColumnFamilyDescriptor::new(f, o)
-            })
-            .collect();
-        let db = match access {
-            Access::ReadWrite => DB::open_cf_descriptors(&opts, path, descs),
-            Access::ReadOnly => DB::open_cf_descriptors_read_only(&opts, path, descs, false),
+                other => break other,
+            }
         }
         .map_err(|e| {
             if is_lock_error(&e) {
@@ -891,6 +911,10 @@ impl Store {
         Ok(())
     }
 }
+
+/// How many times a read-only open is tried again when a table file its
+/// MANIFEST named was deleted meanwhile by a writer's compaction.
+const READ_ONLY_OPEN_ATTEMPTS: u64 = 10;
 
 #[cfg(test)]
 mod tests {
