@@ -990,16 +990,8 @@ impl Db {
             .iter()
             .map(|(id, r)| self.record_query(id, r))
             .collect();
-        let keys: Vec<store::PlanKey> = queries
-            .iter()
-            .map(|q| store::PlanKey {
-                fp: q.fingerprint,
-                plan: q.plan(),
-                probe: q.band_probe(),
-            })
-            .collect();
         let at = self.store.snapshot();
-        let pre = self.store.prefetch(&at, keys, Vec::new(), false)?;
+        let pre = self.prefetch_searches(&at, &queries)?;
         let searcher = self.searcher(&at, Some(&pre));
         let mut out = Vec::with_capacity(chunk.len());
         for ((_, r), q) in chunk.iter().zip(&queries) {

@@ -208,6 +208,16 @@ impl Query {
         }
     }
 
+    /// What a chunk's reads beforehand ([`store::Prefetch`]) are keyed by:
+    /// the fingerprint, the plan and the band probe.
+    pub(crate) fn plan_key(&self) -> store::PlanKey {
+        store::PlanKey {
+            fp: self.fingerprint,
+            plan: self.plan(),
+            probe: self.band_probe(),
+        }
+    }
+
     /// The band probe of a ranked query with a sketch (none for an exact
     /// one, one without a sketch, or one whose probe has `bands` off).
     pub fn band_probe(&self) -> Option<index::bands::BandProbe> {
@@ -613,6 +623,14 @@ impl Db {
         }
     }
 
+    /// What the searches of `qs` read, read beforehand at `at` in sorted
+    /// passes on the rayon pool (a write chunk's prefetch, without the
+    /// writer's bucket heads).
+    fn prefetch_searches(&self, at: &store::Snapshot<'_>, qs: &[Query]) -> Result<store::Prefetch> {
+        let keys = qs.iter().map(Query::plan_key).collect();
+        self.store.prefetch(at, keys, Vec::new(), false)
+    }
+
     /// The answer to `q` at `at` ([`search::Rule::query`]), its hits
     /// checked against their records.
     fn found(
@@ -652,16 +670,8 @@ impl Db {
     /// sorted passes over the rayon pool (as a chunk's duplicate checks
     /// read them), then each query is answered from them.
     pub fn find_many(&self, qs: &[Query]) -> Result<Vec<Found>> {
-        let keys: Vec<store::PlanKey> = qs
-            .iter()
-            .map(|q| store::PlanKey {
-                fp: q.fingerprint,
-                plan: q.plan(),
-                probe: q.band_probe(),
-            })
-            .collect();
         let at = self.store.snapshot();
-        let pre = self.store.prefetch(&at, keys, Vec::new(), false)?;
+        let pre = self.prefetch_searches(&at, qs)?;
         qs.iter().map(|q| self.found(&at, Some(&pre), q)).collect()
     }
 

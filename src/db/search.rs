@@ -138,13 +138,12 @@ impl Searcher<'_, '_> {
     /// own). Returns (the store's, the band-only ones chosen).
     fn candidates(
         &self,
-        q: &Query,
+        fp: Fingerprint,
         plan: &index::ProbePlan,
         prefetched: Option<&store::Prefetched>,
         part: &index::ProbePlan,
         probe: Option<&index::bands::BandProbe>,
     ) -> Result<(Vec<Fingerprint>, Vec<Fingerprint>)> {
-        let fp = q.fingerprint;
         let (mut found, banded) = match (prefetched, self.reads) {
             (Some(p), _) => p.candidates(part, probe.is_some()),
             (None, Reads::Writer) => self.store.writer_candidates(self.at, fp, part, probe)?,
@@ -232,15 +231,10 @@ impl Searcher<'_, '_> {
             })
         };
         let sketch = q.sketch.as_ref();
-        let plan = q.plan();
+        let key = q.plan_key();
+        let (plan, band_probe) = (&key.plan, key.probe);
         let pre = self.prefetch;
-        let prefetched = pre.and_then(|p| {
-            p.check(&store::PlanKey {
-                fp,
-                plan: plan.clone(),
-                probe: q.band_probe(),
-            })
-        });
+        let prefetched = pre.and_then(|p| p.check(&key));
         let mem = self.pending.map(|p| p.mem);
         // Stage 1, distance 0: the store's documents of `fp` merged with
         // the batch's.
@@ -257,7 +251,7 @@ impl Searcher<'_, '_> {
             && drain(&mut pending, &mut out, &mut take)?;
         let exact = index::ProbePlan::exact(fp, plan.k);
         let mut far_here: Vec<Fingerprint> = Vec::new();
-        let bands_last = rule.bands_last && q.band_probe().is_some();
+        let bands_last = rule.bands_last && band_probe.is_some();
         // Stages 2, 3 and 4 (n = 0, 1, 2).
         for n in 0..3 {
             let found_within = rule.within_k_first && !out.hits.is_empty();
@@ -299,10 +293,10 @@ impl Searcher<'_, '_> {
             let probe = match n {
                 0 => None,
                 1 if bands_last => None,
-                _ => q.band_probe(),
+                _ => band_probe,
             };
             let (mut found, chosen) =
-                self.candidates(q, &plan, prefetched, &part, probe.as_ref())?;
+                self.candidates(fp, plan, prefetched, &part, probe.as_ref())?;
             if n == 0 {
                 far_here = found
                     .iter()
@@ -324,7 +318,7 @@ impl Searcher<'_, '_> {
             let (near, far) = nearest_levels(found, fp, want);
             let pending_plan = match n {
                 0 => &exact,
-                1 => &plan,
+                1 => plan,
                 _ => &part,
             };
             let mut pending = mem

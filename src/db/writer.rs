@@ -323,14 +323,7 @@ impl Writer<'_> {
         queries: impl IntoIterator<Item = &'q Query>,
         ids: impl IntoIterator<Item = &'q str>,
     ) -> Result<()> {
-        let keys: Vec<store::PlanKey> = queries
-            .into_iter()
-            .map(|q| store::PlanKey {
-                fp: q.fingerprint,
-                plan: q.plan(),
-                probe: q.band_probe(),
-            })
-            .collect();
+        let keys: Vec<store::PlanKey> = queries.into_iter().map(Query::plan_key).collect();
         let ids: Vec<&str> = ids.into_iter().collect();
         if keys.is_empty() && ids.is_empty() {
             return Ok(());
