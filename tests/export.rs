@@ -320,13 +320,10 @@ fn write_columns(path: &Path, columns: Vec<(&str, arrow_array::ArrayRef)>) {
     w.close().unwrap();
 }
 
-/// Issue 24 (review finding 8): a directory without the `_SUCCESS` of a
-/// finished export is refused, naming what is missing, unless `--partial`
-/// (before: two thirds of the store were imported, exit 0).
-#[test]
-fn regression_24_an_unfinished_export_is_refused() {
-    let t = common::TempDb::new();
-    let mut rng = common::rng(8);
+/// `simdb export --parquet` of 300 imported random fingerprints (seed
+/// `seed`), in three parts of 100 rows: the export's directory.
+fn export_in_three_parts(t: &common::TempDb, seed: u64) -> std::path::PathBuf {
+    let mut rng = common::rng(seed);
     let lines: Vec<String> = (0..300)
         .map(|i| {
             json!({"id": format!("d{i}"), "fingerprint": format!("{:016x}", rng.random::<u64>())})
@@ -339,6 +336,16 @@ fn regression_24_an_unfinished_export_is_refused() {
     let out = t.path().join("export");
     let o = common::simdb(&[&"export", &src, &"--parquet", &out, &"--file-rows", &"100"]);
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    out
+}
+
+/// Issue 24 (review finding 8): a directory without the `_SUCCESS` of a
+/// finished export is refused, naming what is missing, unless `--partial`
+/// (before: two thirds of the store were imported, exit 0).
+#[test]
+fn regression_24_an_unfinished_export_is_refused() {
+    let t = common::TempDb::new();
+    let out = export_in_three_parts(&t, 8);
     // As an export killed after its first two parts leaves it.
     std::fs::remove_file(out.join("_SUCCESS")).unwrap();
     std::fs::remove_file(out.join("part-00002.parquet")).unwrap();
@@ -369,19 +376,7 @@ fn regression_24_an_unfinished_export_is_refused() {
 #[test]
 fn regression_37_an_export_that_lost_or_changed_a_part_is_refused() {
     let t = common::TempDb::new();
-    let mut rng = common::rng(37);
-    let lines: Vec<String> = (0..300)
-        .map(|i| {
-            json!({"id": format!("d{i}"), "fingerprint": format!("{:016x}", rng.random::<u64>())})
-                .to_string()
-        })
-        .collect();
-    let input = t.file("fps.jsonl", lines.join("\n"));
-    let src = t.path().join("src.db");
-    assert_eq!(common::code(&common::simdb(&[&"import", &src, &input])), 0);
-    let out = t.path().join("export");
-    let o = common::simdb(&[&"export", &src, &"--parquet", &out, &"--file-rows", &"100"]);
-    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let out = export_in_three_parts(&t, 37);
     let m = simdb::db::export::Manifest::read(&out).unwrap().unwrap();
     assert_eq!((m.documents, m.parts.len()), (300, 3));
     assert!(m.check(&out).unwrap().is_empty());
