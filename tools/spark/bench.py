@@ -1,5 +1,5 @@
 """Figures for the README's "Beyond one machine": the Spark job in local mode
-beside `simdb pairs` / `simdb clusters` on the same store, in one run.
+beside `simdb pairs --copies pairs` / `simdb clusters` on the same store, in one run.
 
     # real documents: ingest (exact duplicate search, -k 3), export, both designs;
     # the job's pairs and clusters must equal simdb's

@@ -9,7 +9,8 @@ Two generated stores (seeded; no network, no ../shared):
   0..7, the differing bits spread over the blocks of both designs or packed
   into one block, and fingerprints shared by several documents.
 
-For each, the job's pairs must equal `simdb pairs` and a brute force over
+For each, the job's pairs must equal `simdb pairs --copies pairs` (every
+pair; the job does not group copies) and a brute force over
 the export (every pair compared, the sketch estimate computed bin by bin),
 for the card and Manku designs and others; its clusters must equal
 `simdb clusters`.
