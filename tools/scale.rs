@@ -7,8 +7,11 @@
 //! cargo run --release --example scale -- --n 1000000 --queries 2000 [--mode uniform|skewed]
 //!     [--seed 1] [--dir DIR] [--brute 50] [--keep] [--reuse] [--cache-mb 256]
 //!     [--big-batch 100000] [--ks 7,11] [--k-queries 1000] [--budgets 112]
-//!     [--sketches]
+//!     [--sketches] [--no-mmap]
 //! ```
+//!
+//! `--no-mmap` opens the store with `Tuning::mmap_reads` off (every block
+//! through the block cache, a miss a `pread`), to compare with the default.
 //!
 //! `--sketches` gives every document a verification sketch (uniform
 //! random; the planted neighbours of a query share its sketch) and imports
@@ -64,6 +67,8 @@ struct Args {
     reuse: bool,
     cache_mb: usize,
     row_cache_mb: usize,
+    /// `Tuning::mmap_reads` off: every block through the block cache.
+    no_mmap: bool,
     big_batch: usize,
     ks: Vec<u32>,
     k_queries: usize,
@@ -90,6 +95,7 @@ fn args() -> Args {
         reuse: false,
         cache_mb: 256,
         row_cache_mb: 0,
+        no_mmap: false,
         big_batch: 100_000,
         ks: Vec::new(),
         k_queries: 1000,
@@ -120,6 +126,7 @@ fn args() -> Args {
             }
             "--keep" => a.keep = true,
             "--sketches" => a.sketches = true,
+            "--no-mmap" => a.no_mmap = true,
             "--reuse" => {
                 a.reuse = true;
                 a.keep = true;
@@ -442,6 +449,7 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
     let tuning = Tuning {
         block_cache_bytes: a.cache_mb << 20,
         row_cache_bytes: a.row_cache_mb << 20,
+        mmap_reads: !a.no_mmap,
         ..Tuning::default()
     };
     let db = Db::open_tuned(store, Access::ReadOnly, tuning).expect("open");

@@ -134,7 +134,8 @@ pub struct ServeArgs {
     /// could answer more is refused with 400 before any work.
     #[arg(long, default_value_t = simdb::db::limits::DEFAULT_MAX_REQUEST_HITS, value_name = "N")]
     pub max_hits: usize,
-    /// Block cache size in MiB.
+    /// Block cache size in MiB: decompressed blocks of the records, `refs` and clusters (the
+    /// index's buckets are read in place through mmap from the OS page cache).
     #[arg(long, default_value_t = 256, value_name = "MIB")]
     pub cache_mb: usize,
     /// Most connections at once (fewer if the limit on open files
@@ -280,7 +281,8 @@ pub struct PairsArgs {
     /// times gives n(n-1)/2 lines).
     #[arg(long, value_enum, default_value_t = CopiesArg::Groups)]
     pub copies: CopiesArg,
-    /// Block cache size in MiB.
+    /// Block cache size in MiB: decompressed blocks of the records, `refs` and clusters (the
+    /// index's buckets are read in place through mmap from the OS page cache).
     #[arg(long, default_value_t = 256)]
     pub cache_mb: usize,
 }
@@ -563,7 +565,8 @@ pub struct QueryArgs {
     /// JSON output.
     #[arg(long)]
     pub json: bool,
-    /// Block cache size in MiB (helps long --batch runs).
+    /// Block cache size in MiB: decompressed blocks of the records, `refs` and clusters (the
+    /// index's buckets are read in place through mmap from the OS page cache).
     #[arg(long, default_value_t = 256, value_name = "MIB")]
     pub cache_mb: usize,
     /// With --text, --file, --id or text lines of --batch: report a candidate only if the two

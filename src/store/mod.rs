@@ -29,9 +29,12 @@
 //! decompression), 16 KiB blocks, and the posting merge operator. `refs`
 //! (8-byte prefix extractor: a query finds the documents of a fingerprint
 //! under its prefix) and `docs` are read by point lookups: whole-key bloom
-//! filters and LZ4. All families share one LRU block cache
-//! ([`Tuning::block_cache_bytes`]) and memtables are capped at 256 MiB in
-//! total, so a process stays well under 1 GiB.
+//! filters and LZ4. Table files are read through `mmap`
+//! ([`Tuning::mmap_reads`]): uncompressed blocks, the postings, are read in
+//! place from the OS page cache; decompressed blocks of the other families
+//! share one LRU block cache ([`Tuning::block_cache_bytes`]). Memtables are
+//! capped at 256 MiB in total, so a process's own memory stays well under
+//! 1 GiB (the mapped table pages are the OS's cache, not the process's).
 //!
 //! # Meta entries
 //!
@@ -139,6 +142,15 @@ pub struct Tuning {
     /// 512, at least 20); the others are opened when read. Bounded so that
     /// a store cannot take every descriptor the process has.
     pub max_open_files: u32,
+    /// Read table files through `mmap` (default on): a read takes its
+    /// block from the OS page cache in place, with no `pread` copy and no
+    /// block-cache insert and eviction. The postings are stored
+    /// uncompressed, so a bucket read costs no copy at all; this is what
+    /// keeps a store whose band and block families outgrow the block
+    /// cache (5M documents: ~800 MB; 50M: ~8 GB) near the speed of one
+    /// that fits (docs/performance.md, "Reads through mmap"). Off, every
+    /// block comes through the block cache and a miss is a `pread`.
+    pub mmap_reads: bool,
 }
 
 impl Default for Tuning {
@@ -147,6 +159,7 @@ impl Default for Tuning {
             block_cache_bytes: 256 << 20,
             row_cache_bytes: 0,
             max_open_files: 512,
+            mmap_reads: true,
         }
     }
 }
@@ -397,6 +410,7 @@ fn db_options(create: bool, tuning: Tuning) -> Options {
     // All memtables together; the default (64 MiB per family, two each)
     // could reach ~900 MiB over seven families.
     o.set_db_write_buffer_size(256 << 20);
+    o.set_allow_mmap_reads(tuning.mmap_reads);
     o
 }
 
