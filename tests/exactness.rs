@@ -580,3 +580,41 @@ fn pairs_match_brute_force() {
         assert!(grouped.len() < got.len(), "k={k}");
     }
 }
+
+/// A group of copies in `simdb pairs` is what the store cannot tell apart,
+/// as its clusters see it: the fingerprint, the sketch and the length (the
+/// containment rule weighs the length, and a longer text takes a cluster
+/// over under `longest`). Two texts of one fingerprint and different
+/// lengths are a pair, not a group.
+#[test]
+fn pairs_group_only_copies_of_one_length() {
+    let t = common::TempDb::new();
+    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let fp = Fingerprint(0x0123_4567_89ab_cdef);
+    {
+        let mut w = db.writer().unwrap();
+        for (id, text) in [
+            ("a1", "xxxx"),
+            ("a2", "yyyy"),
+            ("b1", "xxxxxxxx"),
+            ("b2", "zzzzzzzz"),
+        ] {
+            w.put(id, fp, &Content::Text(text.to_string()), "test")
+                .unwrap();
+        }
+        w.commit().unwrap();
+    }
+    let mut groups = Vec::new();
+    let mut pairs = Vec::new();
+    db.pairs_with(3, 0.0, Copies::Grouped, |item| {
+        match item {
+            PairsItem::Copies(g) => groups.push(g.copies.clone()),
+            PairsItem::Pair(p) => pairs.push((p.a.clone(), p.b.clone(), p.distance)),
+        }
+        Ok(())
+    })
+    .unwrap();
+    groups.sort();
+    assert_eq!(groups, vec![vec!["a1", "a2"], vec!["b1", "b2"]]);
+    assert_eq!(pairs, vec![("a1".to_string(), "b1".to_string(), 0)]);
+}

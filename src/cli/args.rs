@@ -274,7 +274,7 @@ pub struct PairsArgs {
     /// similarity.
     #[arg(long)]
     pub min_similarity: Option<f64>,
-    /// Documents stored more than once (the same fingerprint and sketch):
+    /// Documents stored more than once (the same fingerprint, sketch and length):
     /// `groups` (default) writes each set once, as {"copies": [ids],
     /// "distance": 0, "similarity": 1}, before any pair, and pairs name its
     /// first id only; `pairs` writes every pair of them (a text stored n

@@ -1,13 +1,16 @@
 //! All near-duplicate pairs of a store (`simdb pairs`): a self-join by
 //! sorted passes over the block families (see [`crate::index::join`]).
 //!
-//! Documents the store cannot tell apart (the same fingerprint and the
-//! same sketch: a text stored under several ids) are, by default, one
+//! Documents the store cannot tell apart (the same fingerprint, sketch
+//! and length: a text stored under several ids) are, by default, one
 //! group ([`Copies::Grouped`]): a text stored n times is one line instead
 //! of n(n-1)/2 pairs, and its pairs with other documents name the group's
 //! first id only. Expanding each group into the pairs of its members, and
-//! each pair into the pairs of the two groups' members, gives exactly the
-//! pairs of [`Copies::Pairs`].
+//! each pair into the pairs of the two groups' members, gives the pairs of
+//! [`Copies::Pairs`], with one exception: a pair confirmed by containment
+//! alone (the later text the shorter, see [`super::MIN_CONTAINMENT`]) was
+//! decided for the two first ids, and holds for those members of the two
+//! groups that come in the same order.
 
 use std::collections::{HashMap, HashSet};
 
@@ -39,8 +42,9 @@ pub struct Pair {
     pub containment: Option<f64>,
 }
 
-/// Documents the store cannot tell apart: the same fingerprint and the same
-/// sketch (or both without one). Any two of them are a pair at distance 0.
+/// Documents the store cannot tell apart: the same fingerprint, the same
+/// sketch (or both without one) and the same length. Any two of them are a
+/// pair at distance 0.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct CopyGroup {
     /// Their ids, ascending; the first names the group in pairs.
@@ -115,7 +119,7 @@ impl Db {
 
     /// [`Db::pairs`], with documents stored more than once reported as
     /// `copies` says: with [`Copies::Grouped`], each set of documents of
-    /// the same fingerprint and sketch is one [`CopyGroup`] (emitted
+    /// the same fingerprint, sketch and length is one [`CopyGroup`] (emitted
     /// before any pair naming it), and stands in pairs for all of them
     /// under its first id. The output then grows with the number of
     /// distinct documents, not with the square of their copies.
@@ -256,23 +260,30 @@ impl Db {
     }
 }
 
+/// What tells documents of one fingerprint apart: the sketch, and the
+/// length (the containment rule weighs it).
+fn copy_key(r: &Record) -> (Option<crate::Sketch>, u64) {
+    (r.sketch, r.length)
+}
+
 /// The groups of copies among `docs` (documents of one fingerprint, in id
-/// order): those of the same sketch, two or more, each in id order.
+/// order): those of the same sketch and length, two or more, each in id
+/// order.
 fn groups(docs: &[(String, Record)]) -> Vec<CopyGroup> {
-    let mut order: Vec<Option<crate::Sketch>> = Vec::new();
-    let mut by_sketch: HashMap<Option<crate::Sketch>, Vec<String>> = HashMap::new();
+    let mut order: Vec<(Option<crate::Sketch>, u64)> = Vec::new();
+    let mut by_key: HashMap<(Option<crate::Sketch>, u64), Vec<String>> = HashMap::new();
     for (id, r) in docs {
-        by_sketch
-            .entry(r.sketch)
+        by_key
+            .entry(copy_key(r))
             .or_insert_with(|| {
-                order.push(r.sketch);
+                order.push(copy_key(r));
                 Vec::new()
             })
             .push(id.clone());
     }
     order
         .into_iter()
-        .filter_map(|s| by_sketch.remove(&s).map(|ids| (s, ids)))
+        .filter_map(|key| by_key.remove(&key).map(|ids| (key.0, ids)))
         .filter(|(_, ids)| ids.len() > 1)
         .map(|(s, copies)| CopyGroup {
             copies,
@@ -285,8 +296,8 @@ fn groups(docs: &[(String, Record)]) -> Vec<CopyGroup> {
 /// The first document (smallest id) of each group of copies among `docs`
 /// (documents of one fingerprint, in id order), and the others alone.
 fn firsts(docs: Vec<(String, Record)>) -> Vec<(String, Record)> {
-    let mut seen: HashSet<Option<crate::Sketch>> = HashSet::new();
+    let mut seen: HashSet<(Option<crate::Sketch>, u64)> = HashSet::new();
     docs.into_iter()
-        .filter(|(_, r)| seen.insert(r.sketch))
+        .filter(|(_, r)| seen.insert(copy_key(r)))
         .collect()
 }
