@@ -89,7 +89,8 @@ def run_designs(export: str, work: str, check=None, partitions=None,
         t0 = time.perf_counter()
         try:
             # The candidate count is its own pass, timed apart.
-            rep = simdb_spark.run(spark, export, out, k=3, design=design, stats=True)
+            rep = simdb_spark.run(spark, export, out, k=3, design=design, stats=True,
+                                  copies="pairs")
         finally:
             spark.stop()
         rep["wall"] = round(time.perf_counter() - t0, 1)
@@ -104,11 +105,11 @@ def run_designs(export: str, work: str, check=None, partitions=None,
 
 
 def summary(rows: list[dict], simdb_seconds: float) -> None:
-    print(f"\n{'design':8} {'tables':>6} {'docs':>11} {'cand/doc':>9} {'largest':>8} "
+    print(f"\n{'design':8} {'tables':>6} {'docs':>11} {'groups':>11} {'cand/group':>10} {'largest':>8} "
           f"{'pairs':>9} {'job s':>7} {'(stats s)':>9}  simdb pairs: {simdb_seconds:.1f} s")
     for r in rows:
-        print(f"{r['design']:8} {r['tables']:>6} {r['documents']:>11,} "
-              f"{r['candidates_per_document']:>9.1f} {r['largest_bucket']:>8} {r['pairs']:>9,} "
+        print(f"{r['design']:8} {r['tables']:>6} {r['documents']:>11,} {r['groups']:>11,} "
+              f"{r['candidates_per_group']:>10.1f} {r['largest_bucket']:>8} {r['pairs']:>9,} "
               f"{r['job_seconds']:>7.1f} {r['seconds'].get('stats', 0):>9.1f}")
 
 

@@ -7,6 +7,11 @@ shuffle or a join, so it runs at the JVM's speed on a real cluster.
 
 The method (the README's "Beyond one machine" has the whole story):
 
+0. Copies. Documents of one fingerprint, sketch and length (a text stored
+   under several ids) are one group, named by its smallest ord; every rule
+   below treats them alike, so the tables, the join and the verification
+   run over one row per group: n copies of one text cost one row, not
+   n(n-1)/2 pairs.
 1. Tables. The 64 bits are cut into B blocks (the first 64 mod B blocks one
    bit wider, the first block the most significant); each of the C(B, m)
    tables keys a document by m of its blocks. If two fingerprints differ
@@ -49,14 +54,22 @@ The method (the README's "Beyond one machine" has the whole story):
    its founder leaves). This step is Python on the workers (the rule is
    sequential within a component): each cluster's representative is kept
    as it changes, so a join costs its near-copies, not the cluster's size;
-   only a take-over re-checks the members. (A component of n exact copies
-   still brings its n(n-1)/2 pairs: collapsing copies first is future work.) simdb's clusters equal these
+   only a take-over re-checks the members. The worker gets the groups'
+   pairs, not the documents': a document's 16 nearest confirmed earlier
+   near-copies are among the 16 smallest ids placed so far of its own group
+   and of each neighbouring group, so a group of n copies costs about 16n.
+   simdb's clusters equal these
    for a store ingested with `-k` at the job's k (exact checks, no
    confidence-ranked probing), without deletes.
 
 Output (Parquet, Snappy):
     OUT/pairs/     a, b (ids, a < b), distance (int), similarity (double, null: unconfirmed),
-                   containment (double, set when the pair was confirmed by containment)
+                   containment (double, set when the pair was confirmed by containment).
+                   With --copies groups (the default, as `simdb pairs`): pairs of groups,
+                   each named and decided by its first (smallest) id; with --copies pairs
+                   every pair of documents (`simdb pairs --copies pairs`)
+    OUT/copies/    (--copies groups) copies (the ids of a group of two or more,
+                   ascending), distance (0), similarity (1.0; null without sketches)
     OUT/clusters/  cluster (long), size (long), representative (string), id (string),
                    rank (int, 0 = the representative), distance (int, bits from the
                    representative)
@@ -66,6 +79,7 @@ Output (Parquet, Snappy):
 from __future__ import annotations
 
 import argparse
+import bisect
 import itertools
 import json
 import os
@@ -224,29 +238,48 @@ def components(F, edges, checkpoint):
             return labels, rounds
 
 
+def confirmed(sim, later_len: int, earlier_len: int, min_similarity: float) -> bool:
+    """simdb's confirmation of a pair within k, the later document of length
+    `later_len`: unconfirmed (no sketch), by similarity, or by containment
+    when the later is the shorter (the same arithmetic as the SQL of `run`)."""
+    if sim is None or sim >= min_similarity:
+        return True
+    if sim < CONTAINMENT_FLOOR or later_len <= 0 or later_len >= earlier_len:
+        return False
+    c = min(1.0, max(0.0, sim * (1.0 + earlier_len / later_len) / (1.0 + sim)))
+    return c >= max(MIN_CONTAINMENT, min_similarity)
+
+
 def anchored_clusters(items, keep: str, min_similarity: float, work: list | None = None):
     """simdb's anchored clusters of one component: `items` are ("d", (ord,
-    id, fp, priority, length, sketch words)) and ("p", (x, y, distance,
-    similarity, kept)) for every pair within k, x < y ords (`kept`: the
-    pair is confirmed); yields (cluster, size, representative, id, rank,
-    distance) rows. `work[0]`, if given, counts the ranks and
-    confirmations computed (the placement's cost, for the tests)."""
-    docs, within, conf = {}, {}, {}
+    id, fp, priority, length, sketch words, group)) and ("p", (x, y,
+    distance, similarity)) for every pair of groups within k, x < y (a
+    group is the documents of one fingerprint, sketch and length, named by
+    its smallest ord: any two of its documents are a pair at distance 0
+    with similarity 1, or none without sketches, and are not listed);
+    yields (cluster, size, representative, id, rank, distance) rows.
+    `work[0]`, if given, counts the candidates, ranks and confirmations
+    computed (the placement's cost, for the tests)."""
+    docs, within, adj = {}, {}, {}
     for kind, v in items:
         if kind == "d":
             docs[v[0]] = v
         else:
             within[(v[0], v[1])] = (v[3], v[2])
-            if v[4]:
-                conf[(v[0], v[1])] = (v[3], v[2])
-    earlier: dict = {}
-    for x, y in conf:
-        earlier.setdefault(y, []).append(x)
+            adj.setdefault(v[0], []).append((v[1], v[3], v[2]))
+            adj.setdefault(v[1], []).append((v[0], v[3], v[2]))
+    glen, gsim = {}, {}
+    for v in docs.values():
+        glen[v[6]] = v[4]
+        gsim[v[6]] = None if v[5][0] is None else 1.0
+
+    def tally(n=1):
+        if work is not None:
+            work[0] += n
 
     def rank(o):
-        if work is not None:
-            work[0] += 1
-        _, _, _, p, length, _ = docs[o]
+        tally()
+        _, _, _, p, length, _, _ = docs[o]
         if keep == "priority":
             return ((0, -p) if p is not None else (1, 0.0), o)
         if keep == "longest":
@@ -255,13 +288,19 @@ def anchored_clusters(items, keep: str, min_similarity: float, work: list | None
             return (-o, o)
         return (0, o)
 
+    def pair(m, r):
+        """(similarity, distance) of two documents within k, or None."""
+        gm, gr = docs[m][6], docs[r][6]
+        if gm == gr:
+            return (gsim[gm], 0)
+        return within.get((min(gm, gr), max(gm, gr)))
+
     def anchored(m, rep):
         """(similarity, distance) when member m is confirmed against rep:
         within k, by similarity, or by containment if m is the shorter
         (whichever came first)."""
-        if work is not None:
-            work[0] += 1
-        p = within.get((min(m, rep), max(m, rep)))
+        tally()
+        p = pair(m, rep)
         if p is None:
             return None
         sim = p[0]
@@ -273,6 +312,23 @@ def anchored_clusters(items, keep: str, min_similarity: float, work: list | None
         c = min(1.0, max(0.0, sim * (1.0 + lr / lm) / (1.0 + sim)))
         return p if c >= max(MIN_CONTAINMENT, min_similarity) else None
 
+    # The 16 smallest ids (with their ords) of each group's documents placed
+    # so far: a document's 16 nearest confirmed earlier near-copies (by
+    # distance, then id) are among those of its own group (distance 0) and
+    # of the neighbouring groups whose pair confirms it as the later one.
+    # So a group of n copies costs n times 16, not n(n-1)/2 pairs.
+    seen: dict = {}
+
+    def nearest(d):
+        g, ld = docs[d][6], docs[d][4]
+        cands = [(0, i, o) for i, o in seen.get(g, ())]
+        for h, sim, dist in adj.get(g, ()):
+            if h in seen and confirmed(sim, ld, glen[h], min_similarity):
+                cands.extend((dist, i, o) for i, o in seen[h])
+        tally(len(cands))
+        cands.sort()
+        return [o for _, _, o in cands[:16]]
+
     # Each cluster's members (a set) and its representative, kept as they
     # change: a join costs its near-copies, not the cluster's size (only a
     # take-over re-checks the members, as a simdb write does).
@@ -280,7 +336,10 @@ def anchored_clusters(items, keep: str, min_similarity: float, work: list | None
     members: dict = {}
     rep_of: dict = {}
     for d in sorted(docs):
-        near = sorted(earlier.get(d, []), key=lambda x: (conf[(x, d)][1], docs[x][1]))[:16]
+        near = nearest(d)
+        s16 = seen.setdefault(docs[d][6], [])
+        bisect.insort(s16, (docs[d][1], d))
+        del s16[16:]
         best = None
         for n in near:
             cid = cluster_of.get(n)
@@ -300,7 +359,7 @@ def anchored_clusters(items, keep: str, min_similarity: float, work: list | None
         cluster_of[rep] = cid
         ms.add(d)
         cluster_of[d] = cid
-        same = docs[d][2] == docs[rep][2] and docs[d][4:6] == docs[rep][4:6]
+        same = docs[d][6] == docs[rep][6]
         if rank(d) < rank(rep) and not same:
             kept = {m for m in ms if m == d or anchored(m, d) is not None}
             gone = ms - kept
@@ -414,7 +473,7 @@ def export_metadata(export: str) -> dict:
 
 def run(spark, export: str, out: str, k: int = 3, design: str = "card",
         min_similarity: float | None = None, clusters: bool = True,
-        stats: bool = False, partial: bool = False) -> dict:
+        stats: bool = False, partial: bool = False, copies: str = "groups") -> dict:
     """Runs the job; returns the report (also written to OUT/report.json).
     Without min_similarity, the threshold the export states (the store's),
     else simdb's default. An export directory must be what its `_SUCCESS`
@@ -423,6 +482,8 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
 
     d = Design.parse(design)
     d.check(k)
+    if copies not in ("groups", "pairs"):
+        raise ValueError(f"copies {copies!r} is not groups or pairs")
     problems = check_export(export, partial)
     if problems:
         raise ValueError(f"{export}: not the finished export: {'; '.join(problems)} "
@@ -468,18 +529,36 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
     report["documents"] = docs.count()
     timings["read"] = time.perf_counter() - t0
 
+    # Copy groups: the documents of one fingerprint, sketch and length, which
+    # every rule treats alike. A group is named by its smallest ord (g); the
+    # candidate join runs over one row per group, so n copies of one text
+    # cost one row, not n(n-1)/2 pairs. (A window, not a join: its
+    # partitions group null sketches too.)
+    from pyspark.sql import Window
+    w = Window.partitionBy("fp", "length", "s0", "s1", "s2", "s3")
+    first = F.min(F.struct(F.col("id"), F.col("ord"))).over(w)
+    docs = docs.select(
+        "*", F.min("ord").over(w).alias("g"), F.max("ord").over(w).alias("gmax"),
+        F.count(F.lit(1)).over(w).alias("gsize"),
+        first["id"].alias("gfirst"), first["ord"].alias("gfirst_ord"),
+    )
+    docs = checkpoint(docs)
+    groups = docs.where(F.col("ord") == F.col("g")).drop("ord", "id", "priority")
+    groups = checkpoint(groups)
+    report["groups"] = groups.count()
+
     # Candidates: a shuffle on (table, key), an equi-join, the distance filter
-    # and the first-table rule.
+    # and the first-table rule, over the groups.
     t0 = time.perf_counter()
-    rows = explode_tables(F, docs.select("ord", "fp"), d)
+    rows = explode_tables(F, groups.select(F.col("g").alias("ord"), "fp"), d)
     if stats:
         sizes = rows.groupBy("table", "key").count()
         agg = sizes.agg(F.sum(F.col("count") * (F.col("count") - 1) / 2).alias("c"),
                         F.max("count").alias("m")).first()
         report["candidate_pairs"] = int(agg["c"] or 0)
         report["largest_bucket"] = int(agg["m"] or 0)
-        n = max(report["documents"], 1)
-        report["candidates_per_document"] = 2 * report["candidate_pairs"] / n
+        n = max(report["groups"], 1)
+        report["candidates_per_group"] = 2 * report["candidate_pairs"] / n
         timings["stats"] = time.perf_counter() - t0
         t0 = time.perf_counter()
     l, r = rows.alias("l"), rows.alias("r")
@@ -491,28 +570,71 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
         F.bit_count(xor).alias("distance"), xor.alias("xor"),
     ).where(first_table_rule(F, d, F.col("xor"))).select("x", "y", "distance")
 
-    # Verification by the sketches.
-    dx = docs.select(F.col("ord").alias("x"), F.col("id").alias("ix"), F.col("length").alias("lx"),
-                     *[F.col(f"s{i}").alias(f"a{i}") for i in range(4)])
-    dy = docs.select(F.col("ord").alias("y"), F.col("id").alias("iy"), F.col("length").alias("ly"),
-                     *[F.col(f"s{i}").alias(f"b{i}") for i in range(4)])
-    scored = within.join(dx, "x").join(dy, "y").select(
-        "x", "y", "ix", "iy", "distance", "lx", "ly",
-        similarity(F, [F.col(f"a{i}") for i in range(4)],
-                   [F.col(f"b{i}") for i in range(4)]).alias("similarity"),
+    # Verification by the sketches, once per pair of groups.
+    def side(c):
+        return groups.select(F.col("g").alias(c), F.col("length").alias(f"l{c}"),
+                             F.col("gmax").alias(f"m{c}"), F.col("gfirst").alias(f"f{c}"),
+                             F.col("gfirst_ord").alias(f"o{c}"),
+                             *[F.col(f"s{i}").alias(f"{c}{i}") for i in range(4)])
+    gpairs = within.join(side("x"), "x").join(side("y"), "y").select(
+        "x", "y", "distance", "lx", "ly", "mx", "my", "fx", "fy", "ox", "oy",
+        similarity(F, [F.col(f"x{i}") for i in range(4)],
+                   [F.col(f"y{i}") for i in range(4)]).alias("similarity"),
     )
-    # Below the threshold, containment (simdb's MIN_CONTAINMENT,
-    # CONTAINMENT_FLOOR): the later document (y, the larger ord) shorter, and
-    # its estimated share inside the earlier.
+    gpairs = checkpoint(gpairs)
+    report["group_pairs_within_k"] = gpairs.count()
     j = F.col("similarity")
-    ratio = F.col("lx").cast("double") / F.col("ly").cast("double")
-    c = F.least(F.lit(1.0), F.greatest(F.lit(0.0), j * (F.lit(1.0) + ratio) / (F.lit(1.0) + j)))
-    contained = ((j < min_similarity) & (j >= CONTAINMENT_FLOOR) & (F.col("ly") > 0)
-                 & (F.col("ly") < F.col("lx")) & (c >= max(MIN_CONTAINMENT, min_similarity)))
-    scored = scored.select("x", "y", "ix", "iy", "distance", "similarity",
-                           F.when(contained, c).alias("containment"))
-    scored = checkpoint(scored)
-    below = (j < min_similarity) & F.col("containment").isNull()
+
+    def containment(later_len, earlier_len):
+        """simdb's MIN_CONTAINMENT and CONTAINMENT_FLOOR: below the
+        threshold, the later document shorter and its estimated share
+        inside the earlier; null when that does not confirm the pair."""
+        ratio = earlier_len.cast("double") / later_len.cast("double")
+        c = F.least(F.lit(1.0), F.greatest(F.lit(0.0), j * (F.lit(1.0) + ratio) / (F.lit(1.0) + j)))
+        ok = ((j < min_similarity) & (j >= CONTAINMENT_FLOOR) & (later_len > 0)
+              & (later_len < earlier_len) & (c >= max(MIN_CONTAINMENT, min_similarity)))
+        return F.when(ok, c)
+
+    def kept(c):
+        return j.isNull() | (j >= min_similarity) | c.isNotNull()
+
+    if copies == "pairs":
+        # Every pair of documents: each pair of groups expanded into its
+        # members' pairs (the later of two decides containment), and the
+        # pairs inside each group (distance 0, similarity 1: n(n-1)/2 for a
+        # text stored n times, as simdb pairs --copies pairs).
+        mx = docs.select(F.col("g").alias("x"), F.col("ord").alias("a_ord"), F.col("id").alias("ia"))
+        my = docs.select(F.col("g").alias("y"), F.col("ord").alias("b_ord"), F.col("id").alias("ib"))
+        cross = gpairs.join(mx, "x").join(my, "y")
+        a_later = F.col("a_ord") > F.col("b_ord")
+        c = F.when(a_later, containment(F.col("lx"), F.col("ly"))) \
+            .otherwise(containment(F.col("ly"), F.col("lx")))
+        cross = cross.select("ia", "ib", "distance", "similarity", c.alias("containment"))
+        l2, r2 = docs.alias("l"), docs.alias("r")
+        inside = l2.join(r2, (F.col("l.g") == F.col("r.g")) & (F.col("l.ord") < F.col("r.ord"))) \
+            .select(F.col("l.id").alias("ia"), F.col("r.id").alias("ib"), F.lit(0).alias("distance"),
+                    similarity(F, [F.col(f"l.s{i}") for i in range(4)],
+                               [F.col(f"r.s{i}") for i in range(4)]).alias("similarity"),
+                    F.lit(None).cast("double").alias("containment"))
+        scored = checkpoint(cross.unionByName(inside))
+    else:
+        # Each group once (OUT/copies), and each pair of groups once, named
+        # and decided by the groups' first ids (as simdb pairs' default).
+        copies_df = docs.where(F.col("gsize") > 1).groupBy("g").agg(
+            F.sort_array(F.collect_list("id")).alias("copies"),
+            F.first(F.when(F.col("s0").isNotNull(), F.lit(1.0))).alias("similarity"),
+        ).select("copies", F.lit(0).alias("distance"), "similarity")
+        copies_df = checkpoint(copies_df)
+        cg = copies_df.agg(F.count(F.lit(1)).alias("n"), F.sum(F.size("copies")).alias("docs")).first()
+        report["copy_groups"] = int(cg["n"])
+        report["in_copy_groups"] = int(cg["docs"] or 0)
+        copies_df.write.mode("errorifexists").parquet(os.path.join(out, "copies"))
+        x_later = F.col("ox") > F.col("oy")
+        c = F.when(x_later, containment(F.col("lx"), F.col("ly"))) \
+            .otherwise(containment(F.col("ly"), F.col("lx")))
+        scored = gpairs.select(F.col("fx").alias("ia"), F.col("fy").alias("ib"), "distance",
+                               "similarity", c.alias("containment"))
+    below = ~kept(F.col("containment"))
     counts = scored.agg(
         F.count(F.lit(1)).alias("within"),
         F.sum(F.when(F.col("similarity").isNull(), 1).otherwise(0)).alias("unconfirmed"),
@@ -522,36 +644,40 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
     report["unconfirmed"] = int(counts["unconfirmed"] or 0)
     report["rejected"] = int(counts["rejected"] or 0)
     report["pairs"] = report["pairs_within_k"] - report["rejected"]
-    kept = scored.where(F.col("similarity").isNull() | ~below)
-    a_first = F.col("ix") < F.col("iy")
-    kept.select(
-        F.when(a_first, F.col("ix")).otherwise(F.col("iy")).alias("a"),
-        F.when(a_first, F.col("iy")).otherwise(F.col("ix")).alias("b"),
+    a_first = F.col("ia") < F.col("ib")
+    scored.where(~below).select(
+        F.when(a_first, F.col("ia")).otherwise(F.col("ib")).alias("a"),
+        F.when(a_first, F.col("ib")).otherwise(F.col("ia")).alias("b"),
         "distance", "similarity", "containment",
     ).write.mode("errorifexists").parquet(os.path.join(out, "pairs"))
     timings["pairs"] = time.perf_counter() - t0
 
     if clusters:
         t0 = time.perf_counter()
-        labels, rounds = components(F, kept.select(F.col("x").alias("u"), F.col("y").alias("v")),
-                                    checkpoint)
+        # The components of the groups: a pair of groups is an edge when it
+        # confirms some member pair in its order (x's member earlier, which
+        # any pair has, or y's, when y has a member before x's last); a
+        # group of copies is a component of its own.
+        edge = kept(containment(F.col("ly"), F.col("lx"))) \
+            | ((F.col("y") < F.col("mx")) & kept(containment(F.col("lx"), F.col("ly"))))
+        edges = gpairs.where(edge).select(F.col("x").alias("u"), F.col("y").alias("v")).unionByName(
+            groups.where(F.col("gsize") > 1).select(F.col("g").alias("u"), F.col("g").alias("v")))
+        labels, rounds = components(F, edges, checkpoint)
         # The workers run anchored_clusters from this file.
         spark.sparkContext.addPyFile(os.path.abspath(__file__))
         keep = meta.get("keep_policy", "first")
         report["keep_policy"] = keep
-        # Each component's documents and pairs, grouped on one worker.
-        lab = labels.select(F.col("v").alias("ord"), "label")
-        doc_rows = lab.join(docs, "ord").rdd.map(
+        # Each component's documents and pairs of groups, on one worker.
+        lab = labels.select(F.col("v").alias("g"), "label")
+        doc_rows = lab.join(docs, "g").rdd.map(
             lambda r: (r["label"], ("d", (r["ord"], r["id"], r["fp"], r["priority"], r["length"],
-                                          (r["s0"], r["s1"], r["s2"], r["s3"])))))
-        # Every pair within k of a component (a member is checked against a
-        # representative it may not be paired with the other way round).
-        kept_flag = F.col("similarity").isNull() | ~below
-        pair_rows = scored.select("x", "y", "distance", "similarity",
-                                  kept_flag.alias("kept")) \
-            .join(lab.withColumnRenamed("ord", "x"), "x").rdd.map(
-            lambda r: (r["label"], ("p", (r["x"], r["y"], r["distance"], r["similarity"],
-                                          r["kept"]))))
+                                          (r["s0"], r["s1"], r["s2"], r["s3"]), r["g"]))))
+        # Every pair of groups within k of a component, confirmed or not (a
+        # member is checked against a representative it may not be paired
+        # with the other way round).
+        pair_rows = gpairs.select("x", "y", "distance", "similarity") \
+            .join(lab.withColumnRenamed("g", "x"), "x").rdd.map(
+            lambda r: (r["label"], ("p", (r["x"], r["y"], r["distance"], r["similarity"]))))
         placed = doc_rows.union(pair_rows).groupByKey().flatMap(
             lambda kv: anchored_clusters(kv[1], keep, min_similarity))
         result = checkpoint(spark.createDataFrame(
@@ -609,6 +735,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="sketch similarity that confirms a pair (0..1; default: the store's, "
                         "as the export's metadata states it, else 0.6, simdb's)")
     p.add_argument("--no-clusters", action="store_true", help="pairs only")
+    p.add_argument("--copies", choices=["groups", "pairs"], default="groups",
+                   help="documents stored more than once (the same fingerprint, sketch and "
+                        "length): groups (default) writes each set once to OUT/copies/ and "
+                        "pairs name its first id; pairs writes every pair of them (n(n-1)/2 "
+                        "for a text stored n times), as simdb pairs --copies")
     p.add_argument("--partial", action="store_true",
                    help="read an export directory without _SUCCESS, or that differs from the "
                         "parts _SUCCESS lists (as simdb import --partial)")
@@ -635,7 +766,7 @@ def main(argv: list[str] | None = None) -> int:
     spark.sparkContext.setLogLevel("WARN")
     try:
         rep = run(spark, a.export, a.out, a.k, a.design, a.min_similarity,
-                  clusters=not a.no_clusters, stats=a.stats, partial=a.partial)
+                  clusters=not a.no_clusters, stats=a.stats, partial=a.partial, copies=a.copies)
     finally:
         spark.stop()
     print(json.dumps(rep))
