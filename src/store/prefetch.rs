@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use rayon::prelude::*;
 use rocksdb::ReadOptions;
 
-use super::query::{read_at, Snapshot};
+use super::query::{posting_read_at, read_at, Snapshot};
 use super::{ReadCounts, Store, POSTING_FAMILIES, REFS};
 use crate::error::{Error, Result};
 use crate::fingerprint::{Fingerprint, Sketch, BLOCKS};
@@ -327,7 +327,7 @@ impl Store {
             }
         };
         let mut pass = FamilyPass::default();
-        let mut ro = read_at(at);
+        let mut ro = posting_read_at(at);
         ro.set_total_order_seek(true);
         // A dense pass (most of the family's buckets) walks the family
         // once per chunk: it would only churn the block cache.
