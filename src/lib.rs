@@ -62,4 +62,6 @@ pub use db::{
 pub use error::{Error, Result, StorageError};
 pub use fingerprint::{simhash_weighted, Analysis, Fingerprint, Fingerprinter, Recipe, Sketch};
 pub use index::Hit;
-pub use store::{codec, Access, Reads, Record, Tuning};
+pub use store::{
+    codec, Access, Reads, Record, Tuning, ALL_FAMILIES, FORMAT_VERSION, MIGRATABLE_FORMAT_VERSION,
+};

@@ -71,9 +71,9 @@ pub enum Command {
     /// Sample the store and show how distances spread: nearest neighbours
     /// (confirmed near-copies vs rejected) and random pairs, with a plot.
     Calibrate(CalibrateArgs),
-    /// Convert a store made by an older simdb (formats 2 to 4) to this
-    /// build's format, in place (the index is rebuilt from the stored
-    /// records).
+    /// Convert a store made by an older simdb (formats 2 to 6) to this
+    /// build's format, in place (what changed is rebuilt from the stored
+    /// records), or change its keep policy (--keep).
     Migrate(MigrateArgs),
     /// Delete the documents written before a date (retention), updating
     /// their clusters.
