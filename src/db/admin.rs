@@ -266,7 +266,7 @@ impl Db {
     /// The policy is written with the last batch of the rebuild, and a
     /// marker stays from its first to its last: a rebuild that is
     /// interrupted leaves a store that opens only to finish it (see
-    /// [`Error::ClustersIncomplete`](crate::Error::ClustersIncomplete)),
+    /// [`crate::Error::ClustersIncomplete`]),
     /// and the same call again redoes it.
     pub fn set_keep_policy(&mut self, keep: KeepPolicy) -> Result<u64> {
         self.rebuild_clusters(keep)

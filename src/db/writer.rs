@@ -445,7 +445,7 @@ impl Writer<'_> {
         Ok(())
     }
 
-    /// One bounded step ([`limits::SETTLE_STEP`] members) of the
+    /// One bounded step ([`SETTLE_STEP`](crate::db::limits::SETTLE_STEP) members) of the
     /// re-checks of clusters whose representative changed, written at
     /// once (a batch of pending writes is committed first). Returns
     /// whether any is still under way. [`Db::settle_clusters`] runs them

@@ -174,7 +174,7 @@ pub struct Recipe {
     /// 3-shingles.
     #[serde(default = "sketch_words3")]
     pub sketch: String,
-    /// Script folding after normalisation: `none` or [`SCRIPT_T2S`].
+    /// Script folding after normalisation: `none` or [`SCRIPT_T2S`](crate::fingerprint::SCRIPT_T2S).
     /// Stores made before this field existed fold nothing.
     #[serde(default = "script_none")]
     pub script: String,
