@@ -10,6 +10,14 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
+/// mimalloc for the command: a write's in-order decisions and commit, on
+/// one thread, allocate and free per candidate and per key, and glibc's
+/// malloc was a quarter of that thread's time in an ingest into a 5M store
+/// (docs/performance.md, "Allocator"). The library leaves the allocator to
+/// its user (the Python package keeps the interpreter's).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let args = cli::args::Cli::parse();
     match cli::run(args) {
