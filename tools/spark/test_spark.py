@@ -196,20 +196,26 @@ def fingerprint_docs(seed: int = 11) -> list[tuple[str, int]]:
     return out
 
 
+def ingested(d, docs: list[dict], *init: str) -> tuple[str, str]:
+    """A store of `docs` in directory `d` (`simdb init DB *init`, ingested
+    with -k 3) and its Parquet export: (store, export)."""
+    src = d / "docs.jsonl"
+    with open(src, "w") as f:
+        for doc in docs:
+            f.write(json.dumps(doc, ensure_ascii=False) + "\n")
+    db = str(d / "db")
+    simdb("init", db, *init)
+    simdb("ingest", db, str(src), "-k", "3")
+    export = str(d / "export")
+    simdb("export", db, "--parquet", export)
+    return db, export
+
+
 @pytest.fixture(scope="module")
 def text_store(tmp_path_factory):
     if not os.path.exists(SIMDB):
         pytest.skip(f"{SIMDB} not built")
-    d = tmp_path_factory.mktemp("text")
-    src = d / "docs.jsonl"
-    with open(src, "w") as f:
-        for doc in text_docs():
-            f.write(json.dumps(doc, ensure_ascii=False) + "\n")
-    db = str(d / "db")
-    simdb("init", db)
-    simdb("ingest", db, str(src), "-k", "3")
-    simdb("export", db, "--parquet", str(d / "export"))
-    return db, str(d / "export")
+    return ingested(tmp_path_factory.mktemp("text"), text_docs())
 
 
 def copies_docs(seed: int = 13) -> list[dict]:
@@ -235,16 +241,7 @@ def copies_docs(seed: int = 13) -> list[dict]:
 def copies_store(tmp_path_factory):
     if not os.path.exists(SIMDB):
         pytest.skip(f"{SIMDB} not built")
-    d = tmp_path_factory.mktemp("copies")
-    src = d / "docs.jsonl"
-    with open(src, "w") as f:
-        for doc in copies_docs():
-            f.write(json.dumps(doc, ensure_ascii=False) + "\n")
-    db = str(d / "db")
-    simdb("init", db)
-    simdb("ingest", db, str(src), "-k", "3")
-    simdb("export", db, "--parquet", str(d / "export"))
-    return db, str(d / "export")
+    return ingested(tmp_path_factory.mktemp("copies"), copies_docs())
 
 
 @pytest.fixture(scope="module")
@@ -467,15 +464,7 @@ def test_clusters_follow_the_keep_policy(spark, keep, tmp_path):
     """The same documents in a store of each other keep policy: the job's
     clusters still equal simdb's (representatives taking over, members
     leaving)."""
-    src = tmp_path / "docs.jsonl"
-    with open(src, "w") as f:
-        for doc in text_docs():
-            f.write(json.dumps(doc, ensure_ascii=False) + "\n")
-    db = str(tmp_path / "db")
-    simdb("init", db, "--keep", keep)
-    simdb("ingest", db, str(src), "-k", "3")
-    export = str(tmp_path / "export")
-    simdb("export", db, "--parquet", export)
+    db, export = ingested(tmp_path, text_docs(), "--keep", keep)
     want = simdb_clusters(db)
     assert len(want) > 50
     out = str(tmp_path / "out")
