@@ -748,3 +748,57 @@ fn regression_16_learned_idf_is_written_with_the_recipe() {
     drop(db);
     assert!(Db::open(t.path()).is_ok());
 }
+
+/// Table files are read through mmap by default (`Tuning::mmap_reads`);
+/// through the block cache when it is off. Two read-only opens of one
+/// store of near copies, one each way, answer every query the same.
+#[test]
+fn reads_through_mmap_and_through_the_block_cache_answer_the_same() {
+    use simdb::{Access, QueryRequest, Subject, Tuning};
+    let t = common::TempDb::new();
+    let vocab = common::vocab();
+    let mut rng = common::rng(77);
+    let mut texts = Vec::new();
+    {
+        let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+        for i in 0..600 {
+            let words = common::article(&mut rng, &vocab, 80);
+            let body = if i % 3 == 0 && !texts.is_empty() {
+                // A near copy of an earlier text.
+                let base: &Vec<String> = &texts[i / 3 % texts.len()];
+                common::edit(&mut rng, &vocab, base, 2).concat()
+            } else {
+                words.concat()
+            };
+            db.put(&format!("d{i:04}"), text(&body)).unwrap();
+            texts.push(words);
+        }
+    }
+    let answers = |mmap_reads: bool| {
+        let db = Db::open_tuned(
+            t.path(),
+            Access::ReadOnly,
+            Tuning {
+                mmap_reads,
+                ..Tuning::default()
+            },
+        )
+        .unwrap();
+        texts
+            .iter()
+            .step_by(7)
+            .map(|w| {
+                let a = db
+                    .answer(&QueryRequest::new(Subject::Text(w.concat())))
+                    .unwrap();
+                a.hits
+                    .iter()
+                    .map(|h| (h.id.clone(), h.distance, h.similarity.map(f64::to_bits)))
+                    .collect::<Vec<_>>()
+            })
+            .collect::<Vec<_>>()
+    };
+    let mapped = answers(true);
+    assert_eq!(mapped, answers(false));
+    assert!(mapped.iter().filter(|h| h.len() > 1).count() > 5);
+}
