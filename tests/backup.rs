@@ -2,7 +2,7 @@
 //! when the store is free and by copying a read-only view while a writer
 //! holds it.
 
-mod common;
+use crate::common;
 
 use simdb::db::BackupMethod;
 use simdb::{Content, Db, Error, Fingerprint, Recipe};

@@ -5,7 +5,7 @@
 //! document of a fingerprint is first; `verify` checks the band families,
 //! `--repair` and `migrate` (from format 6) rebuild them.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -1,6 +1,6 @@
 //! The `simdb` binary end to end, in temp directories.
 
-mod common;
+use crate::common;
 
 use common::{code, simdb, simdb_stdin, stderr, stdout, TempDb};
 use serde_json::{json, Value};

@@ -3,7 +3,7 @@
 //! members leaving on delete and replace, verify and repair, and a kill -9
 //! during an ingest that merges clusters.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

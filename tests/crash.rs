@@ -28,7 +28,7 @@ fn sigkill_during_ingest_loses_nothing_acknowledged() {
     );
 }
 
-mod common;
+use crate::common;
 
 /// Issue 37 (review 2026-11-b, finding 4): `migrate --keep` killed at ten
 /// moments of its rebuild. Each time the store either opens with the

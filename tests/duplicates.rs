@@ -4,7 +4,7 @@
 //! answer exactly, and the writer's kept buckets stay exact through its
 //! own commits.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

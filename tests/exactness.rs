@@ -4,7 +4,7 @@
 //! fingerprints under different ids, and differing bits spread over blocks;
 //! before and after close and reopen.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -2,7 +2,7 @@
 //! equal to what the store says of it; files and row groups cut as asked;
 //! an empty store; a non-empty directory refused.
 
-mod common;
+use crate::common;
 
 use std::fs::File;
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! (or a sentence that drifts from the code) fails here. Every pattern must
 //! match somewhere: a fact reworded out of reach of its pattern fails too.
 
-mod common;
+use crate::common;
 
 use regex::Regex;
 use simdb::db::limits;

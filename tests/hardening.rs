@@ -1,7 +1,7 @@
 //! Issue 24: reads of a healthy store never report damage, whatever is
 //! written meanwhile (the review's finding 5).
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;

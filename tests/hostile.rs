@@ -2,7 +2,7 @@
 //! documents land, memory stays bounded, and nothing half-written remains
 //! (verify is clean afterwards).
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::process::{Command, Stdio};

@@ -1,7 +1,7 @@
 //! `import` (sorted SST bulk load) gives the same store as `ingest` of the
 //! same fingerprints, spills its sorts to disk, and is all-or-nothing.
 
-mod common;
+use crate::common;
 
 use rand::Rng;
 use simdb::import::{self, write_binary_record, BINARY_MAGIC};

@@ -1,7 +1,7 @@
 //! The ingest run through the library: identical results whatever the
 //! thread count and batch size; duplicates inside one batch are seen.
 
-mod common;
+use crate::common;
 
 use simdb::ingest::{self, Event, Input};
 use simdb::{Db, Recipe};

@@ -7,7 +7,7 @@
 //! band values), through copies within one batch, deletes and replaces in
 //! the same batch, under every keep policy and both duplicate policies.
 
-mod common;
+use crate::common;
 
 use rand::seq::{IndexedRandom, SliceRandom};
 use rand::Rng;

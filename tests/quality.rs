@@ -1,7 +1,7 @@
 //! Verification sketches, short documents, `query --explain` and
 //! `calibrate`, on generated text.
 
-mod common;
+use crate::common;
 
 use common::{code, simdb, stderr, stdout, TempDb};
 use serde_json::{json, Value};

@@ -1,7 +1,7 @@
 //! `verify` names each kind of damage; `verify --repair` rebuilds refs and
 //! the block families' postings from the records.
 
-mod common;
+use crate::common;
 
 use simdb::index::{self, RefKey};
 use simdb::{Content, Db, Fingerprint, Recipe};

@@ -1,5 +1,5 @@
 //! The scale tool at N = 1M, when asked:
-//! `cargo test --release --test scale -- --ignored` (about 10 s warm).
+//! `cargo test --release --test tests scale:: -- --ignored` (about 10 s warm).
 //! It asserts recall 1.0 on planted neighbours and equality with brute force.
 
 #[test]

@@ -6,7 +6,7 @@
 //! fingerprint moved out of the plan's reach (the band buckets, read by a
 //! duplicate check only once the plan confirmed nothing).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

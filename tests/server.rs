@@ -1,7 +1,7 @@
 //! `simdb serve`: the real binary on a free loopback port, spoken to over
 //! HTTP (ureq).
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! The store through the public API: upserts and deletes leave no orphan
 //! index keys, recipes and formats are checked at open, corruption is named.
 
-mod common;
+use crate::common;
 
 use common::raw_open;
 use simdb::{Content, Db, Error, Fingerprint, Outcome, Recipe};

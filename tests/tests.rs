@@ -1,0 +1,29 @@
+//! The integration tests as one binary (`autotests = false` in Cargo.toml,
+//! as ripgrep does): each test binary links RocksDB, so one binary links it
+//! once instead of once per file. Each file below is a module; run one with
+//! `cargo test --release --test tests MODULE::` (e.g. `nightly::`).
+
+mod common;
+
+mod backup;
+mod bands;
+mod cli;
+mod clusters;
+mod crash;
+mod duplicates;
+mod exactness;
+#[cfg(feature = "parquet")]
+mod export;
+mod facts;
+mod fuzz_corpus;
+mod hardening;
+mod hostile;
+mod import;
+mod ingest;
+mod nightly;
+mod quality;
+mod repair;
+mod scale;
+mod search;
+mod server;
+mod store;
