@@ -29,8 +29,6 @@ def functions(path: str):
             j += 1
         if j == len(lines) or lines[j].rstrip().endswith(";"):
             continue
-        if lines[j].rstrip().endswith("}") or "{" in lines[j] and lines[j].rstrip().endswith("{}"):
-            continue
         end = next((k for k in range(j + 1, len(lines)) if lines[k] == indent + "}"), None)
         if end is not None:
             yield name, i + 1, end - i + 1

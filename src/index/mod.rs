@@ -348,33 +348,24 @@ pub fn merge_posting<'a>(
     // step per entry. Entries are ascending (a damaged posting that is not
     // still gives whole entries and the trailer).
     let mut out = Vec::with_capacity(entries.len() + last.len() * ENTRY_LEN + trailer.len());
-    let entry = |at: usize| -> u64 {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&entries[at..at + ENTRY_LEN]);
-        u64::from_be_bytes(b)
-    };
+    let (entries, _) = entries.as_chunks::<ENTRY_LEN>();
     let mut pos = 0;
     for (fp, add) in last {
-        let rest = (entries.len() - pos) / ENTRY_LEN;
-        let (mut lo, mut hi) = (0, rest);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if entry(pos + mid * ENTRY_LEN) < fp {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        out.extend_from_slice(&entries[pos..pos + lo * ENTRY_LEN]);
-        pos += lo * ENTRY_LEN;
-        if pos < entries.len() && entry(pos) == fp {
-            pos += ENTRY_LEN;
+        let rest = &entries[pos..];
+        let before = rest.partition_point(|e| u64::from_be_bytes(*e) < fp);
+        out.extend_from_slice(rest[..before].as_flattened());
+        pos += before;
+        if rest
+            .get(before)
+            .is_some_and(|e| u64::from_be_bytes(*e) == fp)
+        {
+            pos += 1;
         }
         if add {
             out.extend_from_slice(&fp.to_be_bytes());
         }
     }
-    out.extend_from_slice(&entries[pos..]);
+    out.extend_from_slice(entries[pos..].as_flattened());
     out.extend_from_slice(trailer);
     out
 }
