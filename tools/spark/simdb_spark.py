@@ -301,16 +301,9 @@ def anchored_clusters(items, keep: str, min_similarity: float, work: list | None
         (whichever came first)."""
         tally()
         p = pair(m, rep)
-        if p is None:
+        if p is None or not confirmed(p[0], docs[m][4], docs[rep][4], min_similarity):
             return None
-        sim = p[0]
-        if sim is None or sim >= min_similarity:
-            return p
-        lm, lr = docs[m][4], docs[rep][4]
-        if sim < CONTAINMENT_FLOOR or lm <= 0 or lr <= 0 or lm >= lr:
-            return None
-        c = min(1.0, max(0.0, sim * (1.0 + lr / lm) / (1.0 + sim)))
-        return p if c >= max(MIN_CONTAINMENT, min_similarity) else None
+        return p
 
     # The 16 smallest ids (with their ords) of each group's documents placed
     # so far: a document's 16 nearest confirmed earlier near-copies (by
@@ -577,7 +570,7 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
                              F.col("gfirst_ord").alias(f"o{c}"),
                              *[F.col(f"s{i}").alias(f"{c}{i}") for i in range(4)])
     gpairs = within.join(side("x"), "x").join(side("y"), "y").select(
-        "x", "y", "distance", "lx", "ly", "mx", "my", "fx", "fy", "ox", "oy",
+        "x", "y", "distance", "lx", "ly", "mx", "fx", "fy", "ox", "oy",
         similarity(F, [F.col(f"x{i}") for i in range(4)],
                    [F.col(f"y{i}") for i in range(4)]).alias("similarity"),
     )
@@ -598,6 +591,12 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
     def kept(c):
         return j.isNull() | (j >= min_similarity) | c.isNotNull()
 
+    def decided(x_later):
+        """A pair of groups' containment for the member pair in which x's
+        member is the later (`x_later`) or y's is."""
+        return F.when(x_later, containment(F.col("lx"), F.col("ly"))) \
+            .otherwise(containment(F.col("ly"), F.col("lx")))
+
     if copies == "pairs":
         # Every pair of documents: each pair of groups expanded into its
         # members' pairs (the later of two decides containment), and the
@@ -605,11 +604,9 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
         # text stored n times, as simdb pairs --copies pairs).
         mx = docs.select(F.col("g").alias("x"), F.col("ord").alias("a_ord"), F.col("id").alias("ia"))
         my = docs.select(F.col("g").alias("y"), F.col("ord").alias("b_ord"), F.col("id").alias("ib"))
-        cross = gpairs.join(mx, "x").join(my, "y")
-        a_later = F.col("a_ord") > F.col("b_ord")
-        c = F.when(a_later, containment(F.col("lx"), F.col("ly"))) \
-            .otherwise(containment(F.col("ly"), F.col("lx")))
-        cross = cross.select("ia", "ib", "distance", "similarity", c.alias("containment"))
+        cross = gpairs.join(mx, "x").join(my, "y").select(
+            "ia", "ib", "distance", "similarity",
+            decided(F.col("a_ord") > F.col("b_ord")).alias("containment"))
         l2, r2 = docs.alias("l"), docs.alias("r")
         inside = l2.join(r2, (F.col("l.g") == F.col("r.g")) & (F.col("l.ord") < F.col("r.ord"))) \
             .select(F.col("l.id").alias("ia"), F.col("r.id").alias("ib"), F.lit(0).alias("distance"),
@@ -629,11 +626,8 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
         report["copy_groups"] = int(cg["n"])
         report["in_copy_groups"] = int(cg["docs"] or 0)
         copies_df.write.mode("errorifexists").parquet(os.path.join(out, "copies"))
-        x_later = F.col("ox") > F.col("oy")
-        c = F.when(x_later, containment(F.col("lx"), F.col("ly"))) \
-            .otherwise(containment(F.col("ly"), F.col("lx")))
         scored = gpairs.select(F.col("fx").alias("ia"), F.col("fy").alias("ib"), "distance",
-                               "similarity", c.alias("containment"))
+                               "similarity", decided(F.col("ox") > F.col("oy")).alias("containment"))
     below = ~kept(F.col("containment"))
     counts = scored.agg(
         F.count(F.lit(1)).alias("within"),
