@@ -64,7 +64,9 @@ fn query(c: &mut Criterion) {
     let fps: Vec<Fingerprint> = (0..N).map(|_| Fingerprint(rng.random())).collect();
     let ids: Vec<String> = (0..N).map(|i| format!("doc-{i}")).collect();
     let dir = tempfile::tempdir().unwrap();
-    let mut db = Db::create(dir.path().join("db"), Recipe::default()).unwrap();
+    let mut db = Db::options()
+        .create(dir.path().join("db"), Recipe::default())
+        .unwrap();
     {
         let mut w = db.writer().unwrap();
         for (i, fp) in fps.iter().enumerate() {
@@ -75,7 +77,7 @@ fn query(c: &mut Criterion) {
             }
         }
         w.commit().unwrap();
-        db.flush().unwrap();
+        db.admin().flush().unwrap();
     }
     let mut mem = MemIndex::new();
     for (i, fp) in fps.iter().enumerate() {
@@ -157,7 +159,9 @@ fn ingest(c: &mut Criterion) {
             b.iter_batched(
                 || {
                     let d = tempfile::tempdir().unwrap();
-                    let db = Db::create(d.path().join("db"), Recipe::default()).unwrap();
+                    let db = Db::options()
+                        .create(d.path().join("db"), Recipe::default())
+                        .unwrap();
                     (d, db)
                 },
                 |(d, mut db)| {

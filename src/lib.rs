@@ -17,7 +17,7 @@
 //!
 //! # fn main() -> simdb::Result<()> {
 //! let dir = std::env::temp_dir().join("simdb-doc-example");
-//! let mut db = Db::create(&dir, Recipe::default())?;
+//! let mut db = Db::options().create(&dir, Recipe::default())?;
 //! db.put("a", Content::Text("国务院总理主持召开常务会议，部署扩大内需的政策措施。".into()))?;
 //! // The default query: confidence-ranked probing, confirmed by the sketch,
 //! // at most 10 hits (the options of `QueryRequest` change each default).
@@ -37,6 +37,30 @@
 //! request model in [`db::request`] (queries, write options, answers) and
 //! its writes in [`db::write`]; [`ingest`] reads inputs and runs the
 //! pipelined ingest.
+//!
+//! # What goes where on [`Db`]
+//!
+//! A store is opened and created only through [`Db::options`] (the
+//! [`db::DbOptions`] builder: access, tuning, a learned IDF or a keep
+//! policy at creation). [`Db`] itself keeps what every caller needs, at
+//! most 22 methods (`tests/facts.rs` counts them): searching (`search`,
+//! `find`, `find_many`, `query`, `text_query`, `answer`, `answer_many`),
+//! reading a document (`get`, `document`), writing (`put`, `delete`,
+//! `writer`, `shared_writer`) and what the store is (`path`, `recipe`,
+//! `fingerprinter`, `len`). Everything else is on a handle, by what it
+//! needs:
+//!
+//! - [`Db::clusters`] ([`db::Clusters`]): the near copies the store
+//!   found, read as clusters or as pairs, and settling clusters whose
+//!   representative changed.
+//! - [`Db::admin`] ([`db::Admin`]): figures, checks and upkeep through a
+//!   shared `&Db` (stats, verify, calibrate, export, flush, the store's
+//!   defaults and policy, how it was opened).
+//! - [`Db::maintenance`] ([`db::Maintenance`]): upkeep that rewrites the
+//!   store through the one writer, `&mut Db` (keep policy, expire,
+//!   repair).
+//! - [`db::backup`] and [`db::migrate`]: functions of a path, not of an
+//!   open store.
 
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
@@ -56,8 +80,8 @@ pub mod server;
 mod store;
 
 pub use db::{
-    Answer, Content, Db, Found, Outcome, Query, QueryOptions, QueryRequest, Stats, Subject,
-    WriteOptions, Writer,
+    Answer, Content, Db, DbOptions, Found, Outcome, Query, QueryOptions, QueryRequest, Stats,
+    Subject, WriteOptions, Writer,
 };
 pub use error::{Error, Result, StorageError};
 pub use fingerprint::{simhash_weighted, Analysis, Fingerprint, Fingerprinter, Recipe, Sketch};

@@ -9,11 +9,12 @@ use simdb::{Content, Db, Error, Fingerprint, Recipe};
 
 fn records(db: &Db) -> Vec<(String, Fingerprint, u64)> {
     let mut v = Vec::new();
-    db.for_each(|id, r| {
-        v.push((id.to_string(), r.fingerprint, r.ord));
-        Ok(())
-    })
-    .unwrap();
+    db.admin()
+        .for_each(|id, r| {
+            v.push((id.to_string(), r.fingerprint, r.ord));
+            Ok(())
+        })
+        .unwrap();
     v
 }
 
@@ -51,29 +52,29 @@ fn fill(db: &mut Db, from: usize, n: usize) {
 fn backup_of_a_free_store_is_a_checkpoint() {
     let t = common::TempDb::new();
     {
-        let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+        let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
         fill(&mut db, 0, 300);
     }
     let dest = t.dir.path().join("copy");
     assert_eq!(
-        Db::backup(t.path(), &dest).unwrap(),
+        simdb::db::backup(t.path(), &dest).unwrap(),
         BackupMethod::Checkpoint
     );
     let (a, b) = (
-        Db::open_read_only(t.path()).unwrap(),
-        Db::open_read_only(&dest).unwrap(),
+        Db::options().read_only().open(t.path()).unwrap(),
+        Db::options().read_only().open(&dest).unwrap(),
     );
     assert!(b.admin().verify().unwrap().is_clean());
     assert_eq!(records(&a), records(&b));
     assert_eq!(a.len().unwrap(), b.len().unwrap());
-    let err = Db::backup(t.path(), &dest).unwrap_err();
+    let err = simdb::db::backup(t.path(), &dest).unwrap_err();
     assert!(matches!(err, Error::AlreadyExists { .. }), "{err}");
 }
 
 #[test]
 fn backup_while_a_writer_holds_the_store_copies_its_committed_state() {
     let t = common::TempDb::new();
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     fill(&mut db, 0, 300);
     let committed = records(&db);
     // Pending, uncommitted writes are not part of the copy.
@@ -86,13 +87,16 @@ fn backup_while_a_writer_holds_the_store_copies_its_committed_state() {
     )
     .unwrap();
     assert!(matches!(
-        Db::open(t.path()).err().unwrap(),
+        Db::options().open(t.path()).err().unwrap(),
         Error::InUse { .. }
     ));
     let dest = t.dir.path().join("copy");
-    assert_eq!(Db::backup(t.path(), &dest).unwrap(), BackupMethod::Copy);
+    assert_eq!(
+        simdb::db::backup(t.path(), &dest).unwrap(),
+        BackupMethod::Copy
+    );
     w.commit().unwrap();
-    let copy = Db::open(&dest).unwrap();
+    let copy = Db::options().open(&dest).unwrap();
     let rep = copy.admin().verify().unwrap();
     assert!(rep.is_clean(), "{:?}", rep.problems);
     assert_eq!(records(&copy), committed);
@@ -102,7 +106,7 @@ fn backup_while_a_writer_holds_the_store_copies_its_committed_state() {
     let (id, fp, _) = &committed[0];
     assert_eq!(&copy.query(*fp, 0, None).unwrap()[0].id, id);
     drop(copy);
-    let mut copy = Db::open(&dest).unwrap();
+    let mut copy = Db::options().open(&dest).unwrap();
     copy.put("new", Content::Fingerprint(Fingerprint(9)))
         .unwrap();
     assert!(copy.admin().verify().unwrap().is_clean());
@@ -112,7 +116,7 @@ fn backup_while_a_writer_holds_the_store_copies_its_committed_state() {
 fn backup_command() {
     let t = common::TempDb::new();
     {
-        let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+        let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
         fill(&mut db, 0, 50);
     }
     let dest = t.dir.path().join("copy");
@@ -145,7 +149,10 @@ fn regression_16_copy_keeps_learned_idf_and_short_count() {
         .collect();
     let f = simdb::Fingerprinter::new(Recipe::default());
     let table = simdb::fingerprint::LearnedIdf::learn(&f, texts.iter().map(String::as_str));
-    let mut db = Db::create_with_idf(t.path(), Recipe::default(), table).unwrap();
+    let mut db = Db::options()
+        .learned_idf(table)
+        .create(t.path(), Recipe::default())
+        .unwrap();
     let f = db.fingerprinter().clone();
     {
         let mut w = db.writer().unwrap();
@@ -160,15 +167,18 @@ fn regression_16_copy_keeps_learned_idf_and_short_count() {
     assert!(short > 0);
     // The store is held by this handle: the backup copies a read-only view.
     let dest = t.dir.path().join("copy");
-    assert_eq!(Db::backup(t.path(), &dest).unwrap(), BackupMethod::Copy);
-    let copy = Db::open_read_only(&dest).unwrap();
+    assert_eq!(
+        simdb::db::backup(t.path(), &dest).unwrap(),
+        BackupMethod::Copy
+    );
+    let copy = Db::options().read_only().open(&dest).unwrap();
     let rep = copy.admin().verify().unwrap();
     assert!(rep.is_clean(), "{:?}", rep.problems);
     assert_eq!(copy.admin().stats().unwrap().short_documents, short);
     assert_eq!(copy.recipe(), db.recipe());
     // Both fingerprint a text the same way (the same learned table).
     assert_eq!(
-        copy.fingerprint(&texts[1]).unwrap(),
-        db.fingerprint(&texts[1]).unwrap()
+        copy.fingerprinter().fingerprint(&texts[1]).unwrap(),
+        db.fingerprinter().fingerprint(&texts[1]).unwrap()
     );
 }

@@ -167,7 +167,7 @@ fn the_store_answers_as_brute_force_of_plan_and_bands() {
     let mut banded_hits = 0usize;
     for seed in 0..6u64 {
         let t = common::TempDb::new();
-        let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+        let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
         let mut rng = common::rng(100 + seed);
         let (q, qs) = query_point(&mut rng);
         let weak: Vec<u8> = (0..64u8).filter(|_| rng.random_bool(0.3)).collect();
@@ -186,7 +186,11 @@ fn the_store_answers_as_brute_force_of_plan_and_bands() {
             let got = ids(db.search(&qq).unwrap());
             assert_eq!(got, want, "seed {seed} {when}");
             assert_eq!(
-                ids(db.search_many(std::slice::from_ref(&qq)).unwrap().remove(0)),
+                ids(db
+                    .find_many(std::slice::from_ref(&qq))
+                    .unwrap()
+                    .remove(0)
+                    .hits),
                 want,
                 "seed {seed} {when}: batch pass"
             );
@@ -270,7 +274,7 @@ fn the_store_answers_as_brute_force_of_plan_and_bands() {
 #[test]
 fn verify_repair_and_migrate_keep_the_band_families() {
     let t = common::TempDb::new();
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     let mut rng = common::rng(7);
     let (q, qs) = query_point(&mut rng);
     let entries = plant(&mut rng, q, &qs, "");
@@ -295,14 +299,14 @@ fn verify_repair_and_migrate_keep_the_band_families() {
         assert!(v.len() >= 8);
         raw.put_cf(cf, &k, &v[8..]).unwrap();
     }
-    let mut db = Db::open(t.path()).unwrap();
+    let mut db = Db::options().open(t.path()).unwrap();
     let rep = db.admin().verify().unwrap();
     assert!(
         rep.problems.iter().any(|p| p.starts_with("band families:")),
         "{:?}",
         rep.problems
     );
-    db.repair().unwrap();
+    db.maintenance().repair().unwrap();
     assert!(db.admin().verify().unwrap().is_clean());
     assert_eq!(ids(db.search(&qq).unwrap()), want);
     drop(db);
@@ -317,7 +321,7 @@ fn verify_repair_and_migrate_keep_the_band_families() {
             .unwrap();
     }
     assert!(matches!(
-        Db::open(t.path()).err().unwrap(),
+        Db::options().open(t.path()).err().unwrap(),
         simdb::Error::NeedsMigration { found: 6, .. }
     ));
     let o = common::simdb(&[&"migrate", &t.path()]);
@@ -327,7 +331,7 @@ fn verify_repair_and_migrate_keep_the_band_families() {
         "{}",
         common::stdout(&o)
     );
-    let db = Db::open(t.path()).unwrap();
+    let db = Db::options().open(t.path()).unwrap();
     assert!(db.admin().verify().unwrap().is_clean());
     assert_eq!(ids(db.search(&qq).unwrap()), want);
 }
@@ -339,7 +343,7 @@ fn verify_repair_and_migrate_keep_the_band_families() {
 fn an_import_with_sketches_has_the_writers_bands() {
     use simdb::import::{write_binary_sketched_record, BINARY_SKETCHED_MAGIC};
     let t = common::TempDb::new();
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     let mut rng = common::rng(21);
     let (q, qs) = query_point(&mut rng);
     let mut entries = plant(&mut rng, q, &qs, "");
@@ -366,7 +370,7 @@ fn an_import_with_sketches_has_the_writers_bands() {
     let imported = t.path().with_extension("imported");
     let o = common::simdb(&[&"import", &imported, &input]);
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
-    let db = Db::open(&imported).unwrap();
+    let db = Db::options().open(&imported).unwrap();
     let rep = db.admin().verify().unwrap();
     assert!(rep.is_clean(), "{:?}", rep.problems);
     assert!(rep.band_keys > 0);
@@ -411,7 +415,7 @@ fn reposts_found_by_the_bands_cluster_as_ingest_and_rebuild_agree() {
         docs.push(doc(id.clone(), text.clone()));
     }
     let t = common::TempDb::new();
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     let f = db.fingerprinter().clone();
     let opts = simdb::db::write::WritePolicy::default();
     let mut found = 0;
@@ -445,7 +449,7 @@ fn reposts_found_by_the_bands_cluster_as_ingest_and_rebuild_agree() {
     );
     let before = common::cluster_shapes(&db);
     assert!(before.len() >= 32, "{} clusters", before.len());
-    db.repair().unwrap();
+    db.maintenance().repair().unwrap();
     assert_eq!(common::cluster_shapes(&db), before);
     assert!(db.admin().verify().unwrap().is_clean());
 }
@@ -460,7 +464,7 @@ fn reposts_found_by_the_bands_cluster_as_ingest_and_rebuild_agree() {
 fn regression_review_b_9_one_shingle_texts_read_no_band_bucket() {
     use simdb::index::bands::is_uniform;
     let t = common::TempDb::new();
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     let f = db.fingerprinter().clone();
     let texts: Vec<String> = (0..4096).map(|i| format!("w{i:03x}")).collect();
     let mut w = db.writer().unwrap();

@@ -405,7 +405,7 @@ fn readers_work_while_a_writer_holds_the_store() {
     );
     assert_eq!(code(&simdb(&[&"ingest", &db, &input])), 0);
     // This process holds the writer's lock.
-    let writer = simdb::Db::open(&db).unwrap();
+    let writer = simdb::Db::options().open(&db).unwrap();
     let o = simdb(&[&"ingest", &db, &input]);
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("store is in use"), "{}", stderr(&o));
@@ -896,7 +896,7 @@ fn dedup_keeps_what_the_keep_policy_keeps() {
     let db = t.path();
     assert_eq!(code(&simdb(&[&"init", &db, &"--keep", &"longest"])), 0);
     assert_eq!(code(&simdb(&[&"ingest", &db, &input])), 0);
-    let store = simdb::Db::open_read_only(&db).unwrap();
+    let store = simdb::Db::options().read_only().open(&db).unwrap();
     let mut want: Vec<String> = Vec::new();
     for l in lines.lines() {
         let id = serde_json::from_str::<Value>(l).unwrap()["id"]

@@ -99,7 +99,7 @@ fn all_clusters(db: &Db) -> Vec<Cluster> {
 fn ingest_files(db_path: &std::path::Path, files: &[std::path::PathBuf]) -> Vec<ingest::Summary> {
     let mut out = Vec::new();
     for f in files {
-        let mut db = Db::open(db_path).unwrap();
+        let mut db = Db::options().open(db_path).unwrap();
         out.push(ingest::run(&mut db, &[Input::guess(f)], &Default::default(), |_| {}).unwrap());
     }
     out
@@ -307,8 +307,8 @@ fn shape(cs: &[Cluster]) -> Vec<(Vec<String>, String)> {
 
 /// A new store at `path` with keep policy `keep`.
 fn create_keeping(path: &std::path::Path, keep: KeepPolicy) {
-    drop(Db::create(path, Recipe::default()).unwrap());
-    let r = Db::migrate(path, Some(keep)).unwrap();
+    drop(Db::options().create(path, Recipe::default()).unwrap());
+    let r = simdb::db::migrate(path, Some(keep)).unwrap();
     assert_eq!(r.keep, keep);
 }
 
@@ -335,12 +335,12 @@ fn one_run_or_ten_nights_give_the_same_clusters_as_brute_force() {
         create_keeping(&b_path, keep);
         let sum_a = ingest_files(&a_path, std::slice::from_ref(&one));
         let sum_b = ingest_files(&b_path, &nights);
-        let a = all_clusters(&Db::open_read_only(&a_path).unwrap());
-        let b = all_clusters(&Db::open_read_only(&b_path).unwrap());
+        let a = all_clusters(&Db::options().read_only().open(&a_path).unwrap());
+        let b = all_clusters(&Db::options().read_only().open(&b_path).unwrap());
         // Same ids, sizes, representatives, members in rank order, distances.
         assert_eq!(a, b, "{keep}");
         // Exactly the clusters brute force finds, with its representatives.
-        let db = Db::open_read_only(&a_path).unwrap();
+        let db = Db::options().read_only().open(&a_path).unwrap();
         let length = |id: &str| db.get(id).unwrap().unwrap().length;
         let want = brute_force_clusters(&docs, keep, &length);
         assert_eq!(shape(&a), want, "{keep}");
@@ -350,7 +350,13 @@ fn one_run_or_ten_nights_give_the_same_clusters_as_brute_force() {
         left.insert(keep.name(), sum_a[0].clusters.left);
         assert!(sum_b.iter().skip(1).any(|s| s.clusters.grown > 0));
         for p in [&a_path, &b_path] {
-            let rep = Db::open_read_only(p).unwrap().admin().verify().unwrap();
+            let rep = Db::options()
+                .read_only()
+                .open(p)
+                .unwrap()
+                .admin()
+                .verify()
+                .unwrap();
             assert!(rep.is_clean(), "{keep}: {:#?}", rep.problems);
         }
         // Every member is confirmed against its representative.
@@ -378,8 +384,8 @@ fn one_run_or_ten_nights_give_the_same_clusters_as_brute_force() {
         }
         // A repair rebuilds the same clusters from the records.
         drop(db);
-        let mut db = Db::open_for_repair(&b_path).unwrap();
-        let rep = db.repair().unwrap();
+        let mut db = Db::options().for_repair().open(&b_path).unwrap();
+        let rep = db.maintenance().repair().unwrap();
         assert_eq!(rep.clusters, b.len() as u64);
         assert_eq!(all_clusters(&db), b, "{keep}");
         // Every member's `get` names its cluster.
@@ -416,7 +422,7 @@ fn write_chain(db: &mut Db, linked: bool) {
 #[test]
 fn a_drifting_chain_does_not_chain() {
     let t = common::TempDb::new();
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     write_chain(&mut db, true);
     let shapes: Vec<(Vec<String>, String)> = shape(&all_clusters(&db));
     let pairs: Vec<(Vec<String>, String)> = (0..4)
@@ -465,7 +471,7 @@ fn ord(db: &Db, id: &str) -> u64 {
 fn members_leave_on_delete_and_replace_and_priority_picks_the_representative() {
     let t = common::TempDb::new();
     create_keeping(&t.path(), KeepPolicy::Priority);
-    let mut db = Db::open(t.path()).unwrap();
+    let mut db = Db::options().open(t.path()).unwrap();
     {
         let mut w = db.writer().unwrap();
         put(&mut w, "a", 1, &[], None);
@@ -580,7 +586,7 @@ fn representatives_follow_the_keep_policy() {
     let t = common::TempDb::new();
     let path = t.path().with_file_name("newest");
     create_keeping(&path, KeepPolicy::Newest);
-    let mut db = Db::open(&path).unwrap();
+    let mut db = Db::options().open(&path).unwrap();
     {
         let mut w = db.writer().unwrap();
         put(&mut w, "a", 0, &[], None);
@@ -608,7 +614,7 @@ fn representatives_follow_the_keep_policy() {
     // Longest: the longer text takes over.
     let path = t.path().with_file_name("longest");
     create_keeping(&path, KeepPolicy::Longest);
-    let mut db = Db::open(&path).unwrap();
+    let mut db = Db::options().open(&path).unwrap();
     let vocab = common::vocab();
     let mut rng = common::rng(5);
     let words = common::article(&mut rng, &vocab, 300);
@@ -647,7 +653,7 @@ fn representatives_follow_the_keep_policy() {
 #[test]
 fn migrate_splits_chained_clusters_of_format_5_stores() {
     let t = common::TempDb::new();
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     write_chain(&mut db, false);
     let ords: Vec<u64> = (0..8).map(|i| ord(&db, &format!("x{i}"))).collect();
     drop(db);
@@ -691,7 +697,7 @@ fn migrate_splits_chained_clusters_of_format_5_stores() {
         "{}",
         common::stdout(&o)
     );
-    let db = Db::open_read_only(t.path()).unwrap();
+    let db = Db::options().read_only().open(t.path()).unwrap();
     assert!(db.admin().verify().unwrap().is_clean());
     assert_eq!(shape(&all_clusters(&db)).len(), 4);
     drop(db);
@@ -721,9 +727,9 @@ fn verify_names_damaged_cluster_entries_and_repair_rebuilds_them() {
     let docs = corpus(3);
     let all: String = docs.iter().map(|d| format!("{}\n", d.line)).collect();
     let input = t.file("all.jsonl", &all);
-    drop(Db::create(t.path(), Recipe::default()).unwrap());
+    drop(Db::options().create(t.path(), Recipe::default()).unwrap());
     ingest_files(&t.path(), &[input]);
-    let before = all_clusters(&Db::open_read_only(t.path()).unwrap());
+    let before = all_clusters(&Db::options().read_only().open(t.path()).unwrap());
     let victim = before[0].members[1].id.clone();
     {
         let raw = common::raw_open(&t.path());
@@ -742,7 +748,9 @@ fn verify_names_damaged_cluster_entries_and_repair_rebuilds_them() {
         stray.extend_from_slice(&u64::MAX.to_be_bytes());
         raw.put_cf(cf, stray, b"nobody").unwrap();
     }
-    let rep = Db::open_read_only(t.path())
+    let rep = Db::options()
+        .read_only()
+        .open(t.path())
         .unwrap()
         .admin()
         .verify()
@@ -754,7 +762,7 @@ fn verify_names_damaged_cluster_entries_and_repair_rebuilds_them() {
     assert!(text.contains("entries in the ingest order, but"), "{text}");
     let o = common::simdb(&[&"verify", &t.path(), &"--repair"]);
     assert_eq!(common::code(&o), 0, "{}", common::stdout(&o));
-    let db = Db::open_read_only(t.path()).unwrap();
+    let db = Db::options().read_only().open(t.path()).unwrap();
     assert!(db.admin().verify().unwrap().is_clean());
     assert_eq!(all_clusters(&db), before);
 }
@@ -770,9 +778,9 @@ fn sigkill_during_a_merging_ingest_converges() {
     let all: String = docs.iter().map(|d| format!("{}\n", d.line)).collect();
     let input = t.file("all.jsonl", &all);
     let reference = t.path().with_file_name("reference");
-    drop(Db::create(&reference, Recipe::default()).unwrap());
+    drop(Db::options().create(&reference, Recipe::default()).unwrap());
     ingest_files(&reference, std::slice::from_ref(&input));
-    let want = all_clusters(&Db::open_read_only(&reference).unwrap());
+    let want = all_clusters(&Db::options().read_only().open(&reference).unwrap());
     assert!(!want.is_empty());
     for (n, kill_after) in [1usize, 3, 6].into_iter().enumerate() {
         let path = t.path().with_file_name(format!("killed{n}"));
@@ -797,11 +805,17 @@ fn sigkill_during_a_merging_ingest_converges() {
             }
         }
         child.wait().unwrap();
-        let rep = Db::open_read_only(&path).unwrap().admin().verify().unwrap();
+        let rep = Db::options()
+            .read_only()
+            .open(&path)
+            .unwrap()
+            .admin()
+            .verify()
+            .unwrap();
         assert!(rep.is_clean(), "kill {n}: {:#?}", rep.problems);
         let o = common::simdb(&[&"ingest", &path, &input]);
         assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
-        let db = Db::open_read_only(&path).unwrap();
+        let db = Db::options().read_only().open(&path).unwrap();
         assert!(db.admin().verify().unwrap().is_clean());
         assert_eq!(all_clusters(&db), want, "kill {n} after {kill_after} acks");
     }
@@ -834,7 +848,7 @@ fn expire_deletes_what_was_written_before_and_updates_clusters() {
         common::code(&common::simdb(&[&"ingest", &t.path(), &f2])),
         0
     );
-    let before = all_clusters(&Db::open_read_only(t.path()).unwrap());
+    let before = all_clusters(&Db::options().read_only().open(t.path()).unwrap());
     assert!(
         before.iter().any(|c| {
             let ids: Vec<&str> = c.members.iter().map(|m| m.id.as_str()).collect();
@@ -855,7 +869,7 @@ fn expire_deletes_what_was_written_before_and_updates_clusters() {
     let r: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
     assert_eq!(r["deleted"], first.len() as u64);
     assert_eq!(r["remaining"], second.len() as u64);
-    let db = Db::open_read_only(t.path()).unwrap();
+    let db = Db::options().read_only().open(t.path()).unwrap();
     assert!(db.admin().verify().unwrap().is_clean());
     for d in first {
         assert!(db.get(&d.id).unwrap().is_none());
@@ -889,7 +903,7 @@ fn cli_lists_clusters_shows_them_in_get_and_reports_them_per_run() {
     let input = t.file("all.jsonl", &all);
     assert_eq!(common::code(&common::simdb(&[&"init", &t.path()])), 0);
     let o = common::simdb(&[&"ingest", &t.path(), &input]);
-    let want = all_clusters(&Db::open_read_only(t.path()).unwrap());
+    let want = all_clusters(&Db::options().read_only().open(t.path()).unwrap());
     assert!(
         common::stderr(&o).contains(&format!("clusters: {} new, 0 grown", want.len())),
         "{}",
@@ -960,9 +974,9 @@ fn regression_review_b_4_an_interrupted_cluster_rebuild_is_finished_not_forgotte
     for keep in [KeepPolicy::First, KeepPolicy::Newest] {
         let p = t.path().with_file_name(format!("want-{keep}"));
         common::copy_dir(&base, &p);
-        Db::migrate(&p, Some(keep)).unwrap();
-        let db = Db::open_read_only(&p).unwrap();
-        assert_eq!(db.keep_policy().unwrap(), keep);
+        simdb::db::migrate(&p, Some(keep)).unwrap();
+        let db = Db::options().read_only().open(&p).unwrap();
+        assert_eq!(db.admin().keep_policy().unwrap(), keep);
         want.insert(keep.name(), shape(&all_clusters(&db)));
     }
     assert!(!want["newest"].is_empty());
@@ -996,14 +1010,15 @@ fn regression_review_b_4_an_interrupted_cluster_rebuild_is_finished_not_forgotte
             raw.put_cf(meta, b"clusters_rebuilding", building.name())
                 .unwrap();
         }
-        let err = Db::open(&p)
+        let err = Db::options()
+            .open(&p)
             .err()
             .expect("an interrupted rebuild is refused");
         assert!(
             matches!(err, simdb::Error::ClustersIncomplete { .. }),
             "{err}"
         );
-        assert!(Db::open_read_only(&p).is_err());
+        assert!(Db::options().read_only().open(&p).is_err());
         let o = common::simdb(&[&"verify", &p]);
         assert_ne!(common::code(&o), 0);
         let e = common::stderr(&o);
@@ -1012,10 +1027,10 @@ fn regression_review_b_4_an_interrupted_cluster_rebuild_is_finished_not_forgotte
             "{e}"
         );
         // Running it again (the same policy, or the one before) finishes.
-        let r = Db::migrate(&p, Some(again)).unwrap();
+        let r = simdb::db::migrate(&p, Some(again)).unwrap();
         assert_eq!(r.keep, again);
-        let db = Db::open_read_only(&p).unwrap();
-        assert_eq!(db.keep_policy().unwrap(), again);
+        let db = Db::options().read_only().open(&p).unwrap();
+        assert_eq!(db.admin().keep_policy().unwrap(), again);
         assert_eq!(shape(&all_clusters(&db)), want[again.name()], "case {n}");
         assert!(db.admin().verify().unwrap().is_clean());
     }
@@ -1026,14 +1041,14 @@ fn regression_review_b_4_an_interrupted_cluster_rebuild_is_finished_not_forgotte
 /// the writer lock: 270-635 ms per DELETE at 100,000 near copies while
 /// other writers waited. The commit now marks the cluster and checks at
 /// most `limits::SETTLE_STEP` members; the rest follow a step at a time
-/// (`Db::settle_clusters`, or later commits), and the end is the cluster
+/// (`Clusters::settle`, or later commits), and the end is the cluster
 /// the whole re-check gave: exactly the members the new representative
 /// confirms. The store is consistent (`verify` clean) between steps.
 #[test]
 fn regression_review_b_3_a_representative_leaves_in_bounded_steps() {
     use simdb::db::limits::SETTLE_STEP;
     let t = common::TempDb::new();
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     let base = 0x0123_4567_89ab_cdefu64;
     // Members three bits from the representative: the next one (the
     // earliest member) keeps those within 3 bits of it (sharing two of
@@ -1084,7 +1099,7 @@ fn regression_review_b_3_a_representative_leaves_in_bounded_steps() {
     put(&mut w, "other", !base, &[], None);
     w.commit().unwrap();
     drop(w);
-    let steps = db.settle_clusters().unwrap();
+    let steps = db.clusters().settle().unwrap();
     assert!(steps >= 2, "{steps}");
     let (mut got, rep) = members(&db, "m00000");
     got.sort();

@@ -57,7 +57,7 @@ fn sigkill_during_migrate_keep_ends_with_the_clusters_of_a_fresh_rebuild() {
     let base = t.path().with_file_name("base");
     assert_eq!(common::code(&common::simdb(&[&"init", &base])), 0);
     assert_eq!(common::code(&common::simdb(&[&"ingest", &base, &input])), 0);
-    let before = common::cluster_shapes(&Db::open_read_only(&base).unwrap());
+    let before = common::cluster_shapes(&Db::options().read_only().open(&base).unwrap());
     // The reference: an uninterrupted run, and how long it takes.
     let reference = t.path().with_file_name("reference");
     common::copy_dir(&base, &reference);
@@ -65,7 +65,7 @@ fn sigkill_during_migrate_keep_ends_with_the_clusters_of_a_fresh_rebuild() {
     let o = common::simdb(&[&"migrate", &reference, &"--keep", &"newest"]);
     let took = start.elapsed();
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
-    let want = common::cluster_shapes(&Db::open_read_only(&reference).unwrap());
+    let want = common::cluster_shapes(&Db::options().read_only().open(&reference).unwrap());
     assert!(!want.is_empty() && want != before);
     let (mut refused, mut untouched) = (0, 0);
     for n in 0..10 {
@@ -81,10 +81,10 @@ fn sigkill_during_migrate_keep_ends_with_the_clusters_of_a_fresh_rebuild() {
         std::thread::sleep(took.mul_f64(rng.random_range(0.05..1.0)));
         child.kill().unwrap();
         child.wait().unwrap();
-        match Db::open_read_only(&p) {
+        match Db::options().read_only().open(&p) {
             Ok(db) => {
                 let got = common::cluster_shapes(&db);
-                match db.keep_policy().unwrap() {
+                match db.admin().keep_policy().unwrap() {
                     KeepPolicy::Newest => assert_eq!(got, want, "kill {n}: finished"),
                     _ => {
                         assert_eq!(got, before, "kill {n}: not begun");
@@ -105,7 +105,7 @@ fn sigkill_during_migrate_keep_ends_with_the_clusters_of_a_fresh_rebuild() {
         }
         let o = common::simdb(&[&"migrate", &p, &"--keep", &"newest"]);
         assert_eq!(common::code(&o), 0, "kill {n}: {}", common::stderr(&o));
-        let db = Db::open_read_only(&p).unwrap();
+        let db = Db::options().read_only().open(&p).unwrap();
         assert_eq!(common::cluster_shapes(&db), want, "kill {n}: run again");
         assert!(db.admin().verify().unwrap().is_clean(), "kill {n}");
     }

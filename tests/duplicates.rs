@@ -62,7 +62,7 @@ fn regression_23_a_copy_costs_the_same_whatever_the_copies_stored() {
     let base = common::article(&mut rng, &vocab, 300);
     for near in [false, true] {
         let t = common::TempDb::new();
-        let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+        let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
         let docs: Vec<Doc> = (0..3100)
             .map(|i| {
                 let words = if near {
@@ -88,7 +88,7 @@ fn regression_23_a_copy_costs_the_same_whatever_the_copies_stored() {
 #[test]
 fn regression_23_duplicates_are_listed_up_to_a_cap_with_their_count() {
     let t = common::TempDb::new();
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     let vocab = common::vocab();
     let text = common::article(&mut common::rng(4), &vocab, 200).concat();
     // Ids in reverse order of writing: the listing is by distance then id.
@@ -129,7 +129,7 @@ fn regression_23_duplicates_are_listed_up_to_a_cap_with_their_count() {
 #[test]
 fn regression_23_queries_have_a_default_and_a_maximum_limit() {
     let t = common::TempDb::new();
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     let fp = Fingerprint(0x0123_4567_89ab_cdef);
     {
         let mut w = db.writer().unwrap();
@@ -174,7 +174,7 @@ fn hot_buckets_are_sealed_into_segments_and_answer_exactly() {
     let mut rng = common::rng(77);
     let block0 = 0xbeefu64 << 48;
     let mut live: BTreeMap<String, Fingerprint> = BTreeMap::new();
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     for batch in 0..10 {
         let mut w = db.writer().unwrap();
         for i in 0..2000 {
@@ -241,7 +241,7 @@ fn hot_buckets_are_sealed_into_segments_and_answer_exactly() {
         "a value of {max} bytes"
     );
     // Deletes, from sealed segments and the head alike.
-    let mut db = Db::open(t.path()).unwrap();
+    let mut db = Db::options().open(t.path()).unwrap();
     let gone: Vec<String> = live.keys().step_by(7).cloned().collect();
     db.delete(&gone).unwrap();
     for g in &gone {
@@ -249,7 +249,7 @@ fn hot_buckets_are_sealed_into_segments_and_answer_exactly() {
     }
     check(&db, &live, &mut rng);
     drop(db);
-    let db = Db::open_read_only(t.path()).unwrap();
+    let db = Db::options().read_only().open(t.path()).unwrap();
     check(&db, &live, &mut rng);
     // An import of the same set writes segments as the writer would.
     let input = t.dir.path().join("fps.jsonl");
@@ -263,7 +263,7 @@ fn hot_buckets_are_sealed_into_segments_and_answer_exactly() {
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     let (keys, max) = largest(&imported);
     assert!(keys >= 4 && max <= simdb::index::SEGMENT_ENTRIES * 8 + 4);
-    let idb = Db::open_read_only(&imported).unwrap();
+    let idb = Db::options().read_only().open(&imported).unwrap();
     check(&idb, &live, &mut rng);
 }
 
@@ -273,7 +273,7 @@ fn hot_buckets_are_sealed_into_segments_and_answer_exactly() {
 #[test]
 fn the_writers_kept_buckets_stay_exact_through_its_commits() {
     let t = common::TempDb::new();
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     let mut rng = common::rng(5);
     let base: u64 = rng.random();
     let weak: Vec<u8> = (0..64).map(|_| rng.random_range(0..64)).collect();
@@ -339,7 +339,7 @@ fn w_search(db: &mut Db, q: &Query) -> Vec<simdb::Hit> {
 #[test]
 fn a_write_with_a_copy_within_k_does_not_look_beyond_k() {
     let t = common::TempDb::new();
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     let base = Fingerprint(0x5555_aaaa_3333_cccc);
     let weak: Vec<u8> = vec![1, 17, 33, 49, 2, 18, 34, 50];
     // "far" and "y" have a sketch that differs from the others' in one
@@ -402,7 +402,7 @@ fn a_write_with_a_copy_within_k_does_not_look_beyond_k() {
         db.clusters().of("x").unwrap(),
         db.clusters().of("y").unwrap(),
     );
-    db.repair().unwrap();
+    db.maintenance().repair().unwrap();
     assert_eq!(
         (
             db.clusters().of("x").unwrap(),
@@ -417,7 +417,7 @@ fn a_write_with_a_copy_within_k_does_not_look_beyond_k() {
 #[test]
 fn regression_23_rebuilt_clusters_of_a_flood_are_ingests() {
     let t = common::TempDb::new();
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     let vocab = common::vocab();
     let mut rng = common::rng(9);
     let bases: Vec<Vec<String>> = (0..3)
@@ -432,7 +432,7 @@ fn regression_23_rebuilt_clusters_of_a_flood_are_ingests() {
     ingest(&mut db, &docs, 100);
     let before = common::cluster_shapes(&db);
     assert!(!before.is_empty());
-    db.repair().unwrap();
+    db.maintenance().repair().unwrap();
     assert_eq!(common::cluster_shapes(&db), before);
     let _ = ProbePlan::exact(Fingerprint(0), 0);
 }
@@ -446,7 +446,7 @@ fn regression_23_rebuilt_clusters_of_a_flood_are_ingests() {
 #[test]
 fn a_truncated_copy_is_confirmed_by_containment() {
     let t = common::TempDb::new();
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     let vocab = common::vocab();
     let f = simdb::Fingerprinter::new(Recipe::default());
     // An article and its first 60%, chosen (seeded) so that their
@@ -503,17 +503,18 @@ fn a_truncated_copy_is_confirmed_by_containment() {
     assert!(db.search(&q).unwrap().is_empty());
     // pairs lists it, with its containment.
     let mut pairs = Vec::new();
-    db.pairs(11, 0.6, |p| {
-        pairs.push(p.clone());
-        Ok(())
-    })
-    .unwrap();
+    db.clusters()
+        .pairs(11, 0.6, |p| {
+            pairs.push(p.clone());
+            Ok(())
+        })
+        .unwrap();
     assert_eq!(pairs.len(), 1);
     assert_eq!(pairs[0].containment, Some(c));
     // Written the other way round (the half first), the article is not
     // a copy of the half: no pair, no cluster.
     let t2 = common::TempDb::new();
-    let mut db2 = Db::create(t2.path(), Recipe::default()).unwrap();
+    let mut db2 = Db::options().create(t2.path(), Recipe::default()).unwrap();
     assert!(write(&mut db2, "half", &half).hits.is_empty());
     assert!(write(&mut db2, "original", &original).hits.is_empty());
     assert_eq!(db2.clusters().of("half").unwrap().unwrap().size, 1);
@@ -541,7 +542,7 @@ fn a_truncated_copy_is_confirmed_by_containment() {
 #[test]
 fn regression_review_b_1_a_rejected_flood_stops_at_a_bound() {
     let t = common::TempDb::new();
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     let vocab = common::vocab();
     let mut rng = common::rng(361);
     let base = common::article(&mut rng, &vocab, 300).concat();

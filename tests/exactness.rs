@@ -130,7 +130,7 @@ fn check_db(db: &Db, p: &Planted, when: &str) {
             assert_eq!(got, want, "{when}: ranked query {q} budget {budget} k {k}");
             ranked_hits += got.len();
             assert_eq!(
-                db.search_many(std::slice::from_ref(&plan_q)).unwrap()[0],
+                db.find_many(std::slice::from_ref(&plan_q)).unwrap()[0].hits,
                 want
             );
         }
@@ -146,7 +146,12 @@ fn check_db(db: &Db, p: &Planted, when: &str) {
             .iter()
             .map(|&q| simdb::Query::new(q).exact(k))
             .collect();
-        let many = db.search_many(&qs).unwrap();
+        let many: Vec<_> = db
+            .find_many(&qs)
+            .unwrap()
+            .into_iter()
+            .map(|f| f.hits)
+            .collect();
         assert_eq!(many.len(), batch.len());
         for (q, got) in batch.iter().zip(&many) {
             let want = brute_force(p.entries.iter().map(|(id, fp)| (id.as_str(), *fp)), *q, k);
@@ -178,7 +183,7 @@ fn store_matches_brute_force_before_and_after_reopen() {
         let t = common::TempDb::new();
         let p = plant(seed, 3000, 12);
         {
-            let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+            let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
             let mut w = db.writer().unwrap();
             for (i, (id, fp)) in p.entries.iter().enumerate() {
                 w.put(id, *fp, &Content::Text(id.to_string()), "test")
@@ -191,11 +196,11 @@ fn store_matches_brute_force_before_and_after_reopen() {
             check_db(&db, &p, "open");
             assert_eq!(db.len().unwrap(), p.entries.len() as u64);
         }
-        let db = Db::open(t.path()).unwrap();
+        let db = Db::options().open(t.path()).unwrap();
         check_db(&db, &p, "reopened");
         let ro = {
             drop(db);
-            Db::open_read_only(t.path()).unwrap()
+            Db::options().read_only().open(t.path()).unwrap()
         };
         check_db(&ro, &p, "read-only");
         assert!(ro.admin().verify().unwrap().is_clean());
@@ -206,7 +211,7 @@ fn store_matches_brute_force_before_and_after_reopen() {
 fn writer_sees_its_own_pending_writes_exactly() {
     let t = common::TempDb::new();
     let p = plant(9, 500, 4);
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     let mut w = db.writer().unwrap();
     let mut all = BTreeMap::new();
     for (i, (id, fp)) in p.entries.iter().enumerate() {
@@ -239,7 +244,7 @@ fn writer_sees_its_own_pending_writes_exactly() {
 #[test]
 fn k_above_eleven_is_refused() {
     let t = common::TempDb::new();
-    let db = Db::create(t.path(), Recipe::default()).unwrap();
+    let db = Db::options().create(t.path(), Recipe::default()).unwrap();
     let err = db.query(Fingerprint(0), 12, None).unwrap_err();
     assert!(
         matches!(err, simdb::Error::UnsupportedDistance { k: 12, max: 11 }),
@@ -503,7 +508,7 @@ fn pairs_match_brute_force() {
     // Planted neighbours at every distance 1..=13 (spread and packed),
     // identical fingerprints under different ids, random others.
     let p = plant(9, 1500, 6);
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     {
         let mut w = db.writer().unwrap();
         for (id, fp) in &p.entries {
@@ -520,6 +525,7 @@ fn pairs_match_brute_force() {
     for k in [0, 1, 2, 3, 4, 5, 7, 8, 11] {
         let mut got = Vec::new();
         let rep = db
+            .clusters()
             .pairs(k, 0.0, |pair| {
                 assert!(pair.a < pair.b);
                 got.push((pair.a.clone(), pair.b.clone(), pair.distance));
@@ -540,6 +546,7 @@ fn pairs_match_brute_force() {
         let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let mut grouped = Vec::new();
         let rep = db
+            .clusters()
             .pairs_with(k, 0.0, Copies::Grouped, |item| {
                 match item {
                     PairsItem::Copies(g) => {
@@ -589,7 +596,7 @@ fn pairs_match_brute_force() {
 #[test]
 fn pairs_group_only_copies_of_one_length() {
     let t = common::TempDb::new();
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     let fp = Fingerprint(0x0123_4567_89ab_cdef);
     {
         let mut w = db.writer().unwrap();
@@ -606,14 +613,15 @@ fn pairs_group_only_copies_of_one_length() {
     }
     let mut groups = Vec::new();
     let mut pairs = Vec::new();
-    db.pairs_with(3, 0.0, Copies::Grouped, |item| {
-        match item {
-            PairsItem::Copies(g) => groups.push(g.copies.clone()),
-            PairsItem::Pair(p) => pairs.push((p.a.clone(), p.b.clone(), p.distance)),
-        }
-        Ok(())
-    })
-    .unwrap();
+    db.clusters()
+        .pairs_with(3, 0.0, Copies::Grouped, |item| {
+            match item {
+                PairsItem::Copies(g) => groups.push(g.copies.clone()),
+                PairsItem::Pair(p) => pairs.push((p.a.clone(), p.b.clone(), p.distance)),
+            }
+            Ok(())
+        })
+        .unwrap();
     groups.sort();
     assert_eq!(groups, vec![vec!["a1", "a2"], vec!["b1", "b2"]]);
     assert_eq!(pairs, vec![("a1".to_string(), "b1".to_string(), 0)]);

@@ -106,7 +106,7 @@ fn export_matches_the_store() {
         lines.push(json!({"id": format!("f{i}"), "fingerprint": format!("{fp:016x}")}).to_string());
     }
     let input = t.file("in.jsonl", lines.join("\n"));
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     ingest::run(
         &mut db,
         &[Input::guess(&input)],
@@ -115,14 +115,14 @@ fn export_matches_the_store() {
     )
     .unwrap();
     drop(db);
-    let db = Db::open_read_only(t.path()).unwrap();
+    let db = Db::options().read_only().open(t.path()).unwrap();
 
     let out = t.path().with_extension("parquet");
     let opts = ExportOptions {
         row_group_rows: 7,
         file_rows: 40,
     };
-    let s = db.export_parquet(&out, &opts).unwrap();
+    let s = db.admin().export_parquet(&out, &opts).unwrap();
     assert_eq!(s.documents, 97);
     assert_eq!(s.files.len(), 3);
     assert!(out.join("_SUCCESS").exists());
@@ -169,14 +169,14 @@ fn export_matches_the_store() {
     }
 
     // Not into a directory that holds something.
-    let err = db.export_parquet(&out, &opts).unwrap_err();
+    let err = db.admin().export_parquet(&out, &opts).unwrap_err();
     assert!(err.to_string().contains("not empty"), "{err}");
 }
 
 #[test]
 fn empty_store_and_cli() {
     let t = common::TempDb::new();
-    Db::create(t.path(), Recipe::default()).unwrap();
+    Db::options().create(t.path(), Recipe::default()).unwrap();
     let out = t.path().with_extension("empty");
     let o = common::simdb(&[&"export", &t.path(), &"--parquet", &out]);
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
@@ -244,8 +244,8 @@ fn import_reads_the_export_back() {
         common::stdout(&o)
     );
     let (a, b) = (
-        Db::open_read_only(&src).unwrap(),
-        Db::open_read_only(&back).unwrap(),
+        Db::options().read_only().open(&src).unwrap(),
+        Db::options().read_only().open(&back).unwrap(),
     );
     for (i, &fp) in fps.iter().enumerate() {
         let id = format!("d{i}");
@@ -501,7 +501,7 @@ fn regression_24_id_columns_of_every_string_kind_and_integers() {
         let db = t.path().join(format!("{name}.db"));
         let o = common::simdb(&[&"import", &db, &file]);
         assert_eq!(common::code(&o), 0, "{name}: {}", common::stderr(&o));
-        let d = Db::open_read_only(&db).unwrap();
+        let d = Db::options().read_only().open(&db).unwrap();
         for (id, fp) in want.iter().zip(&fps) {
             let rec = d
                 .get(id)

@@ -275,3 +275,48 @@ fn the_service_options_and_their_defaults() {
     }
     assert!(checked >= 10, "{checked} options with defaults");
 }
+
+/// `Db` is a small door (issue 38): at most 22 public methods on `Db`
+/// itself, the other work on its handles (`clusters()`, `admin()`,
+/// `maintenance()`), and no constructor besides the builder
+/// (`Db::options()`). Read from the source of `src/db/`, every
+/// `impl Db` block.
+#[test]
+fn db_is_a_small_door() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/db");
+    let mut methods = Vec::new();
+    for e in std::fs::read_dir(&root).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_none_or(|x| x != "rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&p).unwrap();
+        let mut inside = false;
+        for line in text.lines() {
+            if line.starts_with("impl") {
+                inside = line == "impl Db {";
+            } else if inside && line.starts_with("    pub fn ") {
+                let name: String = line["    pub fn ".len()..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                methods.push((name, line.trim().to_string()));
+            }
+        }
+    }
+    methods.sort();
+    let names: Vec<&str> = methods.iter().map(|m| m.0.as_str()).collect();
+    assert!(
+        methods.len() <= 22,
+        "Db has {} public methods: {names:?}",
+        methods.len()
+    );
+    for (name, line) in &methods {
+        let returns_db = line.contains("-> Db") || line.contains("Result<Db>");
+        assert!(
+            !returns_db || name == "options",
+            "{name} constructs a Db: stores are opened and created through Db::options()"
+        );
+    }
+    assert!(names.contains(&"options"), "{names:?}");
+}

@@ -27,7 +27,9 @@ fn copy(id: String) -> Doc {
 #[test]
 fn regression_24_reads_during_deletes_never_report_corruption() {
     let t = TempDb::new();
-    let mut db = Db::create(t.path(), simdb::Recipe::default()).unwrap();
+    let mut db = Db::options()
+        .create(t.path(), simdb::Recipe::default())
+        .unwrap();
     let n = 1500;
     let f = db.fingerprinter().clone();
     let opts = simdb::db::write::WritePolicy::default();

@@ -48,17 +48,18 @@ type Row = (String, Fingerprint, u64, u64, String);
 
 fn rows(db: &Db) -> Vec<Row> {
     let mut out = Vec::new();
-    db.for_each(|id, r| {
-        out.push((
-            id.to_string(),
-            r.fingerprint,
-            r.content_hash,
-            r.length,
-            r.source,
-        ));
-        Ok(())
-    })
-    .unwrap();
+    db.admin()
+        .for_each(|id, r| {
+            out.push((
+                id.to_string(),
+                r.fingerprint,
+                r.content_hash,
+                r.length,
+                r.source,
+            ));
+            Ok(())
+        })
+        .unwrap();
     out
 }
 
@@ -69,7 +70,7 @@ fn import_matches_ingest_and_spills() {
     let input = t.file("fps.jsonl", jsonl(&recs));
 
     let a_path = t.dir.path().join("ingested");
-    let mut a = Db::create(&a_path, Recipe::default()).unwrap();
+    let mut a = Db::options().create(&a_path, Recipe::default()).unwrap();
     let s = ingest::run(&mut a, &[Input::guess(&input)], &Default::default(), |_| {}).unwrap();
     assert_eq!(s.bad_lines, 0);
 
@@ -85,7 +86,7 @@ fn import_matches_ingest_and_spills() {
         sum.replaced > 1000 && sum.shared_fingerprints > 1000,
         "{sum:?}"
     );
-    let b = Db::open(&b_path).unwrap();
+    let b = Db::options().open(&b_path).unwrap();
     assert_eq!(b.len().unwrap(), sum.documents);
     assert_eq!(a.len().unwrap(), sum.documents);
     let rep = b.admin().verify().unwrap();
@@ -123,7 +124,7 @@ fn import_matches_ingest_and_spills() {
         |_| {},
     )
     .unwrap();
-    let c = Db::open(&c_path).unwrap();
+    let c = Db::options().open(&c_path).unwrap();
     let strip =
         |r: Vec<Row>| -> Vec<(String, Fingerprint)> { r.into_iter().map(|r| (r.0, r.1)).collect() };
     assert_eq!(strip(rows(&b)), strip(rows(&c)));
@@ -167,7 +168,8 @@ fn a_bad_record_leaves_nothing_behind() {
     std::fs::write(staging.join("SIMDB-STAGING"), "").unwrap();
     let ok = t.file("ok.jsonl", jsonl(&records(100)));
     import::run(&target, &[ok], &Default::default(), |_| {}).unwrap();
-    assert!(Db::open(&target)
+    assert!(Db::options()
+        .open(&target)
         .unwrap()
         .admin()
         .verify()

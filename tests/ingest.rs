@@ -39,7 +39,7 @@ type Run = (
 fn run(threads: usize, batch_size: usize) -> Run {
     let t = common::TempDb::new();
     let input = corpus(&t);
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     let opts = ingest::Options {
         batch_size,
         ..Default::default()
@@ -60,11 +60,12 @@ fn run(threads: usize, batch_size: usize) -> Run {
         .unwrap();
     summary.elapsed = Default::default();
     let mut records = Vec::new();
-    db.for_each(|id, r| {
-        records.push((id.to_string(), r.fingerprint.to_string()));
-        Ok(())
-    })
-    .unwrap();
+    db.admin()
+        .for_each(|id, r| {
+            records.push((id.to_string(), r.fingerprint.to_string()));
+            Ok(())
+        })
+        .unwrap();
     let rep = db.admin().verify().unwrap();
     assert!(rep.is_clean(), "{:#?}", rep.problems);
     (summary, report, records)

@@ -205,11 +205,12 @@ fn apply(db: &mut Db, ops: &[Op], chunk: usize, opts: &WritePolicy, prefetch: bo
 /// Every record's id, fingerprint and ord, and the clusters.
 fn state(db: &Db) -> State {
     let mut recs = Vec::new();
-    db.for_each(|id, r| {
-        recs.push((id.to_string(), r.fingerprint.0, r.ord));
-        Ok(())
-    })
-    .unwrap();
+    db.admin()
+        .for_each(|id, r| {
+            recs.push((id.to_string(), r.fingerprint.0, r.ord));
+            Ok(())
+        })
+        .unwrap();
     (recs, common::cluster_shapes(db))
 }
 
@@ -233,8 +234,8 @@ fn both_ways(
 ) -> [Run; 2] {
     [false, true].map(|prefetch| {
         let t = common::TempDb::new();
-        let mut db = Db::create(t.path(), Recipe::default()).unwrap();
-        db.set_keep_policy(keep).unwrap();
+        let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
+        db.maintenance().set_keep_policy(keep).unwrap();
         apply(&mut db, stored, chunks.0, opts, false);
         let answers = apply(&mut db, later, chunks.1, opts, prefetch);
         let rep = db.admin().verify().unwrap();
@@ -352,8 +353,8 @@ fn ingest_run_decides_as_the_per_document_check() {
     let opts = WritePolicy::default();
     let t1 = common::TempDb::new();
     let t2 = common::TempDb::new();
-    let mut per_doc = Db::create(t1.path(), Recipe::default()).unwrap();
-    let mut run = Db::create(t2.path(), Recipe::default()).unwrap();
+    let mut per_doc = Db::options().create(t1.path(), Recipe::default()).unwrap();
+    let mut run = Db::options().create(t2.path(), Recipe::default()).unwrap();
     let f = per_doc.fingerprinter().clone();
     let ops = |ds: &[Doc]| -> Vec<Op> {
         ds.iter()
@@ -409,7 +410,7 @@ fn ingest_run_decides_as_the_per_document_check() {
 #[test]
 fn regression_review_b_2_a_documents_cluster_is_summed_up_without_its_members() {
     let t = common::TempDb::new();
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     let mut gen = Gen::new(9, 1);
     let a = gen.analysis();
     let opts = WritePolicy::default();
@@ -555,7 +556,7 @@ fn a_chunks_reads_are_counted_and_shared() {
     let mut answers = Vec::new();
     for prefetch in [true, false] {
         let t = common::TempDb::new();
-        let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+        let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
         apply(&mut db, &stored, 4096, &opts, true);
         let before = db.admin().reads();
         answers.push(apply(&mut db, &chunk, 2048, &opts, prefetch));

@@ -18,7 +18,7 @@ fn articles(seed: u64, n: usize, words: usize) -> Vec<Vec<String>> {
 #[test]
 fn sketch_confirms_or_rejects_candidates() {
     let t = TempDb::new();
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     let a = articles(1, 2, 300);
     let (t1, t2) = (a[0].concat(), a[1].concat());
     db.put("one", Content::Text(t1.clone())).unwrap();
@@ -295,7 +295,7 @@ fn version_1_records_still_read() {
     let t = TempDb::new();
     let fp = simdb::Fingerprint(0xfeed_0000_0000_0001);
     {
-        let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+        let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
         db.put("x", Content::Fingerprint(fp)).unwrap();
     }
     // Rewrite the record as version 1 bytes.
@@ -319,7 +319,7 @@ fn version_1_records_still_read() {
         v1.extend_from_slice(&payload);
         raw.put_cf(cf, b"x", v1).unwrap();
     }
-    let db = Db::open(t.path()).unwrap();
+    let db = Db::options().open(t.path()).unwrap();
     let r = db.get("x").unwrap().unwrap();
     assert_eq!((r.fingerprint, r.terms, r.sketch), (fp, 0, None));
     assert_eq!(db.query(fp, 0, None).unwrap()[0].id, "x");
@@ -352,13 +352,19 @@ fn learned_idf_is_kept_in_the_store_and_checked() {
 
     let fp_learned = lf.fingerprint(&texts[0]).unwrap();
     {
-        let mut db = Db::create_with_idf(t.path(), base.clone(), table.clone()).unwrap();
+        let mut db = Db::options()
+            .learned_idf(table.clone())
+            .create(t.path(), base.clone())
+            .unwrap();
         assert!(db.recipe().uses_learned_idf());
         db.put("a", Content::Text(texts[0].clone())).unwrap();
         assert_eq!(db.get("a").unwrap().unwrap().fingerprint, fp_learned);
     }
-    let db = Db::open(t.path()).unwrap();
-    assert_eq!(db.fingerprint(&texts[0]).unwrap(), fp_learned);
+    let db = Db::options().open(t.path()).unwrap();
+    assert_eq!(
+        db.fingerprinter().fingerprint(&texts[0]).unwrap(),
+        fp_learned
+    );
     assert_eq!(
         db.search(&db.text_query(&texts[0]).unwrap().exact(0))
             .unwrap()[0]
@@ -369,13 +375,15 @@ fn learned_idf_is_kept_in_the_store_and_checked() {
     // A recipe naming a learned table cannot be created without it, and a
     // store whose table is missing is refused as corrupt.
     let t2 = TempDb::new();
-    assert!(Db::create(t2.path(), base.clone().with_learned_idf(&table)).is_err());
+    assert!(Db::options()
+        .create(t2.path(), base.clone().with_learned_idf(&table))
+        .is_err());
     {
         let raw = common::raw_open(&t.path());
         let cf = raw.cf_handle("meta").unwrap();
         raw.delete_cf(cf, b"idf_table").unwrap();
     }
-    let err = Db::open(t.path()).err().expect("refused");
+    let err = Db::options().open(t.path()).err().expect("refused");
     assert!(matches!(err, simdb::Error::Corrupt { .. }), "{err}");
 }
 
@@ -395,8 +403,8 @@ fn recipe_options_change_fingerprints_and_survive_reopen() {
         Recipe::default().keeping_stop_words(),
     ] {
         let t = TempDb::new();
-        Db::create(t.path(), r.clone()).unwrap();
-        let db = Db::open(t.path()).unwrap();
+        Db::options().create(t.path(), r.clone()).unwrap();
+        let db = Db::options().open(t.path()).unwrap();
         assert_eq!(db.recipe(), &r);
     }
     // On the command line.
@@ -430,7 +438,7 @@ fn init_learns_idf_and_batch_queries_are_verified() {
     assert_eq!(code(&simdb(&[&"ingest", &db_path, &input])), 0);
     // A batch: a text line (verified, similarity reported) and a
     // fingerprint line (unverified).
-    let d0 = Db::open_read_only(&db_path).unwrap();
+    let d0 = Db::options().read_only().open(&db_path).unwrap();
     let fp = d0.get("d3").unwrap().unwrap().fingerprint;
     drop(d0);
     let batch = t.file(

@@ -14,7 +14,7 @@ fn repair_rebuilds_refs_and_index_keys_from_records() {
     let mut rng = common::rng(3);
     let mut fps = Vec::new();
     {
-        let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+        let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
         let mut w = db.writer().unwrap();
         for i in 0..500 {
             let fp = Fingerprint(rand::Rng::random(&mut rng));
@@ -23,7 +23,7 @@ fn repair_rebuilds_refs_and_index_keys_from_records() {
                 .unwrap();
         }
         w.commit().unwrap();
-        db.flush().unwrap();
+        db.admin().flush().unwrap();
     }
     let rec = |db: &rocksdb::DB, id: &str| -> simdb::Record {
         let docs = db.cf_handle("docs").unwrap();
@@ -65,7 +65,9 @@ fn repair_rebuilds_refs_and_index_keys_from_records() {
         raw.put_cf(cf("meta"), b"doc_count", 7u64.to_be_bytes())
             .unwrap();
     }
-    let before = Db::open_read_only(t.path())
+    let before = Db::options()
+        .read_only()
+        .open(t.path())
         .unwrap()
         .admin()
         .verify()
@@ -93,7 +95,7 @@ fn repair_rebuilds_refs_and_index_keys_from_records() {
     );
     // Only the unreadable record is left to report.
     assert_eq!(common::code(&o), 2, "{out}");
-    let db = Db::open_read_only(t.path()).unwrap();
+    let db = Db::options().read_only().open(t.path()).unwrap();
     let after = db.admin().verify().unwrap();
     assert_eq!(after.problems.len(), 1, "{:#?}", after.problems);
     assert!(after.problems[0].contains("checksum mismatch"));
@@ -122,7 +124,7 @@ fn regression_16_interrupted_repair_is_refused_until_repaired() {
     let t = common::TempDb::new();
     let fp = Fingerprint(0x1234_5678_9abc_def0);
     {
-        let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+        let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
         db.put("a", Content::Fingerprint(fp)).unwrap();
     }
     {
@@ -136,12 +138,12 @@ fn regression_16_interrupted_repair_is_refused_until_repaired() {
             raw.delete_range_cf(cf, &[][..], &[0xff; 16][..]).unwrap();
         }
     }
-    let err = Db::open_read_only(t.path()).err().unwrap();
+    let err = Db::options().read_only().open(t.path()).err().unwrap();
     assert!(err.to_string().contains("simdb verify --repair"), "{err}");
     let o = common::simdb(&[&"query", &t.path(), &"--fingerprint", &fp.to_string()]);
     assert_eq!(common::code(&o), 2, "{}", common::stdout(&o));
     let o = common::simdb(&[&"verify", &t.path(), &"--repair"]);
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
-    let db = Db::open_read_only(t.path()).unwrap();
+    let db = Db::options().read_only().open(t.path()).unwrap();
     assert_eq!(db.query(fp, 0, None).unwrap()[0].id, "a");
 }

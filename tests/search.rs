@@ -95,7 +95,7 @@ fn corpus(seed: u64) -> (String, String) {
 
 /// Each cluster's sorted members and representative.
 fn clusters(path: &std::path::Path) -> Vec<(Vec<String>, String)> {
-    common::cluster_shapes(&Db::open_read_only(path).unwrap())
+    common::cluster_shapes(&Db::options().read_only().open(path).unwrap())
 }
 
 #[test]
@@ -107,10 +107,10 @@ fn ingest_rebuild_and_dedup_against_a_store_pick_the_same_near_copies() {
         let old_file = t.file(&format!("old-{seed}.jsonl"), &old);
         let new_file = t.file(&format!("new-{seed}.jsonl"), &new);
         let stored = t.path().with_file_name(format!("stored-{seed}"));
-        drop(Db::create(&stored, Recipe::default()).unwrap());
-        Db::migrate(&stored, Some(keep)).unwrap();
+        drop(Db::options().create(&stored, Recipe::default()).unwrap());
+        simdb::db::migrate(&stored, Some(keep)).unwrap();
         {
-            let mut db = Db::open(&stored).unwrap();
+            let mut db = Db::options().open(&stored).unwrap();
             ingest::run(
                 &mut db,
                 &[Input::guess(&old_file)],
@@ -124,7 +124,7 @@ fn ingest_rebuild_and_dedup_against_a_store_pick_the_same_near_copies() {
         common::copy_dir(&stored, &grown);
         let mut ingested = BTreeMap::new();
         {
-            let mut db = Db::open(&grown).unwrap();
+            let mut db = Db::options().open(&grown).unwrap();
             ingest::run(
                 &mut db,
                 &[Input::guess(&new_file)],
@@ -150,14 +150,16 @@ fn ingest_rebuild_and_dedup_against_a_store_pick_the_same_near_copies() {
 
         // `dedup --db stored` of the new half drops the same documents,
         // each as a copy of the same stored one.
-        let against = Db::open_read_only(&stored).unwrap();
+        let against = Db::options().read_only().open(&stored).unwrap();
         let scratch_dir = t.path().with_file_name(format!("scratch-{seed}"));
-        let mut scratch = Db::create(&scratch_dir, against.recipe().clone()).unwrap();
+        let mut scratch = Db::options()
+            .create(&scratch_dir, against.recipe().clone())
+            .unwrap();
         let opts = ingest::Options {
             write: simdb::WriteOptions::default()
                 .resolve(
                     DuplicatePolicy::IndexAll,
-                    Some(against.default_min_similarity()),
+                    Some(against.admin().default_min_similarity()),
                 )
                 .unwrap(),
             ..Default::default()
@@ -186,15 +188,21 @@ fn ingest_rebuild_and_dedup_against_a_store_pick_the_same_near_copies() {
         assert!(built.iter().any(|(m, _)| m.len() >= 3), "seed {seed}");
         let repaired = t.path().with_file_name(format!("repaired-{seed}"));
         common::copy_dir(&grown, &repaired);
-        Db::open_for_repair(&repaired).unwrap().repair().unwrap();
+        Db::options()
+            .for_repair()
+            .open(&repaired)
+            .unwrap()
+            .maintenance()
+            .repair()
+            .unwrap();
         assert_eq!(clusters(&repaired), built, "seed {seed}: verify --repair");
         let other = if keep == KeepPolicy::First {
             KeepPolicy::Newest
         } else {
             KeepPolicy::First
         };
-        Db::migrate(&repaired, Some(other)).unwrap();
-        Db::migrate(&repaired, Some(keep)).unwrap();
+        simdb::db::migrate(&repaired, Some(other)).unwrap();
+        simdb::db::migrate(&repaired, Some(keep)).unwrap();
         assert_eq!(clusters(&repaired), built, "seed {seed}: migrate --keep");
     }
     // The corpus reaches each stage: copies found within k, beyond it by

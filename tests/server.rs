@@ -641,7 +641,7 @@ fn sigterm_keeps_every_acknowledged_write() {
     let (code_, err) = s.stop();
     assert_eq!(code_, 0, "{err}");
     assert!(err.contains("stopped"), "{err}");
-    let db = simdb::Db::open_read_only(t.path()).unwrap();
+    let db = simdb::Db::options().read_only().open(t.path()).unwrap();
     assert_eq!(db.len().unwrap(), 40);
     verify_clean(&t.path());
 }

@@ -13,7 +13,7 @@ fn text(s: &str) -> Content {
 #[test]
 fn upsert_and_delete_leave_no_orphan_keys() {
     let t = common::TempDb::new();
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     let a1 = "alpha beta gamma delta epsilon zeta eta theta";
     let a2 = "completely different words about rivers mountains forests";
     assert_eq!(db.put("a", text(a1)).unwrap(), Outcome::Inserted);
@@ -24,7 +24,7 @@ fn upsert_and_delete_leave_no_orphan_keys() {
     assert!(rep.is_clean(), "{:?}", rep.problems);
     assert_eq!(rep.index_keys, [2, 2, 2, 2]);
     // The old fingerprint of "a" is gone from the index.
-    let fp1 = db.fingerprint(a1).unwrap();
+    let fp1 = db.fingerprinter().fingerprint(a1).unwrap();
     let ids: Vec<String> = db
         .query(fp1, 0, None)
         .unwrap()
@@ -43,7 +43,7 @@ fn upsert_and_delete_leave_no_orphan_keys() {
 #[test]
 fn same_id_twice_in_one_batch() {
     let t = common::TempDb::new();
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     let f = db.fingerprinter().clone();
     let mut w = db.writer().unwrap();
     for (i, s) in [
@@ -82,11 +82,13 @@ fn same_id_twice_in_one_batch() {
 fn recipe_is_stored_and_a_mismatch_is_refused() {
     let t = common::TempDb::new();
     let r = Recipe::with(7, 1, false);
-    drop(Db::create(t.path(), r.clone()).unwrap());
-    let db = Db::open(t.path()).unwrap();
+    drop(Db::options().create(t.path(), r.clone()).unwrap());
+    let db = Db::options().open(t.path()).unwrap();
     assert_eq!(db.recipe(), &r);
     drop(db);
-    let err = Db::open_expecting(t.path(), &Recipe::with(0, 2, false))
+    let err = Db::options()
+        .expecting(&Recipe::with(0, 2, false))
+        .open(t.path())
         .err()
         .unwrap();
     assert!(
@@ -103,7 +105,7 @@ fn recipe_is_stored_and_a_mismatch_is_refused() {
         raw.put_cf(meta, b"recipe", serde_json::to_vec(&bad).unwrap())
             .unwrap();
     }
-    let err = Db::open(t.path()).err().unwrap();
+    let err = Db::options().open(t.path()).err().unwrap();
     assert!(
         matches!(err, Error::RecipeMismatch { ref field, .. } if field == "idf"),
         "{err}"
@@ -116,7 +118,7 @@ fn a_recipe_from_before_script_folding_is_kept_and_migrate_says_how_to_move() {
     // recipe JSON has neither.
     let t = common::TempDb::new();
     let old = Recipe::default().before_reposts();
-    drop(Db::create(t.path(), old.clone()).unwrap());
+    drop(Db::options().create(t.path(), old.clone()).unwrap());
     {
         let raw = raw_open(&t.path());
         let meta = raw.cf_handle("meta").unwrap();
@@ -129,7 +131,7 @@ fn a_recipe_from_before_script_folding_is_kept_and_migrate_says_how_to_move() {
     }
     let simp = "国务院总理今天在北京主持召开常务会议，部署进一步扩大内需。经济稳定增长。";
     let trad = "國務院總理今天在北京主持召開常務會議，部署進一步擴大內需。經濟穩定增長。";
-    let mut db = Db::open(t.path()).unwrap();
+    let mut db = Db::options().open(t.path()).unwrap();
     assert_eq!(db.recipe(), &old);
     assert!(!db.recipe().folds_script());
     db.put("s", text(simp)).unwrap();
@@ -149,11 +151,15 @@ fn a_recipe_from_before_script_folding_is_kept_and_migrate_says_how_to_move() {
     assert!(out.contains("latin: \"words\""), "{out}");
     assert!(out.contains("simdb init"), "{out}");
     // The recipe is untouched by migrate.
-    assert!(!Db::open(t.path()).unwrap().recipe().folds_script());
+    assert!(!Db::options()
+        .open(t.path())
+        .unwrap()
+        .recipe()
+        .folds_script());
 
     // A new store folds: the two scripts are one document.
     let t2 = common::TempDb::new();
-    let mut db = Db::create(t2.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t2.path(), Recipe::default()).unwrap();
     assert!(Recipe::default().behind().is_empty());
     db.put("s", text(simp)).unwrap();
     let hits = db.search(&db.text_query(trad).unwrap()).unwrap();
@@ -165,7 +171,7 @@ fn a_recipe_from_before_script_folding_is_kept_and_migrate_says_how_to_move() {
 #[test]
 fn newer_format_and_foreign_directories_are_refused() {
     let t = common::TempDb::new();
-    drop(Db::create(t.path(), Recipe::default()).unwrap());
+    drop(Db::options().create(t.path(), Recipe::default()).unwrap());
     let set_version = |v: u32| {
         let raw = raw_open(&t.path());
         let meta = raw.cf_handle("meta").unwrap();
@@ -173,7 +179,7 @@ fn newer_format_and_foreign_directories_are_refused() {
             .unwrap();
     };
     set_version(8);
-    let err = Db::open(t.path()).err().unwrap();
+    let err = Db::options().open(t.path()).err().unwrap();
     assert!(
         matches!(
             err,
@@ -189,7 +195,7 @@ fn newer_format_and_foreign_directories_are_refused() {
     // (an index entry per document) are converted by `migrate`.
     for v in [2, 3, 4, 5, 6] {
         set_version(v);
-        let err = Db::open(t.path()).err().unwrap();
+        let err = Db::options().open(t.path()).err().unwrap();
         assert!(
             matches!(
                 err,
@@ -205,7 +211,7 @@ fn newer_format_and_foreign_directories_are_refused() {
     }
     // Format 1 (ids inside index keys) is no longer read: named, not foreign.
     set_version(1);
-    let err = Db::open(t.path()).err().unwrap();
+    let err = Db::options().open(t.path()).err().unwrap();
     assert!(
         matches!(
             err,
@@ -222,7 +228,7 @@ fn newer_format_and_foreign_directories_are_refused() {
     let plain = t.dir.path().join("plain");
     std::fs::create_dir(&plain).unwrap();
     std::fs::write(plain.join("notes.txt"), "hello").unwrap();
-    let err = Db::open(&plain).err().unwrap();
+    let err = Db::options().open(&plain).err().unwrap();
     assert!(matches!(err, Error::NotASimdbStore { .. }), "{err}");
 
     // Another RocksDB database is not a simdb store either.
@@ -232,19 +238,25 @@ fn newer_format_and_foreign_directories_are_refused() {
         o.create_if_missing(true);
         rocksdb::DB::open(&o, &other).unwrap();
     }
-    let err = Db::open(&other).err().unwrap();
+    let err = Db::options().open(&other).err().unwrap();
     assert!(matches!(err, Error::NotASimdbStore { .. }), "{err}");
 
-    let err = Db::open(t.dir.path().join("absent")).err().unwrap();
+    let err = Db::options()
+        .open(t.dir.path().join("absent"))
+        .err()
+        .unwrap();
     assert!(matches!(err, Error::NoSuchStore { .. }), "{err}");
-    let err = Db::create(&plain, Recipe::default()).err().unwrap();
+    let err = Db::options()
+        .create(&plain, Recipe::default())
+        .err()
+        .unwrap();
     assert!(matches!(err, Error::AlreadyExists { .. }), "{err}");
 }
 
 #[test]
 fn a_flipped_record_byte_is_named_with_family_and_key() {
     let t = common::TempDb::new();
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     db.put("doc", text("some words that make a fingerprint"))
         .unwrap();
     drop(db);
@@ -256,9 +268,10 @@ fn a_flipped_record_byte_is_named_with_family_and_key() {
         v[last] ^= 0x40;
         raw.put_cf(docs, b"doc", v).unwrap();
     }
-    let db = Db::open(t.path()).unwrap();
+    let db = Db::options().open(t.path()).unwrap();
     // A query that finds the document reads its record too.
     let q = db
+        .fingerprinter()
         .fingerprint("some words that make a fingerprint")
         .unwrap();
     let err = db.query(q, 0, None).unwrap_err();
@@ -266,7 +279,7 @@ fn a_flipped_record_byte_is_named_with_family_and_key() {
         matches!(err, Error::Corrupt { family: "docs", ref key_hex, .. } if key_hex == "646f63"),
         "{err}"
     );
-    let err = db.search_many(&[simdb::Query::new(q)]).unwrap_err();
+    let err = db.find_many(&[simdb::Query::new(q)]).unwrap_err();
     assert!(
         matches!(err, Error::Corrupt { family: "docs", .. }),
         "{err}"
@@ -289,7 +302,7 @@ fn a_flipped_record_byte_is_named_with_family_and_key() {
 #[test]
 fn empty_documents_are_an_error_not_a_zero_fingerprint() {
     let t = common::TempDb::new();
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     assert!(matches!(
         db.put("e", text("  ，。 the of ")),
         Err(Error::NoFeatures)
@@ -301,7 +314,7 @@ fn empty_documents_are_an_error_not_a_zero_fingerprint() {
 #[test]
 fn weighted_features_are_documents_too() {
     let t = common::TempDb::new();
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     let feats: Vec<(String, f64)> = (0..50)
         .map(|i| (format!("dim{i}"), 1.0 + i as f64 / 10.0))
         .collect();
@@ -317,7 +330,7 @@ fn weighted_features_are_documents_too() {
 #[test]
 fn documents_sharing_a_fingerprint_keep_their_own_keys() {
     let t = common::TempDb::new();
-    let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
     let feats = |n: usize| -> Content {
         Content::Features((0..n).map(|i| (format!("f{i}"), 1.0)).collect())
     };
@@ -380,7 +393,7 @@ fn format_2_stores_are_migrated_in_place() {
     let mut rng = common::rng(12);
     let mut entries: Vec<(String, Fingerprint)> = Vec::new();
     {
-        let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+        let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
         let mut w = db.writer().unwrap();
         let base = Fingerprint(rng.random());
         for i in 0..300u64 {
@@ -430,7 +443,7 @@ fn format_2_stores_are_migrated_in_place() {
         downgrade_records_and_drop_clusters(raw);
     }
     assert!(matches!(
-        Db::open_read_only(t.path()).err().unwrap(),
+        Db::options().read_only().open(t.path()).err().unwrap(),
         Error::NeedsMigration { found: 2, .. }
     ));
     let o = common::simdb(&[&"migrate", &t.path()]);
@@ -442,7 +455,7 @@ fn format_2_stores_are_migrated_in_place() {
         "{}",
         common::stdout(&o)
     );
-    let db = Db::open_read_only(t.path()).unwrap();
+    let db = Db::options().read_only().open(t.path()).unwrap();
     let rep = db.admin().verify().unwrap();
     assert!(rep.is_clean(), "{:#?}", rep.problems);
     let distinct = entries
@@ -480,7 +493,7 @@ fn format_4_stores_are_migrated_in_place() {
     let mut entries: Vec<(String, Fingerprint)> = Vec::new();
     let base = Fingerprint(rng.random());
     {
-        let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+        let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
         let mut w = db.writer().unwrap();
         for i in 0..200u64 {
             let fp = match i % 4 {
@@ -540,7 +553,7 @@ fn format_4_stores_are_migrated_in_place() {
             .unwrap();
     }
     assert!(matches!(
-        Db::open_read_only(t.path()).err().unwrap(),
+        Db::options().read_only().open(t.path()).err().unwrap(),
         Error::NeedsMigration { found: 4, .. }
     ));
     let o = common::simdb(&[&"migrate", &t.path()]);
@@ -551,7 +564,7 @@ fn format_4_stores_are_migrated_in_place() {
         "{}",
         common::stdout(&o)
     );
-    let db = Db::open_read_only(t.path()).unwrap();
+    let db = Db::options().read_only().open(t.path()).unwrap();
     let rep = db.admin().verify().unwrap();
     assert!(rep.is_clean(), "{:#?}", rep.problems);
     assert_eq!(rep.refs, 200);
@@ -641,7 +654,7 @@ fn format_3_stores_get_ords_and_clusters() {
         v.sort();
         v
     };
-    let before = clusters_of(&Db::open_read_only(t.path()).unwrap());
+    let before = clusters_of(&Db::options().read_only().open(t.path()).unwrap());
     assert!(!before.is_empty());
     {
         let raw = raw_open(&t.path());
@@ -656,7 +669,7 @@ fn format_3_stores_get_ords_and_clusters() {
         downgrade_records_and_drop_clusters(raw);
     }
     assert!(matches!(
-        Db::open_read_only(t.path()).err().unwrap(),
+        Db::options().read_only().open(t.path()).err().unwrap(),
         Error::NeedsMigration { found: 3, .. }
     ));
     let o = common::simdb(&[&"migrate", &t.path()]);
@@ -668,7 +681,7 @@ fn format_3_stores_get_ords_and_clusters() {
         "{}",
         common::stdout(&o)
     );
-    let db = Db::open_read_only(t.path()).unwrap();
+    let db = Db::options().read_only().open(t.path()).unwrap();
     let rep = db.admin().verify().unwrap();
     assert!(rep.is_clean(), "{:#?}", rep.problems);
     // The same groups as ingest made (the ingest ran within a second, so
@@ -684,10 +697,10 @@ fn format_3_stores_get_ords_and_clusters() {
 #[test]
 fn regression_16_freshness_probe_keeps_the_writers_lock() {
     let t = common::TempDb::new();
-    let writer = Db::create(t.path(), Recipe::default()).unwrap();
-    let reader = Db::open_read_only(t.path()).unwrap();
-    assert!(reader.view().writer_active);
-    assert!(reader.view().writer_active);
+    let writer = Db::options().create(t.path(), Recipe::default()).unwrap();
+    let reader = Db::options().read_only().open(t.path()).unwrap();
+    assert!(reader.admin().view().writer_active);
+    assert!(reader.admin().view().writer_active);
     let input = t.file("in.jsonl", "{\"id\":\"x\",\"text\":\"some text here\"}\n");
     let o = common::simdb(&[&"ingest", &t.path(), &input]);
     assert_eq!(common::code(&o), 2, "{}", common::stderr(&o));
@@ -698,8 +711,8 @@ fn regression_16_freshness_probe_keeps_the_writers_lock() {
     );
     drop(reader);
     drop(writer);
-    let reader = Db::open_read_only(t.path()).unwrap();
-    assert!(!reader.view().writer_active);
+    let reader = Db::options().read_only().open(t.path()).unwrap();
+    assert!(!reader.admin().view().writer_active);
 }
 
 /// The write batches in a RocksDB write-ahead log file: its 32 KiB blocks
@@ -727,7 +740,7 @@ fn wal_batches(path: &std::path::Path) -> usize {
     batches
 }
 
-/// Issue 16: `create_with_idf` wrote the recipe (which names the learned
+/// Issue 16: creating a store with a learned IDF wrote the recipe (which names the learned
 /// table) and the table in two writes; a crash between them left a store
 /// that never opens. Now one batch: the write-ahead log of a new store
 /// holds exactly one.
@@ -737,7 +750,10 @@ fn regression_16_learned_idf_is_written_with_the_recipe() {
     let f = simdb::Fingerprinter::new(Recipe::default());
     let texts = ["近重复检测 数据库", "数据库 索引", "近重复 文本 检测"];
     let table = simdb::fingerprint::LearnedIdf::learn(&f, texts);
-    let db = Db::create_with_idf(t.path(), Recipe::default(), table).unwrap();
+    let db = Db::options()
+        .learned_idf(table)
+        .create(t.path(), Recipe::default())
+        .unwrap();
     let logs: Vec<std::path::PathBuf> = std::fs::read_dir(t.path())
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -746,7 +762,7 @@ fn regression_16_learned_idf_is_written_with_the_recipe() {
     let batches: usize = logs.iter().map(|p| wal_batches(p)).sum();
     assert_eq!(batches, 1, "{logs:?}");
     drop(db);
-    assert!(Db::open(t.path()).is_ok());
+    assert!(Db::options().open(t.path()).is_ok());
 }
 
 /// Table files are read through mmap by default (`Tuning::mmap_reads`);
@@ -754,13 +770,13 @@ fn regression_16_learned_idf_is_written_with_the_recipe() {
 /// store of near copies, one each way, answer every query the same.
 #[test]
 fn reads_through_mmap_and_through_the_block_cache_answer_the_same() {
-    use simdb::{Access, QueryRequest, Subject, Tuning};
+    use simdb::{QueryRequest, Subject, Tuning};
     let t = common::TempDb::new();
     let vocab = common::vocab();
     let mut rng = common::rng(77);
     let mut texts = Vec::new();
     {
-        let mut db = Db::create(t.path(), Recipe::default()).unwrap();
+        let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
         for i in 0..600 {
             let words = common::article(&mut rng, &vocab, 80);
             let body = if i % 3 == 0 && !texts.is_empty() {
@@ -775,15 +791,14 @@ fn reads_through_mmap_and_through_the_block_cache_answer_the_same() {
         }
     }
     let answers = |mmap_reads: bool| {
-        let db = Db::open_tuned(
-            t.path(),
-            Access::ReadOnly,
-            Tuning {
+        let db = Db::options()
+            .read_only()
+            .tuning(Tuning {
                 mmap_reads,
                 ..Tuning::default()
-            },
-        )
-        .unwrap();
+            })
+            .open(t.path())
+            .unwrap();
         texts
             .iter()
             .step_by(7)

@@ -63,9 +63,11 @@ fn main() {
     let reuse = path.exists();
     let mut db = if reuse {
         println!("reusing {} (it exists): no writes", path.display());
-        Db::open(&path).expect("open")
+        Db::options().open(&path).expect("open")
     } else {
-        Db::create(&path, Recipe::default()).expect("create")
+        Db::options()
+            .create(&path, Recipe::default())
+            .expect("create")
     };
     let n = if reuse {
         db.len().expect("len") as usize
@@ -93,7 +95,7 @@ fn main() {
         w.commit().expect("commit");
         written = (written + batch).min(n);
     }
-    db.flush().expect("flush");
+    db.admin().flush().expect("flush");
     let secs = t.elapsed().as_secs_f64();
     if !reuse {
         println!(

@@ -254,8 +254,10 @@ fn simdb_clusters(w: &Workload, dir: &std::path::Path, keep: simdb::db::KeepPoli
         }
     }
     let store = dir.join("store");
-    let mut db = Db::create(&store, Recipe::default()).expect("create store");
-    db.set_keep_policy(keep).expect("keep policy");
+    let mut db = Db::options()
+        .create(&store, Recipe::default())
+        .expect("create store");
+    db.maintenance().set_keep_policy(keep).expect("keep policy");
     let t = Instant::now();
     ingest::run(
         &mut db,

@@ -32,13 +32,14 @@ use simdb::Db;
 type Records = BTreeMap<String, (u64, u64)>;
 
 fn records(path: &Path) -> Records {
-    let db = Db::open_read_only(path).expect("open");
+    let db = Db::options().read_only().open(path).expect("open");
     let mut m = Records::new();
-    db.for_each(|id, r| {
-        m.insert(id.to_string(), (r.fingerprint.0, r.content_hash));
-        Ok(())
-    })
-    .expect("read records");
+    db.admin()
+        .for_each(|id, r| {
+            m.insert(id.to_string(), (r.fingerprint.0, r.content_hash));
+            Ok(())
+        })
+        .expect("read records");
     m
 }
 
@@ -205,7 +206,7 @@ fn main() {
         }
 
         // Reopen: verify, and every acknowledged document is as expected.
-        let db = Db::open(&store).expect("reopen after kill");
+        let db = Db::options().open(&store).expect("reopen after kill");
         let rep = db.admin().verify().expect("verify");
         if !rep.is_clean() {
             inconsistent += 1;
@@ -241,7 +242,9 @@ fn main() {
                 .collect();
             println!("run {run}: differs from the uninterrupted run, e.g. {diff:?}");
         }
-        let clean = Db::open_read_only(&store)
+        let clean = Db::options()
+            .read_only()
+            .open(&store)
             .expect("open")
             .admin()
             .verify()

@@ -53,7 +53,7 @@ use rayon::prelude::*;
 use simdb::import::{
     write_binary_record, write_binary_sketched_record, BINARY_MAGIC, BINARY_SKETCHED_MAGIC,
 };
-use simdb::{Access, Tuning};
+use simdb::Tuning;
 use simdb::{Db, Fingerprint};
 
 struct Args {
@@ -452,7 +452,11 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
         mmap_reads: !a.no_mmap,
         ..Tuning::default()
     };
-    let db = Db::open_tuned(store, Access::ReadOnly, tuning).expect("open");
+    let db = Db::options()
+        .read_only()
+        .tuning(tuning)
+        .open(store)
+        .expect("open");
     let (mut index_bytes, mut band_bytes) = (0, 0);
     for (name, bytes) in db.admin().family_sizes() {
         println!(
@@ -480,7 +484,11 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
     let (warm, answers) = time_queries(&db, queries, a.limit);
     report("warm", &warm);
     drop(db);
-    let db = Db::open_tuned(store, Access::ReadOnly, tuning).expect("reopen");
+    let db = Db::options()
+        .read_only()
+        .tuning(tuning)
+        .open(store)
+        .expect("reopen");
     let (reopen, _) = time_queries(&db, queries, a.limit);
     report("after reopen", &reopen);
     if a.skewed {
@@ -502,7 +510,7 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
     }
 
     // Batches: one query at a time, queries in parallel, and one sorted pass
-    // per family (Db::search_many), on the planted queries and on a larger
+    // per family (Db::find_many), on the planted queries and on a larger
     // batch of random ones.
     let mut rng = ChaCha8Rng::seed_from_u64(a.seed ^ 0xba7c4);
     let big: Vec<u64> = (0..a.big_batch).map(|_| rng.random()).collect();
@@ -534,7 +542,11 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
                     ..simdb::Query::new(q).exact(3)
                 })
                 .collect();
-            db.search_many(&qs).unwrap().iter().map(Vec::len).sum()
+            db.find_many(&qs)
+                .unwrap()
+                .iter()
+                .map(|f| f.hits.len())
+                .sum()
         });
         assert!(h1 == h2 && h2 == h3, "batch answers differ: {h1} {h2} {h3}");
         println!(

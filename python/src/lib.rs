@@ -443,7 +443,7 @@ impl Db {
         let written = write::place_all(&mut w, docs, analyses, opts)?;
         w.commit()?;
         drop(w);
-        db.settle_clusters()?;
+        db.clusters().settle()?;
         let mut out = Vec::new();
         for (doc, r) in docs.iter().zip(written) {
             let outcome = r.outcome();
@@ -492,7 +492,7 @@ impl Db {
         }
         .resolve(
             DuplicatePolicy::skipping(skip_duplicates),
-            Some(db.default_min_similarity()),
+            Some(db.admin().default_min_similarity()),
         )
     }
 
@@ -568,14 +568,7 @@ impl Db {
     ) -> PyResult<Db> {
         let r = recipe(top_k, shingle, hmm, tf, keep_stop_words, latin, script)?;
         let keep: simdb::db::KeepPolicy = keep.parse().map_err(PyValueError::new_err)?;
-        let db = detach(py, || {
-            let mut db = RustDb::create(&path, r)?;
-            if keep != simdb::db::KeepPolicy::default() {
-                db.set_keep_policy(keep)?;
-            }
-            Ok::<_, simdb::Error>(db)
-        })
-        .or_raise()?;
+        let db = detach(py, || RustDb::options().keep(keep).create(&path, r)).or_raise()?;
         Ok(Db::wrap(db, false))
     }
 
@@ -587,11 +580,12 @@ impl Db {
     fn open(py: Python<'_>, path: std::path::PathBuf, read_only: bool) -> PyResult<Db> {
         let db = py
             .detach(|| {
-                if read_only {
-                    RustDb::open_read_only(&path)
+                let access = if read_only {
+                    simdb::Access::ReadOnly
                 } else {
-                    RustDb::open(&path)
-                }
+                    simdb::Access::ReadWrite
+                };
+                RustDb::options().access(access).open(&path)
             })
             .or_raise()?;
         Ok(Db::wrap(db, read_only))
@@ -621,7 +615,11 @@ impl Db {
                 while wait && Arc::strong_count(&db) > 1 {
                     std::thread::sleep(std::time::Duration::from_millis(2));
                 }
-                let r = if self.read_only { Ok(()) } else { db.flush() };
+                let r = if self.read_only {
+                    Ok(())
+                } else {
+                    db.admin().flush()
+                };
                 drop(db);
                 r
             })
@@ -931,7 +929,7 @@ impl Db {
             let found = w.delete(id)?;
             w.commit()?;
             drop(w);
-            db.settle_clusters()?;
+            db.clusters().settle()?;
             Ok(found)
         })
         .or_raise()

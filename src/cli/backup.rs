@@ -4,8 +4,8 @@ use super::prelude::*;
 
 pub(super) fn backup(a: BackupArgs) -> Result<bool> {
     let started = std::time::Instant::now();
-    let method = Db::backup(&a.db, &a.dest)?;
-    let copy = Db::open_read_only(&a.dest)?;
+    let method = simdb::db::backup(&a.db, &a.dest)?;
+    let copy = Db::options().read_only().open(&a.dest)?;
     let r = copy.admin().verify()?;
     println!(
         "backed up {} to {} ({}) in {:.1}s: {} documents, verify: {} problem(s)",

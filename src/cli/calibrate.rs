@@ -3,8 +3,8 @@
 use super::prelude::*;
 
 pub(super) fn calibrate(a: CalibrateArgs) -> Result<bool> {
-    let db = Db::open_read_only(&a.db)?;
-    let min_similarity = db.min_similarity_or_default(a.min_similarity)?;
+    let db = Db::options().read_only().open(&a.db)?;
+    let min_similarity = db.admin().min_similarity_or_default(a.min_similarity)?;
     note_freshness(&db);
     let c = db
         .admin()

@@ -3,7 +3,7 @@
 use super::prelude::*;
 
 pub(super) fn clusters(a: ClustersArgs) -> Result<bool> {
-    let db = Db::open_read_only(&a.db)?;
+    let db = Db::options().read_only().open(&a.db)?;
     note_freshness(&db);
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());

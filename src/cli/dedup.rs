@@ -5,7 +5,7 @@ use super::prelude::*;
 pub(super) fn dedup(a: DedupArgs) -> Result<bool> {
     let inputs = inputs(&a.inputs, a.format, true)?;
     let against = match &a.db {
-        Some(p) => Some(Db::open_read_only(p)?),
+        Some(p) => Some(Db::options().read_only().open(p)?),
         None => None,
     };
     if let Some(db) = &against {
@@ -22,7 +22,7 @@ pub(super) fn dedup(a: DedupArgs) -> Result<bool> {
         max_doc_bytes: a.max_doc_bytes,
         write: write.resolve(
             DuplicatePolicy::IndexAll,
-            against.as_ref().map(|d| d.default_min_similarity()),
+            against.as_ref().map(|d| d.admin().default_min_similarity()),
         )?,
         ..Default::default()
     };
@@ -37,7 +37,8 @@ pub(super) fn dedup(a: DedupArgs) -> Result<bool> {
     let recipe = against
         .as_ref()
         .map_or_else(Recipe::default, |d| d.recipe().clone());
-    let mut scratch = Db::create(scratch_dir.path().join("kept"), recipe)
+    let mut scratch = Db::options()
+        .create(scratch_dir.path().join("kept"), recipe)
         .context("creating the scratch store")?;
     let mut dropped = match &a.dropped {
         Some(p) => Some(BufWriter::new(File::create(p).with_context(|| {
@@ -49,7 +50,7 @@ pub(super) fn dedup(a: DedupArgs) -> Result<bool> {
     let mut out = BufWriter::new(stdout.lock());
     let keep = match (a.keep, &against) {
         (Some(k), _) => k,
-        (None, Some(db)) => db.keep_policy()?,
+        (None, Some(db)) => db.admin().keep_policy()?,
         (None, None) => simdb::db::KeepPolicy::First,
     };
     let on_event = |ev: ingest::DedupEvent<'_>| {

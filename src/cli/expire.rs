@@ -5,7 +5,7 @@ use super::prelude::*;
 pub(super) fn expire(a: ExpireArgs) -> Result<bool> {
     let before = parse_time(&a.before)?;
     if a.dry_run {
-        let db = Db::open_read_only(&a.db)?;
+        let db = Db::options().read_only().open(&a.db)?;
         let n = db.admin().expired(before, usize::MAX)?.len() as u64;
         if a.json {
             println!("{}", json!({"would_delete": n, "before": before}));
@@ -18,8 +18,8 @@ pub(super) fn expire(a: ExpireArgs) -> Result<bool> {
         }
         return Ok(n > 0);
     }
-    let mut db = Db::open(&a.db)?;
-    let r = db.expire(before)?;
+    let mut db = Db::options().open(&a.db)?;
+    let r = db.maintenance().expire(before)?;
     if a.json {
         let mut v = serde_json::to_value(&r)?;
         v["before"] = json!(before);

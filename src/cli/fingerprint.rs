@@ -4,7 +4,7 @@ use super::prelude::*;
 
 pub(super) fn fingerprint(a: FingerprintArgs) -> Result<bool> {
     let fp = match &a.db {
-        Some(db) => Db::open_read_only(db)?.fingerprinter().clone(),
+        Some(db) => Db::options().read_only().open(db)?.fingerprinter().clone(),
         None => Fingerprinter::new(recipe(&a.recipe)),
     };
     let stdout = io::stdout();

@@ -3,7 +3,7 @@
 use super::prelude::*;
 
 pub(super) fn get(a: GetArgs) -> Result<bool> {
-    let db = Db::open_read_only(&a.db)?;
+    let db = Db::options().read_only().open(&a.db)?;
     note_freshness(&db);
     let Some(d) = db.document(&a.id)? else {
         eprintln!("simdb: no document with id {:?}", a.id);

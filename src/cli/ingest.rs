@@ -9,7 +9,7 @@ pub(super) fn ingest_cmd(a: IngestArgs) -> Result<bool> {
             .build_global()
             .context("setting the thread count")?;
     }
-    let mut db = Db::open(&a.db)?;
+    let mut db = Db::options().open(&a.db)?;
     let inputs = inputs(&a.inputs, a.format, false)?;
     let write = simdb::WriteOptions {
         k: a.k,
@@ -23,7 +23,7 @@ pub(super) fn ingest_cmd(a: IngestArgs) -> Result<bool> {
         strict: a.strict,
         batch_size: a.batch_size,
         max_doc_bytes: a.max_doc_bytes,
-        write: write.resolve(policy, Some(db.default_min_similarity()))?,
+        write: write.resolve(policy, Some(db.admin().default_min_similarity()))?,
     };
     let mut report = match &a.report {
         Some(p) => {

@@ -5,7 +5,7 @@ use super::prelude::*;
 pub(super) fn init(a: InitArgs) -> Result<bool> {
     let r = recipe(&a.recipe);
     let db = if a.learn_idf.is_empty() {
-        Db::create(&a.db, r)?
+        Db::options().create(&a.db, r)?
     } else {
         let inputs: Vec<Input> = a.learn_idf.iter().map(Input::guess).collect();
         let (table, bad) = ingest::learn_idf(&r, &inputs, |p| eprintln!("simdb: bad input: {p}"))
@@ -15,11 +15,11 @@ pub(super) fn init(a: InitArgs) -> Result<bool> {
             table.len(),
             table.docs()
         );
-        Db::create_with_idf(&a.db, r, table)?
+        Db::options().learned_idf(table).create(&a.db, r)?
     };
     let mut db = db;
     if a.keep != simdb::db::KeepPolicy::default() {
-        db.set_keep_policy(a.keep)?;
+        db.maintenance().set_keep_policy(a.keep)?;
     }
     let r = db.recipe();
     println!(

@@ -3,7 +3,7 @@
 use super::prelude::*;
 
 pub(super) fn migrate(a: MigrateArgs) -> Result<bool> {
-    let r = Db::migrate(&a.db, a.keep)?;
+    let r = simdb::db::migrate(&a.db, a.keep)?;
     let clusters = format!(
         "clusters {} -> {} ({} -> {} documents in them, the largest {} -> {})",
         r.clusters_before.0,

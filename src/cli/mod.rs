@@ -144,14 +144,13 @@ fn write_error(path: impl Into<std::path::PathBuf>) -> impl FnOnce(io::Error) ->
 
 /// A read-only handle with a block cache of `cache_mb` MiB.
 fn open_reader(path: &Path, cache_mb: usize) -> Result<Db> {
-    Ok(Db::open_tuned(
-        path,
-        simdb::Access::ReadOnly,
-        simdb::Tuning {
+    Ok(Db::options()
+        .read_only()
+        .tuning(simdb::Tuning {
             block_cache_bytes: mib("--cache-mb", cache_mb)?,
             ..Default::default()
-        },
-    )?)
+        })
+        .open(path)?)
 }
 
 /// How fresh a view is, in words.
@@ -204,7 +203,7 @@ fn parse_time(s: &str) -> Result<u64> {
 /// On standard error, when another process writes to the store: how fresh
 /// this read-only answer is.
 fn note_freshness(db: &Db) {
-    let v = db.view();
+    let v = db.admin().view();
     if v.writer_active {
         eprintln!("simdb: note: {}: {}", db.path().display(), view_text(&v));
     }

@@ -5,7 +5,7 @@ use super::prelude::*;
 pub(super) fn pairs(a: PairsArgs) -> Result<bool> {
     let db = open_reader(&a.db, a.cache_mb)?;
     note_freshness(&db);
-    let min_similarity = db.min_similarity_or_default(a.min_similarity)?;
+    let min_similarity = db.admin().min_similarity_or_default(a.min_similarity)?;
     let start = std::time::Instant::now();
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
@@ -13,7 +13,7 @@ pub(super) fn pairs(a: PairsArgs) -> Result<bool> {
         CopiesArg::Groups => simdb::db::Copies::Grouped,
         CopiesArg::Pairs => simdb::db::Copies::Pairs,
     };
-    let rep = db.pairs_with(a.k, min_similarity, copies, |p| {
+    let rep = db.clusters().pairs_with(a.k, min_similarity, copies, |p| {
         serde_json::to_writer(&mut out, &p)
             .map_err(io::Error::from)
             .and_then(|()| out.write_all(b"\n"))

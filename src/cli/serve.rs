@@ -26,15 +26,13 @@ pub(super) fn serve(a: ServeArgs) -> Result<bool> {
     // The store's share of the descriptors, so connections cannot starve
     // it (serve splits them the same way).
     let descriptors = simdb::server::Descriptors::of_process(config.max_connections)?;
-    let db = Db::open_tuned(
-        &a.db,
-        simdb::Access::ReadWrite,
-        simdb::Tuning {
+    let db = Db::options()
+        .tuning(simdb::Tuning {
             block_cache_bytes: mib("--cache-mb", a.cache_mb)?,
             max_open_files: u32::try_from(descriptors.store_files).unwrap_or(u32::MAX),
             ..Default::default()
-        },
-    )?;
+        })
+        .open(&a.db)?;
     let auth = if config.token.is_some() {
         "bearer token required"
     } else {

@@ -3,7 +3,7 @@
 use super::prelude::*;
 
 pub(super) fn stats(a: StatsArgs) -> Result<bool> {
-    let db = Db::open_read_only(&a.db)?;
+    let db = Db::options().read_only().open(&a.db)?;
     let s = db.admin().stats()?;
     if a.json {
         println!("{}", serde_json::to_string(&s)?);

@@ -4,8 +4,8 @@ use super::prelude::*;
 
 pub(super) fn verify(a: VerifyArgs) -> Result<bool> {
     let db = if a.repair {
-        let mut db = Db::open_for_repair(&a.db)?;
-        let rep = db.repair()?;
+        let mut db = Db::options().for_repair().open(&a.db)?;
+        let rep = db.maintenance().repair()?;
         if a.json {
             println!("{}", serde_json::to_string(&rep)?);
         } else {
@@ -21,7 +21,7 @@ pub(super) fn verify(a: VerifyArgs) -> Result<bool> {
         }
         db
     } else {
-        Db::open_read_only(&a.db)?
+        Db::options().read_only().open(&a.db)?
     };
     note_freshness(&db);
     let r = db.admin().verify()?;

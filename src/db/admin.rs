@@ -139,7 +139,7 @@ impl Db {
     }
 
     /// Bytes of SST files per family, in [`store::ALL_FAMILIES`] order (data
-    /// still in memtables is not counted; see [`Db::flush`]).
+    /// still in memtables is not counted; see [`Admin::flush`]).
     pub(crate) fn family_sizes(&self) -> Vec<(&'static str, u64)> {
         store::ALL_FAMILIES
             .iter()
@@ -153,20 +153,20 @@ impl Db {
     /// process writes, it is a copy of a read-only view of the store as of
     /// the moment it was opened: every family rewritten into a fresh store
     /// that is renamed into place when complete.
-    pub fn backup(src: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<BackupMethod> {
+    pub(crate) fn backup(src: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<BackupMethod> {
         let (src, dest) = (src.as_ref(), dest.as_ref());
         if dest.exists() {
             return Err(Error::AlreadyExists {
                 path: dest.to_path_buf(),
             });
         }
-        match Db::open(src) {
+        match Db::options().open(src) {
             Ok(db) => {
                 db.store.checkpoint(dest)?;
                 Ok(BackupMethod::Checkpoint)
             }
             Err(Error::InUse { .. }) => {
-                let db = Db::open_read_only(src)?;
+                let db = Db::options().read_only().open(src)?;
                 db.store.copy_to(dest, db.recipe(), Tuning::default())?;
                 Ok(BackupMethod::Copy)
             }
@@ -186,7 +186,7 @@ impl Db {
     /// [`crate::db::clusters`], and with duplicate checks that now read the
     /// bands). From formats 2 to 4,
     /// every record from before format 4 gets its place in the ingest
-    /// order (by time written, then id); then [`Db::repair`] rebuilds
+    /// order (by time written, then id); then [`Maintenance::repair`] rebuilds
     /// `refs`, the postings and the clusters from the records. The format
     /// version is written last, so a migration that is interrupted is
     /// simply run again. The report has the clusters before and after, and
@@ -195,7 +195,10 @@ impl Db {
     /// changed (its fingerprints stay comparable with each other); moving
     /// to this build's recipe means a new store and the texts ingested
     /// again.
-    pub fn migrate(path: impl AsRef<Path>, keep: Option<KeepPolicy>) -> Result<MigrateReport> {
+    pub(crate) fn migrate(
+        path: impl AsRef<Path>,
+        keep: Option<KeepPolicy>,
+    ) -> Result<MigrateReport> {
         let path = path.as_ref();
         let (mut store, recipe, version) = Store::open_for_migration(path)?;
         // The recipe must be one this build reproduces, as at every open.
@@ -268,17 +271,17 @@ impl Db {
     /// interrupted leaves a store that opens only to finish it (see
     /// [`crate::Error::ClustersIncomplete`]),
     /// and the same call again redoes it.
-    pub fn set_keep_policy(&mut self, keep: KeepPolicy) -> Result<u64> {
+    pub(crate) fn set_keep_policy(&mut self, keep: KeepPolicy) -> Result<u64> {
         self.rebuild_clusters(keep)
     }
 
     /// The store's keep policy.
-    pub fn keep_policy(&self) -> Result<KeepPolicy> {
+    pub(crate) fn keep_policy(&self) -> Result<KeepPolicy> {
         self.store.keep_policy()
     }
 }
 
-/// What [`Db::expire`] did.
+/// What [`Maintenance::expire`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ExpireReport {
     /// Documents deleted.
@@ -297,7 +300,7 @@ impl Db {
     /// Walks the ingest order from the oldest document and stops at the
     /// first one written at or after `before` (write times never go
     /// backwards in a store), so it reads what it deletes and one more.
-    pub fn expire(&mut self, before: u64) -> Result<ExpireReport> {
+    pub(crate) fn expire(&mut self, before: u64) -> Result<ExpireReport> {
         let (clusters_before, _) = self.cluster_counts()?;
         let mut deleted = 0u64;
         // Each batch resumes after the last document the previous one
@@ -386,9 +389,9 @@ fn dir_size(p: &Path) -> u64 {
         .sum()
 }
 
-/// A store's figures and checks, read-only: [`Db::admin`]. (Writes that
-/// maintain a store, [`Db::repair`] and [`Db::expire`], need the `Db`
-/// itself; [`Db::backup`] and [`Db::migrate`] work on a path.)
+/// A store's figures, checks and upkeep that need no writer: [`Db::admin`].
+/// (Upkeep that writes, [`Maintenance`], needs the `Db` itself;
+/// [`backup`] and [`migrate`] work on a path.)
 #[derive(Clone, Copy)]
 pub struct Admin<'a> {
     db: &'a Db,
@@ -426,7 +429,7 @@ impl Admin<'_> {
     }
 
     /// The ids of at most `limit` of the oldest documents written before
-    /// `before` (Unix seconds): what [`Db::expire`] would delete.
+    /// `before` (Unix seconds): what [`Maintenance::expire`] would delete.
     pub fn expired(&self, before: u64, limit: usize) -> Result<Vec<String>> {
         self.db.expired(before, limit)
     }
@@ -456,4 +459,125 @@ impl Admin<'_> {
     pub fn reads(&self) -> crate::Reads {
         self.db.reads()
     }
+
+    /// How fresh this handle's view is. A read-only handle sees the store
+    /// as of its opening; if another process is writing, newer documents
+    /// may exist (reopen to see them).
+    pub fn view(&self) -> super::View {
+        self.db.view()
+    }
+
+    /// How the store was opened (for writing, or read-only).
+    pub fn access(&self) -> crate::Access {
+        self.db.access()
+    }
+
+    /// The memory knobs the store was opened with.
+    pub fn tuning(&self) -> Tuning {
+        self.db.tuning()
+    }
+
+    /// The store's keep policy (who represents a cluster).
+    pub fn keep_policy(&self) -> Result<KeepPolicy> {
+        self.db.keep_policy()
+    }
+
+    /// The verification threshold the store applies when a query or a
+    /// write gives none (it depends on the recipe's sketch: see
+    /// [`super::default_min_similarity`]).
+    pub fn default_min_similarity(&self) -> f64 {
+        self.db.default_min_similarity()
+    }
+
+    /// The threshold `given`, checked (0 to 1), or the store's default
+    /// ([`Admin::default_min_similarity`]).
+    pub fn min_similarity_or_default(&self, given: Option<f64>) -> Result<f64> {
+        self.db.min_similarity_or_default(given)
+    }
+
+    /// Every (id, record), in id order.
+    pub fn for_each(&self, visit: impl FnMut(&str, crate::Record) -> Result<()>) -> Result<()> {
+        self.db.for_each(visit)
+    }
+
+    /// Flushes memtables to disk (SST sizes then count everything written).
+    pub fn flush(&self) -> Result<()> {
+        self.db.flush()
+    }
+
+    /// Writes every document to Parquet files in directory `out`: see
+    /// [`super::export`].
+    #[cfg(feature = "parquet")]
+    pub fn export_parquet(
+        &self,
+        out: &Path,
+        opts: &super::export::ExportOptions,
+    ) -> Result<super::export::ExportSummary> {
+        self.db.export_parquet(out, opts)
+    }
+}
+
+/// Upkeep that writes to a store, through the one writer:
+/// [`Db::maintenance`].
+pub struct Maintenance<'a> {
+    db: &'a mut Db,
+}
+
+impl Db {
+    /// Upkeep that writes: the keep policy, expiry, repair.
+    pub fn maintenance(&mut self) -> Maintenance<'_> {
+        Maintenance { db: self }
+    }
+}
+
+impl Maintenance<'_> {
+    /// Sets the store's keep policy (who represents a cluster) and
+    /// rebuilds the clusters under it: about one duplicate check per
+    /// document, nothing on an empty store. Returns the number of clusters
+    /// of two or more.
+    ///
+    /// The policy is written with the last batch of the rebuild, and a
+    /// marker stays from its first to its last: a rebuild that is
+    /// interrupted leaves a store that opens only to finish it (see
+    /// [`crate::Error::ClustersIncomplete`]), and the same call again
+    /// redoes it.
+    pub fn set_keep_policy(&mut self, keep: KeepPolicy) -> Result<u64> {
+        self.db.set_keep_policy(keep)
+    }
+
+    /// Deletes every document written before `before` (Unix seconds), in
+    /// atomic batches of at most 10,000 deletions, each document's cluster
+    /// updated in its batch; reads what it deletes and one more.
+    pub fn expire(&mut self, before: u64) -> Result<ExpireReport> {
+        self.db.expire(before)
+    }
+
+    /// Rebuilds `refs`, the posting families, the document count and the
+    /// clusters from the records, which are the source of truth (`simdb
+    /// verify --repair`). Records that do not decode are reported and left
+    /// alone. A repair that is interrupted leaves a store that only
+    /// [`super::DbOptions::for_repair`] opens.
+    pub fn repair(&mut self) -> Result<super::RepairReport> {
+        self.db.repair()
+    }
+}
+
+/// Makes a consistent copy of the store at `src` in `dest` (which must
+/// not exist), and says how. When no other process writes to `src`, the
+/// copy is a RocksDB checkpoint (hard links, instant). While another
+/// process writes, it is a copy of a read-only view of the store as of
+/// the moment it was opened: every family rewritten into a fresh store
+/// that is renamed into place when complete.
+pub fn backup(src: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<BackupMethod> {
+    Db::backup(src, dest)
+}
+
+/// Converts a store of an older format this build can migrate in place,
+/// or changes a store's keep policy (`keep`; `None` keeps the store's,
+/// which for a store before format 6 is `priority`, the rule it ranked
+/// by). A store already in this build's format with that policy is left as
+/// it is. The format version is written last, so an interrupted migration
+/// is simply run again. See docs/format.md for what each format gains.
+pub fn migrate(path: impl AsRef<Path>, keep: Option<KeepPolicy>) -> Result<MigrateReport> {
+    Db::migrate(path, keep)
 }

@@ -11,7 +11,7 @@ use crate::index;
 use crate::store;
 use crate::store::schema::KeepPolicy;
 
-/// What [`Db::migrate`] did.
+/// What [`migrate`](super::migrate) did.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct MigrateReport {
     /// Format version found.
@@ -49,7 +49,7 @@ pub struct MigrateReport {
     pub recipe_behind: Vec<String>,
 }
 
-/// What [`Db::repair`] did.
+/// What [`Maintenance::repair`](super::Maintenance::repair) did.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct RepairReport {
     /// Records whose `refs` entry and index keys were rewritten.
@@ -106,7 +106,7 @@ impl Db {
     /// records, which are the source of truth, and resets the document
     /// count. Needs the store open for writing. Records that do not decode
     /// are reported and left alone.
-    pub fn repair(&mut self) -> Result<RepairReport> {
+    pub(crate) fn repair(&mut self) -> Result<RepairReport> {
         let mut rep = RepairReport::default();
         // The marker goes with the clearing and leaves with the last batch
         // of the rebuild: a repair killed in between leaves a store that

@@ -23,7 +23,7 @@
 //! over and the rest are checked against it the same way, at the store's
 //! default check, in bounded steps: the batch marks the cluster (an `a`
 //! entry), and each commit checks at most [`limits::SETTLE_STEP`] of its
-//! members ([`crate::Db::settle_clusters`] runs the steps to the end, one
+//! members ([`crate::db::Clusters::settle`] runs the steps to the end, one
 //! per hold of the writer lock). A cluster left with one member dissolves. A
 //! new representative with the content of the one before (fingerprint,
 //! sketch, length) confirms exactly the same members, so it re-checks
@@ -1222,5 +1222,50 @@ impl Clusters<'_> {
     /// Clusters of two or more documents, and the documents in them.
     pub fn counts(&self) -> Result<(u64, u64)> {
         self.db.cluster_counts()
+    }
+
+    /// Whether a re-check of clusters whose representative changed is
+    /// under way ([`Clusters::settle`] finishes it).
+    pub fn unsettled(&self) -> Result<bool> {
+        self.db.clusters_unsettled()
+    }
+
+    /// Runs the re-checks of clusters whose representative changed to the
+    /// end, taking the writer lock for one step
+    /// ([`super::limits::SETTLE_STEP`] members) at a time, so that other
+    /// writers of this handle go between the steps. Returns the steps
+    /// taken.
+    pub fn settle(&self) -> Result<u64> {
+        self.db.settle_clusters()
+    }
+
+    /// Every pair of stored documents within `k` bits (0..=11) whose
+    /// sketches agree at least `min_similarity` (0 keeps every pair; a
+    /// pair where either document has no sketch is kept, unconfirmed),
+    /// each once, handed to `emit` as it is found: exactly the pairs a
+    /// brute-force comparison of all documents finds. Memory holds the
+    /// pairs of a few hundred buckets at a time, not the store.
+    pub fn pairs(
+        &self,
+        k: u32,
+        min_similarity: f64,
+        emit: impl FnMut(&super::Pair) -> Result<()>,
+    ) -> Result<super::PairsReport> {
+        self.db.pairs(k, min_similarity, emit)
+    }
+
+    /// [`Clusters::pairs`], with documents stored more than once reported
+    /// as `copies` says: with [`super::Copies::Grouped`], each set of
+    /// documents of the same fingerprint, sketch and length is one
+    /// [`super::CopyGroup`] (emitted before any pair naming it), and stands
+    /// in pairs for all of them under its first id.
+    pub fn pairs_with(
+        &self,
+        k: u32,
+        min_similarity: f64,
+        copies: super::Copies,
+        emit: impl FnMut(super::PairsItem<'_>) -> Result<()>,
+    ) -> Result<super::PairsReport> {
+        self.db.pairs_with(k, min_similarity, copies, emit)
     }
 }

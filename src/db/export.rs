@@ -389,7 +389,7 @@ impl Db {
     /// the schema. Rows are in id order. Open the store read-only (as
     /// `simdb export` does) for one consistent view: it is fixed at open,
     /// and another process may write meanwhile.
-    pub fn export_parquet(&self, out: &Path, opts: &ExportOptions) -> Result<ExportSummary> {
+    pub(crate) fn export_parquet(&self, out: &Path, opts: &ExportOptions) -> Result<ExportSummary> {
         if opts.row_group_rows == 0 || opts.file_rows == 0 {
             return Err(Error::Input(
                 "row groups and files need at least one row".into(),

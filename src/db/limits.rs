@@ -35,7 +35,7 @@ pub const QUERY_REJECTED: usize = 2048;
 /// content, its members are checked against the next one at most this
 /// many per commit (a record read each, a few milliseconds in all), so that no
 /// write holds the writer for a whole cluster; the rest follow at the
-/// next commits ([`crate::Db::settle_clusters`] runs them to the end, a
+/// next commits ([`crate::db::Clusters::settle`] runs them to the end, a
 /// step per hold of the writer lock).
 pub const SETTLE_STEP: usize = 1024;
 

@@ -9,15 +9,17 @@ pub mod clusters;
 #[cfg(feature = "parquet")]
 pub mod export;
 pub mod limits;
+mod options;
 mod pairs;
 pub mod request;
 mod search;
 pub mod write;
 mod writer;
 
-pub use admin::{Admin, ExpireReport};
+pub use admin::{backup, migrate, Admin, ExpireReport, Maintenance};
 pub use check::{MigrateReport, RepairReport, VerifyReport};
 pub use clusters::{Anchor, Cluster, ClusterChanges, Clusters, KeepPolicy, Match, Member};
+pub use options::DbOptions;
 pub use pairs::{Copies, CopyGroup, Pair, PairsItem, PairsReport};
 pub use request::{
     check_min_similarity, check_probe_budget, search_mode, Answer, Explained, FieldError,
@@ -292,7 +294,7 @@ pub struct View {
     pub writer_active: bool,
 }
 
-/// How [`Db::backup`] made its copy.
+/// How [`backup`] made its copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum BackupMethod {
     /// A RocksDB checkpoint: hard links to the store's files.
@@ -388,85 +390,6 @@ pub struct Db {
 }
 
 impl Db {
-    /// Creates a store at `path` with `recipe`.
-    pub fn create(path: impl AsRef<Path>, recipe: Recipe) -> Result<Db> {
-        Self::create_tuned(path, recipe, Tuning::default())
-    }
-
-    /// Creates a store at `path` with `recipe` and memory knobs `tuning`.
-    pub fn create_tuned(path: impl AsRef<Path>, recipe: Recipe, tuning: Tuning) -> Result<Db> {
-        recipe.validate()?;
-        if recipe.uses_learned_idf() {
-            return Err(Error::Input(
-                "the recipe names a learned IDF table: create the store with Db::create_with_idf"
-                    .into(),
-            ));
-        }
-        let store = Store::create(path.as_ref(), &recipe, tuning)?;
-        Ok(Db {
-            store,
-            fingerprinter: Fingerprinter::new(recipe),
-            opened_at: now(),
-            write_lock: parking_lot::Mutex::new(()),
-        })
-    }
-
-    /// Creates a store whose IDF is `table` (learned from the user's own
-    /// corpus, see [`fingerprint::LearnedIdf::learn`]); the table is kept
-    /// in the store and named in its recipe.
-    pub fn create_with_idf(
-        path: impl AsRef<Path>,
-        recipe: Recipe,
-        table: fingerprint::LearnedIdf,
-    ) -> Result<Db> {
-        let recipe = recipe.with_learned_idf(&table);
-        recipe.validate()?;
-        let fingerprinter = Fingerprinter::with_learned_idf(recipe.clone(), table)?;
-        let idf = fingerprinter
-            .learned_idf()
-            .map(|t| t.as_str().as_bytes())
-            .unwrap_or_default();
-        // The recipe names the table: both go in one batch.
-        let store = Store::create_with_meta(
-            path.as_ref(),
-            &recipe,
-            Tuning::default(),
-            &[(store::IDF_TABLE_KEY, idf)],
-        )?;
-        Ok(Db {
-            store,
-            fingerprinter,
-            opened_at: now(),
-            write_lock: parking_lot::Mutex::new(()),
-        })
-    }
-
-    /// Opens a store for writing (one writer at a time).
-    pub fn open(path: impl AsRef<Path>) -> Result<Db> {
-        Self::open_tuned(path, Access::ReadWrite, Tuning::default())
-    }
-
-    /// Opens a store for reading; works while another process writes to it
-    /// and sees the store as it was when opened.
-    pub fn open_read_only(path: impl AsRef<Path>) -> Result<Db> {
-        Self::open_tuned(path, Access::ReadOnly, Tuning::default())
-    }
-
-    /// Opens a store with the given access and memory knobs.
-    pub fn open_tuned(path: impl AsRef<Path>, access: Access, tuning: Tuning) -> Result<Db> {
-        let path = path.as_ref();
-        let (store, recipe) = Store::open(path, access, tuning)?;
-        Self::with_store(path, store, recipe)
-    }
-
-    /// Opens a store for writing to repair it, even if an earlier repair
-    /// was interrupted (which other opens refuse); see [`Db::repair`].
-    pub fn open_for_repair(path: impl AsRef<Path>) -> Result<Db> {
-        let path = path.as_ref();
-        let (store, recipe) = Store::open_for_repair(path)?;
-        Self::with_store(path, store, recipe)
-    }
-
     /// Refuses a recipe this build does not reproduce.
     fn check_recipe(path: &Path, recipe: &Recipe) -> Result<()> {
         let current = Recipe::this_build_of(recipe);
@@ -481,7 +404,7 @@ impl Db {
         }
     }
 
-    fn with_store(path: &Path, store: Store, recipe: Recipe) -> Result<Db> {
+    pub(super) fn with_store(path: &Path, store: Store, recipe: Recipe) -> Result<Db> {
         Self::check_recipe(path, &recipe)?;
         let fingerprinter = if recipe.uses_learned_idf() {
             let key = store::IDF_TABLE_KEY;
@@ -506,24 +429,10 @@ impl Db {
         })
     }
 
-    /// Opens a store and checks that its recipe is `expected`.
-    pub fn open_expecting(path: impl AsRef<Path>, expected: &Recipe) -> Result<Db> {
-        let db = Self::open(path.as_ref())?;
-        if let Some((field, stored, requested)) = db.recipe().difference(expected) {
-            return Err(Error::RecipeMismatch {
-                path: path.as_ref().to_path_buf(),
-                field: field.to_string(),
-                stored,
-                requested,
-            });
-        }
-        Ok(db)
-    }
-
     /// How fresh this handle's view is. A read-only handle sees the store as
     /// of its opening; if another process is writing, newer documents may
     /// exist (reopen to see them).
-    pub fn view(&self) -> View {
+    pub(crate) fn view(&self) -> View {
         let read_only = self.store.access() == Access::ReadOnly;
         View {
             read_only,
@@ -558,13 +467,8 @@ impl Db {
         Ok(self.len()? == 0)
     }
 
-    /// The fingerprint of `text` under the store's recipe.
-    pub fn fingerprint(&self, text: &str) -> Result<Fingerprint> {
-        self.fingerprinter.fingerprint(text)
-    }
-
-    /// Stored documents within `k` (<= 11) of `q`, sorted by distance then id,
-    /// at most `limit` of them.
+    /// Stored documents within `k` (<= 11) of `q`, sorted by distance then
+    /// id, at most `limit` of them: exactly what a brute-force scan finds.
     pub fn query(&self, q: Fingerprint, k: u32, limit: Option<usize>) -> Result<Vec<Hit>> {
         self.search(&Query {
             limit,
@@ -657,15 +561,10 @@ impl Db {
         Ok(Found { hits, complete })
     }
 
-    /// Answers of many [`Query`]s, in their order, as [`Db::search`] gives
-    /// them: one sorted pass per block family over the whole batch, much
-    /// faster than one query at a time once the batch is large (thousands
-    /// of queries). All of them read one snapshot.
-    pub fn search_many(&self, qs: &[Query]) -> Result<Vec<Vec<Hit>>> {
-        Ok(self.find_many(qs)?.into_iter().map(|f| f.hits).collect())
-    }
-
-    /// [`Db::search_many`], and whether each answer is complete: the
+    /// Answers of many [`Query`]s, in their order, as [`Db::find`] gives
+    /// them, and whether each is complete: one sorted pass per block family
+    /// over the whole batch, much faster than one query at a time once the
+    /// batch is large (thousands of queries), all at one snapshot. The
     /// batch's buckets and first `refs` entries are read beforehand in
     /// sorted passes over the rayon pool (as a chunk's duplicate checks
     /// read them), then each query is answered from them.
@@ -677,7 +576,7 @@ impl Db {
 
     /// The verification threshold this store uses by default (it depends
     /// on the recipe's sketch: see [`default_min_similarity`]).
-    pub fn default_min_similarity(&self) -> f64 {
+    pub(crate) fn default_min_similarity(&self) -> f64 {
         self.recipe()
             .sketch_kind()
             .map(default_min_similarity)
@@ -850,7 +749,7 @@ impl Db {
 
     /// Deletes documents by id and commits; returns how many existed.
     /// The clusters whose representative left are re-checked to the end
-    /// ([`Db::settle_clusters`]).
+    /// ([`Clusters::settle`]).
     pub fn delete<S: AsRef<str>>(&mut self, ids: &[S]) -> Result<usize> {
         let mut w = self.writer()?;
         let mut n = 0;
@@ -866,8 +765,8 @@ impl Db {
     }
 
     /// Whether a re-check of clusters whose representative changed is under
-    /// way ([`Db::settle_clusters`] finishes it).
-    pub fn clusters_unsettled(&self) -> Result<bool> {
+    /// way ([`Clusters::settle`] finishes it).
+    pub(crate) fn clusters_unsettled(&self) -> Result<bool> {
         Ok(!self.store.stale_clusters(1)?.is_empty())
     }
 
@@ -875,7 +774,7 @@ impl Db {
     /// end ([`Writer::settle_step`]), taking the writer lock for one step
     /// ([`limits::SETTLE_STEP`] members) at a time, so that other writers
     /// of this handle go between the steps. Returns the steps taken.
-    pub fn settle_clusters(&self) -> Result<u64> {
+    pub(crate) fn settle_clusters(&self) -> Result<u64> {
         let mut steps = 0;
         loop {
             let mut w = self.shared_writer()?;
@@ -935,15 +834,14 @@ impl Db {
     }
 
     /// Whether a query with many buckets reads half of its families on
-    /// rayon's pool meanwhile (the default: lower latency for one caller).
-    /// A service answering many queries at once turns it off: each query
-    /// then stays on its thread, with no wake-up of another.
-    pub fn set_parallel_queries(&mut self, on: bool) {
+    /// rayon's pool meanwhile ([`DbOptions::parallel_queries`]).
+    #[cfg(feature = "server")]
+    pub(crate) fn set_parallel_queries(&mut self, on: bool) {
         self.store.parallel_probe = on;
     }
 
     /// Every (id, record), in id order.
-    pub fn for_each(&self, visit: impl FnMut(&str, Record) -> Result<()>) -> Result<()> {
+    pub(crate) fn for_each(&self, visit: impl FnMut(&str, Record) -> Result<()>) -> Result<()> {
         self.store.for_each_doc(visit)
     }
 
@@ -956,12 +854,12 @@ impl Db {
     }
 
     /// How the store was opened (for writing, or read-only).
-    pub fn access(&self) -> Access {
+    pub(crate) fn access(&self) -> Access {
         self.store.access()
     }
 
     /// The memory knobs the store was opened with.
-    pub fn tuning(&self) -> Tuning {
+    pub(crate) fn tuning(&self) -> Tuning {
         self.store.tuning()
     }
 
@@ -972,7 +870,7 @@ impl Db {
     }
 
     /// Flushes memtables to disk.
-    pub fn flush(&self) -> Result<()> {
+    pub(crate) fn flush(&self) -> Result<()> {
         self.store.flush()
     }
 }

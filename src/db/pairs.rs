@@ -55,7 +55,7 @@ pub struct CopyGroup {
     pub similarity: Option<f64>,
 }
 
-/// How [`Db::pairs_with`] reports documents stored more than once.
+/// How [`Clusters::pairs_with`](super::Clusters::pairs_with) reports documents stored more than once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Copies {
     /// Each set of documents the store cannot tell apart is one
@@ -67,7 +67,7 @@ pub enum Copies {
     Pairs,
 }
 
-/// One item of [`Db::pairs_with`]'s output.
+/// One item of [`Clusters::pairs_with`](super::Clusters::pairs_with)'s output.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 #[serde(untagged)]
 pub enum PairsItem<'a> {
@@ -75,7 +75,7 @@ pub enum PairsItem<'a> {
     Copies(&'a CopyGroup),
 }
 
-/// Counts of a [`Db::pairs`] run.
+/// Counts of a [`Clusters::pairs`](super::Clusters::pairs) run.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct PairsReport {
     /// Pairs emitted.
@@ -105,7 +105,7 @@ impl Db {
     /// Memory holds the pairs of a few hundred buckets at a time, not the
     /// store. Each family is read once in bucket order (with radius
     /// `k / 4` > 0, also the neighbouring buckets of each bucket).
-    pub fn pairs(
+    pub(crate) fn pairs(
         &self,
         k: u32,
         min_similarity: f64,
@@ -117,13 +117,13 @@ impl Db {
         })
     }
 
-    /// [`Db::pairs`], with documents stored more than once reported as
+    /// [`Clusters::pairs`](super::Clusters::pairs), with documents stored more than once reported as
     /// `copies` says: with [`Copies::Grouped`], each set of documents of
     /// the same fingerprint, sketch and length is one [`CopyGroup`] (emitted
     /// before any pair naming it), and stands in pairs for all of them
     /// under its first id. The output then grows with the number of
     /// distinct documents, not with the square of their copies.
-    pub fn pairs_with(
+    pub(crate) fn pairs_with(
         &self,
         k: u32,
         min_similarity: f64,

@@ -85,7 +85,7 @@ pub struct QueryOptions {
     /// exact at k); see [`search_mode`].
     #[serde(deserialize_with = "de_probe_budget")]
     pub probe_budget: Option<usize>,
-    /// The store's threshold ([`Db::default_min_similarity`]) when `None`.
+    /// The store's threshold ([`Admin::default_min_similarity`](super::Admin::default_min_similarity)) when `None`.
     #[serde(deserialize_with = "de_min_similarity")]
     pub min_similarity: Option<f64>,
     /// [`limits::DEFAULT_LIMIT`] when `None`; at most [`limits::MAX_LIMIT`].
@@ -480,8 +480,8 @@ type Terms = Vec<(String, f64)>;
 
 impl Db {
     /// The threshold `given`, checked, or the store's default
-    /// ([`Db::default_min_similarity`]).
-    pub fn min_similarity_or_default(&self, given: Option<f64>) -> Result<f64> {
+    /// ([`Admin::default_min_similarity`](super::Admin::default_min_similarity)).
+    pub(crate) fn min_similarity_or_default(&self, given: Option<f64>) -> Result<f64> {
         min_similarity_or(given, self.default_min_similarity())
     }
 
@@ -537,7 +537,7 @@ impl Db {
     }
 
     /// Answers many queries, in their order, with one pass over the index
-    /// for all of them ([`Db::search_many`]; their texts analysed in
+    /// for all of them ([`Db::find_many`]; their texts analysed in
     /// parallel). A query that cannot be asked (a text without features,
     /// an id not stored) has its error in its place; an error of the store
     /// fails the whole.

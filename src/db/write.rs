@@ -379,6 +379,6 @@ pub fn place_in_chunks(
         committed = out.len();
     }
     // (A cluster whose representative was replaced is re-checked a step
-    // per commit: the caller runs the rest, `Db::settle_clusters`.)
+    // per commit: the caller runs the rest, `Clusters::settle`.)
     Ok(out)
 }

@@ -448,10 +448,10 @@ impl Writer<'_> {
     /// One bounded step ([`SETTLE_STEP`](crate::db::limits::SETTLE_STEP) members) of the
     /// re-checks of clusters whose representative changed, written at
     /// once (a batch of pending writes is committed first). Returns
-    /// whether any is still under way. [`Db::settle_clusters`] runs them
-    /// to the end, a step per hold of the writer lock.
+    /// whether any is still under way. [`Clusters::settle`] runs them to
+    /// the end, a step per hold of the writer lock.
     ///
-    /// [`Db::settle_clusters`]: super::Db::settle_clusters
+    /// [`Clusters::settle`]: super::Clusters::settle
     pub fn settle_step(&mut self) -> Result<bool> {
         if self.ops > 0 {
             self.commit()?;

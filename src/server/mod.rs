@@ -303,6 +303,12 @@ impl Slot {
             .clone()
     }
 
+    /// How the store is opened again after a storage error: as `serve`
+    /// had it, each query on its own thread.
+    fn options(&self) -> crate::db::DbOptions {
+        Db::options().tuning(self.tuning).parallel_queries(false)
+    }
+
     fn set(&self, db: Option<Arc<Db>>) {
         *self
             .db
@@ -374,9 +380,8 @@ impl Slot {
                 }
                 drop(old);
             }
-            match Db::open_tuned(&self.path, crate::Access::ReadWrite, self.tuning) {
-                Ok(mut db) => {
-                    db.set_parallel_queries(false);
+            match self.options().open(&self.path) {
+                Ok(db) => {
                     self.set(Some(Arc::new(db)));
                     note(None);
                     eprintln!("simdb: reopened the store after a storage error; writes go on");
@@ -392,9 +397,8 @@ impl Slot {
                         "the store cannot be opened for writing: {}",
                         without_paths(&e.to_string())
                     )));
-                    match Db::open_tuned(&self.path, crate::Access::ReadOnly, self.tuning) {
-                        Ok(mut db) => {
-                            db.set_parallel_queries(false);
+                    match self.options().read_only().open(&self.path) {
+                        Ok(db) => {
                             self.set(Some(Arc::new(db)));
                         }
                         Err(e) => eprintln!("simdb: cannot open the store read-only either: {e}"),
