@@ -169,7 +169,7 @@ fn ingest(c: &mut Criterion) {
                     let s = pool
                         .install(|| ingest::run(&mut db, &inputs, &Default::default(), |_| {}))
                         .unwrap();
-                    assert_eq!(s.inserted, 400);
+                    assert_eq!(s.writes.inserted, 400);
                     (d, db) // dropped outside the timing
                 },
                 BatchSize::PerIteration,

@@ -278,8 +278,22 @@ fn skip_duplicates_policy() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["inserted"], 10);
-    assert_eq!(v["skipped_duplicates"], 1);
+    assert_eq!(v["duplicate"], 1);
+    assert_eq!(v["near_duplicates"], 1);
     assert_eq!(code(&simdb(&[&"get", &db, &"doc-3-copy"])), 1);
+    // One set of write counts: every count of the library's WriteCounts,
+    // by its name, in the JSON summary and (spaced) in the human one.
+    let o = simdb(&[&"ingest", &db, &input, &"--skip-duplicates"]);
+    let names = serde_json::to_value(simdb::db::write::WriteCounts::default()).unwrap();
+    for name in names.as_object().unwrap().keys() {
+        assert!(v.get(name).is_some(), "--json lacks {name}: {v}");
+        let spaced = format!("| {} ", name.replace('_', " "));
+        assert!(
+            stderr(&o).contains(&spaced),
+            "summary lacks {spaced}: {}",
+            stderr(&o)
+        );
+    }
 }
 
 #[test]

@@ -75,7 +75,7 @@ fn run(threads: usize, batch_size: usize) -> Run {
 fn same_result_whatever_threads_and_batch_size() {
     let base = run(1, 2048);
     assert_eq!(base.0.bad_lines, 6);
-    assert_eq!(base.0.inserted, 300 + 2 * 43);
+    assert_eq!(base.0.writes.inserted, 300 + 2 * 43);
     // Every exact copy is reported against its original, even in one batch.
     for i in (0..300).step_by(7) {
         let copy = format!("d{i}-copy");

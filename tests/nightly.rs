@@ -395,7 +395,7 @@ fn ingest_run_decides_as_the_per_document_check() {
         .collect();
     assert_eq!(reported, wanted);
     assert!(wanted.len() > 300, "{}", wanted.len());
-    assert_eq!(summary.duplicates as usize, wanted.len());
+    assert_eq!(summary.writes.near_duplicates as usize, wanted.len());
     let (a, b) = (state(&per_doc), state(&run));
     assert_eq!(a.1, b.1, "clusters");
     let ids =

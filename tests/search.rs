@@ -157,10 +157,7 @@ fn ingest_rebuild_and_dedup_against_a_store_pick_the_same_near_copies() {
             .unwrap();
         let opts = ingest::Options {
             write: simdb::WriteOptions::default()
-                .resolve(
-                    DuplicatePolicy::IndexAll,
-                    Some(against.admin().default_min_similarity()),
-                )
+                .policy_for(&against, DuplicatePolicy::IndexAll)
                 .unwrap(),
             ..Default::default()
         };

@@ -235,6 +235,13 @@ fn endpoints_answer_as_the_cli_does() {
     let (st, v) = s.post("/documents", &json!(docs));
     assert_eq!(st, 200, "{v}");
     assert_eq!(v["inserted"], 6, "{v}");
+    assert_eq!(v["near_duplicates"], 1, "{v}");
+    // The counts are the library's WriteCounts, by the same names as
+    // ingest's summary and Python's add_many.
+    let names = serde_json::to_value(simdb::db::write::WriteCounts::default()).unwrap();
+    for name in names.as_object().unwrap().keys() {
+        assert!(v[name].is_u64(), "the answer lacks {name}: {v}");
+    }
     let results = v["results"].as_array().unwrap();
     assert_eq!(results[5]["outcome"], "inserted");
     assert_eq!(results[5]["duplicates"][0]["id"], "a0", "{v}");

@@ -172,8 +172,11 @@ class Db:
 
         Returns one :class:`AddResult` per document (each listing at most
         ``max_duplicates`` near-duplicates, default 10), or with
-        ``results=False`` only the counts per outcome (memory stays bounded
-        however long the input).
+        ``results=False`` only the counts (memory stays bounded however long
+        the input): per outcome (``inserted``, ``replaced``, ``unchanged``,
+        ``duplicate``, ``no_features``), then ``near_duplicates`` (documents
+        with one) and ``short`` (short documents written), the names of the
+        CLI's summary and the service's answer.
 
         >>> db.add_many(({"id": r.id, "text": r.text} for r in df.itertuples()))  # doctest: +SKIP
         """

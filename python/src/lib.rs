@@ -374,15 +374,6 @@ fn doc_of(item: &Bound<'_, PyAny>, n: u64) -> PyResult<Doc> {
     })
 }
 
-/// The outcomes of a write, in the order of `add_many`'s counts.
-const OUTCOMES: [&str; 5] = [
-    "inserted",
-    "replaced",
-    "unchanged",
-    "duplicate",
-    "no_features",
-];
-
 impl Db {
     /// The open store, or `ClosedError`.
     fn db(&self) -> PyResult<Arc<RustDb>> {
@@ -433,7 +424,7 @@ impl Db {
         docs: &[Doc],
         opts: &WritePolicy,
         results: bool,
-        counts: &mut [u64; 5],
+        counts: &mut write::WriteCounts,
     ) -> simdb::Result<Vec<AddResult>> {
         let analyses = pool()
             .install(|| write::analyze_all(db.fingerprinter(), docs))
@@ -446,10 +437,8 @@ impl Db {
         db.clusters().settle()?;
         let mut out = Vec::new();
         for (doc, r) in docs.iter().zip(written) {
+            counts.add_written(&r);
             let outcome = r.outcome();
-            if let Some(n) = OUTCOMES.iter().position(|x| *x == outcome) {
-                counts[n] += 1;
-            }
             if results {
                 let d = &r.duplicates;
                 out.push(AddResult {
@@ -490,10 +479,7 @@ impl Db {
             max_duplicates,
             sync,
         }
-        .resolve(
-            DuplicatePolicy::skipping(skip_duplicates),
-            Some(db.admin().default_min_similarity()),
-        )
+        .policy_for(db, DuplicatePolicy::skipping(skip_duplicates))
     }
 
     /// The hits of one query, the GIL released.
@@ -698,7 +684,7 @@ impl Db {
             line: None,
             priority: None,
         };
-        let mut counts = [0; 5];
+        let mut counts = write::WriteCounts::default();
         let mut out = detach(py, || {
             let opts = Db::write_options(
                 &db,
@@ -720,7 +706,10 @@ impl Db {
     /// `batch_size` at a time, each batch one atomic write, the GIL released
     /// while it is written. Returns one `AddResult` per document (each
     /// listing at most `max_duplicates` near-duplicates, default 10), or
-    /// with `results=False` the counts per outcome (bounded memory).
+    /// with `results=False` the counts (bounded memory): per outcome
+    /// (`inserted`, `replaced`, `unchanged`, `duplicate`, `no_features`),
+    /// then `near_duplicates` (documents with one) and `short` (short
+    /// documents written), the names of the CLI's summary and the service.
     ///
     /// >>> db.add_many(zip(df["id"], df["text"]), skip_duplicates=True)  # doctest: +SKIP
     #[pyo3(signature = (docs, *, batch_size=1000, k=None, min_similarity=None, probe_budget=None, skip_duplicates=false, sync=false, results=true, max_duplicates=None))]
@@ -764,7 +753,7 @@ impl Db {
         let worker = {
             let db = Arc::clone(&db);
             std::thread::spawn(move || {
-                let mut counts = [0u64; 5];
+                let mut counts = write::WriteCounts::default();
                 let mut out: Vec<AddResult> = Vec::new();
                 for batch in rx {
                     match Db::write_batch(&db, &batch, &opts, results, &mut counts) {
@@ -818,18 +807,11 @@ impl Db {
         if results {
             return Ok(PyList::new(py, out)?.into_any());
         }
+        // The counts by the names the CLI's summary and the service use.
         let d = PyDict::new(py);
-        for (name, c) in [
-            "inserted",
-            "replaced",
-            "unchanged",
-            "duplicate",
-            "no_features",
-        ]
-        .iter()
-        .zip(counts)
-        {
-            d.set_item(name, c)?;
+        let v = serde_json::to_value(counts).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        for (name, c) in v.as_object().into_iter().flatten() {
+            d.set_item(name, c.as_u64())?;
         }
         Ok(d.into_any())
     }

@@ -221,6 +221,8 @@ def test_add_many_inputs_batches_and_counts(db):
         "unchanged": 0,
         "duplicate": 10,
         "no_features": 1,
+        "near_duplicates": 10,
+        "short": 0,
     }
     assert len(db) == 50
     fp = simdb.fingerprint(texts[0])

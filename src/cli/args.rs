@@ -220,19 +220,8 @@ pub struct DedupArgs {
     /// "similarity", "containment"}.
     #[arg(long, value_name = "FILE")]
     pub dropped: Option<PathBuf>,
-    /// Near-copies exactly within K bits (0..=11) instead of the default
-    /// confidence-ranked probing, as for ingest.
-    #[arg(short, long, value_name = "K")]
-    pub k: Option<u32>,
-    /// Buckets read per check by confidence-ranked probing over the four
-    /// blocks (default 112, and the 16 band buckets of the sketch; 0 =
-    /// exact at k only, no bands).
-    #[arg(long, value_name = "N")]
-    pub probe_budget: Option<usize>,
-    /// Sketch similarity that confirms a near-copy (0..1, default 0.6;
-    /// 0 turns verification off).
-    #[arg(long, value_name = "S")]
-    pub min_similarity: Option<f64>,
+    #[command(flatten)]
+    pub search: SearchFlags,
     /// Where the index of kept documents lives while the run lasts (a
     /// temporary directory inside it, removed at the end).
     #[arg(long, value_name = "DIR")]
@@ -474,18 +463,8 @@ pub struct IngestArgs {
     /// would represent their cluster (never under `first`, the default).
     #[arg(long)]
     pub skip_duplicates: bool,
-    /// Look for near-duplicates exactly within K bits (0..=11) instead of
-    /// the default confidence-ranked probing (which finds every document
-    /// within 3 bits and, beyond, those differing mostly in the document's
-    /// least-confident bits; see --probe-budget).
-    #[arg(short, long, value_name = "K")]
-    pub k: Option<u32>,
-    /// Buckets read per duplicate check by confidence-ranked probing over
-    /// the four blocks (default 112, and the 16 band buckets of the
-    /// sketch; 0 = exact at k only, no bands). With -k, probing adds to
-    /// the exact radius.
-    #[arg(long, value_name = "N")]
-    pub probe_budget: Option<usize>,
+    #[command(flatten)]
+    pub search: SearchFlags,
     /// Stop at the first bad line (documents before it are kept).
     #[arg(long)]
     pub strict: bool,
@@ -510,12 +489,6 @@ pub struct IngestArgs {
     /// Number of fingerprinting threads (default: all cores).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
-    /// A candidate counts as a duplicate only if the two texts'
-    /// verification sketches agree at least this much (estimated Jaccard
-    /// of their character 4-grams, or word 3-shingles for stores made
-    /// before simdb 0.2; 0..1, default 0.6; 0 turns verification off).
-    #[arg(long, value_name = "S")]
-    pub min_similarity: Option<f64>,
 }
 
 #[derive(Debug, Args)]
@@ -545,19 +518,8 @@ pub struct QueryArgs {
     pub db: PathBuf,
     #[command(flatten)]
     pub what: QueryWhat,
-    /// Exact mode: every document within K bits (0..=11; above 3 each
-    /// family reads 17 buckets, above 7 137), as a brute-force scan would
-    /// find. Without -k, text and --id queries probe by confidence (every
-    /// document within 3 bits, and beyond it those differing mostly in the
-    /// query's least-confident bits; see --probe-budget) and --fingerprint
-    /// queries are exact at 3.
-    #[arg(short, long, value_name = "K")]
-    pub k: Option<u32>,
-    /// Buckets read by confidence-ranked probing over the four blocks
-    /// (default 112, and the 16 band buckets of a text's sketch; 0 = exact
-    /// at k only, no bands). With -k, probing adds to the exact radius.
-    #[arg(long, value_name = "N")]
-    pub probe_budget: Option<usize>,
+    #[command(flatten)]
+    pub search: SearchFlags,
     /// At most this many results per query, nearest first (default 10, at
     /// most 10,000).
     #[arg(long, value_name = "N")]
@@ -569,14 +531,6 @@ pub struct QueryArgs {
     /// index's buckets are read in place through mmap from the OS page cache).
     #[arg(long, default_value_t = 256, value_name = "MIB")]
     pub cache_mb: usize,
-    /// With --text, --file, --id or text lines of --batch: report a candidate only if the two
-    /// documents' verification sketches agree at least this much
-    /// (estimated Jaccard of character 4-grams, or word 3-shingles for
-    /// stores made before simdb 0.2; 0..1, default 0.6; 0 reports every
-    /// candidate, with its similarity). Fingerprint queries and
-    /// documents imported without text have no sketch and are not checked.
-    #[arg(long, value_name = "S")]
-    pub min_similarity: Option<f64>,
     /// For each hit, show the distance, the similarity and the weighted
     /// terms the query and the document share and do not share.
     #[arg(long, conflicts_with = "batch")]
@@ -684,4 +638,45 @@ pub struct ClustersArgs {
     /// "priority", "ingested_at"}]}.
     #[arg(long)]
     pub json: bool,
+}
+
+/// How candidates are found and confirmed: the flags of `query`, `ingest`
+/// and `dedup`, declared once (the library's `QueryOptions` and
+/// `WriteOptions` carry the same three, and apply the same defaults).
+#[derive(Debug, Clone, Copy, Args)]
+pub struct SearchFlags {
+    /// Exact mode: every document within K bits (0..=11; above 3 each
+    /// family reads 17 buckets, above 7 137), as a brute-force scan would
+    /// find. Without -k, a text (and a stored document's --id) is probed
+    /// by confidence: every document within 3 bits and, beyond, those
+    /// differing mostly in its least-confident bits (see --probe-budget);
+    /// a bare fingerprint is exact at 3.
+    #[arg(short, long, value_name = "K")]
+    pub k: Option<u32>,
+    /// Buckets read by confidence-ranked probing over the four blocks
+    /// (default 112, and the 16 band buckets of a text's sketch; 0 = exact
+    /// at k only, no bands). With -k, probing adds to the exact radius.
+    #[arg(long, value_name = "N")]
+    pub probe_budget: Option<usize>,
+    /// A candidate counts only if the two texts' verification sketches
+    /// agree at least this much (estimated Jaccard of their character
+    /// 4-grams, or word 3-shingles for stores made before simdb 0.2; 0..1,
+    /// default 0.6; 0 turns verification off, and a query then reports
+    /// every candidate with its similarity). Fingerprints, and documents
+    /// imported without text, have no sketch and are not checked.
+    #[arg(long, value_name = "S")]
+    pub min_similarity: Option<f64>,
+}
+
+impl SearchFlags {
+    /// The write options of these flags (`sync` as given).
+    pub fn write_options(&self, sync: bool) -> simdb::WriteOptions {
+        simdb::WriteOptions {
+            k: self.k,
+            probe_budget: self.probe_budget,
+            min_similarity: self.min_similarity,
+            sync,
+            max_duplicates: None,
+        }
+    }
 }

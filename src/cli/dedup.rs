@@ -11,19 +11,14 @@ pub(super) fn dedup(a: DedupArgs) -> Result<bool> {
     if let Some(db) = &against {
         note_freshness(db);
     }
-    let write = simdb::WriteOptions {
-        k: a.k,
-        probe_budget: a.probe_budget,
-        min_similarity: a.min_similarity,
-        ..Default::default()
-    };
+    let write = a.search.write_options(false);
     let opts = ingest::Options {
         strict: a.strict,
         max_doc_bytes: a.max_doc_bytes,
-        write: write.resolve(
-            DuplicatePolicy::IndexAll,
-            against.as_ref().map(|d| d.admin().default_min_similarity()),
-        )?,
+        write: match &against {
+            Some(db) => write.policy_for(db, DuplicatePolicy::IndexAll)?,
+            None => write.resolve(DuplicatePolicy::IndexAll, None)?,
+        },
         ..Default::default()
     };
     // The index of the documents kept so far, removed when the run ends.

@@ -11,19 +11,13 @@ pub(super) fn ingest_cmd(a: IngestArgs) -> Result<bool> {
     }
     let mut db = Db::options().open(&a.db)?;
     let inputs = inputs(&a.inputs, a.format, false)?;
-    let write = simdb::WriteOptions {
-        k: a.k,
-        probe_budget: a.probe_budget,
-        min_similarity: a.min_similarity,
-        sync: a.sync,
-        max_duplicates: None,
-    };
+    let write = a.search.write_options(a.sync);
     let policy = DuplicatePolicy::skipping(a.skip_duplicates);
     let opts = ingest::Options {
         strict: a.strict,
         batch_size: a.batch_size,
         max_doc_bytes: a.max_doc_bytes,
-        write: write.resolve(policy, Some(db.admin().default_min_similarity()))?,
+        write: write.policy_for(&db, policy)?,
     };
     let mut report = match &a.report {
         Some(p) => {
@@ -72,10 +66,10 @@ pub(super) fn ingest_cmd(a: IngestArgs) -> Result<bool> {
             }
             progress.status(|| {
                 format!(
-                    "{} read, {} inserted, {} duplicates, {} bad, {:.0} docs/s",
+                    "{} read, {} inserted, {} near duplicates, {} bad, {:.0} docs/s",
                     s.read,
-                    s.inserted,
-                    s.duplicates,
+                    s.writes.inserted,
+                    s.writes.near_duplicates,
                     s.bad_lines,
                     s.docs_per_second()
                 )
@@ -104,19 +98,15 @@ fn print_summary(s: &ingest::Summary, as_json: bool) -> Result<()> {
         println!("{v}");
     } else {
         eprintln!(
-"read {} | inserted {} | replaced {} | unchanged {} | duplicates {}{} | short {} | no features {} | bad lines {} | clusters: {} new, {} grown, {} left | {:.2}s, {:.0} docs/s",
+"read {} | inserted {} | replaced {} | unchanged {} | duplicate {} | no features {} | near duplicates {} | short {} | bad lines {} | clusters: {} new, {} grown, {} left | {:.2}s, {:.0} docs/s",
             s.read,
-            s.inserted,
-            s.replaced,
-            s.unchanged,
-            s.duplicates,
-            if s.skipped_duplicates > 0 {
-                format!(" ({} skipped)", s.skipped_duplicates)
-            } else {
-                String::new()
-            },
-            s.short,
-            s.no_features,
+            s.writes.inserted,
+            s.writes.replaced,
+            s.writes.unchanged,
+            s.writes.duplicate,
+            s.writes.no_features,
+            s.writes.near_duplicates,
+            s.writes.short,
             s.bad_lines,
             s.clusters.new,
             s.clusters.grown,

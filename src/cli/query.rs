@@ -5,9 +5,9 @@ use simdb::db::{Answer, QueryOptions, QueryRequest, Subject, UnknownFields};
 
 pub(super) fn query(a: QueryArgs) -> Result<bool> {
     let options = QueryOptions {
-        k: a.k,
-        probe_budget: a.probe_budget,
-        min_similarity: a.min_similarity,
+        k: a.search.k,
+        probe_budget: a.search.probe_budget,
+        min_similarity: a.search.min_similarity,
         limit: a.limit,
         explain: a.explain,
     };

@@ -452,9 +452,16 @@ impl WriteOptions {
         self.resolve(DuplicatePolicy::IndexAll, None).map(drop)
     }
 
+    /// The write policy of a write with `policy` into `db`: every option
+    /// not given takes the store's default (its threshold depends on its
+    /// recipe's sketch). Every front end resolves its options here.
+    pub fn policy_for(&self, db: &Db, policy: DuplicatePolicy) -> Result<WritePolicy> {
+        self.resolve(policy, Some(db.default_min_similarity()))
+    }
+
     /// The write policy of a write with `policy` to a store whose
     /// threshold is `default_min_similarity` (`None`: no store yet,
-    /// [`DEFAULT_MIN_SIMILARITY`]).
+    /// [`DEFAULT_MIN_SIMILARITY`]; [`WriteOptions::policy_for`] with a store).
     pub fn resolve(
         &self,
         policy: DuplicatePolicy,

@@ -229,6 +229,82 @@ impl Placed {
     }
 }
 
+/// Counts of a write of many documents: the same names in the CLI's
+/// summary (`ingest`), the service's write answer, Python's `add_many`
+/// and the metrics (`simdb_documents_written_total{outcome}`). The first
+/// five are the outcomes ([`WriteCounts::OUTCOMES`]): each document counts
+/// in exactly one of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct WriteCounts {
+    pub inserted: u64,
+    pub replaced: u64,
+    /// The same id with the same content was stored: nothing written.
+    pub unchanged: u64,
+    /// Not written: it has a near-duplicate and the write skips those
+    /// ([`DuplicatePolicy::Skip`], the service's `/documents/check`).
+    pub duplicate: u64,
+    /// Not written: no usable features.
+    pub no_features: u64,
+    /// Documents with at least one confirmed near-duplicate (stored, or
+    /// earlier in the write), whatever their outcome.
+    pub near_duplicates: u64,
+    /// Short documents written (inserted or replaced): indexed, but their
+    /// near-copies may lie beyond k (fewer than
+    /// [`crate::fingerprint::SHORT_TERMS`] terms).
+    pub short: u64,
+}
+
+impl WriteCounts {
+    /// The outcomes' names ([`Written::outcome`]), as the fields count them.
+    pub const OUTCOMES: [&'static str; 5] = [
+        "inserted",
+        "replaced",
+        "unchanged",
+        "duplicate",
+        "no_features",
+    ];
+
+    /// Counts one document: what was done with it (`None`: no usable
+    /// features), whether it had near-duplicates and whether it is short.
+    pub fn add(&mut self, placed: Option<Placed>, near_duplicates: bool, short: bool) {
+        match placed {
+            None => self.no_features += 1,
+            Some(Placed::Unchanged | Placed::Written(Outcome::Unchanged)) => self.unchanged += 1,
+            Some(Placed::Skipped) => self.duplicate += 1,
+            Some(Placed::Written(Outcome::Inserted)) => self.inserted += 1,
+            Some(Placed::Written(Outcome::Replaced)) => self.replaced += 1,
+        }
+        self.near_duplicates += u64::from(near_duplicates);
+        let written = matches!(
+            placed,
+            Some(Placed::Written(Outcome::Inserted | Outcome::Replaced))
+        );
+        self.short += u64::from(short && written);
+    }
+
+    /// Counts one document of [`place_all`] or [`place_in_chunks`].
+    pub fn add_written(&mut self, w: &Written) {
+        self.add(w.placed, !w.duplicates.hits.is_empty(), w.short);
+    }
+
+    /// The count of outcome `name` (one of [`WriteCounts::OUTCOMES`]).
+    pub fn outcome(&self, name: &str) -> u64 {
+        match name {
+            "inserted" => self.inserted,
+            "replaced" => self.replaced,
+            "unchanged" => self.unchanged,
+            "duplicate" => self.duplicate,
+            "no_features" => self.no_features,
+            _ => 0,
+        }
+    }
+
+    /// Documents counted (each is in one outcome).
+    pub fn documents(&self) -> u64 {
+        self.inserted + self.replaced + self.unchanged + self.duplicate + self.no_features
+    }
+}
+
 /// What [`place_all`] did with one document.
 #[derive(Debug, Clone)]
 pub struct Written {

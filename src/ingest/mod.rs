@@ -19,9 +19,9 @@ use rayon::prelude::*;
 
 pub use crate::db::write::{
     analyze_all, place, place_all, place_in_chunks, Doc, DuplicatePolicy, Duplicates, Interrupted,
-    Placed, WritePolicy, Written,
+    Placed, WriteCounts, WritePolicy, Written,
 };
-use crate::db::{Db, Outcome};
+use crate::db::Db;
 use crate::error::{Error, Result};
 pub use dedup::{dedup, dedup_keeping, DedupEvent, DedupSummary, Dropped};
 pub use read::{Format, Input, Problem};
@@ -67,18 +67,11 @@ pub struct DuplicateReport {
 pub struct Summary {
     /// Documents read (good lines).
     pub read: u64,
-    pub inserted: u64,
-    pub replaced: u64,
-    pub unchanged: u64,
-    /// Documents with a near-duplicate stored or earlier in the run.
-    pub duplicates: u64,
-    /// Duplicates not indexed (policy Skip).
-    pub skipped_duplicates: u64,
-    /// Documents with no usable features (not indexed).
-    pub no_features: u64,
-    /// Short documents (fewer than [`crate::fingerprint::SHORT_TERMS`]
-    /// terms): indexed, but their near-copies may lie beyond k.
-    pub short: u64,
+    /// What was done with the documents read, by outcome, with the
+    /// documents that had near-duplicates and the short ones written
+    /// (the service and Python count with the same names).
+    #[serde(flatten)]
+    pub writes: crate::db::write::WriteCounts,
     /// Lines or files that could not be read as documents.
     pub bad_lines: u64,
     /// How the run changed the clusters.
@@ -313,7 +306,7 @@ fn apply(
         let a = match fp {
             Ok(a) => a,
             Err(Error::NoFeatures) => {
-                sum.no_features += 1;
+                sum.writes.add(None, false, false);
                 on_event(Event::NoFeatures(&doc));
                 continue;
             }
@@ -328,26 +321,19 @@ fn apply(
                 continue;
             }
         };
-        if a.is_short() && !w.is_unchanged(&doc.id, &a, &doc.content)? {
-            sum.short += 1;
+        let short = a.is_short();
+        if short && !w.is_unchanged(&doc.id, &a, &doc.content)? {
             on_event(Event::Short(&doc, a.terms));
         }
         let (placed, dups) = place(w, &doc, a, &opts.write)?;
+        sum.writes.add(Some(placed), !dups.hits.is_empty(), short);
         if let Some(h) = dups.hits.first() {
-            sum.duplicates += 1;
             on_event(Event::Duplicate(&DuplicateReport {
                 id: doc.id.clone(),
                 duplicate_of: h.id.clone(),
                 distance: h.distance,
                 similarity: h.similarity,
             }));
-        }
-        match placed {
-            Placed::Unchanged => sum.unchanged += 1,
-            Placed::Skipped => sum.skipped_duplicates += 1,
-            Placed::Written(Outcome::Inserted) => sum.inserted += 1,
-            Placed::Written(Outcome::Replaced) => sum.replaced += 1,
-            Placed::Written(Outcome::Unchanged) => sum.unchanged += 1,
         }
     }
     Ok(())

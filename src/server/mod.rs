@@ -967,8 +967,10 @@ async fn write_documents(
     let (bytes, _share) = read_body(&app, body).await?;
     let max_batch = app.config.max_batch;
     let (docs, _) = parse_body(bytes, move |b| api::parse_documents(b, max_batch)).await?;
-    let default_similarity = app.slot.current().map(|d| d.default_min_similarity());
-    let opts = p.resolve(policy, default_similarity)?;
+    let opts = match app.slot.current() {
+        Some(db) => p.policy_for(&db, policy)?,
+        None => p.resolve(policy, None)?,
+    };
     let max_duplicates = opts.max_duplicates;
     // The answer's size is known before anything is written.
     let most = docs.len().saturating_mul(max_duplicates);
@@ -1010,15 +1012,6 @@ impl App {
                 err.field = Some(format!("[{i}]"));
                 err
             })?;
-        const NAMES: [&str; 6] = [
-            "inserted",
-            "replaced",
-            "unchanged",
-            "duplicate",
-            "no_features",
-            "short",
-        ];
-        let mut counts = [0u64; 6];
         let written = db::write::place_in_chunks(&db, &docs, analyses, opts).map_err(|i| {
             let mut err = ApiError::from(i.error);
             err.message = format!(
@@ -1027,16 +1020,15 @@ impl App {
             );
             err
         })?;
+        let mut counts = db::write::WriteCounts::default();
         let mut results = Vec::with_capacity(docs.len());
         for (doc, r) in docs.iter().zip(written) {
+            counts.add_written(&r);
             let outcome = r.outcome();
-            let n = NAMES.iter().position(|x| *x == outcome).unwrap_or(4);
-            counts[n] += 1;
             if r.fingerprint.is_none() {
                 results.push(json!({"id": doc.id, "outcome": outcome}));
                 continue;
             }
-            counts[5] += u64::from(r.short && n < 2);
             let d = &r.duplicates;
             let mut v = json!({"id": doc.id, "outcome": outcome, "fingerprint": r.fingerprint,
                 "duplicates": d.listed(opts.max_duplicates),
@@ -1046,13 +1038,12 @@ impl App {
             }
             results.push(v);
         }
-        for (name, n) in NAMES.iter().zip(counts).take(5) {
-            self.metrics.written(name, n);
+        for name in db::write::WriteCounts::OUTCOMES {
+            self.metrics.written(name, counts.outcome(name));
         }
-        let mut v = json!({ "results": results });
-        for (name, n) in NAMES.iter().zip(counts) {
-            v[*name] = json!(n);
-        }
+        // The counts beside the results, by the names every front end uses.
+        let mut v = json!(counts);
+        v["results"] = json!(results);
         Ok(v)
     }
 
