@@ -1,0 +1,459 @@
+//! `simdb.Db`'s methods.
+
+use super::*;
+
+#[pymethods]
+impl Db {
+    /// Creates a new, empty store at `path` with this fingerprint recipe
+    /// (the defaults are the measured best). `StoreExists` if `path` exists.
+    ///
+    /// >>> db = simdb.Db.create("news.simdb")  # doctest: +SKIP
+    #[staticmethod]
+    #[pyo3(signature = (path, *, top_k=0, shingle=1, hmm=false, tf="raw", keep_stop_words=false, latin="char-3-grams", script="t2s", keep="first"))]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn create(
+        py: Python<'_>,
+        path: std::path::PathBuf,
+        top_k: u32,
+        shingle: u32,
+        hmm: bool,
+        tf: &str,
+        keep_stop_words: bool,
+        latin: &str,
+        script: &str,
+        keep: &str,
+    ) -> PyResult<Db> {
+        let r = recipe(top_k, shingle, hmm, tf, keep_stop_words, latin, script)?;
+        let keep: simdb::db::KeepPolicy = keep.parse().map_err(PyValueError::new_err)?;
+        let db = detach(py, || RustDb::options().keep(keep).create(&path, r)).or_raise()?;
+        Ok(Db::wrap(db, false))
+    }
+
+    /// Opens a store; for writing one process at a time (`StoreInUse`),
+    /// `read_only=True` also while another process writes (it sees the
+    /// store as of its open).
+    #[staticmethod]
+    #[pyo3(signature = (path, *, read_only=false))]
+    pub(super) fn open(py: Python<'_>, path: std::path::PathBuf, read_only: bool) -> PyResult<Db> {
+        let db = py
+            .detach(|| {
+                let access = if read_only {
+                    simdb::Access::ReadOnly
+                } else {
+                    simdb::Access::ReadWrite
+                };
+                RustDb::options().access(access).open(&path)
+            })
+            .or_raise()?;
+        Ok(Db::wrap(db, read_only))
+    }
+
+    /// Flushes and closes the store. New calls raise `ClosedError`. With
+    /// `wait` (the default), waits first for the calls running in other
+    /// threads to end, so the store is closed and its lock released when
+    /// this returns (it can be opened again at once); without, returns at
+    /// once and the store closes when the last of them ends.
+    #[pyo3(signature = (*, wait=true))]
+    pub(super) fn close(&self, py: Python<'_>, wait: bool) -> PyResult<()> {
+        let db = py.detach(|| {
+            self.inner
+                .write()
+                .map(|mut g| g.take())
+                .map_err(|_| "poisoned")
+        });
+        let db = db.map_err(|_| PyValueError::new_err("the store's lock is poisoned"))?;
+        if let Some(db) = db {
+            if std::process::id() != self.pid {
+                // A forked child's copy: never closed here (see Drop).
+                std::mem::forget(db);
+                return Ok(());
+            }
+            py.detach(move || {
+                while wait && Arc::strong_count(&db) > 1 {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                let r = if self.read_only {
+                    Ok(())
+                } else {
+                    db.admin().flush()
+                };
+                drop(db);
+                r
+            })
+            .or_raise()?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_exc))]
+    pub(super) fn __exit__(&self, py: Python<'_>, _exc: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.close(py, true)?;
+        Ok(false)
+    }
+
+    pub(super) fn __repr__(&self) -> String {
+        let state = match (self.closed(), self.read_only) {
+            (true, _) => ", closed",
+            (false, true) => ", read_only=True",
+            _ => "",
+        };
+        format!("Db({:?}{state})", self.path)
+    }
+
+    #[getter]
+    pub(super) fn closed(&self) -> bool {
+        self.inner.read().map(|g| g.is_none()).unwrap_or(true)
+    }
+
+    #[getter]
+    pub(super) fn path(&self) -> &str {
+        &self.path
+    }
+
+    #[getter]
+    pub(super) fn read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// The store's fingerprint recipe, as a dict.
+    #[getter]
+    pub(super) fn recipe<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let db = self.db()?;
+        to_py(py, &json_of(db.recipe())?)
+    }
+
+    /// Adds (or replaces) one document; returns an `AddResult` with its
+    /// near-duplicates (the first `max_duplicates`, default 10, at most
+    /// 100, and how many there are). Atomic, in the write-ahead log on
+    /// return (`sync=True` also fsyncs).
+    ///
+    /// >>> db.add("a1", "国务院总理今天在北京主持召开常务会议").outcome  # doctest: +SKIP
+    /// 'inserted'
+    #[pyo3(signature = (id, text, *, k=None, min_similarity=None, probe_budget=None, skip_duplicates=false, sync=false, max_duplicates=None))]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn add(
+        &self,
+        py: Python<'_>,
+        id: String,
+        text: String,
+        k: Option<u32>,
+        min_similarity: Option<f64>,
+        probe_budget: Option<usize>,
+        skip_duplicates: bool,
+        sync: bool,
+        max_duplicates: Option<usize>,
+    ) -> PyResult<AddResult> {
+        let db = self.db()?;
+        let doc = Doc {
+            id,
+            content: Content::Text(text),
+            source: "python:0".into(),
+            line: None,
+            priority: None,
+        };
+        let mut counts = write::WriteCounts::default();
+        let mut out = detach(py, || {
+            let opts = Db::write_options(
+                &db,
+                k,
+                min_similarity,
+                probe_budget,
+                skip_duplicates,
+                sync,
+                max_duplicates,
+            )?;
+            Db::write_batch(&db, std::slice::from_ref(&doc), &opts, true, &mut counts)
+        })
+        .or_raise()?;
+        Ok(out.pop().expect("one result per document"))
+    }
+
+    /// Adds documents from an iterable of `(id, text)` pairs or dicts
+    /// (`{"id", "text"}` or `{"id", "fingerprint"}`, optional `"priority"`),
+    /// `batch_size` at a time, each batch one atomic write, the GIL released
+    /// while it is written. Returns one `AddResult` per document (each
+    /// listing at most `max_duplicates` near-duplicates, default 10), or
+    /// with `results=False` the counts (bounded memory): per outcome
+    /// (`inserted`, `replaced`, `unchanged`, `duplicate`, `no_features`),
+    /// then `near_duplicates` (documents with one) and `short` (short
+    /// documents written), the names of the CLI's summary and the service.
+    ///
+    /// >>> db.add_many(zip(df["id"], df["text"]), skip_duplicates=True)  # doctest: +SKIP
+    #[pyo3(signature = (docs, *, batch_size=1000, k=None, min_similarity=None, probe_budget=None, skip_duplicates=false, sync=false, results=true, max_duplicates=None))]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn add_many<'py>(
+        &self,
+        py: Python<'py>,
+        docs: &Bound<'py, PyAny>,
+        batch_size: usize,
+        k: Option<u32>,
+        min_similarity: Option<f64>,
+        probe_budget: Option<usize>,
+        skip_duplicates: bool,
+        sync: bool,
+        results: bool,
+        max_duplicates: Option<usize>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if batch_size == 0 {
+            return Err(raise(
+                py,
+                "InvalidInput",
+                "batch_size must be at least 1".into(),
+            ));
+        }
+        let db = self.db()?;
+        let opts = Db::write_options(
+            &db,
+            k,
+            min_similarity,
+            probe_budget,
+            skip_duplicates,
+            sync,
+            max_duplicates,
+        )
+        .or_raise()?;
+        // A pipeline: this thread (holding the GIL) reads the iterable into
+        // batches while a worker writes the previous batch (analysis on the
+        // rayon pool, then one atomic write); one batch waits at most, so
+        // memory is bounded by two batches.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Doc>>(1);
+        let worker = {
+            let db = Arc::clone(&db);
+            std::thread::spawn(move || {
+                let mut counts = write::WriteCounts::default();
+                let mut out: Vec<AddResult> = Vec::new();
+                for batch in rx {
+                    match Db::write_batch(&db, &batch, &opts, results, &mut counts) {
+                        Ok(w) => out.extend(w),
+                        Err(e) => return (Err(e), out, counts),
+                    }
+                }
+                (Ok(()), out, counts)
+            })
+        };
+        let mut feed_err: Option<PyErr> = None;
+        let mut batch: Vec<Doc> = Vec::with_capacity(batch_size.min(1 << 16));
+        let mut n = 0u64;
+        match docs.try_iter() {
+            Err(e) => feed_err = Some(e),
+            Ok(iter) => {
+                for item in iter {
+                    match item.and_then(|item| doc_of(&item, n)) {
+                        Ok(d) => batch.push(d),
+                        Err(e) => {
+                            feed_err = Some(e);
+                            break;
+                        }
+                    }
+                    n += 1;
+                    if batch.len() >= batch_size {
+                        let full = std::mem::replace(
+                            &mut batch,
+                            Vec::with_capacity(batch_size.min(1 << 16)),
+                        );
+                        // A send fails only when the worker stopped on an error.
+                        if py.detach(|| tx.send(full)).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        if feed_err.is_none() && !batch.is_empty() {
+            let _ = py.detach(|| tx.send(batch));
+        }
+        drop(tx);
+        let (written, out, counts) = py
+            .detach(|| worker.join())
+            .map_err(|_| PyValueError::new_err("the writer thread panicked"))?;
+        // The worker's error came from an earlier batch than the feed's.
+        written.or_raise()?;
+        if let Some(e) = feed_err {
+            return Err(e);
+        }
+        if results {
+            return Ok(PyList::new(py, out)?.into_any());
+        }
+        // The counts by the names the CLI's summary and the service use.
+        let d = PyDict::new(py);
+        let v = serde_json::to_value(counts).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        for (name, c) in v.as_object().into_iter().flatten() {
+            d.set_item(name, c.as_u64())?;
+        }
+        Ok(d.into_any())
+    }
+
+    /// Stored near-duplicates of a text (`str`) or fingerprint (`int`),
+    /// nearest first: without `k` the default (k = 3 plus ranked probing,
+    /// sketch-verified); with `k` (0..11) exactly every document within k.
+    /// At most `limit` of them (default 10, at most 10,000).
+    ///
+    /// >>> [h.id for h in db.query("国务院总理今天在北京主持召开常务会议")]  # doctest: +SKIP
+    /// ['a1']
+    #[pyo3(signature = (q, *, k=None, min_similarity=None, limit=None, probe_budget=None))]
+    pub(super) fn query(
+        &self,
+        py: Python<'_>,
+        q: &Bound<'_, PyAny>,
+        k: Option<u32>,
+        min_similarity: Option<f64>,
+        limit: Option<usize>,
+        probe_budget: Option<usize>,
+    ) -> PyResult<Vec<Hit>> {
+        let o = query_options(k, min_similarity, limit, probe_budget);
+        self.search(py, subject_of(q)?, o)
+    }
+
+    /// Near-duplicates of the stored document `id` (itself left out);
+    /// `NotFound` if it is not stored.
+    #[pyo3(signature = (id, *, k=None, min_similarity=None, limit=None, probe_budget=None))]
+    pub(super) fn similar(
+        &self,
+        py: Python<'_>,
+        id: String,
+        k: Option<u32>,
+        min_similarity: Option<f64>,
+        limit: Option<usize>,
+        probe_budget: Option<usize>,
+    ) -> PyResult<Vec<Hit>> {
+        let o = query_options(k, min_similarity, limit, probe_budget);
+        self.search(py, Subject::Id(id), o)
+    }
+
+    /// `query` for many texts or fingerprints at once (one pass over the
+    /// index); a list of hit lists, in order.
+    #[pyo3(signature = (queries, *, k=None, min_similarity=None, limit=None, probe_budget=None))]
+    pub(super) fn query_many(
+        &self,
+        py: Python<'_>,
+        queries: &Bound<'_, PyAny>,
+        k: Option<u32>,
+        min_similarity: Option<f64>,
+        limit: Option<usize>,
+        probe_budget: Option<usize>,
+    ) -> PyResult<Vec<Vec<Hit>>> {
+        let subjects: Vec<Subject> = queries
+            .try_iter()?
+            .map(|q| subject_of(&q?))
+            .collect::<PyResult<_>>()?;
+        let o = query_options(k, min_similarity, limit, probe_budget);
+        let db = self.db()?;
+        let rs: Vec<QueryRequest> = subjects
+            .into_iter()
+            .map(|s| QueryRequest::new(s).with(o))
+            .collect();
+        let answers = detach(py, || {
+            db.answer_many(&rs)?
+                .into_iter()
+                .map(|a| a.map(|a| a.hits))
+                .collect::<simdb::Result<Vec<_>>>()
+        })
+        .or_raise()?;
+        Ok(answers
+            .into_iter()
+            .map(|hs| hs.into_iter().map(Hit::from).collect())
+            .collect())
+    }
+
+    /// The stored record of `id` as a dict, or None.
+    pub(super) fn get<'py>(
+        &self,
+        py: Python<'py>,
+        id: &str,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let db = self.db()?;
+        let doc = detach(py, || db.document(id)).or_raise()?;
+        doc.map(|d| {
+            let mut v = json_of(&d)?;
+            // Fingerprints are ints in Python (as in hits), not hex.
+            v["fingerprint"] = Value::from(d.fingerprint.value());
+            to_py(py, &v)
+        })
+        .transpose()
+    }
+
+    /// Deletes `id`; whether it was stored.
+    #[pyo3(signature = (id, *, sync=false))]
+    pub(super) fn delete(&self, py: Python<'_>, id: &str, sync: bool) -> PyResult<bool> {
+        let db = self.db()?;
+        detach(py, || {
+            let mut w = db.shared_writer()?;
+            w.set_sync(sync);
+            let found = w.delete(id)?;
+            w.commit()?;
+            drop(w);
+            db.clusters().settle()?;
+            Ok(found)
+        })
+        .or_raise()
+    }
+
+    pub(super) fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        let db = self.db()?;
+        let n = detach(py, || db.len()).or_raise()?;
+        Ok(n as usize)
+    }
+
+    pub(super) fn __contains__(&self, py: Python<'_>, id: &str) -> PyResult<bool> {
+        let db = self.db()?;
+        detach(py, || db.get(id).map(|r| r.is_some())).or_raise()
+    }
+
+    /// Counts, bucket sizes, size on disk and recipe, as `simdb stats --json`.
+    pub(super) fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let db = self.db()?;
+        let s = detach(py, || db.admin().stats()).or_raise()?;
+        to_py(py, &json_of(&s)?)
+    }
+
+    /// The cluster of `id` (a dict), or None if `id` is not stored.
+    pub(super) fn cluster<'py>(
+        &self,
+        py: Python<'py>,
+        id: &str,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let db = self.db()?;
+        let c = detach(py, || db.clusters().of(id)).or_raise()?;
+        c.map(|c| to_py(py, &json_of(&c)?)).transpose()
+    }
+
+    /// The clusters of at least `min_size` (>= 2) documents, as dicts, in
+    /// cluster id order: an iterator that reads them 256 at a time, each
+    /// listing its first `max_members` members in rank order (`size` counts
+    /// them all), so memory follows what is listed, not the store. Each
+    /// page is read at its own snapshot.
+    #[pyo3(signature = (*, min_size=2, max_members=1000))]
+    pub(super) fn clusters(
+        slf: &Bound<'_, Self>,
+        min_size: u64,
+        max_members: usize,
+    ) -> PyResult<ClusterIter> {
+        slf.get().db()?;
+        Ok(ClusterIter {
+            db: slf.clone().unbind(),
+            min_size,
+            max_members,
+            next: Some(0),
+            page: std::collections::VecDeque::new(),
+        })
+    }
+
+    /// Timing of the Rust call behind `query(fingerprint)`, without Python:
+    /// seconds for `n` searches (the benchmark's reference).
+    pub(super) fn _time_fingerprint_queries(&self, py: Python<'_>, fps: Vec<u64>) -> PyResult<f64> {
+        let db = self.db()?;
+        detach(py, || {
+            let t = std::time::Instant::now();
+            for &fp in &fps {
+                let r = QueryRequest::new(Subject::Fingerprint(Fingerprint(fp)));
+                std::hint::black_box(db.answer(&r)?);
+            }
+            Ok(t.elapsed().as_secs_f64())
+        })
+        .or_raise()
+    }
+}

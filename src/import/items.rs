@@ -1,0 +1,262 @@
+//! The records of the import's external sorts: by id, by fingerprint, by ingest order, by cluster.
+
+use super::*;
+
+// --- sort items -----------------------------------------------------------
+
+/// Step 1: (id, position) order, with where it came from.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct ById {
+    pub(super) id: String,
+    pub(super) pos: u64,
+    pub(super) fp: u64,
+    pub(super) input: u32,
+    pub(super) line: u64,
+    /// The sketch of the sketched binary form (a restored record's is in
+    /// `extra`).
+    pub(super) sketch: Option<[u8; SKETCH_BYTES]>,
+    /// A restored record ([`Restored::encode`]), or empty.
+    pub(super) extra: Vec<u8>,
+}
+
+impl Item for ById {
+    fn write_to(&self, w: &mut impl Write) -> io::Result<()> {
+        write_str(w, &self.id)?;
+        w.write_all(&self.pos.to_be_bytes())?;
+        w.write_all(&self.fp.to_be_bytes())?;
+        w.write_all(&self.input.to_be_bytes())?;
+        w.write_all(&self.line.to_be_bytes())?;
+        match &self.sketch {
+            Some(s) => {
+                w.write_all(&[1])?;
+                w.write_all(s)?;
+            }
+            None => w.write_all(&[0])?,
+        }
+        w.write_all(&(self.extra.len() as u32).to_be_bytes())?;
+        w.write_all(&self.extra)
+    }
+    fn read_from(r: &mut impl BufRead) -> io::Result<Option<Self>> {
+        if r.fill_buf()?.is_empty() {
+            return Ok(None);
+        }
+        let id = read_str(r)?;
+        let mut b = [0u8; 28];
+        r.read_exact(&mut b)?;
+        let u64_at = |i: usize| u64::from_be_bytes(b[i..i + 8].try_into().unwrap_or([0; 8]));
+        let mut flag = [0u8; 1];
+        r.read_exact(&mut flag)?;
+        let sketch = if flag[0] == 1 {
+            let mut s = [0u8; SKETCH_BYTES];
+            r.read_exact(&mut s)?;
+            Some(s)
+        } else {
+            None
+        };
+        let mut n = [0u8; 4];
+        r.read_exact(&mut n)?;
+        let mut extra = vec![0u8; u32::from_be_bytes(n) as usize];
+        r.read_exact(&mut extra)?;
+        Ok(Some(ById {
+            id,
+            pos: u64_at(0),
+            fp: u64_at(8),
+            input: u32::from_be_bytes(b[16..20].try_into().unwrap_or([0; 4])),
+            line: u64_at(20),
+            sketch,
+            extra,
+        }))
+    }
+    fn mem_bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + self.id.capacity() + self.extra.capacity()
+    }
+}
+
+/// Step 2: (fingerprint, id) order.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct ByFp {
+    pub(super) fp: u64,
+    pub(super) id: String,
+    /// The restored record's sketch (the `refs` value).
+    pub(super) sketch: Option<[u8; crate::fingerprint::SKETCH_BYTES]>,
+}
+
+impl Item for ByFp {
+    fn write_to(&self, w: &mut impl Write) -> io::Result<()> {
+        w.write_all(&self.fp.to_be_bytes())?;
+        write_str(w, &self.id)?;
+        match &self.sketch {
+            Some(s) => {
+                w.write_all(&[1])?;
+                w.write_all(s)
+            }
+            None => w.write_all(&[0]),
+        }
+    }
+    fn read_from(r: &mut impl BufRead) -> io::Result<Option<Self>> {
+        let Some(fp) = read_array::<8>(r)? else {
+            return Ok(None);
+        };
+        let id = read_str(r)?;
+        let mut flag = [0u8; 1];
+        r.read_exact(&mut flag)?;
+        let sketch = match flag[0] {
+            0 => None,
+            _ => {
+                let mut s = [0u8; crate::fingerprint::SKETCH_BYTES];
+                r.read_exact(&mut s)?;
+                Some(s)
+            }
+        };
+        Ok(Some(ByFp {
+            fp: u64::from_be_bytes(fp),
+            id,
+            sketch,
+        }))
+    }
+    fn mem_bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + self.id.capacity()
+    }
+}
+
+/// Step 4: the ingest order index, in ord order.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct ByOrd {
+    pub(super) ord: u64,
+    pub(super) id: String,
+}
+
+impl Item for ByOrd {
+    fn write_to(&self, w: &mut impl Write) -> io::Result<()> {
+        w.write_all(&self.ord.to_be_bytes())?;
+        write_str(w, &self.id)
+    }
+    fn read_from(r: &mut impl BufRead) -> io::Result<Option<Self>> {
+        let Some(ord) = read_array::<8>(r)? else {
+            return Ok(None);
+        };
+        let id = read_str(r)?;
+        Ok(Some(ByOrd {
+            ord: u64::from_be_bytes(ord),
+            id,
+        }))
+    }
+    fn mem_bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + self.id.capacity()
+    }
+}
+
+/// Restore: a member of a restored cluster, in (cluster, rank) order.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct ByCluster {
+    pub(super) cid: u64,
+    pub(super) rank: [u8; 16],
+    pub(super) id: String,
+}
+
+impl Item for ByCluster {
+    fn write_to(&self, w: &mut impl Write) -> io::Result<()> {
+        w.write_all(&self.cid.to_be_bytes())?;
+        w.write_all(&self.rank)?;
+        write_str(w, &self.id)
+    }
+    fn read_from(r: &mut impl BufRead) -> io::Result<Option<Self>> {
+        let Some(cid) = read_array::<8>(r)? else {
+            return Ok(None);
+        };
+        let mut rank = [0u8; 16];
+        r.read_exact(&mut rank)?;
+        Ok(Some(ByCluster {
+            cid: u64::from_be_bytes(cid),
+            rank,
+            id: read_str(r)?,
+        }))
+    }
+    fn mem_bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + self.id.capacity()
+    }
+}
+
+/// Restore: a clustered document's `d` entry, in id order.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct Membership {
+    pub(super) id: String,
+    pub(super) cid: u64,
+}
+
+impl Item for Membership {
+    fn write_to(&self, w: &mut impl Write) -> io::Result<()> {
+        write_str(w, &self.id)?;
+        w.write_all(&self.cid.to_be_bytes())
+    }
+    fn read_from(r: &mut impl BufRead) -> io::Result<Option<Self>> {
+        if r.fill_buf()?.is_empty() {
+            return Ok(None);
+        }
+        let id = read_str(r)?;
+        let mut cid = [0u8; 8];
+        r.read_exact(&mut cid)?;
+        Ok(Some(Membership {
+            id,
+            cid: u64::from_be_bytes(cid),
+        }))
+    }
+    fn mem_bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + self.id.capacity()
+    }
+}
+
+/// A record restored from an export, and the id of its cluster (its own
+/// ord when it is alone).
+pub(super) struct Restored {
+    pub(super) rec: Record,
+    pub(super) cluster: u64,
+}
+
+impl Restored {
+    /// The sketch (a flag byte, then its bytes when the flag is 1) ‖ the
+    /// record's codec bytes ‖ cluster (u64 BE): step 2 reads the sketch
+    /// alone ([`Restored::sketch_of`]), step 4 the whole.
+    pub(super) fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::new();
+        match &self.rec.sketch {
+            Some(s) => {
+                b.push(1);
+                b.extend_from_slice(&s.0);
+            }
+            None => b.push(0),
+        }
+        b.extend_from_slice(&store::codec::encode_record(&self.rec));
+        b.extend_from_slice(&self.cluster.to_be_bytes());
+        b
+    }
+
+    /// The sketch of encoded bytes, without decoding the record.
+    pub(super) fn sketch_of(b: &[u8]) -> std::result::Result<Option<[u8; SKETCH_BYTES]>, String> {
+        match b.first() {
+            Some(0) => Ok(None),
+            Some(1) => b
+                .get(1..1 + SKETCH_BYTES)
+                .and_then(|s| s.try_into().ok())
+                .map(Some)
+                .ok_or_else(|| "a restored record is truncated".to_string()),
+            _ => Err("a restored record is truncated".to_string()),
+        }
+    }
+
+    pub(super) fn decode(b: &[u8]) -> std::result::Result<Restored, String> {
+        let truncated = || "a restored record is truncated".to_string();
+        let skip = match b.first() {
+            Some(0) => 1,
+            Some(1) => 1 + SKETCH_BYTES,
+            _ => return Err(truncated()),
+        };
+        let body = b.get(skip..).ok_or_else(truncated)?;
+        let split = body.len().checked_sub(8).ok_or_else(truncated)?;
+        let (rec, cluster) = body.split_at(split);
+        Ok(Restored {
+            rec: store::codec::decode_record(rec)?,
+            cluster: u64::from_be_bytes(cluster.try_into().map_err(|_| truncated())?),
+        })
+    }
+}

@@ -1,0 +1,377 @@
+//! Parquet inputs: the id and fingerprint columns of any Parquet file, and the whole rows and metadata of a simdb export.
+
+use super::*;
+
+#[cfg(feature = "parquet")]
+/// Reads the `id` and `fingerprint` (INT64: the u64's bits, as `simdb
+/// export --parquet` writes it; or UINT64) columns of a Parquet file;
+/// other columns are not read. An id column may be any Arrow string
+/// (Utf8, LargeUtf8, Utf8View), a dictionary of strings (a pandas
+/// categorical), or integers (written in decimal, as JSONL's integer ids
+/// are). A file with two top-level columns of one of these names is
+/// refused (which one was meant?). `line` is the row number (from 1).
+pub(super) fn read_parquet(
+    path: &Path,
+    restore: bool,
+    mut f: impl FnMut(Parsed) -> Result<()>,
+) -> Result<()> {
+    use arrow_array::{Array, Int64Array, UInt64Array};
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use parquet::arrow::ProjectionMask;
+
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let b = ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| bad(path, 0, e))?;
+    for col in ["id", "fingerprint"] {
+        match b
+            .schema()
+            .fields()
+            .iter()
+            .filter(|f| f.name() == col)
+            .count()
+        {
+            0 => return Err(bad(path, 0, format!("no \"{col}\" column"))),
+            1 => {}
+            n => {
+                return Err(bad(
+                    path,
+                    0,
+                    format!("{n} columns are named \"{col}\": which one is meant is ambiguous"),
+                ))
+            }
+        }
+    }
+    let mut columns = vec!["id", "fingerprint"];
+    if restore {
+        for c in RESTORED_COLUMNS {
+            if b.schema().field_with_name(c).is_err() {
+                return Err(bad(
+                    path,
+                    0,
+                    format!("a simdb export without its \"{c}\" column"),
+                ));
+            }
+        }
+        columns.extend(RESTORED_COLUMNS);
+    }
+    let mask = ProjectionMask::columns(b.parquet_schema(), columns);
+    let reader = b
+        .with_projection(mask)
+        .with_batch_size(8192)
+        .build()
+        .map_err(|e| bad(path, 0, e))?;
+    let mut row = 0u64;
+    for batch in reader {
+        let batch = batch.map_err(|e| bad(path, row + 1, e))?;
+        let (Some(ids), Some(fps)) = (
+            batch.column_by_name("id"),
+            batch.column_by_name("fingerprint"),
+        ) else {
+            return Err(bad(
+                path,
+                row + 1,
+                "the id and fingerprint columns were not read",
+            ));
+        };
+        let ids = id_strings(ids.as_ref()).map_err(|e| bad(path, row + 1, e))?;
+        let id_at = |i: usize| -> Option<&str> { ids[i].as_deref() };
+        let (signed, unsigned) = (
+            fps.as_any().downcast_ref::<Int64Array>(),
+            fps.as_any().downcast_ref::<UInt64Array>(),
+        );
+        if signed.is_none() && unsigned.is_none() {
+            return Err(bad(
+                path,
+                row + 1,
+                format!(
+                    "\"fingerprint\" must be INT64 (the u64's bits) or UINT64, not {}",
+                    fps.data_type()
+                ),
+            ));
+        }
+        let fp_at = |i: usize| -> Option<u64> {
+            match (signed, unsigned) {
+                // Two's complement: the same 64 bits.
+                (Some(a), _) => (!a.is_null(i)).then(|| a.value(i) as u64),
+                (_, Some(a)) => (!a.is_null(i)).then(|| a.value(i)),
+                _ => None,
+            }
+        };
+        for i in 0..batch.num_rows() {
+            row += 1;
+            let id = id_at(i).ok_or_else(|| bad(path, row, "row with a null id"))?;
+            let fp = fp_at(i).ok_or_else(|| bad(path, row, "row with a null fingerprint"))?;
+            check_id(id).map_err(|e| bad(path, row, e))?;
+            let restored = match restore {
+                true => {
+                    Some(restored_row(&batch, i, Fingerprint(fp)).map_err(|e| bad(path, row, e))?)
+                }
+                false => None,
+            };
+            f(Parsed {
+                id: id.to_string(),
+                fp: Fingerprint(fp),
+                line: row,
+                sketch: None,
+                restored,
+            })?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(feature = "parquet")]
+/// The columns of a simdb export besides id and fingerprint, all restored.
+pub(super) const RESTORED_COLUMNS: [&str; 11] = [
+    "sketch",
+    "cluster",
+    "ingested_at",
+    "source",
+    "ord",
+    "priority",
+    "content_hash",
+    "length",
+    "terms",
+    "top_terms",
+    "weak_bits",
+];
+
+#[cfg(feature = "parquet")]
+/// Row `i` of a simdb export's `batch` as the record it was (fingerprint
+/// `fp`) and its cluster.
+pub(super) fn restored_row(
+    batch: &arrow_array::RecordBatch,
+    i: usize,
+    fp: Fingerprint,
+) -> std::result::Result<Restored, String> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Float64Type, Int64Type};
+    use arrow_array::Array;
+    use arrow_schema::DataType as T;
+
+    let col = |name: &str, want: &T| -> std::result::Result<&arrow_array::ArrayRef, String> {
+        let c = batch
+            .column_by_name(name)
+            .ok_or_else(|| format!("no \"{name}\" column"))?;
+        if c.data_type() != want && !matches!((c.data_type(), want), (T::List(_), T::List(_))) {
+            return Err(format!("\"{name}\" must be {want}, not {}", c.data_type()));
+        }
+        Ok(c)
+    };
+    let int = |name: &str| -> std::result::Result<i64, String> {
+        let c = col(name, &T::Int64)?.as_primitive::<Int64Type>();
+        if c.is_null(i) {
+            return Err(format!("a null \"{name}\""));
+        }
+        Ok(c.value(i))
+    };
+    let unsigned = |name: &str| -> std::result::Result<u64, String> {
+        let v = int(name)?;
+        u64::try_from(v).map_err(|_| format!("\"{name}\" is negative ({v})"))
+    };
+    let sketch = {
+        let c = col("sketch", &T::Binary)?.as_binary::<i32>();
+        match c.is_null(i) {
+            true => None,
+            false => {
+                let b: [u8; crate::fingerprint::SKETCH_BYTES] =
+                    c.value(i).try_into().map_err(|_| {
+                        format!(
+                            "a sketch of {} bytes, not {}",
+                            c.value(i).len(),
+                            crate::fingerprint::SKETCH_BYTES
+                        )
+                    })?;
+                Some(crate::fingerprint::Sketch(b))
+            }
+        }
+    };
+    let source = {
+        let c = col("source", &T::Utf8)?.as_string::<i32>();
+        if c.is_null(i) {
+            return Err("a null \"source\"".into());
+        }
+        c.value(i).to_string()
+    };
+    let priority = {
+        let c = col("priority", &T::Float64)?.as_primitive::<Float64Type>();
+        match c.is_null(i) {
+            true => None,
+            false => Some(store::codec::Priority::new(c.value(i)).ok_or("a NaN \"priority\"")?),
+        }
+    };
+    let top_terms = {
+        let c = col(
+            "top_terms",
+            &T::List(std::sync::Arc::new(arrow_schema::Field::new_list_field(
+                T::Utf8,
+                true,
+            ))),
+        )?
+        .as_list_opt::<i32>()
+        .ok_or("\"top_terms\" must be a list of strings")?;
+        let items = c.value(i);
+        let items = items
+            .as_string_opt::<i32>()
+            .ok_or("\"top_terms\" must be a list of strings")?;
+        (0..items.len())
+            .filter(|j| !items.is_null(*j))
+            .map(|j| items.value(j).to_string())
+            .collect()
+    };
+    let weak_bits = {
+        let c = col("weak_bits", &T::Binary)?.as_binary::<i32>();
+        if c.is_null(i) {
+            return Err("a null \"weak_bits\"".into());
+        }
+        c.value(i).to_vec()
+    };
+    let ord = unsigned("ord")?;
+    let rec = Record {
+        fingerprint: fp,
+        // Two's complement, as the fingerprint.
+        content_hash: int("content_hash")? as u64,
+        length: unsigned("length")?,
+        ingested_at: unsigned("ingested_at")?,
+        source,
+        terms: u32::try_from(unsigned("terms")?).map_err(|_| "\"terms\" is too large")?,
+        sketch,
+        top_terms,
+        weak_bits,
+        ord,
+        priority,
+    };
+    Ok(Restored {
+        rec,
+        cluster: unsigned("cluster")?,
+    })
+}
+
+/// What a simdb export states of its store in its key-value metadata.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExportMeta {
+    pub recipe: Recipe,
+    /// The store's verification threshold, if stated.
+    pub min_similarity: Option<f64>,
+    /// The policy that ranked its clusters.
+    pub keep: KeepPolicy,
+}
+
+#[cfg(feature = "parquet")]
+/// The recipe, threshold and keep policy a simdb export states in its
+/// key-value metadata, if `path` is one (a Parquet file that `simdb export` wrote).
+pub fn export_metadata(path: &Path) -> Result<Option<ExportMeta>> {
+    use crate::db::export::{META_KEEP_POLICY, META_MIN_SIMILARITY, META_RECIPE};
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    if !is_parquet(path)? {
+        return Ok(None);
+    }
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let reader = SerializedFileReader::new(file).map_err(|e| bad(path, 0, e))?;
+    let kv = reader.metadata().file_metadata().key_value_metadata();
+    let get = |key: &str| {
+        kv.and_then(|kv| kv.iter().find(|e| e.key == key))
+            .and_then(|e| e.value.clone())
+    };
+    let Some(recipe) = get(META_RECIPE) else {
+        return Ok(None);
+    };
+    let recipe: Recipe = serde_json::from_str(&recipe).map_err(|e| {
+        bad(
+            path,
+            0,
+            format!("the recipe in the metadata is unreadable: {e}"),
+        )
+    })?;
+    let min_similarity = get(META_MIN_SIMILARITY).and_then(|v| v.parse().ok());
+    // Exports of stores before format 6 name no policy: they ranked by
+    // priority.
+    let keep = match get(META_KEEP_POLICY) {
+        None => KeepPolicy::Priority,
+        Some(v) => v
+            .parse()
+            .map_err(|e| bad(path, 0, format!("the metadata's keep policy: {e}")))?,
+    };
+    Ok(Some(ExportMeta {
+        recipe,
+        min_similarity,
+        keep,
+    }))
+}
+
+/// Without the `parquet` feature no file is read as an export.
+#[cfg(not(feature = "parquet"))]
+pub fn export_metadata(_path: &Path) -> Result<Option<ExportMeta>> {
+    Ok(None)
+}
+
+#[cfg(feature = "parquet")]
+/// The values of an id column as strings (`None` for nulls); see
+/// [`read_parquet`] for the types taken.
+pub(super) fn id_strings(
+    col: &dyn arrow_array::Array,
+) -> std::result::Result<Vec<Option<String>>, String> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::*;
+    use arrow_array::Array;
+    use arrow_schema::DataType as T;
+
+    fn all<'a>(
+        n: usize,
+        at: impl Fn(usize) -> Option<std::borrow::Cow<'a, str>>,
+    ) -> Vec<Option<String>> {
+        (0..n).map(|i| at(i).map(|s| s.into_owned())).collect()
+    }
+    macro_rules! ints {
+        ($t:ty) => {{
+            let a = col.as_primitive::<$t>();
+            all(a.len(), |i| {
+                (!a.is_null(i)).then(|| std::borrow::Cow::Owned(a.value(i).to_string()))
+            })
+        }};
+    }
+    let n = col.len();
+    Ok(match col.data_type() {
+        T::Utf8 => {
+            let a = col.as_string::<i32>();
+            all(n, |i| (!a.is_null(i)).then(|| a.value(i).into()))
+        }
+        T::LargeUtf8 => {
+            let a = col.as_string::<i64>();
+            all(n, |i| (!a.is_null(i)).then(|| a.value(i).into()))
+        }
+        T::Utf8View => {
+            let a = col.as_string_view();
+            all(n, |i| (!a.is_null(i)).then(|| a.value(i).into()))
+        }
+        T::Dictionary(_, value) if matches!(**value, T::Utf8 | T::LargeUtf8 | T::Utf8View) => {
+            let d = col
+                .as_any_dictionary_opt()
+                .ok_or("\"id\" is a dictionary column that cannot be read")?;
+            let values = id_strings(d.values().as_ref())?;
+            let keys = d.normalized_keys();
+            (0..n)
+                .map(|i| {
+                    if col.is_null(i) {
+                        None
+                    } else {
+                        keys.get(i).and_then(|k| values.get(*k)).cloned().flatten()
+                    }
+                })
+                .collect()
+        }
+        T::Int8 => ints!(Int8Type),
+        T::Int16 => ints!(Int16Type),
+        T::Int32 => ints!(Int32Type),
+        T::Int64 => ints!(Int64Type),
+        T::UInt8 => ints!(UInt8Type),
+        T::UInt16 => ints!(UInt16Type),
+        T::UInt32 => ints!(UInt32Type),
+        T::UInt64 => ints!(UInt64Type),
+        other => {
+            return Err(format!(
+                "\"id\" must be a string column (Utf8, LargeUtf8, Utf8View, or a dictionary of \
+                 them) or an integer column, not {other}"
+            ))
+        }
+    })
+}

@@ -1,0 +1,238 @@
+//! Reading the inputs: JSONL lines, the binary forms, directories of parts, and each input's records in turn.
+
+use super::*;
+
+// --- reading ----------------------------------------------------------------
+
+/// A `refs` entry to write: fingerprint, id, sketch.
+pub(super) type RefsEntry = (Fingerprint, String, Option<crate::fingerprint::Sketch>);
+
+/// One parsed input record.
+pub(super) struct Parsed {
+    pub(super) id: String,
+    pub(super) fp: Fingerprint,
+    pub(super) line: u64,
+    /// The sketch of the sketched binary form.
+    pub(super) sketch: Option<[u8; SKETCH_BYTES]>,
+    /// The whole record, from a simdb export.
+    pub(super) restored: Option<Restored>,
+}
+
+pub(super) fn bad(path: &Path, line: u64, what: impl std::fmt::Display) -> Error {
+    Error::Input(format!("{}:{line}: {what}", path.display()))
+}
+
+#[derive(serde::Deserialize)]
+pub(super) struct JsonFp<'a> {
+    #[serde(borrow, default)]
+    pub(super) id: Option<JsonId<'a>>,
+    #[serde(borrow, default)]
+    pub(super) fingerprint: Option<std::borrow::Cow<'a, str>>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+pub(super) enum JsonId<'a> {
+    Str(#[serde(borrow)] std::borrow::Cow<'a, str>),
+    Int(u64),
+    Neg(i64),
+}
+
+/// Parses one JSONL line of the import form; `Err` is the reason.
+pub fn parse_json_line(line: &[u8]) -> std::result::Result<(String, Fingerprint), String> {
+    let d: JsonFp = serde_json::from_slice(line).map_err(|e| format!("invalid JSON: {e}"))?;
+    let id = match d.id {
+        None => return Err("missing \"id\"".into()),
+        Some(JsonId::Str(s)) => s.into_owned(),
+        Some(JsonId::Int(n)) => n.to_string(),
+        Some(JsonId::Neg(n)) => n.to_string(),
+    };
+    check_id(&id).map_err(|e| e.to_string())?;
+    let fp = d
+        .fingerprint
+        .ok_or("missing \"fingerprint\" (16 hex digits)")?;
+    if fp.len() != 16 {
+        return Err(format!(
+            "\"fingerprint\" must be 16 hex digits, got {:?}",
+            fp
+        ));
+    }
+    let fp: Fingerprint = fp.parse().map_err(|e: Error| e.to_string())?;
+    Ok((id, fp))
+}
+
+/// First bytes of a Parquet file.
+pub const PARQUET_MAGIC: &[u8; 4] = b"PAR1";
+
+/// Whether `path` is a Parquet file (by its magic).
+pub fn is_parquet(path: &Path) -> Result<bool> {
+    let mut head = [0u8; 4];
+    let mut f = File::open(path).map_err(|e| Error::io(path, e))?;
+    let n = f.read(&mut head).map_err(|e| Error::io(path, e))?;
+    Ok(n == 4 && &head == PARQUET_MAGIC)
+}
+
+/// The inputs of `paths`: files as given, a directory as its Parquet part
+/// files (`*.parquet`, names starting with `.` or `_` left out, sorted), as
+/// `simdb export --parquet` writes them. A directory must hold the
+/// `_SUCCESS` an export writes last, unless `partial`: without it the
+/// export did not finish and its parts are a fraction of the store. The
+/// marker is the export's manifest: the directory must then hold exactly
+/// the parts it lists, each with its size, CRC-32 and rows (an empty
+/// marker, from a simdb before manifests, is taken as it is).
+pub fn expand_inputs(paths: &[PathBuf], partial: bool) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in paths {
+        if !p.is_dir() {
+            out.push(p.clone());
+            continue;
+        }
+        let mut parts: Vec<PathBuf> = std::fs::read_dir(p)
+            .map_err(|e| Error::io(p, e))?
+            .map(|e| e.map(|e| e.path()).map_err(|e| Error::io(p, e)))
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .filter(|f| {
+                let name = f.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                name.ends_with(".parquet") && !name.starts_with(['.', '_'])
+            })
+            .collect();
+        if parts.is_empty() {
+            return Err(Error::Input(format!(
+                "{}: a directory with no .parquet files",
+                p.display()
+            )));
+        }
+        if !partial && !p.join("_SUCCESS").exists() {
+            return Err(Error::Input(format!(
+                "{}: no _SUCCESS: the export that wrote these {} part files did not finish, so \
+                 they may hold only part of the store; import them anyway with --partial",
+                p.display(),
+                parts.len()
+            )));
+        }
+        #[cfg(feature = "parquet")]
+        if !partial {
+            if let Some(m) = crate::db::export::Manifest::read(p)? {
+                let problems = m.check(p)?;
+                if !problems.is_empty() {
+                    return Err(Error::Input(format!(
+                        "{}: not the export its _SUCCESS lists ({} parts, {} documents): {}; \
+                         a copy that lost or changed a part (copy it again), or import what \
+                         is there with --partial",
+                        p.display(),
+                        m.parts.len(),
+                        m.documents,
+                        problems.join("; ")
+                    )));
+                }
+            }
+        }
+        parts.sort();
+        out.extend(parts);
+    }
+    Ok(out)
+}
+
+/// Reads every record of one input, calling `f` for each.
+pub(super) fn read_input(
+    path: &Path,
+    restore: bool,
+    f: impl FnMut(Parsed) -> Result<()>,
+) -> Result<()> {
+    if is_parquet(path)? {
+        #[cfg(feature = "parquet")]
+        return read_parquet(path, restore, f);
+        #[cfg(not(feature = "parquet"))]
+        {
+            let _ = restore;
+            return Err(Error::Input(format!(
+                "{}: Parquet input needs simdb built with the `parquet` feature",
+                path.display()
+            )));
+        }
+    }
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut r = BufReader::with_capacity(1 << 20, file);
+    let head = r.fill_buf().map_err(|e| Error::io(path, e))?;
+    let sketched = head.starts_with(BINARY_SKETCHED_MAGIC);
+    if head.starts_with(BINARY_MAGIC) || sketched {
+        r.consume(BINARY_MAGIC.len());
+        return read_binary(path, r, sketched, f);
+    }
+    read_jsonl(path, r, f)
+}
+
+/// The records of a binary input after its magic (`SIMDBFP1`, or
+/// `SIMDBFP2` when `sketched`).
+fn read_binary(
+    path: &Path,
+    mut r: impl BufRead,
+    sketched: bool,
+    mut f: impl FnMut(Parsed) -> Result<()>,
+) -> Result<()> {
+    let mut n = 0u64;
+    loop {
+        n += 1;
+        let fp = match read_array::<8>(&mut r) {
+            Ok(None) => return Ok(()),
+            Ok(Some(b)) => u64::from_be_bytes(b),
+            Err(_) => return Err(bad(path, n, "record truncated (binary form)")),
+        };
+        let sketch = if sketched {
+            let mut s = [0u8; SKETCH_BYTES];
+            r.read_exact(&mut s)
+                .map_err(|_| bad(path, n, "record truncated (binary form)"))?;
+            Some(s)
+        } else {
+            None
+        };
+        let id = read_str(&mut r)
+            .map_err(|e| bad(path, n, format!("record {n}: bad or truncated id ({e})")))?;
+        check_id(&id).map_err(|e| bad(path, n, e))?;
+        f(Parsed {
+            id,
+            fp: Fingerprint(fp),
+            line: n,
+            sketch,
+            restored: None,
+        })?;
+    }
+}
+
+/// The records of a JSONL input, `{"id", "fingerprint"}` per line.
+fn read_jsonl(
+    path: &Path,
+    mut r: impl BufRead,
+    mut f: impl FnMut(Parsed) -> Result<()>,
+) -> Result<()> {
+    let mut buf = Vec::new();
+    let mut n = 0u64;
+    loop {
+        buf.clear();
+        let got = (&mut r)
+            .take(64 << 10)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| Error::io(path, e))?;
+        if got == 0 {
+            return Ok(());
+        }
+        n += 1;
+        if buf.last() != Some(&b'\n') && got == 64 << 10 {
+            return Err(bad(path, n, "line longer than 64 KiB"));
+        }
+        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.iter().all(|b| b.is_ascii_whitespace()) {
+            continue;
+        }
+        let (id, fp) = parse_json_line(line).map_err(|e| bad(path, n, e))?;
+        f(Parsed {
+            id,
+            fp,
+            line: n,
+            sketch: None,
+            restored: None,
+        })?;
+    }
+}

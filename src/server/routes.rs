@@ -1,0 +1,436 @@
+//! The handlers: documents, queries, stats, health, metrics.
+
+use super::*;
+
+pub(super) async fn put_documents(
+    State(app): State<Shared>,
+    RawQuery(q): RawQuery,
+    body: Body,
+) -> Answer {
+    write_documents(app, q, body, DuplicatePolicy::IndexAll).await
+}
+
+pub(super) async fn check_documents(
+    State(app): State<Shared>,
+    RawQuery(q): RawQuery,
+    body: Body,
+) -> Answer {
+    write_documents(app, q, body, DuplicatePolicy::Skip).await
+}
+
+pub(super) async fn write_documents(
+    app: Shared,
+    q: Option<String>,
+    body: Body,
+    policy: DuplicatePolicy,
+) -> Answer {
+    let p = api::parse_params(q.as_deref(), &db::WriteOptions::FIELDS)?;
+    let (bytes, _share) = read_body(&app, body).await?;
+    let max_batch = app.config.max_batch;
+    let (docs, _) = parse_body(bytes, move |b| api::parse_documents(b, max_batch)).await?;
+    let opts = match app.slot.current() {
+        Some(db) => p.policy_for(&db, policy)?,
+        None => p.resolve(policy, None)?,
+    };
+    let max_duplicates = opts.max_duplicates;
+    // The answer's size is known before anything is written.
+    let most = docs.len().saturating_mul(max_duplicates);
+    if most > app.config.max_hits {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            Some("max_duplicates"),
+            format!(
+                "{} documents listing up to {max_duplicates} duplicates each could answer {most} hits; \
+                 at most {} per request (the server's --max-hits): send fewer documents or a lower max_duplicates",
+                docs.len(),
+                app.config.max_hits
+            ),
+        ));
+    }
+    let written = blocking(move || {
+        let r = app.write(docs, &opts);
+        app.note_write(&r);
+        // Clusters whose representative a document replaced.
+        app.settle_in_background();
+        r
+    })
+    .await?;
+    json_answer(written)
+}
+
+impl App {
+    /// Writes one request's documents in chunks (see [`db::write::place_in_chunks`]).
+    pub(super) fn write(
+        &self,
+        docs: Vec<Doc>,
+        opts: &WritePolicy,
+    ) -> std::result::Result<Value, ApiError> {
+        let db = self.writable()?;
+        // A document that cannot be analysed (beyond having no features)
+        // refuses the request before anything is written.
+        let analyses = self
+            .pool
+            .install(|| db::write::analyze_all(db.fingerprinter(), &docs))
+            .map_err(|(i, e)| {
+                let mut err =
+                    ApiError::from(Error::Input(format!("document {:?}: {e}", docs[i].id)));
+                err.field = Some(format!("[{i}]"));
+                err
+            })?;
+        let written = db::write::place_in_chunks(&db, &docs, analyses, opts).map_err(|i| {
+            let mut err = ApiError::from(i.error);
+            err.message = format!(
+                "{} (the first {} documents of the request were written, in atomic chunks)",
+                err.message, i.written
+            );
+            err
+        })?;
+        let mut counts = db::write::WriteCounts::default();
+        let mut results = Vec::with_capacity(docs.len());
+        for (doc, r) in docs.iter().zip(written) {
+            counts.add_written(&r);
+            let outcome = r.outcome();
+            if r.fingerprint.is_none() {
+                results.push(json!({"id": doc.id, "outcome": outcome}));
+                continue;
+            }
+            let d = &r.duplicates;
+            let mut v = json!({"id": doc.id, "outcome": outcome, "fingerprint": r.fingerprint,
+                "duplicates": d.listed(opts.max_duplicates),
+                "duplicate_count": d.count(), "duplicate_count_exact": d.exact()});
+            if r.short {
+                v["short"] = json!(true);
+            }
+            results.push(v);
+        }
+        for name in db::write::WriteCounts::OUTCOMES {
+            self.metrics.written(name, counts.outcome(name));
+        }
+        // The counts beside the results, by the names every front end uses.
+        let mut v = json!(counts);
+        v["results"] = json!(results);
+        Ok(v)
+    }
+
+    /// Answers of a batch, in order ([`Db::answer_many`]); a query that
+    /// cannot be answered has `{"error", "status"}` in its place.
+    /// Answers a batch of queries [`BATCH_STEP`] at a time, and stops
+    /// with 503 at the next step once a stop has begun: a batch of 10,000
+    /// does not hold the process past `--shutdown-grace`.
+    pub(super) fn answer_batch(&self, rs: &[QueryRequest]) -> std::result::Result<Value, ApiError> {
+        let db = self.db()?;
+        let mut results: Vec<Value> = Vec::with_capacity(rs.len());
+        for part in rs.chunks(BATCH_STEP) {
+            if self.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    None,
+                    format!(
+                        "the server is stopping; {} of the batch's {} queries were answered \
+                         (send it again once it is back)",
+                        results.len(),
+                        rs.len()
+                    ),
+                ));
+            }
+            let answers = self.pool.install(|| db.answer_many(part))?;
+            results.extend(answers.into_iter().map(|a| match a {
+                Ok(a) => json!(a),
+                Err(e) => {
+                    let e = ApiError::from(e);
+                    json!({"error": e.message, "status": e.status.as_u16()})
+                }
+            }));
+        }
+        Ok(json!({ "results": results }))
+    }
+}
+
+/// Queries of a batch answered with one pass over the index, between two
+/// looks at whether the server is stopping.
+pub(super) const BATCH_STEP: usize = 256;
+
+/// Bodies up to this size are parsed on the runtime's worker (well under
+/// a millisecond); larger ones on the blocking pool.
+pub(super) const INLINE_BODY: usize = 64 << 10;
+
+pub(super) async fn query(State(app): State<Shared>, RawQuery(q): RawQuery, body: Body) -> Answer {
+    api::parse_params(q.as_deref(), &[])?;
+    let (bytes, _share) = read_body(&app, body).await?;
+    let max_batch = app.config.max_batch;
+    let (specs, batch) = parse_body(bytes, move |b| api::parse_queries(b, max_batch)).await?;
+    // The answer's size is bounded before any work.
+    let most: usize = specs
+        .iter()
+        .map(|r| r.options.limit_or_default())
+        .fold(0, usize::saturating_add);
+    if most > app.config.max_hits {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            Some("limit"),
+            format!(
+                "the queries' limits add up to {most} hits; at most {} per request (the server's \
+                 --max-hits): send fewer queries or lower limits",
+                app.config.max_hits
+            ),
+        ));
+    }
+    let field = |e: Error, r: &QueryRequest| {
+        let mut err = ApiError::from(e);
+        if err.status == StatusCode::UNPROCESSABLE_ENTITY {
+            err.field = Some("text".into());
+            err.message = "the text has no usable features (no words after stop words)".into();
+        } else if err.status == StatusCode::NOT_FOUND {
+            err.field = matches!(r.subject, Subject::Id(_)).then(|| "id".into());
+        }
+        err
+    };
+    if batch {
+        let v = blocking(move || app.answer_batch(&specs)).await?;
+        return json_answer(v);
+    }
+    let Some(spec) = specs.into_iter().next() else {
+        return Err(ApiError::new(StatusCode::BAD_REQUEST, None, "no query"));
+    };
+    // On the blocking pool, as every store read: an answer reads buckets
+    // and `refs` entries (up to `limits::QUERY_REJECTED` rejected ones),
+    // and the runtime's workers keep `/health` and the other connections
+    // answered meanwhile.
+    let v = blocking(move || {
+        let db = app.db()?;
+        db.answer(&spec)
+            .map(|a| json!(a))
+            .map_err(|e| field(e, &spec))
+    })
+    .await?;
+    json_answer(v)
+}
+
+pub(super) async fn get_document(State(app): State<Shared>, id: String) -> Answer {
+    // On the blocking pool, as every store read (a record, the cluster's
+    // size entry and first member).
+    let v = blocking(move || match app.db()?.document(&id)? {
+        Some(d) => Ok(json!(d)),
+        None => Err(Error::NotFound { id }.into()),
+    })
+    .await?;
+    json_answer(v)
+}
+
+pub(super) async fn delete_document(
+    State(app): State<Shared>,
+    RawQuery(q): RawQuery,
+    id: String,
+) -> Answer {
+    let p = api::parse_params(q.as_deref(), &["sync"])?;
+    let v = blocking(move || {
+        let db = app.writable()?;
+        let mut w = db.shared_writer()?;
+        w.set_sync(p.sync);
+        if !w.delete(&id)? {
+            return Err(Error::NotFound { id }.into());
+        }
+        let committed = w.commit().map_err(ApiError::from);
+        drop(w);
+        app.note_write(&committed);
+        committed?;
+        // The cluster it represented: its members are re-checked against
+        // the next representative after the answer, a bounded step per
+        // hold of the writer (the commit took the first).
+        app.settle_in_background();
+        app.metrics.written("deleted", 1);
+        Ok(json!({"id": id, "deleted": true}))
+    })
+    .await?;
+    json_answer(v)
+}
+
+/// How long `/stats` serves its bucket figures (a scan of every posting)
+/// before computing them again; the counts are read at each call.
+pub const STATS_REFRESH: Duration = Duration::from_secs(60);
+
+pub(super) async fn stats(State(app): State<Shared>) -> Answer {
+    let v = blocking(move || {
+        let db = app.db()?;
+        // One computation at a time; the others wait for its answer.
+        let mut cache = app
+            .stats_cache
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let (at, mut v) = match cache.as_ref() {
+            Some(c) if c.0.elapsed() < STATS_REFRESH => c.clone(),
+            _ => cache
+                .insert((Instant::now(), json!(db.admin().stats()?)))
+                .clone(),
+        };
+        drop(cache);
+        v["documents"] = json!(db.len()?);
+        v["buckets_age_seconds"] = json!(at.elapsed().as_secs());
+        // Not the server's file layout (review 2026-11-b, finding 11).
+        if let Some(m) = v.as_object_mut() {
+            m.remove("path");
+        }
+        Ok(v)
+    })
+    .await?;
+    json_answer(v)
+}
+
+pub(super) async fn health(State(app): State<Shared>) -> Answer {
+    let failure = app
+        .storage_failure
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .clone();
+    let db = app.slot.current();
+    let documents = db.as_ref().map(|d| d.len()).transpose()?;
+    let background_errors = db.as_ref().map(|d| d.admin().background_errors());
+    let read_only = db
+        .as_ref()
+        .is_some_and(|d| d.access() == crate::Access::ReadOnly);
+    match (failure, db.is_some() && !read_only) {
+        (None, true) => json_answer(json!({
+            "status": "ok",
+            "documents": documents,
+            "background_errors": background_errors,
+            // Request bodies held now, and the cap: a client whose writes
+            // wait (503) sees why.
+            "bodies_in_flight_bytes": app.bodies_in_flight(),
+            "bodies_in_flight_limit": app.config.max_inflight_body_bytes,
+            "version": env!("CARGO_PKG_VERSION"),
+        })),
+        (failure, _) => Ok((
+            StatusCode::SERVICE_UNAVAILABLE,
+            axum::Json(json!({
+                "status": "unhealthy",
+                "error": failure.unwrap_or_else(|| "the store is being reopened".into()),
+                "store": match (db.is_some(), read_only) {
+                    (false, _) => "reopening",
+                    (true, true) => "read-only (reopening for writes)",
+                    (true, false) => "open",
+                },
+                "documents": documents,
+                "background_errors": background_errors,
+                "version": env!("CARGO_PKG_VERSION"),
+            })),
+        )
+            .into_response()),
+    }
+}
+
+impl App {
+    /// Remembers whether a write failed on the server's side (a storage
+    /// error: `/health` turns unhealthy) or succeeded (healthy again).
+    pub(super) fn note_write<T>(self: &Arc<Self>, r: &std::result::Result<T, ApiError>) {
+        let mut failure = self
+            .storage_failure
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        match r {
+            Ok(_) => {
+                *failure = None;
+                self.slot.healthy();
+            }
+            // The store is being reopened: nothing new.
+            Err(e) if e.status == StatusCode::SERVICE_UNAVAILABLE => {}
+            Err(e) if e.status.is_server_error() => {
+                *failure = Some(e.message.clone());
+                drop(failure);
+                self.slot.failed(self);
+            }
+            Err(_) => {}
+        }
+    }
+
+    /// The store, or 503 while it is reopened.
+    pub(super) fn db(&self) -> std::result::Result<Arc<Db>, ApiError> {
+        self.slot.current().ok_or_else(|| {
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                None,
+                "the store is being reopened after a storage error (see /health); try again shortly",
+            )
+        })
+    }
+
+    /// The store for a write, or 503 while it is reopened or read-only.
+    /// Runs the re-checks of clusters whose representative a write
+    /// deleted or replaced (each commit took one step) to the end, on the
+    /// blocking pool, one step per hold of the writer lock: the write that
+    /// caused them has answered, and other writers go between the steps.
+    /// One such task at a time; a failure is left to the next write (whose
+    /// commit takes a step too).
+    pub(super) fn settle_in_background(self: &Arc<Self>) {
+        use std::sync::atomic::Ordering;
+        let Ok(db) = self.db() else { return };
+        if !db.clusters_unsettled().unwrap_or(false) || self.settling.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let app = Arc::clone(self);
+        tokio::task::spawn_blocking(move || loop {
+            if app.stopping.load(Ordering::SeqCst) {
+                // The next writer's commits go on with it.
+                app.settling.store(false, Ordering::Release);
+                return;
+            }
+            let more = app.writable().ok().and_then(|db| {
+                let mut w = db.shared_writer().ok()?;
+                w.settle_step().ok()
+            });
+            if more == Some(true) {
+                continue;
+            }
+            app.settling.store(false, Ordering::Release);
+            // A write that marked a cluster while this task ran (and saw it
+            // running) left it to this task.
+            let again = more == Some(false)
+                && app
+                    .db()
+                    .is_ok_and(|db| db.clusters_unsettled().unwrap_or(false));
+            if !again || app.settling.swap(true, Ordering::AcqRel) {
+                return;
+            }
+        });
+    }
+
+    /// Bytes of request bodies held now (by KiB, as they are reserved).
+    pub(super) fn bodies_in_flight(&self) -> usize {
+        let cap = kib(self.config.max_inflight_body_bytes);
+        cap.saturating_sub(self.bodies.available_permits()) << 10
+    }
+
+    pub(super) fn writable(&self) -> std::result::Result<Arc<Db>, ApiError> {
+        let db = self.db()?;
+        if db.access() != crate::Access::ReadWrite {
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                None,
+                "the store is read-only after a storage error while it is reopened for writes \
+                 (see /health); try again shortly",
+            ));
+        }
+        Ok(db)
+    }
+}
+
+pub(super) async fn metrics_text(State(app): State<Shared>) -> Answer {
+    let text = blocking(move || {
+        let db = app.db()?;
+        let docs = db.len()?;
+        Ok(app.metrics.encode(
+            docs,
+            db.admin().bytes_on_disk(),
+            db.admin().wal_syncs(),
+            app.bodies_in_flight() as u64,
+        ))
+    })
+    .await?;
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response())
+}
