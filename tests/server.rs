@@ -1402,3 +1402,75 @@ fn regression_37_sigterm_stops_a_long_query_batch() {
     let (status, waited) = client.join().unwrap();
     assert_eq!(status, 503, "the batch's client after {waited:?}");
 }
+
+/// A replica (`serve --read-only`, issue 39): it takes no writer lock, so
+/// it runs beside the service that writes; it refuses writes with 405;
+/// what the writer commits is answered by the replica within its refresh
+/// interval (plus the time to open the store again); and killing the
+/// writer (SIGKILL) does not disturb the replica's reads.
+#[test]
+fn a_replica_follows_the_writer_and_outlives_it() {
+    let t = TempDb::new();
+    init(&t);
+    let texts = articles(39, 8);
+    let doc = |i: usize| json!({"id": format!("a{i}"), "text": texts[i]});
+    let first_hit = |s: &Server, i: usize| -> Option<String> {
+        let (st, v) = s.post("/query", &json!({"text": texts[i], "limit": 1}));
+        assert_eq!(st, 200, "{v}");
+        v["hits"][0]["id"].as_str().map(String::from)
+    };
+    let primary = Server::start(&t.path(), &[]);
+    let (st, v) = primary.post("/documents", &json!((0..4).map(doc).collect::<Vec<_>>()));
+    assert_eq!(st, 200, "{v}");
+    let replica = Server::start(&t.path(), &["--read-only", "--refresh", "1"]);
+    for i in 0..4 {
+        assert_eq!(
+            first_hit(&replica, i).as_deref(),
+            Some(format!("a{i}").as_str())
+        );
+    }
+    // Writes are refused, with a reason.
+    let (st, v) = replica.post("/documents", &doc(5));
+    assert_eq!(st, 405, "{v}");
+    assert!(
+        v["error"].as_str().unwrap().contains("read-only replica"),
+        "{v}"
+    );
+    let (st, _) = replica.call("DELETE", "/documents/a0", None);
+    assert_eq!(st, 405);
+    let (st, v) = replica.call("GET", "/health", None);
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["replica"]["refresh_seconds"], 1.0, "{v}");
+    // New documents on the writer reach the replica within the refresh.
+    assert_eq!(first_hit(&replica, 4), None);
+    let (st, v) = primary.post("/documents", &json!([doc(4), doc(5)]));
+    assert_eq!(st, 200, "{v}");
+    let committed = std::time::Instant::now();
+    while first_hit(&replica, 5).as_deref() != Some("a5") {
+        assert!(
+            committed.elapsed() < Duration::from_secs(15),
+            "the replica did not see a5 within 15 s of its commit"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let seen_after = committed.elapsed();
+    assert_eq!(first_hit(&replica, 4).as_deref(), Some("a4"));
+    // The writer dies; the replica answers on, every document it saw.
+    let mut primary = primary;
+    unsafe {
+        libc::kill(primary.child.id() as i32, libc::SIGKILL);
+    }
+    primary.child.wait().unwrap();
+    for _ in 0..3 {
+        for i in 0..6 {
+            assert_eq!(
+                first_hit(&replica, i).as_deref(),
+                Some(format!("a{i}").as_str())
+            );
+        }
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    let (code, err) = replica.stop();
+    assert_eq!(code, 0, "{err}");
+    eprintln!("replica saw a commit after {seen_after:?} (refresh 1 s)");
+}

@@ -103,7 +103,8 @@ const SERVE_EXAMPLES: &str = "\
 Examples:
   simdb serve news.db                                   # http://127.0.0.1:7420
   curl -s localhost:7420/query --json '{\"text\": \"国务院常务会议部署扩大内需\"}'
-  simdb serve news.db --addr 0.0.0.0:7420 --token-file /etc/simdb/token";
+  simdb serve news.db --addr 0.0.0.0:7420 --token-file /etc/simdb/token
+  simdb serve news.db --read-only --addr 127.0.0.1:7421       # a replica beside the writer";
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -159,6 +160,16 @@ pub struct ServeArgs {
     /// call it from a browser. Repeat for several.
     #[arg(long, value_name = "NAME")]
     pub allow_host: Vec<String>,
+    /// Serve as a read-only replica: no writer lock, writes refused with
+    /// 405, and the store opened again whenever another process (the
+    /// service or ingest that holds the writer) committed, so new
+    /// documents are answered within --refresh seconds. Run as many as
+    /// the machine's cores and memory allow beside one writer.
+    #[arg(long)]
+    pub read_only: bool,
+    /// Seconds between a replica's looks for the writer's new commits.
+    #[arg(long, default_value_t = 2, value_name = "SECS", requires = "read_only")]
+    pub refresh: u64,
 }
 
 const COMPLETIONS_EXAMPLES: &str = "\

@@ -62,6 +62,11 @@ use api::BadRequest;
 use db::{QueryRequest, Subject};
 use metrics::Metrics;
 
+/// How often a replica (`serve --read-only`) looks for a writer's new
+/// commits unless told otherwise: a document the writer committed is
+/// answered by the replica within this, plus the time to open the store.
+pub const DEFAULT_REFRESH: Duration = Duration::from_secs(2);
+
 /// The address the service binds to unless told otherwise (loopback).
 pub const DEFAULT_ADDR: &str = "127.0.0.1:7420";
 
@@ -102,6 +107,13 @@ pub struct Config {
     /// `[::1]`) and the address it listens on. Also the origins a
     /// browser request may come from (as `http://NAME[:PORT]`).
     pub allowed_hosts: Vec<String>,
+    /// A replica (`serve --read-only`): the store is served read-only,
+    /// writes are refused (405), and the store is opened again whenever
+    /// its files changed (a writer in another process committed), looked
+    /// at every `refresh`.
+    pub read_only: bool,
+    /// How often a replica looks for a writer's new commits.
+    pub refresh: Duration,
 }
 
 impl Config {
@@ -124,6 +136,8 @@ impl Config {
             shutdown_grace: Duration::from_secs(10),
             max_inflight_body_bytes: 256 << 20,
             allowed_hosts: Vec::new(),
+            read_only: false,
+            refresh: DEFAULT_REFRESH,
         }
     }
 
@@ -140,6 +154,9 @@ impl Config {
         }
         if self.threads == 0 {
             return Err(Error::Input("--threads must be at least 1".into()));
+        }
+        if self.read_only && self.refresh.is_zero() {
+            return Err(Error::Input("--refresh must be at least 1 second".into()));
         }
         if self.max_batch == 0 || self.max_body_bytes == 0 || self.max_hits == 0 {
             return Err(Error::Input(
@@ -191,6 +208,11 @@ pub fn read_token(path: &Path) -> Result<String> {
 pub fn serve(mut db: Db, config: Config, on_ready: impl FnOnce(SocketAddr)) -> Result<()> {
     config.check()?;
     let descriptors = Descriptors::of_process(config.max_connections)?;
+    if config.read_only && db.admin().access() != crate::Access::ReadOnly {
+        return Err(Error::Input(
+            "a read-only service (a replica) serves a store opened read-only".into(),
+        ));
+    }
     // Concurrent requests keep the cores busy: a query stays on its thread.
     db.set_parallel_queries(false);
     let addr = config.addr;
@@ -211,20 +233,13 @@ pub fn serve(mut db: Db, config: Config, on_ready: impl FnOnce(SocketAddr)) -> R
         .build()
         .map_err(|e| fail(std::io::Error::other(e)))?;
     db.fingerprinter().warm_up();
-    let bodies = Arc::new(tokio::sync::Semaphore::new(kib(
-        config.max_inflight_body_bytes
-    )));
-    let app = Arc::new(App {
-        slot: Slot::new(db),
-        config,
-        metrics: Metrics::default(),
-        pool,
-        bodies,
-        storage_failure: std::sync::Mutex::new(None),
-        settling: std::sync::atomic::AtomicBool::new(false),
-        stopping: std::sync::atomic::AtomicBool::new(false),
-        stats_cache: std::sync::Mutex::new(None),
-    });
+    let app = App::new(db, config, pool);
+    let follower = app
+        .config
+        .read_only
+        .then(|| follow(app.clone()))
+        .transpose()
+        .map_err(fail)?;
     let served = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(addr).await.map_err(fail)?;
         on_ready(listener.local_addr().map_err(fail)?);
@@ -250,12 +265,35 @@ pub fn serve(mut db: Db, config: Config, on_ready: impl FnOnce(SocketAddr)) -> R
     // commits before the memtables are flushed.
     drop(runtime);
     app.slot.stop();
+    if let Some(f) = follower {
+        let _ = f.join();
+    }
     if let Some(db) = app.slot.current() {
         if db.access() == crate::Access::ReadWrite {
             db.flush()?;
         }
     }
     served
+}
+
+impl App {
+    /// What the handlers share, for `db` served under `config`.
+    fn new(db: Db, config: Config, pool: rayon::ThreadPool) -> Arc<App> {
+        let bodies = Arc::new(tokio::sync::Semaphore::new(kib(
+            config.max_inflight_body_bytes
+        )));
+        Arc::new(App {
+            slot: Slot::new(db),
+            config,
+            metrics: Metrics::default(),
+            pool,
+            bodies,
+            storage_failure: std::sync::Mutex::new(None),
+            settling: std::sync::atomic::AtomicBool::new(false),
+            stopping: std::sync::atomic::AtomicBool::new(false),
+            stats_cache: std::sync::Mutex::new(None),
+        })
+    }
 }
 
 /// `bytes` in KiB, rounded up, as semaphore permits.

@@ -288,6 +288,22 @@ pub(super) async fn health(State(app): State<Shared>) -> Answer {
     let read_only = db
         .as_ref()
         .is_some_and(|d| d.access() == crate::Access::ReadOnly);
+    if let (None, Some(db), true) = (&failure, &db, app.config.read_only) {
+        // A replica: read-only by design, healthy while it has a view.
+        let v = db.admin().view();
+        return json_answer(json!({
+            "status": "ok",
+            "documents": documents,
+            "background_errors": background_errors,
+            "replica": {
+                "opened_at": v.opened_at,
+                "sequence": v.sequence,
+                "writer_active": v.writer_active,
+                "refresh_seconds": app.config.refresh.as_secs_f64(),
+            },
+            "version": env!("CARGO_PKG_VERSION"),
+        }));
+    }
     match (failure, db.is_some() && !read_only) {
         (None, true) => json_answer(json!({
             "status": "ok",
@@ -400,6 +416,14 @@ impl App {
     }
 
     pub(super) fn writable(&self) -> std::result::Result<Arc<Db>, ApiError> {
+        if self.config.read_only {
+            return Err(ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                None,
+                "this service is a read-only replica (simdb serve --read-only): send writes \
+                 to the service that holds the store's writer",
+            ));
+        }
         let db = self.db()?;
         if db.access() != crate::Access::ReadWrite {
             return Err(ApiError::new(

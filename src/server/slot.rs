@@ -161,3 +161,62 @@ impl Slot {
         st.failing_since = None;
     }
 }
+
+/// What a replica compares to see whether a writer committed: the store
+/// directory's files with their sizes and modification times (the info
+/// logs left out: RocksDB writes them on its own schedule).
+fn signature(
+    path: &std::path::Path,
+) -> Vec<(std::ffi::OsString, u64, Option<std::time::SystemTime>)> {
+    let mut files: Vec<_> = std::fs::read_dir(path)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with("LOG"))
+        .filter_map(|e| {
+            let m = e.metadata().ok()?;
+            Some((e.file_name(), m.len(), m.modified().ok()))
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// A replica's follower (`serve --read-only`): every `refresh` it looks at
+/// the store's files and, when a writer changed them, opens the store
+/// again read-only (every table file held open: the writer's compactions
+/// cannot pull one from under it) and swaps the new view in. Requests
+/// under way finish on the view they started with; each later one reads
+/// the new view. A view that cannot be opened leaves the last one served.
+pub(super) fn follow(app: Arc<App>) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("simdb-follow".into())
+        .spawn(move || {
+            let slot = &app.slot;
+            let mut seen = signature(&slot.path);
+            let step = Duration::from_millis(100).min(app.config.refresh);
+            let mut waited = Duration::ZERO;
+            while !slot.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+                std::thread::sleep(step);
+                waited += step;
+                if waited < app.config.refresh {
+                    continue;
+                }
+                waited = Duration::ZERO;
+                let now = signature(&slot.path);
+                if now == seen {
+                    continue;
+                }
+                match slot.options().read_only().open(&slot.path) {
+                    Ok(db) => {
+                        slot.set(Some(Arc::new(db)));
+                        seen = now;
+                    }
+                    Err(e) => eprintln!(
+                        "simdb: replica: cannot open the store again ({e}); still serving the \
+                         last view"
+                    ),
+                }
+            }
+        })
+}

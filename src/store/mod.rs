@@ -151,6 +151,13 @@ pub struct Tuning {
     /// that fits (docs/performance.md, "Reads through mmap"). Off, every
     /// block comes through the block cache and a miss is a `pread`.
     pub mmap_reads: bool,
+    /// Open every table file when the store opens and keep it open
+    /// (RocksDB's `max_open_files = -1`; default off). A reader that lives
+    /// beside a writer, a service replica (`serve --read-only`), then
+    /// never meets a file that the writer's compaction removed after the
+    /// open: the open descriptor keeps it readable. Costs one descriptor
+    /// per table file, and an open that reads every file's footer.
+    pub open_all_files: bool,
 }
 
 impl Default for Tuning {
@@ -160,6 +167,7 @@ impl Default for Tuning {
             row_cache_bytes: 0,
             max_open_files: 512,
             mmap_reads: true,
+            open_all_files: false,
         }
     }
 }
@@ -411,6 +419,10 @@ fn db_options(create: bool, tuning: Tuning) -> Options {
     // could reach ~900 MiB over seven families.
     o.set_db_write_buffer_size(256 << 20);
     o.set_allow_mmap_reads(tuning.mmap_reads);
+    if tuning.open_all_files {
+        o.set_max_open_files(-1);
+        o.set_max_file_opening_threads(4);
+    }
     o
 }
 
