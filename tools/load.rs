@@ -50,6 +50,10 @@
 //!    plus a little; after a restart every acknowledged document is there
 //!    and verify is clean.
 //!
+//! With `--replicas`, text queries against one read-only replica (`serve
+//! --read-only`) beside the writer, then against two with the clients
+//! split between them: both rates and their ratio.
+//!
 //! With `--crash`, a last mixed phase, with the `--stalled` clients holding
 //! their chunked bodies, is ended by kill -9 of the server at a random
 //! moment; the server is restarted and every acknowledged document must be
@@ -84,13 +88,14 @@ struct Opts {
     idle: usize,
     stragglers: usize,
     stalled: usize,
+    replicas: bool,
 }
 
 fn opts() -> Opts {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage = || -> ! {
         eprintln!(
-            "usage: load SIMDB_BINARY CORPUS.jsonl [--clients N] [--seconds S] [--max-requests N] [--crash] [--reopen] [--idle N] [--stragglers N] [--stalled N]"
+            "usage: load SIMDB_BINARY CORPUS.jsonl [--clients N] [--seconds S] [--max-requests N] [--crash] [--reopen] [--replicas] [--idle N] [--stragglers N] [--stalled N]"
         );
         std::process::exit(2)
     };
@@ -108,6 +113,7 @@ fn opts() -> Opts {
         idle: 1000,
         stragglers: 100,
         stalled: 8,
+        replicas: false,
     };
     let mut i = 2;
     while i < args.len() {
@@ -129,6 +135,11 @@ fn opts() -> Opts {
                 i += 1;
                 continue;
             }
+            "--replicas" => {
+                o.replicas = true;
+                i += 1;
+                continue;
+            }
             _ => usage(),
         }
         i += 2;
@@ -144,7 +155,11 @@ struct Server {
 
 impl Server {
     fn start(bin: &str, db: &Path) -> Server {
-        let (child, base) = common::spawn_server(Path::new(bin), db, &[], Stdio::inherit());
+        Server::start_with(bin, db, &[])
+    }
+
+    fn start_with(bin: &str, db: &Path, args: &[&str]) -> Server {
+        let (child, base) = common::spawn_server(Path::new(bin), db, args, Stdio::inherit());
         Server { child, base }
     }
 
@@ -267,6 +282,67 @@ enum Mix {
 /// `clients` clients send `mix` until `seconds` pass, `max` requests are
 /// sent, `stop` is set or the server goes away. Returns the latencies and
 /// the elapsed seconds.
+/// With `--replicas`: text queries against one read-only replica
+/// (`serve --read-only`) beside the writer, then against two, the clients
+/// split between them; prints both rates and their ratio.
+fn replica_phase(o: &Opts, w: &Arc<World>, db: &Path) {
+    let one = Server::start_with(&o.bin, db, &["--read-only"]);
+    let stop = || Arc::new(AtomicBool::new(false));
+    let (mut lat, secs) = run_phase(
+        w,
+        &one.base,
+        Mix::Text,
+        o.clients,
+        o.seconds,
+        o.max_requests,
+        stop(),
+    );
+    let rate1 = lat.0.values().map(Vec::len).sum::<usize>() as f64 / secs;
+    lat.print("1 replica", secs);
+    let two = Server::start_with(&o.bin, db, &["--read-only"]);
+    let half = o.clients.div_ceil(2);
+    let (mut total, mut secs2) = (Lat::default(), 0f64);
+    std::thread::scope(|s| {
+        let a = s.spawn(|| {
+            run_phase(
+                w,
+                &one.base,
+                Mix::Text,
+                half,
+                o.seconds,
+                o.max_requests / 2,
+                stop(),
+            )
+        });
+        let b = s.spawn(|| {
+            run_phase(
+                w,
+                &two.base,
+                Mix::Text,
+                o.clients - half,
+                o.seconds,
+                o.max_requests / 2,
+                stop(),
+            )
+        });
+        for h in [a, b] {
+            let (l, s) = h.join().expect("a replica's clients");
+            total.merge(l);
+            secs2 = secs2.max(s);
+        }
+    });
+    let rate2 = total.0.values().map(Vec::len).sum::<usize>() as f64 / secs2;
+    total.print("2 replicas", secs2);
+    println!(
+        "replicas: text queries {rate1:.0} req/s with one, {rate2:.0} req/s with two ({:.2}x; {} clients, {} cores)",
+        rate2 / rate1,
+        o.clients,
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    one.stop();
+    two.stop();
+}
+
 fn run_phase(
     w: &Arc<World>,
     base: &str,
@@ -610,6 +686,9 @@ fn main() {
         if phase == "mixed" {
             mixed_p50 = lat.p50s();
         }
+    }
+    if o.replicas {
+        replica_phase(&o, &w, &db);
     }
     // 5b. The mix while clients hold stalled chunked bodies.
     let mut stalled_report = String::new();
