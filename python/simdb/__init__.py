@@ -18,12 +18,22 @@ survives restarts and grows night after night.
 
 from . import _errors
 from ._errors import *  # noqa: F403 (the exception classes, as _errors.__all__ lists them)
-from ._simdb import AddResult, Db, Hit, __version__, distance, fingerprint, fingerprints
+from ._simdb import (
+    AddResult,
+    Analyzer,
+    Db,
+    Hit,
+    __version__,
+    distance,
+    fingerprint,
+    fingerprints,
+)
 
 __all__ = [
     "Db",
     "Hit",
     "AddResult",
+    "Analyzer",
     "fingerprint",
     "fingerprints",
     "distance",

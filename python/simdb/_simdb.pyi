@@ -278,5 +278,35 @@ def fingerprints(
     :class:`simdb.NoFeatures` naming its index, unless ``fill`` gives the
     value to put in its place."""
 
+class Analyzer:
+    """A recipe's text analysis, made once and used for many batches (the
+    state of a Ray or Spark worker): what a store keeps of each text.
+
+    With ``db``, the recipe (and learned IDF) of that store, so an engine's
+    fingerprints match the store they will meet; otherwise the recipe of
+    the keywords (a new store's by default)."""
+
+    def __init__(
+        self,
+        *,
+        db: Optional[Union[str, PathLike[str]]] = None,
+        top_k: int = 0,
+        shingle: int = 1,
+        hmm: bool = False,
+        tf: str = "raw",
+        keep_stop_words: bool = False,
+        latin: str = "char-3-grams",
+        script: str = "t2s",
+    ) -> None: ...
+    @property
+    def recipe(self) -> dict[str, Any]:
+        """The recipe, as ``Db.recipe`` gives a store's."""
+    def analyze_many(self, texts: Iterable[Optional[str]]) -> dict[str, list[Any]]:
+        """Analyses ``texts`` in parallel (the GIL released): a dict of
+        equal-length lists ``fingerprint`` (int, or None where a text has
+        no usable features or is None), ``sketch`` (32 bytes, or None),
+        ``length`` (UTF-8 bytes), ``terms`` and ``weak_bits`` (bytes) -- the
+        values ``simdb ingest`` stores for the same texts."""
+
 def distance(a: int, b: int) -> int:
     """Hamming distance of two fingerprints."""

@@ -103,3 +103,118 @@ pub(super) fn fingerprints<'py>(
 pub(super) fn distance(a: u64, b: u64) -> u32 {
     Fingerprint(a).distance(Fingerprint(b))
 }
+
+/// A recipe's text analysis, made once and used for many batches (a Ray
+/// or Spark worker's state): what a store keeps of each text, as columns.
+/// With `db`, the recipe (and learned IDF) of that store, so an engine's
+/// fingerprints match the store they will meet; otherwise the recipe of
+/// the keywords (a new store's by default).
+#[pyclass(frozen, module = "simdb._simdb", name = "Analyzer")]
+pub(super) struct Analyzer {
+    f: Fingerprinter,
+}
+
+#[pymethods]
+impl Analyzer {
+    #[new]
+    #[pyo3(signature = (*, db=None, top_k=0, shingle=1, hmm=false, tf="raw", keep_stop_words=false, latin="char-3-grams", script="t2s"))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        db: Option<std::path::PathBuf>,
+        top_k: u32,
+        shingle: u32,
+        hmm: bool,
+        tf: &str,
+        keep_stop_words: bool,
+        latin: &str,
+        script: &str,
+    ) -> PyResult<Analyzer> {
+        let f = match db {
+            // The store's own fingerprinter (its recipe and any learned
+            // IDF), the store closed again at once.
+            Some(path) => detach(py, || {
+                RustDb::options()
+                    .read_only()
+                    .open(&path)
+                    .map(|d| d.fingerprinter().clone())
+            })
+            .or_raise()?,
+            None => fingerprinter(top_k, shingle, hmm, tf, keep_stop_words, latin, script)?,
+        };
+        f.warm_up();
+        Ok(Analyzer { f })
+    }
+
+    /// The recipe, as `Db.recipe` gives a store's.
+    #[getter]
+    fn recipe<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &json_of(self.f.recipe())?)
+    }
+
+    /// Analyses `texts` (an iterable of `str`, `None` for a missing text)
+    /// in parallel with the GIL released, and returns a dict of equal-length
+    /// lists: `fingerprint` (int, the u64; `None` where the text has no
+    /// usable features or is `None`), `sketch` (32 `bytes`, or `None`),
+    /// `length` (the text's UTF-8 bytes), `terms` (terms counted, stop
+    /// words dropped) and `weak_bits` (`bytes`: bit numbers, weakest first).
+    /// These are the values `simdb ingest` stores for the same texts.
+    fn analyze_many<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let texts: Vec<Option<String>> = texts
+            .try_iter()?
+            .map(|t| t?.extract::<Option<String>>())
+            .collect::<PyResult<_>>()?;
+        let f = &self.f;
+        let analyses: Vec<simdb::Result<Option<simdb::Analysis>>> = detach(py, || {
+            texts
+                .par_iter()
+                .map(|t| match t {
+                    None => Ok(None),
+                    Some(t) => match Content::Text(t.clone()).analyze(f) {
+                        Ok(a) => Ok(Some(a)),
+                        Err(Error::NoFeatures) => Ok(None),
+                        Err(e) => Err(e),
+                    },
+                })
+                .collect()
+        });
+        let n = texts.len();
+        let (mut fps, mut sketches, mut lengths, mut terms, mut weak) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        for (i, (t, a)) in texts.iter().zip(analyses).enumerate() {
+            let a =
+                a.map_err(|e| raise(py, error_class(&e), format!("text {i}: {}", message(&e))))?;
+            lengths.push(t.as_ref().map_or(0, |t| t.len() as u64));
+            match a {
+                Some(a) => {
+                    fps.push(Some(a.fingerprint.value()));
+                    sketches.push(a.sketch.map(|s| pyo3::types::PyBytes::new(py, &s.0)));
+                    terms.push(a.terms as u64);
+                    weak.push(Some(pyo3::types::PyBytes::new(py, &a.weak_bits)));
+                }
+                None => {
+                    fps.push(None);
+                    sketches.push(None);
+                    terms.push(0);
+                    weak.push(None);
+                }
+            }
+        }
+        let d = PyDict::new(py);
+        d.set_item("fingerprint", fps)?;
+        d.set_item("sketch", sketches)?;
+        d.set_item("length", lengths)?;
+        d.set_item("terms", terms)?;
+        d.set_item("weak_bits", weak)?;
+        Ok(d)
+    }
+}

@@ -75,6 +75,7 @@ fn _simdb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Hit>()?;
     m.add_class::<AddResult>()?;
     m.add_class::<ClusterIter>()?;
+    m.add_class::<Analyzer>()?;
     m.add_function(wrap_pyfunction!(fingerprint, m)?)?;
     m.add_function(wrap_pyfunction!(fingerprints, m)?)?;
     m.add_function(wrap_pyfunction!(distance, m)?)?;

@@ -1,0 +1,106 @@
+"""simdb on Ray Data: the fingerprints of a dataset's texts, computed on the
+workers, equal to what ``simdb ingest`` stores for the same texts.
+
+>>> import ray, simdb.ray  # doctest: +SKIP
+>>> ds = ray.data.read_parquet("s3://bucket/corpus/")  # doctest: +SKIP
+>>> fps = simdb.ray.fingerprint(ds, text="text", db="news.db")  # doctest: +SKIP
+>>> fps.write_parquet("s3://bucket/fingerprints/")  # doctest: +SKIP
+
+Each worker makes one :class:`simdb.Analyzer` (the dictionary is loaded
+once) and analyses its batches in Rust with the GIL released, on all the
+cores it is given. The columns added are :data:`COLUMNS`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Optional, Union
+
+from ._simdb import Analyzer
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow
+
+#: The columns added to each row, with their Arrow types: ``fingerprint``
+#: (uint64; null where the text has no usable features), ``sketch`` (32
+#: bytes), ``length`` (the text's UTF-8 bytes), ``terms`` and ``weak_bits``.
+COLUMNS = ("fingerprint", "sketch", "length", "terms", "weak_bits")
+
+
+def _types() -> dict[str, Any]:
+    import pyarrow as pa
+
+    return {
+        "fingerprint": pa.uint64(),
+        "sketch": pa.binary(32),
+        "length": pa.uint64(),
+        "terms": pa.uint32(),
+        "weak_bits": pa.binary(),
+    }
+
+
+def fingerprint_table(
+    table: "pyarrow.Table", analyzer: Analyzer, text: str = "text"
+) -> "pyarrow.Table":
+    """``table`` with :data:`COLUMNS` appended, computed from its ``text``
+    column by ``analyzer``. A column of one of those names already in the
+    table is refused (``ValueError``), not overwritten."""
+    import pyarrow as pa
+
+    if text not in table.column_names:
+        raise ValueError(f"no column {text!r} (columns: {table.column_names})")
+    taken = [c for c in COLUMNS if c in table.column_names]
+    if taken:
+        raise ValueError(f"the table already has the column(s) {taken}")
+    cols = analyzer.analyze_many(table.column(text).to_pylist())
+    types = _types()
+    for name in COLUMNS:
+        table = table.append_column(name, pa.array(cols[name], type=types[name]))
+    return table
+
+
+class _Fingerprint:
+    """The stateful worker of :func:`fingerprint`: one analyzer per actor."""
+
+    def __init__(self, text: str, db: Optional[str], recipe: dict[str, Any]) -> None:
+        self.text = text
+        self.analyzer = Analyzer(db=db, **recipe)
+
+    def __call__(self, batch: "pyarrow.Table") -> "pyarrow.Table":
+        return fingerprint_table(batch, self.analyzer, self.text)
+
+
+def fingerprint(
+    ds: Any,
+    *,
+    text: str = "text",
+    db: Optional[Union[str, "os.PathLike[str]"]] = None,
+    batch_size: int = 4096,
+    concurrency: int = 1,
+    num_cpus: Optional[float] = None,
+    **recipe: Any,
+) -> Any:
+    """A Ray Dataset with :data:`COLUMNS` added to each row, from its
+    ``text`` column.
+
+    The recipe is that of the store ``db`` (its path; the store is read
+    once per worker and closed) when given, so the fingerprints match the
+    store they will meet; otherwise the keyword arguments of
+    :func:`simdb.fingerprint` (a new store's recipe by default).
+    ``concurrency`` workers (Ray actors) each use ``num_cpus`` CPUs (all of
+    a machine's by default: the analysis is parallel inside a worker), so
+    run one worker per machine."""
+    if db is not None:
+        db = os.fspath(db)
+    if num_cpus is None:
+        num_cpus = float(os.cpu_count() or 1)
+    # Fail here, on the driver, rather than in every worker.
+    Analyzer(db=db, **recipe)
+    return ds.map_batches(
+        _Fingerprint,
+        fn_constructor_kwargs={"text": text, "db": db, "recipe": recipe},
+        batch_format="pyarrow",
+        batch_size=batch_size,
+        concurrency=concurrency,
+        num_cpus=num_cpus,
+    )

@@ -1,0 +1,124 @@
+"""The engine's fingerprints (simdb.Analyzer, simdb.ray) equal what the store
+keeps for the same texts: Chinese, English, short, traditional script, and
+texts with nothing usable. The Analyzer needs nothing else; the batch
+function needs pyarrow; the Ray test needs Ray (tools/ray.sh installs it)."""
+
+import random
+
+import pytest
+
+import simdb
+from test_simdb import ENGLISH, article
+
+
+def corpus() -> list:
+    rng = random.Random(39)
+    texts = [article(rng) for _ in range(20)]
+    texts += [" ".join(rng.choice(ENGLISH) for _ in range(80)) for _ in range(10)]
+    # Short texts, texts with nothing usable, traditional script, a missing one.
+    texts += ["北京欢迎你", "ok then", "，。", ""]
+    texts += ["國務院總理今天在北京主持召開常務會議，研究部署穩就業促消費的政策措施。"]
+    texts.append(None)
+    return texts
+
+
+def stored(path: str, texts: list) -> dict:
+    """What a store made with its defaults keeps of each text: id -> record."""
+    with simdb.Db.create(path) as db:
+        for i, t in enumerate(texts):
+            if t is not None:
+                db.add(f"d{i}", t)
+        return {f"d{i}": db.get(f"d{i}") for i in range(len(texts))}
+
+
+def check_equal(cols: dict, records: dict, texts: list, default: bool = True) -> None:
+    n = len(texts)
+    assert all(len(cols[c]) == n for c in ("fingerprint", "sketch", "length", "terms", "weak_bits"))
+    for i, t in enumerate(texts):
+        rec = records[f"d{i}"]
+        if rec is None:
+            # Not stored: nothing usable (or no text at all).
+            assert cols["fingerprint"][i] is None, (i, t)
+            assert cols["sketch"][i] is None
+            continue
+        assert cols["fingerprint"][i] == rec["fingerprint"], (i, t)
+        assert cols["sketch"][i].hex() == rec["sketch"], (i, t)
+        assert cols["length"][i] == rec["length"] == len(t.encode())
+        assert cols["terms"][i] == rec["terms"]
+        if default:
+            assert cols["fingerprint"][i] == simdb.fingerprint(t)
+
+
+def test_analyzer_equals_the_store(tmp_path):
+    texts = corpus()
+    records = stored(str(tmp_path / "s.db"), texts)
+    stored_ids = [k for k, v in records.items() if v is not None]
+    assert len(stored_ids) >= 32, stored_ids
+    a = simdb.Analyzer()
+    check_equal(a.analyze_many(texts), records, texts)
+    # The recipe of a store is taken from it (here: the default one).
+    b = simdb.Analyzer(db=str(tmp_path / "s.db"))
+    assert b.recipe == a.recipe
+    check_equal(b.analyze_many(texts), records, texts)
+
+
+def test_analyzer_takes_a_stores_own_recipe(tmp_path):
+    texts = corpus()[:25]
+    path = str(tmp_path / "words.db")
+    with simdb.Db.create(path, latin="words", shingle=2) as db:
+        for i, t in enumerate(texts):
+            db.add(f"d{i}", t)
+        recs = {f"d{i}": db.get(f"d{i}") for i in range(len(texts))}
+        recipe = db.recipe
+    a = simdb.Analyzer(db=path)
+    assert a.recipe == recipe
+    check_equal(a.analyze_many(texts), recs, texts, default=False)
+    # The default recipe gives other fingerprints for the English texts.
+    default = simdb.Analyzer().analyze_many(texts)
+    assert default["fingerprint"][20:25] != a.analyze_many(texts)["fingerprint"][20:25]
+
+
+def test_analyzer_errors():
+    with pytest.raises(TypeError):
+        simdb.Analyzer().analyze_many([1, 2])
+    with pytest.raises(simdb.NoSuchStore):
+        simdb.Analyzer(db="/nonexistent/store")
+
+
+def test_fingerprint_table(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    from simdb.ray import COLUMNS, fingerprint_table
+
+    texts = corpus()
+    records = stored(str(tmp_path / "s.db"), texts)
+    table = pa.table({"id": [f"d{i}" for i in range(len(texts))], "text": texts})
+    out = fingerprint_table(table, simdb.Analyzer())
+    assert out.column_names == ["id", "text", *COLUMNS]
+    assert str(out.schema.field("fingerprint").type) == "uint64"
+    assert str(out.schema.field("sketch").type) == "fixed_size_binary[32]"
+    check_equal(out.to_pydict(), records, texts)
+    with pytest.raises(ValueError, match="already has"):
+        fingerprint_table(out, simdb.Analyzer())
+    with pytest.raises(ValueError, match="no column"):
+        fingerprint_table(table, simdb.Analyzer(), text="body")
+
+
+def test_ray_fingerprint(tmp_path):
+    ray = pytest.importorskip("ray")
+    pytest.importorskip("pyarrow")
+    import simdb.ray
+
+    texts = corpus()
+    path = str(tmp_path / "s.db")
+    records = stored(path, texts)
+    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    try:
+        ds = ray.data.from_items(
+            [{"id": f"d{i}", "text": t} for i, t in enumerate(texts)], override_num_blocks=3
+        )
+        out = simdb.ray.fingerprint(ds, db=path, batch_size=7, num_cpus=1)
+        rows = sorted(out.take_all(), key=lambda r: int(r["id"][1:]))
+    finally:
+        ray.shutdown()
+    cols = {c: [r[c] for r in rows] for c in simdb.ray.COLUMNS}
+    check_equal(cols, records, texts)

