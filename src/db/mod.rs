@@ -8,6 +8,7 @@ mod check;
 pub mod clusters;
 #[cfg(feature = "parquet")]
 pub mod export;
+pub mod input;
 pub mod limits;
 mod options;
 mod pairs;

@@ -16,10 +16,10 @@
 
 use serde_json::{Map, Value};
 
+use crate::db::input::doc_from_value;
 use crate::db::request::{deserialize_at, json_kind as kind, FieldError, UnknownFields};
 use crate::db::write::Doc;
 use crate::db::{QueryRequest, WriteOptions};
-use crate::ingest::read::doc_from_value;
 
 /// A request that cannot be answered as asked: what was wrong and, when
 /// it concerns one field, its path (`documents[3].text`, `k`).

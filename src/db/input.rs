@@ -1,0 +1,184 @@
+//! The document input format, one for every front end: a JSON object
+//! `{"id", "text"}` (or `"features"`, or `"fingerprint"`; an optional
+//! `"priority"`), as a JSONL line of `simdb ingest`, an element of the
+//! service's `POST /documents` body, or (through [`doc_from_value`]) any
+//! JSON value. Other fields are ignored here; the service refuses them
+//! before (`server::api`).
+
+use serde::Deserialize;
+
+use crate::fingerprint::Content;
+
+#[derive(Deserialize)]
+struct JsonDoc {
+    #[serde(default)]
+    id: Option<serde_json::Value>,
+    #[serde(default)]
+    text: Option<serde_json::Value>,
+    #[serde(default)]
+    features: Option<serde_json::Value>,
+    #[serde(default)]
+    fingerprint: Option<serde_json::Value>,
+    #[serde(default)]
+    priority: Option<serde_json::Value>,
+}
+
+/// Parses one JSONL line into (id, content).
+pub fn parse_json_doc(line: &[u8]) -> Result<(String, Content), String> {
+    parse_json_doc_with_priority(line).map(|(id, c, _)| (id, c))
+}
+
+/// [`parse_json_doc`] with the line's `"priority"` (a finite number, for
+/// the choice of a cluster's representative), if it has one.
+pub fn parse_json_doc_with_priority(line: &[u8]) -> Result<(String, Content, Option<f64>), String> {
+    // serde would read a struct from an array too; a document is an object.
+    match line.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => {}
+        Some(b'[' | b'"' | b'0'..=b'9' | b'-' | b't' | b'f' | b'n')
+            if serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok() =>
+        {
+            return Err("not a JSON object".into())
+        }
+        _ => {}
+    }
+    let d: JsonDoc = serde_json::from_slice(line).map_err(|e| {
+        let s = e.to_string();
+        if s.contains("expected struct JsonDoc") {
+            "not a JSON object".to_string()
+        } else {
+            format!("invalid JSON: {s}")
+        }
+    })?;
+    interpret(d).map_err(|b| b.reason)
+}
+
+/// What is wrong with one field of a JSON document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadField {
+    /// The field's name (`"id"`, `"text"`, …).
+    pub field: &'static str,
+    pub reason: String,
+}
+
+impl BadField {
+    fn new(field: &'static str, reason: impl Into<String>) -> BadField {
+        BadField {
+            field,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// A document given as a JSON value (an element of a request body): the
+/// rules of a JSONL line (see [`Format::Jsonl`]; other fields are
+/// ignored), with the field at fault. `Err` names no field when the value
+/// is not an object.
+pub fn doc_from_value(
+    v: &serde_json::Value,
+) -> Result<(String, Content, Option<f64>), Option<BadField>> {
+    if !v.is_object() {
+        return Err(None);
+    }
+    let d = JsonDoc::deserialize(v).map_err(|_| None)?;
+    interpret(d).map_err(Some)
+}
+
+fn interpret(d: JsonDoc) -> Result<(String, Content, Option<f64>), BadField> {
+    let id = match d.id {
+        None | Some(serde_json::Value::Null) => return Err(BadField::new("id", "missing \"id\"")),
+        Some(serde_json::Value::String(s)) if s.is_empty() => {
+            return Err(BadField::new("id", "empty \"id\""))
+        }
+        Some(serde_json::Value::String(s)) => s,
+        Some(serde_json::Value::Number(n)) if n.is_i64() || n.is_u64() => n.to_string(),
+        Some(other) => {
+            return Err(BadField::new(
+                "id",
+                format!(
+                    "\"id\" must be a string or an integer, not {}",
+                    super::request::json_kind(&other)
+                ),
+            ))
+        }
+    };
+    if id.len() > 4096 {
+        return Err(BadField::new(
+            "id",
+            format!("\"id\" is {} bytes (at most 4096)", id.len()),
+        ));
+    }
+    let given = [
+        d.text.is_some(),
+        d.features.is_some(),
+        d.fingerprint.is_some(),
+    ];
+    if given.iter().filter(|g| **g).count() > 1 {
+        return Err(BadField::new(
+            "text",
+            "give one of \"text\", \"features\" or \"fingerprint\", not several",
+        ));
+    }
+    let content = match (d.text, d.features, d.fingerprint) {
+        (Some(serde_json::Value::String(t)), _, _) => Content::Text(t),
+        (Some(other), _, _) => {
+            return Err(BadField::new(
+                "text",
+                format!(
+                    "\"text\" must be a string, not {}",
+                    super::request::json_kind(&other)
+                ),
+            ))
+        }
+        (_, Some(f), _) => {
+            Content::Features(parse_features(&f).map_err(|r| BadField::new("features", r))?)
+        }
+        (_, _, Some(serde_json::Value::String(h))) if h.len() == 16 => {
+            Content::Fingerprint(h.parse().map_err(|e: crate::Error| {
+                BadField::new("fingerprint", format!("bad \"fingerprint\": {e}"))
+            })?)
+        }
+        (_, _, Some(other)) => {
+            return Err(BadField::new(
+                "fingerprint",
+                format!("\"fingerprint\" must be a string of 16 hex digits, not {other}"),
+            ))
+        }
+        (None, None, None) => return Err(BadField::new("text", "missing \"text\"")),
+    };
+    let priority = match d.priority {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::Number(n)) if n.as_f64().is_some_and(f64::is_finite) => n.as_f64(),
+        Some(other) => {
+            return Err(BadField::new(
+                "priority",
+                format!(
+                    "\"priority\" must be a finite number, not {}",
+                    super::request::json_kind(&other)
+                ),
+            ))
+        }
+    };
+    Ok((id, content, priority))
+}
+
+/// Parses `{"name": weight, …}` or `[["name", weight], …]`.
+pub fn parse_features(v: &serde_json::Value) -> Result<Vec<(String, f64)>, String> {
+    let bad = || {
+        "\"features\" must be an object {\"name\": weight} or an array [[\"name\", weight]]"
+            .to_string()
+    };
+    let weight = |w: &serde_json::Value| w.as_f64().filter(|x| x.is_finite()).ok_or_else(bad);
+    match v {
+        serde_json::Value::Object(m) => {
+            m.iter().map(|(k, w)| Ok((k.clone(), weight(w)?))).collect()
+        }
+        serde_json::Value::Array(a) => a
+            .iter()
+            .map(|p| match p.as_array().map(|x| x.as_slice()) {
+                Some([serde_json::Value::String(k), w]) => Ok((k.clone(), weight(w)?)),
+                _ => Err(bad()),
+            })
+            .collect(),
+        _ => Err(bad()),
+    }
+}
