@@ -70,7 +70,7 @@ impl BadField {
 }
 
 /// A document given as a JSON value (an element of a request body): the
-/// rules of a JSONL line (see [`Format::Jsonl`]; other fields are
+/// rules of a JSONL line (see [`Format::Jsonl`](crate::ingest::read::Format::Jsonl); other fields are
 /// ignored), with the field at fault. `Err` names no field when the value
 /// is not an object.
 pub fn doc_from_value(
