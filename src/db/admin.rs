@@ -146,118 +146,6 @@ impl Db {
             .map(|n| (*n, self.store.family_size(n)))
             .collect()
     }
-
-    /// Makes a consistent copy of the store at `src` in `dest` (which must
-    /// not exist), and says how. When no other process writes to `src`, the
-    /// copy is a RocksDB checkpoint (hard links, instant). While another
-    /// process writes, it is a copy of a read-only view of the store as of
-    /// the moment it was opened: every family rewritten into a fresh store
-    /// that is renamed into place when complete.
-    pub(crate) fn backup(src: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<BackupMethod> {
-        let (src, dest) = (src.as_ref(), dest.as_ref());
-        if dest.exists() {
-            return Err(Error::AlreadyExists {
-                path: dest.to_path_buf(),
-            });
-        }
-        match Db::options().open(src) {
-            Ok(db) => {
-                db.store.checkpoint(dest)?;
-                Ok(BackupMethod::Checkpoint)
-            }
-            Err(Error::InUse { .. }) => {
-                let db = Db::options().read_only().open(src)?;
-                db.store.copy_to(dest, db.recipe(), Tuning::default())?;
-                Ok(BackupMethod::Copy)
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    /// Converts a store of an older format this build can migrate (2 to
-    /// 5) in place, or changes a store's keep policy (`keep`; `None`
-    /// keeps the store's, which for a store before format 6 is
-    /// `priority`, the rule it ranked by). A store already in this
-    /// build's format with that policy is left as it is.
-    ///
-    /// From formats 5 and 6, the band families of format 7 are built from
-    /// `refs` (every stored sketch is there: no text is needed), then the
-    /// clusters are rebuilt (under the anchored rule of format 6, see
-    /// [`crate::db::clusters`], and with duplicate checks that now read the
-    /// bands). From formats 2 to 4,
-    /// every record from before format 4 gets its place in the ingest
-    /// order (by time written, then id); then [`Maintenance::repair`] rebuilds
-    /// `refs`, the postings and the clusters from the records. The format
-    /// version is written last, so a migration that is interrupted is
-    /// simply run again. The report has the clusters before and after, and
-    /// what the store's recipe lacks that a new store's has
-    /// ([`MigrateReport::recipe_behind`]): the recipe itself is never
-    /// changed (its fingerprints stay comparable with each other); moving
-    /// to this build's recipe means a new store and the texts ingested
-    /// again.
-    pub(crate) fn migrate(
-        path: impl AsRef<Path>,
-        keep: Option<KeepPolicy>,
-    ) -> Result<MigrateReport> {
-        let path = path.as_ref();
-        let (mut store, recipe, version) = Store::open_for_migration(path)?;
-        // The recipe must be one this build reproduces, as at every open.
-        Db::check_recipe(path, &recipe)?;
-        let keep_from = store.keep_policy()?;
-        let keep = keep.unwrap_or(keep_from);
-        let mut report = MigrateReport {
-            from: version,
-            to: store::FORMAT_VERSION,
-            keep_from,
-            keep,
-            recipe_behind: recipe.behind(),
-            ..Default::default()
-        };
-        // An interrupted rebuild of the clusters (the marker names the
-        // policy it was building) is never "already" done.
-        let rebuilding = store.clusters_rebuilding()?;
-        if version == store::FORMAT_VERSION && keep == keep_from && rebuilding.is_none() {
-            let db = Db::with_store(path, store, recipe)?;
-            report.clusters_before = db.cluster_counts()?;
-            report.clusters_after = report.clusters_before;
-            report.clusters = report.clusters_after.0;
-            report.largest_before = db.largest_cluster()?;
-            report.largest_after = report.largest_before;
-            return Ok(report);
-        }
-        store.ensure_families()?;
-        if (5..7).contains(&version) {
-            // Format 7's band families, from `refs` (the sketches are
-            // there): before the clusters are rebuilt, whose duplicate
-            // checks read them.
-            report.banded = store.build_bands()?;
-        }
-        let mut db = if version < 5 {
-            let (ordered, _) = store.assign_ords()?;
-            report.ordered = ordered;
-            Db::with_store(path, store, recipe)?
-        } else {
-            Db::with_store(path, store, recipe)?
-        };
-        report.clusters_before = db.cluster_counts()?;
-        report.largest_before = db.largest_cluster()?;
-        if version < 5 {
-            let (k, v) = store::schema::keep_policy_entry(keep);
-            db.store.put_meta(k, v)?;
-            let rep = db.repair()?;
-            report.indexed = rep.reindexed;
-            report.clusters = rep.clusters;
-            report.unreadable = rep.unreadable.len() as u64;
-        } else {
-            report.clusters = db.set_keep_policy(keep)?;
-        }
-        db.store.flush()?;
-        let (k, v) = store::schema::format_version_entry(store::FORMAT_VERSION);
-        db.store.put_meta(k, &v)?;
-        report.clusters_after = db.cluster_counts()?;
-        report.largest_after = db.largest_cluster()?;
-        Ok(report)
-    }
 }
 
 impl Db {
@@ -569,15 +457,104 @@ impl Maintenance<'_> {
 /// the moment it was opened: every family rewritten into a fresh store
 /// that is renamed into place when complete.
 pub fn backup(src: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<BackupMethod> {
-    Db::backup(src, dest)
+    let (src, dest) = (src.as_ref(), dest.as_ref());
+    if dest.exists() {
+        return Err(Error::AlreadyExists {
+            path: dest.to_path_buf(),
+        });
+    }
+    match Db::options().open(src) {
+        Ok(db) => {
+            db.store.checkpoint(dest)?;
+            Ok(BackupMethod::Checkpoint)
+        }
+        Err(Error::InUse { .. }) => {
+            let db = Db::options().read_only().open(src)?;
+            db.store.copy_to(dest, db.recipe(), Tuning::default())?;
+            Ok(BackupMethod::Copy)
+        }
+        Err(e) => Err(e),
+    }
 }
 
-/// Converts a store of an older format this build can migrate in place,
-/// or changes a store's keep policy (`keep`; `None` keeps the store's,
-/// which for a store before format 6 is `priority`, the rule it ranked
-/// by). A store already in this build's format with that policy is left as
-/// it is. The format version is written last, so an interrupted migration
-/// is simply run again. See docs/format.md for what each format gains.
+/// Converts a store of an older format this build can migrate (2 to
+/// 5) in place, or changes a store's keep policy (`keep`; `None`
+/// keeps the store's, which for a store before format 6 is
+/// `priority`, the rule it ranked by). A store already in this
+/// build's format with that policy is left as it is.
+///
+/// From formats 5 and 6, the band families of format 7 are built from
+/// `refs` (every stored sketch is there: no text is needed), then the
+/// clusters are rebuilt (under the anchored rule of format 6, see
+/// [`crate::db::clusters`], and with duplicate checks that now read the
+/// bands). From formats 2 to 4,
+/// every record from before format 4 gets its place in the ingest
+/// order (by time written, then id); then [`Maintenance::repair`] rebuilds
+/// `refs`, the postings and the clusters from the records. The format
+/// version is written last, so a migration that is interrupted is
+/// simply run again. The report has the clusters before and after, and
+/// what the store's recipe lacks that a new store's has
+/// ([`MigrateReport::recipe_behind`]): the recipe itself is never
+/// changed (its fingerprints stay comparable with each other); moving
+/// to this build's recipe means a new store and the texts ingested
+/// again.
 pub fn migrate(path: impl AsRef<Path>, keep: Option<KeepPolicy>) -> Result<MigrateReport> {
-    Db::migrate(path, keep)
+    let path = path.as_ref();
+    let (mut store, recipe, version) = Store::open_for_migration(path)?;
+    // The recipe must be one this build reproduces, as at every open.
+    Db::check_recipe(path, &recipe)?;
+    let keep_from = store.keep_policy()?;
+    let keep = keep.unwrap_or(keep_from);
+    let mut report = MigrateReport {
+        from: version,
+        to: store::FORMAT_VERSION,
+        keep_from,
+        keep,
+        recipe_behind: recipe.behind(),
+        ..Default::default()
+    };
+    // An interrupted rebuild of the clusters (the marker names the
+    // policy it was building) is never "already" done.
+    let rebuilding = store.clusters_rebuilding()?;
+    if version == store::FORMAT_VERSION && keep == keep_from && rebuilding.is_none() {
+        let db = Db::with_store(path, store, recipe)?;
+        report.clusters_before = db.cluster_counts()?;
+        report.clusters_after = report.clusters_before;
+        report.clusters = report.clusters_after.0;
+        report.largest_before = db.largest_cluster()?;
+        report.largest_after = report.largest_before;
+        return Ok(report);
+    }
+    store.ensure_families()?;
+    if (5..7).contains(&version) {
+        // Format 7's band families, from `refs` (the sketches are
+        // there): before the clusters are rebuilt, whose duplicate
+        // checks read them.
+        report.banded = store.build_bands()?;
+    }
+    let mut db = if version < 5 {
+        let (ordered, _) = store.assign_ords()?;
+        report.ordered = ordered;
+        Db::with_store(path, store, recipe)?
+    } else {
+        Db::with_store(path, store, recipe)?
+    };
+    report.clusters_before = db.cluster_counts()?;
+    report.largest_before = db.largest_cluster()?;
+    if version < 5 {
+        let (k, v) = store::schema::keep_policy_entry(keep);
+        db.store.put_meta(k, v)?;
+        let rep = db.repair()?;
+        report.indexed = rep.reindexed;
+        report.clusters = rep.clusters;
+        report.unreadable = rep.unreadable.len() as u64;
+    } else {
+        report.clusters = db.set_keep_policy(keep)?;
+    }
+    db.store.flush()?;
+    let (k, v) = store::schema::format_version_entry(store::FORMAT_VERSION);
+    db.store.put_meta(k, &v)?;
+    report.clusters_after = db.cluster_counts()?;
+    report.largest_after = db.largest_cluster()?;
+    Ok(report)
 }
