@@ -422,12 +422,18 @@ impl Db {
         } else {
             Fingerprinter::new(recipe)
         };
-        Ok(Db {
+        Ok(Db::new(store, fingerprinter))
+    }
+
+    /// An open store and the fingerprinter of its recipe as a `Db`, opened
+    /// now.
+    pub(super) fn new(store: Store, fingerprinter: Fingerprinter) -> Db {
+        Db {
             store,
             fingerprinter,
             opened_at: now(),
             write_lock: parking_lot::Mutex::new(()),
-        })
+        }
     }
 
     /// How fresh this handle's view is. A read-only handle sees the store as

@@ -14,7 +14,7 @@
 
 use std::path::Path;
 
-use super::{now, Db, KeepPolicy};
+use super::{Db, KeepPolicy};
 use crate::error::{Error, Result};
 use crate::fingerprint::{self, Fingerprinter, Recipe};
 use crate::store::{self, Access, Store, Tuning};
@@ -193,12 +193,7 @@ impl DbOptions {
                 (store, Fingerprinter::new(recipe))
             }
         };
-        let mut db = Db {
-            store,
-            fingerprinter,
-            opened_at: now(),
-            write_lock: parking_lot::Mutex::new(()),
-        };
+        let mut db = Db::new(store, fingerprinter);
         db.store.parallel_probe = self.parallel_queries;
         if let Some(keep) = self.keep {
             // An empty store: no cluster to rebuild, the policy is written.
