@@ -133,16 +133,20 @@ impl Analyzer {
         let f = match db {
             // The store's own fingerprinter (its recipe and any learned
             // IDF), the store closed again at once.
-            Some(path) => detach(py, || {
-                RustDb::options()
-                    .read_only()
-                    .open(&path)
-                    .map(|d| d.fingerprinter().clone())
-            })
-            .or_raise()?,
+            Some(path) => {
+                let f = detach(py, || {
+                    RustDb::options()
+                        .read_only()
+                        .open(&path)
+                        .map(|d| d.fingerprinter().clone())
+                })
+                .or_raise()?;
+                f.warm_up();
+                f
+            }
+            // (Warmed up by `fingerprinter`.)
             None => fingerprinter(top_k, shingle, hmm, tf, keep_stop_words, latin, script)?,
         };
-        f.warm_up();
         Ok(Analyzer { f })
     }
 
@@ -174,7 +178,8 @@ impl Analyzer {
                 .par_iter()
                 .map(|t| match t {
                     None => Ok(None),
-                    Some(t) => match Content::Text(t.clone()).analyze(f) {
+                    // As a store analyses a text (`Content::analyze`).
+                    Some(t) => match f.analyze(t) {
                         Ok(a) => Ok(Some(a)),
                         Err(Error::NoFeatures) => Ok(None),
                         Err(e) => Err(e),
