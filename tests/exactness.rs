@@ -626,3 +626,88 @@ fn pairs_group_only_copies_of_one_length() {
     assert_eq!(groups, vec![vec!["a1", "a2"], vec!["b1", "b2"]]);
     assert_eq!(pairs, vec![("a1".to_string(), "b1".to_string(), 0)]);
 }
+
+/// The frozen index (`simdb freeze`) changes no answer: queries read the
+/// buckets no write has touched since from it and the others from
+/// RocksDB. Planted neighbours at every distance are written after a
+/// freeze, some planted ones deleted or replaced, and every query still
+/// equals brute force: at once, after reopening (the changed buckets are
+/// remembered in the store), read-only, and after a second freeze.
+#[test]
+fn frozen_index_answers_as_brute_force_through_writes_after_it() {
+    let t = common::TempDb::new();
+    let all = plant(4, 3000, 10);
+    let mut current = Planted {
+        entries: BTreeMap::new(),
+        queries: all.queries.clone(),
+    };
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
+    let write = |db: &mut Db, entries: &[(&String, &Fingerprint)]| {
+        let mut w = db.writer().unwrap();
+        for (id, fp) in entries {
+            w.put(id, **fp, &Content::Text(id.to_string()), "t")
+                .unwrap();
+        }
+        w.commit().unwrap();
+    };
+    // Half before the freeze: the random ones and the even queries' plants.
+    let (before, after): (Vec<_>, Vec<_>) = all.entries.iter().partition(|(id, _)| {
+        id.starts_with("rand-") && id.as_str() < "rand-002000"
+            || id.starts_with('q') && id[1..2].parse::<u32>().is_ok_and(|q| q % 2 == 0)
+    });
+    write(&mut db, &before);
+    current
+        .entries
+        .extend(before.iter().map(|(i, f)| ((*i).clone(), **f)));
+    let r = db.maintenance().freeze().unwrap();
+    assert_eq!(r.generation, 1);
+    let clean = |db: &Db| {
+        let f = db.admin().stats().unwrap().frozen.expect("a frozen index");
+        (f.clean_buckets, f.buckets)
+    };
+    assert_eq!(clean(&db).0, clean(&db).1);
+    check_db(&db, &current, "frozen");
+    // The rest after it, then deletes and replacements of planted ones.
+    write(&mut db, &after);
+    current
+        .entries
+        .extend(after.iter().map(|(i, f)| ((*i).clone(), **f)));
+    let gone: Vec<String> = current
+        .entries
+        .keys()
+        .filter(|id| id.contains("-d2-") || id.ends_with("same-a"))
+        .cloned()
+        .collect();
+    assert_eq!(db.delete(&gone).unwrap(), gone.len());
+    for id in &gone {
+        current.entries.remove(id);
+    }
+    let moved: Vec<(String, Fingerprint)> = current
+        .entries
+        .iter()
+        .filter(|(id, _)| id.contains("-d3-"))
+        .map(|(id, fp)| (id.clone(), flip(*fp, &[5, 40])))
+        .collect();
+    let moved_refs: Vec<(&String, &Fingerprint)> = moved.iter().map(|(i, f)| (i, f)).collect();
+    write(&mut db, &moved_refs);
+    current.entries.extend(moved.iter().cloned());
+    let (c, n) = clean(&db);
+    assert!(0 < c && c < n, "{c} of {n} buckets clean");
+    check_db(&db, &current, "written after the freeze");
+    drop(db);
+    let db = Db::options().open(t.path()).unwrap();
+    assert_eq!(clean(&db).0, c, "the changed buckets are remembered");
+    check_db(&db, &current, "reopened");
+    let report = db.admin().verify().unwrap();
+    assert!(report.is_clean(), "{:?}", report.problems);
+    drop(db);
+    check_db(
+        &Db::options().read_only().open(t.path()).unwrap(),
+        &current,
+        "read-only",
+    );
+    let mut db = Db::options().open(t.path()).unwrap();
+    assert_eq!(db.maintenance().freeze().unwrap().generation, 2);
+    check_db(&db, &current, "frozen again");
+    assert!(db.admin().verify().unwrap().is_clean());
+}

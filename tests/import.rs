@@ -89,6 +89,10 @@ fn import_matches_ingest_and_spills() {
     let b = Db::options().open(&b_path).unwrap();
     assert_eq!(b.len().unwrap(), sum.documents);
     assert_eq!(a.len().unwrap(), sum.documents);
+    // The frozen index written beside the posting families: verify checks
+    // each of its buckets against RocksDB's.
+    let frozen = b.admin().stats().unwrap().frozen.expect("import freezes");
+    assert_eq!((frozen.generation, frozen.clean_buckets), (1, frozen.buckets));
     let rep = b.admin().verify().unwrap();
     assert!(
         rep.is_clean(),

@@ -65,6 +65,11 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Make a consistent copy of a store, also while it is being written to.
     Backup(BackupArgs),
+    /// Write the frozen index: every bucket in one file read in place, so
+    /// queries and duplicate checks skip RocksDB for buckets no write has
+    /// changed since (run after an import or a night's ingest).
+    #[command(after_help = FREEZE_EXAMPLES)]
+    Freeze(FreezeArgs),
     /// Write every document as Parquet (id, fingerprint, sketch, cluster,
     /// ingested_at, source) for tools beyond one machine (README, "Inputs and outputs").
     Export(ExportArgs),
@@ -439,6 +444,11 @@ pub struct ImportArgs {
     /// Memory for sorting, in MiB, before spilling to temporary files.
     #[arg(long, default_value_t = 256, value_name = "MIB")]
     pub memory_mb: usize,
+    /// Do not write the frozen index (`simdb freeze` writes it later): the
+    /// store is smaller by the posting families' size, and queries read
+    /// every bucket through RocksDB.
+    #[arg(long)]
+    pub no_freeze: bool,
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
@@ -613,6 +623,20 @@ pub struct ExportArgs {
     /// Rows per file.
     #[arg(long, default_value_t = 8_388_608, value_parser = clap::value_parser!(u64).range(1..))]
     pub file_rows: u64,
+}
+
+const FREEZE_EXAMPLES: &str = "\
+Examples:
+  simdb freeze news.db          # after tonight's ingest
+  simdb stats news.db           # 'frozen' shows the share of buckets still read from it";
+
+#[derive(Debug, Args)]
+pub struct FreezeArgs {
+    /// The store (opened for writing: no other writer meanwhile).
+    pub db: PathBuf,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -7,6 +7,7 @@ pub(super) fn import_cmd(a: ImportArgs) -> Result<bool> {
         recipe: recipe(&a.recipe),
         memory_bytes: mib("--memory-mb", a.memory_mb.max(16))?,
         partial: a.partial,
+        freeze: !a.no_freeze,
         ..Default::default()
     };
     if a.parquet {

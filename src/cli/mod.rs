@@ -11,6 +11,7 @@ mod delete;
 mod expire;
 mod export;
 mod fingerprint;
+mod freeze;
 mod get;
 mod import;
 mod ingest;
@@ -69,6 +70,7 @@ pub fn run(cli: Cli) -> Result<bool> {
         Command::Migrate(a) => migrate::migrate(a),
         Command::Verify(a) => verify::verify(a),
         Command::Backup(a) => backup::backup(a),
+        Command::Freeze(a) => freeze::freeze(a),
         Command::Export(a) => export::export(a),
         Command::Calibrate(a) => calibrate::calibrate(a),
         Command::Clusters(a) => clusters::clusters(a),

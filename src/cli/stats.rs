@@ -25,6 +25,16 @@ pub(super) fn stats(a: StatsArgs) -> Result<bool> {
     );
     println!("view         {}", view_text(&s.view));
     println!("size on disk {} bytes", s.bytes_on_disk);
+    match (&s.frozen, &s.frozen_unusable) {
+        (Some(f), _) => println!(
+            "frozen       generation {}, {} bytes; {:.1}% of buckets unchanged since (read from it)",
+            f.generation,
+            f.bytes,
+            100.0 * f.clean_buckets as f64 / f.buckets as f64
+        ),
+        (None, Some(why)) => println!("frozen       unusable, every bucket read from RocksDB: {why}"),
+        (None, None) => println!("frozen       none (`simdb freeze` writes one)"),
+    }
     println!(
         "recipe       top_k={} shingle={} hmm={} tf={} hash={} width={} tie={}",
         s.recipe.top_k,

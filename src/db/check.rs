@@ -246,6 +246,7 @@ impl Db {
         }
         self.verify_meta(&mut rep, &mut scan)?;
         self.verify_clusters(&mut rep.problems, &scan.ords)?;
+        rep.problems.extend(self.store.check_frozen()?);
         Ok(rep)
     }
 

@@ -334,6 +334,12 @@ pub struct Stats {
     pub families: Vec<FamilyStats>,
     pub bytes_on_disk: u64,
     pub view: View,
+    /// The frozen index clean buckets are read from (`simdb freeze`), if
+    /// the store has one.
+    pub frozen: Option<store::FrozenState>,
+    /// Why the frozen index the store names is not used (missing or
+    /// damaged: every bucket is then read from RocksDB).
+    pub frozen_unusable: Option<String>,
 }
 
 /// A stored document as `simdb get --json` and the service show it: its

@@ -130,6 +130,11 @@ pub struct Options {
     /// Import a directory of part files that has no `_SUCCESS` (an export
     /// that did not finish): by default refused.
     pub partial: bool,
+    /// Write the new store's frozen index as the posting families are
+    /// written (default on; see `Maintenance::freeze`): queries read their
+    /// buckets in place from the start. Costs the posting families' size
+    /// again on disk.
+    pub freeze: bool,
 }
 
 impl Default for Options {
@@ -140,6 +145,7 @@ impl Default for Options {
             sst_file_bytes: 256 << 20,
             tuning: Tuning::default(),
             partial: false,
+            freeze: true,
         }
     }
 }

@@ -2,6 +2,8 @@
 
 use super::*;
 
+use crate::index::frozen::FrozenWriter;
+
 /// Where a build's temporary and table files go, and its memory budget.
 pub(super) struct Build<'a> {
     pub(super) tmp: PathBuf,
@@ -46,9 +48,19 @@ pub(super) fn build(
     on_event(Event::Step("docs"));
     let now = crate::db::now();
     let names: Vec<String> = inputs.iter().map(|p| p.display().to_string()).collect();
+    // The frozen index, written as the posting families are (blocks, then
+    // bands: its family order).
+    let frozen_path = b.tmp.join("frozen.idx");
+    let mut frozen = if opts.freeze {
+        let f = File::create(&frozen_path).map_err(io_err(&b.tmp))?;
+        let w = BufWriter::with_capacity(1 << 20, f);
+        Some(FrozenWriter::new(w, store::POSTING_FAMILIES, 1).map_err(io_err(&b.tmp))?)
+    } else {
+        None
+    };
     let (docs, blocks) = rayon::join(
         || b.write_docs(&uniq_path, &names, now, restore),
-        || b.write_blocks(&fps_path),
+        || b.write_blocks(&fps_path, frozen.as_mut()),
     );
     let (docs_files, order_files, restoration) = docs?;
     let block_files = blocks?;
@@ -56,7 +68,12 @@ pub(super) fn build(
         &mut summary,
         "write docs, the ingest order and the four block families",
     );
-    let band_files = b.write_bands(&bands_path)?;
+    let band_files = b.write_bands(&bands_path, frozen.as_mut())?;
+    if let Some(w) = frozen {
+        let (bw, _) = w.finish().map_err(io_err(&b.tmp))?;
+        bw.into_inner()
+            .map_err(|e| Error::io(&b.tmp, e.into_error()))?;
+    }
     lap(&mut summary, "write the sixteen band families");
 
     // Step 5: a fresh store in the staging directory, then one rename.
@@ -90,6 +107,7 @@ pub(super) fn build(
         opts.tuning,
         &families,
         &[count, next_ord, clock, short, keep],
+        opts.freeze.then_some(frozen_path.as_path()),
     )?;
     summary.clusters = restoration.clusters;
     summary.restored = restore.is_some();
@@ -329,7 +347,11 @@ impl Build<'_> {
 
     /// Step 4b: the four block families from the file of distinct fingerprints
     /// (block 0 in its order, blocks 1..3 each from its own sort).
-    pub(super) fn write_blocks(&self, fps_path: &Path) -> Result<Vec<Vec<PathBuf>>> {
+    pub(super) fn write_blocks(
+        &self,
+        fps_path: &Path,
+        mut frozen: Option<&mut Frozen>,
+    ) -> Result<Vec<Vec<PathBuf>>> {
         let tmp = &self.tmp;
         let mut out = Vec::new();
         for i in 0..crate::fingerprint::BLOCKS {
@@ -357,13 +379,19 @@ impl Build<'_> {
                 Box::new(sorted.map(|k| k.map(|k| Fingerprint(k as u64))))
             };
             let name = store::BLOCK_FAMILIES[i];
+            let mut tee = FrozenTee::begin(frozen.as_deref_mut(), tmp);
             out.push(store::write_ssts(
                 &self.sst,
                 name,
                 name,
                 self.opts.sst_file_bytes,
-                postings(i, sorted.map(|r| r.map_err(|e| Error::io(tmp, e)))),
+                postings(
+                    i,
+                    sorted.map(|r| r.map_err(|e| Error::io(tmp, e))),
+                    &mut |b, fps| tee.bucket(b, fps),
+                ),
             )?);
+            tee.end()?;
         }
         Ok(out)
     }
@@ -374,13 +402,19 @@ impl Build<'_> {
     /// first document's sketch), each from its own sort by (band value,
     /// fingerprint). Nothing to do (and no sort) when no document has a
     /// sketch.
-    pub(super) fn write_bands(&self, bands_path: &Path) -> Result<Vec<Vec<PathBuf>>> {
+    pub(super) fn write_bands(
+        &self,
+        bands_path: &Path,
+        mut frozen: Option<&mut Frozen>,
+    ) -> Result<Vec<Vec<PathBuf>>> {
         let tmp = &self.tmp;
         let empty = std::fs::metadata(bands_path).map_err(io_err(tmp))?.len() == 0;
         let mut out = Vec::new();
         for j in 0..BANDS {
+            let mut tee = FrozenTee::begin(frozen.as_deref_mut(), tmp);
             if empty {
                 out.push(Vec::new());
+                tee.end()?;
                 continue;
             }
             let mut r =
@@ -402,11 +436,15 @@ impl Build<'_> {
                 name,
                 name,
                 self.opts.sst_file_bytes,
-                postings_by(sorted.map(|k| {
-                    k.map(|k| ((k >> 64) as u16, Fingerprint(k as u64)))
-                        .map_err(|e| Error::io(tmp, e))
-                })),
+                postings_by(
+                    sorted.map(|k| {
+                        k.map(|k| ((k >> 64) as u16, Fingerprint(k as u64)))
+                            .map_err(|e| Error::io(tmp, e))
+                    }),
+                    &mut |b, fps| tee.bucket(b, fps),
+                ),
             )?);
+            tee.end()?;
         }
         Ok(out)
     }
@@ -565,14 +603,53 @@ pub(super) fn restored_clusters(
 pub(super) fn postings<'a>(
     i: usize,
     sorted: impl Iterator<Item = Result<Fingerprint>> + 'a,
+    tee: &'a mut Tee<'a>,
 ) -> impl Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + 'a {
-    postings_by(sorted.map(move |r| r.map(|fp| (fp.block(i), fp))))
+    postings_by(sorted.map(move |r| r.map(|fp| (fp.block(i), fp))), tee)
+}
+
+/// What [`postings_by`] calls with each bucket it groups.
+pub(super) type Tee<'a> = dyn FnMut(u16, &[Fingerprint]) -> Result<()> + 'a;
+
+/// The frozen index an import writes, if it writes one.
+pub(super) type Frozen = FrozenWriter<BufWriter<File>>;
+
+/// One family of the frozen index, written bucket by bucket as
+/// [`postings_by`] groups them (nothing without a frozen index).
+pub(super) struct FrozenTee<'f> {
+    w: Option<&'f mut Frozen>,
+    tmp: &'f Path,
+}
+
+impl<'f> FrozenTee<'f> {
+    pub(super) fn begin(w: Option<&'f mut Frozen>, tmp: &'f Path) -> FrozenTee<'f> {
+        let mut t = FrozenTee { w, tmp };
+        if let Some(w) = t.w.as_deref_mut() {
+            w.begin_family();
+        }
+        t
+    }
+
+    pub(super) fn bucket(&mut self, b: u16, fps: &[Fingerprint]) -> Result<()> {
+        match self.w.as_deref_mut() {
+            Some(w) => w.bucket(b, fps).map_err(io_err(self.tmp)),
+            None => Ok(()),
+        }
+    }
+
+    pub(super) fn end(self) -> Result<()> {
+        match self.w {
+            Some(w) => w.end_family().map_err(io_err(self.tmp)),
+            None => Ok(()),
+        }
+    }
 }
 
 /// [`postings`] of (bucket, fingerprint) pairs in that order (a band
 /// family's bucket is not a block of the fingerprint).
 pub(super) fn postings_by<'a>(
     sorted: impl Iterator<Item = Result<(u16, Fingerprint)>> + 'a,
+    tee: &'a mut Tee<'a>,
 ) -> impl Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + 'a {
     let mut sorted = sorted.peekable();
     let mut ready: std::collections::VecDeque<(Vec<u8>, Vec<u8>)> = Default::default();
@@ -595,6 +672,9 @@ pub(super) fn postings_by<'a>(
                 group.push(*fp);
             }
             sorted.next();
+        }
+        if let Err(e) = tee(block, &group) {
+            return Some(Err(e));
         }
         let sealed = group.len() / index::SEGMENT_ENTRIES;
         let (full, rest) = group.split_at(sealed * index::SEGMENT_ENTRIES);

@@ -68,6 +68,7 @@
 //! hits are looked up, and only as many as an answer needs.
 
 pub mod bands;
+pub mod frozen;
 pub mod join;
 mod mem;
 mod plan;

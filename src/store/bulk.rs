@@ -73,6 +73,7 @@ impl Staging {
         tuning: Tuning,
         families: &[(&str, Vec<PathBuf>)],
         meta: &[(Vec<u8>, Vec<u8>)],
+        frozen: Option<&Path>,
     ) -> Result<()> {
         let db_dir = self.dir.join("db");
         {
@@ -85,6 +86,11 @@ impl Staging {
                 store.ingest_ssts(name, files)?;
             }
             store.flush()?;
+            // After the posting families: ingesting into one drops a
+            // frozen index.
+            if let Some(f) = frozen {
+                store.adopt_frozen(f)?;
+            }
         }
         if self.target.exists() {
             return Err(Error::AlreadyExists {
@@ -160,6 +166,11 @@ impl Store {
         if files.is_empty() {
             return Ok(());
         }
+        if super::is_posting_family(name) && self.get_meta(super::FROZEN_KEY)?.is_some() {
+            let mut b = Batch::default();
+            self.drop_frozen_in(&mut b);
+            self.write(b, true)?;
+        }
         let mut o = rocksdb::IngestExternalFileOptions::default();
         o.set_move_files(true);
         self.db
@@ -171,6 +182,14 @@ impl Store {
     /// checkpoint). Needs the store opened for writing.
     pub fn checkpoint(&self, dest: &Path) -> Result<()> {
         rocksdb::checkpoint::Checkpoint::new(&self.db)?.create_checkpoint(dest)?;
+        // The frozen index the checkpoint's meta names (it never changes:
+        // a link is a copy).
+        if let Some(f) = self.frozen() {
+            let to = dest.join(super::frozen::file_name(f.meta.generation));
+            std::fs::hard_link(&f.path, &to)
+                .or_else(|_| std::fs::copy(&f.path, &to).map(|_| ()))
+                .map_err(|e| Error::io(&to, e))?;
+        }
         sync_parent(dest);
         Ok(())
     }
@@ -220,7 +239,7 @@ impl Store {
         if !meta.iter().any(|(k, _)| k == DOC_COUNT_KEY) {
             return Err(Error::corrupt(META, DOC_COUNT_KEY, "missing"));
         }
-        staging.finish(recipe, tuning, &families, &meta)
+        staging.finish(recipe, tuning, &families, &meta, None)
     }
 
     /// Adds to `batch` the removal of every `refs` entry and index key.
@@ -235,6 +254,7 @@ impl Store {
             // a 0xff byte: every key sorts below 17 bytes of 0xff.
             b.0.delete_range_cf(self.cf(name), &[][..], &[0xff; 17][..]);
         }
+        self.drop_frozen_in(b);
         self.clear_order(b);
         self.forget_heads();
     }

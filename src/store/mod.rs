@@ -41,7 +41,8 @@
 //! ```text
 //! key              value
 //! "magic"          the 12 bytes "simdb-store\n"
-//! "format_version" u32 big-endian (this build writes and reads 7; migrates 2 to 6)
+//! "format_version" u32 big-endian (this build writes 7, and 8 with a frozen
+//!                  index; reads both; migrates 2 to 6)
 //! "recipe"         UTF-8 JSON of the fingerprint Recipe
 //! "doc_count"      u64 big-endian, number of documents (updated in each write batch)
 //! "short_count"    u64 big-endian, documents with fewer than 10 terms (absent = 0)
@@ -49,17 +50,20 @@
 //! "next_ord"       u64 big-endian, the ord the next written document takes (absent = 0)
 //! "clock"          u64 big-endian, the latest `ingested_at` written (absent = 0):
 //!                  a write never stamps an earlier time, so ord order is time order
+//! "frozen", "frozen_dirty/…"  the frozen index and the buckets changed since (see `frozen`)
 //! ```
 
 mod bulk;
 mod clusters;
 pub mod codec;
+mod frozen;
 mod postings;
 mod prefetch;
 mod query;
 pub mod schema;
 
 pub use bulk::{write_ssts, Staging};
+pub use frozen::{FreezeReport, FrozenState, FROZEN_KEY};
 pub(crate) use prefetch::{PlanKey, Prefetch, Prefetched};
 pub(crate) use query::{Flow, Snapshot};
 
@@ -127,7 +131,7 @@ fn is_posting_family(name: &str) -> bool {
 /// [`Store::write`] (RocksDB's write batch; the type keeps RocksDB out of
 /// the modules above the store).
 #[derive(Default)]
-pub struct Batch(WriteBatch);
+pub struct Batch(WriteBatch, Vec<(usize, u16)>);
 
 /// Memory knobs of an open store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,8 +181,13 @@ pub const MAGIC_KEY: &[u8] = b"magic";
 pub const MAGIC: &[u8] = b"simdb-store\n";
 /// Meta key of the format version.
 pub const FORMAT_VERSION_KEY: &[u8] = b"format_version";
-/// The on-disk format version this build writes and reads.
+/// The on-disk format version this build writes (a store without a
+/// frozen index: older builds of format 7 open it too).
 pub const FORMAT_VERSION: u32 = 7;
+/// The format of a store with a frozen index (see `frozen`), the newest
+/// this build reads: format 7 and a frozen index that every write must
+/// keep in step, which a build of format 7 would not.
+pub const FROZEN_FORMAT_VERSION: u32 = 8;
 /// The oldest format `simdb migrate` brings to [`FORMAT_VERSION`] in place
 /// (2: postings of single keys; 3: no ords and no clusters; 4: postings
 /// with an entry per document, `refs` keyed by fingerprint ‖ sequence
@@ -238,6 +247,10 @@ pub struct Store {
     wal_syncs: std::sync::atomic::AtomicU64,
     /// The memory knobs it was opened with.
     tuning: Tuning,
+    /// The frozen index that clean buckets are read from (see `frozen`).
+    frozen: parking_lot::RwLock<Option<std::sync::Arc<frozen::Frozen>>>,
+    /// Why the frozen index the store names is not used, if it is not.
+    frozen_problem: parking_lot::Mutex<Option<String>>,
 }
 
 /// What a store handle has read since it was opened: the work of its
@@ -467,6 +480,8 @@ impl Store {
             reads: Default::default(),
             wal_syncs: Default::default(),
             tuning,
+            frozen: Default::default(),
+            frozen_problem: Default::default(),
         };
         let meta = store.cf(META);
         let mut b = Batch::default();
@@ -597,6 +612,8 @@ impl Store {
             reads: Default::default(),
             wal_syncs: Default::default(),
             tuning,
+            frozen: Default::default(),
+            frozen_problem: Default::default(),
         };
         let meta = store.cf(META);
         match store.db.get_cf(meta, MAGIC_KEY)? {
@@ -610,11 +627,11 @@ impl Store {
             .ok_or_else(|| Error::corrupt(META, FORMAT_VERSION_KEY, "missing"))?;
         let version = codec::decode_format_version(&version)
             .map_err(|r| Error::corrupt(META, FORMAT_VERSION_KEY, r))?;
-        if version > FORMAT_VERSION {
+        if version > FROZEN_FORMAT_VERSION {
             return Err(Error::NewerFormat {
                 path: path.to_path_buf(),
                 found: version,
-                supported: FORMAT_VERSION,
+                supported: FROZEN_FORMAT_VERSION,
             });
         }
         if (MIGRATABLE_FORMAT_VERSION..FORMAT_VERSION).contains(&version) && !any_version {
@@ -664,6 +681,7 @@ impl Store {
                 });
             }
         }
+        store.load_frozen()?;
         Ok((store, recipe, version))
     }
 
@@ -831,6 +849,9 @@ impl Store {
         self.db.write_opt(b.0, &wo)?;
         if sync {
             ReadCounts::add(&self.wal_syncs, 1);
+        }
+        if !b.1.is_empty() {
+            self.dirty_persisted(&b.1);
         }
         Ok(())
     }

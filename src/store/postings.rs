@@ -292,6 +292,7 @@ impl Store {
             }
             for (blk, ops) in per_bucket {
                 let head = heads.heads.entry((i, blk)).or_default();
+                self.mark_dirty(b, i, blk);
                 self.write_bucket(b, i, blk, &ops, head)?;
                 if let Some(kept) = heads.hot.get_mut(&(i, blk)) {
                     let before = kept.units();
@@ -323,6 +324,7 @@ impl Store {
         for name in super::BAND_FAMILIES {
             b.0.delete_range_cf(self.cf(name), &[][..], &[0xff; 7][..]);
         }
+        self.drop_frozen_in(&mut b);
         self.write(b, true)?;
         self.forget_heads();
         let mut changes: Vec<PostingChange> = Vec::new();

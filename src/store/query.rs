@@ -7,6 +7,9 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use rocksdb::{DBRawIteratorWithThreadMode, ReadOptions, SnapshotWithThreadMode, DB};
 
+use std::sync::Arc;
+
+use super::frozen::Frozen;
 use super::{codec, posting_family, schema, Prefetch, ReadCounts, Record, Store, DOCS, REFS};
 use crate::error::{Error, Result};
 use crate::fingerprint::{Fingerprint, Sketch, BLOCKS};
@@ -17,11 +20,18 @@ use crate::index::{self, Hit, RefKey};
 /// records) is at one snapshot, so a batch committed meanwhile is seen
 /// whole or not at all (a document deleted between reading its bucket and
 /// its record would otherwise look like a damaged index).
-pub(crate) type Snapshot<'a> = SnapshotWithThreadMode<'a, DB>;
+///
+/// It carries the frozen index that goes with that state (see
+/// `store::frozen`): both are taken under the frozen index's lock, so a
+/// freeze is either wholly before the view or wholly after it.
+pub(crate) struct Snapshot<'a> {
+    rocks: SnapshotWithThreadMode<'a, DB>,
+    frozen: Option<Arc<Frozen>>,
+}
 
 pub(super) fn read_at(at: &Snapshot<'_>) -> ReadOptions {
     let mut ro = ReadOptions::default();
-    ro.set_snapshot(at);
+    ro.set_snapshot(&at.rocks);
     ro
 }
 
@@ -139,7 +149,11 @@ impl Cursor {
 impl Store {
     /// A snapshot of the store now, for the reads of one query.
     pub(crate) fn snapshot(&self) -> Snapshot<'_> {
-        self.db.snapshot()
+        let frozen = self.frozen.read();
+        Snapshot {
+            frozen: frozen.clone(),
+            rocks: self.db.snapshot(),
+        }
     }
 
     /// The fingerprints `plan` accepts for `q` (see [`index::ProbePlan`];
@@ -245,21 +259,35 @@ impl Store {
         if buckets.is_empty() {
             return Ok(());
         }
-        let keys: Vec<[u8; index::BUCKET_KEY_LEN]> =
-            buckets.iter().map(|&(_, b)| index::bucket_key(b)).collect();
-        ReadCounts::add(&self.reads.buckets, keys.len() as u64);
+        ReadCounts::add(&self.reads.buckets, buckets.len() as u64);
+        // Clean buckets from the frozen index; the others (their place in
+        // `buckets` kept) from RocksDB.
+        let mut rest: Vec<usize> = Vec::with_capacity(buckets.len());
+        for (n, &(i, b)) in buckets.iter().enumerate() {
+            match &at.frozen {
+                Some(f) if f.is_clean(i, b) => on(n, f.bucket(i, b)),
+                _ => rest.push(n),
+            }
+        }
+        if rest.is_empty() {
+            return Ok(());
+        }
+        let keys: Vec<[u8; index::BUCKET_KEY_LEN]> = rest
+            .iter()
+            .map(|&n| index::bucket_key(buckets[n].1))
+            .collect();
         let values = self.db.multi_get_cf_opt(
-            buckets
-                .iter()
+            rest.iter()
                 .zip(&keys)
-                .map(|(&(i, _), k)| (self.cf(posting_family(i)), k)),
+                .map(|(&n, k)| (self.cf(posting_family(buckets[n].0)), k)),
             &posting_read_at(at),
         );
-        for (n, v) in values.into_iter().enumerate() {
+        for (r, v) in values.into_iter().enumerate() {
             let Some(v) = v? else { continue };
+            let n = rest[r];
             let (i, b) = buckets[n];
             let (entries, segments) = index::split_head(&v)
-                .map_err(|r| Error::corrupt(posting_family(i), &keys[n], r))?;
+                .map_err(|e| Error::corrupt(posting_family(i), &keys[r], e))?;
             on(n, entries);
             if segments > 0 {
                 self.read_parts(at, i, &[b], |_, e, head| {
@@ -432,7 +460,7 @@ impl Store {
     /// Every document with fingerprint `fp`, in id order, with its record
     /// (checked as a query checks its hits).
     pub fn documents_with(&self, fp: Fingerprint) -> Result<Vec<(String, Record)>> {
-        let at = &self.db.snapshot();
+        let at = &self.snapshot();
         let mut ids = Vec::new();
         self.resolve(at, fp, vec![fp], None, &|_| false, |h| {
             ids.push(h.id);
@@ -489,18 +517,36 @@ impl Store {
     ) -> Result<()> {
         let name = posting_family(i);
         let cf = self.cf(name);
+        ReadCounts::add(&self.reads.buckets, blocks.len() as u64);
+        // Clean buckets from the frozen index (all of a bucket, as a head
+        // without segments); the others from RocksDB.
+        let mut rest: Vec<usize> = Vec::with_capacity(blocks.len());
+        for (n, &b) in blocks.iter().enumerate() {
+            match &at.frozen {
+                Some(f) if f.is_clean(i, b) => {
+                    let entries = f.bucket(i, b);
+                    if !entries.is_empty() {
+                        on(n, entries, Some(0));
+                    }
+                }
+                _ => rest.push(n),
+            }
+        }
+        if rest.is_empty() {
+            return Ok(());
+        }
         let keys: Vec<[u8; index::BUCKET_KEY_LEN]> =
-            blocks.iter().map(|&b| index::bucket_key(b)).collect();
-        ReadCounts::add(&self.reads.buckets, keys.len() as u64);
+            rest.iter().map(|&n| index::bucket_key(blocks[n])).collect();
         let values = self
             .db
             .batched_multi_get_cf_opt(cf, &keys, true, &posting_read_at(at));
         // (bucket, segment key) of the heads that name segments.
         let mut segments: Vec<(usize, [u8; index::SEGMENT_KEY_LEN])> = Vec::new();
-        for (n, v) in values.into_iter().enumerate() {
+        for (r, v) in values.into_iter().enumerate() {
             let Some(v) = v? else { continue };
+            let n = rest[r];
             let (entries, count) =
-                index::split_head(&v).map_err(|r| Error::corrupt(name, &keys[n], r))?;
+                index::split_head(&v).map_err(|e| Error::corrupt(name, &keys[r], e))?;
             on(n, entries, Some(count));
             segments.extend((1..=count).map(|s| (n, index::segment_key(blocks[n], s))));
         }
@@ -592,7 +638,7 @@ impl Store {
     pub fn bucket(&self, i: usize, block: u16) -> Result<Vec<Fingerprint>> {
         let mut out = Vec::new();
         let mut segmented = false;
-        self.read_buckets(&self.db.snapshot(), i, &[block], |_, p| {
+        self.read_buckets(&self.snapshot(), i, &[block], |_, p| {
             segmented |= !out.is_empty();
             out.extend(index::posting_entries(p).into_iter().flatten());
         })?;

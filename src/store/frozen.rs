@@ -1,0 +1,501 @@
+//! The frozen index: the posting families written out whole by
+//! [`Store::freeze`] into one file beside RocksDB's (`frozen-<generation>.idx`,
+//! layout in [`crate::index::frozen`]), read through mmap.
+//!
+//! RocksDB stays the truth: the file is a copy of every bucket at the
+//! freeze, and a query reads a bucket from it only while the bucket is
+//! *clean*, unchanged since. Each write that touches a bucket marks it
+//! dirty first (in memory, before its batch commits, so no query at a
+//! later snapshot can read the stale copy) and, in the same batch, writes
+//! its meta key `frozen_dirty/ ‖ family ‖ bucket` (once per bucket), so a
+//! reopened store knows the same. A dirty bucket is read from RocksDB as
+//! before, so answers never depend on the file: only their cost does.
+//! Anything that rewrites a posting family wholesale (a repair, a band
+//! rebuild, an import of table files) drops the frozen index in the same
+//! batch.
+//!
+//! Meta entries:
+//!
+//! ```text
+//! "frozen"                  generation u64 BE ‖ entries u64 BE ‖ bytes u64 BE ‖ CRC-32 u32 BE
+//! "frozen_dirty/" ‖ i ‖ b   empty: bucket b (u16 BE) of posting family i (u8) changed since
+//! ```
+//!
+//! A store with a frozen index is format 8 (older builds would write its
+//! buckets without marking them); format 7 is format 8 without one.
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use memmap2::Mmap;
+use rocksdb::ReadOptions;
+
+use super::{schema, Access, Batch, Store, FROZEN_FORMAT_VERSION, META, POSTING_FAMILIES};
+use crate::error::{Error, Result};
+use crate::index::frozen::{FrozenLayout, FrozenWriter, BUCKETS};
+
+/// Meta key of the frozen index in use.
+pub const FROZEN_KEY: &[u8] = b"frozen";
+/// Prefix of the meta keys of the buckets changed since the freeze.
+pub const DIRTY_PREFIX: &[u8] = b"frozen_dirty/";
+/// The first key after every [`DIRTY_PREFIX`] key.
+const DIRTY_END: &[u8] = b"frozen_dirty0";
+
+const WORDS: usize = POSTING_FAMILIES * BUCKETS / 64;
+
+/// The file name of generation `g`.
+pub fn file_name(g: u64) -> String {
+    format!("frozen-{g:010}.idx")
+}
+
+/// The generation a file name names (`None`: not a frozen index's name;
+/// `Some((g, true))` for an unfinished `.tmp`).
+fn parse_name(name: &str) -> Option<(u64, bool)> {
+    let rest = name.strip_prefix("frozen-")?;
+    let (g, tmp) = match rest.strip_suffix(".idx.tmp") {
+        Some(g) => (g, true),
+        None => (rest.strip_suffix(".idx")?, false),
+    };
+    Some((g.parse().ok()?, tmp))
+}
+
+fn dirty_key(i: usize, b: u16) -> [u8; 16] {
+    let mut k = [0u8; 16];
+    k[..13].copy_from_slice(DIRTY_PREFIX);
+    k[13] = i as u8;
+    k[14..].copy_from_slice(&b.to_be_bytes());
+    k
+}
+
+/// The meta value of [`FROZEN_KEY`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct FrozenMeta {
+    pub generation: u64,
+    pub entries: u64,
+    pub bytes: u64,
+    pub crc: u32,
+}
+
+impl FrozenMeta {
+    fn encode(&self) -> [u8; 28] {
+        let mut v = [0u8; 28];
+        v[..8].copy_from_slice(&self.generation.to_be_bytes());
+        v[8..16].copy_from_slice(&self.entries.to_be_bytes());
+        v[16..24].copy_from_slice(&self.bytes.to_be_bytes());
+        v[24..].copy_from_slice(&self.crc.to_be_bytes());
+        v
+    }
+
+    fn decode(v: &[u8]) -> std::result::Result<FrozenMeta, String> {
+        if v.len() != 28 {
+            return Err(format!("{} bytes (expected 28)", v.len()));
+        }
+        let u = |at: usize| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&v[at..at + 8]);
+            u64::from_be_bytes(a)
+        };
+        Ok(FrozenMeta {
+            generation: u(0),
+            entries: u(8),
+            bytes: u(16),
+            crc: (u(20) & 0xffff_ffff) as u32,
+        })
+    }
+}
+
+/// An open frozen index and which of its buckets are clean.
+pub(crate) struct Frozen {
+    map: Mmap,
+    layout: FrozenLayout,
+    pub(crate) meta: FrozenMeta,
+    pub(crate) path: PathBuf,
+    /// Buckets changed since the freeze: set before the batch that
+    /// changes them commits; what queries consult.
+    dirty: Box<[AtomicU64]>,
+    /// Buckets whose dirty key is committed (the writer's bookkeeping: a
+    /// bucket's key goes into every batch until one commits).
+    persisted: Box<[AtomicU64]>,
+}
+
+fn bit(i: usize, b: u16) -> (usize, u64) {
+    let n = i * BUCKETS + usize::from(b);
+    (n / 64, 1u64 << (n % 64))
+}
+
+fn bitmap() -> Box<[AtomicU64]> {
+    (0..WORDS).map(|_| AtomicU64::new(0)).collect()
+}
+
+impl Frozen {
+    /// Maps `path` and checks its layout; its meta is what it says.
+    fn open_any(path: &Path) -> std::result::Result<Frozen, String> {
+        let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        // SAFETY: the file is written once, synced and renamed into place
+        // before any store names it, and never written again; simdb
+        // removes it only when no store names it.
+        let map = unsafe { Mmap::map(&file) }.map_err(|e| format!("{}: {e}", path.display()))?;
+        let layout = FrozenLayout::parse(&map, POSTING_FAMILIES)
+            .map_err(|r| format!("{}: {r}", path.display()))?;
+        let meta = FrozenMeta {
+            generation: layout.generation,
+            entries: layout.entries,
+            bytes: map.len() as u64,
+            crc: layout.crc,
+        };
+        Ok(Frozen {
+            map,
+            layout,
+            meta,
+            path: path.to_path_buf(),
+            dirty: bitmap(),
+            persisted: bitmap(),
+        })
+    }
+
+    /// Maps `path` and checks its layout against `meta`.
+    fn open(path: &Path, meta: FrozenMeta) -> std::result::Result<Frozen, String> {
+        let f = Frozen::open_any(path)?;
+        let m = f.meta;
+        if m != meta {
+            return Err(format!(
+                "{}: generation {}, {} entries, {} bytes, CRC {:08x}; the store names \
+                 generation {}, {} entries, {} bytes, CRC {:08x}",
+                path.display(),
+                m.generation,
+                m.entries,
+                m.bytes,
+                m.crc,
+                meta.generation,
+                meta.entries,
+                meta.bytes,
+                meta.crc
+            ));
+        }
+        Ok(f)
+    }
+
+    /// Whether bucket `b` of family `i` is unchanged since the freeze.
+    #[inline]
+    pub(crate) fn is_clean(&self, i: usize, b: u16) -> bool {
+        let (w, m) = bit(i, b);
+        self.dirty[w].load(Ordering::SeqCst) & m == 0
+    }
+
+    /// The entries of bucket `b` of family `i` at the freeze.
+    #[inline]
+    pub(crate) fn bucket(&self, i: usize, b: u16) -> &[u8] {
+        self.layout.bucket(&self.map, i, b)
+    }
+
+    /// How many buckets are clean.
+    pub(crate) fn clean(&self) -> u64 {
+        let dirty: u64 = self
+            .dirty
+            .iter()
+            .map(|w| u64::from(w.load(Ordering::Relaxed).count_ones()))
+            .sum();
+        (WORDS * 64) as u64 - dirty
+    }
+
+    /// Whether the file's bytes have the CRC its trailer records.
+    pub(crate) fn check_crc(&self) -> std::result::Result<(), String> {
+        self.layout.check_crc(&self.map)
+    }
+}
+
+/// What [`Store::freeze`] wrote.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FreezeReport {
+    pub generation: u64,
+    /// Entries of all posting families (fingerprints, counted once per
+    /// family).
+    pub entries: u64,
+    pub bytes: u64,
+    pub path: PathBuf,
+    pub seconds: f64,
+}
+
+/// The frozen index of an open store, as `stats` shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FrozenState {
+    pub generation: u64,
+    pub entries: u64,
+    pub bytes: u64,
+    /// Buckets of the posting families unchanged since the freeze, and in
+    /// all.
+    pub clean_buckets: u64,
+    pub buckets: u64,
+}
+
+impl Store {
+    /// The frozen index queries read clean buckets from, if any.
+    pub(crate) fn frozen(&self) -> Option<Arc<Frozen>> {
+        self.frozen.read().clone()
+    }
+
+    /// The frozen index's state (`Ok(None)`: none), or why the one the
+    /// store names could not be used (queries then read every bucket from
+    /// RocksDB; `verify` reports it and `simdb freeze` writes a new one).
+    pub fn frozen_state(&self) -> std::result::Result<Option<FrozenState>, String> {
+        if let Some(p) = self.frozen_problem.lock().clone() {
+            return Err(p);
+        }
+        Ok(self.frozen().map(|f| FrozenState {
+            generation: f.meta.generation,
+            entries: f.meta.entries,
+            bytes: f.meta.bytes,
+            clean_buckets: f.clean(),
+            buckets: (WORDS * 64) as u64,
+        }))
+    }
+
+    fn frozen_meta(&self) -> Result<Option<FrozenMeta>> {
+        self.get_meta(FROZEN_KEY)?
+            .map(|v| FrozenMeta::decode(&v).map_err(|r| Error::corrupt(META, FROZEN_KEY, r)))
+            .transpose()
+    }
+
+    /// At open: maps the frozen index the store names and marks the
+    /// buckets changed since; a writer also removes files no store names
+    /// (an unfinished freeze, generations before the last two).
+    pub(super) fn load_frozen(&self) -> Result<()> {
+        let meta = self.frozen_meta()?;
+        if self.access == Access::ReadWrite {
+            self.remove_stale_frozen(meta.map(|m| m.generation));
+        }
+        let Some(meta) = meta else { return Ok(()) };
+        let path = self.path.join(file_name(meta.generation));
+        let f = match Frozen::open(&path, meta) {
+            Ok(f) => f,
+            Err(reason) => {
+                *self.frozen_problem.lock() = Some(reason);
+                return Ok(());
+            }
+        };
+        let mut ro = ReadOptions::default();
+        ro.set_iterate_lower_bound(DIRTY_PREFIX.to_vec());
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(META), ro);
+        it.seek(DIRTY_PREFIX);
+        while let Some(k) = it.key() {
+            if !k.starts_with(DIRTY_PREFIX) {
+                break;
+            }
+            match k {
+                [_, _, _, _, _, _, _, _, _, _, _, _, _, i, hi, lo]
+                    if usize::from(*i) < POSTING_FAMILIES =>
+                {
+                    let (w, m) = bit(usize::from(*i), u16::from_be_bytes([*hi, *lo]));
+                    f.dirty[w].fetch_or(m, Ordering::SeqCst);
+                    f.persisted[w].fetch_or(m, Ordering::SeqCst);
+                }
+                _ => return Err(Error::corrupt(META, k, "not a frozen_dirty key")),
+            }
+            it.next();
+        }
+        it.status()?;
+        *self.frozen.write() = Some(Arc::new(f));
+        Ok(())
+    }
+
+    fn remove_stale_frozen(&self, current: Option<u64>) {
+        let Ok(dir) = std::fs::read_dir(&self.path) else {
+            return;
+        };
+        for e in dir.flatten() {
+            let name = e.file_name();
+            let Some((g, tmp)) = name.to_str().and_then(parse_name) else {
+                continue;
+            };
+            let keep = !tmp && current.is_some_and(|c| g == c || g + 1 == c);
+            if !keep {
+                // Best effort: a file left behind costs disk, not answers.
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+
+    /// Marks bucket `b` of posting family `i` changed, in memory now (no
+    /// query reads it from the frozen index any more) and in `batch` until
+    /// a batch that says so commits. Every write of a posting bucket goes
+    /// through here.
+    pub(super) fn mark_dirty(&self, batch: &mut Batch, i: usize, b: u16) {
+        let Some(f) = self.frozen.read().clone() else {
+            return;
+        };
+        let (w, m) = bit(i, b);
+        f.dirty[w].fetch_or(m, Ordering::SeqCst);
+        if f.persisted[w].load(Ordering::SeqCst) & m == 0 {
+            batch.0.put_cf(self.cf(META), dirty_key(i, b), []);
+            batch.1.push((i, b));
+        }
+    }
+
+    /// After `marked` (from [`Store::mark_dirty`]) committed.
+    pub(super) fn dirty_persisted(&self, marked: &[(usize, u16)]) {
+        if let Some(f) = self.frozen.read().clone() {
+            for &(i, b) in marked {
+                let (w, m) = bit(i, b);
+                f.persisted[w].fetch_or(m, Ordering::SeqCst);
+            }
+        }
+    }
+
+    /// Adds to `b` the removal of the frozen index (for a write that
+    /// replaces a posting family wholesale), and stops using it now.
+    pub(super) fn drop_frozen_in(&self, b: &mut Batch) {
+        *self.frozen.write() = None;
+        *self.frozen_problem.lock() = None;
+        self.delete_meta_in(b, FROZEN_KEY);
+        b.0.delete_range_cf(self.cf(META), DIRTY_PREFIX, DIRTY_END);
+    }
+
+    /// Writes the frozen index of the posting families as they are now
+    /// and makes the store read its clean buckets from it. The caller must
+    /// be the only writer meanwhile (`Maintenance::freeze` takes the
+    /// store `&mut`; the CLI opens it for writing). Takes one pass over
+    /// the posting families and writes about their size again.
+    pub fn freeze(&self) -> Result<FreezeReport> {
+        if self.access != Access::ReadWrite {
+            return Err(Error::Input(
+                "freeze needs the store opened for writing".into(),
+            ));
+        }
+        let t = Instant::now();
+        let generation = self.frozen_meta()?.map_or(1, |m| m.generation + 1);
+        let path = self.path.join(file_name(generation));
+        let tmp = self.path.join(format!("{}.tmp", file_name(generation)));
+        let file = File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        let io = |e: std::io::Error| Error::io(&tmp, e);
+        let mut w = FrozenWriter::new(
+            BufWriter::with_capacity(1 << 20, file),
+            POSTING_FAMILIES,
+            generation,
+        )
+        .map_err(io)?;
+        for i in 0..POSTING_FAMILIES {
+            w.begin_family();
+            self.for_each_bucket_in(i, 0, u16::MAX, |b, fps| w.bucket(b, fps).map_err(io))?;
+            w.end_family().map_err(io)?;
+        }
+        let (bw, _) = w.finish().map_err(io)?;
+        bw.into_inner().map_err(|e| io(e.into_error()))?;
+        let meta = self.install_frozen(&tmp, generation)?;
+        Ok(FreezeReport {
+            generation,
+            entries: meta.entries,
+            bytes: meta.bytes,
+            path,
+            seconds: t.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// Makes the frozen index written at `file` (by [`FrozenWriter`], of
+    /// this store's posting families as they are: a bulk import's) the
+    /// store's, as generation 1. See [`Store::freeze`].
+    pub fn adopt_frozen(&self, file: &Path) -> Result<()> {
+        self.install_frozen(file, 1).map(|_| ())
+    }
+
+    /// Syncs `tmp`, renames it to generation `generation`'s name, checks
+    /// it, and commits it as the store's frozen index.
+    fn install_frozen(&self, tmp: &Path, generation: u64) -> Result<FrozenMeta> {
+        let path = self.path.join(file_name(generation));
+        File::open(tmp)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| Error::io(tmp, e))?;
+        std::fs::rename(tmp, &path).map_err(|e| Error::io(&path, e))?;
+        File::open(&self.path)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| Error::io(&self.path, e))?;
+        let f = Frozen::open_any(&path).map_err(|r| Error::corrupt(META, FROZEN_KEY, r))?;
+        if f.meta.generation != generation {
+            let r = format!(
+                "{} is generation {}, not {generation}",
+                path.display(),
+                f.meta.generation
+            );
+            return Err(Error::corrupt(META, FROZEN_KEY, r));
+        }
+        let meta = f.meta;
+        let mut b = Batch::default();
+        self.put_meta_in(&mut b, FROZEN_KEY, &meta.encode());
+        b.0.delete_range_cf(self.cf(META), DIRTY_PREFIX, DIRTY_END);
+        let (k, v) = schema::format_version_entry(FROZEN_FORMAT_VERSION);
+        self.put_meta_in(&mut b, k, &v);
+        {
+            // Queries pair a snapshot with the frozen index under this
+            // lock: each sees the old file with the state before the
+            // commit, or the new one with the state after.
+            let mut g = self.frozen.write();
+            self.write(b, true)?;
+            *g = Some(Arc::new(f));
+        }
+        *self.frozen_problem.lock() = None;
+        self.remove_stale_frozen(Some(generation));
+        Ok(meta)
+    }
+
+    /// `verify`'s check of the frozen index: its CRC, and every clean
+    /// bucket equal to the store's. Returns the problems found.
+    pub fn check_frozen(&self) -> Result<Vec<String>> {
+        if let Some(p) = self.frozen_problem.lock().clone() {
+            return Ok(vec![format!("frozen index unusable: {p}")]);
+        }
+        let Some(f) = self.frozen() else {
+            return Ok(Vec::new());
+        };
+        let mut problems = Vec::new();
+        if let Err(r) = f.check_crc() {
+            problems.push(format!("frozen index {}: {r}", f.path.display()));
+            return Ok(problems);
+        }
+        for i in 0..POSTING_FAMILIES {
+            let mut next = 0usize;
+            let mut mismatch = |b: u16, fps: &[u8]| {
+                if f.is_clean(i, b) && f.bucket(i, b) != fps && problems.len() < 20 {
+                    problems.push(format!(
+                        "frozen index: bucket {b} of {} differs from the store's, yet is marked unchanged",
+                        super::posting_family(i)
+                    ));
+                }
+            };
+            self.for_each_bucket_in(i, 0, u16::MAX, |b, fps| {
+                for empty in next..usize::from(b) {
+                    mismatch(empty as u16, &[]);
+                }
+                mismatch(b, &crate::index::encode_posting(fps));
+                next = usize::from(b) + 1;
+                Ok(())
+            })?;
+            for empty in next..BUCKETS {
+                mismatch(empty as u16, &[]);
+            }
+        }
+        Ok(problems)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_meta_round_trip() {
+        assert_eq!(parse_name(&file_name(42)), Some((42, false)));
+        assert_eq!(parse_name("frozen-0000000003.idx.tmp"), Some((3, true)));
+        assert_eq!(parse_name("000012.sst"), None);
+        let m = FrozenMeta {
+            generation: 3,
+            entries: 1 << 40,
+            bytes: 9,
+            crc: 0xdead_beef,
+        };
+        assert_eq!(FrozenMeta::decode(&m.encode()), Ok(m));
+        assert_eq!(dirty_key(19, 0x0102)[13..], [19, 1, 2]);
+    }
+}
