@@ -92,7 +92,10 @@ fn import_matches_ingest_and_spills() {
     // The frozen index written beside the posting families: verify checks
     // each of its buckets against RocksDB's.
     let frozen = b.admin().stats().unwrap().frozen.expect("import freezes");
-    assert_eq!((frozen.generation, frozen.clean_buckets), (1, frozen.buckets));
+    assert_eq!(
+        (frozen.generation, frozen.clean_buckets),
+        (1, frozen.buckets)
+    );
     let rep = b.admin().verify().unwrap();
     assert!(
         rep.is_clean(),

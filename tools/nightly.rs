@@ -182,14 +182,14 @@ fn make_store(bin: &Path, verb: &str, store: &Path, input: Option<&Path>) {
 }
 
 /// A copy of the store `from` at `to` that ingest may write: its SST files
-/// (immutable) as hard links, every other file copied.
+/// and frozen index (immutable) as hard links, every other file copied.
 fn copy_store(from: &Path, to: &Path) {
     let _ = std::fs::remove_dir_all(to);
     std::fs::create_dir_all(to).expect("create the copy");
     for e in std::fs::read_dir(from).expect("read the big store") {
         let e = e.expect("entry");
         let (src, dst) = (e.path(), to.join(e.file_name()));
-        if src.extension().is_some_and(|x| x == "sst") {
+        if src.extension().is_some_and(|x| x == "sst" || x == "idx") {
             std::fs::hard_link(&src, &dst).expect("link an SST file");
         } else {
             std::fs::copy(&src, &dst).expect("copy a file");
@@ -334,14 +334,14 @@ fn main() {
     ];
     println!(
         "{:<24} {:>8} {:>10} {:>11} {:>10}",
-        "ingest", "threads", "seconds", "docs/s", "duplicates"
+        "ingest", "threads", "seconds", "docs/s", "near dups"
     );
     for (name, r, threads) in rows {
         println!(
             "{name:<24} {threads:>8} {:>10.2} {:>11.0} {:>10}",
             r.seconds,
             r.rate(docs),
-            r.summary["duplicates"]
+            r.summary["near_duplicates"]
         );
     }
     println!(

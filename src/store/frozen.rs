@@ -7,18 +7,19 @@
 //! *clean*, unchanged since. Each write that touches a bucket marks it
 //! dirty first (in memory, before its batch commits, so no query at a
 //! later snapshot can read the stale copy) and, in the same batch, writes
-//! its meta key `frozen_dirty/ ‖ family ‖ bucket` (once per bucket), so a
-//! reopened store knows the same. A dirty bucket is read from RocksDB as
-//! before, so answers never depend on the file: only their cost does.
-//! Anything that rewrites a posting family wholesale (a repair, a band
-//! rebuild, an import of table files) drops the frozen index in the same
-//! batch.
+//! the page of the changed-bucket map that holds it (1,024 buckets a page,
+//! until a batch with it commits), so a reopened store knows the same. A
+//! dirty bucket is read from RocksDB as before, so answers never depend on
+//! the file: only their cost does. Anything that rewrites a posting family
+//! wholesale (a repair, a band rebuild, an import of table files) drops
+//! the frozen index in the same batch.
 //!
 //! Meta entries:
 //!
 //! ```text
-//! "frozen"                  generation u64 BE ‖ entries u64 BE ‖ bytes u64 BE ‖ CRC-32 u32 BE
-//! "frozen_dirty/" ‖ i ‖ b   empty: bucket b (u16 BE) of posting family i (u8) changed since
+//! "frozen"                generation u64 BE ‖ entries u64 BE ‖ bytes u64 BE ‖ CRC-32 u32 BE
+//! "frozen_dirty/" ‖ page  page u16 BE: 16 u64 LE, bit n % 64 of word (n % 1024) / 64 set
+//!                         when bucket n = family * 65,536 + bucket changed since
 //! ```
 //!
 //! A store with a frozen index is format 8 (older builds would write its
@@ -63,11 +64,18 @@ fn parse_name(name: &str) -> Option<(u64, bool)> {
     Some((g.parse().ok()?, tmp))
 }
 
-fn dirty_key(i: usize, b: u16) -> [u8; 16] {
-    let mut k = [0u8; 16];
+/// Buckets per persisted page of the changed-bucket map: the buckets of
+/// all posting families numbered `family * 65,536 + bucket`, 1,024 to a
+/// page, so a night's batches write at most 1,280 small values however
+/// many buckets they change.
+const PAGE_BUCKETS: usize = 1024;
+const PAGE_WORDS: usize = PAGE_BUCKETS / 64;
+const PAGES: usize = WORDS / PAGE_WORDS;
+
+fn dirty_key(page: u16) -> [u8; 15] {
+    let mut k = [0u8; 15];
     k[..13].copy_from_slice(DIRTY_PREFIX);
-    k[13] = i as u8;
-    k[14..].copy_from_slice(&b.to_be_bytes());
+    k[13..].copy_from_slice(&page.to_be_bytes());
     k
 }
 
@@ -281,19 +289,25 @@ impl Store {
         ro.set_iterate_lower_bound(DIRTY_PREFIX.to_vec());
         let mut it = self.db.raw_iterator_cf_opt(self.cf(META), ro);
         it.seek(DIRTY_PREFIX);
-        while let Some(k) = it.key() {
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
             if !k.starts_with(DIRTY_PREFIX) {
                 break;
             }
-            match k {
-                [_, _, _, _, _, _, _, _, _, _, _, _, _, i, hi, lo]
-                    if usize::from(*i) < POSTING_FAMILIES =>
-                {
-                    let (w, m) = bit(usize::from(*i), u16::from_be_bytes([*hi, *lo]));
-                    f.dirty[w].fetch_or(m, Ordering::SeqCst);
-                    f.persisted[w].fetch_or(m, Ordering::SeqCst);
+            let page = match k {
+                [_, _, _, _, _, _, _, _, _, _, _, _, _, hi, lo] => {
+                    usize::from(u16::from_be_bytes([*hi, *lo]))
                 }
                 _ => return Err(Error::corrupt(META, k, "not a frozen_dirty key")),
+            };
+            if page >= PAGES || v.len() != PAGE_WORDS * 8 {
+                return Err(Error::corrupt(META, k, "frozen_dirty page out of range"));
+            }
+            for (n, c) in v.chunks_exact(8).enumerate() {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(c);
+                let m = u64::from_le_bytes(a);
+                f.dirty[page * PAGE_WORDS + n].fetch_or(m, Ordering::SeqCst);
+                f.persisted[page * PAGE_WORDS + n].fetch_or(m, Ordering::SeqCst);
             }
             it.next();
         }
@@ -320,9 +334,10 @@ impl Store {
     }
 
     /// Marks bucket `b` of posting family `i` changed, in memory now (no
-    /// query reads it from the frozen index any more) and in `batch` until
-    /// a batch that says so commits. Every write of a posting bucket goes
-    /// through here.
+    /// query reads it from the frozen index any more) and, until a batch
+    /// that says so commits, in every batch that changes it: `batch`
+    /// notes its page, which [`Store::write`] puts. Every write of a
+    /// posting bucket goes through here.
     pub(super) fn mark_dirty(&self, batch: &mut Batch, i: usize, b: u16) {
         let Some(f) = self.frozen.read().clone() else {
             return;
@@ -330,17 +345,47 @@ impl Store {
         let (w, m) = bit(i, b);
         f.dirty[w].fetch_or(m, Ordering::SeqCst);
         if f.persisted[w].load(Ordering::SeqCst) & m == 0 {
-            batch.0.put_cf(self.cf(META), dirty_key(i, b), []);
-            batch.1.push((i, b));
+            let page = (w / PAGE_WORDS) as u16;
+            if batch.1.last() != Some(&page) {
+                batch.1.push(page);
+            }
         }
     }
 
-    /// After `marked` (from [`Store::mark_dirty`]) committed.
-    pub(super) fn dirty_persisted(&self, marked: &[(usize, u16)]) {
+    /// Puts into `batch` the pages its writes changed (from
+    /// [`Store::mark_dirty`]) as they stand; returns them, for
+    /// [`Store::dirty_persisted`] once the batch commits. The writer is
+    /// the only one to set bits, so the latest value of a page holds every
+    /// bit an earlier one did.
+    pub(super) fn put_dirty_pages(&self, batch: &mut Batch) -> Vec<(u16, [u64; PAGE_WORDS])> {
+        let Some(f) = self.frozen.read().clone() else {
+            return Vec::new();
+        };
+        let mut pages = std::mem::take(&mut batch.1);
+        pages.sort_unstable();
+        pages.dedup();
+        pages
+            .into_iter()
+            .map(|page| {
+                let mut words = [0u64; PAGE_WORDS];
+                let mut v = Vec::with_capacity(PAGE_WORDS * 8);
+                for (n, w) in words.iter_mut().enumerate() {
+                    *w = f.dirty[usize::from(page) * PAGE_WORDS + n].load(Ordering::SeqCst);
+                    v.extend_from_slice(&w.to_le_bytes());
+                }
+                batch.0.put_cf(self.cf(META), dirty_key(page), v);
+                (page, words)
+            })
+            .collect()
+    }
+
+    /// After the pages [`Store::put_dirty_pages`] put committed.
+    pub(super) fn dirty_persisted(&self, pages: &[(u16, [u64; PAGE_WORDS])]) {
         if let Some(f) = self.frozen.read().clone() {
-            for &(i, b) in marked {
-                let (w, m) = bit(i, b);
-                f.persisted[w].fetch_or(m, Ordering::SeqCst);
+            for (page, words) in pages {
+                for (n, w) in words.iter().enumerate() {
+                    f.persisted[usize::from(*page) * PAGE_WORDS + n].fetch_or(*w, Ordering::SeqCst);
+                }
             }
         }
     }
@@ -496,6 +541,7 @@ mod tests {
             crc: 0xdead_beef,
         };
         assert_eq!(FrozenMeta::decode(&m.encode()), Ok(m));
-        assert_eq!(dirty_key(19, 0x0102)[13..], [19, 1, 2]);
+        assert_eq!(dirty_key(0x0102)[13..], [1, 2]);
+        assert_eq!(PAGES, 1280);
     }
 }

@@ -131,7 +131,7 @@ fn is_posting_family(name: &str) -> bool {
 /// [`Store::write`] (RocksDB's write batch; the type keeps RocksDB out of
 /// the modules above the store).
 #[derive(Default)]
-pub struct Batch(WriteBatch, Vec<(usize, u16)>);
+pub struct Batch(WriteBatch, Vec<u16>);
 
 /// Memory knobs of an open store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -843,15 +843,20 @@ impl Store {
     }
 
     /// Writes `batch` atomically across families.
-    pub fn write(&self, b: Batch, sync: bool) -> Result<()> {
+    pub fn write(&self, mut b: Batch, sync: bool) -> Result<()> {
+        let pages = if b.1.is_empty() {
+            Vec::new()
+        } else {
+            self.put_dirty_pages(&mut b)
+        };
         let mut wo = WriteOptions::default();
         wo.set_sync(sync);
         self.db.write_opt(b.0, &wo)?;
         if sync {
             ReadCounts::add(&self.wal_syncs, 1);
         }
-        if !b.1.is_empty() {
-            self.dirty_persisted(&b.1);
+        if !pages.is_empty() {
+            self.dirty_persisted(&pages);
         }
         Ok(())
     }
