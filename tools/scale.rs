@@ -7,8 +7,12 @@
 //! cargo run --release --example scale -- --n 1000000 --queries 2000 [--mode uniform|skewed]
 //!     [--seed 1] [--dir DIR] [--brute 50] [--keep] [--reuse] [--cache-mb 256]
 //!     [--big-batch 100000] [--ks 7,11] [--k-queries 1000] [--budgets 112]
-//!     [--sketches] [--no-mmap]
+//!     [--sketches] [--no-mmap] [--no-freeze]
 //! ```
+//!
+//! `simdb import` writes the store's frozen index (queries read unchanged
+//! buckets in place); `--no-freeze` imports without it, so every bucket
+//! is read through RocksDB.
 //!
 //! `--no-mmap` opens the store with `Tuning::mmap_reads` off (every block
 //! through the block cache, a miss a `pread`), to compare with the default.
@@ -69,6 +73,7 @@ struct Args {
     row_cache_mb: usize,
     /// `Tuning::mmap_reads` off: every block through the block cache.
     no_mmap: bool,
+    no_freeze: bool,
     big_batch: usize,
     ks: Vec<u32>,
     k_queries: usize,
@@ -96,6 +101,7 @@ fn args() -> Args {
         cache_mb: 256,
         row_cache_mb: 0,
         no_mmap: false,
+        no_freeze: false,
         big_batch: 100_000,
         ks: Vec::new(),
         k_queries: 1000,
@@ -127,6 +133,7 @@ fn args() -> Args {
             "--keep" => a.keep = true,
             "--sketches" => a.sketches = true,
             "--no-mmap" => a.no_mmap = true,
+            "--no-freeze" => a.no_freeze = true,
             "--reuse" => {
                 a.reuse = true;
                 a.keep = true;
@@ -376,18 +383,25 @@ fn main() {
     if reuse {
         println!("reusing {} (--reuse): no import", store.display());
     } else {
-        import(&simdb_bin, &store, &input, a.n);
+        import(&simdb_bin, &store, &input, a.n, a.no_freeze);
     }
     query_phase(&a, &store, &queries, &fps);
 }
 
-fn import(simdb_bin: &std::path::Path, store: &std::path::Path, input: &std::path::Path, n: usize) {
+fn import(
+    simdb_bin: &std::path::Path,
+    store: &std::path::Path,
+    input: &std::path::Path,
+    n: usize,
+    no_freeze: bool,
+) {
     let _ = std::fs::remove_dir_all(store);
     let t = Instant::now();
     let out = Command::new(simdb_bin)
         .arg("import")
         .arg(store)
         .arg(input)
+        .args(no_freeze.then_some("--no-freeze"))
         .output()
         .expect("run simdb import");
     let load = t.elapsed().as_secs_f64();
