@@ -673,3 +673,199 @@ fn regression_24_export_import_restores_the_store() {
         common::stderr(&o)
     );
 }
+
+/// An engine's fingerprints (`simdb.ray.fingerprint`'s columns, with the
+/// engine's Arrow types: uint64 fingerprint and content hash, 32-byte
+/// fixed-size sketch, uint32 terms, binary weak bits) imported with
+/// `simdb import --parquet` make a store whose records are the ingested
+/// store's (but for source, time and top terms) and whose answers, to
+/// texts and to stored ids, are the same; a `verify --repair` then builds
+/// the clusters ingest built.
+#[test]
+fn an_engines_fingerprints_import_into_a_store_that_answers_as_ingest() {
+    use arrow_array::{FixedSizeBinaryArray, UInt32Array, UInt64Array};
+    use simdb::{Fingerprinter, QueryRequest, Subject};
+    let t = common::TempDb::new();
+    let vocab = common::vocab();
+    let mut rng = common::rng(391);
+    let mut texts: Vec<String> = Vec::new();
+    let mut bases: Vec<Vec<String>> = Vec::new();
+    for i in 0..240 {
+        let body = if i % 3 == 0 && i > 0 {
+            let base = &bases[rng.random_range(0..bases.len())];
+            common::edit(&mut rng, &vocab, base, 1 + i % 4).concat()
+        } else {
+            let w = common::article(&mut rng, &vocab, 40 + i % 90);
+            let s = w.concat();
+            bases.push(w);
+            s
+        };
+        texts.push(body);
+    }
+    // A shorter excerpt of a text: confirmed by containment, which needs
+    // the imported lengths.
+    for (n, i) in [1usize, 2, 4, 5, 7, 8].into_iter().enumerate() {
+        let share = [55, 60, 65][n % 3];
+        let cut: String = texts[i]
+            .chars()
+            .take(texts[i].chars().count() * share / 100)
+            .collect();
+        // At an index the answers below ask about (every third).
+        while !texts.len().is_multiple_of(3) {
+            texts.push(common::article(&mut rng, &vocab, 60).concat());
+        }
+        texts.push(cut);
+    }
+    let ids: Vec<String> = (0..texts.len()).map(|i| format!("d{i:04}")).collect();
+    // `simdb ingest` of the texts: records, answers and clusters to match.
+    let ingested = t.path().join("ingested.db");
+    let jsonl: String = ids
+        .iter()
+        .zip(&texts)
+        .map(|(id, text)| format!("{}\n", json!({"id": id, "text": text})))
+        .collect();
+    let input = t.file("docs.jsonl", jsonl);
+    let o = common::simdb(&[&"init", &ingested]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let o = common::simdb(&[&"ingest", &ingested, &input]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    // What the engine computes: the same analysis as the wheel's Analyzer.
+    let f = Fingerprinter::new(Recipe::default());
+    let an: Vec<_> = texts.iter().map(|t| f.analyze(t).unwrap()).collect();
+    let file = t.path().join("engine.parquet");
+    let sketches: Vec<[u8; 32]> = an.iter().map(|a| a.sketch.unwrap().0).collect();
+    write_columns(
+        &file,
+        vec![
+            (
+                "id",
+                std::sync::Arc::new(StringArray::from(ids.clone())) as _,
+            ),
+            (
+                "fingerprint",
+                std::sync::Arc::new(UInt64Array::from_iter_values(
+                    an.iter().map(|a| a.fingerprint.value()),
+                )) as _,
+            ),
+            (
+                "sketch",
+                std::sync::Arc::new(FixedSizeBinaryArray::try_from_iter(sketches.iter()).unwrap())
+                    as _,
+            ),
+            (
+                "length",
+                std::sync::Arc::new(UInt64Array::from_iter_values(
+                    texts.iter().map(|t| t.len() as u64),
+                )) as _,
+            ),
+            (
+                "terms",
+                std::sync::Arc::new(UInt32Array::from_iter_values(
+                    an.iter().map(|a| a.terms as u32),
+                )) as _,
+            ),
+            (
+                "weak_bits",
+                std::sync::Arc::new(BinaryArray::from_iter_values(
+                    an.iter().map(|a| a.weak_bits.as_slice()),
+                )) as _,
+            ),
+            (
+                "content_hash",
+                std::sync::Arc::new(UInt64Array::from_iter_values(
+                    texts.iter().map(|t| simdb::fingerprint::text_hash(t)),
+                )) as _,
+            ),
+        ],
+    );
+    let imported = t.path().join("imported.db");
+    let o = common::simdb(&[&"import", &imported, &"--parquet", &file]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let (a, b) = (
+        Db::options().read_only().open(&ingested).unwrap(),
+        Db::options().read_only().open(&imported).unwrap(),
+    );
+    for id in &ids {
+        let (x, y) = (a.get(id).unwrap().unwrap(), b.get(id).unwrap().unwrap());
+        assert_eq!(
+            (
+                x.fingerprint,
+                x.sketch,
+                x.length,
+                x.terms,
+                &x.weak_bits,
+                x.content_hash
+            ),
+            (
+                y.fingerprint,
+                y.sketch,
+                y.length,
+                y.terms,
+                &y.weak_bits,
+                y.content_hash
+            ),
+            "{id}"
+        );
+    }
+    let answers = |db: &Db, subject: &dyn Fn(usize) -> Subject| {
+        (0..texts.len())
+            .step_by(3)
+            .map(|i| {
+                db.answer(&QueryRequest::new(subject(i)))
+                    .unwrap()
+                    .hits
+                    .into_iter()
+                    .map(|h| {
+                        (
+                            h.id,
+                            h.distance,
+                            h.similarity.map(f64::to_bits),
+                            h.containment.map(f64::to_bits),
+                        )
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect::<Vec<_>>()
+    };
+    let by_text = |i: usize| Subject::Text(texts[i].clone());
+    let by_id = |i: usize| Subject::Id(ids[i].clone());
+    let want = answers(&a, &by_text);
+    assert!(want.iter().filter(|h| h.len() > 1).count() > 10, "{want:?}");
+    assert!(
+        want.iter().flatten().any(|h| h.3.is_some()),
+        "a containment hit"
+    );
+    assert_eq!(answers(&b, &by_text), want);
+    assert_eq!(answers(&b, &by_id), answers(&a, &by_id));
+    drop(b);
+    // The clusters: built by a repair's duplicate checks, as ingest's.
+    let o = common::simdb(&[&"verify", &imported, &"--repair"]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    // Compared by representative and members (id, distance): a cluster's
+    // id is its founder's ord, and the times are each store's own.
+    let clusters = |path: &Path| {
+        let o = common::simdb(&[&"clusters", &path, &"--json"]);
+        assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+        common::stdout(&o)
+            .lines()
+            .map(|l| {
+                let c: serde_json::Value = serde_json::from_str(l).unwrap();
+                let members: Vec<(String, u64)> = c["members"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|m| {
+                        (
+                            m["id"].as_str().unwrap().into(),
+                            m["distance"].as_u64().unwrap(),
+                        )
+                    })
+                    .collect();
+                (c["representative"].as_str().unwrap().to_string(), members)
+            })
+            .collect::<Vec<_>>()
+    };
+    let want = clusters(&ingested);
+    assert!(want.len() > 5, "{} clusters", want.len());
+    assert_eq!(clusters(&imported), want);
+}

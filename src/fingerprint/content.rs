@@ -17,12 +17,19 @@ pub enum Content {
     Fingerprint(Fingerprint),
 }
 
+/// The content hash a store records for text `t` (`Content::Text(t).hash()`,
+/// xxh3-64 of its UTF-8 bytes): what tells a re-ingest of the same text
+/// under the same id that nothing changed.
+pub fn text_hash(t: &str) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(t.as_bytes())
+}
+
 impl Content {
     /// xxh3-64 identity of the content (text bytes, or the features in order
     /// as `name \t weight-bits-hex \n`).
     pub fn hash(&self) -> u64 {
         match self {
-            Content::Text(t) => xxhash_rust::xxh3::xxh3_64(t.as_bytes()),
+            Content::Text(t) => text_hash(t),
             Content::Features(f) => {
                 let mut h = xxhash_rust::xxh3::Xxh3::new();
                 for (n, w) in f {

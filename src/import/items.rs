@@ -17,6 +17,8 @@ pub(super) struct ById {
     pub(super) sketch: Option<[u8; SKETCH_BYTES]>,
     /// A restored record ([`Restored::encode`]), or empty.
     pub(super) extra: Vec<u8>,
+    /// An engine's analysis of the text (Parquet input).
+    pub(super) analysed: Option<Analysed>,
 }
 
 impl Item for ById {
@@ -34,7 +36,18 @@ impl Item for ById {
             None => w.write_all(&[0])?,
         }
         w.write_all(&(self.extra.len() as u32).to_be_bytes())?;
-        w.write_all(&self.extra)
+        w.write_all(&self.extra)?;
+        match &self.analysed {
+            Some(a) => {
+                w.write_all(&[1 | u8::from(a.content_hash.is_some()) << 1])?;
+                w.write_all(&a.length.to_be_bytes())?;
+                w.write_all(&a.terms.to_be_bytes())?;
+                w.write_all(&a.content_hash.unwrap_or(0).to_be_bytes())?;
+                w.write_all(&(a.weak_bits.len() as u32).to_be_bytes())?;
+                w.write_all(&a.weak_bits)
+            }
+            None => w.write_all(&[0]),
+        }
     }
     fn read_from(r: &mut impl BufRead) -> io::Result<Option<Self>> {
         if r.fill_buf()?.is_empty() {
@@ -57,6 +70,25 @@ impl Item for ById {
         r.read_exact(&mut n)?;
         let mut extra = vec![0u8; u32::from_be_bytes(n) as usize];
         r.read_exact(&mut extra)?;
+        r.read_exact(&mut flag)?;
+        let analysed = if flag[0] & 1 == 1 {
+            let mut a = [0u8; 24];
+            r.read_exact(&mut a)?;
+            let mut weak = vec![0u8; u32::from_be_bytes([a[20], a[21], a[22], a[23]]) as usize];
+            r.read_exact(&mut weak)?;
+            let mut h = [0u8; 8];
+            h.copy_from_slice(&a[12..20]);
+            let mut l = [0u8; 8];
+            l.copy_from_slice(&a[..8]);
+            Some(Analysed {
+                length: u64::from_be_bytes(l),
+                terms: u32::from_be_bytes([a[8], a[9], a[10], a[11]]),
+                content_hash: (flag[0] & 2 == 2).then(|| u64::from_be_bytes(h)),
+                weak_bits: weak,
+            })
+        } else {
+            None
+        };
         Ok(Some(ById {
             id,
             pos: u64_at(0),
@@ -65,6 +97,7 @@ impl Item for ById {
             line: u64_at(20),
             sketch,
             extra,
+            analysed,
         }))
     }
     fn mem_bytes(&self) -> usize {

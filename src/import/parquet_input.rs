@@ -41,6 +41,13 @@ pub(super) fn read_parquet(
         }
     }
     let mut columns = vec!["id", "fingerprint"];
+    // An engine's columns (`simdb.ray.fingerprint`, the Spark job's), kept
+    // when present in a Parquet that is not a restored export.
+    let engine: Vec<&str> = ENGINE_COLUMNS
+        .into_iter()
+        .filter(|c| !restore && b.schema().field_with_name(c).is_ok())
+        .collect();
+    columns.extend(&engine);
     if restore {
         for c in RESTORED_COLUMNS {
             if b.schema().field_with_name(c).is_err() {
@@ -99,8 +106,19 @@ pub(super) fn read_parquet(
         for i in 0..batch.num_rows() {
             row += 1;
             let id = id_at(i).ok_or_else(|| bad(path, row, "row with a null id"))?;
-            let fp = fp_at(i).ok_or_else(|| bad(path, row, "row with a null fingerprint"))?;
+            let fp = fp_at(i).ok_or_else(|| {
+                bad(
+                    path,
+                    row,
+                    "row with a null fingerprint (an engine's text without usable \
+                     features: filter those rows out first)",
+                )
+            })?;
             check_id(id).map_err(|e| bad(path, row, e))?;
+            let (sketch, analysed) = match engine.is_empty() {
+                true => (None, None),
+                false => engine_row(&batch, i).map_err(|e| bad(path, row, e))?,
+            };
             let restored = match restore {
                 true => {
                     Some(restored_row(&batch, i, Fingerprint(fp)).map_err(|e| bad(path, row, e))?)
@@ -111,12 +129,94 @@ pub(super) fn read_parquet(
                 id: id.to_string(),
                 fp: Fingerprint(fp),
                 line: row,
-                sketch: None,
+                sketch,
+                analysed,
                 restored,
             })?;
         }
     }
     Ok(())
+}
+
+#[cfg(feature = "parquet")]
+/// The columns of an engine's fingerprints that an import keeps (beside id
+/// and fingerprint), each optional: `sketch` (32 bytes), `length`, `terms`,
+/// `weak_bits`, `content_hash`.
+const ENGINE_COLUMNS: [&str; 5] = ["sketch", "length", "terms", "weak_bits", "content_hash"];
+
+#[cfg(feature = "parquet")]
+/// Row `i`'s sketch and analysis from an engine's columns (those `batch`
+/// has): integers of any width (`content_hash` as a u64's bits), binary or
+/// fixed-size binary sketches. `length`, `terms` and `weak_bits` count
+/// when any of them is there; a null is 0, or empty.
+fn engine_row(
+    batch: &arrow_array::RecordBatch,
+    i: usize,
+) -> std::result::Result<(Option<[u8; SKETCH_BYTES]>, Option<Analysed>), String> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Int32Type, Int64Type, UInt32Type, UInt64Type};
+    use arrow_array::Array;
+    use arrow_schema::DataType as T;
+
+    let bytes = |name: &str| -> std::result::Result<Option<Vec<u8>>, String> {
+        let Some(c) = batch.column_by_name(name) else {
+            return Ok(None);
+        };
+        if c.is_null(i) {
+            return Ok(None);
+        }
+        Ok(Some(match c.data_type() {
+            T::Binary => c.as_binary::<i32>().value(i).to_vec(),
+            T::LargeBinary => c.as_binary::<i64>().value(i).to_vec(),
+            T::FixedSizeBinary(_) => c.as_fixed_size_binary().value(i).to_vec(),
+            t => return Err(format!("\"{name}\" must be binary, not {t}")),
+        }))
+    };
+    // (value, whether it was a signed type).
+    let int = |name: &str| -> std::result::Result<Option<(u64, bool)>, String> {
+        let Some(c) = batch.column_by_name(name) else {
+            return Ok(None);
+        };
+        if c.is_null(i) {
+            return Ok(None);
+        }
+        Ok(Some(match c.data_type() {
+            T::UInt64 => (c.as_primitive::<UInt64Type>().value(i), false),
+            T::UInt32 => (u64::from(c.as_primitive::<UInt32Type>().value(i)), false),
+            T::Int64 => (c.as_primitive::<Int64Type>().value(i) as u64, true),
+            T::Int32 => (c.as_primitive::<Int32Type>().value(i) as i64 as u64, true),
+            t => return Err(format!("\"{name}\" must be an integer, not {t}")),
+        }))
+    };
+    let count = |name: &str| -> std::result::Result<u64, String> {
+        match int(name)? {
+            Some((v, true)) if (v as i64) < 0 => {
+                Err(format!("\"{name}\" is negative ({})", v as i64))
+            }
+            Some((v, _)) => Ok(v),
+            None => Ok(0),
+        }
+    };
+    let sketch = match bytes("sketch")? {
+        None => None,
+        Some(b) => Some(
+            b.as_slice()
+                .try_into()
+                .map_err(|_| format!("a sketch of {} bytes, not {SKETCH_BYTES}", b.len()))?,
+        ),
+    };
+    let has = |n: &str| batch.column_by_name(n).is_some();
+    let analysed = if has("length") || has("terms") || has("weak_bits") || has("content_hash") {
+        Some(Analysed {
+            length: count("length")?,
+            terms: u32::try_from(count("terms")?).map_err(|_| "\"terms\" is too large")?,
+            weak_bits: bytes("weak_bits")?.unwrap_or_default(),
+            content_hash: int("content_hash")?.map(|v| v.0),
+        })
+    } else {
+        None
+    };
+    Ok((sketch, analysed))
 }
 
 #[cfg(feature = "parquet")]

@@ -7,13 +7,30 @@ use super::*;
 /// A `refs` entry to write: fingerprint, id, sketch.
 pub(super) type RefsEntry = (Fingerprint, String, Option<crate::fingerprint::Sketch>);
 
+/// What an engine computed of a document's text besides its fingerprint
+/// and sketch (`simdb.ray.fingerprint`'s and the Spark job's columns), kept
+/// in the imported record as `simdb ingest` keeps them: the length serves
+/// the containment rule, the weak bits the ranked probing of `--id`
+/// queries, the content hash the "unchanged" check of a later ingest.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct Analysed {
+    pub(super) length: u64,
+    pub(super) terms: u32,
+    pub(super) weak_bits: Vec<u8>,
+    pub(super) content_hash: Option<u64>,
+}
+
 /// One parsed input record.
 pub(super) struct Parsed {
     pub(super) id: String,
     pub(super) fp: Fingerprint,
     pub(super) line: u64,
-    /// The sketch of the sketched binary form.
+    /// The sketch of the sketched binary form, or of a Parquet `sketch`
+    /// column.
     pub(super) sketch: Option<[u8; SKETCH_BYTES]>,
+    /// What an engine computed of the text besides (Parquet columns
+    /// `length`, `terms`, `weak_bits`, `content_hash`).
+    pub(super) analysed: Option<Analysed>,
     /// The whole record, from a simdb export.
     pub(super) restored: Option<Restored>,
 }
@@ -195,6 +212,7 @@ fn read_binary(
             fp: Fingerprint(fp),
             line: n,
             sketch,
+            analysed: None,
             restored: None,
         })?;
     }
@@ -232,6 +250,7 @@ fn read_jsonl(
             fp,
             line: n,
             sketch: None,
+            analysed: None,
             restored: None,
         })?;
     }

@@ -142,6 +142,7 @@ impl Build<'_> {
                         line: p.line,
                         sketch: p.sketch,
                         extra: p.restored.map(|r| r.encode()).unwrap_or_default(),
+                        analysed: p.analysed,
                     })
                     .map_err(io_err(tmp))
             })?;
@@ -456,16 +457,19 @@ impl Build<'_> {
 pub(super) fn imported_record(d: &ById, input: &str, now: u64) -> Record {
     let fp = Fingerprint(d.fp);
     let content = Content::Fingerprint(fp);
+    let a = d.analysed.as_ref();
     Record {
         fingerprint: fp,
-        content_hash: content.hash(),
-        length: content.len(),
+        content_hash: a
+            .and_then(|a| a.content_hash)
+            .unwrap_or_else(|| content.hash()),
+        length: a.map_or(content.len(), |a| a.length),
         ingested_at: now,
         source: format!("{input}:{}", d.line),
-        terms: 0,
+        terms: a.map_or(0, |a| a.terms),
         sketch: d.sketch.map(crate::fingerprint::Sketch),
         top_terms: Vec::new(),
-        weak_bits: Vec::new(),
+        weak_bits: a.map(|a| a.weak_bits.clone()).unwrap_or_default(),
         ord: d.pos,
         priority: None,
     }
