@@ -290,6 +290,7 @@ class Analyzer:
         self,
         *,
         db: Optional[Union[str, PathLike[str]]] = None,
+        recipe: Optional[Union[str, dict[str, Any]]] = None,
         top_k: int = 0,
         shingle: int = 1,
         hmm: bool = False,
@@ -305,8 +306,10 @@ class Analyzer:
         """Analyses ``texts`` in parallel (the GIL released): a dict of
         equal-length lists ``fingerprint`` (int, or None where a text has
         no usable features or is None), ``sketch`` (32 bytes, or None),
-        ``length`` (UTF-8 bytes), ``terms`` and ``weak_bits`` (bytes) -- the
-        values ``simdb ingest`` stores for the same texts."""
+        ``length`` (UTF-8 bytes), ``terms``, ``weak_bits`` (bytes) and
+        ``content_hash`` (int, or None with the fingerprint) -- the values
+        ``simdb ingest`` stores for the same texts, which ``simdb import``
+        keeps."""
 
 def distance(a: int, b: int) -> int:
     """Hamming distance of two fingerprints."""

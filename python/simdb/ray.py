@@ -23,8 +23,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: The columns added to each row, with their Arrow types: ``fingerprint``
 #: (uint64; null where the text has no usable features), ``sketch`` (32
-#: bytes), ``length`` (the text's UTF-8 bytes), ``terms`` and ``weak_bits``.
-COLUMNS = ("fingerprint", "sketch", "length", "terms", "weak_bits")
+#: bytes), ``length`` (the text's UTF-8 bytes), ``terms``, ``weak_bits`` and
+#: ``content_hash`` (uint64). ``simdb import --parquet`` of these rows (with
+#: an ``id``, those with a fingerprint) keeps them all in its records.
+COLUMNS = ("fingerprint", "sketch", "length", "terms", "weak_bits", "content_hash")
 
 
 def _types() -> dict[str, Any]:
@@ -36,6 +38,7 @@ def _types() -> dict[str, Any]:
         "length": pa.uint64(),
         "terms": pa.uint32(),
         "weak_bits": pa.binary(),
+        "content_hash": pa.uint64(),
     }
 
 
@@ -59,12 +62,53 @@ def fingerprint_table(
     return table
 
 
+def export_recipe(path: Union[str, "os.PathLike[str]"]) -> dict[str, Any]:
+    """The recipe a ``simdb export --parquet`` states in its key-value
+    metadata (``simdb.recipe``), from a part file or the export's
+    directory (its first part), local or any URI ``pyarrow.fs`` reads
+    (``s3://…``). Raises ``ValueError`` when there is none."""
+    import json
+
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
+
+    path = os.fspath(path)
+    if "://" in path:
+        fs, p = pafs.FileSystem.from_uri(path)
+    else:
+        fs, p = pafs.LocalFileSystem(), os.path.abspath(path)
+    if fs.get_file_info(p).type == pafs.FileType.Directory:
+        parts = sorted(
+            i.path
+            for i in fs.get_file_info(pafs.FileSelector(p))
+            if i.path.endswith(".parquet") and not os.path.basename(i.path).startswith(("_", "."))
+        )
+        if not parts:
+            raise ValueError(f"{path}: no .parquet part files")
+        p = parts[0]
+    with fs.open_input_file(p) as f:
+        meta = pq.read_metadata(f).metadata or {}
+    raw = meta.get(b"simdb.recipe")
+    if raw is None:
+        raise ValueError(
+            f"{path}: no simdb.recipe in its metadata (not a simdb export, or one "
+            "from before exports stated their recipe)"
+        )
+    return json.loads(raw)
+
+
 class _Fingerprint:
     """The stateful worker of :func:`fingerprint`: one analyzer per actor."""
 
-    def __init__(self, text: str, db: Optional[str], recipe: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        text: str,
+        db: Optional[str],
+        recipe: Optional[dict[str, Any]],
+        options: dict[str, Any],
+    ) -> None:
         self.text = text
-        self.analyzer = Analyzer(db=db, **recipe)
+        self.analyzer = Analyzer(db=db, recipe=recipe, **options)
 
     def __call__(self, batch: "pyarrow.Table") -> "pyarrow.Table":
         return fingerprint_table(batch, self.analyzer, self.text)
@@ -75,16 +119,18 @@ def fingerprint(
     *,
     text: str = "text",
     db: Optional[Union[str, "os.PathLike[str]"]] = None,
+    export: Optional[Union[str, "os.PathLike[str]"]] = None,
     batch_size: int = 4096,
     concurrency: int = 1,
     num_cpus: Optional[float] = None,
-    **recipe: Any,
+    **options: Any,
 ) -> Any:
     """A Ray Dataset with :data:`COLUMNS` added to each row, from its
     ``text`` column.
 
     The recipe is that of the store ``db`` (its path; the store is read
-    once per worker and closed) when given, so the fingerprints match the
+    once per worker and closed) when given, or the one an export states
+    (``export``: see :func:`export_recipe`), so the fingerprints match the
     store they will meet; otherwise the keyword arguments of
     :func:`simdb.fingerprint` (a new store's recipe by default).
     ``concurrency`` workers (Ray actors) each use ``num_cpus`` CPUs (all of
@@ -92,13 +138,16 @@ def fingerprint(
     run one worker per machine."""
     if db is not None:
         db = os.fspath(db)
+    if db is not None and export is not None:
+        raise ValueError("give db or export, not both")
+    recipe = export_recipe(export) if export is not None else None
     if num_cpus is None:
         num_cpus = float(os.cpu_count() or 1)
     # Fail here, on the driver, rather than in every worker.
-    Analyzer(db=db, **recipe)
+    Analyzer(db=db, recipe=recipe, **options)
     return ds.map_batches(
         _Fingerprint,
-        fn_constructor_kwargs={"text": text, "db": db, "recipe": recipe},
+        fn_constructor_kwargs={"text": text, "db": db, "recipe": recipe, "options": options},
         batch_format="pyarrow",
         batch_size=batch_size,
         concurrency=concurrency,

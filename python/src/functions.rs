@@ -104,11 +104,38 @@ pub(super) fn distance(a: u64, b: u64) -> u32 {
     Fingerprint(a).distance(Fingerprint(b))
 }
 
+/// The fingerprinter of recipe `r`: a dict (`Db.recipe`) or its JSON (an
+/// export's `simdb.recipe` metadata), one this build reproduces and whose
+/// IDF is not a table learned into a store (that needs the store: `db=`).
+fn fingerprinter_of(py: Python<'_>, r: &Bound<'_, PyAny>) -> PyResult<Fingerprinter> {
+    let json: String = match r.extract::<String>() {
+        Ok(s) => s,
+        Err(_) => py.import("json")?.call_method1("dumps", (r,))?.extract()?,
+    };
+    let recipe: simdb::Recipe = serde_json::from_str(&json)
+        .map_err(|e| PyValueError::new_err(format!("not a simdb recipe: {e}")))?;
+    if recipe.uses_learned_idf() {
+        return Err(PyValueError::new_err(format!(
+            "the recipe's IDF ({}) was learned into its store: give db= (the store) instead",
+            recipe.idf
+        )));
+    }
+    if let Some((field, stored, this)) = recipe.difference(&simdb::Recipe::this_build_of(&recipe)) {
+        return Err(PyValueError::new_err(format!(
+            "this build cannot reproduce the recipe: its {field} is {stored}, this build's {this}"
+        )));
+    }
+    let f = Fingerprinter::new(recipe);
+    f.warm_up();
+    Ok(f)
+}
+
 /// A recipe's text analysis, made once and used for many batches (a Ray
 /// or Spark worker's state): what a store keeps of each text, as columns.
 /// With `db`, the recipe (and learned IDF) of that store, so an engine's
-/// fingerprints match the store they will meet; otherwise the recipe of
-/// the keywords (a new store's by default).
+/// fingerprints match the store they will meet; with `recipe`, a recipe
+/// as `Db.recipe` gives it (a dict) or an export's metadata states it (its
+/// JSON); otherwise the recipe of the keywords (a new store's by default).
 #[pyclass(frozen, module = "simdb._simdb", name = "Analyzer")]
 pub(super) struct Analyzer {
     f: Fingerprinter,
@@ -117,11 +144,12 @@ pub(super) struct Analyzer {
 #[pymethods]
 impl Analyzer {
     #[new]
-    #[pyo3(signature = (*, db=None, top_k=0, shingle=1, hmm=false, tf="raw", keep_stop_words=false, latin="char-3-grams", script="t2s"))]
+    #[pyo3(signature = (*, db=None, recipe=None, top_k=0, shingle=1, hmm=false, tf="raw", keep_stop_words=false, latin="char-3-grams", script="t2s"))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         db: Option<std::path::PathBuf>,
+        recipe: Option<Bound<'_, PyAny>>,
         top_k: u32,
         shingle: u32,
         hmm: bool,
@@ -130,6 +158,18 @@ impl Analyzer {
         latin: &str,
         script: &str,
     ) -> PyResult<Analyzer> {
+        let options_given = (top_k, shingle, hmm, tf, keep_stop_words, latin, script)
+            != (0, 1, false, "raw", false, "char-3-grams", "t2s");
+        if recipe.is_some() && (db.is_some() || options_given) {
+            return Err(PyValueError::new_err(
+                "give a recipe, a db or the recipe options, not more than one",
+            ));
+        }
+        if let Some(r) = recipe {
+            return Ok(Analyzer {
+                f: fingerprinter_of(py, &r)?,
+            });
+        }
         let f = match db {
             // The store's own fingerprinter (its recipe and any learned
             // IDF), the store closed again at once.
@@ -161,8 +201,10 @@ impl Analyzer {
     /// lists: `fingerprint` (int, the u64; `None` where the text has no
     /// usable features or is `None`), `sketch` (32 `bytes`, or `None`),
     /// `length` (the text's UTF-8 bytes), `terms` (terms counted, stop
-    /// words dropped) and `weak_bits` (`bytes`: bit numbers, weakest first).
-    /// These are the values `simdb ingest` stores for the same texts.
+    /// words dropped), `weak_bits` (`bytes`: bit numbers, weakest first) and
+    /// `content_hash` (int, the u64 a store records to see an unchanged
+    /// text; `None` with the fingerprint). These are the values `simdb
+    /// ingest` stores for the same texts, and what `simdb import` keeps.
     fn analyze_many<'py>(
         &self,
         py: Python<'py>,
@@ -195,6 +237,7 @@ impl Analyzer {
             Vec::with_capacity(n),
             Vec::with_capacity(n),
         );
+        let mut hashes: Vec<Option<u64>> = Vec::with_capacity(n);
         for (i, (t, a)) in texts.iter().zip(analyses).enumerate() {
             let a =
                 a.map_err(|e| raise(py, error_class(&e), format!("text {i}: {}", message(&e))))?;
@@ -205,12 +248,14 @@ impl Analyzer {
                     sketches.push(a.sketch.map(|s| pyo3::types::PyBytes::new(py, &s.0)));
                     terms.push(a.terms as u64);
                     weak.push(Some(pyo3::types::PyBytes::new(py, &a.weak_bits)));
+                    hashes.push(t.as_deref().map(simdb::fingerprint::text_hash));
                 }
                 None => {
                     fps.push(None);
                     sketches.push(None);
                     terms.push(0);
                     weak.push(None);
+                    hashes.push(None);
                 }
             }
         }
@@ -220,6 +265,7 @@ impl Analyzer {
         d.set_item("length", lengths)?;
         d.set_item("terms", terms)?;
         d.set_item("weak_bits", weak)?;
+        d.set_item("content_hash", hashes)?;
         Ok(d)
     }
 }

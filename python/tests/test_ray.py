@@ -8,6 +8,7 @@ import random
 import pytest
 
 import simdb
+import simdb.ray
 from test_simdb import ENGLISH, article
 
 
@@ -33,7 +34,7 @@ def stored(path: str, texts: list) -> dict:
 
 def check_equal(cols: dict, records: dict, texts: list, default: bool = True) -> None:
     n = len(texts)
-    assert all(len(cols[c]) == n for c in ("fingerprint", "sketch", "length", "terms", "weak_bits"))
+    assert all(len(cols[c]) == n for c in simdb.ray.COLUMNS)
     for i, t in enumerate(texts):
         rec = records[f"d{i}"]
         if rec is None:
@@ -45,6 +46,7 @@ def check_equal(cols: dict, records: dict, texts: list, default: bool = True) ->
         assert cols["sketch"][i].hex() == rec["sketch"], (i, t)
         assert cols["length"][i] == rec["length"] == len(t.encode())
         assert cols["terms"][i] == rec["terms"]
+        assert cols["content_hash"][i] == int(rec["content_hash"], 16)
         if default:
             assert cols["fingerprint"][i] == simdb.fingerprint(t)
 
@@ -76,6 +78,39 @@ def test_analyzer_takes_a_stores_own_recipe(tmp_path):
     # The default recipe gives other fingerprints for the English texts.
     default = simdb.Analyzer().analyze_many(texts)
     assert default["fingerprint"][20:25] != a.analyze_many(texts)["fingerprint"][20:25]
+
+
+def test_analyzer_takes_an_exports_recipe(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import json
+
+    import pyarrow.parquet as pq
+
+    texts = corpus()[:25]
+    path = str(tmp_path / "words.db")
+    with simdb.Db.create(path, latin="words", shingle=2) as db:
+        for i, t in enumerate(texts):
+            db.add(f"d{i}", t)
+        recs = {f"d{i}": db.get(f"d{i}") for i in range(len(texts))}
+        recipe = db.recipe
+    # An export's part states the recipe in its key-value metadata.
+    out = tmp_path / "export"
+    out.mkdir()
+    table = pa.table({"id": ["d0"]}).replace_schema_metadata({"simdb.recipe": json.dumps(recipe)})
+    pq.write_table(table, out / "part-00000.parquet")
+    got = simdb.ray.export_recipe(out)
+    assert got == recipe
+    for r in (got, json.dumps(recipe)):
+        a = simdb.Analyzer(recipe=r)
+        assert a.recipe == recipe
+        check_equal(a.analyze_many(texts), recs, texts, default=False)
+    with pytest.raises(ValueError, match="not more than one"):
+        simdb.Analyzer(recipe=recipe, shingle=3)
+    with pytest.raises(ValueError, match="not a simdb recipe"):
+        simdb.Analyzer(recipe={"shingle": "x"})
+    pq.write_table(pa.table({"id": ["d0"]}), tmp_path / "plain.parquet")
+    with pytest.raises(ValueError, match="no simdb.recipe"):
+        simdb.ray.export_recipe(tmp_path / "plain.parquet")
 
 
 def test_analyzer_errors():

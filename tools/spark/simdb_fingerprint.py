@@ -8,7 +8,8 @@ executors by the simdb Python package (its wheel installed there).
 IN is Parquet (or JSON lines with --format json); OUT is Parquet with every
 input column and `fingerprint` (long: the u64's bits, as `simdb export`
 writes it; null where a text has nothing usable), `sketch` (32 bytes),
-`length` (the text's UTF-8 bytes), `terms` and `weak_bits`. Each Arrow batch
+`length` (the text's UTF-8 bytes), `terms`, `weak_bits` and `content_hash`
+(long, the u64's bits). `simdb import --parquet OUT` keeps them all. Each Arrow batch
 is analysed in Rust with the GIL released (`mapInArrow`, no row-by-row
 Python). With --db the recipe, and any learned IDF, are that store's (the
 path must be readable on every executor), so the fingerprints match the store
@@ -43,6 +44,7 @@ def fingerprint(df, text: str = "text", db: str | None = None, **recipe):
             T.StructField("length", T.LongType()),
             T.StructField("terms", T.IntegerType()),
             T.StructField("weak_bits", T.BinaryType()),
+            T.StructField("content_hash", T.LongType()),
         ]
     )
 
@@ -57,8 +59,9 @@ def fingerprint(df, text: str = "text", db: str | None = None, **recipe):
             t = fingerprint_table(pa.Table.from_batches([b]), analyzer, text)
             # Spark has no unsigned or fixed-size binary types: the
             # fingerprint's bits as a signed long, the sketch as binary.
-            fp = t.column("fingerprint").cast(pa.int64(), safe=False)
-            t = t.set_column(t.schema.get_field_index("fingerprint"), "fingerprint", fp)
+            for name in ("fingerprint", "content_hash"):
+                bits = t.column(name).cast(pa.int64(), safe=False)
+                t = t.set_column(t.schema.get_field_index(name), name, bits)
             i = t.schema.get_field_index("sketch")
             t = t.set_column(i, "sketch", pc.cast(t.column("sketch"), pa.binary()))
             i = t.schema.get_field_index("terms")
