@@ -928,3 +928,33 @@ fn a_frozen_index_is_carried_dropped_and_checked() {
     drop(db);
     assert_eq!(answers(&t.path()), want);
 }
+
+/// `simdb ingest --freeze`: a night's ingest ends with the frozen index
+/// written again, every bucket read in place.
+#[test]
+fn ingest_freeze_writes_the_frozen_index_at_the_end() {
+    let t = common::TempDb::new();
+    let vocab = common::vocab();
+    let mut rng = common::rng(82);
+    let lines: String = (0..120)
+        .map(|i| {
+            let text = common::article(&mut rng, &vocab, 50).concat();
+            format!(
+                "{}\n",
+                serde_json::json!({"id": format!("n{i}"), "text": text})
+            )
+        })
+        .collect();
+    let input = t.file("night.jsonl", lines);
+    let o = common::simdb(&[&"init", &t.path()]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    for generation in 1..=2 {
+        let o = common::simdb(&[&"ingest", &t.path(), &input, &"--freeze"]);
+        assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+        assert!(common::stderr(&o).contains(&format!("generation {generation}")));
+        let db = Db::options().read_only().open(t.path()).unwrap();
+        let f = db.admin().stats().unwrap().frozen.unwrap();
+        assert_eq!((f.generation, f.clean_buckets), (generation, f.buckets));
+        assert!(db.admin().verify().unwrap().is_clean());
+    }
+}

@@ -510,6 +510,11 @@ pub struct IngestArgs {
     /// Number of fingerprinting threads (default: all cores).
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+    /// When the ingest is done, write the store's frozen index again
+    /// (`simdb freeze`), so queries read every bucket in place again: the
+    /// last step of a night's ingest.
+    #[arg(long)]
+    pub freeze: bool,
 }
 
 #[derive(Debug, Args)]

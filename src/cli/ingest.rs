@@ -85,6 +85,16 @@ pub(super) fn ingest_cmd(a: IngestArgs) -> Result<bool> {
     }
     let s = result?;
     print_summary(&s, a.json)?;
+    if a.freeze {
+        let r = db.maintenance().freeze()?;
+        eprintln!(
+            "froze {}: generation {}, {:.1} MiB in {:.1}s",
+            a.db.display(),
+            r.generation,
+            r.bytes as f64 / (1u64 << 20) as f64,
+            r.seconds
+        );
+    }
     Ok(true)
 }
 
