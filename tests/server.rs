@@ -1474,3 +1474,43 @@ fn a_replica_follows_the_writer_and_outlives_it() {
     assert_eq!(code, 0, "{err}");
     eprintln!("replica saw a commit after {seen_after:?} (refresh 1 s)");
 }
+
+/// `POST /freeze` writes the frozen index while the service runs: writers
+/// wait for it, queries answer the same before and after, writes after it
+/// mark what they change, and a replica refuses it.
+#[test]
+fn freeze_over_the_service_keeps_every_answer() {
+    let t = TempDb::new();
+    init(&t);
+    let texts = articles(40, 10);
+    let doc = |i: usize| json!({"id": format!("a{i}"), "text": texts[i]});
+    let s = Server::start(&t.path(), &[]);
+    let (st, v) = s.post("/documents", &json!((0..6).map(doc).collect::<Vec<_>>()));
+    assert_eq!(st, 200, "{v}");
+    let answers = |s: &Server| -> Vec<Value> {
+        (0..10)
+            .map(|i| s.post("/query", &json!({"text": texts[i]})).1["hits"].clone())
+            .collect()
+    };
+    let before = answers(&s);
+    let (st, v) = s.post("/freeze", &json!({}));
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["generation"], 1, "{v}");
+    assert_eq!(answers(&s), before);
+    let (st, v) = s.post("/documents", &json!((6..10).map(doc).collect::<Vec<_>>()));
+    assert_eq!(st, 200, "{v}");
+    let after = answers(&s);
+    for (i, hits) in after.iter().enumerate() {
+        assert_eq!(hits[0]["id"], format!("a{i}"), "{hits}");
+    }
+    let replica = Server::start(&t.path(), &["--read-only"]);
+    let (st, v) = replica.post("/freeze", &json!({}));
+    assert_eq!(st, 405, "{v}");
+    assert_eq!(answers(&replica), after);
+    drop(replica);
+    drop(s);
+    let db = simdb::Db::options().read_only().open(t.path()).unwrap();
+    let f = db.admin().stats().unwrap().frozen.unwrap();
+    assert!(f.clean_buckets < f.buckets, "the later writes are marked");
+    assert!(db.admin().verify().unwrap().is_clean());
+}

@@ -230,7 +230,12 @@ class Db:
     def __contains__(self, id: str) -> bool: ...
     def stats(self) -> dict[str, Any]:
         """As ``simdb stats --json``: counts, bucket sizes, bytes on disk,
-        recipe."""
+        recipe, the frozen index."""
+    def freeze(self) -> dict[str, Any]:
+        """Writes the frozen index again, as ``simdb freeze``: every bucket
+        read in place until a write changes it (writers wait meanwhile;
+        queries go on). Returns generation, entries, bytes, path,
+        seconds."""
     def cluster(self, id: str) -> Optional[dict[str, Any]]:
         """The cluster of near-duplicates ``id`` belongs to: id,
         representative, size, members (with distances), max_distance."""

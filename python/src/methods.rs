@@ -410,6 +410,15 @@ impl Db {
         to_py(py, &json_of(&s)?)
     }
 
+    /// Writes the frozen index again, as `simdb freeze` (writers wait
+    /// meanwhile; queries go on): a dict of generation, entries, bytes,
+    /// path and seconds.
+    pub(super) fn freeze<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let db = self.db()?;
+        let r = detach(py, || db.admin().freeze()).or_raise()?;
+        to_py(py, &json_of(&r)?)
+    }
+
     /// The cluster of `id` (a dict), or None if `id` is not stored.
     pub(super) fn cluster<'py>(
         &self,

@@ -464,6 +464,25 @@ def test_stats_and_clusters(db):
     assert list(db.clusters(min_size=3)) == []
 
 
+def test_freeze_keeps_answers(db):
+    rng = random.Random(14)
+    texts = [article(rng) for _ in range(6)]
+    db.add_many([(f"t{i}", t) for i, t in enumerate(texts[:4])])
+    def answers():
+        return [[(h.id, h.distance, h.similarity) for h in db.query(t)] for t in texts]
+
+    before = answers()
+    assert db.stats()["frozen"] is None
+    r = db.freeze()
+    assert r["generation"] == 1 and r["entries"] > 0
+    f = db.stats()["frozen"]
+    assert f["generation"] == 1 and f["clean_buckets"] == f["buckets"]
+    assert answers() == before
+    db.add_many([(f"t{i}", t) for i, t in enumerate(texts) if i >= 4])
+    assert [h.id for h in db.query(texts[5])][:1] == ["t5"]
+    assert db.stats()["frozen"]["clean_buckets"] < f["buckets"]
+
+
 def test_clusters_are_read_in_pages_with_capped_members(db):
     """Review 2026-11-b, finding 11: clusters() returned every member of
     every cluster at once. It is an iterator over pages of 256 clusters,

@@ -395,6 +395,18 @@ impl Admin<'_> {
         self.db.flush()
     }
 
+    /// Writes the store's frozen index again ([`Maintenance::freeze`])
+    /// through a shared `Db`: it holds the writer lock meanwhile, so
+    /// writers wait (one pass over the posting families: about 3 minutes
+    /// at 50M documents) while queries go on, reading the old file until
+    /// the new one is committed. The service's `POST /freeze` and Python's
+    /// `Db.freeze()`.
+    pub fn freeze(&self) -> Result<store::FreezeReport> {
+        self.db.check_writable()?;
+        let _writers_wait = self.db.write_lock.lock();
+        self.db.store.freeze()
+    }
+
     /// Writes every document to Parquet files in directory `out`: see
     /// [`super::export`].
     #[cfg(feature = "parquet")]
@@ -459,7 +471,7 @@ impl Maintenance<'_> {
     /// posting families; the file is about their size (8 GB at 50M
     /// documents). Run it after a bulk import or a night's ingest.
     pub fn freeze(&mut self) -> Result<store::FreezeReport> {
-        self.db.store.freeze()
+        self.db.admin().freeze()
     }
 }
 

@@ -378,6 +378,7 @@ fn router(app: Shared) -> Router {
         )
         .route("/query", post(query))
         .route("/stats", get(stats))
+        .route("/freeze", post(freeze))
         .route("/health", get(health))
         .route("/metrics", get(metrics_text))
         .route_layer(middleware::from_fn(tag_endpoint))

@@ -249,6 +249,23 @@ pub(super) async fn delete_document(
 /// before computing them again; the counts are read at each call.
 pub const STATS_REFRESH: Duration = Duration::from_secs(60);
 
+/// `POST /freeze`: the frozen index written again (writes wait meanwhile;
+/// queries go on). Answers the report.
+pub(super) async fn freeze(State(app): State<Shared>) -> Answer {
+    let db = app.writable()?;
+    let v = blocking(move || {
+        let r = db.admin().freeze()?;
+        Ok(json!({
+            "generation": r.generation,
+            "entries": r.entries,
+            "bytes": r.bytes,
+            "seconds": r.seconds,
+        }))
+    })
+    .await?;
+    json_answer(v)
+}
+
 pub(super) async fn stats(State(app): State<Shared>) -> Answer {
     let v = blocking(move || {
         let db = app.db()?;
