@@ -711,3 +711,53 @@ fn frozen_index_answers_as_brute_force_through_writes_after_it() {
     check_db(&db, &current, "frozen again");
     assert!(db.admin().verify().unwrap().is_clean());
 }
+
+/// A freeze while writes go on (the service's `POST /freeze`): the file
+/// is written from a snapshot and the buckets written meanwhile are
+/// marked when it is committed, so every answer still equals brute force,
+/// after the freeze, after reopening, and `verify` finds the file equal
+/// to the store in every bucket it does not mark.
+#[test]
+fn a_freeze_while_writes_go_on_changes_no_answer() {
+    let t = common::TempDb::new();
+    let all = plant(5, 3000, 8);
+    let entries: Vec<(&String, &Fingerprint)> = all.entries.iter().collect();
+    let (first, rest) = entries.split_at(entries.len() / 3);
+    let db = Db::options().create(t.path(), Recipe::default()).unwrap();
+    {
+        let mut w = db.shared_writer().unwrap();
+        for (id, fp) in first {
+            w.put(id, **fp, &Content::Text(id.to_string()), "t")
+                .unwrap();
+        }
+        w.commit().unwrap();
+    }
+    db.admin().freeze().unwrap();
+    let generations = std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            // Small batches, so that many commit during the freezes.
+            for chunk in rest.chunks(20) {
+                let mut w = db.shared_writer().unwrap();
+                for (id, fp) in chunk {
+                    w.put(id, **fp, &Content::Text(id.to_string()), "t")
+                        .unwrap();
+                }
+                w.commit().unwrap();
+            }
+        });
+        let mut generations = Vec::new();
+        while !writer.is_finished() {
+            generations.push(db.admin().freeze().unwrap().generation);
+        }
+        writer.join().unwrap();
+        generations
+    });
+    assert!(!generations.is_empty());
+    check_db(&db, &all, "frozen while written");
+    let report = db.admin().verify().unwrap();
+    assert!(report.is_clean(), "{:?}", report.problems);
+    drop(db);
+    let db = Db::options().open(t.path()).unwrap();
+    check_db(&db, &all, "reopened");
+    assert!(db.admin().verify().unwrap().is_clean());
+}

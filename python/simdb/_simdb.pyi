@@ -233,9 +233,8 @@ class Db:
         recipe, the frozen index."""
     def freeze(self) -> dict[str, Any]:
         """Writes the frozen index again, as ``simdb freeze``: every bucket
-        read in place until a write changes it (writers wait meanwhile;
-        queries go on). Returns generation, entries, bytes, path,
-        seconds."""
+        read in place until a write changes it. Writes and queries go on
+        meanwhile. Returns generation, entries, bytes, path, seconds."""
     def cluster(self, id: str) -> Optional[dict[str, Any]]:
         """The cluster of near-duplicates ``id`` belongs to: id,
         representative, size, members (with distances), max_distance."""

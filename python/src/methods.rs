@@ -410,9 +410,9 @@ impl Db {
         to_py(py, &json_of(&s)?)
     }
 
-    /// Writes the frozen index again, as `simdb freeze` (writers wait
-    /// meanwhile; queries go on): a dict of generation, entries, bytes,
-    /// path and seconds.
+    /// Writes the frozen index again, as `simdb freeze`, while writes and
+    /// queries go on: a dict of generation, entries, bytes, path and
+    /// seconds.
     pub(super) fn freeze<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let db = self.db()?;
         let r = detach(py, || db.admin().freeze()).or_raise()?;

@@ -396,15 +396,16 @@ impl Admin<'_> {
     }
 
     /// Writes the store's frozen index again ([`Maintenance::freeze`])
-    /// through a shared `Db`: it holds the writer lock meanwhile, so
-    /// writers wait (one pass over the posting families: about 3 minutes
-    /// at 50M documents) while queries go on, reading the old file until
-    /// the new one is committed. The service's `POST /freeze` and Python's
-    /// `Db.freeze()`.
+    /// through a shared `Db`, while writes and queries go on: it writes
+    /// the file from a snapshot (one pass over the posting families: about
+    /// 3 minutes at 50M documents), then commits it with the buckets
+    /// written meanwhile marked changed; writers wait only for the two
+    /// short steps that start and end it, and queries read the old file
+    /// until the new one is committed. The service's `POST /freeze` and
+    /// Python's `Db.freeze()`.
     pub fn freeze(&self) -> Result<store::FreezeReport> {
         self.db.check_writable()?;
-        let _writers_wait = self.db.write_lock.lock();
-        self.db.store.freeze()
+        self.db.store.freeze(&self.db.write_lock)
     }
 
     /// Writes every document to Parquet files in directory `out`: see

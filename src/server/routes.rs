@@ -249,8 +249,8 @@ pub(super) async fn delete_document(
 /// before computing them again; the counts are read at each call.
 pub const STATS_REFRESH: Duration = Duration::from_secs(60);
 
-/// `POST /freeze`: the frozen index written again (writes wait meanwhile;
-/// queries go on). Answers the report.
+/// `POST /freeze`: the frozen index written again while writes and queries
+/// go on ([`crate::db::Admin::freeze`]). Answers the report.
 pub(super) async fn freeze(State(app): State<Shared>) -> Answer {
     let db = app.writable()?;
     let v = blocking(move || {

@@ -339,10 +339,14 @@ impl Store {
     /// notes its page, which [`Store::write`] puts. Every write of a
     /// posting bucket goes through here.
     pub(super) fn mark_dirty(&self, batch: &mut Batch, i: usize, b: u16) {
+        let (w, m) = bit(i, b);
+        // A freeze under way: what changes after its snapshot.
+        if let Some(p) = self.frozen_pending.read().as_ref() {
+            p[w].fetch_or(m, Ordering::SeqCst);
+        }
         let Some(f) = self.frozen.read().clone() else {
             return;
         };
-        let (w, m) = bit(i, b);
         f.dirty[w].fetch_or(m, Ordering::SeqCst);
         if f.persisted[w].load(Ordering::SeqCst) & m == 0 {
             let page = (w / PAGE_WORDS) as u16;
@@ -399,18 +403,36 @@ impl Store {
         b.0.delete_range_cf(self.cf(META), DIRTY_PREFIX, DIRTY_END);
     }
 
-    /// Writes the frozen index of the posting families as they are now
-    /// and makes the store read its clean buckets from it. The caller must
-    /// be the only writer meanwhile (`Maintenance::freeze` takes the
-    /// store `&mut`; the CLI opens it for writing). Takes one pass over
-    /// the posting families and writes about their size again.
-    pub fn freeze(&self) -> Result<FreezeReport> {
+    /// Writes the frozen index of the posting families and makes the
+    /// store read its clean buckets from it. `writers` is the lock every
+    /// writer holds while it builds and commits a batch: the freeze holds
+    /// it only twice, briefly. Under it, it starts noting the buckets
+    /// writes change and takes a snapshot; it writes the file from that
+    /// snapshot while writes go on (one pass over the posting families,
+    /// writing about their size again); under it again, it commits the
+    /// file with the buckets changed meanwhile marked, so no query reads
+    /// their copy. One freeze at a time.
+    pub fn freeze(&self, writers: &parking_lot::Mutex<()>) -> Result<FreezeReport> {
         if self.access != Access::ReadWrite {
             return Err(Error::Input(
                 "freeze needs the store opened for writing".into(),
             ));
         }
+        let _one_at_a_time = self.freezing.lock();
         let t = Instant::now();
+        let at = {
+            let _w = writers.lock();
+            *self.frozen_pending.write() = Some(bitmap());
+            self.db.snapshot()
+        };
+        // However the build ends, stop noting.
+        struct Noting<'s>(&'s Store);
+        impl Drop for Noting<'_> {
+            fn drop(&mut self) {
+                *self.0.frozen_pending.write() = None;
+            }
+        }
+        let _noting = Noting(self);
         let generation = self.frozen_meta()?.map_or(1, |m| m.generation + 1);
         let path = self.path.join(file_name(generation));
         let tmp = self.path.join(format!("{}.tmp", file_name(generation)));
@@ -424,12 +446,19 @@ impl Store {
         .map_err(io)?;
         for i in 0..POSTING_FAMILIES {
             w.begin_family();
-            self.for_each_bucket_in(i, 0, u16::MAX, |b, fps| w.bucket(b, fps).map_err(io))?;
+            self.for_each_bucket_at(Some(&at), i, 0, u16::MAX, |b, fps| {
+                w.bucket(b, fps).map_err(io)
+            })?;
             w.end_family().map_err(io)?;
         }
         let (bw, _) = w.finish().map_err(io)?;
         bw.into_inner().map_err(|e| io(e.into_error()))?;
-        let meta = self.install_frozen(&tmp, generation)?;
+        drop(at);
+        let meta = {
+            let _w = writers.lock();
+            let changed = self.frozen_pending.write().take();
+            self.install_frozen(&tmp, generation, changed)?
+        };
         Ok(FreezeReport {
             generation,
             entries: meta.entries,
@@ -443,12 +472,19 @@ impl Store {
     /// this store's posting families as they are: a bulk import's) the
     /// store's, as generation 1. See [`Store::freeze`].
     pub fn adopt_frozen(&self, file: &Path) -> Result<()> {
-        self.install_frozen(file, 1).map(|_| ())
+        self.install_frozen(file, 1, None).map(|_| ())
     }
 
     /// Syncs `tmp`, renames it to generation `generation`'s name, checks
-    /// it, and commits it as the store's frozen index.
-    fn install_frozen(&self, tmp: &Path, generation: u64) -> Result<FrozenMeta> {
+    /// it, and commits it as the store's frozen index, with the buckets of
+    /// `changed` (written since the state it copies) marked changed, in
+    /// memory and in the same batch.
+    fn install_frozen(
+        &self,
+        tmp: &Path,
+        generation: u64,
+        changed: Option<Box<[AtomicU64]>>,
+    ) -> Result<FrozenMeta> {
         let path = self.path.join(file_name(generation));
         File::open(tmp)
             .and_then(|f| f.sync_all())
@@ -470,6 +506,21 @@ impl Store {
         let mut b = Batch::default();
         self.put_meta_in(&mut b, FROZEN_KEY, &meta.encode());
         b.0.delete_range_cf(self.cf(META), DIRTY_PREFIX, DIRTY_END);
+        if let Some(changed) = changed {
+            for (page, words) in changed.chunks(PAGE_WORDS).enumerate() {
+                let words: Vec<u64> = words.iter().map(|w| w.load(Ordering::SeqCst)).collect();
+                if words.iter().all(|w| *w == 0) {
+                    continue;
+                }
+                let mut v = Vec::with_capacity(PAGE_WORDS * 8);
+                for (n, w) in words.iter().enumerate() {
+                    f.dirty[page * PAGE_WORDS + n].store(*w, Ordering::SeqCst);
+                    f.persisted[page * PAGE_WORDS + n].store(*w, Ordering::SeqCst);
+                    v.extend_from_slice(&w.to_le_bytes());
+                }
+                b.0.put_cf(self.cf(META), dirty_key(page as u16), v);
+            }
+        }
         let (k, v) = schema::format_version_entry(FROZEN_FORMAT_VERSION);
         self.put_meta_in(&mut b, k, &v);
         {

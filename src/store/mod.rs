@@ -251,6 +251,10 @@ pub struct Store {
     frozen: parking_lot::RwLock<Option<std::sync::Arc<frozen::Frozen>>>,
     /// Why the frozen index the store names is not used, if it is not.
     frozen_problem: parking_lot::Mutex<Option<String>>,
+    /// While a freeze writes its file: the buckets writes change.
+    frozen_pending: parking_lot::RwLock<Option<Box<[std::sync::atomic::AtomicU64]>>>,
+    /// Held by a freeze from start to end.
+    freezing: parking_lot::Mutex<()>,
 }
 
 /// What a store handle has read since it was opened: the work of its
@@ -482,6 +486,8 @@ impl Store {
             tuning,
             frozen: Default::default(),
             frozen_problem: Default::default(),
+            frozen_pending: Default::default(),
+            freezing: Default::default(),
         };
         let meta = store.cf(META);
         let mut b = Batch::default();
@@ -614,6 +620,8 @@ impl Store {
             tuning,
             frozen: Default::default(),
             frozen_problem: Default::default(),
+            frozen_pending: Default::default(),
+            freezing: Default::default(),
         };
         let meta = store.cf(META);
         match store.db.get_cf(meta, MAGIC_KEY)? {

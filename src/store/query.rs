@@ -580,10 +580,26 @@ impl Store {
         i: usize,
         lo: u16,
         hi: u16,
+        visit: impl FnMut(u16, &[Fingerprint]) -> Result<()>,
+    ) -> Result<()> {
+        self.for_each_bucket_at(None, i, lo, hi, visit)
+    }
+
+    /// [`Store::for_each_bucket_in`] at snapshot `at` (`None`: the latest
+    /// state).
+    pub(super) fn for_each_bucket_at(
+        &self,
+        at: Option<&SnapshotWithThreadMode<'_, DB>>,
+        i: usize,
+        lo: u16,
+        hi: u16,
         mut visit: impl FnMut(u16, &[Fingerprint]) -> Result<()>,
     ) -> Result<()> {
         let name = posting_family(i);
         let mut ro = ReadOptions::default();
+        if let Some(at) = at {
+            ro.set_snapshot(at);
+        }
         ro.fill_cache(false);
         ro.set_total_order_seek(true);
         if hi < u16::MAX {
