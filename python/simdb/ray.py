@@ -153,3 +153,123 @@ def fingerprint(
         concurrency=concurrency,
         num_cpus=num_cpus,
     )
+
+
+def _inputs(paths: list[str]) -> list[str]:
+    """The input files: each path, or the ``*.parquet`` / ``*.jsonl`` files
+    of a directory, in name order."""
+    out: list[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            out += sorted(
+                os.path.join(p, f)
+                for f in os.listdir(p)
+                if f.endswith((".parquet", ".jsonl", ".json")) and not f.startswith((".", "_"))
+            )
+        else:
+            out.append(p)
+    return out
+
+
+def fingerprint_files(
+    inputs: list[str],
+    out: str,
+    *,
+    text: str = "text",
+    db: Optional[str] = None,
+    export: Optional[str] = None,
+    num_cpus: Optional[float] = None,
+    log: Any = None,
+    **options: Any,
+) -> dict[str, int]:
+    """The fingerprints of each input file (Parquet, or JSON lines), one
+    output directory of Parquet parts per input under ``out``, resumable:
+    each is written under a temporary name and renamed into place when
+    whole (with an empty ``_SUCCESS``, so ``simdb import --parquet`` takes
+    it), so a run that is killed and run again skips the inputs already
+    done and redoes the one it was writing. Returns the counts of inputs
+    done now, skipped (done before) and rows written. Needs ``ray.init``
+    (or lets Ray start a local instance)."""
+    import shutil
+
+    import pyarrow.parquet as pq
+    import ray
+
+    os.makedirs(out, exist_ok=True)
+    counts = {"done": 0, "skipped": 0, "rows": 0}
+    for path in _inputs(inputs):
+        name = os.path.splitext(os.path.basename(path))[0]
+        final = os.path.join(out, name)
+        if os.path.isdir(final):
+            counts["skipped"] += 1
+            continue
+        tmp = os.path.join(out, f".{name}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        if path.endswith(".parquet"):
+            ds = ray.data.read_parquet(path)
+        else:
+            ds = ray.data.read_json(path, lines=True)
+        fps = fingerprint(ds, text=text, db=db, export=export, num_cpus=num_cpus, **options)
+        fps.write_parquet(tmp)
+        rows = sum(
+            pq.read_metadata(os.path.join(tmp, f)).num_rows
+            for f in os.listdir(tmp)
+            if f.endswith(".parquet")
+        )
+        # Whole: marked as Spark and simdb export mark a finished output
+        # (`simdb import OUT/NAME` takes the directory), then in place.
+        open(os.path.join(tmp, "_SUCCESS"), "wb").close()
+        os.rename(tmp, final)
+        counts["done"] += 1
+        counts["rows"] += rows
+        if log is not None:
+            log(f"{path}: {rows} rows -> {final}")
+    return counts
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """``python -m simdb.ray fingerprint IN... OUT``: see
+    :func:`fingerprint_files`."""
+    import argparse
+    import json
+    import sys
+
+    p = argparse.ArgumentParser(
+        prog="python -m simdb.ray",
+        description="simdb on Ray Data: fingerprint files of texts, resumably.",
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    f = sub.add_parser(
+        "fingerprint",
+        help="fingerprint Parquet or JSON-lines files; one Parquet directory per input",
+    )
+    f.add_argument("inputs", nargs="+", help="files, or directories of *.parquet / *.jsonl")
+    f.add_argument("out", help="output directory (inputs already done there are skipped)")
+    f.add_argument("--text", default="text", help="the text column (default text)")
+    g = f.add_mutually_exclusive_group()
+    g.add_argument("--db", help="take the recipe (and learned IDF) of this store")
+    g.add_argument("--export", help="take the recipe a simdb export states")
+    f.add_argument("--address", help="Ray cluster address (default: start a local one)")
+    f.add_argument("--num-cpus", type=float, help="CPUs per worker (default: all of a machine's)")
+    a = p.parse_args(argv)
+    import ray
+
+    ray.init(address=a.address, include_dashboard=False, log_to_driver=False)
+    try:
+        counts = fingerprint_files(
+            a.inputs,
+            a.out,
+            text=a.text,
+            db=a.db,
+            export=a.export,
+            num_cpus=a.num_cpus,
+            log=lambda m: print(m, file=sys.stderr),
+        )
+    finally:
+        ray.shutdown()
+    print(json.dumps(counts))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

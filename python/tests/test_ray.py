@@ -3,6 +3,7 @@ keeps for the same texts: Chinese, English, short, traditional script, and
 texts with nothing usable. The Analyzer needs nothing else; the batch
 function needs pyarrow; the Ray test needs Ray (tools/ray.sh installs it)."""
 
+import os
 import random
 
 import pytest
@@ -157,3 +158,55 @@ def test_ray_fingerprint(tmp_path):
         ray.shutdown()
     cols = {c: [r[c] for r in rows] for c in simdb.ray.COLUMNS}
     check_equal(cols, records, texts)
+
+
+def test_ray_fingerprint_files_resume(tmp_path):
+    """`python -m simdb.ray fingerprint`: one output per input, each renamed
+    into place when whole; a run killed while writing one input is run
+    again and redoes only that one."""
+    ray = pytest.importorskip("ray")
+    pa = pytest.importorskip("pyarrow")
+    import json
+    import subprocess
+    import sys
+
+    import pyarrow.parquet as pq
+    import simdb.ray
+
+    texts = corpus()
+    records = stored(str(tmp_path / "s.db"), texts)
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    rows = [{"id": f"d{i}", "text": t} for i, t in enumerate(texts)]
+    half = len(rows) // 2
+    pq.write_table(pa.Table.from_pylist(rows[:half]), inputs / "a.parquet")
+    with open(inputs / "b.jsonl", "w", encoding="utf-8") as f:
+        for r in rows[half:]:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    out = tmp_path / "out"
+    # A run that was killed while writing b: its temporary output is left.
+    (out / ".b.tmp").mkdir(parents=True)
+    (out / ".b.tmp" / "junk.parquet").write_bytes(b"half a file")
+    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    try:
+        first = simdb.ray.fingerprint_files([str(inputs)], str(out), num_cpus=1)
+        again = simdb.ray.fingerprint_files([str(inputs)], str(out), num_cpus=1)
+    finally:
+        ray.shutdown()
+    assert first == {"done": 2, "skipped": 0, "rows": len(rows)}
+    assert again == {"done": 0, "skipped": 2, "rows": 0}
+    assert sorted(os.listdir(out)) == ["a", "b"]
+    assert (out / "a" / "_SUCCESS").exists()
+    got = pa.concat_tables(
+        [pq.read_table(out / d) for d in ("a", "b")], promote_options="permissive"
+    ).to_pylist()
+    got.sort(key=lambda r: int(r["id"][1:]))
+    cols = {c: [r[c] for r in got] for c in simdb.ray.COLUMNS}
+    check_equal(cols, records, texts)
+    # The command line: everything done, nothing to redo.
+    p = subprocess.run(
+        [sys.executable, "-m", "simdb.ray", "fingerprint", str(inputs), str(out), "--num-cpus", "1"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == {"done": 0, "skipped": 2, "rows": 0}
