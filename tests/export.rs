@@ -778,13 +778,39 @@ fn an_engines_fingerprints_import_into_a_store_that_answers_as_ingest() {
             ),
         ],
     );
+    // A text with nothing usable: the engine's row has no fingerprint, and
+    // the import skips it as ingest does.
+    let empty = t.path().join("engine-empty.parquet");
+    write_columns(
+        &empty,
+        vec![
+            (
+                "id",
+                std::sync::Arc::new(StringArray::from(vec!["empty"])) as _,
+            ),
+            (
+                "fingerprint",
+                std::sync::Arc::new(UInt64Array::from(vec![None::<u64>])) as _,
+            ),
+            (
+                "length",
+                std::sync::Arc::new(UInt64Array::from(vec![3u64])) as _,
+            ),
+        ],
+    );
     let imported = t.path().join("imported.db");
-    let o = common::simdb(&[&"import", &imported, &"--parquet", &file]);
+    let o = common::simdb(&[&"import", &imported, &"--parquet", &file, &empty]);
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    assert!(
+        common::stdout(&o).contains("1 without a fingerprint skipped"),
+        "{}",
+        common::stdout(&o)
+    );
     let (a, b) = (
         Db::options().read_only().open(&ingested).unwrap(),
         Db::options().read_only().open(&imported).unwrap(),
     );
+    assert_eq!(b.len().unwrap(), ids.len() as u64);
     for id in &ids {
         let (x, y) = (a.get(id).unwrap().unwrap(), b.get(id).unwrap().unwrap());
         assert_eq!(

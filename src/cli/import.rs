@@ -42,13 +42,14 @@ pub(super) fn import_cmd(a: ImportArgs) -> Result<bool> {
             );
         }
         println!(
-            "imported {} documents into {} in {:.1}s ({} records read, {} replaced by a later record of the same id, {} share their fingerprint with another)",
+            "imported {} documents into {} in {:.1}s ({} records read, {} replaced by a later record of the same id, {} share their fingerprint with another, {} without a fingerprint skipped)",
             s.documents,
             a.db.display(),
             s.elapsed.as_secs_f64(),
             s.records,
             s.replaced,
-            s.shared_fingerprints
+            s.shared_fingerprints,
+            s.no_fingerprint
         );
         for (step, secs) in &s.step_seconds {
             println!("  {secs:7.1}s  {step}");

@@ -161,6 +161,9 @@ pub struct Summary {
     pub replaced: u64,
     /// Documents sharing their exact fingerprint with an earlier one.
     pub shared_fingerprints: u64,
+    /// Rows of an engine's output without a fingerprint (texts with
+    /// nothing usable), skipped as ingest skips them.
+    pub no_fingerprint: u64,
     /// Whether the inputs were a simdb export, restored in full.
     pub restored: bool,
     /// Clusters of two or more restored from the export.

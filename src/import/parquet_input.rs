@@ -14,7 +14,7 @@ pub(super) fn read_parquet(
     path: &Path,
     restore: bool,
     mut f: impl FnMut(Parsed) -> Result<()>,
-) -> Result<()> {
+) -> Result<u64> {
     use arrow_array::{Array, Int64Array, UInt64Array};
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     use parquet::arrow::ProjectionMask;
@@ -67,6 +67,7 @@ pub(super) fn read_parquet(
         .build()
         .map_err(|e| bad(path, 0, e))?;
     let mut row = 0u64;
+    let mut skipped = 0u64;
     for batch in reader {
         let batch = batch.map_err(|e| bad(path, row + 1, e))?;
         let (Some(ids), Some(fps)) = (
@@ -106,14 +107,16 @@ pub(super) fn read_parquet(
         for i in 0..batch.num_rows() {
             row += 1;
             let id = id_at(i).ok_or_else(|| bad(path, row, "row with a null id"))?;
-            let fp = fp_at(i).ok_or_else(|| {
-                bad(
-                    path,
-                    row,
-                    "row with a null fingerprint (an engine's text without usable \
-                     features: filter those rows out first)",
-                )
-            })?;
+            let fp = match fp_at(i) {
+                Some(fp) => fp,
+                // An engine's text with nothing usable: skipped, as ingest
+                // skips it, and counted.
+                None if !engine.is_empty() => {
+                    skipped += 1;
+                    continue;
+                }
+                None => return Err(bad(path, row, "row with a null fingerprint")),
+            };
             check_id(id).map_err(|e| bad(path, row, e))?;
             let (sketch, analysed) = match engine.is_empty() {
                 true => (None, None),
@@ -135,7 +138,7 @@ pub(super) fn read_parquet(
             })?;
         }
     }
-    Ok(())
+    Ok(skipped)
 }
 
 #[cfg(feature = "parquet")]

@@ -152,11 +152,13 @@ pub fn expand_inputs(paths: &[PathBuf], partial: bool) -> Result<Vec<PathBuf>> {
 }
 
 /// Reads every record of one input, calling `f` for each.
+/// Reads `path`'s records into `f`; returns how many it skipped as
+/// having no fingerprint (an engine's rows for texts with nothing usable).
 pub(super) fn read_input(
     path: &Path,
     restore: bool,
     f: impl FnMut(Parsed) -> Result<()>,
-) -> Result<()> {
+) -> Result<u64> {
     if is_parquet(path)? {
         #[cfg(feature = "parquet")]
         return read_parquet(path, restore, f);
@@ -175,9 +177,9 @@ pub(super) fn read_input(
     let sketched = head.starts_with(BINARY_SKETCHED_MAGIC);
     if head.starts_with(BINARY_MAGIC) || sketched {
         r.consume(BINARY_MAGIC.len());
-        return read_binary(path, r, sketched, f);
+        return read_binary(path, r, sketched, f).map(|()| 0);
     }
-    read_jsonl(path, r, f)
+    read_jsonl(path, r, f).map(|()| 0)
 }
 
 /// The records of a binary input after its magic (`SIMDBFP1`, or

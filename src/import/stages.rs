@@ -128,7 +128,7 @@ impl Build<'_> {
         let mut by_id = Sorter::<ById>::new(tmp, "by-id", self.budget);
         let mut pos = 0u64;
         for (input, path) in inputs.iter().enumerate() {
-            read_input(path, restore, |p| {
+            summary.no_fingerprint += read_input(path, restore, |p| {
                 pos += 1;
                 if pos.is_multiple_of(1 << 20) {
                     on_event(Event::Read(pos));
