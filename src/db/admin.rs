@@ -122,6 +122,10 @@ impl Db {
         }
         let age = self.age_range()?;
         let (clusters, clustered_documents) = self.cluster_counts()?;
+        let (frozen, frozen_unusable) = match self.store.frozen_state() {
+            Ok(f) => (f, None),
+            Err(why) => (None, Some(why)),
+        };
         Ok(Stats {
             path: self.path().display().to_string(),
             oldest: age.map(|a| a.0),
@@ -135,8 +139,8 @@ impl Db {
             families,
             bytes_on_disk: dir_size(self.path()),
             view: self.view(),
-            frozen: self.store.frozen_state().ok().flatten(),
-            frozen_unusable: self.store.frozen_state().err(),
+            frozen,
+            frozen_unusable,
         })
     }
 

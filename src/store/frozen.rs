@@ -344,7 +344,8 @@ impl Store {
         if let Some(p) = self.frozen_pending.read().as_ref() {
             p[w].fetch_or(m, Ordering::SeqCst);
         }
-        let Some(f) = self.frozen.read().clone() else {
+        let frozen = self.frozen.read();
+        let Some(f) = frozen.as_ref() else {
             return;
         };
         f.dirty[w].fetch_or(m, Ordering::SeqCst);
@@ -372,15 +373,24 @@ impl Store {
             .into_iter()
             .map(|page| {
                 let mut words = [0u64; PAGE_WORDS];
-                let mut v = Vec::with_capacity(PAGE_WORDS * 8);
                 for (n, w) in words.iter_mut().enumerate() {
                     *w = f.dirty[usize::from(page) * PAGE_WORDS + n].load(Ordering::SeqCst);
-                    v.extend_from_slice(&w.to_le_bytes());
                 }
-                batch.0.put_cf(self.cf(META), dirty_key(page), v);
+                self.put_page(batch, page, &words);
                 (page, words)
             })
             .collect()
+    }
+
+    /// Adds to `b` page `page` of the changed-bucket map, `words`.
+    fn put_page(&self, b: &mut Batch, page: u16, words: &[u64; PAGE_WORDS]) {
+        let v: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        b.0.put_cf(self.cf(META), dirty_key(page), v);
+    }
+
+    /// Adds to `b` the removal of every page of the changed-bucket map.
+    fn clear_pages_in(&self, b: &mut Batch) {
+        b.0.delete_range_cf(self.cf(META), DIRTY_PREFIX, DIRTY_END);
     }
 
     /// After the pages [`Store::put_dirty_pages`] put committed.
@@ -400,7 +410,7 @@ impl Store {
         *self.frozen.write() = None;
         *self.frozen_problem.lock() = None;
         self.delete_meta_in(b, FROZEN_KEY);
-        b.0.delete_range_cf(self.cf(META), DIRTY_PREFIX, DIRTY_END);
+        self.clear_pages_in(b);
     }
 
     /// Writes the frozen index of the posting families and makes the
@@ -505,20 +515,18 @@ impl Store {
         let meta = f.meta;
         let mut b = Batch::default();
         self.put_meta_in(&mut b, FROZEN_KEY, &meta.encode());
-        b.0.delete_range_cf(self.cf(META), DIRTY_PREFIX, DIRTY_END);
+        self.clear_pages_in(&mut b);
         if let Some(changed) = changed {
             for (page, words) in changed.chunks(PAGE_WORDS).enumerate() {
-                let words: Vec<u64> = words.iter().map(|w| w.load(Ordering::SeqCst)).collect();
-                if words.iter().all(|w| *w == 0) {
-                    continue;
-                }
-                let mut v = Vec::with_capacity(PAGE_WORDS * 8);
-                for (n, w) in words.iter().enumerate() {
+                let mut page_words = [0u64; PAGE_WORDS];
+                for (n, w) in page_words.iter_mut().enumerate() {
+                    *w = words[n].load(Ordering::SeqCst);
                     f.dirty[page * PAGE_WORDS + n].store(*w, Ordering::SeqCst);
                     f.persisted[page * PAGE_WORDS + n].store(*w, Ordering::SeqCst);
-                    v.extend_from_slice(&w.to_le_bytes());
                 }
-                b.0.put_cf(self.cf(META), dirty_key(page as u16), v);
+                if page_words.iter().any(|w| *w != 0) {
+                    self.put_page(&mut b, page as u16, &page_words);
+                }
             }
         }
         let (k, v) = schema::format_version_entry(FROZEN_FORMAT_VERSION);

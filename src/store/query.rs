@@ -29,6 +29,31 @@ pub(crate) struct Snapshot<'a> {
     frozen: Option<Arc<Frozen>>,
 }
 
+impl Snapshot<'_> {
+    /// Hands `on(n, entries)` the non-empty buckets of `buckets` (posting
+    /// family, bucket) that the frozen index answers at this view, and
+    /// returns the places `n` of the others, to be read from RocksDB.
+    fn read_frozen(
+        &self,
+        buckets: impl Iterator<Item = (usize, u16)>,
+        mut on: impl FnMut(usize, &[u8]),
+    ) -> Vec<usize> {
+        let mut rest = Vec::new();
+        for (n, (i, b)) in buckets.enumerate() {
+            match &self.frozen {
+                Some(f) if f.is_clean(i, b) => {
+                    let entries = f.bucket(i, b);
+                    if !entries.is_empty() {
+                        on(n, entries);
+                    }
+                }
+                _ => rest.push(n),
+            }
+        }
+        rest
+    }
+}
+
 pub(super) fn read_at(at: &Snapshot<'_>) -> ReadOptions {
     let mut ro = ReadOptions::default();
     ro.set_snapshot(&at.rocks);
@@ -262,13 +287,7 @@ impl Store {
         ReadCounts::add(&self.reads.buckets, buckets.len() as u64);
         // Clean buckets from the frozen index; the others (their place in
         // `buckets` kept) from RocksDB.
-        let mut rest: Vec<usize> = Vec::with_capacity(buckets.len());
-        for (n, &(i, b)) in buckets.iter().enumerate() {
-            match &at.frozen {
-                Some(f) if f.is_clean(i, b) => on(n, f.bucket(i, b)),
-                _ => rest.push(n),
-            }
-        }
+        let rest = at.read_frozen(buckets.iter().copied(), &mut on);
         if rest.is_empty() {
             return Ok(());
         }
@@ -520,18 +539,7 @@ impl Store {
         ReadCounts::add(&self.reads.buckets, blocks.len() as u64);
         // Clean buckets from the frozen index (all of a bucket, as a head
         // without segments); the others from RocksDB.
-        let mut rest: Vec<usize> = Vec::with_capacity(blocks.len());
-        for (n, &b) in blocks.iter().enumerate() {
-            match &at.frozen {
-                Some(f) if f.is_clean(i, b) => {
-                    let entries = f.bucket(i, b);
-                    if !entries.is_empty() {
-                        on(n, entries, Some(0));
-                    }
-                }
-                _ => rest.push(n),
-            }
-        }
+        let rest = at.read_frozen(blocks.iter().map(|&b| (i, b)), |n, e| on(n, e, Some(0)));
         if rest.is_empty() {
             return Ok(());
         }
