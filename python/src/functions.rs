@@ -158,9 +158,13 @@ impl Analyzer {
         latin: &str,
         script: &str,
     ) -> PyResult<Analyzer> {
-        let options_given = (top_k, shingle, hmm, tf, keep_stop_words, latin, script)
-            != (0, 1, false, "raw", false, "char-3-grams", "t2s");
-        if recipe.is_some() && (db.is_some() || options_given) {
+        let options_given = || -> PyResult<bool> {
+            Ok(
+                super::recipe::recipe(top_k, shingle, hmm, tf, keep_stop_words, latin, script)?
+                    != simdb::Recipe::default(),
+            )
+        };
+        if recipe.is_some() && (db.is_some() || options_given()?) {
             return Err(PyValueError::new_err(
                 "give a recipe, a db or the recipe options, not more than one",
             ));

@@ -48,6 +48,8 @@ pub(super) fn read_parquet(
         .filter(|c| !restore && b.schema().field_with_name(c).is_ok())
         .collect();
     columns.extend(&engine);
+    // Whether the engine's columns go beyond a sketch.
+    let has_analysis = engine.iter().any(|c| *c != "sketch");
     if restore {
         for c in RESTORED_COLUMNS {
             if b.schema().field_with_name(c).is_err() {
@@ -120,7 +122,7 @@ pub(super) fn read_parquet(
             check_id(id).map_err(|e| bad(path, row, e))?;
             let (sketch, analysed) = match engine.is_empty() {
                 true => (None, None),
-                false => engine_row(&batch, i).map_err(|e| bad(path, row, e))?,
+                false => engine_row(&batch, i, has_analysis).map_err(|e| bad(path, row, e))?,
             };
             let restored = match restore {
                 true => {
@@ -150,11 +152,13 @@ const ENGINE_COLUMNS: [&str; 5] = ["sketch", "length", "terms", "weak_bits", "co
 #[cfg(feature = "parquet")]
 /// Row `i`'s sketch and analysis from an engine's columns (those `batch`
 /// has): integers of any width (`content_hash` as a u64's bits), binary or
-/// fixed-size binary sketches. `length`, `terms` and `weak_bits` count
-/// when any of them is there; a null is 0, or empty.
+/// fixed-size binary sketches. With `analysed` (any of `length`, `terms`,
+/// `weak_bits`, `content_hash` is there), the analysis; a null is 0, or
+/// empty.
 fn engine_row(
     batch: &arrow_array::RecordBatch,
     i: usize,
+    analysed: bool,
 ) -> std::result::Result<(Option<[u8; SKETCH_BYTES]>, Option<Analysed>), String> {
     use arrow_array::cast::AsArray;
     use arrow_array::types::{Int32Type, Int64Type, UInt32Type, UInt64Type};
@@ -208,8 +212,7 @@ fn engine_row(
                 .map_err(|_| format!("a sketch of {} bytes, not {SKETCH_BYTES}", b.len()))?,
         ),
     };
-    let has = |n: &str| batch.column_by_name(n).is_some();
-    let analysed = if has("length") || has("terms") || has("weak_bits") || has("content_hash") {
+    let analysed = if analysed {
         Some(Analysed {
             length: count("length")?,
             terms: u32::try_from(count("terms")?).map_err(|_| "\"terms\" is too large")?,
