@@ -765,6 +765,34 @@ fn regression_16_learned_idf_is_written_with_the_recipe() {
     assert!(Db::options().open(t.path()).is_ok());
 }
 
+/// A store at `path` of `n` texts of `words` words (seed `seed`), every
+/// third a near copy of an earlier one (`d0000`, `d0001`, …); returns
+/// the words of each text.
+fn store_of_near_copies(
+    path: &std::path::Path,
+    seed: u64,
+    n: usize,
+    words: usize,
+) -> Vec<Vec<String>> {
+    let vocab = common::vocab();
+    let mut rng = common::rng(seed);
+    let mut texts: Vec<Vec<String>> = Vec::new();
+    let mut db = Db::options().create(path, Recipe::default()).unwrap();
+    for i in 0..n {
+        let w = common::article(&mut rng, &vocab, words);
+        let body = if i % 3 == 0 && !texts.is_empty() {
+            // A near copy of an earlier text.
+            let base: &Vec<String> = &texts[i / 3 % texts.len()];
+            common::edit(&mut rng, &vocab, base, 2).concat()
+        } else {
+            w.concat()
+        };
+        db.put(&format!("d{i:04}"), text(&body)).unwrap();
+        texts.push(w);
+    }
+    texts
+}
+
 /// Table files are read through mmap by default (`Tuning::mmap_reads`);
 /// through the block cache when it is off. Two read-only opens of one
 /// store of near copies, one each way, answer every query the same.
@@ -772,24 +800,7 @@ fn regression_16_learned_idf_is_written_with_the_recipe() {
 fn reads_through_mmap_and_through_the_block_cache_answer_the_same() {
     use simdb::{QueryRequest, Subject, Tuning};
     let t = common::TempDb::new();
-    let vocab = common::vocab();
-    let mut rng = common::rng(77);
-    let mut texts = Vec::new();
-    {
-        let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
-        for i in 0..600 {
-            let words = common::article(&mut rng, &vocab, 80);
-            let body = if i % 3 == 0 && !texts.is_empty() {
-                // A near copy of an earlier text.
-                let base: &Vec<String> = &texts[i / 3 % texts.len()];
-                common::edit(&mut rng, &vocab, base, 2).concat()
-            } else {
-                words.concat()
-            };
-            db.put(&format!("d{i:04}"), text(&body)).unwrap();
-            texts.push(words);
-        }
-    }
+    let texts = store_of_near_copies(&t.path(), 77, 600, 80);
     let answers = |mmap_reads: bool| {
         let db = Db::options()
             .read_only()
@@ -827,23 +838,7 @@ fn reads_through_mmap_and_through_the_block_cache_answer_the_same() {
 fn a_frozen_index_is_carried_dropped_and_checked() {
     use simdb::{QueryRequest, Subject};
     let t = common::TempDb::new();
-    let vocab = common::vocab();
-    let mut rng = common::rng(81);
-    let mut texts = Vec::new();
-    {
-        let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
-        for i in 0..300 {
-            let words = common::article(&mut rng, &vocab, 60);
-            let body = if i % 3 == 0 && i > 0 {
-                let base: &Vec<String> = &texts[i / 3];
-                common::edit(&mut rng, &vocab, base, 2).concat()
-            } else {
-                words.concat()
-            };
-            db.put(&format!("d{i:04}"), text(&body)).unwrap();
-            texts.push(words);
-        }
-    }
+    let texts = store_of_near_copies(&t.path(), 81, 300, 60);
     let answers = |path: &std::path::Path| {
         let db = Db::options().read_only().open(path).unwrap();
         texts

@@ -65,14 +65,19 @@ def test_analyzer_equals_the_store(tmp_path):
     check_equal(b.analyze_many(texts), records, texts)
 
 
-def test_analyzer_takes_a_stores_own_recipe(tmp_path):
-    texts = corpus()[:25]
+def words_store(tmp_path, texts: list) -> tuple:
+    """A store of another recipe than the default (word features, 2-word
+    shingles) holding `texts`: its path, records by id and recipe."""
     path = str(tmp_path / "words.db")
     with simdb.Db.create(path, latin="words", shingle=2) as db:
         for i, t in enumerate(texts):
             db.add(f"d{i}", t)
-        recs = {f"d{i}": db.get(f"d{i}") for i in range(len(texts))}
-        recipe = db.recipe
+        return path, {f"d{i}": db.get(f"d{i}") for i in range(len(texts))}, db.recipe
+
+
+def test_analyzer_takes_a_stores_own_recipe(tmp_path):
+    texts = corpus()[:25]
+    path, recs, recipe = words_store(tmp_path, texts)
     a = simdb.Analyzer(db=path)
     assert a.recipe == recipe
     check_equal(a.analyze_many(texts), recs, texts, default=False)
@@ -88,12 +93,7 @@ def test_analyzer_takes_an_exports_recipe(tmp_path):
     import pyarrow.parquet as pq
 
     texts = corpus()[:25]
-    path = str(tmp_path / "words.db")
-    with simdb.Db.create(path, latin="words", shingle=2) as db:
-        for i, t in enumerate(texts):
-            db.add(f"d{i}", t)
-        recs = {f"d{i}": db.get(f"d{i}") for i in range(len(texts))}
-        recipe = db.recipe
+    _, recs, recipe = words_store(tmp_path, texts)
     # An export's part states the recipe in its key-value metadata.
     out = tmp_path / "export"
     out.mkdir()
