@@ -1,7 +1,9 @@
 //! The ingest run, a pipeline: inputs are read in chunks; each chunk is
-//! fingerprinted on all cores (rayon) while the calling thread applies the
-//! previous one in input order through one [`Writer`](crate::Writer) and commits it as one
-//! atomic batch.
+//! read and fingerprinted on all cores (rayon) while the calling thread
+//! applies the previous one in input order through one
+//! [`Writer`](crate::Writer) and commits it as one atomic batch. Before it
+//! is applied, a chunk's duplicate checks read the store on the whole pool
+//! ([`crate::Writer::prefetch`]).
 //!
 //! Memory is bounded by three chunks (each at most `batch_size` documents
 //! or 32 MiB of content) and the maximum document size. Fingerprints are
@@ -124,7 +126,11 @@ pub fn run(
     let mut w = db.writer()?;
     w.set_sync(opts.write.sync);
     let mut sum = Summary::default();
-    pipeline(&fingerprinter, inputs, opts, |chunk| {
+    staged_pipeline(&fingerprinter, inputs, opts, |step| {
+        let chunk = match step {
+            Step::Prepare(chunk) => return prefetch(&mut w, chunk, opts),
+            Step::Apply(chunk) => chunk,
+        };
         let at = match chunk.last() {
             Some(Ok((d, _))) => d.source.clone(),
             Some(Err(p)) => p.location.clone(),
@@ -164,15 +170,43 @@ pub fn run(
 /// Reads `inputs` in chunks, analyses each chunk on all cores (rayon) and
 /// hands the chunks to `apply` in input order, on the calling thread.
 ///
-/// Pipeline: while `apply` works on chunk n, chunk n+1 is analysed on the
-/// rayon pool (the caller's pool, if it runs inside one). Chunks are read
-/// here, between the two. At most three chunks are held at once (applied,
-/// analysed, just read).
+/// Pipeline: while `apply` works on chunk n, chunk n+1 is read and
+/// analysed on the rayon pool (the caller's pool, if it runs inside one).
+/// At most three chunks are held at once (applied, analysed, being read).
 fn pipeline(
     fingerprinter: &crate::Fingerprinter,
     inputs: &[Input],
     opts: &Options,
     mut apply: impl FnMut(Chunk) -> Result<()>,
+) -> Result<()> {
+    staged_pipeline(fingerprinter, inputs, opts, |step| match step {
+        Step::Prepare(_) => Ok(()),
+        Step::Apply(chunk) => apply(chunk),
+    })
+}
+
+/// What [`staged_pipeline`] asks of its caller for each chunk, in this
+/// order.
+enum Step<'a> {
+    /// Work on the whole pool before the chunk is applied (the chunk's
+    /// reads of the store): nothing else runs beside it, so it has every
+    /// core.
+    Prepare(&'a Chunk),
+    /// The chunk in input order, on the calling thread, while the next
+    /// chunk is read and analysed on the pool.
+    Apply(Chunk),
+}
+
+/// [`pipeline`] with a [`Step::Prepare`] before each chunk's apply. The
+/// order matters on few cores: a prepare that ran beside the next chunk's
+/// analysis would queue behind it on the pool, and the calling thread's
+/// apply would then run with the pool idle. Prepared first, the chunk's
+/// apply overlaps the next chunk's reading and analysis.
+fn staged_pipeline(
+    fingerprinter: &crate::Fingerprinter,
+    inputs: &[Input],
+    opts: &Options,
+    mut step: impl FnMut(Step<'_>) -> Result<()>,
 ) -> Result<()> {
     let mut reader = Chunks {
         inputs: inputs.iter(),
@@ -180,39 +214,32 @@ fn pipeline(
         batch_size: opts.batch_size.max(1),
         max_doc_bytes: opts.max_doc_bytes,
     };
-    let mut ready: Option<Chunk> = None;
-    loop {
-        let raw = reader.next_chunk()?;
-        if raw.is_none() && ready.is_none() {
-            return Ok(());
-        }
-        let mut analysed: Option<Chunk> = None;
+    let analyse = |raw: Vec<read::Item>| -> Chunk {
+        // Each document with its own analysis: the two cannot fall out of
+        // step.
+        raw.into_par_iter()
+            .map(|it| {
+                it.map(|d| {
+                    let a = d.content.analyze(fingerprinter);
+                    (d, a)
+                })
+            })
+            .collect()
+    };
+    let mut ready: Option<Chunk> = reader.next_chunk()?.map(analyse);
+    while let Some(chunk) = ready.take() {
+        step(Step::Prepare(&chunk))?;
+        let mut next: Result<Option<Chunk>> = Ok(None);
         let mut applied: Result<()> = Ok(());
         rayon::in_place_scope(|scope| {
-            if let Some(raw) = raw {
-                let out = &mut analysed;
-                scope.spawn(move |_| {
-                    // Each document with its own analysis: the two cannot
-                    // fall out of step.
-                    let chunk: Chunk = raw
-                        .into_par_iter()
-                        .map(|it| {
-                            it.map(|d| {
-                                let a = d.content.analyze(fingerprinter);
-                                (d, a)
-                            })
-                        })
-                        .collect();
-                    *out = Some(chunk);
-                });
-            }
-            if let Some(chunk) = ready.take() {
-                applied = apply(chunk);
-            }
+            let (out, reader) = (&mut next, &mut reader);
+            scope.spawn(move |_| *out = reader.next_chunk().map(|raw| raw.map(analyse)));
+            applied = step(Step::Apply(chunk));
         });
         applied?;
-        ready = analysed;
+        ready = next?;
     }
+    Ok(())
 }
 
 /// Reads the inputs one chunk at a time.
@@ -267,15 +294,9 @@ const CHUNK_BYTES: usize = 32 << 20;
 /// of a line that is not a document.
 type Chunk = Vec<std::result::Result<(Doc, Result<crate::fingerprint::Analysis>), Problem>>;
 
-/// Applies one fingerprinted chunk in input order.
-fn apply(
-    w: &mut crate::db::Writer<'_>,
-    sum: &mut Summary,
-    chunk: Chunk,
-    opts: &Options,
-    on_event: &mut impl FnMut(Event<'_>),
-) -> Result<()> {
-    // The store's half of the chunk's checks, read first on every core.
+/// Reads the store's half of a chunk's duplicate checks, on every core,
+/// before the chunk is applied.
+fn prefetch(w: &mut crate::db::Writer<'_>, chunk: &Chunk, opts: &Options) -> Result<()> {
     let queries: Vec<crate::db::Query> = chunk
         .iter()
         .filter_map(|item| match item {
@@ -287,8 +308,17 @@ fn apply(
         Ok((d, Ok(_))) => Some(d.id.as_str()),
         _ => None,
     });
-    w.prefetch(&queries, ids)?;
-    drop(queries);
+    w.prefetch(&queries, ids)
+}
+
+/// Applies one fingerprinted chunk in input order (its reads prefetched).
+fn apply(
+    w: &mut crate::db::Writer<'_>,
+    sum: &mut Summary,
+    chunk: Chunk,
+    opts: &Options,
+    on_event: &mut impl FnMut(Event<'_>),
+) -> Result<()> {
     for item in chunk {
         let (doc, fp) = match item {
             Err(p) => {
