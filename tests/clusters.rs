@@ -1114,3 +1114,85 @@ fn regression_review_b_3_a_representative_leaves_in_bounded_steps() {
         .unwrap();
     assert_eq!(db.clusters().of(&gone).unwrap().unwrap().size, 1);
 }
+
+/// The engines' split of a rebuild (`simdb.ray.dedup`): the near-copy
+/// lists of `earlier_copies`, computed over ranges of ords as separate
+/// processes would, are each document's nearest confirmed earlier copy as
+/// ingest reported it, and `rebuild_clusters_from` places them into the
+/// clusters ingest built, under every keep policy. Lists that are out of
+/// order or name a later document are refused.
+#[test]
+fn earlier_copies_in_ranges_rebuild_the_clusters_ingest_built() {
+    let t = common::TempDb::new();
+    let docs = corpus(33);
+    let all: String = docs.iter().map(|d| format!("{}\n", d.line)).collect();
+    let one = t.file("all.jsonl", &all);
+    for keep in KeepPolicy::ALL {
+        let path = t.path().with_file_name(format!("split-{keep}"));
+        create_keeping(&path, keep);
+        let mut reported: BTreeMap<String, String> = BTreeMap::new();
+        {
+            let mut db = Db::options().open(&path).unwrap();
+            ingest::run(&mut db, &[Input::guess(&one)], &Default::default(), |e| {
+                if let ingest::Event::Duplicate(r) = e {
+                    reported.insert(r.id.clone(), r.duplicate_of.clone());
+                }
+            })
+            .unwrap();
+        }
+        let built = all_clusters(&Db::options().read_only().open(&path).unwrap());
+        assert!(built.iter().any(|c| c.members.len() >= 3), "{keep}");
+        // Three "processes", each over its range of ords.
+        let mut lists: Vec<(u64, Vec<String>)> = Vec::new();
+        let mut checked = 0;
+        for (lo, hi) in [(0, 41), (41, 97), (97, u64::MAX)] {
+            let db = Db::options().read_only().open(&path).unwrap();
+            checked += db
+                .admin()
+                .earlier_copies(lo..hi, |ord, id, hits| {
+                    assert!((lo..hi).contains(&ord));
+                    assert_eq!(reported.get(id), Some(&hits[0].id), "{keep}: {id}");
+                    lists.push((ord, hits.into_iter().map(|h| h.id).collect()));
+                    Ok(())
+                })
+                .unwrap();
+        }
+        assert_eq!(checked, docs.len() as u64);
+        assert_eq!(lists.len(), reported.len(), "{keep}");
+        let mut db = Db::options().open(&path).unwrap();
+        // Out of order, and a near copy that is not earlier: refused.
+        let mut swapped = lists.clone();
+        swapped.swap(0, 1);
+        let e = db
+            .maintenance()
+            .rebuild_clusters_from(keep, swapped.into_iter().map(Ok))
+            .unwrap_err();
+        assert!(e.to_string().contains("ascending ord"), "{e}");
+        let mut later = lists.clone();
+        let last = later.last().unwrap().clone();
+        later[0].1 = vec![docs
+            .iter()
+            .map(|d| d.id.clone())
+            .find(|id| db.get(id).unwrap().unwrap().ord == last.0)
+            .unwrap()];
+        let e = db
+            .maintenance()
+            .rebuild_clusters_from(keep, later.into_iter().map(Ok))
+            .unwrap_err();
+        assert!(e.to_string().contains("is not before"), "{e}");
+        // The lists of one range alone do not make the clusters.
+        let first: Vec<_> = lists.iter().filter(|l| l.0 < 41).cloned().collect();
+        db.maintenance()
+            .rebuild_clusters_from(keep, first.into_iter().map(Ok))
+            .unwrap();
+        assert_ne!(all_clusters(&db), built, "{keep}");
+        // All of them do.
+        let n = db
+            .maintenance()
+            .rebuild_clusters_from(keep, lists.into_iter().map(Ok))
+            .unwrap();
+        assert_eq!(n, built.len() as u64);
+        assert_eq!(all_clusters(&db), built, "{keep}");
+        assert!(db.admin().verify().unwrap().is_clean(), "{keep}");
+    }
+}

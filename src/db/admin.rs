@@ -371,6 +371,23 @@ impl Admin<'_> {
         self.db.tuning()
     }
 
+    /// For each document whose ord is in `ords` (ingest order), its
+    /// confirmed near-copies among the documents ingested before it,
+    /// nearest first (at most [`crate::db::limits::CHECK_CONFIRMED`]): the
+    /// duplicate check a cluster rebuild makes for it, which is ingest's.
+    /// `visit` sees each document that has any: its ord, id and hits.
+    /// Returns the number of documents checked. It only reads, so
+    /// processes that each open the store read-only can split a store's
+    /// ords among them; [`Maintenance::rebuild_clusters_from`] then places
+    /// the documents (how `simdb.ray.dedup` spreads a dedup).
+    pub fn earlier_copies(
+        &self,
+        ords: std::ops::Range<u64>,
+        visit: impl FnMut(u64, &str, Vec<crate::Hit>) -> Result<()>,
+    ) -> Result<u64> {
+        self.db.earlier_copies(ords, visit)
+    }
+
     /// The store's keep policy (who represents a cluster).
     pub fn keep_policy(&self) -> Result<KeepPolicy> {
         self.db.keep_policy()
@@ -457,6 +474,24 @@ impl Maintenance<'_> {
     /// updated in its batch; reads what it deletes and one more.
     pub fn expire(&mut self, before: u64) -> Result<ExpireReport> {
         self.db.expire(before)
+    }
+
+    /// Rebuilds the clusters under `keep` as [`Maintenance::set_keep_policy`]
+    /// does, from near-copy lists computed beforehand by
+    /// [`Admin::earlier_copies`] (each document that has near-copies, in
+    /// ascending ord, with their ids; maybe computed by several processes,
+    /// each over a range of ords) instead of searching for them. With the
+    /// lists of every range, the clusters are those `set_keep_policy`
+    /// builds. A list out of order, or naming a document that is missing
+    /// or not before its own, stops the rebuild with
+    /// [`crate::Error::Input`] (the store keeps its rebuild marker until a
+    /// rebuild finishes).
+    pub fn rebuild_clusters_from(
+        &mut self,
+        keep: KeepPolicy,
+        lists: impl IntoIterator<Item = Result<(u64, Vec<String>)>>,
+    ) -> Result<u64> {
+        self.db.rebuild_clusters_from(keep, lists)
     }
 
     /// Rebuilds `refs`, the posting families, the document count and the

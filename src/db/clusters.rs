@@ -46,7 +46,12 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
+use rayon::prelude::*;
+
 use super::{limits, search, Db};
+
+/// Documents a cluster rebuild checks and places per batch.
+const REBUILD_CHUNK: usize = 20_000;
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 pub use crate::store::schema::KeepPolicy;
@@ -929,6 +934,101 @@ impl Db {
     /// policy with the last batch; from the batch that clears the family
     /// to that one, the store holds [`store::CLUSTERS_MARKER_KEY`].
     pub(super) fn rebuild_clusters(&self, keep: KeepPolicy) -> Result<u64> {
+        self.rebuild_clusters_with(keep, |chunk| {
+            Ok(self
+                .earlier_near_copies(chunk)?
+                .into_iter()
+                .map(|hits| hits.into_iter().map(|h| h.id).collect())
+                .collect())
+        })
+    }
+
+    /// [`Db::rebuild_clusters`] from near-copy lists computed beforehand
+    /// (by [`Db::earlier_copies`], maybe in other processes): `lists` gives,
+    /// in ascending ord, each document that has near-copies (its ord and
+    /// their ids); the others have none. A list that is out of order,
+    /// names no document of the store, or names a document that is not
+    /// before its own is an error, found as the rebuild reaches it (the
+    /// store then keeps its rebuild marker, and the same call, or
+    /// `set_keep_policy`, redoes the rebuild).
+    pub(super) fn rebuild_clusters_from(
+        &self,
+        keep: KeepPolicy,
+        lists: impl IntoIterator<Item = Result<(u64, Vec<String>)>>,
+    ) -> Result<u64> {
+        let mut lists = lists.into_iter().peekable();
+        let mut last: Option<u64> = None;
+        let n = self.rebuild_clusters_with(keep, |chunk| {
+            let mut out = Vec::with_capacity(chunk.len());
+            for (id, rec) in chunk {
+                let mut near = Vec::new();
+                while let Some(next) = lists.peek() {
+                    let ord = match next {
+                        Ok((ord, _)) => *ord,
+                        Err(_) => {
+                            return Err(lists.next().and_then(|r| r.err()).expect("an error"))
+                        }
+                    };
+                    if last.is_some_and(|l| ord <= l) {
+                        return Err(Error::Input(format!(
+                            "near-copy lists: ord {ord} comes after ord {}: they must be in \
+                             ascending ord, one list per document",
+                            last.unwrap_or_default()
+                        )));
+                    }
+                    if ord > rec.ord {
+                        break;
+                    }
+                    let Some(Ok((ord, ids))) = lists.next() else {
+                        unreachable!("peeked")
+                    };
+                    last = Some(ord);
+                    if ord < rec.ord {
+                        return Err(Error::Input(format!(
+                            "near-copy lists: no document of the store has ord {ord}"
+                        )));
+                    }
+                    for other in &ids {
+                        match self.store.get(other)? {
+                            Some(r) if r.ord < rec.ord => {}
+                            Some(r) => {
+                                return Err(Error::Input(format!(
+                                    "near-copy lists: {other:?} (ord {}) is not before {id:?} \
+                                     (ord {ord})",
+                                    r.ord
+                                )))
+                            }
+                            None => {
+                                return Err(Error::Input(format!(
+                                    "near-copy lists: {other:?}, a near copy of {id:?}, is not \
+                                     in the store"
+                                )))
+                            }
+                        }
+                    }
+                    near = ids;
+                }
+                out.push(near);
+            }
+            Ok(out)
+        })?;
+        match lists.next() {
+            None => Ok(n),
+            Some(Err(e)) => Err(e),
+            Some(Ok((ord, _))) => Err(Error::Input(format!(
+                "near-copy lists: no document of the store has ord {ord}"
+            ))),
+        }
+    }
+
+    /// The rebuild of [`Db::rebuild_clusters`], with each chunk's
+    /// near-copy lists (documents in ingest order, with their records)
+    /// from `near`.
+    fn rebuild_clusters_with(
+        &self,
+        keep: KeepPolicy,
+        mut near: impl FnMut(&[(&String, Record)]) -> Result<Vec<Vec<String>>>,
+    ) -> Result<u64> {
         let anchor = self.default_anchor();
         let mut b = Batch::default();
         self.store.clear_clusters(&mut b);
@@ -937,39 +1037,31 @@ impl Db {
         self.store.write(b, true)?;
         let mut state = ClusterState::new(keep, anchor);
         let mut ids: Vec<String> = Vec::new();
-        let place = |ids: &mut Vec<String>, state: &mut ClusterState, last: bool| -> Result<()> {
-            let mut chunk: Vec<(&String, Record)> = Vec::with_capacity(ids.len());
-            for id in ids.iter() {
-                match self.store.get(id) {
-                    Ok(Some(r)) => chunk.push((id, r)),
-                    // Gone, or a record that does not decode (repair
-                    // reports it): not placed.
-                    Ok(None) | Err(Error::Corrupt { .. }) => {}
-                    Err(e) => return Err(e),
+        let mut place =
+            |ids: &mut Vec<String>, state: &mut ClusterState, last: bool| -> Result<()> {
+                let chunk = self.records_of(ids)?;
+                let near = near(&chunk)?;
+                let get = |id: &str| self.store.get(id);
+                let mut b = Batch::default();
+                for ((id, rec), near) in chunk.iter().zip(near) {
+                    state.join(&self.store, &mut b, id, rec, &near, &anchor, &get)?;
                 }
-            }
-            let near = self.earlier_near_copies(&chunk)?;
-            let get = |id: &str| self.store.get(id);
-            let mut b = Batch::default();
-            for ((id, rec), near) in chunk.iter().zip(near) {
-                state.join(&self.store, &mut b, id, rec, &near, &anchor, &get)?;
-            }
-            if last {
-                let (k, v) = store::schema::keep_policy_entry(keep);
-                self.store.put_meta_in(&mut b, k, v);
-                self.store
-                    .delete_meta_in(&mut b, store::CLUSTERS_MARKER_KEY);
-            }
-            self.store.write(b, last)?;
-            state.committed();
-            ids.clear();
-            Ok(())
-        };
+                if last {
+                    let (k, v) = store::schema::keep_policy_entry(keep);
+                    self.store.put_meta_in(&mut b, k, v);
+                    self.store
+                        .delete_meta_in(&mut b, store::CLUSTERS_MARKER_KEY);
+                }
+                self.store.write(b, last)?;
+                state.committed();
+                ids.clear();
+                Ok(())
+            };
         // In ingest order; records that do not decode are skipped (repair
         // reports them).
         self.store.for_each_in_order(0, |_, id| {
             ids.push(id.to_string());
-            if ids.len() >= 20_000 {
+            if ids.len() >= REBUILD_CHUNK {
                 place(&mut ids, &mut state, false)?;
             }
             Ok(true)
@@ -979,12 +1071,66 @@ impl Db {
         Ok(n)
     }
 
+    /// The records of `ids` that are readable: gone ones, and records that
+    /// do not decode (repair reports them), are left out.
+    fn records_of<'i>(&self, ids: &'i [String]) -> Result<Vec<(&'i String, Record)>> {
+        let mut chunk = Vec::with_capacity(ids.len());
+        for id in ids {
+            match self.store.get(id) {
+                Ok(Some(r)) => chunk.push((id, r)),
+                Ok(None) | Err(Error::Corrupt { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(chunk)
+    }
+
+    /// For each document whose ord is in `ords`, in ingest order, its
+    /// confirmed near-copies among the documents ingested before it,
+    /// nearest first: the search of [`Db::rebuild_clusters`], which is
+    /// ingest's duplicate check (see there for where the two may differ).
+    /// `visit` sees the documents that have any. Returns the number of
+    /// documents checked. Reads only: processes that each open the store
+    /// read-only and take a range of ords split the work of a rebuild
+    /// among them ([`Db::rebuild_clusters_from`] then places the documents).
+    pub(super) fn earlier_copies(
+        &self,
+        ords: std::ops::Range<u64>,
+        mut visit: impl FnMut(u64, &str, Vec<crate::Hit>) -> Result<()>,
+    ) -> Result<u64> {
+        let mut ids: Vec<String> = Vec::new();
+        let mut checked = 0u64;
+        let mut check = |ids: &mut Vec<String>| -> Result<()> {
+            let chunk = self.records_of(ids)?;
+            for ((id, rec), hits) in chunk.iter().zip(self.earlier_near_copies(&chunk)?) {
+                checked += 1;
+                if !hits.is_empty() {
+                    visit(rec.ord, id, hits)?;
+                }
+            }
+            ids.clear();
+            Ok(())
+        };
+        self.store.for_each_in_order(ords.start, |ord, id| {
+            if ord >= ords.end {
+                return Ok(false);
+            }
+            ids.push(id.to_string());
+            if ids.len() >= REBUILD_CHUNK {
+                check(&mut ids)?;
+            }
+            Ok(true)
+        })?;
+        check(&mut ids)?;
+        Ok(checked)
+    }
+
     /// For each document of `chunk`, its confirmed near-copies among the
     /// documents ingested before it, nearest first, as ingest's duplicate
     /// check finds them: the same search under the same rule
     /// ([`search::Rule::duplicates`]), reading the chunk's buckets
     /// beforehand (see [`Db::rebuild_clusters`]).
-    fn earlier_near_copies(&self, chunk: &[(&String, Record)]) -> Result<Vec<Vec<String>>> {
+    fn earlier_near_copies(&self, chunk: &[(&String, Record)]) -> Result<Vec<Vec<crate::Hit>>> {
         use limits::{CHECK_CONFIRMED, CHECK_EXAMINED};
         let queries: Vec<super::Query> = chunk
             .iter()
@@ -993,33 +1139,38 @@ impl Db {
         let at = self.store.snapshot();
         let pre = self.prefetch_searches(&at, &queries)?;
         let searcher = self.searcher(&at, Some(&pre));
-        let mut out = Vec::with_capacity(chunk.len());
-        for ((_, r), q) in chunk.iter().zip(&queries) {
-            // As ingest's check saw the store: only the documents before
-            // this one are its copies. Later documents cost a read too, so
-            // they count against the bound; a walk cut short with no
-            // earlier copy confirmed but a later one (the earliest copies
-            // of a flood, whose first candidates by id are all later) is
-            // walked again sixteen times as far.
-            for reach in [1, 16] {
-                let mut later = false;
-                let mut admit = |h: &crate::Hit| -> Result<bool> {
-                    let hr = self.store.checked_record(&at, h.fingerprint, &h.id)?;
-                    later |= hr.ord >= r.ord;
-                    Ok(hr.ord < r.ord)
-                };
-                let rule = search::Rule {
-                    examine: reach * CHECK_EXAMINED,
-                    ..search::Rule::duplicates(CHECK_CONFIRMED)
-                };
-                let c = searcher.run(q, rule, &mut admit)?;
-                if c.complete || !c.hits.is_empty() || !later || reach > 1 {
-                    out.push(c.hits.into_iter().map(|h| h.id).collect());
-                    break;
+        // The checks read only: on every core.
+        chunk
+            .par_iter()
+            .zip(&queries)
+            .map(|((_, r), q)| {
+                // As ingest's check saw the store: only the documents
+                // before this one are its copies. Later documents cost a
+                // read too, so they count against the bound; a walk cut
+                // short with no earlier copy confirmed but a later one (the
+                // earliest copies of a flood, whose first candidates by id
+                // are all later) is walked again sixteen times as far.
+                let mut hits = Vec::new();
+                for reach in [1, 16] {
+                    let mut later = false;
+                    let mut admit = |h: &crate::Hit| -> Result<bool> {
+                        let hr = self.store.checked_record(&at, h.fingerprint, &h.id)?;
+                        later |= hr.ord >= r.ord;
+                        Ok(hr.ord < r.ord)
+                    };
+                    let rule = search::Rule {
+                        examine: reach * CHECK_EXAMINED,
+                        ..search::Rule::duplicates(CHECK_CONFIRMED)
+                    };
+                    let c = searcher.run(q, rule, &mut admit)?;
+                    if c.complete || !c.hits.is_empty() || !later || reach > 1 {
+                        hits = c.hits;
+                        break;
+                    }
                 }
-            }
-        }
-        Ok(out)
+                Ok(hits)
+            })
+            .collect()
     }
 
     /// Adds to `problems` what is wrong with the `clusters` family: every
