@@ -962,12 +962,14 @@ impl Db {
             let mut out = Vec::with_capacity(chunk.len());
             for (id, rec) in chunk {
                 let mut near = Vec::new();
-                while let Some(next) = lists.peek() {
-                    let ord = match next {
-                        Ok((ord, _)) => *ord,
-                        Err(_) => {
-                            return Err(lists.next().and_then(|r| r.err()).expect("an error"))
-                        }
+                loop {
+                    let ord = match lists.peek() {
+                        None => break,
+                        Some(Ok((ord, _))) => *ord,
+                        Some(Err(_)) => match lists.next() {
+                            Some(Err(e)) => return Err(e),
+                            _ => break,
+                        },
                     };
                     if last.is_some_and(|l| ord <= l) {
                         return Err(Error::Input(format!(
@@ -980,7 +982,7 @@ impl Db {
                         break;
                     }
                     let Some(Ok((ord, ids))) = lists.next() else {
-                        unreachable!("peeked")
+                        break;
                     };
                     last = Some(ord);
                     if ord < rec.ord {
