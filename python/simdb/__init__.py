@@ -27,6 +27,8 @@ from ._simdb import (
     distance,
     fingerprint,
     fingerprints,
+    import_parquet,
+    rebuild_clusters,
 )
 
 __all__ = [
@@ -37,6 +39,8 @@ __all__ = [
     "fingerprint",
     "fingerprints",
     "distance",
+    "import_parquet",
+    "rebuild_clusters",
     "__version__",
     *_errors.__all__,
 ]

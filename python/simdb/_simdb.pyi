@@ -244,6 +244,39 @@ class Db:
         """The clusters of at least ``min_size`` documents, in id order, read
         256 at a time; each lists its first ``max_members`` members in rank
         order (``size`` counts them all)."""
+    def earlier_copies(self, start: int, end: int) -> dict[str, Any]:
+        """Each document whose ord is in ``start..end`` that has confirmed
+        near-copies among the documents before it (the duplicate check a
+        cluster rebuild, and ingest, makes): equal-length lists ``ord``,
+        ``id``, and per document its hits nearest first, ``near`` (ids),
+        ``distance``, ``similarity``, ``containment``; and ``checked``, the
+        documents checked. Reads only: processes that each open the store
+        read-only can split its ords (``simdb.ray.dedup``)."""
+
+def import_parquet(
+    target: Union[str, PathLike[str]],
+    inputs: list[Union[str, PathLike[str]]],
+    *,
+    recipe: Optional[Union[dict[str, Any], str]] = None,
+    freeze: bool = True,
+    partial: bool = False,
+    memory_bytes: Optional[int] = None,
+) -> dict[str, Any]:
+    """``simdb import`` of Parquet (an engine's fingerprint rows, or a
+    ``simdb export``) into a new store at ``target``, made whole or not at
+    all; ``recipe``: the one the fingerprints were made with. Returns the
+    import's summary (records, documents, no_fingerprint, …)."""
+
+def rebuild_clusters(
+    path: Union[str, PathLike[str]],
+    lists: Iterable[tuple[int, list[str]]],
+    *,
+    keep: Optional[str] = None,
+) -> int:
+    """Rebuilds the clusters of the store at ``path`` (no other handle may
+    hold it) from near-copy lists, ``(ord, [ids])`` in ascending ord as
+    ``Db.earlier_copies`` gives them, under ``keep`` (default: the
+    store's policy). Returns the number of clusters of two or more."""
 
 def fingerprint(
     text: str,

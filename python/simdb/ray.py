@@ -9,6 +9,17 @@ workers, equal to what ``simdb ingest`` stores for the same texts.
 Each worker makes one :class:`simdb.Analyzer` (the dictionary is loaded
 once) and analyses its batches in Rust with the GIL released, on all the
 cores it is given. The columns added are :data:`COLUMNS`.
+
+>>> r = simdb.ray.dedup(fps, "work/", keep="first")  # doctest: +SKIP
+>>> r.pairs.write_parquet("s3://bucket/pairs/")  # doctest: +SKIP
+>>> kept = simdb.ray.drop_duplicates(ds, r.clusters)  # doctest: +SKIP
+
+:func:`dedup` finds the pairs and clusters ``simdb ingest`` of the same
+documents in the same order finds: the fingerprint rows are imported into a
+store (the index), each document's duplicate check against those before it
+runs on the workers (the store's own search, read-only), and the clusters
+are placed from those checks. ``python -m simdb.ray dedup`` runs it from
+files, resumably.
 """
 
 from __future__ import annotations
@@ -227,16 +238,495 @@ def fingerprint_files(
     return counts
 
 
+# ---------------------------------------------------------------- dedup
+
+#: Documents per Parquet part of the ordered input (stage 1 of :func:`dedup`).
+INPUT_PART_ROWS = 1_000_000
+
+#: The Arrow schema of the pairs :func:`dedup` writes (as the Spark job's).
+PAIR_COLUMNS = ("a", "b", "distance", "similarity", "containment")
+
+#: The Arrow schema of the clusters :func:`dedup` writes (as the Spark job's).
+CLUSTER_COLUMNS = ("cluster", "size", "representative", "id", "rank", "distance")
+
+_IMPORT_COLUMNS = ("id",) + COLUMNS
+
+
+def _write_atomically(table: "pyarrow.Table", path: str) -> None:
+    """``table`` as Parquet at ``path``, whole or not at all."""
+    import pyarrow.parquet as pq
+
+    tmp = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + ".tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)
+
+
+def _done(path: str) -> bool:
+    return os.path.exists(path)
+
+
+def _mark(path: str, what: dict) -> None:
+    import json
+
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(what, f)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def _read_mark(path: str) -> dict:
+    import json
+
+    with open(path) as f:
+        return json.load(f)
+
+
+def order_input(batches: Any, work: str, *, id: str = "id") -> dict:
+    """Stage 1 of :func:`dedup`: the fingerprint rows (an iterable of
+    Arrow tables or record batches, in the order the documents count in:
+    the first of near copies is the one kept under ``keep="first"``)
+    written to ``WORK/input/`` as numbered Parquet parts of the columns
+    ``simdb import`` takes. Marked by ``WORK/input.json`` when whole;
+    done again from the start otherwise."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = os.path.join(work, "input")
+    marker = os.path.join(work, "input.json")
+    if _done(marker):
+        return _read_mark(marker)
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    parts, rows, pending, held = 0, 0, [], 0
+
+    def flush() -> None:
+        nonlocal parts, pending, held
+        if pending:
+            pq.write_table(pa.concat_tables(pending), os.path.join(out, f"part-{parts:05}.parquet"))
+            parts += 1
+            pending, held = [], 0
+
+    for b in batches:
+        t = b if isinstance(b, pa.Table) else pa.Table.from_batches([b])
+        missing = [c for c in _IMPORT_COLUMNS if c != "id" and c not in t.column_names]
+        if id not in t.column_names or missing:
+            raise ValueError(
+                f"the rows have no column(s) {([id] if id not in t.column_names else []) + missing}: "
+                "give dedup the output of simdb.ray.fingerprint"
+            )
+        t = t.select([id] + list(COLUMNS))
+        if id != "id":
+            t = t.rename_columns(["id"] + list(COLUMNS))
+        t = t.set_column(0, "id", pa.compute.cast(t.column(0), pa.string()))
+        pending.append(t)
+        held += t.num_rows
+        rows += t.num_rows
+        if held >= INPUT_PART_ROWS:
+            flush()
+    flush()
+    # Whole: `simdb import` takes a directory with a `_SUCCESS`.
+    open(os.path.join(out, "_SUCCESS"), "wb").close()
+    what = {"rows": rows, "parts": parts}
+    _mark(marker, what)
+    return what
+
+
+def import_input(work: str, recipe: Optional[dict[str, Any]] = None) -> dict:
+    """Stage 2 of :func:`dedup`: ``simdb import`` of ``WORK/input/`` into
+    the store ``WORK/store`` (with its frozen index). An import appears
+    whole or not at all; a store already there is this stage done."""
+    from . import _simdb
+
+    store = os.path.join(work, "store")
+    marker = os.path.join(work, "store.json")
+    if _done(marker) and os.path.isdir(store):
+        return _read_mark(marker)
+    inputs = os.path.join(work, "input")
+    if not os.path.isdir(store):
+        s = _simdb.import_parquet(store, [inputs], recipe=recipe)
+    else:
+        s = {"documents": len(_simdb.Db.open(store, read_only=True))}
+    what = {
+        "documents": s["documents"],
+        "records": s.get("records", s["documents"]),
+        "no_fingerprint": s.get("no_fingerprint", 0),
+    }
+    _mark(marker, what)
+    return what
+
+
+def check_range(store: str, start: int, end: int) -> "pyarrow.Table":
+    """Each document of the store whose ord is in ``start..end`` that has
+    confirmed near-copies among the documents before it (the store's
+    duplicate check, see ``Db.earlier_copies``): columns ``ord``, ``id``,
+    ``near``, ``distance``, ``similarity``, ``containment`` (lists, nearest
+    first). The table's metadata holds ``checked``."""
+    import pyarrow as pa
+
+    from ._simdb import Db
+
+    with Db.open(store, read_only=True) as db:
+        c = db.earlier_copies(start, end)
+    t = pa.table(
+        {
+            "ord": pa.array(c["ord"], pa.uint64()),
+            "id": pa.array(c["id"], pa.string()),
+            "near": pa.array(c["near"], pa.list_(pa.string())),
+            "distance": pa.array(c["distance"], pa.list_(pa.uint32())),
+            "similarity": pa.array(c["similarity"], pa.list_(pa.float64())),
+            "containment": pa.array(c["containment"], pa.list_(pa.float64())),
+        }
+    )
+    return t.replace_schema_metadata({"checked": str(c["checked"])})
+
+
+def check_ranges(documents: int, parts: int) -> list[tuple[int, int, int]]:
+    """Stage 3's work: (part, start, end) ranges of ords covering a store
+    of ``documents`` imported documents (ords 1..=documents)."""
+    parts = max(1, min(parts, documents))
+    step = -(-documents // parts)
+    out = []
+    for i in range(parts):
+        lo = 1 + i * step
+        hi = 1 + (i + 1) * step if i + 1 < parts else 2**63 - 1
+        out.append((i, lo, hi))
+    return out
+
+
+def check_part(work: str, part: int, start: int, end: int) -> dict:
+    """One part of stage 3: :func:`check_range` written to
+    ``WORK/checks/part-NNNNN.parquet`` (whole or not at all), or nothing
+    if that file is there from an earlier run. Returns its counts."""
+    import pyarrow.parquet as pq
+
+    out = os.path.join(work, "checks")
+    os.makedirs(out, exist_ok=True)
+    path = os.path.join(out, f"part-{part:05}.parquet")
+    if _done(path):
+        meta = pq.read_schema(path).metadata or {}
+        return {"part": part, "checked": int(meta.get(b"checked", 0)), "skipped": 1}
+    t = check_range(os.path.join(work, "store"), start, end)
+    _write_atomically(t, path)
+    return {"part": part, "checked": int(t.schema.metadata[b"checked"]), "skipped": 0}
+
+
+def _check_parts(work: str) -> list[str]:
+    out = os.path.join(work, "checks")
+    return sorted(
+        os.path.join(out, f) for f in os.listdir(out) if f.startswith("part-") and f.endswith(".parquet")
+    )
+
+
+def place(work: str, keep: Optional[str] = None) -> dict:
+    """Stage 4 of :func:`dedup`: the store's clusters rebuilt from the
+    near-copy lists of stage 3 (``simdb.rebuild_clusters``), as ingest
+    would have built them under ``keep`` (default: the store's policy,
+    ``first`` for an import). Marked by ``WORK/placed.json``."""
+    import pyarrow.parquet as pq
+
+    from . import _simdb
+
+    marker = os.path.join(work, "placed.json")
+    if _done(marker):
+        return _read_mark(marker)
+
+    def lists():
+        for path in _check_parts(work):
+            t = pq.read_table(path, columns=["ord", "near"])
+            yield from zip(t.column("ord").to_pylist(), t.column("near").to_pylist())
+
+    n = _simdb.rebuild_clusters(os.path.join(work, "store"), lists(), keep=keep)
+    what = {"clusters": n, "keep": keep or "store"}
+    _mark(marker, what)
+    return what
+
+
+def pairs_table(checks: "pyarrow.Table") -> "pyarrow.Table":
+    """The pairs of stage 3's rows: each document with each of its
+    confirmed earlier near-copies, named ``a < b`` by id, with the
+    pair's distance, similarity and containment (the Spark job's
+    columns)."""
+    import pyarrow as pa
+
+    a, b, d, s, c = [], [], [], [], []
+    for row in checks.to_pylist():
+        for near, dist, sim, cont in zip(row["near"], row["distance"], row["similarity"], row["containment"]):
+            x, y = sorted((row["id"], near))
+            a.append(x)
+            b.append(y)
+            d.append(dist)
+            s.append(sim)
+            c.append(cont)
+    return pa.table(
+        {
+            "a": pa.array(a, pa.string()),
+            "b": pa.array(b, pa.string()),
+            "distance": pa.array(d, pa.int32()),
+            "similarity": pa.array(s, pa.float64()),
+            "containment": pa.array(c, pa.float64()),
+        }
+    )
+
+
+def clusters_table(store: str) -> "pyarrow.Table":
+    """The store's clusters of two or more, one row per member: cluster
+    (its id), size, representative, id, rank (0: the representative) and
+    distance (bits from the representative), as the Spark job writes
+    them."""
+    import pyarrow as pa
+
+    from ._simdb import Db
+
+    cols: dict[str, list] = {c: [] for c in CLUSTER_COLUMNS}
+    with Db.open(store, read_only=True) as db:
+        for c in db.clusters(min_size=2, max_members=2**31):
+            # Members come in rank order, the representative first.
+            for rank, m in enumerate(c["members"]):
+                cols["cluster"].append(c["id"])
+                cols["size"].append(c["size"])
+                cols["representative"].append(c["representative"])
+                cols["id"].append(m["id"])
+                cols["rank"].append(rank)
+                cols["distance"].append(m["distance"])
+    types = {
+        "cluster": pa.int64(),
+        "size": pa.int64(),
+        "representative": pa.string(),
+        "id": pa.string(),
+        "rank": pa.int32(),
+        "distance": pa.int32(),
+    }
+    return pa.table({c: pa.array(v, types[c]) for c, v in cols.items()})
+
+
+class _Checker:
+    """The stateful worker of stage 3: checks parts of the store's ords."""
+
+    def __init__(self, work: str) -> None:
+        self.work = work
+
+    def __call__(self, batch: dict) -> dict:
+        out: dict[str, list] = {"part": [], "checked": [], "skipped": []}
+        for part, lo, hi in zip(batch["part"], batch["start"], batch["end"]):
+            r = check_part(self.work, int(part), int(lo), int(hi))
+            for k in out:
+                out[k].append(r[k])
+        return out
+
+
+class Dedup:
+    """What :func:`dedup` found: ``pairs`` and ``clusters`` (Ray Datasets
+    of :data:`PAIR_COLUMNS` and :data:`CLUSTER_COLUMNS`), ``report`` (the
+    counts and seconds per stage) and ``store`` (the path of the store
+    that holds the documents and clusters: it serves them)."""
+
+    def __init__(self, pairs: Any, clusters: Any, report: dict, store: str) -> None:
+        self.pairs = pairs
+        self.clusters = clusters
+        self.report = report
+        self.store = store
+
+    def __repr__(self) -> str:
+        return f"Dedup(store={self.store!r}, report={self.report!r})"
+
+
+def dedup(
+    fps: Any,
+    work: Union[str, "os.PathLike[str]"],
+    *,
+    keep: str = "first",
+    id: str = "id",
+    recipe: Optional[dict[str, Any]] = None,
+    parts: Optional[int] = None,
+    concurrency: int = 1,
+    num_cpus: Optional[float] = None,
+) -> Dedup:
+    """Near-duplicate pairs and clusters of ``fps`` (the output of
+    :func:`fingerprint`, in the order the documents count in), found as
+    ``simdb ingest`` of the same documents in that order finds them, and
+    clustered as it clusters them under ``keep`` (first, newest, longest;
+    priority needs priorities, which engine rows do not carry).
+
+    Stages, each resumable in the work directory ``work`` (a stage that
+    finished is not done again; a part of stage 3 that finished is
+    skipped):
+
+    1. the rows, in order, to ``WORK/input/`` (streamed through the driver);
+    2. ``simdb import`` of them into ``WORK/store`` (one machine; the
+       index the checks share, with its frozen index);
+    3. each document's duplicate check against the documents before it
+       (the store's own search: the exact-k buckets, the ranked plan and
+       the 16 band buckets with their nearest-16 cap, confirmed by the
+       sketch), over ``parts`` ranges of ords on ``concurrency`` Ray
+       workers, each opening the store read-only (on one machine, or on a
+       file system they share);
+    4. the clusters placed from those lists, in order, into the store.
+
+    The recipe is the one the fingerprints were made with (``recipe``:
+    ``Analyzer.recipe``; default: a new store's)."""
+    import time
+
+    import ray
+
+    work = os.fspath(work)
+    os.makedirs(work, exist_ok=True)
+    report: dict[str, Any] = {"keep": keep, "seconds": {}}
+    t = time.perf_counter()
+    ctx = ray.data.DataContext.get_current()
+    before = ctx.execution_options.preserve_order
+    ctx.execution_options.preserve_order = True
+    try:
+        report["input"] = order_input(
+            fps.iter_batches(batch_format="pyarrow", batch_size=65536), work, id=id
+        )
+    finally:
+        ctx.execution_options.preserve_order = before
+    report["seconds"]["input"] = round(time.perf_counter() - t, 3)
+    t = time.perf_counter()
+    report["store"] = import_input(work, recipe)
+    report["seconds"]["import"] = round(time.perf_counter() - t, 3)
+    t = time.perf_counter()
+    n = report["store"]["records"]
+    if parts is None:
+        parts = max(1, min(256, -(-n // 200_000)))
+    ranges = check_ranges(n, parts)
+    if num_cpus is None:
+        num_cpus = float(os.cpu_count() or 1)
+    done = (
+        ray.data.from_items([{"part": p, "start": lo, "end": hi} for p, lo, hi in ranges])
+        .map_batches(
+            _Checker,
+            fn_constructor_kwargs={"work": work},
+            batch_size=1,
+            concurrency=concurrency,
+            num_cpus=num_cpus,
+        )
+        .take_all()
+    )
+    report["checks"] = {
+        "parts": len(ranges),
+        "skipped": sum(r["skipped"] for r in done),
+        "checked": sum(r["checked"] for r in done),
+    }
+    report["seconds"]["checks"] = round(time.perf_counter() - t, 3)
+    t = time.perf_counter()
+    report["placed"] = place(work, keep)
+    report["seconds"]["place"] = round(time.perf_counter() - t, 3)
+    checks = ray.data.read_parquet(os.path.join(work, "checks"))
+    pairs = checks.map_batches(pairs_table, batch_format="pyarrow")
+    store = os.path.join(work, "store")
+    clusters = ray.data.from_arrow(clusters_table(store))
+    return Dedup(pairs, clusters, report, store)
+
+
+def drop_duplicates(ds: Any, clusters: Any, *, id: str = "id") -> Any:
+    """The rows of ``ds`` that :func:`dedup` keeps: every document except
+    the members of a cluster that do not represent it (rank > 0). The
+    ids dropped are gathered on the driver (one per near copy)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import ray
+
+    dropped = set()
+    for b in clusters.filter(lambda r: r["rank"] > 0).iter_batches(batch_format="pyarrow"):
+        dropped.update(b.column("id").to_pylist())
+    ref = ray.put(pa.array(sorted(dropped), pa.string()))
+
+    def keep(batch: "pyarrow.Table") -> "pyarrow.Table":
+        gone = ray.get(ref)
+        ids = pc.cast(batch.column(id), pa.string())
+        return batch.filter(pc.invert(pc.is_in(ids, value_set=gone)))
+
+    return ds.map_batches(keep, batch_format="pyarrow")
+
+
+def dedup_files(
+    inputs: list[str],
+    out: str,
+    *,
+    work: Optional[str] = None,
+    keep: str = "first",
+    text: Optional[str] = None,
+    db: Optional[str] = None,
+    export: Optional[str] = None,
+    parts: Optional[int] = None,
+    num_cpus: Optional[float] = None,
+    log: Any = None,
+) -> dict:
+    """``python -m simdb.ray dedup``: :func:`dedup` of the fingerprint
+    rows of ``inputs`` (Parquet parts of :func:`fingerprint` output, in
+    name order), or, with ``text``, of texts fingerprinted first (Parquet
+    or JSON lines). Writes ``OUT/pairs/``, ``OUT/clusters/`` (Parquet) and
+    ``OUT/report.json``; the work directory (default ``OUT/_work``) keeps
+    the stages, so a killed run, run again, goes on where it stopped."""
+    import json
+
+    import pyarrow.parquet as pq
+    import ray
+
+    os.makedirs(out, exist_ok=True)
+    work = work or os.path.join(out, "_work")
+    missing = [p for p in inputs if not os.path.exists(p)]
+    if missing:
+        raise ValueError(f"no input files: {', '.join(missing)} not found")
+    files = _inputs(inputs)
+    if not files:
+        raise ValueError(f"no input files in {', '.join(inputs)}")
+    recipe = None
+    if text is not None:
+        if any(f.endswith(".parquet") for f in files):
+            ds = ray.data.read_parquet(files)
+        else:
+            ds = ray.data.read_json(files, lines=True)
+        recipe = Analyzer(db=db, recipe=export_recipe(export) if export else None).recipe
+        fps = fingerprint(ds, text=text, db=db, export=export, num_cpus=num_cpus)
+    else:
+        fps = ray.data.read_parquet(files)
+        if db is not None:
+            recipe = Analyzer(db=db).recipe
+        elif export is not None:
+            recipe = export_recipe(export)
+    r = dedup(fps, work, keep=keep, recipe=recipe, parts=parts, num_cpus=num_cpus)
+    for name, ds in (("pairs", r.pairs), ("clusters", r.clusters)):
+        final = os.path.join(out, name)
+        if os.path.isdir(final):
+            continue
+        tmp = os.path.join(out, f".{name}.tmp")
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.makedirs(tmp)
+        for i, b in enumerate(ds.iter_batches(batch_format="pyarrow", batch_size=1 << 20)):
+            pq.write_table(b, os.path.join(tmp, f"part-{i:05}.parquet"))
+        open(os.path.join(tmp, "_SUCCESS"), "wb").close()
+        os.rename(tmp, final)
+    report = dict(r.report)
+    report["pairs"] = r.pairs.count()
+    report["documents_in_clusters"] = r.clusters.count()
+    report["store_path"] = r.store
+    with open(os.path.join(out, "report.json"), "w") as f:
+        json.dump(report, f, indent=1)
+        f.write("\n")
+    if log is not None:
+        log(f"{report['store']['documents']} documents, {report['pairs']} pairs, "
+            f"{report['placed']['clusters']} clusters -> {out}")
+    return report
+
+
 def main(argv: Optional[list[str]] = None) -> int:
-    """``python -m simdb.ray fingerprint IN... OUT``: see
-    :func:`fingerprint_files`."""
+    """``python -m simdb.ray fingerprint IN... OUT`` (see
+    :func:`fingerprint_files`) and ``python -m simdb.ray dedup IN... OUT``
+    (see :func:`dedup_files`)."""
     import argparse
     import json
     import sys
 
     p = argparse.ArgumentParser(
         prog="python -m simdb.ray",
-        description="simdb on Ray Data: fingerprint files of texts, resumably.",
+        description="simdb on Ray Data: fingerprint files of texts and dedup them, resumably.",
     )
     sub = p.add_subparsers(dest="command", required=True)
     f = sub.add_parser(
@@ -251,23 +741,50 @@ def main(argv: Optional[list[str]] = None) -> int:
     g.add_argument("--export", help="take the recipe a simdb export states")
     f.add_argument("--address", help="Ray cluster address (default: start a local one)")
     f.add_argument("--num-cpus", type=float, help="CPUs per worker (default: all of a machine's)")
+    d = sub.add_parser(
+        "dedup",
+        help="near-duplicate pairs and clusters of fingerprint rows (or texts), as simdb ingest "
+        "finds them; writes OUT/pairs/, OUT/clusters/, OUT/report.json",
+    )
+    d.add_argument(
+        "inputs",
+        nargs="+",
+        help="Parquet of `fingerprint` output (files or directories, in name order: the order "
+        "the documents count in), or texts with --text",
+    )
+    d.add_argument("out", help="output directory; a killed run, run again, resumes there")
+    d.add_argument("--keep", default="first", choices=["first", "newest", "longest"],
+                   help="which copy represents a cluster (default first)")
+    d.add_argument("--text", help="the inputs are texts in this column: fingerprint them first")
+    g = d.add_mutually_exclusive_group()
+    g.add_argument("--db", help="the recipe (and learned IDF) of this store")
+    g.add_argument("--export", help="the recipe a simdb export states")
+    d.add_argument("--work", help="work directory (default OUT/_work)")
+    d.add_argument("--parts", type=int, help="ranges of documents the checks are split into")
+    d.add_argument("--address", help="Ray cluster address (default: start a local one)")
+    d.add_argument("--num-cpus", type=float, help="CPUs per worker (default: all of a machine's)")
     a = p.parse_args(argv)
     import ray
 
     ray.init(address=a.address, include_dashboard=False, log_to_driver=False)
+    log = lambda m: print(m, file=sys.stderr)  # noqa: E731
     try:
-        counts = fingerprint_files(
-            a.inputs,
-            a.out,
-            text=a.text,
-            db=a.db,
-            export=a.export,
-            num_cpus=a.num_cpus,
-            log=lambda m: print(m, file=sys.stderr),
-        )
+        if a.command == "fingerprint":
+            result = fingerprint_files(
+                a.inputs, a.out, text=a.text, db=a.db, export=a.export,
+                num_cpus=a.num_cpus, log=log,
+            )
+        else:
+            result = dedup_files(
+                a.inputs, a.out, work=a.work, keep=a.keep, text=a.text, db=a.db,
+                export=a.export, parts=a.parts, num_cpus=a.num_cpus, log=log,
+            )
+    except ValueError as e:
+        print(f"simdb.ray: {e}", file=sys.stderr)
+        return 2
     finally:
         ray.shutdown()
-    print(json.dumps(counts))
+    print(json.dumps(result))
     return 0
 
 

@@ -108,6 +108,15 @@ pub(super) fn distance(a: u64, b: u64) -> u32 {
 /// export's `simdb.recipe` metadata), one this build reproduces and whose
 /// IDF is not a table learned into a store (that needs the store: `db=`).
 fn fingerprinter_of(py: Python<'_>, r: &Bound<'_, PyAny>) -> PyResult<Fingerprinter> {
+    let f = Fingerprinter::new(recipe_of(py, r)?);
+    f.warm_up();
+    Ok(f)
+}
+
+/// Recipe `r`: a dict (`Db.recipe`) or its JSON (an export's
+/// `simdb.recipe` metadata), one this build reproduces and whose IDF is
+/// not a table learned into a store.
+pub(super) fn recipe_of(py: Python<'_>, r: &Bound<'_, PyAny>) -> PyResult<simdb::Recipe> {
     let json: String = match r.extract::<String>() {
         Ok(s) => s,
         Err(_) => py.import("json")?.call_method1("dumps", (r,))?.extract()?,
@@ -125,9 +134,7 @@ fn fingerprinter_of(py: Python<'_>, r: &Bound<'_, PyAny>) -> PyResult<Fingerprin
             "this build cannot reproduce the recipe: its {field} is {stored}, this build's {this}"
         )));
     }
-    let f = Fingerprinter::new(recipe);
-    f.warm_up();
-    Ok(f)
+    Ok(recipe)
 }
 
 /// A recipe's text analysis, made once and used for many batches (a Ray

@@ -8,6 +8,7 @@
 //! (pure Python, so they can also derive from `ValueError`, `KeyError`, …).
 
 mod clusters;
+mod engine;
 mod errors;
 mod functions;
 mod methods;
@@ -29,6 +30,7 @@ use simdb::db::{QueryOptions, QueryRequest, Subject, WriteOptions};
 use simdb::{Content, Db as RustDb, Error, Fingerprint, Fingerprinter, Recipe};
 
 use clusters::*;
+use engine::*;
 use errors::*;
 use functions::*;
 use recipe::*;
@@ -79,6 +81,8 @@ fn _simdb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fingerprint, m)?)?;
     m.add_function(wrap_pyfunction!(fingerprints, m)?)?;
     m.add_function(wrap_pyfunction!(distance, m)?)?;
+    m.add_function(wrap_pyfunction!(import_parquet, m)?)?;
+    m.add_function(wrap_pyfunction!(rebuild_clusters, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

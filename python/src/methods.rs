@@ -419,6 +419,56 @@ impl Db {
         to_py(py, &json_of(&r)?)
     }
 
+    /// Each document whose ord is in `start..end` that has confirmed
+    /// near-copies among the documents before it: the duplicate check a
+    /// cluster rebuild (and ingest) makes. Columns (a dict of lists):
+    /// `ord`, `id`, and per document its hits nearest first: `near` (ids),
+    /// `distance`, `similarity`, `containment`; and `checked`, the number
+    /// of documents checked. Reads only: open the store read-only in as
+    /// many processes as there are ranges.
+    #[pyo3(signature = (start, end))]
+    pub(super) fn earlier_copies<'py>(
+        &self,
+        py: Python<'py>,
+        start: u64,
+        end: u64,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let db = self.db()?;
+        type Row = (u64, String, Vec<simdb::Hit>);
+        let (rows, checked): (Vec<Row>, u64) = detach(py, || {
+            let mut rows = Vec::new();
+            let n = db.admin().earlier_copies(start..end, |ord, id, hits| {
+                rows.push((ord, id.to_string(), hits));
+                Ok(())
+            })?;
+            Ok::<_, Error>((rows, n))
+        })
+        .or_raise()?;
+        let out = PyDict::new(py);
+        let mut ords = Vec::with_capacity(rows.len());
+        let mut ids = Vec::with_capacity(rows.len());
+        let mut near = Vec::with_capacity(rows.len());
+        let mut distance = Vec::with_capacity(rows.len());
+        let mut similarity = Vec::with_capacity(rows.len());
+        let mut containment = Vec::with_capacity(rows.len());
+        for (ord, id, hits) in rows {
+            ords.push(ord);
+            ids.push(id);
+            distance.push(hits.iter().map(|h| h.distance).collect::<Vec<_>>());
+            similarity.push(hits.iter().map(|h| h.similarity).collect::<Vec<_>>());
+            containment.push(hits.iter().map(|h| h.containment).collect::<Vec<_>>());
+            near.push(hits.into_iter().map(|h| h.id).collect::<Vec<_>>());
+        }
+        out.set_item("ord", ords)?;
+        out.set_item("id", ids)?;
+        out.set_item("near", near)?;
+        out.set_item("distance", distance)?;
+        out.set_item("similarity", similarity)?;
+        out.set_item("containment", containment)?;
+        out.set_item("checked", checked)?;
+        Ok(out)
+    }
+
     /// The cluster of `id` (a dict), or None if `id` is not stored.
     pub(super) fn cluster<'py>(
         &self,

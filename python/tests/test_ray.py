@@ -210,3 +210,156 @@ def test_ray_fingerprint_files_resume(tmp_path):
     )
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout.strip().splitlines()[-1]) == {"done": 0, "skipped": 2, "rows": 0}
+
+
+def dedup_corpus(seed: int = 7) -> list:
+    """Documents as a dedup store receives them: originals, character-edited
+    copies (1-8%), exact copies (one text 30 times), wrapped and truncated
+    copies (far fingerprints that the band buckets find), English and short
+    texts."""
+    from test_simdb import edit
+
+    rng = random.Random(seed)
+    originals = [article(rng, rng.choice((80, 150, 300))) for _ in range(40)]
+    originals += [" ".join(rng.choice(ENGLISH) for _ in range(rng.choice((40, 90)))) for _ in range(8)]
+    docs = []
+    for i, t in enumerate(originals):
+        docs.append(t)
+        if i % 2 == 0:
+            docs.append(edit(rng, t, rng.choice((0.01, 0.03, 0.05, 0.08))))
+        if i % 5 == 0:
+            docs.append(article(rng, 40) + t + article(rng, 40))
+        if i % 7 == 0:
+            docs.append(t[: len(t) * 3 // 4])
+    docs += [originals[3]] * 30 + ["北京欢迎你", "ok then", "，。"]
+    rng.shuffle(docs)
+    return [{"id": f"d{i:03}", "text": t} for i, t in enumerate(docs)]
+
+
+def ingested(path: str, rows: list, keep: str) -> tuple:
+    """What the store finds for `rows` written in order: the pairs (each
+    document with every confirmed earlier near-copy its check found), and
+    the clusters as (representative, sorted members)."""
+    pairs = set()
+    with simdb.Db.create(path, keep=keep) as db:
+        for r in db.add_many([(x["id"], x["text"]) for x in rows], max_duplicates=16):
+            for h in r.duplicates:
+                pairs.add((min(r.id, h.id), max(r.id, h.id), h.distance))
+        clusters = sorted(
+            (c["representative"], sorted(m["id"] for m in c["members"]))
+            for c in db.clusters(max_members=10_000)
+        )
+    return pairs, clusters
+
+
+def engine_result(r) -> tuple:
+    pairs = {(p["a"], p["b"], p["distance"]) for p in r.pairs.take_all()}
+    by = {}
+    for m in r.clusters.take_all():
+        by.setdefault((m["cluster"], m["representative"]), []).append(m["id"])
+    clusters = sorted((rep, sorted(ids)) for (_, rep), ids in by.items())
+    return pairs, clusters
+
+
+def test_ray_dedup_equals_ingest(tmp_path):
+    """simdb.ray.dedup at the defaults finds the pairs (band-found ones
+    included) and builds the clusters that writing the same documents in
+    the same order into a store finds and builds, under each keep policy;
+    drop_duplicates keeps the representatives and the documents alone."""
+    ray = pytest.importorskip("ray")
+    pytest.importorskip("pyarrow")
+    import simdb.ray
+
+    rows = dedup_corpus()
+    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    try:
+        ds = ray.data.from_items(rows, override_num_blocks=4)
+        fps = simdb.ray.fingerprint(ds, batch_size=16, num_cpus=1).materialize()
+        for keep in ("first", "newest", "longest"):
+            want_pairs, want_clusters = ingested(str(tmp_path / f"ingest-{keep}.db"), rows, keep)
+            r = simdb.ray.dedup(fps, tmp_path / f"work-{keep}", keep=keep, parts=3, num_cpus=1)
+            pairs, clusters = engine_result(r)
+            assert pairs == want_pairs, keep
+            assert clusters == want_clusters, keep
+            assert any(len(m) >= 10 for _, m in clusters)
+            # Pairs beyond the exact k = 3 buckets: the ranked plan's and the bands'.
+            assert max(d for _, _, d in pairs) > 8, sorted(d for _, _, d in pairs)
+            assert r.report["checks"]["checked"] == r.report["store"]["documents"]
+            kept = simdb.ray.drop_duplicates(ds, r.clusters).take_all()
+            members = {m for _, ms in clusters for m in ms}
+            reps = {rep for rep, _ in clusters}
+            assert sorted(x["id"] for x in kept) == sorted(
+                x["id"] for x in rows if x["id"] not in members or x["id"] in reps
+            )
+        # The comparison can fail: without one part's checks, the
+        # clusters placed are not ingest's.
+        work = tmp_path / "work-longest"
+        os.remove(work / "checks" / "part-00001.parquet")
+        os.remove(work / "placed.json")
+        simdb.ray.place(str(work), "longest")
+        by = {}
+        for m in simdb.ray.clusters_table(str(work / "store")).to_pylist():
+            by.setdefault((m["cluster"], m["representative"]), []).append(m["id"])
+        assert sorted((rep, sorted(ids)) for (_, rep), ids in by.items()) != want_clusters
+    finally:
+        ray.shutdown()
+
+
+def test_ray_dedup_cli_resumes(tmp_path):
+    """`python -m simdb.ray dedup IN OUT --text text`: texts in, pairs/,
+    clusters/ and report.json out, equal to ingest's; a run killed during
+    the checks (a part half written, later stages missing) is run again
+    and redoes only what was missing, to the same output."""
+    pytest.importorskip("ray")
+    pa = pytest.importorskip("pyarrow")
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    import pyarrow.parquet as pq
+
+    rows = dedup_corpus(11)
+    want_pairs, want_clusters = ingested(str(tmp_path / "ingest.db"), rows, "newest")
+    src = tmp_path / "in.jsonl"
+    with open(src, "w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "simdb.ray", "dedup", str(src), str(out), "--text", "text",
+           "--keep", "newest", "--parts", "3", "--num-cpus", "1"]
+
+    def run() -> dict:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+    def result() -> tuple:
+        pairs = {(r["a"], r["b"], r["distance"]) for r in pq.read_table(out / "pairs").to_pylist()}
+        by = {}
+        for m in pq.read_table(out / "clusters").to_pylist():
+            by.setdefault((m["cluster"], m["representative"]), []).append(m["id"])
+        return pairs, sorted((rep, sorted(ids)) for (_, rep), ids in by.items())
+
+    first = run()
+    assert first["checks"] == {"parts": 3, "skipped": 0, "checked": len(rows) - 1}
+    assert first["store"]["no_fingerprint"] == 1
+    assert result() == (want_pairs, want_clusters)
+    assert (out / "pairs" / "_SUCCESS").exists()
+    # Killed while writing the third part of the checks.
+    work = out / "_work"
+    os.remove(work / "checks" / "part-00002.parquet")
+    (work / "checks" / ".part-00002.parquet.tmp").write_bytes(b"half a file")
+    os.remove(work / "placed.json")
+    for d in ("pairs", "clusters"):
+        shutil.rmtree(out / d)
+    os.remove(out / "report.json")
+    again = run()
+    assert again["checks"]["skipped"] == 2
+    assert again["checks"]["checked"] == first["checks"]["checked"]
+    assert result() == (want_pairs, want_clusters)
+    assert json.loads((out / "report.json").read_text())["pairs"] == len(want_pairs)
+    # Bad input: a clear error, exit 2.
+    p = subprocess.run([sys.executable, "-m", "simdb.ray", "dedup", str(tmp_path / "none"),
+                        str(tmp_path / "o2")], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2 and "no input files" in p.stderr, p.stderr
