@@ -543,6 +543,7 @@ def dedup(
     parts: Optional[int] = None,
     concurrency: int = 1,
     num_cpus: Optional[float] = None,
+    on_stage: Any = None,
 ) -> Dedup:
     """Near-duplicate pairs and clusters of ``fps`` (the output of
     :func:`fingerprint`, in the order the documents count in), found as
@@ -566,7 +567,9 @@ def dedup(
     4. the clusters placed from those lists, in order, into the store.
 
     The recipe is the one the fingerprints were made with (``recipe``:
-    ``Analyzer.recipe``; default: a new store's)."""
+    ``Analyzer.recipe``; default: a new store's). ``on_stage``, if given,
+    is called with each stage's name (input, import, checks, place) as it
+    starts."""
     import time
 
     import ray
@@ -574,7 +577,13 @@ def dedup(
     work = os.fspath(work)
     os.makedirs(work, exist_ok=True)
     report: dict[str, Any] = {"keep": keep, "seconds": {}}
-    t = time.perf_counter()
+
+    def stage(name: str) -> float:
+        if on_stage is not None:
+            on_stage(name)
+        return time.perf_counter()
+
+    t = stage("input")
     ctx = ray.data.DataContext.get_current()
     before = ctx.execution_options.preserve_order
     ctx.execution_options.preserve_order = True
@@ -585,10 +594,10 @@ def dedup(
     finally:
         ctx.execution_options.preserve_order = before
     report["seconds"]["input"] = round(time.perf_counter() - t, 3)
-    t = time.perf_counter()
+    t = stage("import")
     report["store"] = import_input(work, recipe)
     report["seconds"]["import"] = round(time.perf_counter() - t, 3)
-    t = time.perf_counter()
+    t = stage("checks")
     n = report["store"]["records"]
     if parts is None:
         parts = max(1, min(256, -(-n // 200_000)))
@@ -612,7 +621,7 @@ def dedup(
         "checked": sum(r["checked"] for r in done),
     }
     report["seconds"]["checks"] = round(time.perf_counter() - t, 3)
-    t = time.perf_counter()
+    t = stage("place")
     report["placed"] = place(work, keep)
     report["seconds"]["place"] = round(time.perf_counter() - t, 3)
     checks = ray.data.read_parquet(os.path.join(work, "checks"))

@@ -1,0 +1,299 @@
+"""`simdb.ray.dedup` in Ray's local mode: time and peak memory per stage, and
+whether it finds what `simdb ingest` finds.
+
+    # N generated fingerprint rows (no text: the fingerprinting is measured
+    # by tools/fingerprint_bench.py), 10M by default
+    python tools/engine_dedup.py generated [--docs 10000000] [--work DIR] [--keep]
+
+    # real texts: `simdb ingest` (the CLI) and `python -m simdb.ray dedup
+    # --text` of the same file, compared
+    python tools/engine_dedup.py corpus --simdb target/release/simdb CORPUS.jsonl ...
+
+Run it with the Ray venv's Python (tools/ray.sh makes it). The generated rows
+are what a dedup store receives: 80% distinct documents, 15% near copies of
+an earlier one (1 to 3 fingerprint bits and 1 to 8 sketch bins changed, the
+length within 10%), 5% exact copies (one text 10,000 times among them); the
+fingerprints, sketches and weak bits are uniform random, as `scale
+--sketches` makes them. Peak memory is the largest sum of the resident sets
+of this process and its descendants (Ray's raylet, object store and
+workers), sampled every 0.2 s during each stage. Prints one JSON line per
+stage, then a table.
+
+The corpus mode writes each corpus's texts, round robin, to a JSONL file in
+a temporary directory (deleted at the end), ingests it with the CLI and
+dedups it with the engine, and compares: each document's nearest earlier
+near-copy (the ingest report against the engine's checks), and the clusters
+(representative and members).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+
+def tree_rss(root: int) -> int:
+    """Bytes resident in `root` and its descendants (from /proc)."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                stat = f.read()
+            with open(f"/proc/{name}/statm") as f:
+                pages = int(f.read().split()[1])
+        except OSError:
+            continue
+        pid = int(name)
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(pid)
+        rss[pid] = pages * os.sysconf("SC_PAGE_SIZE")
+    total, todo = 0, [root]
+    while todo:
+        p = todo.pop()
+        total += rss.get(p, 0)
+        todo.extend(children.get(p, ()))
+    return total
+
+
+class Sampler:
+    """Peak resident memory of this process tree, per stage."""
+
+    def __init__(self) -> None:
+        self.stage = "start"
+        self.peak: dict[str, int] = {}
+        self.started: dict[str, float] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self) -> None:
+        me = os.getpid()
+        while not self.stop.wait(0.2):
+            r = tree_rss(me)
+            self.peak[self.stage] = max(self.peak.get(self.stage, 0), r)
+
+    def enter(self, stage: str) -> None:
+        self.stage = stage
+        self.started[stage] = time.perf_counter()
+        print(f"engine_dedup: stage {stage}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+def generate(path: str, n: int, seed: int) -> dict:
+    """`n` fingerprint rows (the engine's columns) in Parquet parts under
+    `path`; returns what was planted."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    os.makedirs(path, exist_ok=True)
+    part = 1_000_000
+    planted = {"distinct": 0, "near": 0, "exact": 0}
+    fps = np.empty(n, dtype=np.uint64)
+    sketches = np.empty((n, 32), dtype=np.uint8)
+    lengths = np.empty(n, dtype=np.uint64)
+    hashes = np.empty(n, dtype=np.uint64)
+    weak = np.empty((n, 24), dtype=np.uint8)
+    hot = None
+    for lo in range(0, n, part):
+        hi = min(n, lo + part)
+        m = hi - lo
+        kind = rng.random(m)
+        f = rng.integers(0, 2**64, size=m, dtype=np.uint64)
+        s = rng.integers(0, 256, size=(m, 32), dtype=np.uint8)
+        ln = rng.integers(300, 6000, size=m).astype(np.uint64)
+        h = rng.integers(0, 2**64, size=m, dtype=np.uint64)
+        w = np.argsort(rng.random((m, 64)), axis=1)[:, :24].astype(np.uint8)
+        for i in range(m):
+            j = lo + i
+            if j > 0 and kind[i] >= 0.80:
+                if kind[i] >= 0.95:
+                    # An exact copy: of the hot text half the time.
+                    if hot is None:
+                        hot = j - 1
+                    src = hot if kind[i] >= 0.975 and planted["exact"] < 10_000 else int(rng.integers(0, j))
+                    f[i], s[i], ln[i], h[i], w[i] = fps[src], sketches[src], lengths[src], hashes[src], weak[src]
+                    planted["exact"] += 1
+                else:
+                    src = int(rng.integers(0, j))
+                    bits = rng.choice(64, size=int(rng.integers(1, 4)), replace=False)
+                    x = fps[src]
+                    for b in bits:
+                        x ^= np.uint64(1) << np.uint64(b)
+                    f[i] = x
+                    s[i] = sketches[src]
+                    for b in rng.choice(32, size=int(rng.integers(1, 9)), replace=False):
+                        s[i, b] ^= np.uint8(1 << int(rng.integers(0, 8)))
+                    ln[i] = np.uint64(int(lengths[src]) * rng.uniform(0.9, 1.1))
+                    w[i] = weak[src]
+                    planted["near"] += 1
+            else:
+                planted["distinct"] += 1
+            fps[j], sketches[j], lengths[j], hashes[j], weak[j] = f[i], s[i], ln[i], h[i], w[i]
+        t = pa.table(
+            {
+                "id": pa.array([f"g{j:09}" for j in range(lo, hi)], pa.string()),
+                "fingerprint": pa.array(fps[lo:hi], pa.uint64()),
+                "sketch": pa.array([bytes(x) for x in sketches[lo:hi]], pa.binary(32)),
+                "length": pa.array(lengths[lo:hi], pa.uint64()),
+                "terms": pa.array(np.full(m, 200, dtype=np.uint32), pa.uint32()),
+                "weak_bits": pa.array([bytes(x) for x in weak[lo:hi]], pa.binary()),
+                "content_hash": pa.array(hashes[lo:hi], pa.uint64()),
+            }
+        )
+        pq.write_table(t, os.path.join(path, f"part-{lo // part:05}.parquet"))
+        print(f"engine_dedup: generated {hi} rows", file=sys.stderr, flush=True)
+    return planted
+
+
+def generated(a: argparse.Namespace) -> None:
+    import ray
+
+    import simdb.ray
+
+    work = a.work or tempfile.mkdtemp(prefix="engine-dedup-")
+    rows = os.path.join(work, "rows")
+    t = time.perf_counter()
+    if not os.path.isdir(rows):
+        planted = generate(rows, a.docs, a.seed)
+    else:
+        planted = {"reused": rows}
+    gen_s = time.perf_counter() - t
+    print(json.dumps({"stage": "generate", "docs": a.docs, "seconds": round(gen_s, 1), **planted}))
+    ray.init(num_cpus=a.cores, include_dashboard=False, log_to_driver=False)
+    sampler = Sampler()
+    try:
+        fps = ray.data.read_parquet(rows)
+        r = simdb.ray.dedup(
+            fps, os.path.join(work, "dedup"), keep="first", num_cpus=a.cores, on_stage=sampler.enter
+        )
+        sampler.enter("outputs")
+        t = time.perf_counter()
+        pairs = r.pairs.count()
+        members = r.clusters.count()
+        out_s = time.perf_counter() - t
+    finally:
+        sampler.close()
+        ray.shutdown()
+    seconds = dict(r.report["seconds"], outputs=round(out_s, 3))
+    for stage in ("input", "import", "checks", "place", "outputs"):
+        print(
+            json.dumps(
+                {
+                    "stage": stage,
+                    "seconds": seconds.get(stage),
+                    "peak_rss_mib": round(sampler.peak.get(stage, 0) / 2**20),
+                }
+            )
+        )
+    total = sum(v for v in seconds.values() if v)
+    print(f"\n{a.docs:,} generated documents, Ray local mode on {a.cores} cores; "
+          f"{r.report['store']['documents']:,} imported, {pairs:,} pairs, "
+          f"{r.report['placed']['clusters']:,} clusters ({members:,} documents in them)")
+    print(f"{'stage':<10} {'seconds':>9} {'docs/s':>10} {'peak RSS MiB':>13}")
+    for stage in ("input", "import", "checks", "place", "outputs"):
+        s = seconds.get(stage) or 0.0
+        rate = a.docs / s if s else 0.0
+        print(f"{stage:<10} {s:>9.1f} {rate:>10,.0f} {sampler.peak.get(stage, 0) / 2**20:>13,.0f}")
+    print(f"{'total':<10} {total:>9.1f} {a.docs / total:>10,.0f}")
+    if not a.keep:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def corpus(a: argparse.Namespace) -> None:
+    import pyarrow.parquet as pq
+
+    import simdb
+
+    tmp = tempfile.mkdtemp(prefix="engine-dedup-")
+    try:
+        src = os.path.join(tmp, "docs.jsonl")
+        texts = []
+        for path in a.corpora:
+            name = os.path.splitext(os.path.basename(path))[0]
+            with open(path, encoding="utf-8") as f:
+                rows = [json.loads(line) for line in f if line.strip()]
+            texts.append([(f"{name}/{r['id']}", r["text"]) for r in rows[: a.limit or None]])
+        n = 0
+        with open(src, "w", encoding="utf-8") as f:
+            for i in range(max(len(t) for t in texts)):
+                for t in texts:
+                    if i < len(t):
+                        f.write(json.dumps({"id": t[i][0], "text": t[i][1]}, ensure_ascii=False) + "\n")
+                        n += 1
+        store = os.path.join(tmp, "ingest.db")
+        report = os.path.join(tmp, "report.jsonl")
+        t = time.perf_counter()
+        subprocess.run([a.simdb, "init", store], check=True, capture_output=True)
+        subprocess.run([a.simdb, "ingest", store, src, "--report", report, "--json"],
+                       check=True, capture_output=True)
+        ingest_s = time.perf_counter() - t
+        nearest = {}
+        with open(report) as f:
+            for line in f:
+                r = json.loads(line)
+                nearest[r["id"]] = r["duplicate_of"]
+        with simdb.Db.open(store, read_only=True) as db:
+            want = sorted((c["representative"], sorted(m["id"] for m in c["members"]))
+                          for c in db.clusters(max_members=2**31))
+        out = os.path.join(tmp, "out")
+        t = time.perf_counter()
+        p = subprocess.run([sys.executable, "-m", "simdb.ray", "dedup", src, out, "--text", "text",
+                            "--num-cpus", str(a.cores)], capture_output=True, text=True)
+        engine_s = time.perf_counter() - t
+        if p.returncode != 0:
+            raise SystemExit(p.stderr)
+        checks = pq.read_table(os.path.join(out, "_work", "checks")).to_pylist()
+        got_nearest = {r["id"]: r["near"][0] for r in checks}
+        by: dict = {}
+        for m in pq.read_table(os.path.join(out, "clusters")).to_pylist():
+            by.setdefault((m["cluster"], m["representative"]), []).append(m["id"])
+        got = sorted((rep, sorted(ids)) for (_, rep), ids in by.items())
+        same_nearest = got_nearest == nearest
+        same_clusters = got == want
+        print(json.dumps({"documents": n, "reported": len(nearest), "clusters": len(want),
+                          "same_nearest": same_nearest, "same_clusters": same_clusters,
+                          "ingest_seconds": round(ingest_s, 1),
+                          "engine_seconds": round(engine_s, 1)}))
+        if not (same_nearest and same_clusters):
+            diff = [k for k in set(nearest) | set(got_nearest) if nearest.get(k) != got_nearest.get(k)]
+            print(f"differ: {len(diff)} nearest, e.g. {diff[:5]}", file=sys.stderr)
+            raise SystemExit(1)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="mode", required=True)
+    g = sub.add_parser("generated")
+    g.add_argument("--docs", type=int, default=10_000_000)
+    g.add_argument("--cores", type=int, default=os.cpu_count() or 1)
+    g.add_argument("--seed", type=int, default=1)
+    g.add_argument("--work", help="work directory (default: a temporary one); rows are reused")
+    g.add_argument("--keep", action="store_true", help="keep the work directory")
+    c = sub.add_parser("corpus")
+    c.add_argument("corpora", nargs="+")
+    c.add_argument("--simdb", required=True, help="the simdb binary")
+    c.add_argument("--cores", type=int, default=os.cpu_count() or 1)
+    c.add_argument("--limit", type=int, help="documents per corpus")
+    a = p.parse_args()
+    generated(a) if a.mode == "generated" else corpus(a)
+
+
+if __name__ == "__main__":
+    main()

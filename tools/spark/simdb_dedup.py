@@ -1,0 +1,196 @@
+"""simdb's dedup on Spark: the near-duplicate pairs and clusters that `simdb
+ingest` of the same documents, in the same order, finds and builds, from
+the fingerprint rows of `simdb_fingerprint.py` (or from texts, fingerprinted
+first). The same stages as `simdb.ray.dedup`, with the same stage functions
+of the simdb package:
+
+    python tools/spark/simdb_dedup.py IN... OUT [--text text] [--format json]
+        [--keep first|newest|longest] [--db STORE] [--parts N] [--master URL]
+
+1. input: the rows, in the order the documents count in (the partitions'
+   order, as read), written by Spark to `WORK/input/` (part files in
+   partition order);
+2. import: `simdb import` of them into `WORK/store` on the driver: the
+   index every check reads (with its frozen index);
+3. checks: each document's duplicate check against the documents before it
+   (the store's own search: the exact-k buckets, the ranked plan and the 16
+   band buckets with their nearest-16 cap, confirmed by the sketch), over
+   ranges of ords, one Spark task per range, each opening the store
+   read-only (local mode, or a file system the executors share);
+4. place: the clusters placed from those lists, in order, on the driver.
+
+Output (Parquet): OUT/pairs/ (a, b, distance, similarity, containment: each
+document with each confirmed earlier near-copy its check found, at most 16,
+a < b by id), OUT/clusters/ (cluster, size, representative, id, rank,
+distance), OUT/report.json. The work directory (default OUT/_work) keeps
+each finished stage, and stage 3 each finished range: a killed run, run
+again, resumes. `tools/spark/simdb_spark.py` is the other job: exact-k
+pairs of an export by SQL joins.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+
+def _mark(path: str, what: dict) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(what, f)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | None = None,
+        fmt: str = "parquet", db: str | None = None, parts: int | None = None,
+        work: str | None = None) -> dict:
+    """Runs the job; returns the report (also written to OUT/report.json)."""
+    import pyarrow.parquet as pq
+    import simdb
+    from pyspark.sql import functions as F
+    from simdb import ray as stages
+
+    os.makedirs(out, exist_ok=True)
+    work = work or os.path.join(out, "_work")
+    os.makedirs(work, exist_ok=True)
+    report: dict = {"keep": keep, "seconds": {}}
+    recipe = simdb.Analyzer(db=db).recipe if db else None
+
+    t = time.perf_counter()
+    marker = os.path.join(work, "input.json")
+    if os.path.exists(marker):
+        with open(marker) as f:
+            report["input"] = json.load(f)
+    else:
+        df = spark.read.format(fmt).load(inputs)
+        if text is not None:
+            import simdb_fingerprint
+
+            df = simdb_fingerprint.fingerprint(df, text, db)
+        missing = [c for c in ("id",) + stages.COLUMNS if c not in df.columns]
+        if missing:
+            raise ValueError(f"the rows have no column(s) {missing}: give the output of "
+                             "simdb_fingerprint.py, or texts with --text")
+        cols = [F.col("id").cast("string").alias("id"), *[F.col(c) for c in stages.COLUMNS]]
+        path = os.path.join(work, "input")
+        df.select(*cols).write.mode("overwrite").parquet(path)
+        rows = sum(pq.read_metadata(os.path.join(path, f)).num_rows
+                   for f in os.listdir(path) if f.endswith(".parquet"))
+        report["input"] = {"rows": rows}
+        _mark(marker, report["input"])
+    report["seconds"]["input"] = round(time.perf_counter() - t, 3)
+
+    t = time.perf_counter()
+    report["store"] = stages.import_input(work, recipe)
+    report["seconds"]["import"] = round(time.perf_counter() - t, 3)
+
+    t = time.perf_counter()
+    n = report["store"]["records"]
+    if parts is None:
+        parts = max(1, min(256, -(-n // 200_000)))
+    ranges = stages.check_ranges(n, parts)
+
+    def check(it):
+        import pandas as pd
+        from simdb import ray as stages
+
+        for batch in it:
+            rows = [stages.check_part(work, int(p), int(lo), int(hi))
+                    for p, lo, hi in zip(batch["part"], batch["start"], batch["end"])]
+            yield pd.DataFrame(rows, columns=["part", "checked", "skipped"])
+
+    done = (spark.createDataFrame(ranges, "part int, start long, end long")
+            .repartition(len(ranges), "part")
+            .mapInPandas(check, "part int, checked long, skipped int")
+            .collect())
+    report["checks"] = {"parts": len(ranges), "skipped": sum(r["skipped"] for r in done),
+                        "checked": sum(r["checked"] for r in done)}
+    report["seconds"]["checks"] = round(time.perf_counter() - t, 3)
+
+    t = time.perf_counter()
+    report["placed"] = stages.place(work, keep)
+    report["seconds"]["place"] = round(time.perf_counter() - t, 3)
+
+    t = time.perf_counter()
+    final = os.path.join(out, "pairs")
+    if not os.path.isdir(final):
+        checks = spark.read.parquet(os.path.join(work, "checks"))
+        z = checks.select("id", F.explode(F.arrays_zip("near", "distance", "similarity",
+                                                       "containment")).alias("h"))
+        first = F.col("id") < F.col("h.near")
+        pairs = z.select(
+            F.when(first, F.col("id")).otherwise(F.col("h.near")).alias("a"),
+            F.when(first, F.col("h.near")).otherwise(F.col("id")).alias("b"),
+            F.col("h.distance").cast("int").alias("distance"),
+            F.col("h.similarity").alias("similarity"),
+            F.col("h.containment").alias("containment"),
+        )
+        tmp = os.path.join(out, ".pairs.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        pairs.write.parquet(tmp)
+        os.rename(tmp, final)
+    final = os.path.join(out, "clusters")
+    if not os.path.isdir(final):
+        table = stages.clusters_table(os.path.join(work, "store"))
+        tmp = os.path.join(out, ".clusters.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        spark.createDataFrame(
+            table.to_pandas(),
+            "cluster long, size long, representative string, id string, rank int, distance int",
+        ).write.parquet(tmp)
+        os.rename(tmp, final)
+    report["pairs"] = spark.read.parquet(os.path.join(out, "pairs")).count()
+    report["documents_in_clusters"] = spark.read.parquet(os.path.join(out, "clusters")).count()
+    report["seconds"]["outputs"] = round(time.perf_counter() - t, 3)
+    report["store_path"] = os.path.join(work, "store")
+    with open(os.path.join(out, "report.json"), "w") as f:
+        json.dump(report, f, indent=1)
+        f.write("\n")
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    import simdb_spark
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("inputs", nargs="+", help="fingerprint rows (Parquet), or texts with --text")
+    p.add_argument("out", help="output directory; a killed run, run again, resumes there")
+    p.add_argument("--keep", default="first", choices=["first", "newest", "longest"],
+                   help="which copy represents a cluster (default first)")
+    p.add_argument("--text", help="the inputs are texts in this column: fingerprint them first")
+    p.add_argument("--format", choices=["parquet", "json"], default="parquet")
+    p.add_argument("--db", help="the recipe (and learned IDF) of this store")
+    p.add_argument("--parts", type=int, help="ranges of documents the checks are split into")
+    p.add_argument("--work", help="work directory (default OUT/_work)")
+    p.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
+    p.add_argument("--driver-memory", default="4g", help="local mode's memory (default 4g)")
+    a = p.parse_args(argv)
+    missing = [i for i in a.inputs if not os.path.exists(i) and "://" not in i]
+    if missing:
+        print(f"simdb-dedup: no input files: {', '.join(missing)} not found", file=sys.stderr)
+        return 2
+    spark = simdb_spark.session(a.master, a.driver_memory, None)
+    spark.sparkContext.setLogLevel("WARN")
+    try:
+        rep = run(spark, a.inputs, a.out, keep=a.keep, text=a.text, fmt=a.format, db=a.db,
+                  parts=a.parts, work=a.work)
+    except ValueError as e:
+        print(f"simdb-dedup: {e}", file=sys.stderr)
+        return 2
+    finally:
+        spark.stop()
+    print(json.dumps(rep))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

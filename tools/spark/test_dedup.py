@@ -1,0 +1,99 @@
+"""The Spark dedup job (simdb_dedup.py) finds what `simdb ingest` finds: on
+the documents of the Ray tier's test (originals, character-edited copies, a
+text stored 30 times, wrapped and truncated copies that the band buckets
+find, English and short texts), its pairs and clusters equal those of
+writing the same documents in the same order into a store, under each keep
+policy, from texts and from the fingerprint job's rows; a run killed during
+its checks resumes to the same output. Needs PySpark, Java and the simdb
+Python package; skipped, with the reason, without them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "python", "tests"))
+
+pytest.importorskip("pyspark", reason="PySpark is not installed (tools/spark.sh installs it)")
+if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+    pytest.skip("no Java runtime (tools/spark.sh installs OpenJDK 17)", allow_module_level=True)
+pq = pytest.importorskip("pyarrow.parquet")
+pytest.importorskip("simdb", reason="the simdb package is not installed (tools/python.sh)")
+
+import simdb_dedup  # noqa: E402
+import simdb_fingerprint  # noqa: E402
+import simdb_spark  # noqa: E402
+from test_ray import dedup_corpus, ingested  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def spark():
+    s = simdb_spark.session("local[2]", "1g", 4)
+    s.sparkContext.setLogLevel("ERROR")
+    yield s
+    s.stop()
+
+
+def result(out) -> tuple:
+    pairs = {(r["a"], r["b"], r["distance"]) for r in pq.read_table(out / "pairs").to_pylist()}
+    by: dict = {}
+    for m in pq.read_table(out / "clusters").to_pylist():
+        by.setdefault((m["cluster"], m["representative"]), []).append(m["id"])
+    return pairs, sorted((rep, sorted(ids)) for (_, rep), ids in by.items())
+
+
+def write_jsonl(path, rows) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+
+
+def test_spark_dedup_equals_ingest(spark, tmp_path):
+    rows = dedup_corpus()
+    src = tmp_path / "in.jsonl"
+    write_jsonl(src, rows)
+    # The fingerprint job's rows, as a second kind of input.
+    fps = tmp_path / "fps"
+    simdb_fingerprint.fingerprint(spark.read.json(str(src)), "text").write.parquet(str(fps))
+    for keep in ("first", "newest", "longest"):
+        want = ingested(str(tmp_path / f"ingest-{keep}.db"), rows, keep)
+        out = tmp_path / f"out-{keep}"
+        rep = simdb_dedup.run(spark, [str(src)], str(out), keep=keep, text="text", fmt="json",
+                              parts=3)
+        assert result(out) == want, keep
+        assert rep["checks"] == {"parts": 3, "skipped": 0, "checked": len(rows) - 1}
+        assert rep["pairs"] == len(want[0])
+        assert max(d for _, _, d in want[0]) > 8
+        out2 = tmp_path / f"fps-{keep}"
+        simdb_dedup.run(spark, [str(fps)], str(out2), keep=keep, parts=2)
+        assert result(out2) == want, keep
+
+
+def test_spark_dedup_resumes(spark, tmp_path):
+    rows = dedup_corpus(11)
+    src = tmp_path / "in.jsonl"
+    write_jsonl(src, rows)
+    want = ingested(str(tmp_path / "ingest.db"), rows, "first")
+    out = tmp_path / "out"
+    simdb_dedup.run(spark, [str(src)], str(out), text="text", fmt="json", parts=3)
+    assert result(out) == want
+    work = out / "_work"
+    os.remove(work / "checks" / "part-00001.parquet")
+    (work / "checks" / ".part-00001.parquet.tmp").write_bytes(b"half a file")
+    os.remove(work / "placed.json")
+    for d in ("pairs", "clusters"):
+        shutil.rmtree(out / d)
+    rep = simdb_dedup.run(spark, [str(src)], str(out), text="text", fmt="json", parts=3)
+    assert rep["checks"]["skipped"] == 2
+    assert result(out) == want
+    # Not fingerprint rows, and no --text: a clear error.
+    plain = tmp_path / "plain.jsonl"
+    write_jsonl(plain, [{"id": "a", "body": "x"}])
+    with pytest.raises(ValueError, match="no column"):
+        simdb_dedup.run(spark, [str(plain)], str(tmp_path / "o3"), fmt="json")
