@@ -334,25 +334,64 @@ def order_input(batches: Any, work: str, *, id: str = "id") -> dict:
     return what
 
 
-def import_input(work: str, recipe: Optional[dict[str, Any]] = None) -> dict:
+def import_input(
+    work: str, recipe: Optional[dict[str, Any]] = None, incremental: Optional[str] = None
+) -> dict:
     """Stage 2 of :func:`dedup`: ``simdb import`` of ``WORK/input/`` into
-    the store ``WORK/store`` (with its frozen index). An import appears
-    whole or not at all; a store already there is this stage done."""
+    the store ``WORK/store`` (with its frozen index); with ``incremental``
+    (an earlier run's work directory), of that run's input first and then
+    this one's, so the earlier documents keep their ords. An import
+    appears whole or not at all; a store already there is this stage
+    done. Returns the counts, and ``first_ord``: the ord of this run's
+    first document."""
+    import pyarrow.parquet as pq
+
     from . import _simdb
 
     store = os.path.join(work, "store")
     marker = os.path.join(work, "store.json")
     if _done(marker) and os.path.isdir(store):
         return _read_mark(marker)
-    inputs = os.path.join(work, "input")
+    inputs = [os.path.join(work, "input")]
+    checks = [os.path.join(work, "checks")]
+    if incremental is not None:
+        # Every night's input so far, in order: an incremental run's own
+        # input holds its night only.
+        earlier = _read_mark(os.path.join(incremental, "store.json"))
+        inputs = earlier.get("inputs", [os.path.join(incremental, "input")]) + inputs
+        checks = earlier.get("checks", [os.path.join(incremental, "checks")]) + checks
     if not os.path.isdir(store):
-        s = _simdb.import_parquet(store, [inputs], recipe=recipe)
+        s = _simdb.import_parquet(store, inputs, recipe=recipe)
     else:
         s = {"documents": len(_simdb.Db.open(store, read_only=True))}
+    if s.get("replaced"):
+        import shutil
+
+        shutil.rmtree(store)
+        raise ValueError(
+            f"{s['replaced']} ids of this run's rows are already in {incremental} (or given "
+            "twice): incremental dedup takes new documents, each once"
+        )
+    # The first document of this run's input with a fingerprint.
+    first = None
+    for f in sorted(os.listdir(inputs[-1])):
+        if f.endswith(".parquet"):
+            t = pq.read_table(os.path.join(inputs[-1], f), columns=["id", "fingerprint"])
+            t = t.filter(t.column("fingerprint").is_valid())
+            if t.num_rows:
+                first = t.column("id")[0].as_py()
+                break
+    first_ord = None
+    if first is not None:
+        with _simdb.Db.open(store, read_only=True) as db:
+            first_ord = db.get(first)["ord"]
     what = {
         "documents": s["documents"],
         "records": s.get("records", s["documents"]),
         "no_fingerprint": s.get("no_fingerprint", 0),
+        "first_ord": first_ord,
+        "inputs": [os.path.abspath(i) for i in inputs],
+        "checks": [os.path.abspath(c) for c in checks],
     }
     _mark(marker, what)
     return what
@@ -383,17 +422,31 @@ def check_range(store: str, start: int, end: int) -> "pyarrow.Table":
     return t.replace_schema_metadata({"checked": str(c["checked"])})
 
 
-def check_ranges(documents: int, parts: int) -> list[tuple[int, int, int]]:
-    """Stage 3's work: (part, start, end) ranges of ords covering a store
-    of ``documents`` imported documents (ords 1..=documents)."""
+def check_ranges(
+    documents: int, parts: int, first_ord: int = 1
+) -> list[tuple[int, int, int]]:
+    """Stage 3's work: (part, start, end) ranges of ords covering the
+    ``documents`` imported from ``first_ord`` on (to the end)."""
     parts = max(1, min(parts, documents))
-    step = -(-documents // parts)
+    step = max(1, -(-documents // parts))
     out = []
     for i in range(parts):
-        lo = 1 + i * step
-        hi = 1 + (i + 1) * step if i + 1 < parts else 2**63 - 1
+        lo = first_ord + i * step
+        hi = first_ord + (i + 1) * step if i + 1 < parts else 2**63 - 1
         out.append((i, lo, hi))
     return out
+
+
+def plan_checks(
+    rows: int, store: dict, parts: Optional[int] = None
+) -> list[tuple[int, int, int]]:
+    """Stage 3's ranges for this run's ``rows``: from the import's
+    ``first_ord`` on, in ``parts`` ranges (by default one per 200,000
+    documents, at most 256)."""
+    if parts is None:
+        parts = max(1, min(256, -(-rows // 200_000)))
+    first_ord = store["first_ord"] or 2**63 - 2
+    return check_ranges(rows, parts, first_ord)
 
 
 def check_part(work: str, part: int, start: int, end: int) -> dict:
@@ -413,8 +466,8 @@ def check_part(work: str, part: int, start: int, end: int) -> dict:
     return {"part": part, "checked": int(t.schema.metadata[b"checked"]), "skipped": 0}
 
 
-def _check_parts(work: str) -> list[str]:
-    out = os.path.join(work, "checks")
+def _check_parts(out: str) -> list[str]:
+    """The part files of the checks directory ``out``, in part order."""
     return sorted(
         os.path.join(out, f) for f in os.listdir(out) if f.startswith("part-") and f.endswith(".parquet")
     )
@@ -424,7 +477,9 @@ def place(work: str, keep: Optional[str] = None) -> dict:
     """Stage 4 of :func:`dedup`: the store's clusters rebuilt from the
     near-copy lists of stage 3 (``simdb.rebuild_clusters``), as ingest
     would have built them under ``keep`` (default: the store's policy,
-    ``first`` for an import). Marked by ``WORK/placed.json``."""
+    ``first`` for an import); after an incremental run, the earlier runs'
+    lists first (their checks directories, as the import's marker names
+    them). Marked by ``WORK/placed.json``."""
     import pyarrow.parquet as pq
 
     from . import _simdb
@@ -433,8 +488,10 @@ def place(work: str, keep: Optional[str] = None) -> dict:
     if _done(marker):
         return _read_mark(marker)
 
+    chain = _read_mark(os.path.join(work, "store.json")).get("checks", [os.path.join(work, "checks")])
+
     def lists():
-        for path in _check_parts(work):
+        for path in [p for d in chain for p in _check_parts(d)]:
             t = pq.read_table(path, columns=["ord", "near"])
             yield from zip(t.column("ord").to_pylist(), t.column("near").to_pylist())
 
@@ -543,6 +600,7 @@ def dedup(
     parts: Optional[int] = None,
     concurrency: int = 1,
     num_cpus: Optional[float] = None,
+    incremental: Optional[Union[str, "os.PathLike[str]"]] = None,
     on_stage: Any = None,
 ) -> Dedup:
     """Near-duplicate pairs and clusters of ``fps`` (the output of
@@ -567,9 +625,20 @@ def dedup(
     4. the clusters placed from those lists, in order, into the store.
 
     The recipe is the one the fingerprints were made with (``recipe``:
-    ``Analyzer.recipe``; default: a new store's). ``on_stage``, if given,
-    is called with each stage's name (input, import, checks, place) as it
-    starts."""
+    ``Analyzer.recipe``; default: a new store's, or with ``incremental``
+    the earlier run's). ``on_stage``, if given, is called with each
+    stage's name (input, import, checks, place) as it starts.
+
+    **Incremental** (``incremental``: the work directory of an earlier,
+    finished run, which is read, not changed): tonight's rows are imported
+    after that run's (which keep their ords), only tonight's documents are
+    checked (against everything before them: the earlier documents and
+    tonight's), the earlier runs' checks are reused (read from their work
+    directories, which must stay), and the clusters are placed again over
+    all of them. ``pairs`` are tonight's, as ingesting tonight's
+    documents into the earlier run's store would report them; ``clusters``
+    are the whole store's after tonight. The work directory of this run can
+    be the ``incremental`` of the next night's."""
     import time
 
     import ray
@@ -577,6 +646,19 @@ def dedup(
     work = os.fspath(work)
     os.makedirs(work, exist_ok=True)
     report: dict[str, Any] = {"keep": keep, "seconds": {}}
+    old = None
+    if incremental is not None:
+        old = os.path.abspath(os.fspath(incremental))
+        if old == os.path.abspath(work):
+            raise ValueError("the incremental run's work directory must be a new one")
+        if not (_done(os.path.join(old, "placed.json")) and os.path.isdir(os.path.join(old, "input"))):
+            raise ValueError(f"{old}: not the work directory of a finished dedup run")
+        if recipe is None:
+            from ._simdb import Db
+
+            with Db.open(os.path.join(old, "store"), read_only=True) as db:
+                recipe = db.recipe
+        report["incremental"] = old
 
     def stage(name: str) -> float:
         if on_stage is not None:
@@ -595,13 +677,10 @@ def dedup(
         ctx.execution_options.preserve_order = before
     report["seconds"]["input"] = round(time.perf_counter() - t, 3)
     t = stage("import")
-    report["store"] = import_input(work, recipe)
+    report["store"] = import_input(work, recipe, old)
     report["seconds"]["import"] = round(time.perf_counter() - t, 3)
     t = stage("checks")
-    n = report["store"]["records"]
-    if parts is None:
-        parts = max(1, min(256, -(-n // 200_000)))
-    ranges = check_ranges(n, parts)
+    ranges = plan_checks(report["input"]["rows"], report["store"], parts)
     if num_cpus is None:
         num_cpus = float(os.cpu_count() or 1)
     done = (
@@ -624,6 +703,7 @@ def dedup(
     t = stage("place")
     report["placed"] = place(work, keep)
     report["seconds"]["place"] = round(time.perf_counter() - t, 3)
+    # Tonight's pairs: the parts of this run's ranges.
     checks = ray.data.read_parquet(os.path.join(work, "checks"))
     pairs = checks.map_batches(pairs_table, batch_format="pyarrow")
     store = os.path.join(work, "store")
@@ -663,6 +743,7 @@ def dedup_files(
     export: Optional[str] = None,
     parts: Optional[int] = None,
     num_cpus: Optional[float] = None,
+    incremental: Optional[str] = None,
     log: Any = None,
 ) -> dict:
     """``python -m simdb.ray dedup``: :func:`dedup` of the fingerprint
@@ -684,6 +765,13 @@ def dedup_files(
     files = _inputs(inputs)
     if not files:
         raise ValueError(f"no input files in {', '.join(inputs)}")
+    if incremental is not None:
+        # The earlier run's work directory: OUT/_work of its OUT.
+        if os.path.isdir(os.path.join(incremental, "_work")):
+            incremental = os.path.join(incremental, "_work")
+        if db is None and export is None:
+            # Tonight's texts fingerprinted as the earlier run's were.
+            db = os.path.join(incremental, "store")
     recipe = None
     if text is not None:
         if any(f.endswith(".parquet") for f in files):
@@ -698,7 +786,8 @@ def dedup_files(
             recipe = Analyzer(db=db).recipe
         elif export is not None:
             recipe = export_recipe(export)
-    r = dedup(fps, work, keep=keep, recipe=recipe, parts=parts, num_cpus=num_cpus)
+    r = dedup(fps, work, keep=keep, recipe=recipe, parts=parts, num_cpus=num_cpus,
+              incremental=incremental)
     for name, ds in (("pairs", r.pairs), ("clusters", r.clusters)):
         final = os.path.join(out, name)
         if os.path.isdir(final):
@@ -769,6 +858,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     g.add_argument("--db", help="the recipe (and learned IDF) of this store")
     g.add_argument("--export", help="the recipe a simdb export states")
     d.add_argument("--work", help="work directory (default OUT/_work)")
+    d.add_argument("--incremental", metavar="OLD",
+                   help="an earlier run's OUT (or work directory): tonight's documents are "
+                   "checked against its documents and each other; pairs are tonight's, "
+                   "clusters the whole store's")
     d.add_argument("--parts", type=int, help="ranges of documents the checks are split into")
     d.add_argument("--address", help="Ray cluster address (default: start a local one)")
     d.add_argument("--num-cpus", type=float, help="CPUs per worker (default: all of a machine's)")
@@ -786,7 +879,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         else:
             result = dedup_files(
                 a.inputs, a.out, work=a.work, keep=a.keep, text=a.text, db=a.db,
-                export=a.export, parts=a.parts, num_cpus=a.num_cpus, log=log,
+                export=a.export, parts=a.parts, num_cpus=a.num_cpus,
+                incremental=a.incremental, log=log,
             )
     except ValueError as e:
         print(f"simdb.ray: {e}", file=sys.stderr)

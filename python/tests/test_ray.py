@@ -363,3 +363,51 @@ def test_ray_dedup_cli_resumes(tmp_path):
     p = subprocess.run([sys.executable, "-m", "simdb.ray", "dedup", str(tmp_path / "none"),
                         str(tmp_path / "o2")], capture_output=True, text=True, timeout=300)
     assert p.returncode == 2 and "no input files" in p.stderr, p.stderr
+
+
+def test_ray_dedup_incremental_equals_ingest(tmp_path):
+    """Three nights: each night's incremental dedup, against the earlier
+    night's run, reports the pairs that ingesting that night's documents
+    into the store reports, and leaves the clusters the store has after
+    it; the earlier nights' documents are not checked again."""
+    ray = pytest.importorskip("ray")
+    pytest.importorskip("pyarrow")
+    import simdb.ray
+
+    rows = dedup_corpus(23)
+    nights = [rows[:50], rows[50:90], rows[90:]]
+    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    try:
+        path = str(tmp_path / "ingest.db")
+        simdb.Db.create(path, keep="newest").close()
+        previous = None
+        for n, night in enumerate(nights):
+            pairs = set()
+            written = 0
+            with simdb.Db.open(path) as db:
+                for r in db.add_many([(x["id"], x["text"]) for x in night], max_duplicates=16):
+                    written += r.outcome != "no_features"
+                    for h in r.duplicates:
+                        pairs.add((min(r.id, h.id), max(r.id, h.id), h.distance))
+                clusters = sorted(
+                    (c["representative"], sorted(m["id"] for m in c["members"]))
+                    for c in db.clusters(max_members=10_000)
+                )
+            ds = ray.data.from_items(night, override_num_blocks=2)
+            fps = simdb.ray.fingerprint(ds, batch_size=16, num_cpus=1)
+            work = tmp_path / f"night{n}"
+            r = simdb.ray.dedup(fps, work, keep="newest", parts=2, num_cpus=1, incremental=previous)
+            got_pairs, got_clusters = engine_result(r)
+            assert got_pairs == pairs, n
+            assert got_clusters == clusters, n
+            assert r.report["checks"]["checked"] == written, n
+            assert r.report["checks"]["parts"] == 2
+            previous = work
+        assert any(a < "d050" <= b for a, b, _ in pairs), "a pair across nights"
+        # Tonight's ids already in the earlier run: refused.
+        ds = ray.data.from_items(nights[1][:5])
+        with pytest.raises(ValueError, match="already in"):
+            simdb.ray.dedup(simdb.ray.fingerprint(ds, num_cpus=1), tmp_path / "again",
+                            incremental=previous, num_cpus=1)
+    finally:
+        ray.shutdown()

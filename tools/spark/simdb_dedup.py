@@ -24,7 +24,9 @@ document with each confirmed earlier near-copy its check found, at most 16,
 a < b by id), OUT/clusters/ (cluster, size, representative, id, rank,
 distance), OUT/report.json. The work directory (default OUT/_work) keeps
 each finished stage, and stage 3 each finished range: a killed run, run
-again, resumes. `tools/spark/simdb_spark.py` is the other job: exact-k
+again, resumes. With --incremental OLD (an earlier run's OUT), tonight's
+documents are imported after the earlier runs' and only they are checked;
+pairs are tonight's, clusters the whole store's. `tools/spark/simdb_spark.py` is the other job: exact-k
 pairs of an export by SQL joins.
 """
 
@@ -51,8 +53,11 @@ def _mark(path: str, what: dict) -> None:
 
 def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | None = None,
         fmt: str = "parquet", db: str | None = None, parts: int | None = None,
-        work: str | None = None) -> dict:
-    """Runs the job; returns the report (also written to OUT/report.json)."""
+        work: str | None = None, incremental: str | None = None) -> dict:
+    """Runs the job; returns the report (also written to OUT/report.json).
+    With ``incremental`` (an earlier run's OUT or work directory), as
+    `simdb.ray.dedup`'s: tonight's documents checked against the earlier
+    runs' and each other, pairs tonight's, clusters the whole store's."""
     import pyarrow.parquet as pq
     import simdb
     from pyspark.sql import functions as F
@@ -62,6 +67,16 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
     work = work or os.path.join(out, "_work")
     os.makedirs(work, exist_ok=True)
     report: dict = {"keep": keep, "seconds": {}}
+    if incremental is not None:
+        if os.path.isdir(os.path.join(incremental, "_work")):
+            incremental = os.path.join(incremental, "_work")
+        incremental = os.path.abspath(incremental)
+        if not os.path.exists(os.path.join(incremental, "placed.json")):
+            raise ValueError(f"{incremental}: not the work directory of a finished dedup run")
+        if db is None:
+            # Tonight's texts fingerprinted as the earlier run's were.
+            db = os.path.join(incremental, "store")
+        report["incremental"] = incremental
     recipe = simdb.Analyzer(db=db).recipe if db else None
 
     t = time.perf_counter()
@@ -89,14 +104,11 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
     report["seconds"]["input"] = round(time.perf_counter() - t, 3)
 
     t = time.perf_counter()
-    report["store"] = stages.import_input(work, recipe)
+    report["store"] = stages.import_input(work, recipe, incremental)
     report["seconds"]["import"] = round(time.perf_counter() - t, 3)
 
     t = time.perf_counter()
-    n = report["store"]["records"]
-    if parts is None:
-        parts = max(1, min(256, -(-n // 200_000)))
-    ranges = stages.check_ranges(n, parts)
+    ranges = stages.plan_checks(report["input"]["rows"], report["store"], parts)
 
     def check(it):
         import pandas as pd
@@ -171,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--db", help="the recipe (and learned IDF) of this store")
     p.add_argument("--parts", type=int, help="ranges of documents the checks are split into")
     p.add_argument("--work", help="work directory (default OUT/_work)")
+    p.add_argument("--incremental", metavar="OLD",
+                   help="an earlier run's OUT (or work directory): tonight's documents are "
+                        "checked against its documents and each other")
     p.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
     p.add_argument("--driver-memory", default="4g", help="local mode's memory (default 4g)")
     a = p.parse_args(argv)
@@ -182,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     spark.sparkContext.setLogLevel("WARN")
     try:
         rep = run(spark, a.inputs, a.out, keep=a.keep, text=a.text, fmt=a.format, db=a.db,
-                  parts=a.parts, work=a.work)
+                  parts=a.parts, work=a.work, incremental=a.incremental)
     except ValueError as e:
         print(f"simdb-dedup: {e}", file=sys.stderr)
         return 2

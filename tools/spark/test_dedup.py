@@ -97,3 +97,32 @@ def test_spark_dedup_resumes(spark, tmp_path):
     write_jsonl(plain, [{"id": "a", "body": "x"}])
     with pytest.raises(ValueError, match="no column"):
         simdb_dedup.run(spark, [str(plain)], str(tmp_path / "o3"), fmt="json")
+
+
+def test_spark_dedup_incremental_equals_ingest(spark, tmp_path):
+    """Two nights: the second night's run, incremental on the first's,
+    reports the pairs that ingesting the second night into the store
+    reports, and the clusters the store then has."""
+    import simdb
+
+    rows = dedup_corpus(23)
+    nights = [rows[:60], rows[60:]]
+    path = str(tmp_path / "ingest.db")
+    simdb.Db.create(path).close()
+    previous = None
+    for n, night in enumerate(nights):
+        pairs = set()
+        with simdb.Db.open(path) as db:
+            for r in db.add_many([(x["id"], x["text"]) for x in night], max_duplicates=16):
+                for h in r.duplicates:
+                    pairs.add((min(r.id, h.id), max(r.id, h.id), h.distance))
+            clusters = sorted((c["representative"], sorted(m["id"] for m in c["members"]))
+                              for c in db.clusters(max_members=10_000))
+        src = tmp_path / f"night{n}.jsonl"
+        write_jsonl(src, night)
+        out = tmp_path / f"out{n}"
+        simdb_dedup.run(spark, [str(src)], str(out), text="text", fmt="json", parts=2,
+                        incremental=previous)
+        assert result(out) == (pairs, clusters), n
+        previous = str(out)
+    assert any(a < "d060" <= b for a, b, _ in pairs)
