@@ -285,6 +285,18 @@ def test_ray_dedup_equals_ingest(tmp_path):
             # Pairs beyond the exact k = 3 buckets: the ranked plan's and the bands'.
             assert max(d for _, _, d in pairs) > 8, sorted(d for _, _, d in pairs)
             assert r.report["checks"]["checked"] == r.report["store"]["documents"]
+            # The engine's store serves: it answers as the ingested one.
+            with simdb.Db.open(r.store, read_only=True) as mine, simdb.Db.open(
+                str(tmp_path / f"ingest-{keep}.db"), read_only=True
+            ) as theirs:
+                assert len(mine) == len(theirs)
+                for x in rows[::9]:
+                    a = [(h.id, h.distance, h.similarity) for h in mine.query(x["text"], limit=50)]
+                    b = [(h.id, h.distance, h.similarity) for h in theirs.query(x["text"], limit=50)]
+                    assert a == b, x["id"]
+                    if theirs.cluster(x["id"]) is not None:
+                        c, d = mine.cluster(x["id"]), theirs.cluster(x["id"])
+                        assert (c["representative"], c["size"]) == (d["representative"], d["size"])
             kept = simdb.ray.drop_duplicates(ds, r.clusters).take_all()
             members = {m for _, ms in clusters for m in ms}
             reps = {rep for rep, _ in clusters}
