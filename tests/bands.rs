@@ -499,3 +499,98 @@ fn regression_review_b_9_one_shingle_texts_read_no_band_bucket() {
         .filter(|v| is_uniform(*v))
         .eq([0, 0x5555, 0xaaaa, 0xffff]));
 }
+
+/// A rebuild sees the store as ingest saw it: a document found by a band
+/// bucket alone (13 bits away, its sketch similar) keeps that earlier
+/// near-copy in `earlier_copies` and in the rebuilt clusters, even when
+/// twenty documents written after it are nearer band candidates, which
+/// would otherwise take the nearest-16 band-only places (found on the
+/// corpora: one xwlb article in 53,722 documents).
+#[test]
+fn a_rebuild_chooses_band_candidates_among_earlier_documents() {
+    use simdb::db::write::{place, Doc, WritePolicy};
+    let t = common::TempDb::new();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
+    let analysis = |fp: u64, sketch: [u8; 32]| simdb::fingerprint::Analysis {
+        fingerprint: Fingerprint(fp),
+        sketch: Some(simdb::Sketch(sketch)),
+        terms: 200,
+        distinct_terms: 150,
+        top_terms: Vec::new(),
+        // A ranked plan whose weak bits are none of those B differs in.
+        weak_bits: (0..16).map(|i| i * 4).collect(),
+    };
+    let doc = |id: &str| Doc {
+        id: id.to_string(),
+        content: Content::Text(format!("text of {id}")),
+        source: "t".into(),
+        line: None,
+        priority: None,
+    };
+    let mut s = [0u8; 32];
+    for (i, b) in s.iter_mut().enumerate() {
+        *b = (i as u8).wrapping_mul(37) ^ 0x5a;
+    }
+    // B: 13 bits from A (one bit in each of 13 nibbles), its sketch A's
+    // with one byte changed.
+    let b_fp: u64 = (0..13).map(|i| 1u64 << (i * 4 + 1)).sum();
+    let mut s_b = s;
+    s_b[31] ^= 0xff;
+    let opts = WritePolicy::default();
+    {
+        let mut w = db.writer().unwrap();
+        place(&mut w, &doc("a"), analysis(0, s), &opts).unwrap();
+        w.commit().unwrap();
+        let (_, dups) = place(&mut w, &doc("b"), analysis(b_fp, s_b), &opts).unwrap();
+        assert_eq!(dups.hits.first().map(|h| h.id.as_str()), Some("a"));
+        w.commit().unwrap();
+        // Later: twenty fingerprints 5 to 8 bits from B (beyond the
+        // plan's reach) with B's sketch, so in B's band buckets, nearer
+        // than A.
+        for i in 0..20u64 {
+            let flip: u64 = (0..5 + i % 4)
+                .map(|j| 1u64 << ((j * 7 + i) % 64))
+                .fold(0, |x, y| x ^ y);
+            place(
+                &mut w,
+                &doc(&format!("c{i:02}")),
+                analysis(b_fp ^ flip ^ (i << 58), s_b),
+                &opts,
+            )
+            .unwrap();
+        }
+        w.commit().unwrap();
+    }
+    let ingest = db.clusters().of("a").unwrap().unwrap();
+    assert!(ingest.members.iter().any(|m| m.id == "b"), "{ingest:?}");
+    let ord_b = db.get("b").unwrap().unwrap().ord;
+    let mut found = Vec::new();
+    db.admin()
+        .earlier_copies(ord_b..ord_b + 1, |_, _, hits| {
+            found = hits.into_iter().map(|h| h.id).collect();
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(found, vec!["a".to_string()]);
+    let before: Vec<_> = {
+        let mut v = Vec::new();
+        db.clusters()
+            .each(2, |c| {
+                v.push((c.representative.clone(), c.size));
+                Ok(())
+            })
+            .unwrap();
+        v
+    };
+    db.maintenance()
+        .set_keep_policy(simdb::db::KeepPolicy::First)
+        .unwrap();
+    let mut after = Vec::new();
+    db.clusters()
+        .each(2, |c| {
+            after.push((c.representative.clone(), c.size));
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(after, before);
+}

@@ -252,8 +252,8 @@ def corpus(a: argparse.Namespace) -> None:
                           for c in db.clusters(max_members=2**31))
         out = os.path.join(tmp, "out")
         t = time.perf_counter()
-        p = subprocess.run([sys.executable, "-m", "simdb.ray", "dedup", src, out, "--text", "text",
-                            "--num-cpus", str(a.cores)], capture_output=True, text=True)
+        p = subprocess.run([sys.executable, "-m", "simdb.ray", "dedup", src, out, "--text", "text"],
+                           capture_output=True, text=True)
         engine_s = time.perf_counter() - t
         if p.returncode != 0:
             raise SystemExit(p.stderr)
@@ -289,7 +289,6 @@ def main() -> None:
     c = sub.add_parser("corpus")
     c.add_argument("corpora", nargs="+")
     c.add_argument("--simdb", required=True, help="the simdb binary")
-    c.add_argument("--cores", type=int, default=os.cpu_count() or 1)
     c.add_argument("--limit", type=int, help="documents per corpus")
     a = p.parse_args()
     generated(a) if a.mode == "generated" else corpus(a)

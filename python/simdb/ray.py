@@ -145,15 +145,18 @@ def fingerprint(
     store they will meet; otherwise the keyword arguments of
     :func:`simdb.fingerprint` (a new store's recipe by default).
     ``concurrency`` workers (Ray actors) each use ``num_cpus`` CPUs (all of
-    a machine's by default: the analysis is parallel inside a worker), so
-    run one worker per machine."""
+    a machine's but one by default, which the tasks that read the input
+    need: the analysis is parallel inside a worker), so run one worker per
+    machine."""
     if db is not None:
         db = os.fspath(db)
     if db is not None and export is not None:
         raise ValueError("give db or export, not both")
     recipe = export_recipe(export) if export is not None else None
     if num_cpus is None:
-        num_cpus = float(os.cpu_count() or 1)
+        # All of a machine's CPUs but one: the reading tasks that feed the
+        # worker need one, or the two wait for each other.
+        num_cpus = float(max(1, (os.cpu_count() or 1) - 1))
     # Fail here, on the driver, rather than in every worker.
     Analyzer(db=db, recipe=recipe, **options)
     return ds.map_batches(
@@ -838,7 +841,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     g.add_argument("--db", help="take the recipe (and learned IDF) of this store")
     g.add_argument("--export", help="take the recipe a simdb export states")
     f.add_argument("--address", help="Ray cluster address (default: start a local one)")
-    f.add_argument("--num-cpus", type=float, help="CPUs per worker (default: all of a machine's)")
+    f.add_argument("--num-cpus", type=float, help="CPUs per worker (default: all of a machine's but one, which reading needs)")
     d = sub.add_parser(
         "dedup",
         help="near-duplicate pairs and clusters of fingerprint rows (or texts), as simdb ingest "
@@ -864,7 +867,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                    "clusters the whole store's")
     d.add_argument("--parts", type=int, help="ranges of documents the checks are split into")
     d.add_argument("--address", help="Ray cluster address (default: start a local one)")
-    d.add_argument("--num-cpus", type=float, help="CPUs per worker (default: all of a machine's)")
+    d.add_argument("--num-cpus", type=float, help="CPUs per worker (default: fingerprinting all of a machine's but one, checks all)")
     a = p.parse_args(argv)
     import ray
 

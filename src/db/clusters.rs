@@ -1140,7 +1140,6 @@ impl Db {
             .collect();
         let at = self.store.snapshot();
         let pre = self.prefetch_searches(&at, &queries)?;
-        let searcher = self.searcher(&at, Some(&pre));
         // The checks read only: on every core.
         chunk
             .par_iter()
@@ -1152,6 +1151,10 @@ impl Db {
                 // short with no earlier copy confirmed but a later one (the
                 // earliest copies of a flood, whose first candidates by id
                 // are all later) is walked again sixteen times as far.
+                let searcher = search::Searcher {
+                    before: Some(r.ord),
+                    ..self.searcher(&at, Some(&pre))
+                };
                 let mut hits = Vec::new();
                 for reach in [1, 16] {
                     let mut later = false;

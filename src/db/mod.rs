@@ -537,6 +537,7 @@ impl Db {
             prefetch: pre,
             pending: None,
             reads: search::Reads::Query,
+            before: None,
         }
     }
 

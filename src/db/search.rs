@@ -122,6 +122,11 @@ pub(crate) struct Searcher<'s, 'a> {
     pub prefetch: Option<&'s Prefetch>,
     pub pending: Option<Pending<'s>>,
     pub reads: Reads,
+    /// A cluster rebuild's view of the store as ingest saw it, before the
+    /// document of this ord: the band-only candidates are chosen among
+    /// the fingerprints that have a document before it (later ones would
+    /// take the nearest-16 places that ingest gave to earlier ones).
+    pub before: Option<u64>,
 }
 
 impl Searcher<'_, '_> {
@@ -147,14 +152,30 @@ impl Searcher<'_, '_> {
         let (mut found, banded) = match (prefetched, self.reads) {
             (Some(p), _) => p.candidates(part, probe.is_some()),
             (None, Reads::Writer) => self.store.writer_candidates(self.at, fp, part, probe)?,
-            (None, Reads::Query) => self
-                .store
-                .candidates_banded(self.at, fp, part, probe, true)?,
+            (None, Reads::Query) => {
+                // A rebuild's view chooses the band-only candidates itself,
+                // among the earlier documents' (below): all of them here.
+                let wide = probe.map(|p| index::bands::BandProbe {
+                    max_candidates: usize::MAX,
+                    ..*p
+                });
+                let probe = if self.before.is_some() {
+                    wide.as_ref()
+                } else {
+                    probe
+                };
+                self.store
+                    .candidates_banded(self.at, fp, part, probe, true)?
+            }
         };
         // (A fingerprint among the nearest few of both sides is among the
         // nearest few of its own side: each side is cut first.)
         let mut chosen: Vec<Fingerprint> = Vec::new();
         if let Some(p) = probe {
+            let banded = match self.before {
+                Some(ord) => self.earlier_band_only(fp, plan, p, banded, ord)?,
+                None => banded,
+            };
             let stored = p.band_only(fp, plan, banded);
             let mut all = match self.pending {
                 Some(b) => p.band_only(fp, plan, b.mem.band_candidates(fp, p)),
@@ -165,6 +186,41 @@ impl Searcher<'_, '_> {
             found.extend(chosen.iter().filter(|f| stored.contains(f)));
         }
         Ok((found, chosen))
+    }
+
+    /// The band-only candidates among `banded` that have a document before
+    /// ord `before`, nearest first, as many as the probe keeps: what the
+    /// probe chose from when the document of that ord was written.
+    fn earlier_band_only(
+        &self,
+        fp: Fingerprint,
+        plan: &index::ProbePlan,
+        p: &index::bands::BandProbe,
+        banded: Vec<Fingerprint>,
+        before: u64,
+    ) -> Result<Vec<Fingerprint>> {
+        let mut cands: Vec<Fingerprint> = banded
+            .into_iter()
+            .filter(|f| !plan.accepts(fp, *f))
+            .collect();
+        cands.sort_unstable_by_key(|f| (f.distance(fp), *f));
+        cands.dedup();
+        let mut out = Vec::new();
+        for f in cands {
+            if out.len() >= p.max_candidates {
+                break;
+            }
+            let mut earlier = false;
+            self.store
+                .resolve(self.at, f, vec![f], None, &|_| false, |h| {
+                    earlier = self.store.checked_record(self.at, f, &h.id)?.ord < before;
+                    Ok(if earlier { Flow::Stop } else { Flow::Continue })
+                })?;
+            if earlier {
+                out.push(f);
+            }
+        }
+        Ok(out)
     }
 
     /// Searches for `q` under `rule`. Each confirmed candidate is offered

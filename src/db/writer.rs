@@ -370,6 +370,7 @@ impl Writer<'_> {
                 mem: &self.mem,
             }),
             reads: Reads::Writer,
+            before: None,
         };
         searcher.run(q, rule, &mut |_| Ok(true))
     }
