@@ -268,7 +268,9 @@ def _done(path: str) -> bool:
     return os.path.exists(path)
 
 
-def _mark(path: str, what: dict) -> None:
+def write_mark(path: str, what: dict) -> None:
+    """Marks a finished stage: ``what`` as JSON at ``path``, whole or not
+    at all (the engines' dedup stages; see :func:`dedup`)."""
     import json
 
     tmp = path + ".tmp"
@@ -278,7 +280,8 @@ def _mark(path: str, what: dict) -> None:
     os.replace(tmp, path)
 
 
-def _read_mark(path: str) -> dict:
+def read_mark(path: str) -> dict:
+    """What :func:`write_mark` wrote at ``path``."""
     import json
 
     with open(path) as f:
@@ -300,7 +303,7 @@ def order_input(batches: Any, work: str, *, id: str = "id") -> dict:
     out = os.path.join(work, "input")
     marker = os.path.join(work, "input.json")
     if _done(marker):
-        return _read_mark(marker)
+        return read_mark(marker)
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     parts, rows, pending, held = 0, 0, [], 0
@@ -333,7 +336,7 @@ def order_input(batches: Any, work: str, *, id: str = "id") -> dict:
     # Whole: `simdb import` takes a directory with a `_SUCCESS`.
     open(os.path.join(out, "_SUCCESS"), "wb").close()
     what = {"rows": rows, "parts": parts}
-    _mark(marker, what)
+    write_mark(marker, what)
     return what
 
 
@@ -354,13 +357,13 @@ def import_input(
     store = os.path.join(work, "store")
     marker = os.path.join(work, "store.json")
     if _done(marker) and os.path.isdir(store):
-        return _read_mark(marker)
+        return read_mark(marker)
     inputs = [os.path.join(work, "input")]
     checks = [os.path.join(work, "checks")]
     if incremental is not None:
         # Every night's input so far, in order: an incremental run's own
         # input holds its night only.
-        earlier = _read_mark(os.path.join(incremental, "store.json"))
+        earlier = read_mark(os.path.join(incremental, "store.json"))
         inputs = earlier.get("inputs", [os.path.join(incremental, "input")]) + inputs
         checks = earlier.get("checks", [os.path.join(incremental, "checks")]) + checks
     if not os.path.isdir(store):
@@ -396,7 +399,7 @@ def import_input(
         "inputs": [os.path.abspath(i) for i in inputs],
         "checks": [os.path.abspath(c) for c in checks],
     }
-    _mark(marker, what)
+    write_mark(marker, what)
     return what
 
 
@@ -489,9 +492,9 @@ def place(work: str, keep: Optional[str] = None) -> dict:
 
     marker = os.path.join(work, "placed.json")
     if _done(marker):
-        return _read_mark(marker)
+        return read_mark(marker)
 
-    chain = _read_mark(os.path.join(work, "store.json")).get("checks", [os.path.join(work, "checks")])
+    chain = read_mark(os.path.join(work, "store.json")).get("checks", [os.path.join(work, "checks")])
 
     def lists():
         for path in [p for d in chain for p in _check_parts(d)]:
@@ -500,7 +503,7 @@ def place(work: str, keep: Optional[str] = None) -> dict:
 
     n = _simdb.rebuild_clusters(os.path.join(work, "store"), lists(), keep=keep)
     what = {"clusters": n, "keep": keep or "store"}
-    _mark(marker, what)
+    write_mark(marker, what)
     return what
 
 

@@ -5,6 +5,7 @@ function needs pyarrow; the Ray test needs Ray (tools/ray.sh installs it)."""
 
 import os
 import random
+import shutil
 
 import pytest
 
@@ -236,20 +237,43 @@ def dedup_corpus(seed: int = 7) -> list:
     return [{"id": f"d{i:03}", "text": t} for i, t in enumerate(docs)]
 
 
-def ingested(path: str, rows: list, keep: str) -> tuple:
-    """What the store finds for `rows` written in order: the pairs (each
-    document with every confirmed earlier near-copy its check found), and
-    the clusters as (representative, sorted members)."""
-    pairs = set()
-    with simdb.Db.create(path, keep=keep) as db:
+def written_into(path: str, rows: list) -> tuple:
+    """What the store at `path` finds for `rows` written into it in order:
+    the pairs (each document with every confirmed earlier near-copy its
+    check found), the clusters after it as (representative, sorted
+    members), and how many documents were written (not no_features)."""
+    pairs, written = set(), 0
+    with simdb.Db.open(path) as db:
         for r in db.add_many([(x["id"], x["text"]) for x in rows], max_duplicates=16):
+            written += r.outcome != "no_features"
             for h in r.duplicates:
                 pairs.add((min(r.id, h.id), max(r.id, h.id), h.distance))
         clusters = sorted(
             (c["representative"], sorted(m["id"] for m in c["members"]))
             for c in db.clusters(max_members=10_000)
         )
+    return pairs, clusters, written
+
+
+def ingested(path: str, rows: list, keep: str) -> tuple:
+    """`written_into` a new store of keep policy `keep`: (pairs, clusters)."""
+    simdb.Db.create(path, keep=keep).close()
+    pairs, clusters, _ = written_into(path, rows)
     return pairs, clusters
+
+
+def kill_during_checks(out, part: int) -> None:
+    """What a run killed while writing check part `part` leaves in its
+    output directory `out`: that part half written (under its temporary
+    name), no placement, no outputs."""
+    work = out / "_work"
+    os.remove(work / "checks" / f"part-{part:05}.parquet")
+    (work / "checks" / f".part-{part:05}.parquet.tmp").write_bytes(b"half a file")
+    os.remove(work / "placed.json")
+    for d in ("pairs", "clusters"):
+        shutil.rmtree(out / d)
+    if (out / "report.json").exists():
+        os.remove(out / "report.json")
 
 
 def engine_result(r) -> tuple:
@@ -359,13 +383,7 @@ def test_ray_dedup_cli_resumes(tmp_path):
     assert result() == (want_pairs, want_clusters)
     assert (out / "pairs" / "_SUCCESS").exists()
     # Killed while writing the third part of the checks.
-    work = out / "_work"
-    os.remove(work / "checks" / "part-00002.parquet")
-    (work / "checks" / ".part-00002.parquet.tmp").write_bytes(b"half a file")
-    os.remove(work / "placed.json")
-    for d in ("pairs", "clusters"):
-        shutil.rmtree(out / d)
-    os.remove(out / "report.json")
+    kill_during_checks(out, 2)
     again = run()
     assert again["checks"]["skipped"] == 2
     assert again["checks"]["checked"] == first["checks"]["checked"]
@@ -394,17 +412,7 @@ def test_ray_dedup_incremental_equals_ingest(tmp_path):
         simdb.Db.create(path, keep="newest").close()
         previous = None
         for n, night in enumerate(nights):
-            pairs = set()
-            written = 0
-            with simdb.Db.open(path) as db:
-                for r in db.add_many([(x["id"], x["text"]) for x in night], max_duplicates=16):
-                    written += r.outcome != "no_features"
-                    for h in r.duplicates:
-                        pairs.add((min(r.id, h.id), max(r.id, h.id), h.distance))
-                clusters = sorted(
-                    (c["representative"], sorted(m["id"] for m in c["members"]))
-                    for c in db.clusters(max_members=10_000)
-                )
+            pairs, clusters, written = written_into(path, night)
             ds = ray.data.from_items(night, override_num_blocks=2)
             fps = simdb.ray.fingerprint(ds, batch_size=16, num_cpus=1)
             work = tmp_path / f"night{n}"

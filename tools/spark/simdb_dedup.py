@@ -43,14 +43,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 
-def _mark(path: str, what: dict) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(what, f)
-        f.write("\n")
-    os.replace(tmp, path)
-
-
 def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | None = None,
         fmt: str = "parquet", db: str | None = None, parts: int | None = None,
         work: str | None = None, incremental: str | None = None) -> dict:
@@ -82,8 +74,7 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
     t = time.perf_counter()
     marker = os.path.join(work, "input.json")
     if os.path.exists(marker):
-        with open(marker) as f:
-            report["input"] = json.load(f)
+        report["input"] = stages.read_mark(marker)
     else:
         df = spark.read.format(fmt).load(inputs)
         if text is not None:
@@ -100,7 +91,7 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
         rows = sum(pq.read_metadata(os.path.join(path, f)).num_rows
                    for f in os.listdir(path) if f.endswith(".parquet"))
         report["input"] = {"rows": rows}
-        _mark(marker, report["input"])
+        stages.write_mark(marker, report["input"])
     report["seconds"]["input"] = round(time.perf_counter() - t, 3)
 
     t = time.perf_counter()

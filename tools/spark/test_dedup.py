@@ -29,7 +29,7 @@ pytest.importorskip("simdb", reason="the simdb package is not installed (tools/p
 import simdb_dedup  # noqa: E402
 import simdb_fingerprint  # noqa: E402
 import simdb_spark  # noqa: E402
-from test_ray import dedup_corpus, ingested  # noqa: E402
+from test_ray import dedup_corpus, ingested, kill_during_checks, written_into  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -83,12 +83,7 @@ def test_spark_dedup_resumes(spark, tmp_path):
     out = tmp_path / "out"
     simdb_dedup.run(spark, [str(src)], str(out), text="text", fmt="json", parts=3)
     assert result(out) == want
-    work = out / "_work"
-    os.remove(work / "checks" / "part-00001.parquet")
-    (work / "checks" / ".part-00001.parquet.tmp").write_bytes(b"half a file")
-    os.remove(work / "placed.json")
-    for d in ("pairs", "clusters"):
-        shutil.rmtree(out / d)
+    kill_during_checks(out, 1)
     rep = simdb_dedup.run(spark, [str(src)], str(out), text="text", fmt="json", parts=3)
     assert rep["checks"]["skipped"] == 2
     assert result(out) == want
@@ -111,13 +106,7 @@ def test_spark_dedup_incremental_equals_ingest(spark, tmp_path):
     simdb.Db.create(path).close()
     previous = None
     for n, night in enumerate(nights):
-        pairs = set()
-        with simdb.Db.open(path) as db:
-            for r in db.add_many([(x["id"], x["text"]) for x in night], max_duplicates=16):
-                for h in r.duplicates:
-                    pairs.add((min(r.id, h.id), max(r.id, h.id), h.distance))
-            clusters = sorted((c["representative"], sorted(m["id"] for m in c["members"]))
-                              for c in db.clusters(max_members=10_000))
+        pairs, clusters, _ = written_into(path, night)
         src = tmp_path / f"night{n}.jsonl"
         write_jsonl(src, night)
         out = tmp_path / f"out{n}"
