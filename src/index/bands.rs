@@ -179,7 +179,13 @@ impl BandProbe {
     /// Appends to `out` the fingerprints of posting `value` (whole 8-byte
     /// entries, as in the block families) that the probe accepts for `q`.
     pub fn scan_posting(&self, q: Fingerprint, value: &[u8], out: &mut Vec<Fingerprint>) {
-        out.extend(super::posting_fingerprints(value).filter(|fp| self.accepts(q, *fp)));
+        super::ScanRule {
+            q: q.0,
+            k: self.max_distance,
+            outside: 0,
+            ranked: false,
+        }
+        .scan(value, out);
     }
 }
 
