@@ -47,10 +47,6 @@ pub(crate) const FIRST_REFS: usize = super::query::FIRST_READ;
 /// Buckets of one family walked by one iterator (one task of the pool).
 const PART_BUCKETS: usize = 8192;
 
-/// A bucket this few buckets past the iterator is reached by stepping
-/// through the keys between; a farther one by a seek.
-const STEP_BUCKETS: u16 = 16;
-
 /// A fingerprint's first `refs` entries (id, sketch), in id order.
 type FirstRefs = (Fingerprint, Vec<(String, Option<Sketch>)>);
 
@@ -250,11 +246,13 @@ impl Store {
     /// One sorted pass over posting family `i` for all of `keys`: each
     /// bucket any of them reads, read once, checked against every check
     /// that reads it. The buckets are walked in order with one iterator
-    /// per part of the family (the parts on the rayon pool): it steps
-    /// through keys to a bucket a few buckets on, and seeks farther. A
-    /// chunk of a few thousand checks reads a good share of each block
-    /// family (a ranked plan reads 28 buckets of each), where stepping
-    /// costs a fraction of a point read.
+    /// per part of the family (the parts on the rayon pool): it seeks each
+    /// bucket that is not the next key. It does not step through the keys
+    /// between, even a few buckets on: landing on a key merges the
+    /// operands written on it since the last compaction (a copy of its
+    /// head), so on a store written since, each key stepped over costs
+    /// about what a seek does (50M documents, nightly ingest: 12-17%
+    /// faster without stepping, docs/performance.md).
     fn prefetch_family(
         &self,
         at: &Snapshot<'_>,
@@ -345,17 +343,13 @@ impl Store {
         for (blk, range) in groups {
             let checks = &order[range.clone()];
             let wanted_head = checks.iter().any(|&(_, j)| own(j) == Some(*blk));
-            // To the first key at or after the bucket's head.
-            while let Some(k) = it.key() {
+            // To the first key at or after the bucket's head: by a seek,
+            // unless the iterator is there already.
+            if let Some(k) = it.key() {
                 let (cur, _) =
                     index::decode_block_key(k).map_err(|r| Error::corrupt(name, k, r))?;
-                if cur >= *blk {
-                    break;
-                }
-                if blk - cur > STEP_BUCKETS {
+                if cur < *blk {
                     it.seek(index::bucket_key(*blk));
-                } else {
-                    it.next();
                 }
             }
             it.status()?;
