@@ -78,6 +78,7 @@ pub mod plot;
 #[cfg(feature = "server")]
 pub mod server;
 mod store;
+pub mod web;
 
 pub use db::{
     Answer, Content, Db, DbOptions, Found, Outcome, Query, QueryOptions, QueryRequest, Stats,

@@ -27,3 +27,4 @@ mod scale;
 mod search;
 mod server;
 mod store;
+mod web;

@@ -456,7 +456,8 @@ pub struct ImportArgs {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum FormatArg {
-    /// Directory -> dir, *.txt -> lines, anything else (and -) -> jsonl.
+    /// Directory -> dir, *.txt -> lines, *.html/*.htm -> html, anything
+    /// else (and -) -> jsonl.
     Auto,
     /// {"id": string|integer, "text": string} (or "features") per line.
     Jsonl,
@@ -464,6 +465,9 @@ pub enum FormatArg {
     Lines,
     /// Every file under a directory; id = relative path.
     Dir,
+    /// Web pages (a file, or every file under a directory): charset by the
+    /// WHATWG rules, main content extracted (Readability); id = path.
+    Html,
 }
 
 #[derive(Debug, Args)]
@@ -572,6 +576,11 @@ pub struct FingerprintArgs {
     /// input is read as JSONL ({"id", "text"} or {"id", "features"} per line).
     #[arg(long, value_name = "FILE")]
     pub file: Option<PathBuf>,
+    /// Read --file as a web page: its charset by the WHATWG rules, its
+    /// title and main content extracted (as `ingest --format html` does);
+    /// with --json, also what was extracted.
+    #[arg(long, requires = "file")]
+    pub html: bool,
     /// Use this store's recipe instead of the options below.
     #[arg(long, value_name = "DB")]
     pub db: Option<PathBuf>,

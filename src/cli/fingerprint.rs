@@ -9,10 +9,24 @@ pub(super) fn fingerprint(a: FingerprintArgs) -> Result<bool> {
     };
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    let one = |text: &str, out: &mut BufWriter<io::StdoutLock>| -> Result<()> {
+    let one = |text: &str,
+               page: Option<&simdb::web::Page>,
+               out: &mut BufWriter<io::StdoutLock>|
+     -> Result<()> {
         let q = fp.fingerprint(text)?;
         if a.json {
             let mut v = json!({"fingerprint": q.to_string()});
+            if let Some(p) = page {
+                v["page"] = json!({
+                    "title": p.title,
+                    "found": match p.found {
+                        simdb::web::Found::Article => "article",
+                        simdb::web::Found::Visible => "visible_text",
+                    },
+                    "encoding": p.encoding,
+                    "text": text,
+                });
+            }
             if a.explain {
                 v["features"] = serde_json::to_value(fp.features(text))?;
             }
@@ -28,9 +42,13 @@ pub(super) fn fingerprint(a: FingerprintArgs) -> Result<bool> {
         Ok(())
     };
     if let Some(t) = &a.text {
-        one(t, &mut out)?;
+        one(t, None, &mut out)?;
+    } else if let (Some(f), true) = (&a.file, a.html) {
+        let bytes = std::fs::read(f).with_context(|| format!("{}: cannot read", f.display()))?;
+        let page = simdb::web::page(&bytes, None);
+        one(&page.text(), Some(&page), &mut out)?;
     } else if let Some(f) = &a.file {
-        one(&read_text(f)?, &mut out)?;
+        one(&read_text(f)?, None, &mut out)?;
     } else {
         let stdin = io::stdin();
         let mut bad = 0usize;

@@ -123,6 +123,7 @@ fn inputs(paths: &[std::path::PathBuf], format: FormatArg, keep_lines: bool) -> 
                 FormatArg::Jsonl => Format::Jsonl,
                 FormatArg::Lines => Format::Lines,
                 FormatArg::Dir => Format::Dir,
+                FormatArg::Html => Format::Html,
             };
             i.keep_lines = keep_lines;
             i

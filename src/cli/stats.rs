@@ -35,6 +35,9 @@ pub(super) fn stats(a: StatsArgs) -> Result<bool> {
         (None, Some(why)) => println!("frozen       unusable, every bucket read from RocksDB: {why}"),
         (None, None) => println!("frozen       none (`simdb freeze` writes one)"),
     }
+    if let Some(e) = &s.extraction {
+        println!("web pages    {e}");
+    }
     println!(
         "recipe       top_k={} shingle={} hmm={} tf={} hash={} width={} tie={}",
         s.recipe.top_k,

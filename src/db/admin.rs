@@ -141,6 +141,7 @@ impl Db {
             view: self.view(),
             frozen,
             frozen_unusable,
+            extraction: self.extraction()?,
         })
     }
 
@@ -188,6 +189,34 @@ pub struct ExpireReport {
 }
 
 impl Db {
+    /// The page extraction the store's web pages went through
+    /// ([`crate::web::EXTRACTION`]); `None` when no page was written.
+    pub(crate) fn extraction(&self) -> Result<Option<String>> {
+        Ok(self
+            .store
+            .get_meta(store::EXTRACTION_KEY)?
+            .map(|v| String::from_utf8_lossy(&v).into_owned()))
+    }
+
+    /// Makes ready to write web pages: a store that has pages must have
+    /// had them extracted as this build extracts them (else the same page
+    /// would be a different text); a store without records this build's
+    /// extraction. Text written beside pages is not affected.
+    pub(crate) fn accept_pages(&mut self) -> Result<()> {
+        match self.extraction()? {
+            Some(e) if e == crate::web::EXTRACTION => Ok(()),
+            Some(e) => Err(Error::Input(format!(
+                "this store's web pages were extracted as {e:?}, and this build extracts them as {:?}: \
+                 the same page would give another text; write the pages into a new store (or use the \
+                 build that made this one)",
+                crate::web::EXTRACTION
+            ))),
+            None => self
+                .store
+                .put_meta(store::EXTRACTION_KEY, crate::web::EXTRACTION.as_bytes()),
+        }
+    }
+
     /// Deletes every document written before `before` (Unix seconds), in
     /// batches of at most 10,000 deletions, each atomic: a document is
     /// either whole or gone, and its cluster is updated in the same batch.
@@ -299,6 +328,12 @@ impl Db {
 }
 
 impl Admin<'_> {
+    /// The page extraction the store's web pages went through
+    /// ([`crate::web::EXTRACTION`]); `None` when no page was written.
+    pub fn extraction(&self) -> Result<Option<String>> {
+        self.db.extraction()
+    }
+
     /// Counts and shape of the store (`simdb stats`); reads every posting.
     pub fn stats(&self) -> Result<Stats> {
         self.db.stats()

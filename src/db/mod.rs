@@ -340,6 +340,9 @@ pub struct Stats {
     /// Why the frozen index the store names is not used (missing or
     /// damaged: every bucket is then read from RocksDB).
     pub frozen_unusable: Option<String>,
+    /// The page extraction the store's web pages went through
+    /// ([`crate::web::EXTRACTION`]); absent when no page was written.
+    pub extraction: Option<String>,
 }
 
 /// A stored document as `simdb get --json` and the service show it: its

@@ -15,6 +15,25 @@ pub enum Content {
     /// A fingerprint computed elsewhere (`import`, or `"fingerprint"` in
     /// ingest's JSONL).
     Fingerprint(Fingerprint),
+    /// A web page: its text is what [`crate::web::page`] extracts, and
+    /// everything else (hash, length, fingerprint) is that text's. Ingest
+    /// extracts each page once, on the pool ([`Content::extracted`]).
+    Html(Html),
+}
+
+/// A web page's bytes as fetched.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Html {
+    pub bytes: Vec<u8>,
+    /// The charset its transport declared (HTTP `Content-Type`), if any.
+    pub charset: Option<String>,
+}
+
+impl Html {
+    /// The page's text and how it was found.
+    pub fn page(&self) -> crate::web::Page {
+        crate::web::page(&self.bytes, self.charset.as_deref())
+    }
 }
 
 /// The content hash a store records for text `t` (`Content::Text(t).hash()`,
@@ -39,6 +58,19 @@ impl Content {
                 h.digest()
             }
             Content::Fingerprint(fp) => xxhash_rust::xxh3::xxh3_64(&fp.value().to_be_bytes()),
+            Content::Html(h) => text_hash(&h.page().text()),
+        }
+    }
+
+    /// A page's content as the text it is fingerprinted by, with how that
+    /// text was found; any other content as it is.
+    pub fn extracted(self) -> (Content, Option<crate::web::Found>) {
+        match self {
+            Content::Html(h) => {
+                let page = h.page();
+                (Content::Text(page.text()), Some(page.found))
+            }
+            c => (c, None),
         }
     }
 
@@ -48,6 +80,7 @@ impl Content {
             Content::Text(t) => t.len() as u64,
             Content::Features(f) => f.len() as u64,
             Content::Fingerprint(_) => 0,
+            Content::Html(h) => h.page().text().len() as u64,
         }
     }
 
@@ -60,6 +93,7 @@ impl Content {
     pub fn analyze(&self, fp: &Fingerprinter) -> Result<Analysis> {
         match self {
             Content::Text(t) => fp.analyze(t),
+            Content::Html(h) => fp.analyze(&h.page().text()),
             _ => self.fingerprint(fp).map(Analysis::bare),
         }
     }
@@ -70,6 +104,7 @@ impl Content {
             Content::Text(t) => fp.fingerprint(t),
             Content::Features(f) => super::simhash_weighted(f),
             Content::Fingerprint(fp) => Ok(*fp),
+            Content::Html(h) => fp.fingerprint(&h.page().text()),
         }
     }
 }

@@ -31,7 +31,7 @@ mod text;
 use std::fmt;
 use std::str::FromStr;
 
-pub use content::{text_hash, Content};
+pub use content::{text_hash, Content, Html};
 pub use dict::cut as cut_ideographs;
 pub use idf::{default_idf, idf, vocabulary, LearnedIdf};
 pub use recipe::{LatinFeatures, Recipe, SketchKind, StopWords, TfWeighting};

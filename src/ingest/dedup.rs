@@ -71,6 +71,9 @@ pub struct DedupSummary {
     pub no_features: u64,
     /// Lines or files that are not documents (not in the output).
     pub bad_lines: u64,
+    /// Web pages read, by how their text was found (absent when none).
+    #[serde(skip_serializing_if = "super::Pages::is_empty")]
+    pub pages: super::Pages,
     #[serde(skip)]
     pub elapsed: Duration,
 }
@@ -202,7 +205,7 @@ pub fn dedup_keeping(
     {
         let mut w = scratch.writer()?;
         pipeline(&fingerprinter, inputs, opts, |chunk: Chunk| {
-            for (doc, a) in chunk.into_iter().flatten() {
+            for (doc, _, a) in chunk.into_iter().flatten() {
                 let Ok(a) = a else { continue };
                 if in_db(&a, &doc)?.is_some() {
                     continue;
@@ -271,7 +274,7 @@ pub fn dedup_keeping(
 /// reported (an error with `strict`), a document without usable features
 /// is counted and kept; `None` for both.
 fn document(
-    item: std::result::Result<(Doc, Result<Analysis>), Problem>,
+    item: std::result::Result<super::Analysed, Problem>,
     sum: &mut DedupSummary,
     strict: bool,
     on_event: &mut impl FnMut(DedupEvent<'_>) -> Result<()>,
@@ -282,7 +285,10 @@ fn document(
             on_event(DedupEvent::BadLine(&p))?;
             return if strict { Err(p.stopped()) } else { Ok(None) };
         }
-        Ok(x) => x,
+        Ok((doc, found, a)) => {
+            sum.pages.add(found);
+            (doc, a)
+        }
     };
     sum.read += 1;
     match analysis {

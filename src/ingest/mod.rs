@@ -78,8 +78,35 @@ pub struct Summary {
     pub bad_lines: u64,
     /// How the run changed the clusters.
     pub clusters: crate::db::ClusterChanges,
+    /// Web pages read, by how their text was found (absent when none).
+    #[serde(skip_serializing_if = "Pages::is_empty")]
+    pub pages: Pages,
     #[serde(skip)]
     pub elapsed: Duration,
+}
+
+/// Web pages read, by how their text was found ([`crate::web::Found`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Pages {
+    /// Pages whose main content was extracted.
+    pub article: u64,
+    /// Pages where no article was found: their visible text was used.
+    pub visible_text: u64,
+}
+
+impl Pages {
+    /// Whether no page was read.
+    pub fn is_empty(&self) -> bool {
+        self.article + self.visible_text == 0
+    }
+
+    fn add(&mut self, found: Option<crate::web::Found>) {
+        match found {
+            Some(crate::web::Found::Article) => self.article += 1,
+            Some(crate::web::Found::Visible) => self.visible_text += 1,
+            None => {}
+        }
+    }
 }
 
 impl Summary {
@@ -120,6 +147,9 @@ pub fn run(
     mut on_event: impl FnMut(Event<'_>),
 ) -> Result<Summary> {
     crate::fingerprint::check_k(opts.write.k)?;
+    if inputs.iter().any(Input::is_pages) {
+        db.accept_pages()?;
+    }
     let start = Instant::now();
     let fingerprinter = db.fingerprinter().clone();
     fingerprinter.warm_up();
@@ -132,7 +162,7 @@ pub fn run(
             Step::Apply(chunk) => chunk,
         };
         let at = match chunk.last() {
-            Some(Ok((d, _))) => d.source.clone(),
+            Some(Ok((d, _, _))) => d.source.clone(),
             Some(Err(p)) => p.location.clone(),
             None => String::new(),
         };
@@ -219,9 +249,12 @@ fn staged_pipeline(
         // step.
         raw.into_par_iter()
             .map(|it| {
-                it.map(|d| {
+                it.map(|mut d| {
+                    // A page becomes its text here, once, on the pool.
+                    let (content, found) = d.content.extracted();
+                    d.content = content;
                     let a = d.content.analyze(fingerprinter);
-                    (d, a)
+                    (d, found, a)
                 })
             })
             .collect()
@@ -292,7 +325,15 @@ const CHUNK_BYTES: usize = 32 << 20;
 
 /// A chunk of the input: each document with its analysis, or the problem
 /// of a line that is not a document.
-type Chunk = Vec<std::result::Result<(Doc, Result<crate::fingerprint::Analysis>), Problem>>;
+type Chunk = Vec<std::result::Result<Analysed, Problem>>;
+
+/// A document (a page extracted to its text) with how a page's text was
+/// found, and its analysis.
+type Analysed = (
+    Doc,
+    Option<crate::web::Found>,
+    Result<crate::fingerprint::Analysis>,
+);
 
 /// Reads the store's half of a chunk's duplicate checks, on every core,
 /// before the chunk is applied.
@@ -300,12 +341,12 @@ fn prefetch(w: &mut crate::db::Writer<'_>, chunk: &Chunk, opts: &Options) -> Res
     let queries: Vec<crate::db::Query> = chunk
         .iter()
         .filter_map(|item| match item {
-            Ok((d, Ok(a))) => Some(opts.write.duplicate_query(a, d.content.len())),
+            Ok((d, _, Ok(a))) => Some(opts.write.duplicate_query(a, d.content.len())),
             _ => None,
         })
         .collect();
     let ids = chunk.iter().filter_map(|item| match item {
-        Ok((d, Ok(_))) => Some(d.id.as_str()),
+        Ok((d, _, Ok(_))) => Some(d.id.as_str()),
         _ => None,
     });
     w.prefetch(&queries, ids)
@@ -330,7 +371,10 @@ fn apply(
                 }
                 continue;
             }
-            Ok((d, a)) => (d, a),
+            Ok((d, found, a)) => {
+                sum.pages.add(found);
+                (d, a)
+            }
         };
         sum.read += 1;
         let a = match fp {

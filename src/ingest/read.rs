@@ -26,6 +26,10 @@ pub enum Format {
     /// Every regular file under a directory, recursively, in path order; the
     /// id is the path relative to the directory, with `/` separators.
     Dir,
+    /// Web pages: a file (its id the path as given) or every regular file
+    /// under a directory (as [`Format::Dir`]), each decoded and extracted
+    /// to its main content ([`crate::web`]).
+    Html,
 }
 
 /// One input of an ingest run.
@@ -41,13 +45,19 @@ pub struct Input {
 
 impl Input {
     /// `path` with its format guessed: a directory is [`Format::Dir`], a
-    /// `.txt` file is [`Format::Lines`], anything else (stdin included) is JSONL.
+    /// `.txt` file is [`Format::Lines`], an `.html` or `.htm` file is
+    /// [`Format::Html`], anything else (stdin included) is JSONL.
     pub fn guess(path: impl Into<PathBuf>) -> Input {
         let path = path.into();
         let format = if path.is_dir() {
             Format::Dir
         } else if path.extension().is_some_and(|e| e == "txt") {
             Format::Lines
+        } else if path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"))
+        {
+            Format::Html
         } else {
             Format::Jsonl
         };
@@ -56,6 +66,11 @@ impl Input {
             format,
             keep_lines: false,
         }
+    }
+
+    /// Whether the input is of web pages.
+    pub fn is_pages(&self) -> bool {
+        self.format == Format::Html
     }
 
     /// The name used in messages and `Lines` ids.
@@ -155,7 +170,24 @@ pub fn read(
 ) -> std::io::Result<Box<dyn Iterator<Item = Item> + Send>> {
     let name = input.name();
     match input.format {
-        Format::Dir => Ok(Box::new(read_dir(input.path.clone(), max_doc_bytes))),
+        Format::Dir => Ok(Box::new(read_dir(input.path.clone(), max_doc_bytes, false))),
+        Format::Html if input.path.is_dir() => {
+            Ok(Box::new(read_dir(input.path.clone(), max_doc_bytes, true)))
+        }
+        Format::Html => {
+            if name == "-" {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "--format html reads files and directories, not standard input",
+                ));
+            }
+            let root = input.path.parent().unwrap_or(Path::new("")).to_path_buf();
+            let item = read_file_doc(&root, &input.path, max_doc_bytes, true).map(|mut d| {
+                d.id = name.clone();
+                d
+            });
+            Ok(Box::new(std::iter::once(item)))
+        }
         Format::Jsonl | Format::Lines => {
             let reader: Box<dyn BufRead + Send> = if name == "-" {
                 Box::new(BufReader::with_capacity(1 << 20, std::io::stdin()))
@@ -287,7 +319,7 @@ impl Iterator for LineReader {
     }
 }
 
-fn read_dir(root: PathBuf, max: usize) -> impl Iterator<Item = Item> + Send {
+fn read_dir(root: PathBuf, max: usize, html: bool) -> impl Iterator<Item = Item> + Send {
     walkdir::WalkDir::new(&root)
         .sort_by_file_name()
         .into_iter()
@@ -304,11 +336,12 @@ fn read_dir(root: PathBuf, max: usize) -> impl Iterator<Item = Item> + Send {
             if !e.file_type().is_file() {
                 return None;
             }
-            Some(read_file_doc(&root, e.path(), max))
+            Some(read_file_doc(&root, e.path(), max, html))
         })
 }
 
-fn read_file_doc(root: &Path, path: &Path, max: usize) -> Item {
+/// One file as a document: its text (UTF-8), or a web page (`html`).
+fn read_file_doc(root: &Path, path: &Path, max: usize, html: bool) -> Item {
     let location = path.display().to_string();
     let problem = |reason: String| {
         Err(Problem {
@@ -335,6 +368,18 @@ fn read_file_doc(root: &Path, path: &Path, max: usize) -> Item {
         return problem(format!(
             "file larger than the limit of {max} bytes; skipped"
         ));
+    }
+    if html {
+        return Ok(Doc {
+            id,
+            content: Content::Html(crate::fingerprint::Html {
+                bytes,
+                charset: None,
+            }),
+            source: location,
+            line: None,
+            priority: None,
+        });
     }
     match String::from_utf8(bytes) {
         Ok(t) => Ok(Doc {

@@ -46,6 +46,7 @@
 //! "recipe"         UTF-8 JSON of the fingerprint Recipe
 //! "doc_count"      u64 big-endian, number of documents (updated in each write batch)
 //! "short_count"    u64 big-endian, documents with fewer than 10 terms (absent = 0)
+//! "extraction"     UTF-8, how the store's web pages became text (absent: none)
 //! "idf_table"      only with a learned IDF: "simdb-idf v1 docs=N", then "term\tidf" lines
 //! "next_ord"       u64 big-endian, the ord the next written document takes (absent = 0)
 //! "clock"          u64 big-endian, the latest `ingested_at` written (absent = 0):
@@ -215,6 +216,10 @@ pub const REPAIR_MARKER_KEY: &[u8] = b"repair_in_progress";
 /// policy they were built under (its value, the policy's name). A store
 /// that has it opens only to finish the rebuild.
 pub const CLUSTERS_MARKER_KEY: &[u8] = b"clusters_rebuilding";
+/// Meta key of the page extraction the store's web pages went through
+/// (UTF-8, [`crate::web::EXTRACTION`]); written with the first page,
+/// absent in a store that has none.
+pub const EXTRACTION_KEY: &[u8] = b"extraction";
 /// Meta key of the number of short documents (u64 BE; see
 /// [`crate::fingerprint::SHORT_TERMS`]).
 pub const SHORT_COUNT_KEY: &[u8] = b"short_count";

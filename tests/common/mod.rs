@@ -2,6 +2,8 @@
 //! binary, and deterministic generators (no network, no corpus files).
 #![allow(dead_code)]
 
+pub mod sites;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 

@@ -1,0 +1,297 @@
+//! Web pages: generated sites (templates around articles), charsets, the
+//! fallback to visible text, and the store's record of the extraction.
+
+use crate::common::{self, sites::Site};
+
+use rand::prelude::*;
+use simdb::ingest::{self, read::Format, Event, Input};
+use simdb::{Content, Db, Recipe};
+
+fn words<'a>(
+    vocab: &'a [&'static str],
+) -> impl Fn(&mut rand_chacha::ChaCha8Rng, usize) -> String + 'a {
+    move |rng, n| (0..n).map(|_| *vocab.choose(rng).unwrap()).collect()
+}
+
+/// An article's paragraphs (40 words each) and title.
+fn article(rng: &mut rand_chacha::ChaCha8Rng, vocab: &[&str], n: usize) -> (String, Vec<String>) {
+    let w = common::article(rng, vocab, n);
+    let title = common::article(rng, vocab, 6).concat();
+    (title, w.chunks(40).map(|c| c.concat()).collect())
+}
+
+fn pages(dir: &std::path::Path) -> Input {
+    Input {
+        path: dir.to_path_buf(),
+        format: Format::Html,
+        keep_lines: false,
+    }
+}
+
+/// Ingests the pages under `dir` into a new store: the summary and the
+/// reported (id, duplicate of) pairs.
+fn ingest_pages(
+    t: &common::TempDb,
+    dir: &std::path::Path,
+) -> (ingest::Summary, Vec<(String, String)>) {
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
+    let mut pairs = Vec::new();
+    let sum = ingest::run(&mut db, &[pages(dir)], &Default::default(), |e| {
+        if let Event::Duplicate(r) = e {
+            pairs.push((r.id.clone(), r.duplicate_of.clone()));
+        }
+    })
+    .unwrap();
+    (sum, pairs)
+}
+
+#[test]
+fn the_same_article_in_two_templates_is_a_copy_and_articles_of_one_template_are_not() {
+    let vocab = common::vocab();
+    let words = words(&vocab);
+    let mut rng = common::rng(40);
+    let sites: Vec<Site> = (0..6).map(|i| Site::new(&mut rng, &words, i)).collect();
+    let t = common::TempDb::new();
+    let dir = t.dir.path().join("pages");
+    let n = 60;
+    for j in 0..n {
+        // Some articles are shorter than the larger templates' text.
+        let (title, paras) = article(&mut rng, &vocab, if j % 4 == 0 { 120 } else { 300 });
+        let (a, b) = (j % 6, (j + 1 + j / 6) % 6);
+        for (side, s) in [("a", a), ("b", b)] {
+            let p = dir.join(side).join(format!("{j:03}.html"));
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, sites[s].page(&mut rng, &title, &paras)).unwrap();
+        }
+    }
+    let (sum, pairs) = ingest_pages(&t, &dir);
+    assert_eq!(sum.read, 2 * n as u64);
+    assert!(
+        sum.pages.article >= 2 * n as u64 * 95 / 100,
+        "{:?}",
+        sum.pages
+    );
+    let article_of = |id: &str| id[2..5].to_string();
+    let found = (0..n)
+        .filter(|j| {
+            let b = format!("b/{j:03}.html");
+            pairs
+                .iter()
+                .any(|(x, y)| *x == b && article_of(y) == format!("{j:03}"))
+        })
+        .count();
+    let false_pairs = pairs
+        .iter()
+        .filter(|(x, y)| article_of(x) != article_of(y))
+        .count();
+    // Every page of a site shares its template with 19 others.
+    assert!(found * 100 >= n * 95, "found {found} of {n}: {pairs:?}");
+    assert!(false_pairs * 100 <= 2 * n, "{false_pairs} false: {pairs:?}");
+
+    // Without extraction (the pages' visible text) the templates win.
+    let texts: Vec<(String, String)> = walk(&dir)
+        .into_iter()
+        .map(|p| {
+            let html = std::fs::read_to_string(&p).unwrap();
+            let doc = simdb::web::visible_text(&html);
+            (p.strip_prefix(&dir).unwrap().display().to_string(), doc)
+        })
+        .collect();
+    let t2 = common::TempDb::new();
+    let mut lines = String::new();
+    for (id, text) in &texts {
+        lines += &serde_json::json!({"id": id, "text": text}).to_string();
+        lines.push('\n');
+    }
+    let input = t2.file("visible.jsonl", lines);
+    let mut db = Db::options().create(t2.path(), Recipe::default()).unwrap();
+    let (mut stripped_found, mut stripped_false) = (0, 0);
+    ingest::run(&mut db, &[Input::guess(&input)], &Default::default(), |e| {
+        if let Event::Duplicate(r) = e {
+            let same = article_of(&r.id) == article_of(&r.duplicate_of);
+            stripped_found += usize::from(same);
+            stripped_false += usize::from(!same);
+        }
+    })
+    .unwrap();
+    assert!(
+        stripped_found < found,
+        "tag-stripped text: {stripped_found} found, {stripped_false} false; extracted: {found}, {false_pairs}"
+    );
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_gbk_page_and_its_utf8_twin_have_one_fingerprint() {
+    let vocab = common::vocab();
+    let words = words(&vocab);
+    let mut rng = common::rng(41);
+    let site = Site::new(&mut rng, &words, 0);
+    let (title, paras) = article(&mut rng, &vocab, 300);
+    let utf8 = site.page(&mut rng.clone(), &title, &paras);
+    let declared = utf8.replace("charset=\"utf-8\"", "charset=\"gbk\"");
+    let gbk = encoding_rs::GBK.encode(&declared).0.into_owned();
+    let gb18030 = encoding_rs::GB18030
+        .encode(&utf8.replace("charset=\"utf-8\"", "charset=\"gb18030\""))
+        .0
+        .into_owned();
+    let undeclared = encoding_rs::GBK
+        .encode(&utf8.replace("<meta charset=\"utf-8\">", ""))
+        .0
+        .into_owned();
+    let fp = simdb::Fingerprinter::new(Recipe::default());
+    let of = |bytes: Vec<u8>, charset: Option<&str>| {
+        let c = Content::Html(simdb::fingerprint::Html {
+            bytes,
+            charset: charset.map(str::to_string),
+        });
+        c.fingerprint(&fp).unwrap()
+    };
+    let want = of(utf8.clone().into_bytes(), None);
+    assert_eq!(of(gbk.clone(), None), want, "<meta charset=gbk>");
+    assert_eq!(of(gb18030, None), want, "gb18030");
+    assert_eq!(of(undeclared.clone(), None), want, "guessed");
+    assert_eq!(
+        of(undeclared, Some("GBK")),
+        want,
+        "declared by the transport"
+    );
+    let page = simdb::web::page(&gbk, None);
+    assert_eq!(page.encoding, "GBK");
+    assert!(page.text().starts_with(&title), "{}", page.title);
+    assert!(page.body.contains(&paras[3]));
+    for noise in ["var site", ".nav{", "u25"] {
+        assert!(!page.text().contains(noise), "{noise}");
+    }
+}
+
+#[test]
+fn a_page_without_an_article_falls_back_to_its_visible_text_and_is_counted() {
+    let t = common::TempDb::new();
+    let dir = t.dir.path().join("pages");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("menu.html"),
+        "<html><head><title>站点导航</title><script>var x = '不可见';</script></head>\
+         <body><ul><li><a href='/a'>新闻联播</a></li><li><a href='/b'>天气预报</a></li>\
+         <li><a href='/c'>体育新闻</a></li></ul><style>p{}</style></body></html>",
+    )
+    .unwrap();
+    std::fs::write(dir.join("empty.html"), "").unwrap();
+    std::fs::write(
+        dir.join("gallery.html"),
+        "<html><head><title>图片新闻</title></head><body><img src='a.jpg'><img src='b.jpg'></body></html>",
+    )
+    .unwrap();
+    let page = simdb::web::page(&std::fs::read(dir.join("menu.html")).unwrap(), None);
+    assert!(page.text().contains("新闻联播"), "{page:?}");
+    assert!(!page.text().contains("不可见"), "{page:?}");
+    let page = simdb::web::page(&std::fs::read(dir.join("gallery.html")).unwrap(), None);
+    assert_eq!(page.found, simdb::web::Found::Visible, "{page:?}");
+    assert_eq!(page.text(), "图片新闻");
+    let (sum, _) = ingest_pages(&t, &dir);
+    assert_eq!(sum.read, 3);
+    assert!(sum.pages.visible_text >= 2, "{:?}", sum.pages);
+    assert_eq!(sum.writes.no_features, 1, "the empty page");
+    let json = serde_json::to_value(&sum).unwrap();
+    assert_eq!(json["pages"]["visible_text"], sum.pages.visible_text);
+}
+
+#[test]
+fn a_store_records_its_extraction_and_refuses_pages_extracted_otherwise() {
+    let t = common::TempDb::new();
+    let dir = t.dir.path().join("pages");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("p.html"), "<p>新闻联播今天的主要内容</p>").unwrap();
+    let text = t.file("t.jsonl", "{\"id\":\"t\",\"text\":\"天气预报\"}\n");
+    {
+        let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
+        ingest::run(&mut db, &[Input::guess(&text)], &Default::default(), |_| {}).unwrap();
+        assert_eq!(
+            db.admin().extraction().unwrap(),
+            None,
+            "text alone records nothing"
+        );
+        ingest::run(&mut db, &[pages(&dir)], &Default::default(), |_| {}).unwrap();
+        assert_eq!(
+            db.admin().extraction().unwrap().as_deref(),
+            Some(simdb::web::EXTRACTION)
+        );
+        let stats = db.admin().stats().unwrap();
+        assert_eq!(stats.extraction.as_deref(), Some(simdb::web::EXTRACTION));
+    }
+    // A store whose pages another extraction made.
+    {
+        let raw = common::raw_open(&t.path());
+        let meta = raw.cf_handle("meta").unwrap();
+        raw.put_cf(meta, b"extraction", b"html/0: another").unwrap();
+    }
+    let mut db = Db::options().open(t.path()).unwrap();
+    let err = ingest::run(&mut db, &[pages(&dir)], &Default::default(), |_| {}).unwrap_err();
+    assert!(err.to_string().contains("html/0: another"), "{err}");
+    assert_eq!(db.len().unwrap(), 2, "nothing written");
+    ingest::run(&mut db, &[Input::guess(&text)], &Default::default(), |_| {}).unwrap();
+}
+
+#[test]
+fn the_command_line_ingests_and_fingerprints_pages() {
+    let t = common::TempDb::new();
+    let dir = t.dir.path().join("site");
+    std::fs::create_dir_all(dir.join("news")).unwrap();
+    let body = "<html><head><title>今天的新闻</title></head><body><nav>首页 新闻 体育</nav>\
+                <article><p>新闻联播今天的主要内容，国务院总理主持召开常务会议，部署进一步做好稳就业工作。</p>\
+                <p>会议指出，就业是最大的民生，要把稳就业摆在突出位置。</p></article></body></html>";
+    std::fs::write(dir.join("news/a.html"), body).unwrap();
+    std::fs::write(dir.join("news/b.htm"), body.replace("体育", "财经")).unwrap();
+    let db = t.path();
+    let o = common::simdb(&[&"init", &db]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let o = common::simdb(&[&"ingest", &db, &dir, &"--format", &"html", &"--json"]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
+    assert_eq!(v["read"], 2);
+    assert_eq!(v["near_duplicates"], 1, "{v}");
+    assert_eq!(
+        v["pages"]["article"].as_u64().unwrap() + v["pages"]["visible_text"].as_u64().unwrap(),
+        2
+    );
+    let o = common::simdb(&[&"get", &db, &"news/b.htm", &"--json"]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    // One file, its format from its name; its id the path as given.
+    let one = dir.join("news/a.html");
+    let o = common::simdb(&[&"ingest", &db, &one, &"--json"]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let o = common::simdb(&[&"get", &db, &one, &"--json"]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let o = common::simdb(&[&"stats", &db]);
+    assert!(
+        common::stdout(&o).contains("web pages    html/1"),
+        "{}",
+        common::stdout(&o)
+    );
+    let o = common::simdb(&[&"fingerprint", &"--file", &one, &"--html", &"--json"]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
+    assert_eq!(v["page"]["title"], "今天的新闻");
+    assert!(!v["page"]["text"].as_str().unwrap().contains("首页"), "{v}");
+    let o = common::simdb(&[&"ingest", &db, &"-", &"--format", &"html"]);
+    assert_ne!(common::code(&o), 0);
+    assert!(
+        common::stderr(&o).contains("not standard input"),
+        "{}",
+        common::stderr(&o)
+    );
+}
