@@ -295,3 +295,126 @@ fn the_command_line_ingests_and_fingerprints_pages() {
         common::stderr(&o)
     );
 }
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/web")
+        .join(name)
+}
+
+/// Ingests `inputs` into a new store: the summary, the reported pairs and
+/// the bad inputs' messages.
+fn ingest_inputs(
+    t: &common::TempDb,
+    inputs: &[Input],
+) -> (ingest::Summary, Vec<(String, String)>, Vec<String>) {
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
+    let (mut pairs, mut bad) = (Vec::new(), Vec::new());
+    let sum = ingest::run(&mut db, inputs, &Default::default(), |e| match e {
+        Event::Duplicate(r) => pairs.push((r.id.clone(), r.duplicate_of.clone())),
+        Event::BadLine(p) => bad.push(p.to_string()),
+        _ => {}
+    })
+    .unwrap();
+    (sum, pairs, bad)
+}
+
+#[test]
+fn warc_files_of_wget_and_warcio_round_trip() {
+    // tools/warc_fixtures.sh wrote them: wget fetched two HTML articles
+    // (one in GBK), a PNG and a 404 from a local server; warcio wrote a
+    // chunked, gzip-compressed response between a request and metadata.
+    let inputs = [
+        Input::guess(fixture("wget.warc.gz")),
+        Input::guess(fixture("warcio.warc.gz")),
+    ];
+    assert!(inputs.iter().all(|i| i.format == Format::Warc));
+    let t = common::TempDb::new();
+    let (sum, pairs, bad) = ingest_inputs(&t, &inputs);
+    assert!(bad.is_empty(), "{bad:?}");
+    assert_eq!(sum.read, 3);
+    assert_eq!(sum.pages.article, 3);
+    // wget: warcinfo, 4 requests, the PNG, the 404, its log (resource)
+    // and manifest (metadata); warcio: request, metadata.
+    assert_eq!(sum.pages.skipped, 11, "{:?}", sum.pages);
+    let port = |id: &str| id.split('/').nth(2).unwrap().to_string();
+    assert_eq!(pairs.len(), 1, "{pairs:?}");
+    let (b, a) = &pairs[0];
+    assert!(
+        b.ends_with("/b.html") && a.ends_with("/a.html") && port(a) == port(b),
+        "{pairs:?}"
+    );
+    let db = Db::options().read_only().open(t.path()).unwrap();
+    assert!(db.get("http://example.test/z.html").unwrap().is_some());
+
+    // Every response record read, with its URI and fetch date.
+    let file = std::fs::File::open(fixture("warcio.warc.gz")).unwrap();
+    let gz = std::io::BufReader::new(flate2::read::MultiGzDecoder::new(file));
+    let records: Vec<_> = simdb::web::warc::records(gz)
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(records.len(), 3);
+    let pages: Vec<_> = records
+        .iter()
+        .filter_map(|r| match r {
+            simdb::web::warc::Record::Page(p) => Some(p),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(pages.len(), 1);
+    assert_eq!(pages[0].uri, "http://example.test/z.html");
+    assert_eq!(pages[0].fetched, 1_795_161_601, "2026-11-20T08:00:01Z");
+    assert_eq!(pages[0].charset.as_deref(), Some("utf-8"));
+    let page = simdb::web::page(&pages[0].body, pages[0].charset.as_deref());
+    assert!(page.text().starts_with("压缩的页面\n"), "{page:?}");
+    assert!(page.body.contains("第9段"));
+}
+
+#[test]
+fn a_truncated_warc_keeps_the_pages_before_and_names_the_offset() {
+    let mut raw = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::MultiGzDecoder::new(
+            std::fs::File::open(fixture("wget.warc.gz")).unwrap(),
+        ),
+        &mut raw,
+    )
+    .unwrap();
+    // Cut inside the response for b.html, after a.html's.
+    let b = raw
+        .windows(8)
+        .enumerate()
+        .filter(|(_, w)| *w == b"/b.html>")
+        .nth(1)
+        .unwrap()
+        .0;
+    let t = common::TempDb::new();
+    let cut = t.file("cut.warc", "");
+    std::fs::write(&cut, &raw[..b + 200]).unwrap();
+    let (sum, _, bad) = ingest_inputs(&t, &[Input::guess(&cut)]);
+    // And cut inside a body.
+    let t2 = common::TempDb::new();
+    let cut2 = t2.file("cut2.warc", "");
+    let body = b + raw[b..].windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 300;
+    std::fs::write(&cut2, &raw[..body]).unwrap();
+    let (sum2, _, bad2) = ingest_inputs(&t2, &[Input::guess(&cut2)]);
+    assert_eq!((sum2.read, sum2.bad_lines), (1, 1), "{bad2:?}");
+    assert_eq!(sum.read, 1, "a.html");
+    assert_eq!(sum.bad_lines, 1);
+    assert_eq!(bad.len(), 1);
+    assert!(
+        bad[0].contains("cannot be read") && bad[0].contains("at byte"),
+        "{bad:?}"
+    );
+    let at: u64 = bad[0]
+        .split("at byte ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(at > 0 && at as usize <= b, "{at} {b}");
+    assert_eq!(&raw[at as usize..at as usize + 7], b"WARC/1.");
+}

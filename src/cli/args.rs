@@ -456,8 +456,8 @@ pub struct ImportArgs {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum FormatArg {
-    /// Directory -> dir, *.txt -> lines, *.html/*.htm -> html, anything
-    /// else (and -) -> jsonl.
+    /// Directory -> dir, *.txt -> lines, *.html/*.htm -> html, *.warc and
+    /// *.warc.gz -> warc, anything else (and -) -> jsonl.
     Auto,
     /// {"id": string|integer, "text": string} (or "features") per line.
     Jsonl,
@@ -468,6 +468,9 @@ pub enum FormatArg {
     /// Web pages (a file, or every file under a directory): charset by the
     /// WHATWG rules, main content extracted (Readability); id = path.
     Html,
+    /// WARC files (.warc, .warc.gz; a directory: every one under it): each
+    /// HTML response a page, id = its WARC-Target-URI; other records skipped.
+    Warc,
 }
 
 #[derive(Debug, Args)]

@@ -124,6 +124,7 @@ fn inputs(paths: &[std::path::PathBuf], format: FormatArg, keep_lines: bool) -> 
                 FormatArg::Lines => Format::Lines,
                 FormatArg::Dir => Format::Dir,
                 FormatArg::Html => Format::Html,
+                FormatArg::Warc => Format::Warc,
             };
             i.keep_lines = keep_lines;
             i

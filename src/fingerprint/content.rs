@@ -84,6 +84,15 @@ impl Content {
         }
     }
 
+    /// [`Content::len`], but a page's bytes as fetched (not its extracted
+    /// text, which would cost an extraction): what bounds a chunk.
+    pub fn held_bytes(&self) -> usize {
+        match self {
+            Content::Html(h) => h.bytes.len(),
+            c => c.len() as usize,
+        }
+    }
+
     /// Whether the content is empty.
     pub fn is_empty(&self) -> bool {
         self.len() == 0

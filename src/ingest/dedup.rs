@@ -280,6 +280,10 @@ fn document(
     on_event: &mut impl FnMut(DedupEvent<'_>) -> Result<()>,
 ) -> Result<Option<(Doc, Analysis)>> {
     let (doc, analysis) = match item {
+        Err(p) if p.skipped => {
+            sum.pages.skipped += 1;
+            return Ok(None);
+        }
         Err(p) => {
             sum.bad_lines += 1;
             on_event(DedupEvent::BadLine(&p))?;

@@ -92,12 +92,15 @@ pub struct Pages {
     pub article: u64,
     /// Pages where no article was found: their visible text was used.
     pub visible_text: u64,
+    /// WARC records that are not HTML responses (requests, metadata,
+    /// images, redirects…): not documents, not read.
+    pub skipped: u64,
 }
 
 impl Pages {
     /// Whether no page was read.
     pub fn is_empty(&self) -> bool {
-        self.article + self.visible_text == 0
+        self.article + self.visible_text + self.skipped == 0
     }
 
     fn add(&mut self, found: Option<crate::web::Found>) {
@@ -296,7 +299,7 @@ impl Chunks<'_> {
             };
             match next {
                 Some(it) => {
-                    bytes += it.as_ref().map(|d| d.content.len() as usize).unwrap_or(0);
+                    bytes += it.as_ref().map(|d| d.content.held_bytes()).unwrap_or(0);
                     chunk.push(it);
                 }
                 None => match self.inputs.next() {
@@ -362,6 +365,10 @@ fn apply(
 ) -> Result<()> {
     for item in chunk {
         let (doc, fp) = match item {
+            Err(p) if p.skipped => {
+                sum.pages.skipped += 1;
+                continue;
+            }
             Err(p) => {
                 sum.bad_lines += 1;
                 on_event(Event::BadLine(&p));
@@ -445,9 +452,11 @@ pub fn learn_idf(
                         on_bad(&Problem {
                             location: d.source.clone(),
                             reason: "not a text (features or a fingerprint)".into(),
+                            skipped: false,
                         });
                     }
                 },
+                Err(p) if p.skipped => {}
                 Err(p) => {
                     skipped += 1;
                     on_bad(&p);

@@ -30,6 +30,10 @@ pub enum Format {
     /// under a directory (as [`Format::Dir`]), each decoded and extracted
     /// to its main content ([`crate::web`]).
     Html,
+    /// WARC files (`.warc`, `.warc.gz`; a directory: every such file
+    /// under it, in path order): each HTML response a page, its id the
+    /// `WARC-Target-URI` ([`crate::web::warc`]); other records skipped.
+    Warc,
 }
 
 /// One input of an ingest run.
@@ -46,7 +50,8 @@ pub struct Input {
 impl Input {
     /// `path` with its format guessed: a directory is [`Format::Dir`], a
     /// `.txt` file is [`Format::Lines`], an `.html` or `.htm` file is
-    /// [`Format::Html`], anything else (stdin included) is JSONL.
+    /// [`Format::Html`], a `.warc` or `.warc.gz` file is [`Format::Warc`],
+    /// anything else (stdin included) is JSONL.
     pub fn guess(path: impl Into<PathBuf>) -> Input {
         let path = path.into();
         let format = if path.is_dir() {
@@ -58,6 +63,8 @@ impl Input {
             .is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("htm"))
         {
             Format::Html
+        } else if is_warc(&path) {
+            Format::Warc
         } else {
             Format::Jsonl
         };
@@ -70,7 +77,7 @@ impl Input {
 
     /// Whether the input is of web pages.
     pub fn is_pages(&self) -> bool {
-        self.format == Format::Html
+        matches!(self.format, Format::Html | Format::Warc)
     }
 
     /// The name used in messages and `Lines` ids.
@@ -89,6 +96,10 @@ pub struct Problem {
     /// `name:line`, or a path.
     pub location: String,
     pub reason: String,
+    /// Not a problem but a record of an input that is not a document (a
+    /// WARC record that is not an HTML response): counted apart, not
+    /// reported, never a reason to stop.
+    pub skipped: bool,
 }
 
 impl Problem {
@@ -97,6 +108,7 @@ impl Problem {
         Problem {
             location: doc.source.clone(),
             reason: e.to_string(),
+            skipped: false,
         }
     }
 
@@ -173,6 +185,30 @@ pub fn read(
         Format::Dir => Ok(Box::new(read_dir(input.path.clone(), max_doc_bytes, false))),
         Format::Html if input.path.is_dir() => {
             Ok(Box::new(read_dir(input.path.clone(), max_doc_bytes, true)))
+        }
+        Format::Warc => {
+            if name == "-" {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "--format warc reads files and directories, not standard input",
+                ));
+            }
+            let files: Vec<PathBuf> = if input.path.is_dir() {
+                walkdir::WalkDir::new(&input.path)
+                    .sort_by_file_name()
+                    .into_iter()
+                    .filter_map(std::result::Result::ok)
+                    .filter(|e| e.file_type().is_file() && is_warc(e.path()))
+                    .map(walkdir::DirEntry::into_path)
+                    .collect()
+            } else {
+                vec![input.path.clone()]
+            };
+            Ok(Box::new(
+                files
+                    .into_iter()
+                    .flat_map(move |f| read_warc(f, max_doc_bytes)),
+            ))
         }
         Format::Html => {
             if name == "-" {
@@ -262,6 +298,7 @@ impl Iterator for LineReader {
                 Some(Err(Problem {
                     location: location.clone(),
                     reason,
+                    skipped: false,
                 }))
             };
             match read_line_bounded(&mut self.reader, &mut self.buf, self.max) {
@@ -299,7 +336,11 @@ impl Iterator for LineReader {
                         line,
                         priority,
                     }),
-                    Err(reason) => Err(Problem { location, reason }),
+                    Err(reason) => Err(Problem {
+                        location,
+                        reason,
+                        skipped: false,
+                    }),
                 },
                 _ => match std::str::from_utf8(&self.buf) {
                     Ok(t) => Ok(Doc {
@@ -312,6 +353,7 @@ impl Iterator for LineReader {
                     Err(e) => Err(Problem {
                         location,
                         reason: format!("invalid UTF-8 at byte {}", e.valid_up_to()),
+                        skipped: false,
                     }),
                 },
             });
@@ -330,6 +372,7 @@ fn read_dir(root: PathBuf, max: usize, html: bool) -> impl Iterator<Item = Item>
                     return Some(Err(Problem {
                         location: err.path().unwrap_or(&root).display().to_string(),
                         reason: format!("cannot read: {err}"),
+                        skipped: false,
                     }))
                 }
             };
@@ -340,6 +383,72 @@ fn read_dir(root: PathBuf, max: usize, html: bool) -> impl Iterator<Item = Item>
         })
 }
 
+/// Whether `path` names a WARC file (`.warc`, `.warc.gz`).
+fn is_warc(path: &Path) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    name.ends_with(".warc") || name.ends_with(".warc.gz")
+}
+
+/// The pages of one WARC file (see [`Format::Warc`]); a record that
+/// cannot be read ends the file with a problem naming its offset.
+fn read_warc(path: PathBuf, max: usize) -> Box<dyn Iterator<Item = Item> + Send> {
+    let location = path.display().to_string();
+    let file = match File::open(&path) {
+        Ok(f) => f,
+        Err(e) => {
+            return Box::new(std::iter::once(Err(Problem {
+                location,
+                reason: format!("cannot open: {e}"),
+                skipped: false,
+            })))
+        }
+    };
+    let gz = location.to_ascii_lowercase().ends_with(".gz");
+    let reader: Box<dyn BufRead + Send> = if gz {
+        Box::new(BufReader::with_capacity(
+            1 << 20,
+            flate2::read::MultiGzDecoder::new(BufReader::new(file)),
+        ))
+    } else {
+        Box::new(BufReader::with_capacity(1 << 20, file))
+    };
+    let mut n = 0u64;
+    Box::new(crate::web::warc::records(reader).map(move |r| {
+        n += 1;
+        let at = format!("{location}: record {n}");
+        match r {
+            Err(d) => Err(Problem {
+                location: at,
+                reason: d.to_string(),
+                skipped: false,
+            }),
+            Ok(crate::web::warc::Record::Skipped { uri, why }) => Err(Problem {
+                location: uri.map_or(at, |u| format!("{location}: {u}")),
+                reason: why,
+                skipped: true,
+            }),
+            Ok(crate::web::warc::Record::Page(p)) if p.body.len() > max => Err(Problem {
+                location: format!("{location}: {}", p.uri),
+                reason: format!("page larger than the limit of {max} bytes; skipped"),
+                skipped: false,
+            }),
+            Ok(crate::web::warc::Record::Page(p)) => Ok(Doc {
+                source: format!("{location}: {}", p.uri),
+                id: p.uri,
+                content: Content::Html(crate::fingerprint::Html {
+                    bytes: p.body,
+                    charset: p.charset,
+                }),
+                line: None,
+                priority: None,
+            }),
+        }
+    }))
+}
+
 /// One file as a document: its text (UTF-8), or a web page (`html`).
 fn read_file_doc(root: &Path, path: &Path, max: usize, html: bool) -> Item {
     let location = path.display().to_string();
@@ -347,6 +456,7 @@ fn read_file_doc(root: &Path, path: &Path, max: usize, html: bool) -> Item {
         Err(Problem {
             location: location.clone(),
             reason,
+            skipped: false,
         })
     };
     let rel = path.strip_prefix(root).unwrap_or(path);

@@ -13,11 +13,12 @@
 //! Big5-HKSCS, a declared UTF-16 as UTF-8, as browsers do).
 //!
 //! **Extraction** ([`extract`]): `dom_smoothie`, a port of Mozilla's
-//! Readability (Firefox Reader View), with its default options, except
-//! that a page written in CJK scripts gets a character threshold of 170
-//! instead of 500 (a CJK character carries about what three Latin letters
-//! do; at 500 a short Chinese news item failed every attempt, and
-//! Readability then kept its longest, with the comment boxes). The page's
+//! Readability (Firefox Reader View), with its default options but a
+//! character threshold of 200 instead of 500: below the threshold
+//! Readability retries with fewer clean-ups and, when no attempt reaches
+//! it, keeps the longest, comment boxes and rails included, so a short
+//! article (a brief, a forum post, a Chinese news item of 120 words) lost
+//! to its template (docs/web.md has both measurements). The page's
 //! text is its title, a line break, then the article's text, each line
 //! trimmed and blank lines dropped. A page where it finds no article falls
 //! back to the page's visible text (the body without scripts, styles,
@@ -31,6 +32,8 @@
 //! The whole of it is named by [`EXTRACTION`], which a store records with
 //! its first page: pages extracted differently are not comparable.
 
+pub mod warc;
+
 use std::borrow::Cow;
 
 use encoding_rs::Encoding;
@@ -38,7 +41,7 @@ use encoding_rs::Encoding;
 /// What this build does to a page, recorded by a store with its first
 /// page (`stats` shows it) and checked before every page written since.
 pub const EXTRACTION: &str = "html/1: whatwg charset (bom, transport, meta prescan, chardetng 1.0); \
-dom_smoothie 0.19 readability defaults, char threshold 170 for CJK pages; title + article text, lines trimmed; \
+dom_smoothie 0.19 readability defaults but char threshold 200; title + article text, lines trimmed; \
 fallback: visible body text";
 
 /// The most bytes of a page the prescan reads for a `<meta>` charset.
@@ -193,12 +196,7 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 /// Never fails: a page the parser cannot make sense of (or that makes it
 /// panic) gives what its visible text gives, which may be empty.
 pub fn extract(html: &str, encoding: &'static Encoding) -> Page {
-    let threshold = if mostly_cjk(html) {
-        CJK_CHAR_THRESHOLD
-    } else {
-        CHAR_THRESHOLD
-    };
-    let found = article(html, threshold);
+    let found = article(html, CHAR_THRESHOLD);
     if let Some((title, body)) = found {
         return Page {
             title,
@@ -216,13 +214,10 @@ pub fn extract(html: &str, encoding: &'static Encoding) -> Page {
     }
 }
 
-/// Readability's character threshold (its default): an attempt whose
-/// text is shorter is retried with fewer clean-ups.
-const CHAR_THRESHOLD: usize = 500;
-
-/// The threshold for text mostly in CJK scripts, where a character
-/// carries about what three Latin letters do.
-const CJK_CHAR_THRESHOLD: usize = 170;
+/// Readability's character threshold: an attempt whose text is shorter
+/// is retried with fewer clean-ups, and when none reaches it the longest
+/// is kept. Readability's default is 500; see the module documentation.
+const CHAR_THRESHOLD: usize = 200;
 
 /// The title and article text Readability finds in `html` with
 /// `threshold`, if any (`None` also when it panics).
@@ -239,25 +234,6 @@ fn article(html: &str, threshold: usize) -> Option<(String, String)> {
     })
     .ok()
     .flatten()
-}
-
-/// Whether a page is written in CJK scripts (ideographs, kana, hangul):
-/// at least 100 such characters, and most of its non-ASCII letters (its
-/// markup is ASCII).
-fn mostly_cjk(html: &str) -> bool {
-    let (mut cjk, mut other) = (0usize, 0usize);
-    for c in html
-        .chars()
-        .filter(|c| !c.is_ascii() && c.is_alphanumeric())
-    {
-        if matches!(c, '\u{3040}'..='\u{30ff}' | '\u{3400}'..='\u{9fff}' | '\u{ac00}'..='\u{d7af}' | '\u{f900}'..='\u{faff}')
-        {
-            cjk += 1;
-        } else {
-            other += 1;
-        }
-    }
-    cjk >= 100 && cjk > other
 }
 
 /// [`decode`] then [`extract`].
