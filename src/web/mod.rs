@@ -196,7 +196,24 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 /// Never fails: a page the parser cannot make sense of (or that makes it
 /// panic) gives what its visible text gives, which may be empty.
 pub fn extract(html: &str, encoding: &'static Encoding) -> Page {
-    let found = article(html, CHAR_THRESHOLD);
+    if tag_depth(html) > 4 * MAX_DEPTH {
+        // Even parsing costs the square of the depth here (100,000 nested
+        // elements: a minute): the tags are stripped instead.
+        let (title, body) = stripped(html);
+        return Page {
+            title,
+            body,
+            found: Found::Visible,
+            encoding: encoding.name(),
+        };
+    }
+    let doc = dom_query::Document::from(html);
+    let deep = too_deep(&doc);
+    let found = if deep {
+        None
+    } else {
+        article(doc, CHAR_THRESHOLD)
+    };
     if let Some((title, body)) = found {
         return Page {
             title,
@@ -214,20 +231,98 @@ pub fn extract(html: &str, encoding: &'static Encoding) -> Page {
     }
 }
 
+/// The deepest nesting of elements Readability is given. Its scoring
+/// walks each node's ancestors and text, so its time grows with the
+/// square of the depth (20,000 nested elements took a minute); real pages
+/// nest a few dozen deep. A deeper page is read as its visible text.
+pub const MAX_DEPTH: usize = 512;
+
+/// Elements that have no end tag.
+const VOID: [&str; 14] = [
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track",
+    "wbr", "param",
+];
+
+/// The deepest nesting of start tags over end tags in `html`, by a scan
+/// of its tags (no parse: implicit ends count as open, so it errs high).
+fn tag_depth(html: &str) -> usize {
+    let b = html.as_bytes();
+    let (mut depth, mut max) = (0usize, 0usize);
+    let mut i = 0;
+    while let Some(at) = b[i..].iter().position(|&c| c == b'<') {
+        i += at + 1;
+        match b.get(i) {
+            Some(b'/') => depth = depth.saturating_sub(1),
+            Some(c) if c.is_ascii_alphabetic() => {
+                let name_end = b[i..]
+                    .iter()
+                    .position(|c| !c.is_ascii_alphanumeric())
+                    .map_or(b.len(), |e| i + e);
+                let name = html[i..name_end].to_ascii_lowercase();
+                let close = b[i..]
+                    .iter()
+                    .position(|&c| c == b'>')
+                    .map_or(b.len(), |e| i + e);
+                if !VOID.contains(&name.as_str()) && b.get(close.wrapping_sub(1)) != Some(&b'/') {
+                    depth += 1;
+                    max = max.max(depth);
+                }
+            }
+            _ => {}
+        }
+    }
+    max
+}
+
+/// The title and the text of `html` with every tag removed (for pages
+/// too deep to parse).
+fn stripped(html: &str) -> (String, String) {
+    let mut text = String::with_capacity(html.len() / 2);
+    let mut inside = false;
+    for c in html.chars() {
+        match c {
+            '<' => inside = true,
+            '>' if inside => inside = false,
+            c if !inside => text.push(c),
+            _ => {}
+        }
+    }
+    (String::new(), lines(&text))
+}
+
+/// Whether `doc` nests elements deeper than [`MAX_DEPTH`] (a walk
+/// without recursion).
+fn too_deep(doc: &dom_query::Document) -> bool {
+    let mut stack = vec![(doc.root(), 0usize)];
+    while let Some((node, depth)) = stack.pop() {
+        if depth > MAX_DEPTH {
+            return true;
+        }
+        stack.extend(
+            node.children_it(false)
+                .filter(|c| c.is_element())
+                .map(|c| (c, depth + 1)),
+        );
+    }
+    false
+}
+
 /// Readability's character threshold: an attempt whose text is shorter
 /// is retried with fewer clean-ups, and when none reaches it the longest
 /// is kept. Readability's default is 500; see the module documentation.
 const CHAR_THRESHOLD: usize = 200;
 
-/// The title and article text Readability finds in `html` with
+/// The title and article text Readability finds in `doc` with
 /// `threshold`, if any (`None` also when it panics).
-fn article(html: &str, threshold: usize) -> Option<(String, String)> {
-    std::panic::catch_unwind(|| {
+fn article(doc: dom_query::Document, threshold: usize) -> Option<(String, String)> {
+    let doc = std::panic::AssertUnwindSafe(doc);
+    std::panic::catch_unwind(move || {
         let cfg = dom_smoothie::Config {
             char_threshold: threshold,
             ..Default::default()
         };
-        let mut r = dom_smoothie::Readability::new(html, None, Some(cfg)).ok()?;
+        let doc = doc;
+        let mut r = dom_smoothie::Readability::with_document(doc.0, None, Some(cfg)).ok()?;
         let a = r.parse().ok()?;
         let body = lines(&a.text_content);
         (!body.is_empty()).then(|| (lines(&a.title), body))
@@ -256,18 +351,35 @@ pub fn visible_text(html: &str) -> String {
     .text()
 }
 
-/// The title and the visible text of a page's body.
+/// Elements whose text is not visible.
+const HIDDEN: [&str; 9] = [
+    "script", "style", "noscript", "template", "head", "svg", "iframe", "object", "canvas",
+];
+
+/// The title and the visible text of a page's body (its text nodes in
+/// document order, without [`HIDDEN`] elements; a walk without recursion,
+/// so any depth).
 fn visible(html: &str) -> (String, String) {
     let doc = dom_query::Document::from(html);
     let title = lines(&doc.select("head title").text());
-    doc.select("script, style, noscript, template, head, svg, iframe, object, canvas")
-        .remove();
     let body = doc.select("body");
-    let text = if body.exists() {
-        body.text()
-    } else {
-        doc.root().text()
-    };
+    let start = body.nodes().first().cloned().unwrap_or_else(|| doc.root());
+    let mut text = String::new();
+    let mut stack = vec![start];
+    while let Some(node) = stack.pop() {
+        if node.is_text() {
+            text.push_str(&node.text());
+            continue;
+        }
+        if node.is_element()
+            && node
+                .node_name()
+                .is_some_and(|n| HIDDEN.contains(&n.to_ascii_lowercase().as_str()))
+        {
+            continue;
+        }
+        stack.extend(node.children_it(true));
+    }
     (title, lines(&text))
 }
 
