@@ -281,14 +281,7 @@ impl ScanRule {
                 );
             }
         }
-        for c in rest.chunks_exact(ENTRY_LEN) {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(c);
-            let fp = u64::from_be_bytes(b);
-            if self.accepts(fp) {
-                out.push(Fingerprint(fp));
-            }
-        }
+        self.scan_portable(rest, out);
     }
 
     /// [`ScanRule::scan`] one entry at a time, without CPU-specific
