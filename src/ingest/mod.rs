@@ -449,11 +449,10 @@ pub fn learn_idf(
                     crate::Content::Text(t) => learner.add(t),
                     _ => {
                         skipped += 1;
-                        on_bad(&Problem {
-                            location: d.source.clone(),
-                            reason: "not a text (features or a fingerprint)".into(),
-                            skipped: false,
-                        });
+                        on_bad(&Problem::new(
+                            d.source.clone(),
+                            "not a text (features or a fingerprint)",
+                        ));
                     }
                 },
                 Err(p) if p.skipped => {}

@@ -103,13 +103,18 @@ pub struct Problem {
 }
 
 impl Problem {
-    /// The problem of a document that could not be analysed.
-    pub fn of(doc: &Doc, e: &crate::Error) -> Problem {
+    /// A problem at `location`.
+    pub fn new(location: impl Into<String>, reason: impl Into<String>) -> Problem {
         Problem {
-            location: doc.source.clone(),
-            reason: e.to_string(),
+            location: location.into(),
+            reason: reason.into(),
             skipped: false,
         }
+    }
+
+    /// The problem of a document that could not be analysed.
+    pub fn of(doc: &Doc, e: &crate::Error) -> Problem {
+        Problem::new(doc.source.clone(), e.to_string())
     }
 
     /// The error that ends a `--strict` run at this problem.
@@ -186,13 +191,9 @@ pub fn read(
         Format::Html if input.path.is_dir() => {
             Ok(Box::new(read_dir(input.path.clone(), max_doc_bytes, true)))
         }
+        Format::Warc if name == "-" => Err(no_stdin("warc")),
+        Format::Html if name == "-" => Err(no_stdin("html")),
         Format::Warc => {
-            if name == "-" {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    "--format warc reads files and directories, not standard input",
-                ));
-            }
             let files: Vec<PathBuf> = if input.path.is_dir() {
                 walkdir::WalkDir::new(&input.path)
                     .sort_by_file_name()
@@ -211,12 +212,6 @@ pub fn read(
             ))
         }
         Format::Html => {
-            if name == "-" {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    "--format html reads files and directories, not standard input",
-                ));
-            }
             let root = input.path.parent().unwrap_or(Path::new("")).to_path_buf();
             let item = read_file_doc(&root, &input.path, max_doc_bytes, true).map(|mut d| {
                 d.id = name.clone();
@@ -294,13 +289,7 @@ impl Iterator for LineReader {
             }
             self.line += 1;
             let location = format!("{}:{}", self.name, self.line);
-            let problem = |reason: String| {
-                Some(Err(Problem {
-                    location: location.clone(),
-                    reason,
-                    skipped: false,
-                }))
-            };
+            let problem = |reason: String| Some(Err(Problem::new(location.clone(), reason)));
             match read_line_bounded(&mut self.reader, &mut self.buf, self.max) {
                 Err(e) => {
                     self.done = true;
@@ -336,11 +325,7 @@ impl Iterator for LineReader {
                         line,
                         priority,
                     }),
-                    Err(reason) => Err(Problem {
-                        location,
-                        reason,
-                        skipped: false,
-                    }),
+                    Err(reason) => Err(Problem::new(location, reason)),
                 },
                 _ => match std::str::from_utf8(&self.buf) {
                     Ok(t) => Ok(Doc {
@@ -350,11 +335,10 @@ impl Iterator for LineReader {
                         line,
                         priority: None,
                     }),
-                    Err(e) => Err(Problem {
+                    Err(e) => Err(Problem::new(
                         location,
-                        reason: format!("invalid UTF-8 at byte {}", e.valid_up_to()),
-                        skipped: false,
-                    }),
+                        format!("invalid UTF-8 at byte {}", e.valid_up_to()),
+                    )),
                 },
             });
         }
@@ -369,11 +353,10 @@ fn read_dir(root: PathBuf, max: usize, html: bool) -> impl Iterator<Item = Item>
             let e = match e {
                 Ok(e) => e,
                 Err(err) => {
-                    return Some(Err(Problem {
-                        location: err.path().unwrap_or(&root).display().to_string(),
-                        reason: format!("cannot read: {err}"),
-                        skipped: false,
-                    }))
+                    return Some(Err(Problem::new(
+                        err.path().unwrap_or(&root).display().to_string(),
+                        format!("cannot read: {err}"),
+                    )))
                 }
             };
             if !e.file_type().is_file() {
@@ -381,6 +364,14 @@ fn read_dir(root: PathBuf, max: usize, html: bool) -> impl Iterator<Item = Item>
             }
             Some(read_file_doc(&root, e.path(), max, html))
         })
+}
+
+/// The error of a format that reads files, given standard input.
+fn no_stdin(format: &str) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!("--format {format} reads files and directories, not standard input"),
+    )
 }
 
 /// Whether `path` names a WARC file (`.warc`, `.warc.gz`).
@@ -399,11 +390,10 @@ fn read_warc(path: PathBuf, max: usize) -> Box<dyn Iterator<Item = Item> + Send>
     let file = match File::open(&path) {
         Ok(f) => f,
         Err(e) => {
-            return Box::new(std::iter::once(Err(Problem {
+            return Box::new(std::iter::once(Err(Problem::new(
                 location,
-                reason: format!("cannot open: {e}"),
-                skipped: false,
-            })))
+                format!("cannot open: {e}"),
+            ))))
         }
     };
     let gz = location.to_ascii_lowercase().ends_with(".gz");
@@ -420,21 +410,16 @@ fn read_warc(path: PathBuf, max: usize) -> Box<dyn Iterator<Item = Item> + Send>
         n += 1;
         let at = format!("{location}: record {n}");
         match r {
-            Err(d) => Err(Problem {
-                location: at,
-                reason: d.to_string(),
-                skipped: false,
-            }),
+            Err(d) => Err(Problem::new(at, d.to_string())),
             Ok(crate::web::warc::Record::Skipped { uri, why }) => Err(Problem {
                 location: uri.map_or(at, |u| format!("{location}: {u}")),
                 reason: why,
                 skipped: true,
             }),
-            Ok(crate::web::warc::Record::Page(p)) if p.body.len() > max => Err(Problem {
-                location: format!("{location}: {}", p.uri),
-                reason: format!("page larger than the limit of {max} bytes; skipped"),
-                skipped: false,
-            }),
+            Ok(crate::web::warc::Record::Page(p)) if p.body.len() > max => Err(Problem::new(
+                format!("{location}: {}", p.uri),
+                format!("page larger than the limit of {max} bytes; skipped"),
+            )),
             Ok(crate::web::warc::Record::Page(p)) => Ok(Doc {
                 source: format!("{location}: {}", p.uri),
                 id: p.uri,
@@ -452,13 +437,7 @@ fn read_warc(path: PathBuf, max: usize) -> Box<dyn Iterator<Item = Item> + Send>
 /// One file as a document: its text (UTF-8), or a web page (`html`).
 fn read_file_doc(root: &Path, path: &Path, max: usize, html: bool) -> Item {
     let location = path.display().to_string();
-    let problem = |reason: String| {
-        Err(Problem {
-            location: location.clone(),
-            reason,
-            skipped: false,
-        })
-    };
+    let problem = |reason: String| Err(Problem::new(location.clone(), reason));
     let rel = path.strip_prefix(root).unwrap_or(path);
     let Some(id) = rel
         .to_str()

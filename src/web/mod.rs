@@ -196,37 +196,26 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 /// Never fails: a page the parser cannot make sense of (or that makes it
 /// panic) gives what its visible text gives, which may be empty.
 pub fn extract(html: &str, encoding: &'static Encoding) -> Page {
-    if tag_depth(html) > 4 * MAX_DEPTH {
+    let ((title, body), found) = if tag_depth(html) > 4 * MAX_DEPTH {
         // Even parsing costs the square of the depth here (100,000 nested
         // elements: a minute): the tags are stripped instead.
-        let (title, body) = stripped(html);
-        return Page {
-            title,
-            body,
-            found: Found::Visible,
-            encoding: encoding.name(),
-        };
-    }
-    let doc = dom_query::Document::from(html);
-    let deep = too_deep(&doc);
-    let found = if deep {
-        None
+        ((String::new(), stripped(html)), Found::Visible)
     } else {
-        article(doc, CHAR_THRESHOLD)
+        let doc = dom_query::Document::from(html);
+        if too_deep(&doc) {
+            (visible(&doc), Found::Visible)
+        } else if let Some(a) = article(doc, CHAR_THRESHOLD) {
+            (a, Found::Article)
+        } else {
+            // Readability changed the document it was given: parse anew.
+            let text = std::panic::catch_unwind(|| visible(&dom_query::Document::from(html)));
+            (text.unwrap_or_default(), Found::Visible)
+        }
     };
-    if let Some((title, body)) = found {
-        return Page {
-            title,
-            body,
-            found: Found::Article,
-            encoding: encoding.name(),
-        };
-    }
-    let (title, body) = std::panic::catch_unwind(|| visible(html)).unwrap_or_default();
     Page {
         title,
         body,
-        found: Found::Visible,
+        found,
         encoding: encoding.name(),
     }
 }
@@ -274,9 +263,9 @@ fn tag_depth(html: &str) -> usize {
     max
 }
 
-/// The title and the text of `html` with every tag removed (for pages
-/// too deep to parse).
-fn stripped(html: &str) -> (String, String) {
+/// The text of `html` with every tag removed (for pages too deep to
+/// parse).
+fn stripped(html: &str) -> String {
     let mut text = String::with_capacity(html.len() / 2);
     let mut inside = false;
     for c in html.chars() {
@@ -287,7 +276,7 @@ fn stripped(html: &str) -> (String, String) {
             _ => {}
         }
     }
-    (String::new(), lines(&text))
+    lines(&text)
 }
 
 /// Whether `doc` nests elements deeper than [`MAX_DEPTH`] (a walk
@@ -341,7 +330,7 @@ pub fn page(bytes: &[u8], transport: Option<&str>) -> Page {
 /// no extraction: what stripping the tags gives (the baseline extraction
 /// is measured against).
 pub fn visible_text(html: &str) -> String {
-    let (title, body) = visible(html);
+    let (title, body) = visible(&dom_query::Document::from(html));
     Page {
         title,
         body,
@@ -359,8 +348,7 @@ const HIDDEN: [&str; 9] = [
 /// The title and the visible text of a page's body (its text nodes in
 /// document order, without [`HIDDEN`] elements; a walk without recursion,
 /// so any depth).
-fn visible(html: &str) -> (String, String) {
-    let doc = dom_query::Document::from(html);
+fn visible(doc: &dom_query::Document) -> (String, String) {
     let title = lines(&doc.select("head title").text());
     let body = doc.select("body");
     let start = body.nodes().first().cloned().unwrap_or_else(|| doc.root());
