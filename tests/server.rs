@@ -1514,3 +1514,77 @@ fn freeze_over_the_service_keeps_every_answer() {
     assert!(f.clean_buckets < f.buckets, "the later writes are marked");
     assert!(db.admin().verify().unwrap().is_clean());
 }
+
+#[test]
+fn pages_are_written_and_queried_by_their_html() {
+    use common::sites::Site;
+    use rand::prelude::*;
+    let vocab = vocab();
+    let words = |rng: &mut rand_chacha::ChaCha8Rng, n: usize| -> String {
+        (0..n).map(|_| *vocab.choose(rng).unwrap()).collect()
+    };
+    let mut r = rng(43);
+    let sites: Vec<Site> = (0..2).map(|i| Site::new(&mut r, &words, i)).collect();
+    let paras =
+        |r: &mut rand_chacha::ChaCha8Rng| -> Vec<String> { (0..8).map(|_| words(r, 40)).collect() };
+    let (one, other) = (paras(&mut r), paras(&mut r));
+    let a = sites[0].page(&mut r, "今天的新闻", &one);
+    let b = sites[1].page(&mut r, "今天的新闻", &one);
+    let c = sites[0].page(&mut r, "明天的新闻", &other);
+    let t = TempDb::new();
+    init(&t);
+    let s = Server::start(&t.path(), &[]);
+    let (st, v) = s.post(
+        "/documents",
+        &json!([{"id": "a", "html": a}, {"id": "c", "html": c}, {"id": "t", "text": "天气预报"}]),
+    );
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["pages"]["article"], 2, "{v}");
+    assert_eq!(v["results"][0]["page"], "article", "{v}");
+    assert_eq!(
+        v["results"][2].get("page"),
+        None,
+        "a text is not a page: {v}"
+    );
+    let (st, v) = s.post("/documents", &json!({"id": "b", "html": b}));
+    assert_eq!(st, 200, "{v}");
+    let dups: Vec<&str> = v["results"][0]["duplicates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(dups, ["a"], "the same article in another template: {v}");
+    // A query by a page, and by its text.
+    let (st, v) = s.post("/query", &json!({"html": b, "id": "q"}));
+    assert_eq!(st, 200, "{v}");
+    let mut hits: Vec<&str> = v["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["id"].as_str().unwrap())
+        .collect();
+    hits.sort();
+    assert_eq!(hits, ["a", "b"], "{v}");
+    assert_eq!(v["query"], "q");
+    // Misshapen pages are refused, naming the field.
+    for (body, field) in [
+        (json!({"id": "x", "html": 5}), "html"),
+        (
+            json!([{"id": "x", "html": "<p>x</p>", "text": "x"}]),
+            "[0].text",
+        ),
+    ] {
+        let (st, v) = s.post("/documents", &body);
+        assert_eq!(st, 400, "{body}: {v}");
+        assert_eq!(v["field"], field, "{v}");
+    }
+    let (st, v) = s.post("/query", &json!({"html": "<p>x</p>", "text": "x"}));
+    assert_eq!(st, 400, "{v}");
+    assert_eq!(v["field"], "html", "{v}");
+    let (code_, err) = s.stop();
+    assert_eq!(code_, 0, "{err}");
+    let o = simdb(&[&"stats", &t.path()]);
+    assert!(stdout(&o).contains("web pages    html/1"), "{}", stdout(&o));
+    verify_clean(&t.path());
+}

@@ -67,9 +67,9 @@ fn the_same_article_in_two_templates_is_a_copy_and_articles_of_one_template_are_
     let (sum, pairs) = ingest_pages(&t, &dir);
     assert_eq!(sum.read, 2 * n as u64);
     assert!(
-        sum.pages.article >= 2 * n as u64 * 95 / 100,
+        sum.writes.pages.article >= 2 * n as u64 * 95 / 100,
         "{:?}",
-        sum.pages
+        sum.writes.pages
     );
     let article_of = |id: &str| id[2..5].to_string();
     let found = (0..n)
@@ -204,10 +204,10 @@ fn a_page_without_an_article_falls_back_to_its_visible_text_and_is_counted() {
     assert_eq!(page.text(), "图片新闻");
     let (sum, _) = ingest_pages(&t, &dir);
     assert_eq!(sum.read, 3);
-    assert!(sum.pages.visible_text >= 2, "{:?}", sum.pages);
+    assert!(sum.writes.pages.visible_text >= 2, "{:?}", sum.writes.pages);
     assert_eq!(sum.writes.no_features, 1, "the empty page");
     let json = serde_json::to_value(&sum).unwrap();
-    assert_eq!(json["pages"]["visible_text"], sum.pages.visible_text);
+    assert_eq!(json["pages"]["visible_text"], sum.writes.pages.visible_text);
 }
 
 #[test]
@@ -282,6 +282,12 @@ fn the_command_line_ingests_and_fingerprints_pages() {
         "{}",
         common::stdout(&o)
     );
+    // A query by a page: its text, not its markup.
+    let o = common::simdb(&[&"query", &db, &"--file", &one, &"--html", &"--json"]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
+    assert_eq!(v["hits"].as_array().unwrap().len(), 3, "{v}");
+    assert_eq!(v["hits"][0]["distance"], 0, "{v}");
     let o = common::simdb(&[&"fingerprint", &"--file", &one, &"--html", &"--json"]);
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     let v: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
@@ -333,10 +339,10 @@ fn warc_files_of_wget_and_warcio_round_trip() {
     let (sum, pairs, bad) = ingest_inputs(&t, &inputs);
     assert!(bad.is_empty(), "{bad:?}");
     assert_eq!(sum.read, 3);
-    assert_eq!(sum.pages.article, 3);
+    assert_eq!(sum.writes.pages.article, 3);
     // wget: warcinfo, 4 requests, the PNG, the 404, its log (resource)
     // and manifest (metadata); warcio: request, metadata.
-    assert_eq!(sum.pages.skipped, 11, "{:?}", sum.pages);
+    assert_eq!(sum.writes.pages.skipped, 11, "{:?}", sum.writes.pages);
     let port = |id: &str| id.split('/').nth(2).unwrap().to_string();
     assert_eq!(pairs.len(), 1, "{pairs:?}");
     let (b, a) = &pairs[0];
@@ -433,4 +439,100 @@ fn deeply_nested_pages_are_read_as_their_text_not_parsed_for_minutes() {
         assert_eq!(page.found, simdb::web::Found::Visible, "{n}");
         assert_eq!(page.text(), "新闻联播今天的主要内容", "{n}");
     }
+}
+
+/// The same article in two templates, and another article in the first.
+fn twin_pages(seed: u64) -> (String, String, String, String) {
+    let vocab = common::vocab();
+    let words = words(&vocab);
+    let mut rng = common::rng(seed);
+    let sites: Vec<Site> = (0..2).map(|i| Site::new(&mut rng, &words, i)).collect();
+    let (title, paras) = article(&mut rng, &vocab, 300);
+    let (other_title, other) = article(&mut rng, &vocab, 300);
+    let a = sites[0].page(&mut rng, &title, &paras);
+    let b = sites[1].page(&mut rng, &title, &paras);
+    let c = sites[0].page(&mut rng, &other_title, &other);
+    (a, b, c, title)
+}
+
+#[test]
+fn a_jsonl_html_field_and_db_put_write_pages_extracted_once_as_ingest_does() {
+    let (a, b, c, title) = twin_pages(42);
+    let t = common::TempDb::new();
+    let mut lines = String::new();
+    for (id, html) in [("a", &a), ("c", &c), ("b", &b)] {
+        lines += &serde_json::json!({"id": id, "html": html}).to_string();
+        lines.push('\n');
+    }
+    lines += "{\"id\":\"t\",\"text\":\"新闻联播今天的主要内容\"}\n";
+    // One of several contents per line.
+    lines += &serde_json::json!({"id": "x", "html": "<p>x</p>", "text": "x"}).to_string();
+    lines.push('\n');
+    let input = t.file("pages.jsonl", lines);
+    let (sum, pairs, bad) = ingest_inputs(&t, &[Input::guess(&input)]);
+    assert_eq!(sum.read, 4);
+    assert_eq!(sum.writes.pages.article, 3, "{:?}", sum.writes.pages);
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(bad[0].contains("give one of"), "{bad:?}");
+    assert_eq!(pairs, [("b".to_string(), "a".to_string())]);
+    let db = Db::options().open(t.path()).unwrap();
+    assert_eq!(
+        db.admin().extraction().unwrap().as_deref(),
+        Some(simdb::web::EXTRACTION)
+    );
+    // What is stored is the extracted text's: its fingerprint, and the
+    // same content hash as the text itself would have.
+    let text = simdb::web::page(a.as_bytes(), None).text();
+    assert!(text.starts_with(&title));
+    let fp = db.fingerprinter().fingerprint(&text).unwrap();
+    assert_eq!(db.get("a").unwrap().unwrap().fingerprint, fp);
+    drop(db);
+
+    // Db::put of a page: the store takes pages, and the page is its text.
+    let t2 = common::TempDb::new();
+    let mut db = Db::options().create(t2.path(), Recipe::default()).unwrap();
+    let page = |h: &str| {
+        Content::Html(simdb::fingerprint::Html {
+            bytes: h.as_bytes().to_vec(),
+            charset: None,
+        })
+    };
+    db.put("a", page(&a)).unwrap();
+    assert_eq!(
+        db.admin().extraction().unwrap().as_deref(),
+        Some(simdb::web::EXTRACTION)
+    );
+    assert_eq!(db.get("a").unwrap().unwrap().fingerprint, fp);
+    // The same text under the same id: unchanged.
+    assert_eq!(
+        db.put("a", Content::Text(text)).unwrap(),
+        simdb::Outcome::Unchanged
+    );
+    drop(db);
+
+    // A store whose pages another extraction made refuses them, from a
+    // JSONL line as from a page file, and keeps what came before.
+    {
+        let raw = common::raw_open(&t.path());
+        let meta = raw.cf_handle("meta").unwrap();
+        raw.put_cf(meta, b"extraction", b"html/0: another").unwrap();
+    }
+    let mut db = Db::options().open(t.path()).unwrap();
+    let more = t.file(
+        "more.jsonl",
+        format!(
+            "{{\"id\":\"t2\",\"text\":\"天气预报\"}}\n{}\n",
+            serde_json::json!({"id": "d", "html": c})
+        ),
+    );
+    let err =
+        ingest::run(&mut db, &[Input::guess(&more)], &Default::default(), |_| {}).unwrap_err();
+    assert!(err.to_string().contains("html/0: another"), "{err}");
+    assert!(db.get("d").unwrap().is_none());
+    assert!(
+        db.get("t2").unwrap().is_some(),
+        "the line before it is kept"
+    );
+    let err = db.put("e", page(&c)).unwrap_err();
+    assert!(err.to_string().contains("html/0: another"), "{err}");
 }

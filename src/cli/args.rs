@@ -539,8 +539,9 @@ pub struct QueryWhat {
     /// Query with the fingerprint of this stored document (itself excluded).
     #[arg(long, group = "what")]
     pub id: Option<String>,
-    /// JSONL queries, one per line: {"text": ...} or {"fingerprint": ...},
-    /// with an optional "id" to label the answer; one JSON answer per line.
+    /// JSONL queries, one per line: {"text": ...}, {"html": ...} or
+    /// {"fingerprint": ...}, with an optional "id" to label the answer; one
+    /// JSON answer per line.
     #[arg(long, group = "what", value_name = "FILE")]
     pub batch: Option<PathBuf>,
 }
@@ -551,6 +552,10 @@ pub struct QueryArgs {
     pub db: PathBuf,
     #[command(flatten)]
     pub what: QueryWhat,
+    /// Read --file as a web page: its charset by the WHATWG rules, its
+    /// title and main content extracted (as `ingest --format html` does).
+    #[arg(long, requires = "file")]
+    pub html: bool,
     #[command(flatten)]
     pub search: SearchFlags,
     /// At most this many results per query, nearest first (default 10, at

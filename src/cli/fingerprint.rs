@@ -44,8 +44,7 @@ pub(super) fn fingerprint(a: FingerprintArgs) -> Result<bool> {
     if let Some(t) = &a.text {
         one(t, None, &mut out)?;
     } else if let (Some(f), true) = (&a.file, a.html) {
-        let bytes = std::fs::read(f).with_context(|| format!("{}: cannot read", f.display()))?;
-        let page = simdb::web::page(&bytes, None);
+        let page = simdb::web::page(&super::read_bytes(f)?, None);
         one(&page.text(), Some(&page), &mut out)?;
     } else if let Some(f) = &a.file {
         one(&read_text(f)?, None, &mut out)?;

@@ -101,6 +101,19 @@ fn read_text(path: &Path) -> Result<String> {
     Ok(s)
 }
 
+/// The bytes of `path` (`-`: standard input), for a web page.
+fn read_bytes(path: &Path) -> Result<Vec<u8>> {
+    let mut b = Vec::new();
+    if path.as_os_str() == "-" {
+        io::stdin()
+            .read_to_end(&mut b)
+            .context("reading standard input")?;
+    } else {
+        b = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    }
+    Ok(b)
+}
+
 /// `n` MiB in bytes, or an error naming the option when that overflows.
 fn mib(option: &str, n: usize) -> Result<usize> {
     n.checked_mul(1 << 20).ok_or_else(|| {

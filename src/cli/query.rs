@@ -28,6 +28,13 @@ pub(super) fn query(a: QueryArgs) -> Result<bool> {
             Subject::Text(t.clone()),
             Some("fingerprinting --text".to_string()),
         )
+    } else if let (Some(f), true) = (&w.file, a.html) {
+        let what = format!("{}: fingerprinting the page's text", f.display());
+        let page = simdb::fingerprint::Html {
+            bytes: super::read_bytes(f)?,
+            charset: None,
+        };
+        (Subject::Html(page), Some(what))
     } else if let Some(f) = &w.file {
         let what = format!("{}: fingerprinting the file", f.display());
         (Subject::Text(read_text(f)?), Some(what))

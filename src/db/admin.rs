@@ -198,23 +198,9 @@ impl Db {
             .map(|v| String::from_utf8_lossy(&v).into_owned()))
     }
 
-    /// Makes ready to write web pages: a store that has pages must have
-    /// had them extracted as this build extracts them (else the same page
-    /// would be a different text); a store without records this build's
-    /// extraction. Text written beside pages is not affected.
-    pub(crate) fn accept_pages(&mut self) -> Result<()> {
-        match self.extraction()? {
-            Some(e) if e == crate::web::EXTRACTION => Ok(()),
-            Some(e) => Err(Error::Input(format!(
-                "this store's web pages were extracted as {e:?}, and this build extracts them as {:?}: \
-                 the same page would give another text; write the pages into a new store (or use the \
-                 build that made this one)",
-                crate::web::EXTRACTION
-            ))),
-            None => self
-                .store
-                .put_meta(store::EXTRACTION_KEY, crate::web::EXTRACTION.as_bytes()),
-        }
+    /// Makes ready to write web pages ([`accept_pages`]).
+    pub(crate) fn accept_pages(&self) -> Result<()> {
+        accept_pages(&self.store)
     }
 
     /// Deletes every document written before `before` (Unix seconds), in
@@ -659,4 +645,25 @@ pub fn migrate(path: impl AsRef<Path>, keep: Option<KeepPolicy>) -> Result<Migra
     report.clusters_after = db.cluster_counts()?;
     report.largest_after = db.largest_cluster()?;
     Ok(report)
+}
+
+/// Makes a store ready to take web pages: a store that has pages must have
+/// had them extracted as this build extracts them (else the same page
+/// would be a different text); a store without records this build's
+/// extraction. Text written beside pages is not affected. Idempotent, and
+/// safe from several writers at once (they record the same value).
+pub(crate) fn accept_pages(store: &Store) -> Result<()> {
+    let recorded = store
+        .get_meta(store::EXTRACTION_KEY)?
+        .map(|v| String::from_utf8_lossy(&v).into_owned());
+    match recorded {
+        Some(e) if e == crate::web::EXTRACTION => Ok(()),
+        Some(e) => Err(Error::Input(format!(
+            "this store's web pages were extracted as {e:?}, and this build extracts them as {:?}: \
+             the same page would give another text; write the pages into a new store (or use the \
+             build that made this one)",
+            crate::web::EXTRACTION
+        ))),
+        None => store.put_meta(store::EXTRACTION_KEY, crate::web::EXTRACTION.as_bytes()),
+    }
 }

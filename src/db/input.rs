@@ -1,5 +1,5 @@
 //! The document input format, one for every front end: a JSON object
-//! `{"id", "text"}` (or `"features"`, or `"fingerprint"`; an optional
+//! `{"id", "text"}` (or `"html"`, `"features"`, or `"fingerprint"`; an optional
 //! `"priority"`), as a JSONL line of `simdb ingest`, an element of the
 //! service's `POST /documents` body, or (through [`doc_from_value`]) any
 //! JSON value. Other fields are ignored here; the service refuses them
@@ -15,6 +15,8 @@ struct JsonDoc {
     id: Option<serde_json::Value>,
     #[serde(default)]
     text: Option<serde_json::Value>,
+    #[serde(default)]
+    html: Option<serde_json::Value>,
     #[serde(default)]
     features: Option<serde_json::Value>,
     #[serde(default)]
@@ -109,18 +111,19 @@ fn interpret(d: JsonDoc) -> Result<(String, Content, Option<f64>), BadField> {
     }
     let given = [
         d.text.is_some(),
+        d.html.is_some(),
         d.features.is_some(),
         d.fingerprint.is_some(),
     ];
     if given.iter().filter(|g| **g).count() > 1 {
         return Err(BadField::new(
             "text",
-            "give one of \"text\", \"features\" or \"fingerprint\", not several",
+            "give one of \"text\", \"html\", \"features\" or \"fingerprint\", not several",
         ));
     }
-    let content = match (d.text, d.features, d.fingerprint) {
-        (Some(serde_json::Value::String(t)), _, _) => Content::Text(t),
-        (Some(other), _, _) => {
+    let content = match (d.text, d.html, d.features, d.fingerprint) {
+        (Some(serde_json::Value::String(t)), ..) => Content::Text(t),
+        (Some(other), ..) => {
             return Err(BadField::new(
                 "text",
                 format!(
@@ -129,36 +132,55 @@ fn interpret(d: JsonDoc) -> Result<(String, Content, Option<f64>), BadField> {
                 ),
             ))
         }
-        (_, Some(f), _) => {
+        // JSON text is Unicode: the page's own charset declarations no
+        // longer apply (a transport's charset comes before them).
+        (_, Some(serde_json::Value::String(h)), ..) => Content::Html(crate::fingerprint::Html {
+            bytes: h.into_bytes(),
+            charset: Some("utf-8".into()),
+        }),
+        (_, Some(other), ..) => {
+            return Err(BadField::new(
+                "html",
+                format!(
+                    "\"html\" must be a string, not {}",
+                    super::request::json_kind(&other)
+                ),
+            ))
+        }
+        (_, _, Some(f), _) => {
             Content::Features(parse_features(&f).map_err(|r| BadField::new("features", r))?)
         }
-        (_, _, Some(serde_json::Value::String(h))) if h.len() == 16 => {
+        (.., Some(serde_json::Value::String(h))) if h.len() == 16 => {
             Content::Fingerprint(h.parse().map_err(|e: crate::Error| {
                 BadField::new("fingerprint", format!("bad \"fingerprint\": {e}"))
             })?)
         }
-        (_, _, Some(other)) => {
+        (.., Some(other)) => {
             return Err(BadField::new(
                 "fingerprint",
                 format!("\"fingerprint\" must be a string of 16 hex digits, not {other}"),
             ))
         }
-        (None, None, None) => return Err(BadField::new("text", "missing \"text\"")),
+        (None, None, None, None) => return Err(BadField::new("text", "missing \"text\"")),
     };
-    let priority = match d.priority {
-        None | Some(serde_json::Value::Null) => None,
-        Some(serde_json::Value::Number(n)) if n.as_f64().is_some_and(f64::is_finite) => n.as_f64(),
-        Some(other) => {
-            return Err(BadField::new(
-                "priority",
-                format!(
-                    "\"priority\" must be a finite number, not {}",
-                    super::request::json_kind(&other)
-                ),
-            ))
+    Ok((id, content, priority(d.priority)?))
+}
+
+/// A document's `"priority"`: absent, `null`, or a finite number.
+fn priority(p: Option<serde_json::Value>) -> Result<Option<f64>, BadField> {
+    match p {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::Number(n)) if n.as_f64().is_some_and(f64::is_finite) => {
+            Ok(n.as_f64())
         }
-    };
-    Ok((id, content, priority))
+        Some(other) => Err(BadField::new(
+            "priority",
+            format!(
+                "\"priority\" must be a finite number, not {}",
+                super::request::json_kind(&other)
+            ),
+        )),
+    }
 }
 
 /// Parses `{"name": weight, …}` or `[["name", weight], …]`.

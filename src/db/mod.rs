@@ -755,6 +755,11 @@ impl Db {
 
     /// Inserts or replaces one document and commits it.
     pub fn put(&mut self, id: &str, content: Content) -> Result<Outcome> {
+        if matches!(content, Content::Html(_)) {
+            self.accept_pages()?;
+        }
+        // A page is extracted once, here.
+        let (content, _) = content.extracted();
         let a = content.analyze(&self.fingerprinter)?;
         let mut w = self.writer()?;
         let out = w.put(id, a, &content, "api")?;

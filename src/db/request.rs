@@ -145,6 +145,9 @@ impl QueryOptions {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Subject {
     Text(String),
+    /// A web page, queried by the text extracted from it (as a page is
+    /// written: [`crate::web::page`]).
+    Html(crate::fingerprint::Html),
     Fingerprint(Fingerprint),
     /// A stored document, left out of its own answer.
     Id(String),
@@ -254,12 +257,13 @@ where
 #[serde(deny_unknown_fields)]
 struct SubjectFields {
     text: Option<String>,
+    html: Option<String>,
     fingerprint: Option<Fingerprint>,
     #[serde(default, deserialize_with = "de_id")]
     id: Option<String>,
 }
 
-pub(crate) const SUBJECT_FIELDS: [&str; 3] = ["text", "fingerprint", "id"];
+pub(crate) const SUBJECT_FIELDS: [&str; 4] = ["text", "html", "fingerprint", "id"];
 
 /// Whether `key` is a field of a JSON query (its subject or an option).
 #[cfg(feature = "server")]
@@ -324,22 +328,28 @@ impl QueryRequest {
         let s: SubjectFields = deserialize_at(Value::Object(subject))?;
         let options: QueryOptions = deserialize_at(Value::Object(options))?;
         // "id" beside a content labels it; alone it is the subject.
-        let label = (s.text.is_some() || s.fingerprint.is_some())
-            .then_some(id)
-            .flatten();
-        let subject = match (s.text, s.fingerprint, s.id) {
-            (Some(_), Some(_), _) => {
-                return Err(FieldError::field(
-                    "fingerprint",
-                    "give one of \"text\" or \"fingerprint\", not both",
-                ))
-            }
-            (Some(t), None, _) => Subject::Text(t),
-            (None, Some(fp), _) => Subject::Fingerprint(fp),
-            (None, None, Some(id)) => Subject::Id(id),
-            (None, None, None) => {
+        let given = [s.text.is_some(), s.html.is_some(), s.fingerprint.is_some()];
+        let label = given.contains(&true).then_some(id).flatten();
+        if given.iter().filter(|g| **g).count() > 1 {
+            let last = ["text", "html", "fingerprint"][given.iter().rposition(|g| *g).unwrap_or(0)];
+            return Err(FieldError::field(
+                last,
+                "give one of \"text\", \"html\" or \"fingerprint\", not several",
+            ));
+        }
+        let subject = match (s.text, s.html, s.fingerprint, s.id) {
+            (Some(t), ..) => Subject::Text(t),
+            // JSON text is Unicode: the transport's UTF-8 comes before the
+            // page's own charset declarations.
+            (_, Some(h), ..) => Subject::Html(crate::fingerprint::Html {
+                bytes: h.into_bytes(),
+                charset: Some("utf-8".into()),
+            }),
+            (_, _, Some(fp), _) => Subject::Fingerprint(fp),
+            (.., Some(id)) => Subject::Id(id),
+            (None, None, None, None) => {
                 return Err(FieldError::new(
-                    "give one of \"text\", \"fingerprint\" or \"id\"",
+                    "give one of \"text\", \"html\", \"fingerprint\" or \"id\"",
                 ))
             }
         };
@@ -497,6 +507,10 @@ impl Db {
         let explain = r.options.explain;
         let (base, terms) = match &r.subject {
             Subject::Text(t) => (self.text_query(t)?, explain.then(|| self.text_terms(t))),
+            Subject::Html(h) => {
+                let t = h.page().text();
+                (self.text_query(&t)?, explain.then(|| self.text_terms(&t)))
+            }
             Subject::Fingerprint(fp) => (Query::new(*fp), explain.then(Vec::new)),
             Subject::Id(id) => {
                 let rec = self
@@ -761,8 +775,14 @@ mod tests {
             (
                 json!({"text": "a", "fingerprint": "00000000000000ff"}),
                 Some("fingerprint"),
-                "not both",
+                "not several",
             ),
+            (
+                json!({"text": "a", "html": "<p>a</p>"}),
+                Some("html"),
+                "not several",
+            ),
+            (json!({"html": 7}), Some("html"), "expected a string"),
             (json!({"fingerprint": "xyz"}), Some("fingerprint"), ""),
             (json!({"text": 7}), Some("text"), "expected a string"),
             (json!({"id": ""}), Some("id"), "non-empty string"),

@@ -252,6 +252,64 @@ pub struct WriteCounts {
     /// near-copies may lie beyond k (fewer than
     /// [`crate::fingerprint::SHORT_TERMS`] terms).
     pub short: u64,
+    /// Web pages among the documents, by how their text was found
+    /// (absent when none).
+    #[serde(skip_serializing_if = "Pages::is_empty")]
+    pub pages: Pages,
+}
+
+/// Web pages read, by how their text was found ([`crate::web::Found`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Pages {
+    /// Pages whose main content was extracted.
+    pub article: u64,
+    /// Pages where no article was found: their visible text was used.
+    pub visible_text: u64,
+    /// WARC records that are not HTML responses (requests, metadata,
+    /// images, redirects…): not documents, not read.
+    pub skipped: u64,
+}
+
+impl Pages {
+    /// Whether no page was read.
+    pub fn is_empty(&self) -> bool {
+        self.article + self.visible_text + self.skipped == 0
+    }
+
+    /// Counts one document's text (`None`: not a page).
+    pub fn add(&mut self, found: Option<crate::web::Found>) {
+        match found {
+            Some(crate::web::Found::Article) => self.article += 1,
+            Some(crate::web::Found::Visible) => self.visible_text += 1,
+            None => {}
+        }
+    }
+}
+
+/// Makes each web page of `docs` ([`Content::Html`]) the text it is
+/// fingerprinted by, on the current rayon pool, once (each later step
+/// would otherwise extract it again). Returns how each document's text was
+/// found (`None`: not a page), in order.
+///
+/// First, when there are pages, `db` must take them: a store records the
+/// extraction of its first page and refuses pages from a build that
+/// extracts otherwise (see [`crate::web::EXTRACTION`]). The service and
+/// Python call this before [`analyze_all`]; `ingest` extracts in its own
+/// pipeline.
+pub fn extract_pages(db: &crate::Db, docs: &mut [Doc]) -> Result<Vec<Option<crate::web::Found>>> {
+    if !docs.iter().any(|d| matches!(d.content, Content::Html(_))) {
+        return Ok(vec![None; docs.len()]);
+    }
+    db.accept_pages()?;
+    Ok(docs
+        .par_iter_mut()
+        .map(|d| {
+            let content = std::mem::replace(&mut d.content, Content::Text(String::new()));
+            let (content, found) = content.extracted();
+            d.content = content;
+            found
+        })
+        .collect())
 }
 
 impl WriteCounts {

@@ -380,6 +380,13 @@ impl Writer<'_> {
         self.clusters.changes()
     }
 
+    /// Makes the store ready to take web pages (see
+    /// [`crate::db::write::extract_pages`]): for a writer that meets its
+    /// first page in the middle of its input.
+    pub(crate) fn accept_pages(&self) -> Result<()> {
+        super::admin::accept_pages(self.store)
+    }
+
     /// Writes the batch atomically and starts a new one.
     pub fn commit(&mut self) -> Result<()> {
         // What was read beforehand is the state this commit changes (its

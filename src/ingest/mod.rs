@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 
 pub use crate::db::write::{
-    analyze_all, place, place_all, place_in_chunks, Doc, DuplicatePolicy, Duplicates, Interrupted,
-    Placed, WriteCounts, WritePolicy, Written,
+    analyze_all, extract_pages, place, place_all, place_in_chunks, Doc, DuplicatePolicy,
+    Duplicates, Interrupted, Pages, Placed, WriteCounts, WritePolicy, Written,
 };
 use crate::db::Db;
 use crate::error::{Error, Result};
@@ -78,38 +78,8 @@ pub struct Summary {
     pub bad_lines: u64,
     /// How the run changed the clusters.
     pub clusters: crate::db::ClusterChanges,
-    /// Web pages read, by how their text was found (absent when none).
-    #[serde(skip_serializing_if = "Pages::is_empty")]
-    pub pages: Pages,
     #[serde(skip)]
     pub elapsed: Duration,
-}
-
-/// Web pages read, by how their text was found ([`crate::web::Found`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Pages {
-    /// Pages whose main content was extracted.
-    pub article: u64,
-    /// Pages where no article was found: their visible text was used.
-    pub visible_text: u64,
-    /// WARC records that are not HTML responses (requests, metadata,
-    /// images, redirects…): not documents, not read.
-    pub skipped: u64,
-}
-
-impl Pages {
-    /// Whether no page was read.
-    pub fn is_empty(&self) -> bool {
-        self.article + self.visible_text + self.skipped == 0
-    }
-
-    fn add(&mut self, found: Option<crate::web::Found>) {
-        match found {
-            Some(crate::web::Found::Article) => self.article += 1,
-            Some(crate::web::Found::Visible) => self.visible_text += 1,
-            None => {}
-        }
-    }
 }
 
 impl Summary {
@@ -366,7 +336,7 @@ fn apply(
     for item in chunk {
         let (doc, fp) = match item {
             Err(p) if p.skipped => {
-                sum.pages.skipped += 1;
+                sum.writes.pages.skipped += 1;
                 continue;
             }
             Err(p) => {
@@ -379,7 +349,17 @@ fn apply(
                 continue;
             }
             Ok((d, found, a)) => {
-                sum.pages.add(found);
+                // A JSONL line's "html" makes a page of any input: the
+                // store must take pages before its first one.
+                if found.is_some() && sum.writes.pages.article + sum.writes.pages.visible_text == 0
+                {
+                    if let Err(e) = w.accept_pages() {
+                        // The documents before it stay written.
+                        w.commit()?;
+                        return Err(e);
+                    }
+                }
+                sum.writes.pages.add(found);
                 (d, a)
             }
         };

@@ -295,11 +295,11 @@ fn parse_top(body: &[u8], max: usize) -> Parsed<Value> {
 }
 
 /// The fields a document of a write request may have.
-const DOC_FIELDS: [&str; 5] = ["id", "text", "features", "fingerprint", "priority"];
+const DOC_FIELDS: [&str; 6] = ["id", "text", "html", "features", "fingerprint", "priority"];
 
 /// Reads the documents of a write request's body (one object, or an array
 /// of at most `max` of them) as [`Value`]s holding only the known fields,
-/// each read in its shape: scalars for `id`, `text`, `fingerprint`,
+/// each read in its shape: scalars for `id`, `text`, `html`, `fingerprint`,
 /// `priority`; `{"name": weight}` or `[["name", weight]]` for `features`.
 /// Returns the documents and whether the body was an array.
 fn parse_doc_values(body: &[u8], max: usize) -> Parsed<(Vec<Value>, bool)> {
@@ -400,10 +400,10 @@ fn parse_doc_values(body: &[u8], max: usize) -> Parsed<(Vec<Value>, bool)> {
                         at,
                         refused: self.refused,
                     })?,
-                    "id" | "text" | "fingerprint" | "priority" => {
+                    "id" | "text" | "html" | "fingerprint" | "priority" => {
                         let want = match key.as_str() {
                             "id" => "a string or an integer",
-                            "text" => "a string",
+                            "text" | "html" => "a string",
                             "fingerprint" => "a string of 16 hex digits",
                             _ => "a finite number",
                         };
@@ -731,7 +731,7 @@ mod tests {
             (
                 br#"{"text":"a","fingerprint":"00000000000000ff"}"#,
                 "fingerprint",
-                "not both",
+                "not several",
             ),
             (br#"{"fingerprint":"xyz"}"#, "fingerprint", ""),
             (br#"{"text":7}"#, "text", "expected a string"),

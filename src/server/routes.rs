@@ -62,10 +62,14 @@ impl App {
     /// Writes one request's documents in chunks (see [`db::write::place_in_chunks`]).
     pub(super) fn write(
         &self,
-        docs: Vec<Doc>,
+        mut docs: Vec<Doc>,
         opts: &WritePolicy,
     ) -> std::result::Result<Value, ApiError> {
         let db = self.writable()?;
+        // Web pages become their text once, before the analysis.
+        let found = self
+            .pool
+            .install(|| db::write::extract_pages(&db, &mut docs))?;
         // A document that cannot be analysed (beyond having no features)
         // refuses the request before anything is written.
         let analyses = self
@@ -87,11 +91,16 @@ impl App {
         })?;
         let mut counts = db::write::WriteCounts::default();
         let mut results = Vec::with_capacity(docs.len());
-        for (doc, r) in docs.iter().zip(written) {
+        for ((doc, r), found) in docs.iter().zip(written).zip(found) {
             counts.add_written(&r);
+            counts.pages.add(found);
             let outcome = r.outcome();
             if r.fingerprint.is_none() {
-                results.push(json!({"id": doc.id, "outcome": outcome}));
+                let mut v = json!({"id": doc.id, "outcome": outcome});
+                if let Some(f) = found {
+                    v["page"] = json!(f.name());
+                }
+                results.push(v);
                 continue;
             }
             let d = &r.duplicates;
@@ -100,6 +109,9 @@ impl App {
                 "duplicate_count": d.count(), "duplicate_count_exact": d.exact()});
             if r.short {
                 v["short"] = json!(true);
+            }
+            if let Some(f) = found {
+                v["page"] = json!(f.name());
             }
             results.push(v);
         }

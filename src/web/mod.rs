@@ -56,6 +56,16 @@ pub enum Found {
     Visible,
 }
 
+impl Found {
+    /// Its name in summaries and answers: `article` or `visible_text`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Found::Article => "article",
+            Found::Visible => "visible_text",
+        }
+    }
+}
+
 /// A page's text and how it was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Page {
