@@ -28,6 +28,7 @@ from ._simdb import (
     fingerprint,
     fingerprints,
     import_parquet,
+    page,
     rebuild_clusters,
 )
 
@@ -40,6 +41,7 @@ __all__ = [
     "fingerprints",
     "distance",
     "import_parquet",
+    "page",
     "rebuild_clusters",
     "__version__",
     *_errors.__all__,

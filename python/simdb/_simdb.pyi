@@ -68,6 +68,11 @@ class AddResult:
     @property
     def short(self) -> bool:
         """Fewer than 10 terms: the fingerprint says less."""
+    @property
+    def page(self) -> Optional[Literal["article", "visible_text"]]:
+        """For a web page (``html``), how its text was found: its main
+        content (``article``), or no article was found and its visible text
+        was used (``visible_text``); None for a text."""
 
 class Db:
     """An open simdb store: a directory on disk.
@@ -129,8 +134,10 @@ class Db:
     def add(
         self,
         id: str,
-        text: str,
+        text: Optional[str] = None,
         *,
+        html: Optional[Union[str, bytes]] = None,
+        charset: Optional[str] = None,
         k: Optional[int] = None,
         min_similarity: Optional[float] = None,
         probe_budget: Optional[int] = None,
@@ -145,6 +152,13 @@ class Db:
         The write is atomic and in RocksDB's write-ahead log when this
         returns; ``sync=True`` also fsyncs it. ``k``/``probe_budget``/
         ``min_similarity`` set the duplicate check as for :meth:`query`.
+
+        A web page is given as ``html`` instead of ``text``: a ``str``, or
+        ``bytes`` as fetched (the charset by the WHATWG rules, ``charset``
+        first, as an HTTP header's). What is fingerprinted is its title and
+        main content (see :func:`page`), as ``simdb ingest --format html``
+        extracts them; a store records that extraction and refuses pages
+        from a build that extracts otherwise.
         """
     def add_many(
         self,
@@ -158,9 +172,11 @@ class Db:
         sync: bool = False,
         results: bool = True,
         max_duplicates: Optional[int] = None,
-    ) -> Union[list[AddResult], dict[str, int]]:
+    ) -> Union[list[AddResult], dict[str, Any]]:
         """Adds documents from any iterable of ``(id, text)`` pairs or dicts
-        (``{"id", "text"}``, or ``{"id", "fingerprint"}``; an optional
+        (``{"id", "text"}``, ``{"id", "html"}`` with an optional
+        ``"charset"`` for bytes (see :meth:`add`), or ``{"id",
+        "fingerprint"}``; an optional
         ``"priority"`` ranks cluster representatives in a store whose keep
         policy is ``"priority"``).
 
@@ -175,8 +191,9 @@ class Db:
         ``results=False`` only the counts (memory stays bounded however long
         the input): per outcome (``inserted``, ``replaced``, ``unchanged``,
         ``duplicate``, ``no_features``), then ``near_duplicates`` (documents
-        with one) and ``short`` (short documents written), the names of the
-        CLI's summary and the service's answer.
+        with one) and ``short`` (short documents written), and with web
+        pages ``pages`` (a dict: ``article``, ``visible_text``), the names
+        of the CLI's summary and the service's answer.
 
         >>> db.add_many(({"id": r.id, "text": r.text} for r in df.itertuples()))  # doctest: +SKIP
         """
@@ -339,14 +356,31 @@ class Analyzer:
     @property
     def recipe(self) -> dict[str, Any]:
         """The recipe, as ``Db.recipe`` gives a store's."""
-    def analyze_many(self, texts: Iterable[Optional[str]]) -> dict[str, list[Any]]:
+    def analyze_many(
+        self, texts: Iterable[Optional[Union[str, bytes]]], *, html: bool = False
+    ) -> dict[str, list[Any]]:
         """Analyses ``texts`` in parallel (the GIL released): a dict of
         equal-length lists ``fingerprint`` (int, or None where a text has
         no usable features or is None), ``sketch`` (32 bytes, or None),
         ``length`` (UTF-8 bytes), ``terms``, ``weak_bits`` (bytes) and
         ``content_hash`` (int, or None with the fingerprint) -- the values
         ``simdb ingest`` stores for the same texts, which ``simdb import``
-        keeps."""
+        keeps.
+
+        With ``html=True`` each item is a web page (``str``, or ``bytes``
+        as fetched) and what is analysed is the text extracted from it
+        (see :func:`page`); ``length`` and ``content_hash`` are that
+        text's."""
+
+def page(html: Union[str, bytes], *, charset: Optional[str] = None) -> dict[str, str]:
+    """What a web page becomes in a store (as ``simdb ingest --format
+    html`` and ``Db.add(id, html=...)`` read it): ``title``, ``body`` (the
+    main content, or the visible text when no article is found), ``text``
+    (what is fingerprinted: the title, a line break, the body), ``found``
+    (``article`` or ``visible_text``) and ``encoding`` (what the page was
+    read in). ``html`` is a ``str``, or ``bytes`` as fetched, the charset
+    by the WHATWG rules (``charset``, as an HTTP header's, first).
+    Query with a page by its text: ``db.query(simdb.page(html)["text"])``."""
 
 def distance(a: int, b: int) -> int:
     """Hamming distance of two fingerprints."""

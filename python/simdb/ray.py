@@ -54,10 +54,12 @@ def _types() -> dict[str, Any]:
 
 
 def fingerprint_table(
-    table: "pyarrow.Table", analyzer: Analyzer, text: str = "text"
+    table: "pyarrow.Table", analyzer: Analyzer, text: str = "text", *, html: bool = False
 ) -> "pyarrow.Table":
     """``table`` with :data:`COLUMNS` appended, computed from its ``text``
-    column by ``analyzer``. A column of one of those names already in the
+    column by ``analyzer``; with ``html``, that column holds web pages
+    (string or binary), whose extracted text is analysed (see
+    :func:`simdb.page`). A column of one of those names already in the
     table is refused (``ValueError``), not overwritten."""
     import pyarrow as pa
 
@@ -66,7 +68,7 @@ def fingerprint_table(
     taken = [c for c in COLUMNS if c in table.column_names]
     if taken:
         raise ValueError(f"the table already has the column(s) {taken}")
-    cols = analyzer.analyze_many(table.column(text).to_pylist())
+    cols = analyzer.analyze_many(table.column(text).to_pylist(), html=html)
     types = _types()
     for name in COLUMNS:
         table = table.append_column(name, pa.array(cols[name], type=types[name]))
@@ -117,18 +119,21 @@ class _Fingerprint:
         db: Optional[str],
         recipe: Optional[dict[str, Any]],
         options: dict[str, Any],
+        html: bool = False,
     ) -> None:
         self.text = text
+        self.html = html
         self.analyzer = Analyzer(db=db, recipe=recipe, **options)
 
     def __call__(self, batch: "pyarrow.Table") -> "pyarrow.Table":
-        return fingerprint_table(batch, self.analyzer, self.text)
+        return fingerprint_table(batch, self.analyzer, self.text, html=self.html)
 
 
 def fingerprint(
     ds: Any,
     *,
     text: str = "text",
+    html: bool = False,
     db: Optional[Union[str, "os.PathLike[str]"]] = None,
     export: Optional[Union[str, "os.PathLike[str]"]] = None,
     batch_size: int = 4096,
@@ -137,7 +142,8 @@ def fingerprint(
     **options: Any,
 ) -> Any:
     """A Ray Dataset with :data:`COLUMNS` added to each row, from its
-    ``text`` column.
+    ``text`` column (with ``html``: web pages, whose title and main content
+    are fingerprinted, as ``simdb ingest --format html`` extracts them).
 
     The recipe is that of the store ``db`` (its path; the store is read
     once per worker and closed) when given, or the one an export states
@@ -161,7 +167,9 @@ def fingerprint(
     Analyzer(db=db, recipe=recipe, **options)
     return ds.map_batches(
         _Fingerprint,
-        fn_constructor_kwargs={"text": text, "db": db, "recipe": recipe, "options": options},
+        fn_constructor_kwargs={
+            "text": text, "db": db, "recipe": recipe, "options": options, "html": html,
+        },
         batch_format="pyarrow",
         batch_size=batch_size,
         concurrency=concurrency,
@@ -190,6 +198,7 @@ def fingerprint_files(
     out: str,
     *,
     text: str = "text",
+    html: bool = False,
     db: Optional[str] = None,
     export: Optional[str] = None,
     num_cpus: Optional[float] = None,
@@ -202,8 +211,9 @@ def fingerprint_files(
     whole (with an empty ``_SUCCESS``, so ``simdb import --parquet`` takes
     it), so a run that is killed and run again skips the inputs already
     done and redoes the one it was writing. Returns the counts of inputs
-    done now, skipped (done before) and rows written. Needs ``ray.init``
-    (or lets Ray start a local instance)."""
+    done now, skipped (done before) and rows written. With ``html``, the
+    ``text`` column holds web pages (see :func:`fingerprint`). Needs
+    ``ray.init`` (or lets Ray start a local instance)."""
     import shutil
 
     import pyarrow.parquet as pq
@@ -223,7 +233,9 @@ def fingerprint_files(
             ds = ray.data.read_parquet(path)
         else:
             ds = ray.data.read_json(path, lines=True)
-        fps = fingerprint(ds, text=text, db=db, export=export, num_cpus=num_cpus, **options)
+        fps = fingerprint(
+            ds, text=text, html=html, db=db, export=export, num_cpus=num_cpus, **options
+        )
         fps.write_parquet(tmp)
         rows = sum(
             pq.read_metadata(os.path.join(tmp, f)).num_rows
@@ -745,6 +757,7 @@ def dedup_files(
     work: Optional[str] = None,
     keep: str = "first",
     text: Optional[str] = None,
+    html: bool = False,
     db: Optional[str] = None,
     export: Optional[str] = None,
     parts: Optional[int] = None,
@@ -755,7 +768,8 @@ def dedup_files(
     """``python -m simdb.ray dedup``: :func:`dedup` of the fingerprint
     rows of ``inputs`` (Parquet parts of :func:`fingerprint` output, in
     name order), or, with ``text``, of texts fingerprinted first (Parquet
-    or JSON lines). Writes ``OUT/pairs/``, ``OUT/clusters/`` (Parquet) and
+    or JSON lines; with ``html``, that column holds web pages, see
+    :func:`fingerprint`). Writes ``OUT/pairs/``, ``OUT/clusters/`` (Parquet) and
     ``OUT/report.json``; the work directory (default ``OUT/_work``) keeps
     the stages, so a killed run, run again, goes on where it stopped."""
     import json
@@ -778,6 +792,8 @@ def dedup_files(
         if db is None and export is None:
             # Tonight's texts fingerprinted as the earlier run's were.
             db = os.path.join(incremental, "store")
+    if html and text is None:
+        raise ValueError("html names no column: give the column of pages with text")
     recipe = None
     if text is not None:
         if any(f.endswith(".parquet") for f in files):
@@ -785,7 +801,7 @@ def dedup_files(
         else:
             ds = ray.data.read_json(files, lines=True)
         recipe = Analyzer(db=db, recipe=export_recipe(export) if export else None).recipe
-        fps = fingerprint(ds, text=text, db=db, export=export, num_cpus=num_cpus)
+        fps = fingerprint(ds, text=text, html=html, db=db, export=export, num_cpus=num_cpus)
     else:
         fps = ray.data.read_parquet(files)
         if db is not None:
@@ -840,6 +856,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     f.add_argument("inputs", nargs="+", help="files, or directories of *.parquet / *.jsonl")
     f.add_argument("out", help="output directory (inputs already done there are skipped)")
     f.add_argument("--text", default="text", help="the text column (default text)")
+    f.add_argument("--html", action="store_true",
+                   help="the text column holds web pages: their title and main content are "
+                   "fingerprinted, as simdb ingest --format html extracts them")
     g = f.add_mutually_exclusive_group()
     g.add_argument("--db", help="take the recipe (and learned IDF) of this store")
     g.add_argument("--export", help="take the recipe a simdb export states")
@@ -860,6 +879,9 @@ def main(argv: Optional[list[str]] = None) -> int:
     d.add_argument("--keep", default="first", choices=["first", "newest", "longest"],
                    help="which copy represents a cluster (default first)")
     d.add_argument("--text", help="the inputs are texts in this column: fingerprint them first")
+    d.add_argument("--html", action="store_true",
+                   help="the --text column holds web pages: their title and main content are "
+                   "fingerprinted, as simdb ingest --format html extracts them")
     g = d.add_mutually_exclusive_group()
     g.add_argument("--db", help="the recipe (and learned IDF) of this store")
     g.add_argument("--export", help="the recipe a simdb export states")
@@ -879,12 +901,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         if a.command == "fingerprint":
             result = fingerprint_files(
-                a.inputs, a.out, text=a.text, db=a.db, export=a.export,
+                a.inputs, a.out, text=a.text, html=a.html, db=a.db, export=a.export,
                 num_cpus=a.num_cpus, log=log,
             )
         else:
             result = dedup_files(
-                a.inputs, a.out, work=a.work, keep=a.keep, text=a.text, db=a.db,
+                a.inputs, a.out, work=a.work, keep=a.keep, text=a.text, html=a.html, db=a.db,
                 export=a.export, parts=a.parts, num_cpus=a.num_cpus,
                 incremental=a.incremental, log=log,
             )

@@ -52,6 +52,57 @@ pub(super) fn fingerprint(
         .or_raise()
 }
 
+/// The texts of an iterable of web pages (`str`, `bytes` or `None`), as a
+/// store extracts them, in parallel with the GIL released.
+fn page_texts(py: Python<'_>, pages: &Bound<'_, PyAny>) -> PyResult<Vec<Option<String>>> {
+    let pages: Vec<Option<simdb::fingerprint::Html>> = pages
+        .try_iter()?
+        .enumerate()
+        .map(|(i, t)| {
+            let t = t?;
+            if t.is_none() {
+                return Ok(None);
+            }
+            page_of(&t, None)
+                .map(Some)
+                .map_err(|e| PyTypeError::new_err(format!("page {i}: {e}")))
+        })
+        .collect::<PyResult<_>>()?;
+    Ok(detach(py, || {
+        pages
+            .par_iter()
+            .map(|p| p.as_ref().map(|p| p.page().text()))
+            .collect()
+    }))
+}
+
+/// What a web page becomes in a store (as `simdb ingest --format html`
+/// and `Db.add(id, html=...)` read it): a dict of `title`, `body` (the main
+/// content, or the visible text), `text` (what is fingerprinted: the
+/// title, a line break, the body), `found` ("article" or "visible_text")
+/// and `encoding` (what it was read in). `html` is a `str`, or `bytes` as
+/// fetched, its charset by the WHATWG rules (`charset`, as an HTTP
+/// header's, first).
+///
+/// >>> simdb.page(b"<title>T</title><p>...</p>")["found"]  # doctest: +SKIP
+#[pyfunction]
+#[pyo3(signature = (html, *, charset=None))]
+pub(super) fn page<'py>(
+    py: Python<'py>,
+    html: &Bound<'py, PyAny>,
+    charset: Option<String>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let h = page_of(html, charset).map_err(|e| raise(py, "InvalidInput", e))?;
+    let p = detach(py, || h.page());
+    let d = PyDict::new(py);
+    d.set_item("title", &p.title)?;
+    d.set_item("body", &p.body)?;
+    d.set_item("text", p.text())?;
+    d.set_item("found", p.found.name())?;
+    d.set_item("encoding", p.encoding)?;
+    Ok(d)
+}
+
 /// Fingerprints of many texts (in parallel, GIL released) as a numpy
 /// `uint64` array; a text with nothing usable raises `NoFeatures` naming
 /// its index unless `fill` gives a value for it.
@@ -216,15 +267,26 @@ impl Analyzer {
     /// `content_hash` (int, the u64 a store records to see an unchanged
     /// text; `None` with the fingerprint). These are the values `simdb
     /// ingest` stores for the same texts, and what `simdb import` keeps.
+    ///
+    /// With `html=True` each item is a web page (`str`, or `bytes` as
+    /// fetched, its charset by the WHATWG rules), and what is analysed is
+    /// the text `simdb ingest --format html` extracts from it (`length`
+    /// and `content_hash` are that text's).
+    #[pyo3(signature = (texts, *, html=false))]
     fn analyze_many<'py>(
         &self,
         py: Python<'py>,
         texts: &Bound<'py, PyAny>,
+        html: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let texts: Vec<Option<String>> = texts
-            .try_iter()?
-            .map(|t| t?.extract::<Option<String>>())
-            .collect::<PyResult<_>>()?;
+        let texts: Vec<Option<String>> = if html {
+            page_texts(py, texts)?
+        } else {
+            texts
+                .try_iter()?
+                .map(|t| t?.extract::<Option<String>>())
+                .collect::<PyResult<_>>()?
+        };
         let f = &self.f;
         let analyses: Vec<simdb::Result<Option<simdb::Analysis>>> = detach(py, || {
             texts

@@ -131,15 +131,22 @@ impl Db {
     /// 100, and how many there are). Atomic, in the write-ahead log on
     /// return (`sync=True` also fsyncs).
     ///
+    /// A web page is given as `html=` instead of the text: `str`, or
+    /// `bytes` as fetched (its charset by the WHATWG rules, `charset=`
+    /// first, as an HTTP header's); its title and main content are what
+    /// is fingerprinted, as `simdb ingest --format html` extracts them.
+    ///
     /// >>> db.add("a1", "国务院总理今天在北京主持召开常务会议").outcome  # doctest: +SKIP
     /// 'inserted'
-    #[pyo3(signature = (id, text, *, k=None, min_similarity=None, probe_budget=None, skip_duplicates=false, sync=false, max_duplicates=None))]
+    #[pyo3(signature = (id, text=None, *, html=None, charset=None, k=None, min_similarity=None, probe_budget=None, skip_duplicates=false, sync=false, max_duplicates=None))]
     #[allow(clippy::too_many_arguments)]
     pub(super) fn add(
         &self,
         py: Python<'_>,
         id: String,
-        text: String,
+        text: Option<String>,
+        html: Option<Bound<'_, PyAny>>,
+        charset: Option<String>,
         k: Option<u32>,
         min_similarity: Option<f64>,
         probe_budget: Option<usize>,
@@ -147,10 +154,28 @@ impl Db {
         sync: bool,
         max_duplicates: Option<usize>,
     ) -> PyResult<AddResult> {
+        let content = match (text, html) {
+            (Some(t), None) if charset.is_none() => Content::Text(t),
+            (None, Some(h)) => {
+                Content::Html(page_of(&h, charset).map_err(|e| raise(py, "InvalidInput", e))?)
+            }
+            (Some(_), None) => {
+                return Err(raise(
+                    py,
+                    "InvalidInput",
+                    "charset= is for a page given as bytes (html=)".into(),
+                ))
+            }
+            _ => {
+                return Err(PyTypeError::new_err(
+                    "add takes a text or html=, one of them",
+                ))
+            }
+        };
         let db = self.db()?;
-        let doc = Doc {
+        let mut doc = Doc {
             id,
-            content: Content::Text(text),
+            content,
             source: "python:0".into(),
             line: None,
             priority: None,
@@ -166,21 +191,30 @@ impl Db {
                 sync,
                 max_duplicates,
             )?;
-            Db::write_batch(&db, std::slice::from_ref(&doc), &opts, true, &mut counts)
+            Db::write_batch(
+                &db,
+                std::slice::from_mut(&mut doc),
+                &opts,
+                true,
+                &mut counts,
+            )
         })
         .or_raise()?;
         Ok(out.pop().expect("one result per document"))
     }
 
     /// Adds documents from an iterable of `(id, text)` pairs or dicts
-    /// (`{"id", "text"}` or `{"id", "fingerprint"}`, optional `"priority"`),
+    /// (`{"id", "text"}`, `{"id", "html"}` with an optional `"charset"`
+    /// for bytes (see `add`), or `{"id", "fingerprint"}`; an optional
+    /// `"priority"`),
     /// `batch_size` at a time, each batch one atomic write, the GIL released
     /// while it is written. Returns one `AddResult` per document (each
     /// listing at most `max_duplicates` near-duplicates, default 10), or
     /// with `results=False` the counts (bounded memory): per outcome
     /// (`inserted`, `replaced`, `unchanged`, `duplicate`, `no_features`),
     /// then `near_duplicates` (documents with one) and `short` (short
-    /// documents written), the names of the CLI's summary and the service.
+    /// documents written), and with web pages `pages` (`article`,
+    /// `visible_text`): the names of the CLI's summary and the service.
     ///
     /// >>> db.add_many(zip(df["id"], df["text"]), skip_duplicates=True)  # doctest: +SKIP
     #[pyo3(signature = (docs, *, batch_size=1000, k=None, min_similarity=None, probe_budget=None, skip_duplicates=false, sync=false, results=true, max_duplicates=None))]
@@ -226,8 +260,8 @@ impl Db {
             std::thread::spawn(move || {
                 let mut counts = write::WriteCounts::default();
                 let mut out: Vec<AddResult> = Vec::new();
-                for batch in rx {
-                    match Db::write_batch(&db, &batch, &opts, results, &mut counts) {
+                for mut batch in rx {
+                    match Db::write_batch(&db, &mut batch, &opts, results, &mut counts) {
                         Ok(w) => out.extend(w),
                         Err(e) => return (Err(e), out, counts),
                     }
@@ -282,7 +316,7 @@ impl Db {
         let d = PyDict::new(py);
         let v = serde_json::to_value(counts).map_err(|e| PyValueError::new_err(e.to_string()))?;
         for (name, c) in v.as_object().into_iter().flatten() {
-            d.set_item(name, c.as_u64())?;
+            d.set_item(name, to_py(py, c)?)?;
         }
         Ok(d.into_any())
     }

@@ -36,7 +36,7 @@ impl Drop for Db {
 pub(super) fn doc_of(item: &Bound<'_, PyAny>, n: u64) -> PyResult<Doc> {
     let bad = |what: &str| {
         PyTypeError::new_err(format!(
-            "document {n}: {what}; expected an (id, text) pair or a dict with \"id\" and \"text\" (or \"fingerprint\")"
+            "document {n}: {what}; expected an (id, text) pair or a dict with \"id\" and \"text\" (or \"html\", or \"fingerprint\")"
         ))
     };
     let (id, content, priority): (String, Content, Option<f64>) =
@@ -46,16 +46,7 @@ pub(super) fn doc_of(item: &Bound<'_, PyAny>, n: u64) -> PyResult<Doc> {
                 .ok_or_else(|| bad("no \"id\""))?
                 .extract::<String>()
                 .map_err(|_| bad("\"id\" is not a string"))?;
-            let content = match (d.get_item("text")?, d.get_item("fingerprint")?) {
-                (Some(t), _) => {
-                    Content::Text(t.extract().map_err(|_| bad("\"text\" is not a string"))?)
-                }
-                (None, Some(f)) => Content::Fingerprint(Fingerprint(
-                    f.extract()
-                        .map_err(|_| bad("\"fingerprint\" is not an int in 0..2**64"))?,
-                )),
-                (None, None) => return Err(bad("no \"text\" or \"fingerprint\"")),
-            };
+            let content = dict_content(d, &bad)?;
             let priority = match d.get_item("priority")? {
                 Some(p) if !p.is_none() => Some(
                     p.extract::<f64>()
@@ -90,6 +81,71 @@ pub(super) fn doc_of(item: &Bound<'_, PyAny>, n: u64) -> PyResult<Doc> {
         line: None,
         priority,
     })
+}
+
+/// The content of a dict given to `add_many`: one of `"text"`, `"html"`
+/// (with an optional `"charset"`) or `"fingerprint"`.
+fn dict_content(d: &Bound<'_, PyDict>, bad: &dyn Fn(&str) -> PyErr) -> PyResult<Content> {
+    let given = (
+        d.get_item("text")?,
+        d.get_item("html")?,
+        d.get_item("fingerprint")?,
+    );
+    if [given.0.is_some(), given.1.is_some(), given.2.is_some()]
+        .iter()
+        .filter(|g| **g)
+        .count()
+        > 1
+    {
+        return Err(bad(
+            "give one of \"text\", \"html\" or \"fingerprint\", not several",
+        ));
+    }
+    Ok(match given {
+        (Some(t), ..) => Content::Text(t.extract().map_err(|_| bad("\"text\" is not a string"))?),
+        (_, Some(h), _) => {
+            let charset = match d.get_item("charset")? {
+                Some(c) if !c.is_none() => Some(
+                    c.extract::<String>()
+                        .map_err(|_| bad("\"charset\" is not a string"))?,
+                ),
+                _ => None,
+            };
+            Content::Html(page_of(&h, charset).map_err(|e| bad(&e))?)
+        }
+        (.., Some(f)) => Content::Fingerprint(Fingerprint(
+            f.extract()
+                .map_err(|_| bad("\"fingerprint\" is not an int in 0..2**64"))?,
+        )),
+        (None, None, None) => return Err(bad("no \"text\", \"html\" or \"fingerprint\"")),
+    })
+}
+
+/// A web page given to Python: `str` (Unicode already: read as UTF-8,
+/// whatever it declares) or `bytes` (as fetched: the charset by the
+/// WHATWG rules, `charset` first, as a transport's).
+pub(super) fn page_of(
+    h: &Bound<'_, PyAny>,
+    charset: Option<String>,
+) -> std::result::Result<simdb::fingerprint::Html, String> {
+    if let Ok(s) = h.extract::<String>() {
+        if charset.is_some() {
+            return Err(
+                "\"charset\" is for a page given as bytes; a str is Unicode already".into(),
+            );
+        }
+        return Ok(simdb::fingerprint::Html {
+            bytes: s.into_bytes(),
+            charset: Some("utf-8".into()),
+        });
+    }
+    match h.cast::<pyo3::types::PyBytes>() {
+        Ok(b) => Ok(simdb::fingerprint::Html {
+            bytes: b.as_bytes().to_vec(),
+            charset,
+        }),
+        Err(_) => Err("the page (\"html\") is neither str nor bytes".into()),
+    }
 }
 
 impl Db {
@@ -139,11 +195,14 @@ impl Db {
     /// Writes one batch: analysis in parallel, then one atomic write batch.
     pub(super) fn write_batch(
         db: &RustDb,
-        docs: &[Doc],
+        docs: &mut [Doc],
         opts: &WritePolicy,
         results: bool,
         counts: &mut write::WriteCounts,
     ) -> simdb::Result<Vec<AddResult>> {
+        // Web pages become their text once, before the analysis.
+        let found = pool().install(|| write::extract_pages(db, docs))?;
+        let docs = &*docs;
         let analyses = pool()
             .install(|| write::analyze_all(db.fingerprinter(), docs))
             .map_err(|(i, e)| Error::Input(format!("document {:?}: {e}", docs[i].id)))?;
@@ -154,8 +213,9 @@ impl Db {
         drop(w);
         db.clusters().settle()?;
         let mut out = Vec::new();
-        for (doc, r) in docs.iter().zip(written) {
+        for ((doc, r), found) in docs.iter().zip(written).zip(found) {
             counts.add_written(&r);
+            counts.pages.add(found);
             let outcome = r.outcome();
             if results {
                 let d = &r.duplicates;
@@ -172,6 +232,7 @@ impl Db {
                     duplicate_count: d.count(),
                     duplicate_count_exact: d.exact(),
                     short: r.short,
+                    page: found.map(simdb::web::Found::name),
                 });
             }
         }

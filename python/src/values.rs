@@ -101,6 +101,10 @@ pub(super) struct AddResult {
     pub(super) duplicate_count_exact: bool,
     /// Fewer than 10 terms: its fingerprint is less telling.
     pub(super) short: bool,
+    /// For a web page (`html`), how its text was found: "article" (its
+    /// main content) or "visible_text" (no article: the page's visible
+    /// text); None for a text.
+    pub(super) page: Option<&'static str>,
 }
 
 #[pymethods]

@@ -155,6 +155,18 @@ def test_ray_fingerprint(tmp_path):
         )
         out = simdb.ray.fingerprint(ds, db=path, batch_size=7, num_cpus=1)
         rows = sorted(out.take_all(), key=lambda r: int(r["id"][1:]))
+        # A column of web pages: what the store keeps of the same pages.
+        from test_simdb import site_page
+
+        rng = random.Random(42)
+        pages = [site_page(rng, i % 2, f"标题{i}", article(rng, 200)) for i in range(5)]
+        ds = ray.data.from_items([{"id": f"p{i}", "page": p} for i, p in enumerate(pages)])
+        got = simdb.ray.fingerprint(ds, text="page", html=True, db=path, num_cpus=1).take_all()
+        with simdb.Db.open(path) as db:
+            for r in got:
+                db.add(r["id"], html=pages[int(r["id"][1:])])
+                assert r["fingerprint"] == db.get(r["id"])["fingerprint"], r["id"]
+                assert r["length"] == db.get(r["id"])["length"]
     finally:
         ray.shutdown()
     cols = {c: [r[c] for r in rows] for c in simdb.ray.COLUMNS}
@@ -431,3 +443,29 @@ def test_ray_dedup_incremental_equals_ingest(tmp_path):
                             incremental=previous, num_cpus=1)
     finally:
         ray.shutdown()
+
+
+def test_analyzer_reads_pages_as_the_store_does(tmp_path):
+    from test_simdb import site_page
+
+    rng = random.Random(41)
+    pages = [site_page(rng, i % 2, f"标题{i}", article(rng, 200)) for i in range(6)]
+    pages.append(pages[0].encode("utf-8"))
+    pages.append(None)
+    cols = simdb.Analyzer().analyze_many(pages, html=True)
+    with simdb.Db.create(str(tmp_path / "p.db")) as db:
+        for i, p in enumerate(pages):
+            if p is None:
+                assert cols["fingerprint"][i] is None
+                continue
+            db.add(f"d{i}", html=p)
+            rec = db.get(f"d{i}")
+            assert cols["fingerprint"][i] == rec["fingerprint"], i
+            assert cols["sketch"][i].hex() == rec["sketch"], i
+            assert cols["length"][i] == rec["length"], i
+            assert cols["content_hash"][i] == int(rec["content_hash"], 16), i
+    # Without html=True the tags are text: another fingerprint.
+    assert simdb.Analyzer().analyze_many(pages[:1])["fingerprint"] != cols["fingerprint"][:1]
+    pa = pytest.importorskip("pyarrow")
+    t = simdb.ray.fingerprint_table(pa.table({"page": pages[:6]}), simdb.Analyzer(), "page", html=True)
+    assert t.column("fingerprint").to_pylist() == cols["fingerprint"][:6]

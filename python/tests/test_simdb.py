@@ -650,3 +650,55 @@ def test_regression_24_close_waits_for_calls_in_other_threads(path):
     # Whatever the writer had committed when close() returned is there.
     assert 0 <= n <= len(docs)
     assert db.closed
+
+
+# ---------------------------------------------------------------- web pages
+
+
+def site_page(rng: random.Random, site: int, title: str, body: str) -> str:
+    """A page of one of two generated sites: navigation, a rail of other
+    headlines and a footer around the article."""
+    nav = "".join(f"<li><a href='/{i}'>{rng.choice(WORDS)}{site}</a></li>" for i in range(12))
+    rail = "".join(f"<li><a href='/r{i}'>{article(rng, 10)}</a></li>" for i in range(8))
+    paras = "".join(f"<p>{body[i:i + 60]}</p>" for i in range(0, len(body), 60))
+    return (
+        f"<html><head><meta charset='utf-8'><title>{title}</title></head><body>"
+        f"<nav><ul>{nav}</ul></nav><div class='s{site}'><article><h1>{title}</h1>{paras}"
+        f"</article><aside><ul>{rail}</ul></aside></div><footer>{article(rng, 40)}</footer>"
+        "</body></html>"
+    )
+
+
+def test_pages_are_added_as_their_extracted_text(db):
+    rng = random.Random(40)
+    body, other = article(rng, 300), article(rng, 300)
+    a = site_page(rng, 0, "今天的新闻", body)
+    b = site_page(rng, 1, "今天的新闻", body)
+    c = site_page(rng, 0, "明天的新闻", other)
+    p = simdb.page(a)
+    assert p["found"] == "article" and p["title"] == "今天的新闻", p
+    assert body[:60] in p["text"] and "<" not in p["text"]
+    # Bytes in GBK with the charset given as a header would give it.
+    gbk = b.replace("charset='utf-8'", "").encode("gbk")
+    assert simdb.page(gbk, charset="gbk")["text"] == simdb.page(b)["text"]
+    r = db.add("a", html=a)
+    assert r.outcome == "inserted" and r.page == "article", r
+    assert r.fingerprint == simdb.fingerprint(p["text"])
+    r = db.add("b", html=gbk, charset="gbk")
+    assert [h.id for h in r.duplicates] == ["a"], r
+    counts = db.add_many([{"id": "c", "html": c}, {"id": "t", "text": "天气预报"}], results=False)
+    assert counts["pages"] == {"article": 1, "visible_text": 0, "skipped": 0}, counts
+    assert counts["inserted"] == 2
+    # A page queried by its text.
+    assert sorted(h.id for h in db.query(simdb.page(b)["text"])) == ["a", "b"]
+    assert db.get("t")["length"] == len("天气预报".encode())
+    with pytest.raises(TypeError, match="one of"):
+        db.add("x", "text", html=a)
+    with pytest.raises(TypeError, match="one of"):
+        db.add("x")
+    with pytest.raises(simdb.InvalidInput, match="charset"):
+        db.add("x", html=a, charset="gbk")
+    with pytest.raises(TypeError, match="not several"):
+        db.add_many([{"id": "x", "html": a, "text": "t"}])
+    with pytest.raises(TypeError, match="neither str nor bytes"):
+        db.add_many([{"id": "x", "html": 5}])

@@ -44,7 +44,7 @@ sys.path.insert(0, HERE)
 
 
 def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | None = None,
-        fmt: str = "parquet", db: str | None = None, parts: int | None = None,
+        html: bool = False, fmt: str = "parquet", db: str | None = None, parts: int | None = None,
         work: str | None = None, incremental: str | None = None) -> dict:
     """Runs the job; returns the report (also written to OUT/report.json).
     With ``incremental`` (an earlier run's OUT or work directory), as
@@ -55,6 +55,8 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
     from pyspark.sql import functions as F
     from simdb import ray as stages
 
+    if html and text is None:
+        raise ValueError("--html names no column: give the column of pages with --text")
     os.makedirs(out, exist_ok=True)
     work = work or os.path.join(out, "_work")
     os.makedirs(work, exist_ok=True)
@@ -80,7 +82,7 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
         if text is not None:
             import simdb_fingerprint
 
-            df = simdb_fingerprint.fingerprint(df, text, db)
+            df = simdb_fingerprint.fingerprint(df, text, db, html=html)
         missing = [c for c in ("id",) + stages.COLUMNS if c not in df.columns]
         if missing:
             raise ValueError(f"the rows have no column(s) {missing}: give the output of "
@@ -170,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", default="first", choices=["first", "newest", "longest"],
                    help="which copy represents a cluster (default first)")
     p.add_argument("--text", help="the inputs are texts in this column: fingerprint them first")
+    p.add_argument("--html", action="store_true",
+                   help="the --text column holds web pages: fingerprint their title and main content")
     p.add_argument("--format", choices=["parquet", "json"], default="parquet")
     p.add_argument("--db", help="the recipe (and learned IDF) of this store")
     p.add_argument("--parts", type=int, help="ranges of documents the checks are split into")
@@ -187,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     spark = simdb_spark.session(a.master, a.driver_memory, None)
     spark.sparkContext.setLogLevel("WARN")
     try:
-        rep = run(spark, a.inputs, a.out, keep=a.keep, text=a.text, fmt=a.format, db=a.db,
+        rep = run(spark, a.inputs, a.out, keep=a.keep, text=a.text, html=a.html, fmt=a.format, db=a.db,
                   parts=a.parts, work=a.work, incremental=a.incremental)
     except ValueError as e:
         print(f"simdb-dedup: {e}", file=sys.stderr)

@@ -2,7 +2,7 @@
 rows with the columns a simdb store keeps of each text out, computed on the
 executors by the simdb Python package (its wheel installed there).
 
-    spark-submit tools/spark/simdb_fingerprint.py IN OUT [--text text] [--db STORE]
+    spark-submit tools/spark/simdb_fingerprint.py IN OUT [--text text] [--html] [--db STORE]
         [--format parquet|json] [--master URL]
 
 IN is Parquet (or JSON lines with --format json); OUT is Parquet with every
@@ -14,7 +14,9 @@ is analysed in Rust with the GIL released (`mapInArrow`, no row-by-row
 Python). With --db the recipe, and any learned IDF, are that store's (the
 path must be readable on every executor), so the fingerprints match the store
 they will meet; the values equal `simdb ingest`'s for the same texts
-(tools/spark/test_fingerprint.py).
+(tools/spark/test_fingerprint.py). With --html the text column holds web pages
+(string or binary): their title and main content are fingerprinted, as
+`simdb ingest --format html` extracts them.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 
-def fingerprint(df, text: str = "text", db: str | None = None, **recipe):
+def fingerprint(df, text: str = "text", db: str | None = None, html: bool = False, **recipe):
     """`df` with the fingerprint columns appended (see the module docs)."""
     import simdb
     from pyspark.sql import types as T
@@ -56,7 +58,7 @@ def fingerprint(df, text: str = "text", db: str | None = None, **recipe):
 
         analyzer = simdb.Analyzer(db=db, **recipe)
         for b in it:
-            t = fingerprint_table(pa.Table.from_batches([b]), analyzer, text)
+            t = fingerprint_table(pa.Table.from_batches([b]), analyzer, text, html=html)
             # Spark has no unsigned or fixed-size binary types: the
             # fingerprint's bits as a signed long, the sketch as binary.
             for name in ("fingerprint", "content_hash"):
@@ -80,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("input", help="Parquet (or JSON lines with --format json) with a text column")
     p.add_argument("out", help="output directory (must not exist)")
     p.add_argument("--text", default="text", help="the text column (default text)")
+    p.add_argument("--html", action="store_true",
+                   help="the text column holds web pages: fingerprint their title and main content")
     p.add_argument("--db", help="take the recipe (and learned IDF) of this store")
     p.add_argument("--format", choices=["parquet", "json"], default="parquet")
     p.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
@@ -89,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"{a.out} exists")
     spark = simdb_spark.session(a.master, a.driver_memory, None)
     df = spark.read.format(a.format).load(a.input)
-    fingerprint(df, a.text, a.db).write.parquet(a.out)
+    fingerprint(df, a.text, a.db, html=a.html).write.parquet(a.out)
     return 0
 
 

@@ -76,3 +76,28 @@ def test_fingerprints_equal_the_store(spark, tmp_path):
     # The store's recipe (words for Latin script) was the one used.
     default = simdb_fingerprint.fingerprint(df).collect()
     assert {r["id"]: r["fingerprint"] for r in default}["d30"] != rows["d30"]["fingerprint"]
+
+
+def test_a_column_of_pages_is_read_as_the_store_reads_pages(spark, tmp_path):
+    if not os.path.exists(SIMDB):
+        pytest.skip(f"{SIMDB} not built (cargo build --release)")
+    rng = random.Random(41)
+    pages = []
+    for i in range(6):
+        body = "".join(f"<p>{''.join(rng.choice(WORDS) for _ in range(40))}</p>" for _ in range(6))
+        nav = "".join(f"<li><a href='/{j}'>{rng.choice(WORDS)}</a></li>" for j in range(12))
+        pages.append(f"<html><head><title>标题{i}</title></head><body><nav><ul>{nav}</ul></nav>"
+                     f"<article><h1>标题{i}</h1>{body}</article><footer>版权所有</footer></body></html>")
+    corpus = tmp_path / "pages.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"p{i}", "html": p}) + "\n" for i, p in enumerate(pages)))
+    store = str(tmp_path / "s.db")
+    simdb("init", store)
+    # `simdb ingest` reads a JSONL "html" field as a page.
+    simdb("ingest", store, str(corpus))
+    df = spark.read.json(str(corpus))
+    rows = {r["id"]: r for r in simdb_fingerprint.fingerprint(df, "html", store, html=True).collect()}
+    for i in range(len(pages)):
+        out = subprocess.run([SIMDB, "get", store, f"p{i}", "--json"], capture_output=True, text=True)
+        rec = json.loads(out.stdout)
+        assert rows[f"p{i}"]["fingerprint"] & (2**64 - 1) == int(rec["fingerprint"], 16), i
+        assert rows[f"p{i}"]["length"] == rec["length"], i
