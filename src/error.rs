@@ -79,7 +79,8 @@ pub enum Error {
     #[error(
         "{path}: store format version {found} is older than this build reads \
          (version {supported}); run `simdb migrate {path}` once to convert it in place \
-         (it rebuilds the clusters, and before format 5 the index, from the stored records)"
+         (from formats 7 and 8 it changes the version, and rebuilds a `newest` store's clusters; \
+         before format 7 it rebuilds the clusters, and before format 5 the index, from the stored records)"
     )]
     NeedsMigration {
         path: PathBuf,

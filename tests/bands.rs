@@ -327,7 +327,7 @@ fn verify_repair_and_migrate_keep_the_band_families() {
     let o = common::simdb(&[&"migrate", &t.path()]);
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     assert!(
-        common::stdout(&o).contains("migrated format 6 -> 7"),
+        common::stdout(&o).contains("migrated format 6 -> 9"),
         "{}",
         common::stdout(&o)
     );
@@ -394,6 +394,7 @@ fn reposts_found_by_the_bands_cluster_as_ingest_and_rebuild_agree() {
         source: "t".into(),
         line: None,
         priority: None,
+        dated: None,
     };
     let mut docs = Vec::new();
     let mut reposts = Vec::new();
@@ -526,6 +527,7 @@ fn a_rebuild_chooses_band_candidates_among_earlier_documents() {
         source: "t".into(),
         line: None,
         priority: None,
+        dated: None,
     };
     let mut s = [0u8; 32];
     for (i, b) in s.iter_mut().enumerate() {

@@ -22,6 +22,7 @@ fn text_doc(id: &str, text: &str) -> Doc {
         source: "test".into(),
         line: None,
         priority: None,
+        dated: None,
     }
 }
 

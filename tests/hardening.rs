@@ -17,6 +17,7 @@ fn copy(id: String) -> Doc {
         source: "test".into(),
         line: None,
         priority: None,
+        dated: None,
     }
 }
 

@@ -36,6 +36,7 @@ fn doc(id: &str, body: &str, priority: Option<f64>) -> Doc {
         source: "test".into(),
         line: None,
         priority,
+        dated: None,
     }
 }
 

@@ -178,14 +178,14 @@ fn newer_format_and_foreign_directories_are_refused() {
         raw.put_cf(meta, b"format_version", v.to_be_bytes())
             .unwrap();
     };
-    set_version(9);
+    set_version(10);
     let err = Db::options().open(t.path()).err().unwrap();
     assert!(
         matches!(
             err,
             Error::NewerFormat {
-                found: 9,
-                supported: 8,
+                found: 10,
+                supported: 9,
                 ..
             }
         ),
@@ -193,7 +193,7 @@ fn newer_format_and_foreign_directories_are_refused() {
     );
     // Formats 2 (one index key per document), 3 (no clusters) and 4
     // (an index entry per document) are converted by `migrate`.
-    for v in [2, 3, 4, 5, 6] {
+    for v in [2, 3, 4, 5, 6, 7, 8] {
         set_version(v);
         let err = Db::options().open(t.path()).err().unwrap();
         assert!(
@@ -201,7 +201,7 @@ fn newer_format_and_foreign_directories_are_refused() {
                 err,
                 Error::NeedsMigration {
                     found,
-                    supported: 7,
+                    supported: 9,
                     ..
                 } if found == v
             ),
@@ -450,7 +450,7 @@ fn format_2_stores_are_migrated_in_place() {
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     assert!(
         common::stdout(&o).contains(
-            "migrated format 2 -> 7 (keep policy priority): 300 records indexed, 300 given their place in the ingest order"
+            "migrated format 2 -> 9 (keep policy priority): 300 records indexed, 300 given their place in the ingest order"
         ),
         "{}",
         common::stdout(&o)
@@ -475,7 +475,7 @@ fn format_2_stores_are_migrated_in_place() {
     // Migrating again is a no-op.
     let o = common::simdb(&[&"migrate", &t.path()]);
     assert!(
-        common::stdout(&o).contains("already format 7, keep policy priority"),
+        common::stdout(&o).contains("already format 9, keep policy priority"),
         "{}",
         common::stdout(&o)
     );
@@ -560,7 +560,7 @@ fn format_4_stores_are_migrated_in_place() {
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     assert!(
         common::stdout(&o)
-            .contains("migrated format 4 -> 7 (keep policy priority): 200 records indexed"),
+            .contains("migrated format 4 -> 9 (keep policy priority): 200 records indexed"),
         "{}",
         common::stdout(&o)
     );
@@ -596,9 +596,9 @@ fn downgrade_records_and_drop_clusters(mut raw: rocksdb::DB) {
     for (k, v) in all {
         let rec = simdb::codec::decode_record(&v).unwrap();
         assert!(rec.priority.is_none());
-        // A version 4 payload is the version 3 payload, the ord and a
-        // priority tag byte.
-        let payload = &v[5..v.len() - 9];
+        // A version 5 payload is the version 3 payload, the ord, a
+        // priority tag byte and a time tag byte.
+        let payload = &v[5..v.len() - 10];
         let mut v3 = vec![3u8];
         v3.extend_from_slice(&crc32fast::hash(payload).to_be_bytes());
         v3.extend_from_slice(payload);
@@ -676,7 +676,7 @@ fn format_3_stores_get_ords_and_clusters() {
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     assert!(
         common::stdout(&o).contains(
-            "migrated format 3 -> 7 (keep policy priority): 44 records indexed, 44 given their place in the ingest order"
+            "migrated format 3 -> 9 (keep policy priority): 44 records indexed, 44 given their place in the ingest order"
         ),
         "{}",
         common::stdout(&o)

@@ -351,7 +351,12 @@ fn warc_files_of_wget_and_warcio_round_trip() {
         "{pairs:?}"
     );
     let db = Db::options().read_only().open(t.path()).unwrap();
-    assert!(db.get("http://example.test/z.html").unwrap().is_some());
+    // Each page's time is its fetch date.
+    let z = db.get("http://example.test/z.html").unwrap().unwrap();
+    assert_eq!(z.dated, Some(1_795_161_601), "2026-11-20T08:00:01Z");
+    assert_eq!(z.time(), 1_795_161_601);
+    assert!(db.get(a).unwrap().unwrap().dated.is_some());
+    assert!(db.admin().verify().unwrap().is_clean());
 
     // Every response record read, with its URI and fetch date.
     let file = std::fs::File::open(fixture("warcio.warc.gz")).unwrap();
@@ -535,4 +540,139 @@ fn a_jsonl_html_field_and_db_put_write_pages_extracted_once_as_ingest_does() {
     );
     let err = db.put("e", page(&c)).unwrap_err();
     assert!(err.to_string().contains("html/0: another"), "{err}");
+}
+
+/// A JSONL document: `time` is its own time (Unix seconds or RFC 3339).
+fn dated_line(id: &str, text: &str, time: Option<serde_json::Value>) -> String {
+    let mut v = serde_json::json!({"id": id, "text": text});
+    if let Some(t) = time {
+        v["time"] = t;
+    }
+    v.to_string()
+}
+
+#[test]
+fn expire_newest_and_the_age_go_by_a_documents_own_time() {
+    use serde_json::json;
+    let vocab = common::vocab();
+    let mut rng = common::rng(44);
+    let story = common::article(&mut rng, &vocab, 200);
+    let copy = |rng: &mut rand_chacha::ChaCha8Rng| common::edit(rng, &vocab, &story, 2).concat();
+    let other = common::article(&mut rng, &vocab, 200).concat();
+    let t = common::TempDb::new();
+    std::fs::create_dir_all(t.path()).unwrap();
+    let lines = [
+        // A crawl of 2020, then an older one of the same page ingested
+        // after it, and a later one; a document without a time; another
+        // story of 2024.
+        dated_line(
+            "crawl2020",
+            &copy(&mut rng),
+            Some(json!("2020-01-01T00:00:00Z")),
+        ),
+        dated_line("crawl2019", &copy(&mut rng), Some(json!(1_546_300_800))),
+        dated_line(
+            "crawl2021",
+            &copy(&mut rng),
+            Some(json!("2021-01-01T08:00:00+08:00")),
+        ),
+        dated_line(
+            "undated",
+            &common::article(&mut rng, &vocab, 200).concat(),
+            None,
+        ),
+        dated_line("other2024", &other, Some(json!("2024-06-01T00:00:00Z"))),
+    ];
+    let input = t.file("crawl.jsonl", lines.join("\n"));
+    let db_path = t.path().join("s.db");
+    let o = common::simdb(&[&"init", &db_path, &"--keep", &"newest"]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    // One line at a time: each a night of its own.
+    for (i, line) in lines.iter().enumerate() {
+        let one = t.file(&format!("night{i}.jsonl"), line.clone());
+        let o = common::simdb(&[&"ingest", &db_path, &one]);
+        assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+        if i == 1 {
+            // The 2019 crawl joined the 2020 one, which stays newest.
+            let o = common::simdb(&[&"get", &db_path, &"crawl2019", &"--json"]);
+            let v: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
+            assert_eq!(v["dated"], 1_546_300_800);
+            assert_eq!(v["cluster"]["representative"], "crawl2020", "{v}");
+        }
+    }
+    let o = common::simdb(&[&"get", &db_path, &"crawl2019", &"--json"]);
+    let v: serde_json::Value = serde_json::from_str(common::stdout(&o).trim()).unwrap();
+    assert_eq!(
+        v["cluster"]["representative"], "crawl2021",
+        "the latest crawl: {v}"
+    );
+    assert_eq!(v["cluster"]["size"], 3, "{v}");
+    let mut db = Db::options().open(&db_path).unwrap();
+    let stats = db.admin().stats().unwrap();
+    assert_eq!(stats.oldest, Some(1_546_300_800));
+    let undated = db.get("undated").unwrap().unwrap();
+    assert_eq!(undated.dated, None);
+    assert_eq!(stats.newest, Some(undated.ingested_at), "written today");
+    assert!(db.admin().verify().unwrap().is_clean());
+    // Expire by the documents' times: the 2019 and 2020 crawls go, though
+    // they were written today; the undated document was written today.
+    let before = 1_590_000_000; // 2020-05-20
+    let mut dry = db.admin().expired(before, usize::MAX).unwrap();
+    dry.sort();
+    assert_eq!(dry, ["crawl2019", "crawl2020"]);
+    let r = db.maintenance().expire(before).unwrap();
+    assert_eq!(r.deleted, 2);
+    for (id, kept) in [
+        ("crawl2019", false),
+        ("crawl2020", false),
+        ("crawl2021", true),
+        ("undated", true),
+        ("other2024", true),
+    ] {
+        assert_eq!(db.get(id).unwrap().is_some(), kept, "{id}");
+    }
+    assert!(db.admin().verify().unwrap().is_clean());
+    assert_eq!(
+        db.admin().stats().unwrap().oldest,
+        Some(1_609_459_200),
+        "2021-01-01 00:00 UTC"
+    );
+    // A repair rebuilds the time index; expire still finds what is older.
+    let rep = db.maintenance().repair().unwrap();
+    assert_eq!(rep.unreadable.len(), 0);
+    assert!(db.admin().verify().unwrap().is_clean());
+    assert_eq!(
+        db.admin().expired(1_700_000_000, 10).unwrap(),
+        ["crawl2021"]
+    );
+    drop(db);
+    // Export -> import keeps the times and their index.
+    let out = t.path().join("export");
+    let o = common::simdb(&[&"export", &db_path, &"--parquet", &out]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let back = t.path().join("back.db");
+    let o = common::simdb(&[&"import", &back, &out, &"--parquet"]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let db = Db::options().open(&back).unwrap();
+    assert!(db.admin().verify().unwrap().is_clean());
+    assert_eq!(
+        db.get("other2024").unwrap().unwrap().dated,
+        Some(1_717_200_000)
+    );
+    assert_eq!(
+        db.admin().expired(1_700_000_000, 10).unwrap(),
+        ["crawl2021"]
+    );
+    // A time that is not one is a bad line naming the field.
+    let bad = t.file(
+        "bad.jsonl",
+        dated_line("x", &other, Some(json!("yesterday"))),
+    );
+    let o = common::simdb(&[&"ingest", &db_path, &bad]);
+    assert!(
+        common::stderr(&o).contains("\"time\" must be"),
+        "{}",
+        common::stderr(&o)
+    );
+    let _ = input;
 }

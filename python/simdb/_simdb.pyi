@@ -138,6 +138,7 @@ class Db:
         *,
         html: Optional[Union[str, bytes]] = None,
         charset: Optional[str] = None,
+        time: Optional[Union[int, str]] = None,
         k: Optional[int] = None,
         min_similarity: Optional[float] = None,
         probe_budget: Optional[int] = None,
@@ -159,6 +160,10 @@ class Db:
         main content (see :func:`page`), as ``simdb ingest --format html``
         extracts them; a store records that extraction and refuses pages
         from a build that extracts otherwise.
+
+        ``time`` is the document's own time (Unix seconds, or an RFC 3339
+        ``str`` such as a crawl's fetch date): ``expire`` and the
+        ``newest`` keep policy go by it instead of the time written.
         """
     def add_many(
         self,
@@ -176,7 +181,7 @@ class Db:
         """Adds documents from any iterable of ``(id, text)`` pairs or dicts
         (``{"id", "text"}``, ``{"id", "html"}`` with an optional
         ``"charset"`` for bytes (see :meth:`add`), or ``{"id",
-        "fingerprint"}``; an optional
+        "fingerprint"}``; an optional ``"time"`` (see :meth:`add`) and an optional
         ``"priority"`` ranks cluster representatives in a store whose keep
         policy is ``"priority"``).
 

@@ -135,10 +135,13 @@ impl Db {
     /// `bytes` as fetched (its charset by the WHATWG rules, `charset=`
     /// first, as an HTTP header's); its title and main content are what
     /// is fingerprinted, as `simdb ingest --format html` extracts them.
+    /// `time=` is the document's own time (Unix seconds or an RFC 3339
+    /// `str`, e.g. a crawl's fetch date): what `expire` and the `newest`
+    /// keep policy go by instead of the time written.
     ///
     /// >>> db.add("a1", "国务院总理今天在北京主持召开常务会议").outcome  # doctest: +SKIP
     /// 'inserted'
-    #[pyo3(signature = (id, text=None, *, html=None, charset=None, k=None, min_similarity=None, probe_budget=None, skip_duplicates=false, sync=false, max_duplicates=None))]
+    #[pyo3(signature = (id, text=None, *, html=None, charset=None, time=None, k=None, min_similarity=None, probe_budget=None, skip_duplicates=false, sync=false, max_duplicates=None))]
     #[allow(clippy::too_many_arguments)]
     pub(super) fn add(
         &self,
@@ -147,6 +150,7 @@ impl Db {
         text: Option<String>,
         html: Option<Bound<'_, PyAny>>,
         charset: Option<String>,
+        time: Option<Bound<'_, PyAny>>,
         k: Option<u32>,
         min_similarity: Option<f64>,
         probe_budget: Option<usize>,
@@ -179,6 +183,12 @@ impl Db {
             source: "python:0".into(),
             line: None,
             priority: None,
+            dated: time
+                .as_ref()
+                .map(time_of)
+                .transpose()
+                .map_err(|e| raise(py, "InvalidInput", e))?
+                .flatten(),
         };
         let mut counts = write::WriteCounts::default();
         let mut out = detach(py, || {

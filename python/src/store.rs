@@ -39,6 +39,7 @@ pub(super) fn doc_of(item: &Bound<'_, PyAny>, n: u64) -> PyResult<Doc> {
             "document {n}: {what}; expected an (id, text) pair or a dict with \"id\" and \"text\" (or \"html\", or \"fingerprint\")"
         ))
     };
+    let mut dated = None;
     let (id, content, priority): (String, Content, Option<f64>) =
         if let Ok(d) = item.cast::<PyDict>() {
             let id = d
@@ -54,6 +55,9 @@ pub(super) fn doc_of(item: &Bound<'_, PyAny>, n: u64) -> PyResult<Doc> {
                 ),
                 _ => None,
             };
+            if let Some(t) = d.get_item("time")? {
+                dated = time_of(&t).map_err(|e| bad(&e))?;
+            }
             (id, content, priority)
         } else if let Ok(t) = item.cast::<PyTuple>() {
             if t.len() != 2 {
@@ -80,7 +84,24 @@ pub(super) fn doc_of(item: &Bound<'_, PyAny>, n: u64) -> PyResult<Doc> {
         source: format!("python:{n}"),
         line: None,
         priority,
+        dated,
     })
+}
+
+/// A document's own time given to Python (`time=`, a dict's `"time"`):
+/// Unix seconds (an int >= 0), an RFC 3339 `str`, or None.
+pub(super) fn time_of(t: &Bound<'_, PyAny>) -> std::result::Result<Option<u64>, String> {
+    if t.is_none() {
+        return Ok(None);
+    }
+    let v = if let Ok(s) = t.extract::<String>() {
+        Value::String(s)
+    } else if let Ok(n) = t.extract::<u64>() {
+        Value::from(n)
+    } else {
+        Value::String(t.to_string())
+    };
+    simdb::db::input::parse_time(&v).map(Some)
 }
 
 /// The content of a dict given to `add_many`: one of `"text"`, `"html"`

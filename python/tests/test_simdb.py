@@ -702,3 +702,18 @@ def test_pages_are_added_as_their_extracted_text(db):
         db.add_many([{"id": "x", "html": a, "text": "t"}])
     with pytest.raises(TypeError, match="neither str nor bytes"):
         db.add_many([{"id": "x", "html": 5}])
+
+
+def test_a_documents_own_time(path):
+    rng = random.Random(45)
+    with simdb.Db.create(path) as db:
+        db.add("old", article(rng), time="2020-01-01T00:00:00Z")
+        db.add_many([{"id": "older", "text": article(rng), "time": 1_546_300_800}])
+        db.add("now", article(rng))
+        assert db.get("old")["dated"] == 1_577_836_800
+        assert db.get("older")["dated"] == 1_546_300_800
+        assert "dated" not in db.get("now")
+        with pytest.raises(simdb.InvalidInput, match="time"):
+            db.add("x", "text", time="yesterday")
+        with pytest.raises(TypeError, match="time"):
+            db.add_many([{"id": "x", "text": "t", "time": -5}])

@@ -76,12 +76,13 @@ pub enum Command {
     /// Sample the store and show how distances spread: nearest neighbours
     /// (confirmed near-copies vs rejected) and random pairs, with a plot.
     Calibrate(CalibrateArgs),
-    /// Convert a store made by an older simdb (formats 2 to 6) to this
+    /// Convert a store made by an older simdb (formats 2 to 8) to this
     /// build's format, in place (what changed is rebuilt from the stored
     /// records), or change its keep policy (--keep).
     Migrate(MigrateArgs),
-    /// Delete the documents written before a date (retention), updating
-    /// their clusters.
+    /// Delete the documents older than a date (retention): by their own
+    /// time (a crawl's fetch date, a JSONL "time"), else when they were
+    /// written; their clusters are updated.
     #[command(after_help = EXPIRE_EXAMPLES)]
     Expire(ExpireArgs),
     /// List clusters of near-duplicates: representative, members, size,
@@ -193,8 +194,9 @@ Examples:
 pub struct ExpireArgs {
     /// The store (opened for writing).
     pub db: PathBuf,
-    /// Delete documents written before this time: YYYY-MM-DD (midnight
-    /// UTC), an RFC 3339 time, or @UNIX_SECONDS.
+    /// Delete documents older than this time (their own time, a crawl's
+    /// fetch date or a JSONL "time", else when they were written):
+    /// YYYY-MM-DD (midnight UTC), an RFC 3339 time, or @UNIX_SECONDS.
     #[arg(long, value_name = "TIME")]
     pub before: String,
     /// Count what would be deleted, delete nothing.
@@ -413,7 +415,9 @@ pub struct InitArgs {
     pub learn_idf: Vec<PathBuf>,
     /// Who represents a cluster, and is kept by `dedup`: `first` ingested
     /// (default), highest `priority` (JSONL input), `longest` text, or
-    /// `newest`. Stored with the store; `simdb migrate --keep` changes it.
+    /// `newest` (by the document's own time, a WARC fetch date or a JSONL
+    /// "time", else when written). Stored with the store; `simdb migrate
+    /// --keep` changes it.
     #[arg(long, value_name = "POLICY", default_value = "first")]
     pub keep: simdb::db::KeepPolicy,
 }

@@ -17,6 +17,9 @@ pub(super) fn get(a: GetArgs) -> Result<bool> {
         println!("content_hash {}", d.content_hash);
         println!("length       {}", d.length);
         println!("ingested_at  {}", d.ingested_at);
+        if let Some(t) = d.dated {
+            println!("dated        {t}");
+        }
         println!("source       {}", d.source);
         println!(
             "terms        {}{}",

@@ -12,7 +12,7 @@ pub(super) fn stats(a: StatsArgs) -> Result<bool> {
     println!("store        {}", s.path);
     println!("documents    {}", s.documents);
     if let (Some(a), Some(b)) = (s.oldest, s.newest) {
-        println!("written      {} .. {}", format_unix(a), format_unix(b));
+        println!("times        {} .. {}", format_unix(a), format_unix(b));
     }
     println!(
         "clusters     {} of 2 or more documents, {} documents in them (keep policy {})",

@@ -203,29 +203,34 @@ impl Db {
         accept_pages(&self.store)
     }
 
-    /// Deletes every document written before `before` (Unix seconds), in
+    /// Deletes every document whose time ([`crate::Record::time`]: its own,
+    /// else when it was written) is before `before` (Unix seconds), in
     /// batches of at most 10,000 deletions, each atomic: a document is
     /// either whole or gone, and its cluster is updated in the same batch.
-    /// Walks the ingest order from the oldest document and stops at the
-    /// first one written at or after `before` (write times never go
-    /// backwards in a store), so it reads what it deletes and one more.
+    /// The documents without a time of their own: a walk of the ingest
+    /// order from the oldest, which stops at the first one written at or
+    /// after `before` (write times never go backwards in a store). Those
+    /// with one: a walk of the time index (`t`) from the oldest, which
+    /// stops at the first at or after `before`. Each reads what it deletes
+    /// and one more (and the walk of the order, the documents with their
+    /// own time written before `before`).
     pub(crate) fn expire(&mut self, before: u64) -> Result<ExpireReport> {
         let (clusters_before, _) = self.cluster_counts()?;
         let mut deleted = 0u64;
         // Each batch resumes after the last document the previous one
-        // deleted, not at the start of the order (over its tombstones).
-        let mut from = 0u64;
+        // looked at, not at the start (over its tombstones).
+        let mut from = Expiring::default();
         loop {
-            let found = self.expired_from(from, before, 10_000)?;
-            let Some(&(last, _)) = found.last() else {
+            let (found, next) = self.expired_from(from, before, 10_000)?;
+            if found.is_empty() {
                 break;
-            };
+            }
             let mut w = self.writer()?;
-            for (_, id) in &found {
+            for id in &found {
                 deleted += u64::from(w.delete(id)?);
             }
             w.commit()?;
-            from = last + 1;
+            from = next;
         }
         self.settle_clusters()?;
         self.flush()?;
@@ -237,55 +242,121 @@ impl Db {
         })
     }
 
-    /// The ids of at most `limit` of the oldest documents written before
-    /// `before`.
+    /// The ids of at most `limit` of the documents whose time is before
+    /// `before` (see [`Db::expire`]).
     pub(crate) fn expired(&self, before: u64, limit: usize) -> Result<Vec<String>> {
-        Ok(self
-            .expired_from(0, before, limit)?
-            .into_iter()
-            .map(|(_, id)| id)
-            .collect())
+        Ok(self.expired_from(Expiring::default(), before, limit)?.0)
     }
 
-    /// At most `limit` documents written before `before` from ord `from`
-    /// on, oldest first, with their ords.
-    fn expired_from(&self, from: u64, before: u64, limit: usize) -> Result<Vec<(u64, String)>> {
+    /// The record of the document the ingest order names at `ord`.
+    fn ordered_record(&self, ord: u64, id: &str) -> Result<crate::Record> {
+        self.store.get(id)?.ok_or_else(|| {
+            Error::corrupt(
+                store::CLUSTERS,
+                &store::schema::order_key(ord),
+                format!("the ingest order names {id:?}, which has no record"),
+            )
+        })
+    }
+
+    /// At most `limit` documents whose time is before `before`, from
+    /// `from` on (the documents without a time of their own first, then
+    /// those with one), and where the next call goes on.
+    fn expired_from(
+        &self,
+        mut from: Expiring,
+        before: u64,
+        limit: usize,
+    ) -> Result<(Vec<String>, Expiring)> {
         let mut found = Vec::new();
-        self.store.for_each_in_order(from, |ord, id| {
-            let rec = self.store.get(id)?.ok_or_else(|| {
-                Error::corrupt(
-                    store::CLUSTERS,
-                    &store::schema::order_key(ord),
-                    format!("the ingest order names {id:?}, which has no record"),
-                )
+        if !from.order_done {
+            let mut done = true;
+            self.store.for_each_in_order(from.ord, |ord, id| {
+                if found.len() >= limit {
+                    done = false;
+                    return Ok(false);
+                }
+                let rec = self.ordered_record(ord, id)?;
+                if rec.ingested_at >= before {
+                    return Ok(false);
+                }
+                from.ord = ord + 1;
+                // Those with their own time: by the time index, below.
+                if rec.dated.is_none() {
+                    found.push(id.to_string());
+                }
+                Ok(true)
             })?;
-            if rec.ingested_at >= before || found.len() >= limit {
+            from.order_done = done;
+        }
+        if from.order_done {
+            self.store.for_each_dated(from.dated, |time, ord, id| {
+                if time >= before || found.len() >= limit {
+                    return Ok(false);
+                }
+                from.dated = (time, ord + 1);
+                found.push(id.to_string());
+                Ok(true)
+            })?;
+        }
+        Ok((found, from))
+    }
+
+    /// The oldest and newest document times ([`crate::Record::time`]) in
+    /// the store (Unix seconds), or `None` for an empty store: from the
+    /// ends of the ingest order (write times never go backwards) and of
+    /// the time index, walking the order past documents with their own
+    /// time only while one could still be the answer.
+    pub(crate) fn age_range(&self) -> Result<Option<(u64, u64)>> {
+        let mut oldest: Option<u64> = None;
+        let first_dated = {
+            let mut t = None;
+            self.store.for_each_dated((0, 0), |time, _, _| {
+                t = Some(time);
+                Ok(false)
+            })?;
+            t
+        };
+        self.store.for_each_in_order(0, |ord, id| {
+            let rec = self.ordered_record(ord, id)?;
+            // No later document was written before this one.
+            if first_dated.is_some_and(|t| rec.ingested_at >= t) {
                 return Ok(false);
             }
-            found.push((ord, id.to_string()));
+            if rec.dated.is_none() {
+                oldest = Some(rec.ingested_at);
+                return Ok(false);
+            }
             Ok(true)
         })?;
-        Ok(found)
-    }
-
-    /// The oldest and newest write times of the stored documents (Unix
-    /// seconds), or `None` for an empty store: the first and last documents
-    /// of the ingest order.
-    pub(crate) fn age_range(&self) -> Result<Option<(u64, u64)>> {
-        let mut oldest: Option<String> = None;
-        self.store.for_each_in_order(0, |_, id| {
-            oldest = Some(id.to_string());
-            Ok(false)
-        })?;
-        let newest = self.store.newest_in_order()?;
-        let time = |id: Option<String>| -> Result<Option<u64>> {
-            match id {
-                None => Ok(None),
-                Some(id) => Ok(self.store.get(&id)?.map(|r| r.ingested_at)),
+        let mut newest: Option<u64> = None;
+        let last_dated = self.store.latest_dated()?;
+        self.store.for_each_in_order_rev(|ord, id| {
+            let rec = self.ordered_record(ord, id)?;
+            if last_dated.is_some_and(|t| rec.ingested_at <= t) {
+                return Ok(false);
             }
-        };
-        Ok(time(oldest)?.zip(time(newest)?))
+            if rec.dated.is_none() {
+                newest = Some(rec.ingested_at);
+                return Ok(false);
+            }
+            Ok(true)
+        })?;
+        let min = [oldest, first_dated].into_iter().flatten().min();
+        let max = [newest, last_dated].into_iter().flatten().max();
+        Ok(min.zip(max))
     }
+}
+
+/// Where an expiry's walks are (see [`Db::expire`]).
+#[derive(Debug, Clone, Copy, Default)]
+struct Expiring {
+    /// The next ord of the ingest order to look at.
+    ord: u64,
+    /// Whether the walk of the ingest order is over.
+    order_done: bool,
+    /// The next (time, ord) of the time index to look at.
+    dated: (u64, u64),
 }
 
 fn dir_size(p: &Path) -> u64 {
@@ -343,8 +414,9 @@ impl Admin<'_> {
         self.db.calibrate(sample, seed, min_similarity, max_k)
     }
 
-    /// The ids of at most `limit` of the oldest documents written before
-    /// `before` (Unix seconds): what [`Maintenance::expire`] would delete.
+    /// The ids of at most `limit` of the documents whose time is before
+    /// `before` (Unix seconds; see [`Maintenance::expire`]): what it would
+    /// delete.
     pub fn expired(&self, before: u64, limit: usize) -> Result<Vec<String>> {
         self.db.expired(before, limit)
     }
@@ -490,9 +562,12 @@ impl Maintenance<'_> {
         self.db.set_keep_policy(keep)
     }
 
-    /// Deletes every document written before `before` (Unix seconds), in
-    /// atomic batches of at most 10,000 deletions, each document's cluster
-    /// updated in its batch; reads what it deletes and one more.
+    /// Deletes every document whose time ([`crate::Record::time`]: its own,
+    /// a crawl's fetch date or an input's `"time"`, else when it was
+    /// written) is before `before` (Unix seconds), in atomic batches of at
+    /// most 10,000 deletions, each document's cluster updated in its batch;
+    /// reads what it deletes, one more, and those written before `before`
+    /// with a later time of their own.
     pub fn expire(&mut self, before: u64) -> Result<ExpireReport> {
         self.db.expire(before)
     }
@@ -564,7 +639,7 @@ pub fn backup(src: impl AsRef<Path>, dest: impl AsRef<Path>) -> Result<BackupMet
 }
 
 /// Converts a store of an older format this build can migrate (2 to
-/// 5) in place, or changes a store's keep policy (`keep`; `None`
+/// 8) in place, or changes a store's keep policy (`keep`; `None`
 /// keeps the store's, which for a store before format 6 is
 /// `priority`, the rule it ranked by). A store already in this
 /// build's format with that policy is left as it is.
@@ -602,7 +677,6 @@ pub fn migrate(path: impl AsRef<Path>, keep: Option<KeepPolicy>) -> Result<Migra
     // An interrupted rebuild of the clusters (the marker names the
     // policy it was building) is never "already" done.
     let rebuilding = store.clusters_rebuilding()?;
-    // Format 8 is format 7 with a frozen index: nothing to convert.
     if version >= store::FORMAT_VERSION && keep == keep_from && rebuilding.is_none() {
         report.to = version;
         let db = Db::with_store(path, store, recipe)?;
@@ -636,6 +710,16 @@ pub fn migrate(path: impl AsRef<Path>, keep: Option<KeepPolicy>) -> Result<Migra
         report.indexed = rep.reindexed;
         report.clusters = rep.clusters;
         report.unreadable = rep.unreadable.len() as u64;
+    } else if version >= 7
+        && keep == keep_from
+        && keep != KeepPolicy::Newest
+        && rebuilding.is_none()
+    {
+        // Formats 7 and 8 (8: with a frozen index) are format 9 without
+        // document times: their records are read as they are. Only the
+        // ranks of `newest` change (by time, then ord), which a rebuild
+        // below makes.
+        report.clusters = report.clusters_before.0;
     } else {
         report.clusters = db.set_keep_policy(keep)?;
     }

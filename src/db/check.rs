@@ -184,7 +184,7 @@ impl Db {
         drop(ords);
         let mut batch = store::Batch::default();
         if !twice.is_empty() {
-            let mut kept: HashMap<u64, String> = HashMap::new();
+            let mut kept: HashMap<u64, (String, Option<u64>)> = HashMap::new();
             store.for_each_raw(store::DOCS, |k, v| {
                 let (Ok(id), Ok(mut rec)) = (
                     std::str::from_utf8(k),
@@ -195,22 +195,31 @@ impl Db {
                 if twice.contains(&rec.ord) {
                     match kept.entry(rec.ord) {
                         std::collections::hash_map::Entry::Occupied(_) => {
+                            if let Some(t) = rec.dated {
+                                store.delete_time(&mut batch, t, rec.ord);
+                            }
                             rec.ord = next_ord;
                             next_ord += 1;
                             store.put_record(&mut batch, id, &rec);
                             store.put_order(&mut batch, rec.ord, id);
+                            if let Some(t) = rec.dated {
+                                store.put_time(&mut batch, t, rec.ord, id);
+                            }
                             rep.reordered += 1;
                         }
                         std::collections::hash_map::Entry::Vacant(v) => {
-                            v.insert(id.to_string());
+                            v.insert((id.to_string(), rec.dated));
                         }
                     }
                 }
                 Ok(())
             })?;
-            // The ord's entry names the record that kept it.
-            for (ord, id) in &kept {
+            // The ord's entries name the record that kept it.
+            for (ord, (id, dated)) in &kept {
                 store.put_order(&mut batch, *ord, id);
+                if let Some(t) = dated {
+                    store.put_time(&mut batch, *t, *ord, id);
+                }
             }
         }
         store.put_doc_count(&mut batch, count);
@@ -245,7 +254,8 @@ impl Db {
             ));
         }
         self.verify_meta(&mut rep, &mut scan)?;
-        self.verify_clusters(&mut rep.problems, &scan.ords)?;
+        scan.dated.sort_unstable();
+        self.verify_clusters(&mut rep.problems, &scan.ords, &scan.dated)?;
         rep.problems.extend(self.store.check_frozen()?);
         Ok(rep)
     }
@@ -259,6 +269,9 @@ impl Db {
                 Ok(r) => {
                     scan.short += u64::from(r.is_short());
                     scan.ords.push((r.ord, id_hash(k)));
+                    if let Some(t) = r.dated {
+                        scan.dated.push((t, r.ord, id_hash(k)));
+                    }
                     scan.latest = scan.latest.max(r.ingested_at);
                     let crc = sketch_crc(r.sketch.as_ref().map_or(&[][..], |s| &s.0[..]));
                     scan.docs.insert((r.fingerprint, id_hash(k)), (false, crc));
@@ -476,6 +489,8 @@ struct RecordScan {
     short: u64,
     /// (ord, id hash) of every readable record.
     ords: Vec<(u64, u64)>,
+    /// (time, ord, id hash) of every readable record with its own time.
+    dated: Vec<(u64, u64, u64)>,
     /// The latest write time of a record.
     latest: u64,
 }

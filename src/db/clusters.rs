@@ -84,6 +84,9 @@ pub struct Member {
     pub priority: Option<f64>,
     /// Unix seconds when it was written.
     pub ingested_at: u64,
+    /// Its own time, if its input gave one (see [`Record::dated`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dated: Option<u64>,
 }
 
 /// How a run changed the clusters (see [`crate::ingest::Summary`]).
@@ -903,6 +906,7 @@ fn member(id: &str, rec: &Record, rep: Fingerprint) -> Member {
         distance: rec.fingerprint.distance(rep),
         priority: rec.priority.map(|p| p.value()),
         ingested_at: rec.ingested_at,
+        dated: rec.dated,
     }
 }
 
@@ -1188,6 +1192,7 @@ impl Db {
         &self,
         problems: &mut Vec<String>,
         records: &[(u64, u64)],
+        dated: &[(u64, u64, u64)],
     ) -> Result<()> {
         use crate::error::hex;
         let readable = records.len() as u64;
@@ -1197,6 +1202,7 @@ impl Db {
         let mut sizes: BTreeMap<u64, u64> = BTreeMap::new();
         let mut stale: BTreeSet<u64> = BTreeSet::new();
         let mut ordered = 0u64;
+        let mut timed = 0u64;
         let keep = self.store.keep_policy()?;
         self.store.for_each_raw(name, |k, v| {
             let bad = |what: String| format!("{name}: key {}: {what}", hex(k));
@@ -1218,6 +1224,27 @@ impl Db {
                                 Ok(None) => problems
                                     .push(bad(format!("names id {id:?}, which has no record"))),
                                 // An unreadable record: reported by the records pass.
+                                Err(_) => {}
+                            },
+                        }
+                    }
+                    (Err(e), _) => problems.push(bad(e)),
+                    (_, Err(_)) => problems.push(bad("document id is not UTF-8".into())),
+                },
+                Some(b't') => match (schema::decode_time_key(&k[1..]), std::str::from_utf8(v)) {
+                    (Ok((time, ord)), Ok(id)) => {
+                        let found = dated.binary_search_by_key(&(time, ord), |e| (e.0, e.1));
+                        match found {
+                            Ok(i) if dated[i].2 == super::check::id_hash(id.as_bytes()) => {
+                                timed += 1
+                            }
+                            _ => match self.store.get(id) {
+                                Ok(Some(r)) => problems.push(bad(format!(
+                                    "names id {id:?}, whose record has time {:?} and ord {}",
+                                    r.dated, r.ord
+                                ))),
+                                Ok(None) => problems
+                                    .push(bad(format!("names id {id:?}, which has no record"))),
                                 Err(_) => {}
                             },
                         }
@@ -1281,6 +1308,12 @@ impl Db {
         if ordered != readable {
             problems.push(format!(
                 "{name}: {ordered} entries in the ingest order, but {readable} readable records (a record without its entry)"
+            ));
+        }
+        if timed != dated.len() as u64 {
+            problems.push(format!(
+                "{name}: {timed} entries in the time index, but {} records with their own time (a record without its entry)",
+                dated.len()
             ));
         }
         for (id, (cid, seen)) in &membership {

@@ -23,6 +23,8 @@
 //! top_terms    LIST<UTF8>              the heaviest terms, heaviest first
 //! weak_bits    BYTE_ARRAY              the fingerprint's least-confident bits, weakest
 //!                                      first, a byte each (empty: unknown)
+//! dated        INT64, nullable         the document's own time, Unix seconds (a crawl's
+//!                                      fetch date, an input's "time"); null: none (format 9)
 //! ```
 //!
 //! Every file's key-value metadata names what a job outside needs to
@@ -264,6 +266,7 @@ pub fn parquet_schema() -> SchemaRef {
             false,
         ),
         Field::new("weak_bits", DataType::Binary, false),
+        Field::new("dated", DataType::Int64, true),
     ]))
 }
 
@@ -291,6 +294,7 @@ struct Rows {
     terms: Int64Builder,
     top_terms: ListBuilder<StringBuilder>,
     weak_bits: BinaryBuilder,
+    dated: Int64Builder,
     len: usize,
 }
 
@@ -310,6 +314,7 @@ impl Rows {
             terms: Int64Builder::new(),
             top_terms: ListBuilder::new(StringBuilder::new()),
             weak_bits: BinaryBuilder::new(),
+            dated: Int64Builder::new(),
             len: 0,
         }
     }
@@ -335,6 +340,7 @@ impl Rows {
         }
         self.top_terms.append(true);
         self.weak_bits.append_value(&r.weak_bits);
+        self.dated.append_option(r.dated.map(|t| t as i64));
         self.len += 1;
     }
 
@@ -354,6 +360,7 @@ impl Rows {
             Arc::new(self.terms.finish()),
             Arc::new(self.top_terms.finish()),
             Arc::new(self.weak_bits.finish()),
+            Arc::new(self.dated.finish()),
         ];
         RecordBatch::try_new(schema.clone(), cols).map_err(|e| e.to_string())
     }

@@ -23,16 +23,45 @@ struct JsonDoc {
     fingerprint: Option<serde_json::Value>,
     #[serde(default)]
     priority: Option<serde_json::Value>,
+    #[serde(default)]
+    time: Option<serde_json::Value>,
+}
+
+/// One document as its JSON gave it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Given {
+    pub id: String,
+    pub content: Content,
+    /// `"priority"`: a finite number, for the choice of a cluster's
+    /// representative.
+    pub priority: Option<f64>,
+    /// `"time"`: the document's own time, Unix seconds (see
+    /// [`parse_time`]).
+    pub dated: Option<u64>,
+}
+
+impl Given {
+    /// The document, read from `source` (and as the line `line`).
+    pub fn into_doc(self, source: String, line: Option<Vec<u8>>) -> crate::db::write::Doc {
+        crate::db::write::Doc {
+            id: self.id,
+            content: self.content,
+            source,
+            line,
+            priority: self.priority,
+            dated: self.dated,
+        }
+    }
 }
 
 /// Parses one JSONL line into (id, content).
 pub fn parse_json_doc(line: &[u8]) -> Result<(String, Content), String> {
-    parse_json_doc_with_priority(line).map(|(id, c, _)| (id, c))
+    parse_json_line(line).map(|g| (g.id, g.content))
 }
 
-/// [`parse_json_doc`] with the line's `"priority"` (a finite number, for
-/// the choice of a cluster's representative), if it has one.
-pub fn parse_json_doc_with_priority(line: &[u8]) -> Result<(String, Content, Option<f64>), String> {
+/// [`parse_json_doc`] with what else the line gives (`"priority"`,
+/// `"time"`).
+pub fn parse_json_line(line: &[u8]) -> Result<Given, String> {
     // serde would read a struct from an array too; a document is an object.
     match line.iter().find(|b| !b.is_ascii_whitespace()) {
         Some(b'{') => {}
@@ -75,9 +104,7 @@ impl BadField {
 /// rules of a JSONL line (see [`Format::Jsonl`](crate::ingest::read::Format::Jsonl); other fields are
 /// ignored), with the field at fault. `Err` names no field when the value
 /// is not an object.
-pub fn doc_from_value(
-    v: &serde_json::Value,
-) -> Result<(String, Content, Option<f64>), Option<BadField>> {
+pub fn doc_from_value(v: &serde_json::Value) -> Result<Given, Option<BadField>> {
     if !v.is_object() {
         return Err(None);
     }
@@ -85,7 +112,7 @@ pub fn doc_from_value(
     interpret(d).map_err(Some)
 }
 
-fn interpret(d: JsonDoc) -> Result<(String, Content, Option<f64>), BadField> {
+fn interpret(d: JsonDoc) -> Result<Given, BadField> {
     let id = match d.id {
         None | Some(serde_json::Value::Null) => return Err(BadField::new("id", "missing \"id\"")),
         Some(serde_json::Value::String(s)) if s.is_empty() => {
@@ -121,7 +148,49 @@ fn interpret(d: JsonDoc) -> Result<(String, Content, Option<f64>), BadField> {
             "give one of \"text\", \"html\", \"features\" or \"fingerprint\", not several",
         ));
     }
-    let content = match (d.text, d.html, d.features, d.fingerprint) {
+    let content = content_of(d.text, d.html, d.features, d.fingerprint)?;
+    let dated = match d.time {
+        None | Some(serde_json::Value::Null) => None,
+        Some(t) => Some(parse_time(&t).map_err(|r| BadField::new("time", r))?),
+    };
+    Ok(Given {
+        id,
+        content,
+        priority: priority(d.priority)?,
+        dated,
+    })
+}
+
+/// A document's `"time"`: Unix seconds (a non-negative integer) or an RFC
+/// 3339 timestamp (`"2024-03-12T08:00:00Z"`, with its offset), as Unix
+/// seconds.
+pub fn parse_time(v: &serde_json::Value) -> Result<u64, String> {
+    let bad = || {
+        format!(
+            "\"time\" must be Unix seconds (an integer >= 0) or an RFC 3339 timestamp \
+             (\"2024-03-12T08:00:00Z\"), not {v}"
+        )
+    };
+    match v {
+        serde_json::Value::Number(n) => n.as_u64().ok_or_else(bad),
+        serde_json::Value::String(s) => s
+            .parse::<jiff::Timestamp>()
+            .ok()
+            .and_then(|t| u64::try_from(t.as_second()).ok())
+            .ok_or_else(bad),
+        _ => Err(bad()),
+    }
+}
+
+/// A document's content: one of its `"text"`, `"html"`, `"features"`
+/// and `"fingerprint"` (the caller checked there is one at most).
+fn content_of(
+    text: Option<serde_json::Value>,
+    html: Option<serde_json::Value>,
+    features: Option<serde_json::Value>,
+    fingerprint: Option<serde_json::Value>,
+) -> Result<Content, BadField> {
+    Ok(match (text, html, features, fingerprint) {
         (Some(serde_json::Value::String(t)), ..) => Content::Text(t),
         (Some(other), ..) => {
             return Err(BadField::new(
@@ -162,8 +231,7 @@ fn interpret(d: JsonDoc) -> Result<(String, Content, Option<f64>), BadField> {
             ))
         }
         (None, None, None, None) => return Err(BadField::new("text", "missing \"text\"")),
-    };
-    Ok((id, content, priority(d.priority)?))
+    })
 }
 
 /// A document's `"priority"`: absent, `null`, or a finite number.

@@ -27,7 +27,7 @@ pub use request::{
     QueryOptions, QueryRequest, Subject, UnknownFields, WriteOptions,
 };
 pub(crate) use writer::now;
-pub use writer::{check_id, Placement, SharedWriter, Writer};
+pub use writer::{check_id, Placement, SharedWriter, Stated, Writer};
 
 use crate::error::{Error, Result};
 pub use crate::fingerprint::Content;
@@ -320,7 +320,8 @@ pub enum Outcome {
 pub struct Stats {
     pub path: String,
     pub documents: u64,
-    /// The oldest and newest write times (Unix seconds); absent when empty.
+    /// The oldest and newest document times (Unix seconds: a document's
+    /// own, else when it was written); absent when empty.
     pub oldest: Option<u64>,
     pub newest: Option<u64>,
     /// Clusters of two or more documents, and the documents in them.
@@ -363,6 +364,10 @@ pub struct Document {
     pub sketch: Option<String>,
     pub ord: u64,
     pub priority: Option<f64>,
+    /// The document's own time, Unix seconds (a crawl's fetch date, an
+    /// input's `"time"`), if it has one: what `expire` and `newest` go by.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dated: Option<u64>,
     pub cluster: ClusterSummary,
 }
 
@@ -710,6 +715,7 @@ impl Db {
                 .map(|s| s.0.iter().map(|b| format!("{b:02x}")).collect()),
             ord: r.ord,
             priority: r.priority.map(|p| p.value()),
+            dated: r.dated,
             cluster,
         }))
     }

@@ -24,6 +24,20 @@ pub struct Doc {
     pub line: Option<Vec<u8>>,
     /// The JSONL line's `"priority"`, if any.
     pub priority: Option<f64>,
+    /// The document's own time, Unix seconds, if its input gave one (a
+    /// WARC record's fetch date, a JSONL line's `"time"`): what `expire`
+    /// and the `newest` keep policy go by instead of the time written.
+    pub dated: Option<u64>,
+}
+
+impl Doc {
+    /// What the input said of the document beside its content.
+    pub fn stated(&self) -> crate::db::writer::Stated {
+        crate::db::writer::Stated {
+            priority: self.priority,
+            dated: self.dated,
+        }
+    }
 }
 
 /// What to do with a document that has a near-duplicate.
@@ -201,7 +215,7 @@ pub fn place(
     let anchor = opts.anchor();
     if !dups.hits.is_empty()
         && opts.policy == DuplicatePolicy::Skip
-        && !w.would_represent(&a, &doc.content, doc.priority, &near, &anchor)?
+        && !w.would_represent(&a, &doc.content, doc.stated(), &near, &anchor)?
     {
         return Ok((Placed::Skipped, dups));
     }
@@ -210,7 +224,7 @@ pub fn place(
         a,
         &doc.content,
         &doc.source,
-        doc.priority,
+        doc.stated(),
         &near,
         &anchor,
     )?;

@@ -20,12 +20,23 @@ use crate::store::{self, Priority, Record, Store};
 pub struct Placement {
     /// The input's priority (NaN is refused).
     pub priority: Option<f64>,
+    /// The document's own time, Unix seconds (see [`Record::dated`]).
+    pub dated: Option<u64>,
     /// Ids of stored documents (or documents written earlier in this
     /// writer) that are confirmed near-copies of it.
     pub near: Vec<String>,
     /// How a representative must confirm it (`None`: as the store's
     /// default duplicate check does).
     pub anchor: Option<Anchor>,
+}
+
+/// What an input says of a document beside its content.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Stated {
+    /// Its priority (NaN is refused).
+    pub priority: Option<f64>,
+    /// Its own time, Unix seconds (see [`Record::dated`]).
+    pub dated: Option<u64>,
 }
 
 /// A batch of writes: one RocksDB `WriteBatch`, atomic across families.
@@ -183,7 +194,10 @@ impl Writer<'_> {
             doc.into(),
             content,
             source,
-            place.priority,
+            Stated {
+                priority: place.priority,
+                dated: place.dated,
+            },
             &place.near,
             &anchor,
         )
@@ -197,12 +211,13 @@ impl Writer<'_> {
         doc: Analysis,
         content: &Content,
         source: &str,
-        priority: Option<f64>,
+        stated: Stated,
         near: &[String],
         anchor: &Anchor,
     ) -> Result<Outcome> {
         check_id(id)?;
-        let priority = priority
+        let priority = stated
+            .priority
             .map(|p| {
                 Priority::new(p).ok_or_else(|| {
                     Error::Input(format!("document {id:?}: priority is not a number"))
@@ -244,6 +259,7 @@ impl Writer<'_> {
             weak_bits: doc.weak_bits,
             ord,
             priority,
+            dated: stated.dated,
         };
         self.short += u64::from(rec.is_short());
         self.store.put_doc(&mut self.batch, id, &rec);
@@ -268,7 +284,7 @@ impl Writer<'_> {
         &self,
         a: &Analysis,
         content: &Content,
-        priority: Option<f64>,
+        stated: Stated,
         near: &[String],
         anchor: &Anchor,
     ) -> Result<bool> {
@@ -283,7 +299,8 @@ impl Writer<'_> {
             top_terms: Vec::new(),
             weak_bits: Vec::new(),
             ord: self.next_ord,
-            priority: priority.and_then(Priority::new),
+            priority: stated.priority.and_then(Priority::new),
+            dated: stated.dated,
         };
         let (overlay, store) = (&self.overlay, self.store);
         let get = |n: &str| pending_or_stored(overlay, store, n);

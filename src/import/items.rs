@@ -210,6 +210,38 @@ impl Item for ByCluster {
     }
 }
 
+/// Restore: the time index of the documents with their own time, in
+/// (time, ord) order.
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct ByTime {
+    pub(super) time: u64,
+    pub(super) ord: u64,
+    pub(super) id: String,
+}
+
+impl Item for ByTime {
+    fn write_to(&self, w: &mut impl Write) -> io::Result<()> {
+        w.write_all(&self.time.to_be_bytes())?;
+        w.write_all(&self.ord.to_be_bytes())?;
+        write_str(w, &self.id)
+    }
+    fn read_from(r: &mut impl BufRead) -> io::Result<Option<Self>> {
+        let Some(time) = read_array::<8>(r)? else {
+            return Ok(None);
+        };
+        let mut ord = [0u8; 8];
+        r.read_exact(&mut ord)?;
+        Ok(Some(ByTime {
+            time: u64::from_be_bytes(time),
+            ord: u64::from_be_bytes(ord),
+            id: read_str(r)?,
+        }))
+    }
+    fn mem_bytes(&self) -> usize {
+        std::mem::size_of::<Self>() + self.id.capacity()
+    }
+}
+
 /// Restore: a clustered document's `d` entry, in id order.
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 pub(super) struct Membership {

@@ -61,6 +61,10 @@ pub(super) fn read_parquet(
             }
         }
         columns.extend(RESTORED_COLUMNS);
+        // Exports of format 9 on: the documents' own times.
+        if b.schema().field_with_name("dated").is_ok() {
+            columns.push("dated");
+        }
     }
     let mask = ProjectionMask::columns(b.parquet_schema(), columns);
     let reader = b
@@ -332,6 +336,17 @@ pub(super) fn restored_row(
         c.value(i).to_vec()
     };
     let ord = unsigned("ord")?;
+    // Absent from exports before format 9.
+    let dated = match batch.column_by_name("dated") {
+        None => None,
+        Some(_) => {
+            let c = col("dated", &T::Int64)?.as_primitive::<Int64Type>();
+            match c.is_null(i) {
+                true => None,
+                false => Some(u64::try_from(c.value(i)).map_err(|_| "a negative \"dated\"")?),
+            }
+        }
+    };
     let rec = Record {
         fingerprint: fp,
         // Two's complement, as the fingerprint.
@@ -345,6 +360,7 @@ pub(super) fn restored_row(
         weak_bits,
         ord,
         priority,
+        dated,
     };
     Ok(Restored {
         rec,

@@ -280,6 +280,8 @@ impl Build<'_> {
         let mut order = Sorter::<ByOrd>::new(tmp, "order", self.budget / 4);
         // Restore: every member by (cluster, rank).
         let mut clusters = Sorter::<ByCluster>::new(tmp, "clusters", self.budget / 4);
+        // Restore: the time index (documents with their own time).
+        let mut times = Sorter::<ByTime>::new(tmp, "times", self.budget / 8);
         let mut done = Restoration::default();
         let entries = std::iter::from_fn(|| match ById::read_from(&mut r) {
             Err(e) => Some(Err(Error::io(uniq_path, e))),
@@ -292,20 +294,12 @@ impl Build<'_> {
                         Ok(x) => x,
                         Err(e) => return Some(Err(Error::Input(e))),
                     };
-                    let rec = restored.rec;
-                    done.next_ord = done.next_ord.max(rec.ord + 1);
-                    done.clock = done.clock.max(rec.ingested_at);
-                    done.short += u64::from(rec.is_short());
                     let keep = restore.unwrap_or_default();
-                    let rank = store::schema::Rank::of(&rec, keep).to_bytes();
-                    if let Err(e) = clusters.push(ByCluster {
-                        cid: restored.cluster,
-                        rank,
-                        id: d.id.clone(),
-                    }) {
-                        return Some(Err(Error::io(tmp, e)));
+                    let sorters = (&mut clusters, &mut times);
+                    match done.note(restored, &d.id, keep, sorters) {
+                        Ok(rec) => rec,
+                        Err(e) => return Some(Err(Error::io(tmp, e))),
                     }
-                    rec
                 };
                 if let Err(e) = order.push(ByOrd {
                     ord: rec.ord,
@@ -342,6 +336,9 @@ impl Build<'_> {
         if restore.is_some() {
             let sorted = clusters.finish().map_err(io_err(tmp))?;
             cluster_files.extend(restored_clusters(tmp, sst, opts, sorted, &mut done)?);
+            // `t` keys sort after the `d`, `m` and `s` keys.
+            let sorted = times.finish().map_err(io_err(tmp))?;
+            cluster_files.extend(time_index(tmp, sst, opts, sorted)?);
         }
         Ok((docs, cluster_files, done))
     }
@@ -472,6 +469,7 @@ pub(super) fn imported_record(d: &ById, input: &str, now: u64) -> Record {
         weak_bits: a.map(|a| a.weak_bits.clone()).unwrap_or_default(),
         ord: d.pos,
         priority: None,
+        dated: None,
     }
 }
 
@@ -482,6 +480,57 @@ pub(super) struct Restoration {
     pub(super) clock: u64,
     pub(super) short: u64,
     pub(super) clusters: u64,
+}
+
+impl Restoration {
+    /// Notes a restored record (what it sets of the store's counters, its
+    /// place in its cluster and in the time index) and returns it.
+    fn note(
+        &mut self,
+        restored: Restored,
+        id: &str,
+        keep: KeepPolicy,
+        (clusters, times): (&mut Sorter<ByCluster>, &mut Sorter<ByTime>),
+    ) -> io::Result<Record> {
+        let rec = restored.rec;
+        self.next_ord = self.next_ord.max(rec.ord + 1);
+        self.clock = self.clock.max(rec.ingested_at);
+        self.short += u64::from(rec.is_short());
+        if let Some(time) = rec.dated {
+            times.push(ByTime {
+                time,
+                ord: rec.ord,
+                id: id.to_string(),
+            })?;
+        }
+        clusters.push(ByCluster {
+            cid: restored.cluster,
+            rank: store::schema::Rank::of(&rec, keep).to_bytes(),
+            id: id.to_string(),
+        })?;
+        Ok(rec)
+    }
+}
+
+/// The `clusters` family's `t` entries of the restored documents with
+/// their own time, from them in (time, ord) order, as SST files.
+fn time_index(
+    tmp: &Path,
+    sst: &Path,
+    opts: &Options,
+    sorted: impl Iterator<Item = io::Result<ByTime>>,
+) -> Result<Vec<PathBuf>> {
+    store::write_ssts(
+        sst,
+        "times",
+        store::CLUSTERS,
+        opts.sst_file_bytes,
+        sorted.map(|t| {
+            let t = t.map_err(|e| Error::io(tmp, e))?;
+            let (k, v) = store::schema::time_entry(t.time, t.ord, &t.id);
+            Ok((k.to_vec(), v))
+        }),
+    )
 }
 
 /// The `clusters` family's `m`, `s` and `d` entries of restored clusters

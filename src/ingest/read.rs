@@ -7,7 +7,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 pub use crate::db::input::{
-    doc_from_value, parse_features, parse_json_doc, parse_json_doc_with_priority, BadField,
+    doc_from_value, parse_features, parse_json_doc, parse_json_line, parse_time, BadField, Given,
 };
 use crate::db::write::Doc;
 use crate::fingerprint::Content;
@@ -317,14 +317,8 @@ impl Iterator for LineReader {
             }
             let line = self.keep.then(|| self.buf.clone());
             return Some(match self.format {
-                Format::Jsonl => match parse_json_doc_with_priority(&self.buf) {
-                    Ok((id, content, priority)) => Ok(Doc {
-                        id,
-                        content,
-                        source: location,
-                        line,
-                        priority,
-                    }),
+                Format::Jsonl => match parse_json_line(&self.buf) {
+                    Ok(g) => Ok(g.into_doc(location, line)),
                     Err(reason) => Err(Problem::new(location, reason)),
                 },
                 _ => match std::str::from_utf8(&self.buf) {
@@ -334,6 +328,7 @@ impl Iterator for LineReader {
                         source: location,
                         line,
                         priority: None,
+                        dated: None,
                     }),
                     Err(e) => Err(Problem::new(
                         location,
@@ -429,6 +424,7 @@ fn read_warc(path: PathBuf, max: usize) -> Box<dyn Iterator<Item = Item> + Send>
                 }),
                 line: None,
                 priority: None,
+                dated: u64::try_from(p.fetched).ok(),
             }),
         }
     }))
@@ -468,6 +464,7 @@ fn read_file_doc(root: &Path, path: &Path, max: usize, html: bool) -> Item {
             source: location,
             line: None,
             priority: None,
+            dated: None,
         });
     }
     match String::from_utf8(bytes) {
@@ -477,6 +474,7 @@ fn read_file_doc(root: &Path, path: &Path, max: usize, html: bool) -> Item {
             source: location,
             line: None,
             priority: None,
+            dated: None,
         }),
         Err(e) => problem(format!(
             "invalid UTF-8 at byte {}",

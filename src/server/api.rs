@@ -295,7 +295,15 @@ fn parse_top(body: &[u8], max: usize) -> Parsed<Value> {
 }
 
 /// The fields a document of a write request may have.
-const DOC_FIELDS: [&str; 6] = ["id", "text", "html", "features", "fingerprint", "priority"];
+const DOC_FIELDS: [&str; 7] = [
+    "id",
+    "text",
+    "html",
+    "features",
+    "fingerprint",
+    "priority",
+    "time",
+];
 
 /// Reads the documents of a write request's body (one object, or an array
 /// of at most `max` of them) as [`Value`]s holding only the known fields,
@@ -400,11 +408,12 @@ fn parse_doc_values(body: &[u8], max: usize) -> Parsed<(Vec<Value>, bool)> {
                         at,
                         refused: self.refused,
                     })?,
-                    "id" | "text" | "html" | "fingerprint" | "priority" => {
+                    "id" | "text" | "html" | "fingerprint" | "priority" | "time" => {
                         let want = match key.as_str() {
                             "id" => "a string or an integer",
                             "text" | "html" => "a string",
                             "fingerprint" => "a string of 16 hex digits",
+                            "time" => "Unix seconds or an RFC 3339 timestamp",
                             _ => "a finite number",
                         };
                         map.next_value_seed(Scalar {
@@ -515,13 +524,7 @@ pub fn parse_documents(body: &[u8], max_batch: usize) -> Parsed<(Vec<Doc>, bool)
         .iter()
         .enumerate()
         .map(|(i, v)| match doc_from_value(v) {
-            Ok((id, content, priority)) => Ok(Doc {
-                id,
-                content,
-                source: format!("http:{i}"),
-                line: None,
-                priority,
-            }),
+            Ok(g) => Ok(g.into_doc(format!("http:{i}"), None)),
             Err(None) => Err(BadRequest::field(
                 if batch { path(i) } else { "body".into() },
                 "a document must be a JSON object",

@@ -264,9 +264,66 @@ impl Store {
         }
     }
 
-    /// Adds the removal of the ingest order index (`o` entries) to `b`.
+    /// Adds the removal of the ingest order index (`o` entries) and of
+    /// the time index (`t` entries) to `b`.
     pub fn clear_order(&self, b: &mut Batch) {
         b.0.delete_range_cf(self.cf(CLUSTERS), &b"o"[..], &b"p"[..]);
+        b.0.delete_range_cf(self.cf(CLUSTERS), &b"t"[..], &b"u"[..]);
+    }
+
+    /// Adds document `id`'s entry in the time index (`t` ‖ time ‖ ord) to
+    /// `b`.
+    pub fn put_time(&self, b: &mut Batch, time: u64, ord: u64, id: &str) {
+        let (k, v) = schema::time_entry(time, ord, id);
+        b.0.put_cf(self.cf(CLUSTERS), k, v);
+    }
+
+    /// Adds the removal of a time index entry to `b`.
+    pub fn delete_time(&self, b: &mut Batch, time: u64, ord: u64) {
+        b.0.delete_cf(self.cf(CLUSTERS), schema::time_key(time, ord));
+    }
+
+    /// Calls `visit(time, ord, id)` for the documents with their own time,
+    /// oldest first, from (time, ord) `from` on, until it returns `false`.
+    pub fn for_each_dated(
+        &self,
+        from: (u64, u64),
+        mut visit: impl FnMut(u64, u64, &str) -> Result<bool>,
+    ) -> Result<()> {
+        let mut ro = ReadOptions::default();
+        ro.set_iterate_upper_bound(b"u".to_vec());
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(CLUSTERS), ro);
+        it.seek(schema::time_key(from.0, from.1));
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            let (time, ord) =
+                schema::decode_time_key(&k[1..]).map_err(|r| Error::corrupt(CLUSTERS, k, r))?;
+            let id = std::str::from_utf8(v)
+                .map_err(|_| Error::corrupt(CLUSTERS, k, "document id is not UTF-8"))?;
+            if !visit(time, ord, id)? {
+                break;
+            }
+            it.next();
+        }
+        it.status()?;
+        Ok(())
+    }
+
+    /// The latest time in the time index, if any document has its own.
+    pub fn latest_dated(&self) -> Result<Option<u64>> {
+        let mut ro = ReadOptions::default();
+        ro.set_iterate_lower_bound(b"t".to_vec());
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(CLUSTERS), ro);
+        it.seek_for_prev(b"u");
+        let out = match it.key() {
+            Some(k) if k.first() == Some(&b't') => Some(
+                schema::decode_time_key(&k[1..])
+                    .map_err(|r| Error::corrupt(CLUSTERS, k, r))?
+                    .0,
+            ),
+            _ => None,
+        };
+        it.status()?;
+        Ok(out)
     }
 
     /// Calls `visit(ord, id)` for documents in ingest order, oldest first,
@@ -293,22 +350,30 @@ impl Store {
         Ok(())
     }
 
-    /// The id of the newest document (largest ord), if any.
-    pub fn newest_in_order(&self) -> Result<Option<String>> {
+    /// Calls `visit(ord, id)` for documents in ingest order, newest first,
+    /// until it returns `false`.
+    pub fn for_each_in_order_rev(
+        &self,
+        mut visit: impl FnMut(u64, &str) -> Result<bool>,
+    ) -> Result<()> {
         let mut ro = ReadOptions::default();
         ro.set_iterate_lower_bound(b"o".to_vec());
         let mut it = self.db.raw_iterator_cf_opt(self.cf(CLUSTERS), ro);
         it.seek_for_prev(b"p");
-        let out = match (it.key(), it.value()) {
-            (Some(k), Some(v)) if k.first() == Some(&b'o') => Some(
-                std::str::from_utf8(v)
-                    .map_err(|_| Error::corrupt(CLUSTERS, k, "document id is not UTF-8"))?
-                    .to_string(),
-            ),
-            _ => None,
-        };
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            if k.first() != Some(&b'o') {
+                break;
+            }
+            let ord = schema::decode_u64(&k[1..]).map_err(|r| Error::corrupt(CLUSTERS, k, r))?;
+            let id = std::str::from_utf8(v)
+                .map_err(|_| Error::corrupt(CLUSTERS, k, "document id is not UTF-8"))?;
+            if !visit(ord, id)? {
+                break;
+            }
+            it.prev();
+        }
         it.status()?;
-        Ok(out)
+        Ok(())
     }
 
     /// The ingest order's meta values: the next ord and the clock (both 0

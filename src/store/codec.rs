@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! offset  size  field
-//! 0       1     record format version, u8 (= 4; versions 1 to 3 are still read)
+//! 0       1     record format version, u8 (= 5; versions 1 to 4 are still read)
 //! 1       4     crc32 (IEEE, crc32fast) of the payload bytes, u32 big-endian
 //! 5       n     payload: bincode 2.0 of `Record` with the fixed configuration
 //!               standard().with_big_endian().with_fixed_int_encoding():
@@ -40,12 +40,17 @@
 //!                                        or replacement takes the next)
 //!                 priority      u8 0 (none) | u8 1, then u64 BE: the f64
 //!                               bits of the input's "priority" (never NaN)
+//!               version 5 adds:
+//!                 dated         u8 0 (none) | u8 1, then u64 BE: the
+//!                               document's own time, Unix seconds (a WARC
+//!                               record's fetch date, an input's "time")
 //! ```
 //!
 //! Version 1 records (no terms, sketch or top terms), version 2 records
 //! (no weak bits) and version 3 records (no ord or priority) decode with
 //! those fields empty (ord 0); only `simdb migrate` reads them, and gives
-//! each an ord.
+//! each an ord. Version 4 records (format 7 and 8 stores) decode with no
+//! `dated`.
 //!
 //! The checksum covers exactly the payload; the version byte is checked
 //! separately (an unknown version is corruption, not a newer format: the
@@ -56,7 +61,7 @@ use serde::{Deserialize, Serialize};
 use crate::fingerprint::{Fingerprint, Sketch};
 
 /// Version byte of the record frame written by this build.
-pub const RECORD_VERSION: u8 = 4;
+pub const RECORD_VERSION: u8 = 5;
 pub use crate::fingerprint::TOP_TERMS;
 const HEADER_LEN: usize = 5;
 
@@ -127,9 +132,20 @@ pub struct Record {
     pub ord: u64,
     /// The input's priority, if it gave one.
     pub priority: Option<Priority>,
+    /// The document's own time (Unix seconds), when its input gave one: a
+    /// WARC record's fetch date, a JSONL line's `"time"`. `None` in
+    /// records before version 5.
+    pub dated: Option<u64>,
 }
 
 impl Record {
+    /// The document's time: its own ([`Record::dated`]), else when it was
+    /// written. What `expire`, the `newest` keep policy and the store's
+    /// age go by.
+    pub fn time(&self) -> u64 {
+        self.dated.unwrap_or(self.ingested_at)
+    }
+
     /// Whether the document was short (see [`crate::fingerprint::SHORT_TERMS`]).
     pub fn is_short(&self) -> bool {
         self.terms > 0 && (self.terms as usize) < crate::fingerprint::SHORT_TERMS
@@ -165,6 +181,27 @@ mod raw {
         pub v3: V3,
         pub ord: u64,
         pub priority: Option<u64>,
+    }
+    #[derive(serde::Serialize, serde::Deserialize)]
+    pub struct V5 {
+        pub v4: V4,
+        pub dated: Option<u64>,
+    }
+    impl From<&super::Record> for V5 {
+        fn from(r: &super::Record) -> V5 {
+            V5 {
+                v4: r.into(),
+                dated: r.dated,
+            }
+        }
+    }
+    impl From<V5> for super::Record {
+        fn from(r: V5) -> super::Record {
+            super::Record {
+                dated: r.dated,
+                ..r.v4.into()
+            }
+        }
     }
     impl From<&super::Record> for V4 {
         fn from(r: &super::Record) -> V4 {
@@ -231,6 +268,7 @@ mod raw {
                 weak_bits: Vec::new(),
                 ord: 0,
                 priority: None,
+                dated: None,
             }
         }
     }
@@ -252,7 +290,7 @@ mod raw {
 
 /// Encodes a record into its framed bytes.
 pub fn encode_record(r: &Record) -> Vec<u8> {
-    let payload = bincode::serde::encode_to_vec(raw::V4::from(r), config())
+    let payload = bincode::serde::encode_to_vec(raw::V5::from(r), config())
         .unwrap_or_else(|e| unreachable!("encoding a record to a Vec cannot fail: {e}"));
     let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
     out.push(RECORD_VERSION);
@@ -302,7 +340,8 @@ pub fn decode_record(bytes: &[u8]) -> Result<Record, String> {
         1 => decode::<raw::V1>(payload)?,
         2 => decode::<raw::V2>(payload)?,
         3 => decode::<raw::V3>(payload)?,
-        _ => decode::<raw::V4>(payload)?,
+        4 => decode::<raw::V4>(payload)?,
+        _ => decode::<raw::V5>(payload)?,
     };
     if rec.priority.is_some_and(|p| p.value().is_nan()) {
         return Err("priority is NaN".into());
@@ -357,6 +396,7 @@ mod tests {
             weak_bits: Vec::new(),
             ord: 0,
             priority: None,
+            dated: None,
         }
     }
 
@@ -446,11 +486,31 @@ mod tests {
         out
     }
 
+    fn sample_v5() -> Record {
+        Record {
+            dated: Some(1_600_000_000),
+            ..sample_v4()
+        }
+    }
+
     #[test]
-    fn record_v4_bytes_are_pinned() {
-        let bytes = encode_record(&sample_v4());
-        // Written with sequence number 0 since format 5.
-        assert_eq!(bytes, frame(4, &v4_payload(0)));
+    fn record_v5_bytes_are_pinned() {
+        let bytes = encode_record(&sample_v5());
+        let payload = [&v4_payload(0)[..], &[1u8], &1_600_000_000u64.to_be_bytes()].concat();
+        assert_eq!(bytes, frame(5, &payload));
+        assert_eq!(&bytes[..5], &GOLDEN_V5_HEADER[..], "{:02x?}", &bytes[..5]);
+        assert_eq!(decode_record(&bytes).unwrap(), sample_v5());
+        assert_eq!(sample_v5().time(), 1_600_000_000);
+        // Undated: one tag byte, and its time is when it was written.
+        let undated = encode_record(&sample_v4());
+        assert_eq!(undated, frame(5, &[&v4_payload(0)[..], &[0u8]].concat()));
+        assert_eq!(sample_v4().time(), 1_700_000_000);
+    }
+
+    #[test]
+    fn record_v4_bytes_still_decode() {
+        // Format 7 and 8 stores' records: no document time.
+        let bytes = frame(4, &v4_payload(0));
         assert_eq!(&bytes[..5], &GOLDEN_V4_HEADER[..], "{:02x?}", &bytes[..5]);
         assert_eq!(decode_record(&bytes).unwrap(), sample_v4());
         // A format 4 store's record, with its sequence number: read, and
@@ -458,10 +518,10 @@ mod tests {
         let old = frame(4, &v4_payload(3));
         assert_eq!(&old[..5], &GOLDEN_V4_SEQ3_HEADER[..], "{:02x?}", &old[..5]);
         assert_eq!(decode_record(&old).unwrap(), sample_v4());
-        // No sketch, no terms, no weak bits, no priority: one tag byte and
-        // two empty lengths, the ord and one tag byte.
+        // No sketch, no terms, no weak bits, no priority, no time: one tag
+        // byte and two empty lengths, the ord and two tag bytes.
         let bare = encode_record(&sample());
-        assert_eq!(bare.len(), 5 + 53 + 4 + 1 + 8 + 8 + 8 + 1);
+        assert_eq!(bare.len(), 5 + 53 + 4 + 1 + 8 + 8 + 8 + 1 + 1);
         assert_eq!(decode_record(&bare).unwrap(), sample());
         // A weak bit outside the fingerprint is corruption.
         let bad = Record {
@@ -471,6 +531,7 @@ mod tests {
         assert!(decode_record(&encode_record(&bad)).is_err());
     }
 
+    const GOLDEN_V5_HEADER: [u8; 5] = [0x05, 0x8f, 0xd7, 0x72, 0x88];
     const GOLDEN_V4_HEADER: [u8; 5] = [0x04, 0x97, 0x1d, 0xc1, 0x98];
     const GOLDEN_V4_SEQ3_HEADER: [u8; 5] = [0x04, 0x49, 0x55, 0xbd, 0x6e];
 

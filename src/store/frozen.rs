@@ -22,8 +22,8 @@
 //!                         when bucket n = family * 65,536 + bucket changed since
 //! ```
 //!
-//! A store with a frozen index is format 8 (older builds would write its
-//! buckets without marking them); format 7 is format 8 without one.
+//! A store with a frozen index was format 8 (format 7 builds would write
+//! its buckets without marking them); format 9 builds all keep it in step.
 
 use std::fs::File;
 use std::io::BufWriter;
@@ -35,7 +35,7 @@ use std::time::Instant;
 use memmap2::Mmap;
 use rocksdb::ReadOptions;
 
-use super::{schema, Access, Batch, Store, FROZEN_FORMAT_VERSION, META, POSTING_FAMILIES};
+use super::{schema, Access, Batch, Store, FORMAT_VERSION, META, POSTING_FAMILIES};
 use crate::error::{Error, Result};
 use crate::index::frozen::{FrozenLayout, FrozenWriter, BUCKETS};
 
@@ -529,7 +529,7 @@ impl Store {
                 }
             }
         }
-        let (k, v) = schema::format_version_entry(FROZEN_FORMAT_VERSION);
+        let (k, v) = schema::format_version_entry(FORMAT_VERSION);
         self.put_meta_in(&mut b, k, &v);
         {
             // Queries pair a snapshot with the frozen index under this

@@ -41,8 +41,8 @@
 //! ```text
 //! key              value
 //! "magic"          the 12 bytes "simdb-store\n"
-//! "format_version" u32 big-endian (this build writes 7, and 8 with a frozen
-//!                  index; reads both; migrates 2 to 6)
+//! "format_version" u32 big-endian (this build writes 9, with or without a
+//!                  frozen index; migrates 2 to 8)
 //! "recipe"         UTF-8 JSON of the fingerprint Recipe
 //! "doc_count"      u64 big-endian, number of documents (updated in each write batch)
 //! "short_count"    u64 big-endian, documents with fewer than 10 terms (absent = 0)
@@ -182,17 +182,17 @@ pub const MAGIC_KEY: &[u8] = b"magic";
 pub const MAGIC: &[u8] = b"simdb-store\n";
 /// Meta key of the format version.
 pub const FORMAT_VERSION_KEY: &[u8] = b"format_version";
-/// The on-disk format version this build writes (a store without a
-/// frozen index: older builds of format 7 open it too).
-pub const FORMAT_VERSION: u32 = 7;
-/// The format of a store with a frozen index (see `frozen`), the newest
-/// this build reads: format 7 and a frozen index that every write must
-/// keep in step, which a build of format 7 would not.
-pub const FROZEN_FORMAT_VERSION: u32 = 8;
+/// The on-disk format version this build writes and reads, with or
+/// without a frozen index (see `frozen`): format 8 (format 7 with a frozen
+/// index) plus version 5 records, with their document time, and the `t`
+/// index of the documents that have one (`schema`); the `newest` keep
+/// policy ranks by that time.
+pub const FORMAT_VERSION: u32 = 9;
 /// The oldest format `simdb migrate` brings to [`FORMAT_VERSION`] in place
 /// (2: postings of single keys; 3: no ords and no clusters; 4: postings
 /// with an entry per document, `refs` keyed by fingerprint ‖ sequence
-/// number; 5 and 6: no band families).
+/// number; 5 and 6: no band families; 7 and 8: version 4 records, ranks
+/// of `newest` by ord).
 pub const MIGRATABLE_FORMAT_VERSION: u32 = 2;
 /// Meta key of the keep policy (format 6 on; see [`schema::KeepPolicy`]).
 pub const KEEP_POLICY_KEY: &[u8] = b"keep_policy";
@@ -640,11 +640,11 @@ impl Store {
             .ok_or_else(|| Error::corrupt(META, FORMAT_VERSION_KEY, "missing"))?;
         let version = codec::decode_format_version(&version)
             .map_err(|r| Error::corrupt(META, FORMAT_VERSION_KEY, r))?;
-        if version > FROZEN_FORMAT_VERSION {
+        if version > FORMAT_VERSION {
             return Err(Error::NewerFormat {
                 path: path.to_path_buf(),
                 found: version,
-                supported: FROZEN_FORMAT_VERSION,
+                supported: FORMAT_VERSION,
             });
         }
         if (MIGRATABLE_FORMAT_VERSION..FORMAT_VERSION).contains(&version) && !any_version {
@@ -840,6 +840,9 @@ impl Store {
         b.0.put_cf(self.cf(DOCS), &e.docs.0, &e.docs.1);
         b.0.put_cf(self.cf(REFS), &e.refs.0, &e.refs.1);
         b.0.put_cf(self.cf(CLUSTERS), e.order.0, &e.order.1);
+        if let Some((k, v)) = &e.dated {
+            b.0.put_cf(self.cf(CLUSTERS), k, v);
+        }
     }
 
     /// Adds the deletes of one document to `batch` (see [`Store::put_doc`]).
@@ -847,6 +850,9 @@ impl Store {
         b.0.delete_cf(self.cf(DOCS), id.as_bytes());
         b.0.delete_cf(self.cf(REFS), RefKey::encode(rec.fingerprint, id));
         b.0.delete_cf(self.cf(CLUSTERS), schema::order_key(rec.ord));
+        if let Some(t) = rec.dated {
+            b.0.delete_cf(self.cf(CLUSTERS), schema::time_key(t, rec.ord));
+        }
     }
 
     /// Sets the document count in `batch`.

@@ -19,6 +19,9 @@ pub struct DocEntries {
     pub refs: (Vec<u8>, Vec<u8>),
     /// The `o` entry in the `clusters` family: ord -> id.
     pub order: ([u8; 9], Vec<u8>),
+    /// The `t` entry in the `clusters` family, for a document with its
+    /// own time: time ‖ ord -> id.
+    pub dated: Option<([u8; 17], Vec<u8>)>,
 }
 
 /// The entries that store document `id` with record `rec`.
@@ -27,7 +30,14 @@ pub fn doc_entries(id: &str, rec: &Record) -> DocEntries {
         docs: docs_entry(id, rec),
         refs: refs_entry(rec.fingerprint, id, rec.sketch.as_ref()),
         order: order_entry(rec.ord, id),
+        dated: rec.dated.map(|t| time_entry(t, rec.ord, id)),
     }
+}
+
+/// The `t` entry of a document of time `time` and ord `ord`: the index of
+/// the documents with their own time, oldest first.
+pub fn time_entry(time: u64, ord: u64, id: &str) -> ([u8; 17], Vec<u8>) {
+    (time_key(time, ord), id.as_bytes().to_vec())
 }
 
 /// The `o` entry of the document of ord `ord`: the ingest order index.
@@ -73,6 +83,8 @@ pub fn decode_refs_value(v: &[u8]) -> std::result::Result<Option<Sketch>, String
 // cluster of its own, whose id is its ord.
 //
 //   'o' ‖ ord                       -> id                   (every document, oldest first)
+//   't' ‖ time ‖ ord                -> id                   (format 9: the documents with
+//                                                            their own time, oldest first)
 //   'd' ‖ id                        -> cluster id, u64 BE   (membership)
 //   'm' ‖ cluster id ‖ rank (16 B)  -> id                   (members, best first)
 //   's' ‖ cluster id                -> size, u64 BE         (>= 2)
@@ -96,7 +108,9 @@ pub enum KeepPolicy {
     Priority,
     /// The longest content (bytes), then the earliest.
     Longest,
-    /// The latest ingested.
+    /// The latest by the document's time ([`Record::time`]: its own, a
+    /// crawl's fetch date, else when it was written), then the latest
+    /// written.
     Newest,
 }
 
@@ -124,7 +138,15 @@ impl KeepPolicy {
             KeepPolicy::First => 0,
             KeepPolicy::Priority => codec::Priority::rank_key(rec.priority),
             KeepPolicy::Longest => u64::MAX - rec.length,
-            KeepPolicy::Newest => u64::MAX - rec.ord,
+            // The time in the high half (Unix seconds fit 32 bits until
+            // 2106), the ord's low half below: latest written first among
+            // documents of one second (an ord counts within a store; a
+            // migrated format 3 store's ords hold their second above and
+            // their place within it in these bits).
+            KeepPolicy::Newest => {
+                let time = rec.time().min(u64::from(u32::MAX));
+                u64::MAX - (time << 32 | (rec.ord & 0xffff_ffff))
+            }
         }
     }
 }
@@ -189,6 +211,23 @@ pub fn order_key(ord: u64) -> [u8; 9] {
     let mut k = [b'o'; 9];
     k[1..].copy_from_slice(&ord.to_be_bytes());
     k
+}
+
+/// The `t` key of a document of time `time` and ord `ord`.
+pub fn time_key(time: u64, ord: u64) -> [u8; 17] {
+    let mut k = [b't'; 17];
+    k[1..9].copy_from_slice(&time.to_be_bytes());
+    k[9..].copy_from_slice(&ord.to_be_bytes());
+    k
+}
+
+/// The time and ord of a `t` key (without its `t`).
+pub fn decode_time_key(k: &[u8]) -> std::result::Result<(u64, u64), String> {
+    let b: [u8; 16] = k
+        .try_into()
+        .map_err(|_| format!("time key is {} bytes, not 17", k.len() + 1))?;
+    let (t, o) = b.split_at(8);
+    Ok((decode_u64(t)?, decode_u64(o)?))
 }
 
 /// The `d` key of document `id`.
@@ -441,8 +480,10 @@ mod tests {
             weak_bits: Vec::new(),
             ord: 0,
             priority: None,
+            dated: None,
         };
         let e = doc_entries("id", &rec);
+        assert_eq!(e.dated, None);
         assert_eq!(e.docs, (b"id".to_vec(), codec::encode_record(&rec)));
         assert_eq!(e.refs, (RefKey::encode(fp, "id"), Vec::new()));
         let with = Record {
@@ -457,6 +498,48 @@ mod tests {
         assert_eq!(e.refs.0[..8], fp.value().to_be_bytes());
         assert_eq!(e.order, (order_key(0), b"id".to_vec()));
         assert_eq!(order_key(0x0102)[..], [b'o', 0, 0, 0, 0, 0, 0, 1, 2]);
+        // A document with its own time is in the time index too.
+        let dated = Record {
+            dated: Some(0x0304),
+            ord: 5,
+            ..rec.clone()
+        };
+        let (k, v) = doc_entries("id", &dated).dated.unwrap();
+        assert_eq!(k, [b't', 0, 0, 0, 0, 0, 0, 3, 4, 0, 0, 0, 0, 0, 0, 0, 5]);
+        assert_eq!(v, b"id".to_vec());
+        assert_eq!(decode_time_key(&k[1..]), Ok((0x0304, 5)));
+        assert!(decode_time_key(&k[2..]).is_err());
+    }
+
+    #[test]
+    fn newest_ranks_by_the_documents_time_then_the_latest_written() {
+        let rec = |ingested_at: u64, ord: u64, dated: Option<u64>| Record {
+            fingerprint: Fingerprint(1),
+            content_hash: 1,
+            length: 2,
+            ingested_at,
+            source: String::new(),
+            terms: 0,
+            sketch: None,
+            top_terms: Vec::new(),
+            weak_bits: Vec::new(),
+            ord,
+            priority: None,
+            dated,
+        };
+        let rank = |r: &Record| Rank::of(r, KeepPolicy::Newest);
+        // Undated: by ord, latest first, as before format 9 (write times
+        // never go backwards), within a second too.
+        let undated = [rec(100, 1, None), rec(100, 2, None), rec(101, 3, None)];
+        assert!(rank(&undated[2]) < rank(&undated[1]));
+        assert!(rank(&undated[1]) < rank(&undated[0]));
+        // A migrated format 3 store's ords: (second << 32 | place).
+        let old = [rec(100, 100 << 32, None), rec(100, 100 << 32 | 1, None)];
+        assert!(rank(&old[1]) < rank(&old[0]));
+        // A later crawl written earlier outranks an older crawl written later.
+        let (new_crawl, old_crawl) = (rec(200, 1, Some(150)), rec(300, 2, Some(120)));
+        assert!(rank(&new_crawl) < rank(&old_crawl));
+        assert!(rank(&rec(130, 3, None)) < rank(&old_crawl));
     }
 
     #[test]
