@@ -20,6 +20,17 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let args = cli::args::Cli::parse();
+    if reads_only(&args.command) {
+        // A closed pipe (`simdb stats … | head`) ends a command that only
+        // prints, as it ends other Unix tools, instead of a panic in a
+        // print. Commands that write keep it ignored, so that a closed
+        // pipe stops them between batches, with an error they handle.
+        #[cfg(unix)]
+        // SAFETY: at the start of main, before any thread exists.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     match cli::run(args) {
         Ok(true) => ExitCode::from(0),
         Ok(false) => ExitCode::from(1),
@@ -36,4 +47,20 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Whether a command only reads a store (or nothing) and prints.
+fn reads_only(c: &cli::args::Command) -> bool {
+    use cli::args::Command as C;
+    matches!(
+        c,
+        C::Query(_)
+            | C::Fingerprint(_)
+            | C::Get(_)
+            | C::Stats(_)
+            | C::Calibrate(_)
+            | C::Clusters(_)
+            | C::Pairs(_)
+            | C::Completions(_)
+    ) || matches!(c, C::Verify(v) if !v.repair)
 }

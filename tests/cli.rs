@@ -949,3 +949,41 @@ fn regression_review_b_10_serve_help_example_sends_json() {
     );
     assert!(!help.contains(" -d '"), "{help}");
 }
+
+#[test]
+fn a_closed_pipe_ends_a_printing_command_without_a_panic() {
+    let t = TempDb::new();
+    let o = simdb(&[&"init", &t.path()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let input = t.file(
+        "a.jsonl",
+        "{\"id\":\"a\",\"text\":\"新闻联播今天的主要内容\"}\n",
+    );
+    let o = simdb(&[&"ingest", &t.path(), &input]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let db = t.path().display().to_string();
+    // A pipe whose reading end is closed before the command writes.
+    for args in [
+        vec!["stats", &db],
+        vec!["get", &db, "a"],
+        vec!["verify", &db],
+        vec!["query", &db, "--text", "新闻联播今天的主要内容"],
+    ] {
+        let (r, w) = std::io::pipe().unwrap();
+        drop(r);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_simdb"))
+            .args(&args)
+            .stdout(w)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        use std::os::unix::process::ExitStatusExt;
+        assert!(
+            out.status.signal() == Some(libc::SIGPIPE),
+            "{args:?}: {:?} {err}",
+            out.status
+        );
+    }
+}
