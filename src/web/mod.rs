@@ -40,9 +40,10 @@ use encoding_rs::Encoding;
 
 /// What this build does to a page, recorded by a store with its first
 /// page (`stats` shows it) and checked before every page written since.
-pub const EXTRACTION: &str = "html/1: whatwg charset (bom, transport, meta prescan, chardetng 1.0); \
-dom_smoothie 0.19 readability defaults but char threshold 200; title + article text, lines trimmed; \
-fallback: visible body text";
+pub const EXTRACTION: &str =
+    "html/2: whatwg charset (bom, transport, meta prescan, chardetng 1.0); \
+dom_smoothie 0.19 readability defaults but char threshold 200; title (the page's one h1 when \
+readability's title holds it and more) + article text, lines trimmed; fallback: visible body text";
 
 /// The most bytes of a page the prescan reads for a `<meta>` charset.
 const PRESCAN_BYTES: usize = 1024;
@@ -321,13 +322,30 @@ fn article(doc: dom_query::Document, threshold: usize) -> Option<(String, String
             ..Default::default()
         };
         let doc = doc;
+        let heading = headline(&doc.0);
         let mut r = dom_smoothie::Readability::with_document(doc.0, None, Some(cfg)).ok()?;
         let a = r.parse().ok()?;
         let body = lines(&a.text_content);
-        (!body.is_empty()).then(|| (lines(&a.title), body))
+        let mut title = lines(&a.title);
+        // "Headline - Site": Readability keeps a short title whole. The
+        // site's name is not the article's.
+        if let Some(h) = heading.filter(|h| title.len() > h.len() && title.contains(h.as_str())) {
+            title = h;
+        }
+        (!body.is_empty()).then_some((title, body))
     })
     .ok()
     .flatten()
+}
+
+/// The text of the page's one `<h1>` (lines trimmed), if it has exactly
+/// one and it is not empty.
+fn headline(doc: &dom_query::Document) -> Option<String> {
+    let h1 = doc.select("h1");
+    if h1.length() != 1 {
+        return None;
+    }
+    Some(lines(&h1.text())).filter(|t| !t.is_empty())
 }
 
 /// [`decode`] then [`extract`].
@@ -442,6 +460,40 @@ mod tests {
         );
         // Not a meta tag.
         assert_eq!(prescan(b"<metadata charset=gbk>"), None);
+    }
+
+    #[test]
+    fn the_title_is_the_headline_without_the_sites_name() {
+        let body: String = (0..6)
+            .map(|i| format!("<p>Paragraph {i} of the story, with enough words in it to be read as an article by anyone who reads it, and then some more words.</p>"))
+            .collect();
+        let page = |title: &str, h1: &str| {
+            format!("<html><head><title>{title}</title></head><body><nav>Home News</nav><article>{h1}{body}</article></body></html>")
+        };
+        let title = |html: String| extract(&html, encoding_rs::UTF_8).title;
+        // Readability keeps a short "Headline - Site" whole.
+        assert_eq!(
+            title(page("Rates rise - Daily Bugle", "<h1>Rates rise</h1>")),
+            "Rates rise"
+        );
+        assert_eq!(
+            title(page("Rates rise - Daily Bugle", "")),
+            "Rates rise - Daily Bugle"
+        );
+        // Two headlines, or one that the title does not hold: as it was.
+        let two = "<h1>Rates rise</h1><h1>Other</h1>";
+        assert_eq!(
+            title(page("Rates rise - Daily Bugle", two)),
+            "Rates rise - Daily Bugle"
+        );
+        assert_eq!(
+            title(page("Rates rise - Daily Bugle", "<h1>Bonds</h1>")),
+            "Rates rise - Daily Bugle"
+        );
+        assert_eq!(
+            title(page("利率上调_新浪网", "<h1>利率上调</h1>")),
+            "利率上调"
+        );
     }
 
     #[test]
