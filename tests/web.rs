@@ -25,6 +25,7 @@ fn pages(dir: &std::path::Path) -> Input {
         path: dir.to_path_buf(),
         format: Format::Html,
         keep_lines: false,
+        warc_id: Default::default(),
     }
 }
 
@@ -357,6 +358,24 @@ fn warc_files_of_wget_and_warcio_round_trip() {
     assert_eq!(z.time(), 1_795_161_601);
     assert!(db.get(a).unwrap().unwrap().dated.is_some());
     assert!(db.admin().verify().unwrap().is_clean());
+
+    drop(db);
+    // Named by record: the same pages, each fetch its own id.
+    let t2 = common::TempDb::new();
+    let by_record: Vec<Input> = inputs
+        .iter()
+        .map(|i| Input {
+            warc_id: simdb::ingest::read::WarcId::Record,
+            ..i.clone()
+        })
+        .collect();
+    let (sum2, pairs2, _) = ingest_inputs(&t2, &by_record);
+    assert_eq!((sum2.read, pairs2.len()), (3, 1));
+    assert!(pairs2[0].0.starts_with("urn:uuid:"), "{pairs2:?}");
+    let db = Db::options().read_only().open(t2.path()).unwrap();
+    let d = db.document(&pairs2[0].0).unwrap().unwrap();
+    assert!(d.source.ends_with("/b.html"), "{}", d.source);
+    assert!(d.dated.is_some());
 
     // Every response record read, with its URI and fetch date.
     let file = std::fs::File::open(fixture("warcio.warc.gz")).unwrap();

@@ -301,6 +301,7 @@ fn main() {
                 path: dir.path().to_path_buf(),
                 format: Format::Html,
                 keep_lines: false,
+                warc_id: Default::default(),
             },
             n,
             &shingles,

@@ -229,6 +229,11 @@ pub struct DedupArgs {
     /// Input format.
     #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
     pub format: FormatArg,
+    /// What names a WARC record's page: its URI (a later fetch replaces
+    /// it), or its record id (every fetch kept; each page's time is its
+    /// fetch date either way).
+    #[arg(long, value_enum, default_value_t = WarcIdArg::Uri, value_name = "RULE")]
+    pub warc_id: WarcIdArg,
     /// Also drop documents with a near-copy in this store (read-only; its
     /// recipe and IDF fingerprint the input).
     #[arg(long, value_name = "DB")]
@@ -459,6 +464,15 @@ pub struct ImportArgs {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum WarcIdArg {
+    /// WARC-Target-URI: a later fetch of a URI replaces its page.
+    Uri,
+    /// WARC-Record-ID: every fetch is a page of its own (with `--keep
+    /// newest`, the latest fetch represents the page's cluster).
+    Record,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum FormatArg {
     /// Directory -> dir, *.txt -> lines, *.html/*.htm -> html, *.warc and
     /// *.warc.gz -> warc, anything else (and -) -> jsonl.
@@ -487,6 +501,11 @@ pub struct IngestArgs {
     /// Input format.
     #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
     pub format: FormatArg,
+    /// What names a WARC record's page: its URI (a later fetch replaces
+    /// it), or its record id (every fetch kept; each page's time is its
+    /// fetch date either way).
+    #[arg(long, value_enum, default_value_t = WarcIdArg::Uri, value_name = "RULE")]
+    pub warc_id: WarcIdArg,
     /// Write a JSONL duplicate report here: {"id","duplicate_of","distance"}.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,

@@ -3,7 +3,7 @@
 use super::prelude::*;
 
 pub(super) fn dedup(a: DedupArgs) -> Result<bool> {
-    let inputs = inputs(&a.inputs, a.format, true)?;
+    let inputs = inputs(&a.inputs, a.format, a.warc_id, true)?;
     let against = match &a.db {
         Some(p) => Some(Db::options().read_only().open(p)?),
         None => None,

@@ -10,7 +10,7 @@ pub(super) fn ingest_cmd(a: IngestArgs) -> Result<bool> {
             .context("setting the thread count")?;
     }
     let mut db = Db::options().open(&a.db)?;
-    let inputs = inputs(&a.inputs, a.format, false)?;
+    let inputs = inputs(&a.inputs, a.format, a.warc_id, false)?;
     let write = a.search.write_options(a.sync);
     let policy = DuplicatePolicy::skipping(a.skip_duplicates);
     let opts = ingest::Options {

@@ -126,7 +126,12 @@ fn mib(option: &str, n: usize) -> Result<usize> {
 
 /// The inputs named on the command line, in `format` (guessed per path
 /// with `auto`); every path but `-` must exist.
-fn inputs(paths: &[std::path::PathBuf], format: FormatArg, keep_lines: bool) -> Result<Vec<Input>> {
+fn inputs(
+    paths: &[std::path::PathBuf],
+    format: FormatArg,
+    warc_id: args::WarcIdArg,
+    keep_lines: bool,
+) -> Result<Vec<Input>> {
     let inputs: Vec<Input> = paths
         .iter()
         .map(|p| {
@@ -140,6 +145,10 @@ fn inputs(paths: &[std::path::PathBuf], format: FormatArg, keep_lines: bool) -> 
                 FormatArg::Warc => Format::Warc,
             };
             i.keep_lines = keep_lines;
+            i.warc_id = match warc_id {
+                args::WarcIdArg::Uri => simdb::ingest::read::WarcId::Uri,
+                args::WarcIdArg::Record => simdb::ingest::read::WarcId::Record,
+            };
             i
         })
         .collect();

@@ -45,6 +45,19 @@ pub struct Input {
     /// Keep each document's line as read ([`Doc::line`]), for a caller
     /// that writes lines back out unchanged (`simdb dedup`).
     pub keep_lines: bool,
+    /// What names a WARC record's page.
+    pub warc_id: WarcId,
+}
+
+/// What names the page of a WARC record.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum WarcId {
+    /// Its `WARC-Target-URI`: a later fetch of a URI replaces the page.
+    #[default]
+    Uri,
+    /// Its `WARC-Record-ID`: every fetch is a page of its own (the `newest`
+    /// keep policy then makes the latest fetch of a page represent it).
+    Record,
 }
 
 impl Input {
@@ -72,6 +85,7 @@ impl Input {
             path,
             format,
             keep_lines: false,
+            warc_id: WarcId::Uri,
         }
     }
 
@@ -205,10 +219,11 @@ pub fn read(
             } else {
                 vec![input.path.clone()]
             };
+            let rule = input.warc_id;
             Ok(Box::new(
                 files
                     .into_iter()
-                    .flat_map(move |f| read_warc(f, max_doc_bytes)),
+                    .flat_map(move |f| read_warc(f, max_doc_bytes, rule)),
             ))
         }
         Format::Html => {
@@ -380,7 +395,7 @@ fn is_warc(path: &Path) -> bool {
 
 /// The pages of one WARC file (see [`Format::Warc`]); a record that
 /// cannot be read ends the file with a problem naming its offset.
-fn read_warc(path: PathBuf, max: usize) -> Box<dyn Iterator<Item = Item> + Send> {
+fn read_warc(path: PathBuf, max: usize, rule: WarcId) -> Box<dyn Iterator<Item = Item> + Send> {
     let location = path.display().to_string();
     let file = match File::open(&path) {
         Ok(f) => f,
@@ -417,7 +432,10 @@ fn read_warc(path: PathBuf, max: usize) -> Box<dyn Iterator<Item = Item> + Send>
             )),
             Ok(crate::web::warc::Record::Page(p)) => Ok(Doc {
                 source: format!("{location}: {}", p.uri),
-                id: p.uri,
+                id: match rule {
+                    WarcId::Uri => p.uri,
+                    WarcId::Record => p.record_id,
+                },
                 content: Content::Html(crate::fingerprint::Html {
                     bytes: p.body,
                     charset: p.charset,

@@ -21,6 +21,8 @@ use std::sync::Arc;
 pub struct Response {
     /// `WARC-Target-URI`.
     pub uri: String,
+    /// `WARC-Record-ID` (`urn:uuid:…`, without its angle brackets).
+    pub record_id: String,
     /// `WARC-Date`, Unix seconds: when the page was fetched.
     pub fetched: i64,
     /// The HTML, transfer and content encodings undone.
@@ -151,6 +153,7 @@ fn record(r: &warc::Record<warc::BufferedBody>) -> Record {
         ));
     }
     Record::Page(Response {
+        record_id: r.warc_id().trim().trim_matches(['<', '>']).to_string(),
         uri: uri_s,
         fetched: r.date().timestamp(),
         charset: content_type.as_deref().and_then(charset_of),
