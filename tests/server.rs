@@ -1585,6 +1585,6 @@ fn pages_are_written_and_queried_by_their_html() {
     let (code_, err) = s.stop();
     assert_eq!(code_, 0, "{err}");
     let o = simdb(&[&"stats", &t.path()]);
-    assert!(stdout(&o).contains("web pages    html/2"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("web pages    html/3"), "{}", stdout(&o));
     verify_clean(&t.path());
 }

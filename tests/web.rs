@@ -279,7 +279,7 @@ fn the_command_line_ingests_and_fingerprints_pages() {
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     let o = common::simdb(&[&"stats", &db]);
     assert!(
-        common::stdout(&o).contains("web pages    html/2"),
+        common::stdout(&o).contains("web pages    html/3"),
         "{}",
         common::stdout(&o)
     );

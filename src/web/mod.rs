@@ -41,9 +41,10 @@ use encoding_rs::Encoding;
 /// What this build does to a page, recorded by a store with its first
 /// page (`stats` shows it) and checked before every page written since.
 pub const EXTRACTION: &str =
-    "html/2: whatwg charset (bom, transport, meta prescan, chardetng 1.0); \
-dom_smoothie 0.19 readability defaults but char threshold 200; title (the page's one h1 when \
-readability's title holds it and more) + article text, lines trimmed; fallback: visible body text";
+    "html/3: whatwg charset (bom, transport, meta prescan, chardetng 1.0); \
+layout tables (not data tables by readability's test) read as divs; dom_smoothie 0.19 readability \
+defaults but char threshold 200; title (the page's one h1 when readability's title holds it and \
+more) + article text, lines trimmed; fallback: visible body text";
 
 /// The most bytes of a page the prescan reads for a `<meta>` charset.
 const PRESCAN_BYTES: usize = 1024;
@@ -322,6 +323,7 @@ fn article(doc: dom_query::Document, threshold: usize) -> Option<(String, String
             ..Default::default()
         };
         let doc = doc;
+        unlayout(&doc.0);
         let heading = headline(&doc.0);
         let mut r = dom_smoothie::Readability::with_document(doc.0, None, Some(cfg)).ok()?;
         let a = r.parse().ok()?;
@@ -336,6 +338,46 @@ fn article(doc: dom_query::Document, threshold: usize) -> Option<(String, String
     })
     .ok()
     .flatten()
+}
+
+/// Makes the layout tables of `doc` `div`s: a table that Readability's own
+/// test would not call a data table (no `th`, `caption`, `thead`, `tfoot`,
+/// `colgroup` or `summary`; fewer than 10 rows, at most 4 columns, at most
+/// 10 cells), with its body, rows and cells. An old site laid out in a
+/// table had its footer taken for the article, and the same page with
+/// `div`s for the table gave the article (docs/web.md).
+fn unlayout(doc: &dom_query::Document) {
+    let tables: Vec<_> = doc.select("table").nodes().to_vec();
+    // Innermost first: an outer table's rows are looked at after its
+    // nested tables are no longer tables.
+    for t in tables.iter().rev() {
+        let table = dom_query::Selection::from(*t);
+        if t.has_attr("summary") || table.select("th, caption, thead, tfoot, colgroup").length() > 0
+        {
+            continue;
+        }
+        let rows: Vec<_> = table.select("tr").nodes().to_vec();
+        let cols = rows.iter().map(|r| cells(r).len()).max().unwrap_or(0);
+        if rows.len() >= 10 || cols > 4 || rows.len() * cols > 10 {
+            continue;
+        }
+        for r in &rows {
+            for c in cells(r) {
+                c.rename("div");
+            }
+            r.rename("div");
+        }
+        let bodies: Vec<_> = table.select("tbody").nodes().to_vec();
+        for b in bodies {
+            b.rename("div");
+        }
+        t.rename("div");
+    }
+}
+
+/// The `td` children of row `r`.
+fn cells<'a>(r: &dom_query::NodeRef<'a>) -> Vec<dom_query::NodeRef<'a>> {
+    r.children_it(false).filter(|c| c.has_name("td")).collect()
 }
 
 /// The text of the page's one `<h1>` (lines trimmed), if it has exactly
@@ -494,6 +536,71 @@ mod tests {
             title(page("利率上调_新浪网", "<h1>利率上调</h1>")),
             "利率上调"
         );
+    }
+
+    /// Text of `n` characters from a fixed set, a comma every 12 or so.
+    fn chinese(seed: &mut u64, n: usize) -> String {
+        const CJK: &[char] = &[
+            '的', '一', '是', '在', '不', '了', '有', '和', '人', '这', '中', '大', '为', '上',
+            '国', '我', '以', '要', '他', '时', '来', '用', '们', '生', '到', '作', '地', '于',
+            '出', '就', '分', '对', '成', '会', '可', '主', '发', '年', '动', '同', '工', '也',
+        ];
+        (0..n)
+            .map(|_| {
+                *seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let x = (*seed >> 33) as usize;
+                if x.is_multiple_of(12) {
+                    '，'
+                } else {
+                    CJK[x % CJK.len()]
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_site_laid_out_in_a_table_gives_its_article_not_its_footer() {
+        let seed = &mut 7u64;
+        let nav: String = (0..14)
+            .map(|i| format!("<li><a href=\"/{i}\">{}</a></li>", chinese(seed, 4)))
+            .collect();
+        let paragraphs: Vec<String> = [106, 124, 312, 401, 141, 239, 11]
+            .iter()
+            .map(|&n| chinese(seed, n))
+            .collect();
+        let article: String = paragraphs.iter().map(|p| format!("<p>{p}</p>")).collect();
+        let comments: String = (0..6)
+            .map(|i| {
+                format!(
+                    "<div class=\"comment\"><span class=\"user\">u{i}</span><p>{}</p></div>",
+                    chinese(seed, 50)
+                )
+            })
+            .collect();
+        let footer = chinese(seed, 320);
+        let page = format!(
+            "<html><head><meta charset=\"utf-8\"><title>标题 - 站点</title></head><body>\
+             <table width=\"100%\"><tr><td colspan=\"2\" class=\"nav\"><ul>{nav}</ul></td></tr>\
+             <tr><td class=\"main\"><h1>标题</h1><div id=\"article\">{article}</div>\
+             <div class=\"comments\">{comments}</div></td><td class=\"side\"><ul></ul></td></tr>\
+             <tr><td colspan=\"2\" class=\"copyright\"><p>{footer}</p></td></tr></table></body></html>"
+        );
+        let p = extract(&page, encoding_rs::UTF_8);
+        assert_eq!(p.found, Found::Article);
+        assert!(p.body.contains(&paragraphs[3]), "{}", p.body);
+        assert!(!p.body.contains(&footer), "the footer: {}", p.body);
+        assert_eq!(p.title, "标题");
+        // A data table stays a table.
+        let data = "<table><tr><th>a</th></tr><tr><td>1</td></tr></table>";
+        let doc = dom_query::Document::from(data);
+        unlayout(&doc);
+        assert_eq!(doc.select("td").length(), 1);
+        let layout = "<table><tr><td>a</td><td>b</td></tr></table>";
+        let doc = dom_query::Document::from(layout);
+        unlayout(&doc);
+        assert_eq!(doc.select("table, tr, td").length(), 0);
     }
 
     #[test]
