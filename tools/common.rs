@@ -274,7 +274,7 @@ fn optimal_bands(t: f64) -> (usize, usize) {
 /// The hashed word 3-shingles of `text` (jieba's cut, lower-cased, words
 /// with a letter or digit).
 #[allow(dead_code, reason = "used by the evaluation tools, not by every tool")]
-fn word_shingles(jieba: &jieba_rs::Jieba, text: &str) -> Vec<u64> {
+fn word_shingles(jieba: &jieba_rs::Jieba, text: &str, n: usize) -> Vec<u64> {
     let lower = text.to_lowercase();
     let toks: Vec<&str> = jieba
         .cut(&lower, false)
@@ -282,10 +282,10 @@ fn word_shingles(jieba: &jieba_rs::Jieba, text: &str) -> Vec<u64> {
         .map(|t| t.word)
         .filter(|w| w.chars().any(char::is_alphanumeric))
         .collect();
-    if toks.len() < 3 {
+    if toks.len() < n {
         vec![xxhash_rust::xxh3::xxh3_64(toks.concat().as_bytes())]
     } else {
-        toks.windows(3)
+        toks.windows(n)
             .map(|w| xxhash_rust::xxh3::xxh3_64(w.join(" ").as_bytes()))
             .collect()
     }
@@ -301,8 +301,10 @@ pub struct MinHashLsh {
     pub rows: usize,
     mults: Vec<(u64, u64)>,
     tables: Vec<HashMap<u64, Vec<u32>>>,
-    /// Character n-grams (letters and digits) instead of word 3-shingles.
+    /// Character n-grams (letters and digits) instead of word shingles.
     char_n: Option<usize>,
+    /// Words per shingle (3; [`MinHashLsh::words`] sets another).
+    word_n: usize,
 }
 
 #[allow(dead_code, reason = "used by the evaluation tools, not by every tool")]
@@ -318,6 +320,15 @@ impl MinHashLsh {
                 .collect(),
             tables: vec![HashMap::new(); bands],
             char_n: None,
+            word_n: 3,
+        }
+    }
+
+    /// Over word `n`-shingles (jieba's cut, lower-cased).
+    pub fn words(threshold: f64, seed: u64, n: usize) -> MinHashLsh {
+        MinHashLsh {
+            word_n: n,
+            ..MinHashLsh::new(threshold, seed)
         }
     }
 
@@ -332,7 +343,7 @@ impl MinHashLsh {
     pub fn signature(&self, jieba: &jieba_rs::Jieba, text: &str) -> Vec<u64> {
         let shingles = match self.char_n {
             Some(n) => char_ngrams(text, n),
-            None => word_shingles(jieba, text),
+            None => word_shingles(jieba, text, self.word_n),
         };
         self.mults
             .iter()

@@ -29,6 +29,15 @@
 //!   text by characters: a "read more" repost;
 //! - `mixed` (not in the default `--kinds`): a wrap of 5·r% (5, 15, 25%)
 //!   plus 3% character edits;
+//! - `swrap` (not in the default `--kinds`): the text between whole
+//!   sentences of other documents of the corpus, 10·r% of its length (10,
+//!   30, 50%), a header only, a footer only, or both (one third each): a
+//!   news aggregator's teasers of other stories above and below an article;
+//! - `smixed` (not in the default `--kinds`): a sentence wrap of 5·r% (5,
+//!   15, 25%) plus 3% character edits;
+//! - `excerpt` (not in the default `--kinds`): a passage of 80, 60, 40% of
+//!   the text by characters, from anywhere but its start: a quotation, an
+//!   answer reused in part;
 //! - `trad` (not in the default `--kinds`): the text converted to
 //!   traditional script by OpenCC (the `ferrous-opencc` crate): 1 = `s2t`
 //!   (OpenCC's standard characters), 3 = `s2hk` (Hong Kong variants),
@@ -50,7 +59,7 @@
 //!   (jieba tokens for Chinese), banded for threshold 0.5 the way
 //!   datasketch's `MinHashLSH` chooses its bands (a candidate = shares a
 //!   band; no further check, as datasketch answers); and the same over
-//!   character 5-grams (letters and digits).
+//!   character 5-grams (letters and digits) and over word 2-grams.
 //!
 //! Recall = share of copies whose original is among the answers. False
 //! pairs: every original is also queried against the other originals; a
@@ -100,7 +109,7 @@ struct Args {
     #[arg(long, default_value = "16,32,64,128,256")]
     budgets: String,
     /// Edit kinds (chars, words, typos, punct, space; also wrap, trunc,
-    /// mixed, trad).
+    /// mixed, trad, swrap, smixed, excerpt).
     #[arg(long, default_value = "chars,words,typos,punct,space")]
     kinds: String,
     /// Sketch similarity a candidate needs (this build's default if unset).
@@ -180,6 +189,9 @@ enum Kind {
     Trunc,
     Mixed,
     Trad,
+    SentenceWrap,
+    SentenceMixed,
+    Excerpt,
 }
 
 impl Kind {
@@ -194,6 +206,9 @@ impl Kind {
             "trunc" => Kind::Trunc,
             "mixed" => Kind::Mixed,
             "trad" => Kind::Trad,
+            "swrap" => Kind::SentenceWrap,
+            "smixed" => Kind::SentenceMixed,
+            "excerpt" => Kind::Excerpt,
             o => panic!("unknown edit kind {o:?}"),
         }
     }
@@ -208,6 +223,9 @@ impl Kind {
             Kind::Trunc => "trunc",
             Kind::Mixed => "mixed",
             Kind::Trad => "trad",
+            Kind::SentenceWrap => "swrap",
+            Kind::SentenceMixed => "smixed",
+            Kind::Excerpt => "excerpt",
         }
     }
 }
@@ -231,6 +249,9 @@ struct Pools<'a> {
     words: &'a [String],
     /// OpenCC's s2t, s2hk and s2twp.
     opencc: &'a [ferrous_opencc::OpenCC; 3],
+    /// Whole sentences of the corpus's documents (the text of sentence
+    /// wraps).
+    sentences: &'a [String],
 }
 
 /// Applies one edit kind at `rate` percent.
@@ -314,6 +335,19 @@ fn apply(kind: Kind, rate: u32, text: &str, pools: &Pools, rng: &mut impl Rng) -
             cs.into_iter().collect()
         }
         Kind::Wrap => wrap(text, 10 * rate as usize, words_pool, rng),
+        Kind::SentenceWrap => sentence_wrap(text, 10 * rate as usize, pools.sentences, rng),
+        Kind::SentenceMixed => {
+            let wrapped = sentence_wrap(text, 5 * rate as usize, pools.sentences, rng);
+            let n = wrapped.chars().count();
+            common::edit_chars(&wrapped, edits(n, 3), chars_pool, rng)
+        }
+        Kind::Excerpt => {
+            // A passage from the middle: it starts after the first
+            // character, anywhere up to where it still fits.
+            let keep = cs.len() * excerpt_percent(rate) / 100;
+            let start = rng.random_range(1..=(cs.len() - keep).max(1));
+            cs[start..(start + keep).min(cs.len())].iter().collect()
+        }
         Kind::Trunc => cs[..cs.len() * trunc_percent(rate) / 100].iter().collect(),
         Kind::Space => {
             for _ in 0..edits(cs.len(), rate) {
@@ -338,6 +372,67 @@ fn trunc_percent(rate: u32) -> usize {
         3 => 80,
         _ => 60,
     }
+}
+
+/// The share of the text an `excerpt` copy keeps at `rate`: 80, 60, 40%.
+fn excerpt_percent(rate: u32) -> usize {
+    match rate {
+        1 => 80,
+        3 => 60,
+        _ => 40,
+    }
+}
+
+/// The sentences of `text`: up to and with each sentence end (。！？.!?
+/// and line breaks), trimmed, those of 5 characters or more.
+fn sentences(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for c in text.chars() {
+        cur.push(c);
+        if matches!(c, '。' | '！' | '？' | '.' | '!' | '?' | '\n') {
+            let t = cur.trim();
+            if t.chars().count() >= 5 {
+                out.push(t.to_string());
+            }
+            cur.clear();
+        }
+    }
+    let t = cur.trim();
+    if t.chars().count() >= 5 {
+        out.push(t.to_string());
+    }
+    out
+}
+
+/// `text` between whole sentences of other documents of the corpus,
+/// together `percent`% of its length in characters: a header only, a
+/// footer only, or both, one third each (a teaser paragraph of other
+/// stories above and below an article).
+fn sentence_wrap(text: &str, percent: usize, pool: &[String], rng: &mut impl Rng) -> String {
+    let sep = if text.is_ascii() { " " } else { "" };
+    let fill = |chars: usize, rng: &mut dyn rand::RngCore| {
+        let mut out: Vec<&str> = Vec::new();
+        let mut n = 0;
+        while n < chars {
+            let s = pool.choose(rng).expect("a sentence pool");
+            if text.contains(s.as_str()) {
+                continue;
+            }
+            n += s.chars().count();
+            out.push(s);
+        }
+        out.join(sep)
+    };
+    let extra = text.chars().count() * percent / 100;
+    let head_chars = match rng.random_range(0..3) {
+        0 => extra,
+        1 => 0,
+        _ => rng.random_range(0..=extra),
+    };
+    let head = fill(head_chars, rng);
+    let tail = fill(extra - head_chars, rng);
+    format!("{head}\n{text}\n{tail}")
 }
 
 /// `text` with a header and a footer of corpus words, together `percent`%
@@ -377,6 +472,8 @@ enum System {
     MinHash,
     /// MinHash LSH over character 5-grams.
     MinHashChars,
+    /// MinHash LSH over word 2-grams.
+    MinHashWords2,
     /// Ranked at the default budget, plus each of `--windows` ranked at
     /// `--window-budget`.
     Windows(usize, usize),
@@ -399,6 +496,7 @@ impl System {
             System::RankedSketch(b, s) => format!("ranked {b}, sketch #{s}"),
             System::MinHash => "minhash lsh 0.5".into(),
             System::MinHashChars => "minhash lsh 0.5, char 5-grams".into(),
+            System::MinHashWords2 => "minhash lsh 0.5, word 2-grams".into(),
             System::Windows(b, w) => format!("ranked {b} + windows x {w}"),
             System::Segments(b, k) => format!("ranked {b} + segments k={k}"),
             System::Bands(b, _, _, 0) => format!("ranked {b} + sketch bands"),
@@ -565,6 +663,7 @@ fn main() {
     }
     systems.push(System::MinHash);
     systems.push(System::MinHashChars);
+    systems.push(System::MinHashWords2);
     println!(
         "recall: seed {}, {} copies per kind and rate, threshold {threshold}, default budget {default_budget}, recipe sketch {}, script {}, latin {}",
         args.seed, args.sample, recipe.sketch, recipe.script, recipe.latin
@@ -588,6 +687,9 @@ fn main() {
         let long: Vec<usize> = (0..docs.len())
             .filter(|&i| docs[i].1.chars().count() > args.min_chars)
             .collect();
+        let sentence_pool: Vec<String> = (0..2000)
+            .flat_map(|_| sentences(&docs.choose(&mut rng).expect("documents").1))
+            .collect();
         let mut planted: Vec<(Kind, u32, usize, String)> = Vec::new();
         for &kind in &kinds {
             for rate in RATES {
@@ -597,6 +699,7 @@ fn main() {
                         chars: &chars_pool,
                         words: &words_pool,
                         opencc: &opencc,
+                        sentences: &sentence_pool,
                     };
                     let copy = apply(kind, rate, &docs[i].1, &pools, &mut rng);
                     planted.push((kind, rate, i, copy));
@@ -736,16 +839,23 @@ fn main() {
                     / originals.len().max(1) as f64
             );
         }
-        // Both peers: word 3-shingles and character 5-grams.
+        // The peers: word 3-shingles, character 5-grams, word 2-grams.
         let mut lsh = MinHashLsh::new(0.5, args.seed);
         let mut lsh5 = MinHashLsh::chars(0.5, args.seed, 5);
-        let sigs = |t: &str| (lsh.signature(&jieba, t), lsh5.signature(&jieba, t));
-        let lsh_orig: Vec<(Vec<u64>, Vec<u64>)> = docs.par_iter().map(|(_, t)| sigs(t)).collect();
-        let lsh_copies: Vec<(Vec<u64>, Vec<u64>)> =
-            planted.par_iter().map(|p| sigs(&p.3)).collect();
-        for (i, (s, s5)) in lsh_orig.iter().enumerate() {
+        let mut lsh2 = MinHashLsh::words(0.5, args.seed, 2);
+        let sigs = |t: &str| {
+            [
+                lsh.signature(&jieba, t),
+                lsh5.signature(&jieba, t),
+                lsh2.signature(&jieba, t),
+            ]
+        };
+        let lsh_orig: Vec<[Vec<u64>; 3]> = docs.par_iter().map(|(_, t)| sigs(t)).collect();
+        let lsh_copies: Vec<[Vec<u64>; 3]> = planted.par_iter().map(|p| sigs(&p.3)).collect();
+        for (i, [s, s5, s2]) in lsh_orig.iter().enumerate() {
             lsh.insert(i as u32, s);
             lsh5.insert(i as u32, s5);
+            lsh2.insert(i as u32, s2);
         }
         println!(
             "\n== {name}: {} documents ({} over {} characters), {} copies; signatures in {:.1}s; minhash bands {}x{}",
@@ -762,7 +872,7 @@ fn main() {
         // (excluding `skip`), with buckets read and candidates checked.
         let answer = |sys: &System,
                       q: &Sig,
-                      lsh_sig: &(Vec<u64>, Vec<u64>),
+                      lsh_sig: &[Vec<u64>; 3],
                       skip: Option<usize>|
          -> (Vec<usize>, u64, u64) {
             // `skip` is the query's own position when it is an original (a
@@ -808,10 +918,11 @@ fn main() {
                 }
             };
             match sys {
-                System::MinHash | System::MinHashChars => {
+                System::MinHash | System::MinHashChars | System::MinHashWords2 => {
                     let (l, sig) = match sys {
-                        System::MinHash => (&lsh, &lsh_sig.0),
-                        _ => (&lsh5, &lsh_sig.1),
+                        System::MinHash => (&lsh, &lsh_sig[0]),
+                        System::MinHashChars => (&lsh5, &lsh_sig[1]),
+                        _ => (&lsh2, &lsh_sig[2]),
                     };
                     let hits: Vec<usize> = l
                         .query(sig)
@@ -960,7 +1071,9 @@ fn main() {
                                 .collect();
                             return (found, buckets, n);
                         }
-                        System::MinHash | System::MinHashChars => unreachable!(),
+                        System::MinHash | System::MinHashChars | System::MinHashWords2 => {
+                            unreachable!()
+                        }
                     };
                     let hits = if old { &idx_old } else { &idx }.query_plan(fp, &plan);
                     let n = hits.len() as u64;
