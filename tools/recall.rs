@@ -131,10 +131,11 @@ struct Args {
     /// (to measure what containment adds).
     #[arg(long)]
     no_containment: bool,
-    /// Confirm containment whichever of the two came first (this build:
-    /// only a later, shorter copy): what wraps would gain, and cost.
+    /// Confirm containment only for a later copy that is the shorter (the
+    /// rule before 2026-11-26; this build confirms the shorter inside the
+    /// longer whichever came first).
     #[arg(long)]
-    containment_both: bool,
+    containment_later_only: bool,
     /// Word features of the recipe measured: `words` or `char-N-grams`
     /// (this build's default if unset).
     #[arg(long)]
@@ -890,13 +891,10 @@ fn main() {
                                 Some(i) if i < j => (s.len, q.len),
                                 _ => (q.len, s.len),
                             };
-                            // Either way round: the shorter one as the later.
-                            let pair = if args.containment_both {
-                                (pair.0.min(pair.1), pair.0.max(pair.1))
-                            } else {
-                                pair
-                            };
-                            Ok((!args.no_containment).then_some(pair))
+                            // The old rule: a later copy holding its
+                            // original is not confirmed by containment.
+                            let old_rule = args.containment_later_only && pair.0 >= pair.1;
+                            Ok((!args.no_containment && !old_rule).then_some(pair))
                         },
                     )
                     .is_ok_and(|c| c.is_some()),

@@ -149,10 +149,10 @@ impl Anchor {
         let distance = doc.fingerprint.distance(rep.fingerprint);
         let similarity = doc.sketch.zip(rep.sketch).map(|(a, b)| a.similarity(&b));
         let confirmed = |s| {
-            // By containment only if `doc` is the shorter, contained in
-            // the representative, whichever came first: what a member is
-            // checked for does not depend on when the representative
-            // came, so one with the same content confirms the same ones.
+            // By containment of the shorter of the two in the longer,
+            // whichever came first: what a member is checked for does not
+            // depend on when the representative came, so one with the
+            // same content confirms the same ones.
             let lengths = (doc.length > 0 && rep.length > 0).then_some((doc.length, rep.length));
             super::confirmation(Some(s), self.min_similarity, || Ok(lengths))
                 .is_ok_and(|c| c.is_some())

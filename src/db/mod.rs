@@ -70,7 +70,9 @@ pub const CONTAINMENT_FLOOR: f64 = 0.45;
 /// `Some(Some(c))` by containment `c`, `None` not. `lengths` are the
 /// content lengths of the later and the earlier document, when known (read
 /// only for a pair whose similarity is between [`CONTAINMENT_FLOOR`] and
-/// the threshold); containment counts only when the later is the shorter.
+/// the threshold); containment is of the shorter in the longer, whichever
+/// came first (a copy wrapped in other text contains its original, as an
+/// excerpt is contained in its).
 pub fn confirmation(
     similarity: Option<f64>,
     min_similarity: f64,
@@ -80,9 +82,9 @@ pub fn confirmation(
         None => Ok(Some(None)),
         Some(s) if s >= min_similarity => Ok(Some(None)),
         Some(s) if s >= CONTAINMENT_FLOOR => {
-            let c = lengths()?
-                .filter(|(later, earlier)| later < earlier)
-                .and_then(|(a, b)| crate::fingerprint::containment(s, a, b));
+            // The shorter of the two inside the longer, whichever came
+            // first: a copy of less, or a copy with more around it.
+            let c = lengths()?.and_then(|(a, b)| crate::fingerprint::containment(s, a, b));
             Ok(c.filter(|c| *c >= MIN_CONTAINMENT.max(min_similarity))
                 .map(Some))
         }

@@ -32,9 +32,9 @@ The method (the README's "Beyond one machine" has the whole story):
    in doubles, as `Sketch::similarity`. A pair is kept when its
    similarity is at least --min-similarity (by default the store's threshold,
    which the export's key-value metadata states), or when either document
-   has no sketch (then unconfirmed, similarity null), or when the later text
-   (the larger ord) is shorter and contained in the earlier: similarity at
-   least 0.45 and the estimated containment `J (1 + earlier/later) / (1 + J)`
+   has no sketch (then unconfirmed, similarity null), or when the shorter
+   text is contained in the longer, whichever came first: similarity at
+   least 0.45 and the estimated containment `J (1 + long/short) / (1 + J)`
    (the `length` column) at least 0.85, or the threshold if higher: simdb's
    rule.
 4. Clusters, simdb's anchored rule (simdb's docs/workflows.md, "Clusters").
@@ -47,7 +47,7 @@ The method (the README's "Beyond one machine" has the whole story):
    cluster, among those of its confirmed earlier near-copies (the 16
    nearest, as simdb's check lists them), whose representative confirms
    it best (highest similarity, fewest bits, oldest cluster: within k, by
-   similarity, or by containment when the member is the shorter, whichever
+   similarity, or by containment of the shorter in the longer, whichever
    came first); if it outranks the representative under the store's keep
    policy (the export's metadata), it takes over and the members it does
    not confirm leave. A cluster's id is its founder's ord (the smallest ord left when
@@ -241,12 +241,14 @@ def components(F, edges, checkpoint):
 def confirmed(sim, later_len: int, earlier_len: int, min_similarity: float) -> bool:
     """simdb's confirmation of a pair within k, the later document of length
     `later_len`: unconfirmed (no sketch), by similarity, or by containment
-    when the later is the shorter (the same arithmetic as the SQL of `run`)."""
+    of the shorter in the longer, whichever came first (the same arithmetic
+    as the SQL of `run`)."""
     if sim is None or sim >= min_similarity:
         return True
-    if sim < CONTAINMENT_FLOOR or later_len <= 0 or later_len >= earlier_len:
+    short, long = min(later_len, earlier_len), max(later_len, earlier_len)
+    if sim < CONTAINMENT_FLOOR or short <= 0:
         return False
-    c = min(1.0, max(0.0, sim * (1.0 + earlier_len / later_len) / (1.0 + sim)))
+    c = min(1.0, max(0.0, sim * (1.0 + long / short) / (1.0 + sim)))
     return c >= max(MIN_CONTAINMENT, min_similarity)
 
 
@@ -297,8 +299,8 @@ def anchored_clusters(items, keep: str, min_similarity: float, work: list | None
 
     def anchored(m, rep):
         """(similarity, distance) when member m is confirmed against rep:
-        within k, by similarity, or by containment if m is the shorter
-        (whichever came first)."""
+        within k, by similarity, or by containment of the shorter of the
+        two in the longer (whichever came first)."""
         tally()
         p = pair(m, rep)
         if p is None or not confirmed(p[0], docs[m][4], docs[rep][4], min_similarity):
@@ -580,12 +582,13 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
 
     def containment(later_len, earlier_len):
         """simdb's MIN_CONTAINMENT and CONTAINMENT_FLOOR: below the
-        threshold, the later document shorter and its estimated share
-        inside the earlier; null when that does not confirm the pair."""
-        ratio = earlier_len.cast("double") / later_len.cast("double")
-        c = F.least(F.lit(1.0), F.greatest(F.lit(0.0), j * (F.lit(1.0) + ratio) / (F.lit(1.0) + j)))
-        ok = ((j < min_similarity) & (j >= CONTAINMENT_FLOOR) & (later_len > 0)
-              & (later_len < earlier_len) & (c >= max(MIN_CONTAINMENT, min_similarity)))
+        threshold, the shorter document's estimated share inside the longer,
+        whichever came first; null when that does not confirm the pair."""
+        short = F.least(later_len, earlier_len).cast("double")
+        long = F.greatest(later_len, earlier_len).cast("double")
+        c = F.least(F.lit(1.0), F.greatest(F.lit(0.0), j * (F.lit(1.0) + long / short) / (F.lit(1.0) + j)))
+        ok = ((j < min_similarity) & (j >= CONTAINMENT_FLOOR) & (short > 0)
+              & (c >= max(MIN_CONTAINMENT, min_similarity)))
         return F.when(ok, c)
 
     def kept(c):
