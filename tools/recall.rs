@@ -412,7 +412,7 @@ fn sentences(text: &str) -> Vec<String> {
 /// stories above and below an article).
 fn sentence_wrap(text: &str, percent: usize, pool: &[String], rng: &mut impl Rng) -> String {
     let sep = if text.is_ascii() { " " } else { "" };
-    let fill = |chars: usize, rng: &mut dyn rand::RngCore| {
+    wrap_with(text, percent, rng, |chars, rng| {
         let mut out: Vec<&str> = Vec::new();
         let mut n = 0;
         while n < chars {
@@ -424,7 +424,33 @@ fn sentence_wrap(text: &str, percent: usize, pool: &[String], rng: &mut impl Rng
             out.push(s);
         }
         out.join(sep)
-    };
+    })
+}
+
+/// `text` with a header and a footer of corpus words, together `percent`%
+/// of its length in characters.
+fn wrap(text: &str, percent: usize, words_pool: &[String], rng: &mut impl Rng) -> String {
+    let sep = if text.is_ascii() { " " } else { "" };
+    wrap_with(text, percent, rng, |chars, rng| {
+        let mut out = String::new();
+        while out.chars().count() < chars {
+            out.push_str(words_pool.choose(rng).expect("a word pool"));
+            out.push_str(sep);
+        }
+        out
+    })
+}
+
+/// `text` between a header and a footer that `fill` makes of at least so
+/// many characters, together `percent`% of its length: a header only, a
+/// footer only, or both split at random (real wraps are one-sided as
+/// often as two-sided).
+fn wrap_with<R: Rng>(
+    text: &str,
+    percent: usize,
+    rng: &mut R,
+    mut fill: impl FnMut(usize, &mut R) -> String,
+) -> String {
     let extra = text.chars().count() * percent / 100;
     let head_chars = match rng.random_range(0..3) {
         0 => extra,
@@ -433,31 +459,6 @@ fn sentence_wrap(text: &str, percent: usize, pool: &[String], rng: &mut impl Rng
     };
     let head = fill(head_chars, rng);
     let tail = fill(extra - head_chars, rng);
-    format!("{head}\n{text}\n{tail}")
-}
-
-/// `text` with a header and a footer of corpus words, together `percent`%
-/// of its length in characters.
-fn wrap(text: &str, percent: usize, words_pool: &[String], rng: &mut impl Rng) -> String {
-    let sep = if text.is_ascii() { " " } else { "" };
-    let filler = |chars: usize, rng: &mut dyn rand::RngCore| {
-        let mut out = String::new();
-        while out.chars().count() < chars {
-            out.push_str(words_pool.choose(rng).expect("a word pool"));
-            out.push_str(sep);
-        }
-        out
-    };
-    // A header only, a footer only, or both split at random: real wraps
-    // are one-sided as often as two-sided.
-    let extra = text.chars().count() * percent / 100;
-    let head_chars = match rng.random_range(0..3) {
-        0 => extra,
-        1 => 0,
-        _ => rng.random_range(0..=extra),
-    };
-    let head = filler(head_chars, rng);
-    let tail = filler(extra - head_chars, rng);
     format!("{head}\n{text}\n{tail}")
 }
 
