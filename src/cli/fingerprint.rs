@@ -19,10 +19,7 @@ pub(super) fn fingerprint(a: FingerprintArgs) -> Result<bool> {
             if let Some(p) = page {
                 v["page"] = json!({
                     "title": p.title,
-                    "found": match p.found {
-                        simdb::web::Found::Article => "article",
-                        simdb::web::Found::Visible => "visible_text",
-                    },
+                    "found": p.found.name(),
                     "encoding": p.encoding,
                     "text": text,
                 });

@@ -192,10 +192,7 @@ impl Db {
     /// The page extraction the store's web pages went through
     /// ([`crate::web::EXTRACTION`]); `None` when no page was written.
     pub(crate) fn extraction(&self) -> Result<Option<String>> {
-        Ok(self
-            .store
-            .get_meta(store::EXTRACTION_KEY)?
-            .map(|v| String::from_utf8_lossy(&v).into_owned()))
+        extraction(&self.store)
     }
 
     /// Makes ready to write web pages ([`accept_pages`]).
@@ -308,7 +305,6 @@ impl Db {
     /// the time index, walking the order past documents with their own
     /// time only while one could still be the answer.
     pub(crate) fn age_range(&self) -> Result<Option<(u64, u64)>> {
-        let mut oldest: Option<u64> = None;
         let first_dated = {
             let mut t = None;
             self.store.for_each_dated((0, 0), |time, _, _| {
@@ -317,34 +313,49 @@ impl Db {
             })?;
             t
         };
-        self.store.for_each_in_order(0, |ord, id| {
-            let rec = self.ordered_record(ord, id)?;
-            // No later document was written before this one.
-            if first_dated.is_some_and(|t| rec.ingested_at >= t) {
-                return Ok(false);
-            }
-            if rec.dated.is_none() {
-                oldest = Some(rec.ingested_at);
-                return Ok(false);
-            }
-            Ok(true)
-        })?;
-        let mut newest: Option<u64> = None;
+        // Write times never go backwards: past a document written after
+        // the oldest own time (before the newest), no undated one can be
+        // older (newer) than it.
+        let oldest = self.first_undated(
+            |visit| self.store.for_each_in_order(0, visit),
+            |written| first_dated.is_some_and(|t| written >= t),
+        )?;
         let last_dated = self.store.latest_dated()?;
-        self.store.for_each_in_order_rev(|ord, id| {
-            let rec = self.ordered_record(ord, id)?;
-            if last_dated.is_some_and(|t| rec.ingested_at <= t) {
-                return Ok(false);
-            }
-            if rec.dated.is_none() {
-                newest = Some(rec.ingested_at);
-                return Ok(false);
-            }
-            Ok(true)
-        })?;
+        let newest = self.first_undated(
+            |visit| self.store.for_each_in_order_rev(visit),
+            |written| last_dated.is_some_and(|t| written <= t),
+        )?;
         let min = [oldest, first_dated].into_iter().flatten().min();
         let max = [newest, last_dated].into_iter().flatten().max();
         Ok(min.zip(max))
+    }
+}
+
+/// A visit of the ingest order: `(ord, id)`, `false` to stop.
+type OrderVisit<'a> = &'a mut dyn FnMut(u64, &str) -> Result<bool>;
+
+impl Db {
+    /// The write time of the first document without a time of its own
+    /// that `walk` (the ingest order, either way) meets, unless `past` the
+    /// write time of one met before it says none further on matters.
+    fn first_undated(
+        &self,
+        walk: impl FnOnce(OrderVisit<'_>) -> Result<()>,
+        past: impl Fn(u64) -> bool,
+    ) -> Result<Option<u64>> {
+        let mut found = None;
+        walk(&mut |ord, id| {
+            let rec = self.ordered_record(ord, id)?;
+            if past(rec.ingested_at) {
+                return Ok(false);
+            }
+            if rec.dated.is_none() {
+                found = Some(rec.ingested_at);
+                return Ok(false);
+            }
+            Ok(true)
+        })?;
+        Ok(found)
     }
 }
 
@@ -731,16 +742,20 @@ pub fn migrate(path: impl AsRef<Path>, keep: Option<KeepPolicy>) -> Result<Migra
     Ok(report)
 }
 
+/// The page extraction `store` recorded with its first page, if any.
+fn extraction(store: &Store) -> Result<Option<String>> {
+    Ok(store
+        .get_meta(store::EXTRACTION_KEY)?
+        .map(|v| String::from_utf8_lossy(&v).into_owned()))
+}
+
 /// Makes a store ready to take web pages: a store that has pages must have
 /// had them extracted as this build extracts them (else the same page
 /// would be a different text); a store without records this build's
 /// extraction. Text written beside pages is not affected. Idempotent, and
 /// safe from several writers at once (they record the same value).
 pub(crate) fn accept_pages(store: &Store) -> Result<()> {
-    let recorded = store
-        .get_meta(store::EXTRACTION_KEY)?
-        .map(|v| String::from_utf8_lossy(&v).into_owned());
-    match recorded {
+    match extraction(store)? {
         Some(e) if e == crate::web::EXTRACTION => Ok(()),
         Some(e) => Err(Error::Input(format!(
             "this store's web pages were extracted as {e:?}, and this build extracts them as {:?}: \

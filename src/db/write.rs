@@ -31,6 +31,19 @@ pub struct Doc {
 }
 
 impl Doc {
+    /// Makes a web page ([`Content::Html`]) the text it is fingerprinted
+    /// by, and says how that text was found (`None`: not a page, left as
+    /// it is).
+    pub fn extract_page(&mut self) -> Option<crate::web::Found> {
+        if !matches!(self.content, Content::Html(_)) {
+            return None;
+        }
+        let page = std::mem::replace(&mut self.content, Content::Text(String::new()));
+        let (content, found) = page.extracted();
+        self.content = content;
+        found
+    }
+
     /// What the input said of the document beside its content.
     pub fn stated(&self) -> crate::db::writer::Stated {
         crate::db::writer::Stated {
@@ -315,15 +328,7 @@ pub fn extract_pages(db: &crate::Db, docs: &mut [Doc]) -> Result<Vec<Option<crat
         return Ok(vec![None; docs.len()]);
     }
     db.accept_pages()?;
-    Ok(docs
-        .par_iter_mut()
-        .map(|d| {
-            let content = std::mem::replace(&mut d.content, Content::Text(String::new()));
-            let (content, found) = content.extracted();
-            d.content = content;
-            found
-        })
-        .collect())
+    Ok(docs.par_iter_mut().map(Doc::extract_page).collect())
 }
 
 impl WriteCounts {

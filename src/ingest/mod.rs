@@ -224,8 +224,7 @@ fn staged_pipeline(
             .map(|it| {
                 it.map(|mut d| {
                     // A page becomes its text here, once, on the pool.
-                    let (content, found) = d.content.extracted();
-                    d.content = content;
+                    let found = d.extract_page();
                     let a = d.content.analyze(fingerprinter);
                     (d, found, a)
                 })

@@ -95,20 +95,16 @@ impl App {
             counts.add_written(&r);
             counts.pages.add(found);
             let outcome = r.outcome();
-            if r.fingerprint.is_none() {
-                let mut v = json!({"id": doc.id, "outcome": outcome});
-                if let Some(f) = found {
-                    v["page"] = json!(f.name());
+            let mut v = json!({"id": doc.id, "outcome": outcome});
+            if r.fingerprint.is_some() {
+                let d = &r.duplicates;
+                v["fingerprint"] = json!(r.fingerprint);
+                v["duplicates"] = json!(d.listed(opts.max_duplicates));
+                v["duplicate_count"] = json!(d.count());
+                v["duplicate_count_exact"] = json!(d.exact());
+                if r.short {
+                    v["short"] = json!(true);
                 }
-                results.push(v);
-                continue;
-            }
-            let d = &r.duplicates;
-            let mut v = json!({"id": doc.id, "outcome": outcome, "fingerprint": r.fingerprint,
-                "duplicates": d.listed(opts.max_duplicates),
-                "duplicate_count": d.count(), "duplicate_count_exact": d.exact()});
-            if r.short {
-                v["short"] = json!(true);
             }
             if let Some(f) = found {
                 v["page"] = json!(f.name());

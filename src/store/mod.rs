@@ -851,7 +851,7 @@ impl Store {
         b.0.delete_cf(self.cf(REFS), RefKey::encode(rec.fingerprint, id));
         b.0.delete_cf(self.cf(CLUSTERS), schema::order_key(rec.ord));
         if let Some(t) = rec.dated {
-            b.0.delete_cf(self.cf(CLUSTERS), schema::time_key(t, rec.ord));
+            self.delete_time(b, t, rec.ord);
         }
     }
 
