@@ -174,6 +174,39 @@ struct Args {
     /// holds many fingerprints within the distance bound.
     #[arg(long, default_value_t = simdb::index::bands::DEFAULT_BAND_CANDIDATES)]
     band_cap: usize,
+    /// Also add candidates that share a part: each original indexes the
+    /// `--parts` smallest hashes of its content-defined chunks (a
+    /// prototype of a sketch of a document's parts; 0 = none). A query
+    /// looks up its own `--parts-query` smallest.
+    #[arg(long, default_value_t = 0)]
+    parts: usize,
+    /// Chunks of about this many characters (letters and digits of the
+    /// normalised text).
+    #[arg(long, default_value_t = 32)]
+    parts_m: usize,
+    /// Chunk hashes a query looks up (0 = twice `--parts`).
+    #[arg(long, default_value_t = 0)]
+    parts_query: usize,
+    /// A part shared by more originals than this names no candidate (a
+    /// boilerplate sentence; 0 = no cap).
+    #[arg(long, default_value_t = 0)]
+    parts_cap: usize,
+    /// Containment a pair under the threshold needs (this build's
+    /// `simdb::db::MIN_CONTAINMENT` if unset).
+    #[arg(long)]
+    min_containment: Option<f64>,
+    /// The least similarity of a pair confirmed by containment (this
+    /// build's `simdb::db::CONTAINMENT_FLOOR` if unset).
+    #[arg(long)]
+    containment_floor: Option<f64>,
+    /// Print this many of each system's unrelated pairs (5-gram Jaccard
+    /// below 0.3): their lengths and first characters.
+    #[arg(long, default_value_t = 0)]
+    show_unrelated: usize,
+    /// Also report the ceiling: every original confirmed by the rule (no
+    /// candidate limit; recall only).
+    #[arg(long)]
+    ceiling: bool,
     /// Where recall.json goes.
     #[arg(long, default_value = "recall-out")]
     out: PathBuf,
@@ -415,12 +448,20 @@ fn sentence_wrap(text: &str, percent: usize, pool: &[String], rng: &mut impl Rng
     wrap_with(text, percent, rng, |chars, rng| {
         let mut out: Vec<&str> = Vec::new();
         let mut n = 0;
+        // A sentence that would take the wrap past half again its share
+        // is passed over (up to 100 draws): one long sentence would
+        // otherwise make a 15% wrap of a short text 50-100% (app_desc).
+        let mut draws = 0;
         while n < chars {
             let s = pool.choose(rng).expect("a sentence pool");
-            if text.contains(s.as_str()) {
+            draws += 1;
+            let len = s.chars().count();
+            if text.contains(s.as_str())
+                || (draws < 100 && n + len > (chars * 3 / 2).max(chars + 8))
+            {
                 continue;
             }
-            n += s.chars().count();
+            n += len;
             out.push(s);
         }
         out.join(sep)
@@ -484,6 +525,10 @@ enum System {
     /// Ranked at the budget, plus candidates sharing one of B bands of R
     /// full-width sketch bins (index into `--bands`).
     Bands(usize, usize, usize, usize),
+    /// The library's bands at the budget, plus candidates sharing a part.
+    Parts(usize),
+    /// Every original, confirmed by the rule (recall's ceiling).
+    Ceiling,
 }
 
 impl System {
@@ -503,6 +548,8 @@ impl System {
             System::Segments(b, k) => format!("ranked {b} + segments k={k}"),
             System::Bands(b, _, _, 0) => format!("ranked {b} + sketch bands"),
             System::Bands(b, _, nb, r) => format!("ranked {b} + bands {nb}x{r} full"),
+            System::Parts(b) => format!("ranked {b} + sketch bands + parts"),
+            System::Ceiling => "ceiling: every original, confirmed".into(),
         }
     }
 }
@@ -519,6 +566,46 @@ struct Sig {
     segments: Vec<simdb::Fingerprint>,
     /// Band keys per `--bands` configuration.
     bands: Vec<Vec<u64>>,
+    /// Hashes of the text's content-defined chunks, ascending (`--parts`).
+    parts: Vec<u64>,
+}
+
+/// Hashes of the content-defined chunks of `normal` (a prototype of a
+/// sketch of a document's parts), ascending and distinct. Only letters
+/// and digits count (punctuation and spacing move no boundary); a chunk
+/// ends after the character where the xxh3 of the last 8 characters is
+/// 0 modulo `m`, once it has `m / 4` characters, or at `4 m`. A header or
+/// a cut moves no boundary inside the text, so the chunks a copy shares
+/// whole with its original hash the same.
+fn part_hashes(normal: &str, m: usize) -> Vec<u64> {
+    const W: usize = 8;
+    let cs: Vec<char> = normal.chars().filter(|c| c.is_alphanumeric()).collect();
+    let (min, max) = ((m / 4).max(W), 4 * m);
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut buf = String::new();
+    for i in 0..cs.len() {
+        let len = i + 1 - start;
+        let at = i + 1 >= W && {
+            buf.clear();
+            buf.extend(&cs[i + 1 - W..=i]);
+            xxhash_rust::xxh3::xxh3_64(buf.as_bytes()).is_multiple_of(m as u64)
+        };
+        if len >= max || (len >= min && at) {
+            buf.clear();
+            buf.extend(&cs[start..=i]);
+            out.push(xxhash_rust::xxh3::xxh3_64(buf.as_bytes()));
+            start = i + 1;
+        }
+    }
+    if cs.len() - start >= min {
+        buf.clear();
+        buf.extend(&cs[start..]);
+        out.push(xxhash_rust::xxh3::xxh3_64(buf.as_bytes()));
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// Fingerprints of the content-defined segments of `terms` (a prototype):
@@ -602,6 +689,10 @@ fn main() {
         Some(o) => panic!("--script {o:?}: none or t2s"),
     }
     let threshold = args.threshold.unwrap_or(simdb::db::DEFAULT_MIN_SIMILARITY);
+    let min_containment = args.min_containment.unwrap_or(simdb::db::MIN_CONTAINMENT);
+    let containment_floor = args
+        .containment_floor
+        .unwrap_or(simdb::db::CONTAINMENT_FLOOR);
     let old_recipe = Recipe::default().before_reposts();
     let opencc = [
         ferrous_opencc::config::BuiltinConfig::S2t,
@@ -663,6 +754,16 @@ fn main() {
             systems.push(System::Bands(b, i, nb, r));
         }
     }
+    if args.parts > 0 {
+        systems.extend(budgets.iter().map(|&b| System::Parts(b)));
+    }
+    if args.ceiling {
+        systems.push(System::Ceiling);
+    }
+    let parts_query = match args.parts_query {
+        0 => 2 * args.parts,
+        q => q,
+    };
     systems.push(System::MinHash);
     systems.push(System::MinHashChars);
     systems.push(System::MinHashWords2);
@@ -728,6 +829,11 @@ fn main() {
             } else {
                 Vec::new()
             },
+            parts: if args.parts > 0 {
+                part_hashes(&f.normal(t), args.parts_m)
+            } else {
+                Vec::new()
+            },
             bands: {
                 // Full-width bins only for the `BxR` prototypes (the
                 // library's bands read the sketch).
@@ -781,6 +887,26 @@ fn main() {
             for fp in &s.segments {
                 idx_seg.insert(&i.to_string(), *fp);
             }
+        }
+        let mut parts_table: HashMap<u64, Vec<usize>> = HashMap::new();
+        for (i, s) in originals.iter().enumerate() {
+            for h in s.parts.iter().take(args.parts) {
+                parts_table.entry(*h).or_default().push(i);
+            }
+        }
+        if args.parts > 0 {
+            let mut sizes: Vec<usize> = parts_table.values().map(Vec::len).collect();
+            sizes.sort_unstable();
+            println!(
+                "parts of ~{} characters: {:.1} per original, {} indexed ({:.2} per original), largest buckets {:?}",
+                args.parts_m,
+                originals.iter().map(|s| s.parts.len()).sum::<usize>() as f64
+                    / originals.len().max(1) as f64,
+                parts_table.values().map(Vec::len).sum::<usize>(),
+                parts_table.values().map(Vec::len).sum::<usize>() as f64
+                    / originals.len().max(1) as f64,
+                &sizes[sizes.len().saturating_sub(5)..]
+            );
         }
         let mut band_tables: Vec<Vec<HashMap<u64, Vec<usize>>>> = band_cfgs
             .iter()
@@ -883,9 +1009,11 @@ fn main() {
                 let s = &originals[j];
                 // This build's rule: similarity, or containment.
                 let confirm = |x: Option<Sketch>, y: Option<Sketch>| match (x, y) {
-                    (Some(x), Some(y)) => simdb::db::confirmation(
+                    (Some(x), Some(y)) => simdb::db::confirmation_at(
                         Some(x.similarity(&y)),
                         threshold,
+                        min_containment,
+                        containment_floor,
                         // The later document's length first.
                         || {
                             let pair = match skip {
@@ -1039,6 +1167,46 @@ fn main() {
                                 .collect();
                             return (found, buckets, n);
                         }
+                        System::Ceiling => {
+                            if skip.is_some() {
+                                return (Vec::new(), 0, 0);
+                            }
+                            let found = (0..originals.len())
+                                .filter(|&j| verify(j, false, None))
+                                .collect();
+                            return (found, 0, originals.len() as u64);
+                        }
+                        System::Parts(b) => {
+                            let plan = ProbePlan::ranked(a.fingerprint, 0, &a.weak_bits, *b);
+                            let probe = a.sketch.map(|s| {
+                                BandProbe::new(&s, simdb::index::bands::DEFAULT_BAND_DISTANCE)
+                            });
+                            let mut cand: Vec<usize> = idx_banded
+                                .query_banded(a.fingerprint, &plan, probe.as_ref())
+                                .into_iter()
+                                .map(|h| h.id.parse::<usize>().expect("positions"))
+                                .chain(q.parts.iter().take(parts_query).flat_map(|h| {
+                                    parts_table
+                                        .get(h)
+                                        .filter(|v| {
+                                            args.parts_cap == 0 || v.len() <= args.parts_cap
+                                        })
+                                        .cloned()
+                                        .unwrap_or_default()
+                                }))
+                                .collect();
+                            cand.sort_unstable();
+                            cand.dedup();
+                            let n = cand.len() as u64;
+                            let buckets = plan.buckets() as u64
+                                + probe.map_or(0, |p| p.buckets() as u64)
+                                + q.parts.len().min(parts_query) as u64;
+                            let found = cand
+                                .into_iter()
+                                .filter(|&j| Some(j) != skip && verify(j, false, None))
+                                .collect();
+                            return (found, buckets, n);
+                        }
                         System::Bands(b, c, _, _) => {
                             let plan = ProbePlan::ranked(a.fingerprint, 0, &a.weak_bits, *b);
                             let mut cand: Vec<usize> = idx
@@ -1158,6 +1326,24 @@ fn main() {
             let distinct = sims.iter().filter(|&&s| s < 0.5).count();
             // The stricter reading (the reposts prototype's): below 0.3.
             let unrelated = sims.iter().filter(|&&s| s < 0.3).count();
+            if args.show_unrelated > 0 {
+                // What the unrelated pairs are (their lengths and starts).
+                let cut = |t: &str| t.chars().take(60).collect::<String>().replace('\n', " ");
+                for (&(i, j), s) in pairs
+                    .iter()
+                    .zip(&sims)
+                    .filter(|p| *p.1 < 0.3)
+                    .take(args.show_unrelated)
+                {
+                    println!(
+                        "  unrelated {s:.2} ({} / {} chars): {:?} | {:?}",
+                        docs[i].1.chars().count(),
+                        docs[j].1.chars().count(),
+                        cut(&docs[i].1),
+                        cut(&docs[j].1)
+                    );
+                }
+            }
             let mut line = format!("{:<34}", sys.name());
             let mut rec = serde_json::Map::new();
             for &kind in &kinds {

@@ -78,14 +78,33 @@ pub fn confirmation(
     min_similarity: f64,
     lengths: impl FnOnce() -> Result<Option<(u64, u64)>>,
 ) -> Result<Option<Option<f64>>> {
+    confirmation_at(
+        similarity,
+        min_similarity,
+        MIN_CONTAINMENT,
+        CONTAINMENT_FLOOR,
+        lengths,
+    )
+}
+
+/// [`confirmation`] with another containment than [`MIN_CONTAINMENT`]
+/// and another floor than [`CONTAINMENT_FLOOR`] (what `tools/recall.rs`
+/// measures).
+pub fn confirmation_at(
+    similarity: Option<f64>,
+    min_similarity: f64,
+    min_containment: f64,
+    floor: f64,
+    lengths: impl FnOnce() -> Result<Option<(u64, u64)>>,
+) -> Result<Option<Option<f64>>> {
     match similarity {
         None => Ok(Some(None)),
         Some(s) if s >= min_similarity => Ok(Some(None)),
-        Some(s) if s >= CONTAINMENT_FLOOR => {
+        Some(s) if s >= floor => {
             // The shorter of the two inside the longer, whichever came
             // first: a copy of less, or a copy with more around it.
             let c = lengths()?.and_then(|(a, b)| crate::fingerprint::containment(s, a, b));
-            Ok(c.filter(|c| *c >= MIN_CONTAINMENT.max(min_similarity))
+            Ok(c.filter(|c| *c >= min_containment.max(min_similarity))
                 .map(Some))
         }
         Some(_) => Ok(None),
