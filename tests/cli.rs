@@ -763,7 +763,8 @@ fn dedup_keeps_lines_unchanged_and_drops_what_ingest_would_skip() {
             let (long, half) = ([words.concat(), again.concat()].concat(), words.concat());
             let (a, b) = (f.analyze(&long).unwrap(), f.analyze(&half).unwrap());
             let j = a.sketch.unwrap().similarity(&b.sketch.unwrap());
-            (a.fingerprint == b.fingerprint && (0.45..0.6).contains(&j)).then_some((long, half))
+            (a.fingerprint == b.fingerprint && (simdb::db::CONTAINMENT_FLOOR..0.6).contains(&j))
+                .then_some((long, half))
         })
         .expect("an article whose half is contained");
     lines += &format!(
@@ -837,7 +838,10 @@ fn dedup_keeps_lines_unchanged_and_drops_what_ingest_would_skip() {
     let repost = drops.iter().find(|d| d["id"] == "repost").unwrap();
     assert_eq!(repost["duplicate_of"], "long");
     assert!(repost["similarity"].as_f64().unwrap() < 0.6, "{repost}");
-    assert!(repost["containment"].as_f64().unwrap() >= 0.85, "{repost}");
+    assert!(
+        repost["containment"].as_f64().unwrap() >= simdb::db::MIN_CONTAINMENT,
+        "{repost}"
+    );
     let again = drops.iter().find(|d| d["id"] == "again-7").unwrap();
     assert_eq!(again["duplicate_of"], "doc-7");
     assert_eq!(again["distance"], 0);

@@ -284,7 +284,7 @@ def contained(sim: float, later: int, earlier: int, min_similarity: float) -> bo
     if sim < 0.45 or short == 0:
         return False
     c = min(1.0, sim * (1.0 + long / short) / (1.0 + sim))
-    return c >= max(0.85, min_similarity)
+    return c >= max(0.75, min_similarity)
 
 
 def brute_pairs(export: str, k: int, min_similarity: float) -> set:
