@@ -181,8 +181,9 @@ struct Args {
     #[arg(long, default_value_t = 0)]
     parts: usize,
     /// Chunks of about this many characters (letters and digits of the
-    /// normalised text).
-    #[arg(long, default_value_t = 32)]
+    /// normalised text), by the prototype's boundaries (0 = the library's
+    /// `simdb::fingerprint::parts`, 16 characters).
+    #[arg(long, default_value_t = 0)]
     parts_m: usize,
     /// Chunk hashes a query looks up (0 = twice `--parts`).
     #[arg(long, default_value_t = 0)]
@@ -829,10 +830,10 @@ fn main() {
             } else {
                 Vec::new()
             },
-            parts: if args.parts > 0 {
-                part_hashes(&f.normal(t), args.parts_m)
-            } else {
-                Vec::new()
+            parts: match (args.parts, args.parts_m) {
+                (0, _) => Vec::new(),
+                (_, 0) => simdb::fingerprint::parts::part_hashes(&f.normal(t)),
+                (_, m) => part_hashes(&f.normal(t), m),
             },
             bands: {
                 // Full-width bins only for the `BxR` prototypes (the
@@ -898,7 +899,7 @@ fn main() {
             let mut sizes: Vec<usize> = parts_table.values().map(Vec::len).collect();
             sizes.sort_unstable();
             println!(
-                "parts of ~{} characters: {:.1} per original, {} indexed ({:.2} per original), largest buckets {:?}",
+                "parts of ~{} characters (0 = the library's): {:.1} per original, {} indexed ({:.2} per original), largest buckets {:?}",
                 args.parts_m,
                 originals.iter().map(|s| s.parts.len()).sum::<usize>() as f64
                     / originals.len().max(1) as f64,

@@ -22,6 +22,7 @@
 mod content;
 mod dict;
 mod idf;
+pub mod parts;
 mod recipe;
 mod script;
 mod sketch;
