@@ -55,6 +55,12 @@ fn fingerprint(c: &mut Criterion) {
     // What ingest computes: fingerprint, verification sketch, top terms.
     let f = Fingerprinter::new(Recipe::default());
     g.bench_function("default_analyze", |b| b.iter(|| f.analyze(&text).unwrap()));
+    // The part hashes of the same text (`fingerprint::parts`), beside the
+    // analysis they would be added to.
+    let normal = f.normal(&text);
+    g.bench_function("parts", |b| {
+        b.iter(|| simdb::fingerprint::parts::smallest_parts(&normal, 6).len())
+    });
     g.finish();
 }
 
