@@ -429,6 +429,118 @@ fn band_probe_property() {
         .unwrap();
 }
 
+/// The in-memory index with a part probe (and a band probe) equals
+/// `parts::brute_force_parted`: parts drawn from a small universe, so that
+/// buckets fill to the cap and past it; identical fingerprints whose first
+/// document has other parts or none; removals that change the first
+/// document; plans that accept nothing and plans that accept some.
+#[test]
+fn part_probe_property() {
+    use simdb::fingerprint::{Sketch, SKETCH_BYTES};
+    use simdb::index::bands::{band_values, BandProbe};
+    use simdb::index::parts::{brute_force_parted, PartProbe};
+    let config = Config {
+        cases: 200,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &[9; 32]);
+    let mut runner = TestRunner::new_with_rng(config, rng);
+    let strategy = (
+        any::<u64>(),
+        any::<[u8; SKETCH_BYTES]>(),
+        proptest::collection::vec(
+            (
+                proptest::collection::vec(0u32..64, 0..40),
+                proptest::collection::vec(0u64..24, 0..7),
+                0u8..8,
+            ),
+            0..80,
+        ),
+        proptest::collection::vec(0usize..120, 0..25),
+        proptest::collection::vec(0u64..24, 0..13),
+        0usize..12,
+    );
+    runner
+        .run(&strategy, |(base, qsketch, docs, removals, qparts, cap)| {
+            let q = Fingerprint(base);
+            let mut idx = MemIndex::new();
+            type Entry = (Fingerprint, Option<Sketch>, Vec<u64>);
+            let mut entries: BTreeMap<String, Entry> = BTreeMap::new();
+            for (i, (bits, parts, kind)) in docs.iter().enumerate() {
+                let kind = *kind;
+                let fp = flip(q, bits);
+                let mut parts = parts.clone();
+                parts.sort_unstable();
+                parts.dedup();
+                // Some share a band with the query; some share an
+                // earlier document's fingerprint (other parts, or none,
+                // first or second by id); some have no parts.
+                let sketch = (kind % 2 == 0).then(|| {
+                    let mut s = [0u8; SKETCH_BYTES];
+                    s[0] = qsketch[0];
+                    s[1] = qsketch[1];
+                    s[2] = qsketch[2] ^ u8::from(kind % 4 == 0);
+                    Sketch(s)
+                });
+                let fp = match (kind, i.checked_sub(1)) {
+                    (3 | 5, Some(j)) => flip(q, &docs[j].0),
+                    _ => fp,
+                };
+                let parts = if kind == 7 { Vec::new() } else { parts };
+                let id = if kind == 5 {
+                    format!("a{i:03}")
+                } else {
+                    format!("d{i:03}")
+                };
+                entries.insert(id, (fp, sketch, parts));
+            }
+            for (id, (fp, s, p)) in &entries {
+                idx.insert_parted(id, *fp, *s, p);
+            }
+            let ids: Vec<String> = entries.keys().cloned().collect();
+            for r in removals {
+                if let Some(id) = ids.get(r) {
+                    if entries.remove(id).is_some() {
+                        prop_assert!(idx.remove(id).is_some());
+                    }
+                }
+            }
+            // The oracle's first-document rule, from the entries.
+            let first = |fp: Fingerprint| entries.values().find(|(f, _, _)| *f == fp);
+            let bands_of = |fp| first(fp).and_then(|e| e.1.as_ref().map(band_values));
+            let parts_of = |fp| first(fp).map(|e| e.2.clone()).unwrap_or_default();
+            for (fp, _, _) in entries.values() {
+                prop_assert_eq!(idx.part_hashes(*fp).to_vec(), parts_of(*fp));
+            }
+            let mut qparts = qparts;
+            qparts.sort_unstable();
+            qparts.dedup();
+            let probe = PartProbe {
+                parts: qparts,
+                max_fingerprints: cap,
+            };
+            let bands = BandProbe::new(&Sketch(qsketch), 14);
+            let weak: Vec<u8> = (0..64).collect();
+            for plan in [ProbePlan::exact(q, 0), ProbePlan::ranked(q, 0, &weak, 32)] {
+                for band in [None, Some(&bands)] {
+                    let want = brute_force_parted(
+                        entries.iter().map(|(i, e)| (i.as_str(), e.0)),
+                        bands_of,
+                        parts_of,
+                        q,
+                        &plan,
+                        band,
+                        &probe,
+                    );
+                    prop_assert_eq!(idx.query_parted(q, &plan, band, Some(&probe)), want);
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
 /// Band probes at distance exactly the bound and one more, and identical
 /// fingerprints whose first document changes (planted, not random).
 #[test]

@@ -86,6 +86,7 @@ use rayon::prelude::*;
 use serde_json::json;
 use simdb::fingerprint::{Analysis, LatinFeatures, Sketch, SketchKind};
 use simdb::index::bands::BandProbe;
+use simdb::index::parts::PartProbe;
 use simdb::index::{MemIndex, ProbePlan};
 use simdb::{Fingerprinter, Recipe};
 
@@ -188,9 +189,10 @@ struct Args {
     /// Chunk hashes a query looks up (0 = twice `--parts`).
     #[arg(long, default_value_t = 0)]
     parts_query: usize,
-    /// A part shared by more originals than this names no candidate (a
-    /// boilerplate sentence; 0 = no cap).
-    #[arg(long, default_value_t = 0)]
+    /// A part shared by more fingerprints than this names no candidate (a
+    /// boilerplate sentence; 0 = no cap; the library's
+    /// `PartProbe::max_fingerprints` by default).
+    #[arg(long, default_value_t = simdb::index::parts::DEFAULT_PART_FINGERPRINTS)]
     parts_cap: usize,
     /// Containment a pair under the threshold needs (this build's
     /// `simdb::db::MIN_CONTAINMENT` if unset).
@@ -880,7 +882,10 @@ fn main() {
         for (i, s) in originals.iter().enumerate() {
             if let Some(a) = &s.a {
                 idx.insert(&i.to_string(), a.fingerprint);
-                idx_banded.insert_sketched(&i.to_string(), a.fingerprint, a.sketch);
+                // With the parts too (`--parts`): the library's part
+                // buckets; a query without a part probe reads none.
+                let k = s.parts.len().min(args.parts);
+                idx_banded.insert_parted(&i.to_string(), a.fingerprint, a.sketch, &s.parts[..k]);
             }
             if let Some(a) = &s.old {
                 idx_old.insert(&i.to_string(), a.fingerprint);
@@ -1182,19 +1187,23 @@ fn main() {
                             let probe = a.sketch.map(|s| {
                                 BandProbe::new(&s, simdb::index::bands::DEFAULT_BAND_DISTANCE)
                             });
+                            // The library's part probe (`simdb::index::parts`).
+                            let part_probe = PartProbe {
+                                parts: q.parts.iter().take(parts_query).copied().collect(),
+                                max_fingerprints: match args.parts_cap {
+                                    0 => usize::MAX,
+                                    c => c,
+                                },
+                            };
                             let mut cand: Vec<usize> = idx_banded
-                                .query_banded(a.fingerprint, &plan, probe.as_ref())
+                                .query_parted(
+                                    a.fingerprint,
+                                    &plan,
+                                    probe.as_ref(),
+                                    Some(&part_probe),
+                                )
                                 .into_iter()
                                 .map(|h| h.id.parse::<usize>().expect("positions"))
-                                .chain(q.parts.iter().take(parts_query).flat_map(|h| {
-                                    parts_table
-                                        .get(h)
-                                        .filter(|v| {
-                                            args.parts_cap == 0 || v.len() <= args.parts_cap
-                                        })
-                                        .cloned()
-                                        .unwrap_or_default()
-                                }))
                                 .collect();
                             cand.sort_unstable();
                             cand.dedup();

@@ -18,6 +18,11 @@ pub struct MemIndex {
     /// The band buckets (see [`bands`]): each fingerprint in those of its
     /// first entry's sketch.
     bands: bands::BandBuckets,
+    /// Part hashes of the entries inserted with some.
+    parts_of: HashMap<String, Vec<u64>>,
+    /// The part buckets (see [`parts`]): each fingerprint in those of its
+    /// first entry's parts.
+    parts: parts::PartBuckets,
 }
 
 impl MemIndex {
@@ -48,10 +53,26 @@ impl MemIndex {
         fp: Fingerprint,
         sketch: Option<crate::fingerprint::Sketch>,
     ) {
+        self.insert_parted(id, fp, sketch, &[]);
+    }
+
+    /// Inserts or replaces `id`, with its sketch and its part hashes
+    /// (which name its fingerprint's part buckets when `id` is the
+    /// fingerprint's first entry; see [`parts`]).
+    pub fn insert_parted(
+        &mut self,
+        id: &str,
+        fp: Fingerprint,
+        sketch: Option<crate::fingerprint::Sketch>,
+        part_hashes: &[u64],
+    ) {
         self.remove(id);
         self.by_id.insert(id.to_string(), fp);
         if let Some(s) = sketch {
             self.sketches.insert(id.to_string(), s);
+        }
+        if !part_hashes.is_empty() {
+            self.parts_of.insert(id.to_string(), part_hashes.to_vec());
         }
         let ids = self.by_fp.entry(fp).or_default();
         if ids.is_empty() {
@@ -66,18 +87,25 @@ impl MemIndex {
     /// Puts `fp` in the band buckets of its first entry's sketch (none
     /// when it has no entry, or the first has no sketch).
     pub(super) fn place_bands(&mut self, fp: Fingerprint) {
-        if self.sketches.is_empty() && self.bands.is_empty() {
+        if self.sketches.is_empty()
+            && self.bands.is_empty()
+            && self.parts_of.is_empty()
+            && self.parts.is_empty()
+        {
             // No entry has a sketch, none is in a band: the writer's
             // index (ids and fingerprints only) pays nothing here.
             return;
         }
-        let values = self
-            .by_fp
-            .get(&fp)
-            .and_then(|ids| ids.first())
+        let first = self.by_fp.get(&fp).and_then(|ids| ids.first());
+        let values = first
             .and_then(|first| self.sketches.get(first))
             .map(bands::band_values);
+        let parts = first
+            .and_then(|first| self.parts_of.get(first))
+            .cloned()
+            .unwrap_or_default();
         self.bands.set(fp, values);
+        self.parts.set(fp, &parts);
     }
 
     /// The fingerprints in `probe`'s band buckets that it accepts for `q`
@@ -86,6 +114,11 @@ impl MemIndex {
         let mut out = Vec::new();
         self.bands.candidates(q, probe, &mut out);
         out
+    }
+
+    /// The parts of `fp`'s entry (by the first-entry rule; empty: none).
+    pub fn part_hashes(&self, fp: Fingerprint) -> &[u64] {
+        self.parts.parts(fp)
     }
 
     /// The band values of `fp`'s entry (by the first-entry rule), if any.
@@ -97,6 +130,7 @@ impl MemIndex {
     pub fn remove(&mut self, id: &str) -> Option<Fingerprint> {
         let fp = self.by_id.remove(id)?;
         self.sketches.remove(id);
+        self.parts_of.remove(id);
         self.unlink(fp, id);
         Some(fp)
     }
@@ -148,7 +182,20 @@ impl MemIndex {
         plan: &ProbePlan,
         probe: Option<&bands::BandProbe>,
     ) -> Vec<Hit> {
-        self.ordered_banded(q, plan, probe)
+        self.query_parted(q, plan, probe, None)
+    }
+
+    /// Every entry `plan`, band probe `probe` or part probe `part_probe`
+    /// accepts for `q` (see [`parts`]), found by reading their buckets;
+    /// sorted by distance then id. Equal to [`parts::brute_force_parted`].
+    pub fn query_parted(
+        &self,
+        q: Fingerprint,
+        plan: &ProbePlan,
+        probe: Option<&bands::BandProbe>,
+        part_probe: Option<&parts::PartProbe>,
+    ) -> Vec<Hit> {
+        self.ordered_parted(q, plan, probe, part_probe)
             .map(|(id, fp)| Hit::new(id.to_string(), fp, fp.distance(q)))
             .collect()
     }
@@ -172,9 +219,28 @@ impl MemIndex {
         plan: &ProbePlan,
         probe: Option<&bands::BandProbe>,
     ) -> impl Iterator<Item = (&'a str, Fingerprint)> + 'a {
-        // Accepted fingerprints by distance; each level is sorted when the
-        // walk reaches it.
+        self.ordered_parted(q, plan, probe, None)
+    }
+
+    /// [`MemIndex::ordered`] of what `plan`, band probe `probe` or part
+    /// probe `part_probe` accepts.
+    pub fn ordered_parted<'a>(
+        &'a self,
+        q: Fingerprint,
+        plan: &ProbePlan,
+        probe: Option<&bands::BandProbe>,
+        part_probe: Option<&parts::PartProbe>,
+    ) -> impl Iterator<Item = (&'a str, Fingerprint)> + 'a {
+        // Accepted fingerprints by distance; each level is sorted (and
+        // repeats dropped) when the walk reaches it.
         let mut levels: Vec<Vec<Fingerprint>> = vec![Vec::new(); 65];
+        if let Some(p) = part_probe {
+            let mut named = Vec::new();
+            self.parts.candidates(p, &mut named);
+            for fp in named {
+                levels[fp.distance(q) as usize].push(fp);
+            }
+        }
         if let Some(p) = probe {
             for fp in p.band_only(q, plan, self.band_candidates(q, p)) {
                 levels[fp.distance(q) as usize].push(fp);

@@ -71,6 +71,7 @@ pub mod bands;
 pub mod frozen;
 pub mod join;
 mod mem;
+pub mod parts;
 mod plan;
 mod posting;
 
