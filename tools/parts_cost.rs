@@ -1,0 +1,158 @@
+//! What a part probe would cost in a store of N documents, before the part
+//! buckets are in the store (issue 41; `simdb::index::parts`): a RocksDB
+//! family laid out as the posting families are (bloom filters, no
+//! compression, tables read through mmap, a 256 MiB LRU block cache),
+//! keyed by the 8-byte part hash, each value one 8-byte fingerprint (a part
+//! is held by one document but for copies and boilerplate), six parts per
+//! document (`fingerprint::parts::PARTS`). Built as sorted table files
+//! ingested at once, then read warm: Q queries of
+//! `fingerprint::parts::QUERY_PARTS` keys each, one of them present (a
+//! copy's shared part) and the rest absent (a new text's), in one batched
+//! multi-get, as the posting families are read.
+//!
+//! ```text
+//! cargo build --release --example parts_cost
+//! target/release/examples/parts_cost --n 50000000 --queries 20000 --dir /tmp/parts50 [--seed 1]
+//! ```
+//!
+//! A `--dir` that holds a built family is reused. It prints the family's
+//! bytes per document and the probe's p50 / p99 / max in microseconds:
+//! what the default query (docs/performance.md) would add.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, DB};
+use simdb::fingerprint::parts::{PARTS, QUERY_PARTS};
+
+fn arg<T: std::str::FromStr>(name: &str, default: T) -> T {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map(|v| v.parse().unwrap_or_else(|_| panic!("bad value for {name}")))
+        .unwrap_or(default)
+}
+
+const FAMILY: &str = "parts";
+/// Table files written per build (keys split by their first byte).
+const FILES: u64 = 64;
+
+fn options(cache: &Cache) -> Options {
+    let mut b = BlockBasedOptions::default();
+    b.set_block_cache(cache);
+    b.set_bloom_filter(10.0, false);
+    b.set_cache_index_and_filter_blocks(true);
+    b.set_pin_l0_filter_and_index_blocks_in_cache(true);
+    let mut o = Options::default();
+    o.create_if_missing(true);
+    o.create_missing_column_families(true);
+    o.set_block_based_table_factory(&b);
+    o.set_compression_type(DBCompressionType::None);
+    o.set_allow_mmap_reads(true);
+    o
+}
+
+/// The keys of file `f` (first byte in its range), sorted, and the
+/// fingerprint of each: deterministic from the seed.
+fn file_entries(seed: u64, f: u64, n: u64) -> Vec<(u64, u64)> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ (f << 32));
+    let span = u64::MAX / FILES;
+    let mut v: Vec<(u64, u64)> = (0..n)
+        .map(|_| (f * span + rng.random_range(0..span), rng.random()))
+        .collect();
+    v.sort_unstable();
+    v.dedup_by_key(|e| e.0);
+    v
+}
+
+fn main() {
+    let n: u64 = arg("--n", 50_000_000);
+    let queries: usize = arg("--queries", 20_000);
+    let seed: u64 = arg("--seed", 1);
+    let dir: PathBuf = arg("--dir", PathBuf::from("/tmp/parts-cost"));
+    let cache = Cache::new_lru_cache(256 << 20);
+    let opts = options(&cache);
+    let built = dir.join("BUILT");
+    let per_file = n * PARTS as u64 / FILES;
+    if !built.exists() {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("--dir");
+        let db = DB::open_cf(&opts, dir.join("db"), [FAMILY]).expect("open");
+        let t = Instant::now();
+        let mut files = Vec::new();
+        for f in 0..FILES {
+            let path = dir.join(format!("{f:03}.sst"));
+            let mut w = rocksdb::SstFileWriter::create(&opts);
+            w.open(&path).expect("sst");
+            for (k, v) in file_entries(seed, f, per_file) {
+                w.put(k.to_be_bytes(), v.to_be_bytes()).expect("put");
+            }
+            w.finish().expect("finish");
+            files.push(path);
+        }
+        let mut io = rocksdb::IngestExternalFileOptions::default();
+        io.set_move_files(true);
+        db.ingest_external_file_cf_opts(db.cf_handle(FAMILY).unwrap(), &io, files)
+            .expect("ingest");
+        std::fs::write(&built, format!("{n}\n")).expect("BUILT");
+        println!(
+            "built {} part entries ({n} documents x {PARTS}) in {:.1}s",
+            per_file * FILES,
+            t.elapsed().as_secs_f64()
+        );
+    }
+    let db = DB::open_cf_for_read_only(&opts, dir.join("db"), [FAMILY], false).expect("open");
+    let cf = db.cf_handle(FAMILY).unwrap();
+    let bytes: u64 = std::fs::read_dir(dir.join("db"))
+        .expect("db dir")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "sst"))
+        .map(|e| e.metadata().map_or(0, |m| m.len()))
+        .sum();
+    // Warm: the table files in the OS cache, as the other tools do.
+    let t = Instant::now();
+    for e in std::fs::read_dir(dir.join("db")).expect("db dir").flatten() {
+        let _ = std::fs::read(e.path());
+    }
+    println!(
+        "family: {:.1} MB, {:.1} B/doc; read into the OS cache in {:.1}s",
+        bytes as f64 / 1e6,
+        bytes as f64 / n as f64,
+        t.elapsed().as_secs_f64()
+    );
+    // Present keys to look up: some of each file's.
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x9e37);
+    let present: Vec<u64> = (0..FILES.min(16))
+        .flat_map(|f| {
+            let e = file_entries(seed, f * (FILES / FILES.min(16)), per_file);
+            (0..queries / 16 + 1)
+                .map(|_| e[rng.random_range(0..e.len())].0)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut times = Vec::with_capacity(queries);
+    let mut found = 0usize;
+    for q in 0..queries {
+        let mut keys: Vec<u64> = (1..QUERY_PARTS).map(|_| rng.random()).collect();
+        keys.push(present[q % present.len()]);
+        keys.sort_unstable();
+        let raw: Vec<[u8; 8]> = keys.iter().map(|k| k.to_be_bytes()).collect();
+        let t = Instant::now();
+        let got = db.batched_multi_get_cf(cf, &raw, true);
+        let el = t.elapsed();
+        found += got.iter().filter(|r| matches!(r, Ok(Some(_)))).count();
+        times.push(el.as_secs_f64() * 1e6);
+    }
+    times.sort_by(f64::total_cmp);
+    let at = |p: f64| times[((times.len() - 1) as f64 * p) as usize];
+    println!(
+        "part probe ({QUERY_PARTS} keys, one present), {queries} queries: p50 {:.1} us, p99 {:.1} us, max {:.1} us; found {:.2} per query",
+        at(0.5),
+        at(0.99),
+        times[times.len() - 1],
+        found as f64 / queries as f64
+    );
+}
