@@ -99,6 +99,19 @@ pub fn jaccard(a: &[u64], b: &[u64]) -> f64 {
     }
 }
 
+/// The share of the smaller of two sorted shingle sets that the larger
+/// holds (1 when the smaller is empty).
+#[allow(dead_code, reason = "used by the evaluation tools, not by every tool")]
+pub fn containment(a: &[u64], b: &[u64]) -> f64 {
+    let j = jaccard(a, b);
+    // |A ∩ B| = J (|A| + |B|) / (1 + J), exactly, from the Jaccard above.
+    let inter = j * (a.len() + b.len()) as f64 / (1.0 + j);
+    match a.len().min(b.len()) {
+        0 => 1.0,
+        small => (inter / small as f64).min(1.0),
+    }
+}
+
 /// A text's jieba tokens (words and the separators between them, so edits
 /// keep the rest of the text intact) and the positions of the words.
 #[allow(dead_code, reason = "used by the evaluation tools, not by every tool")]

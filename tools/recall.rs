@@ -1278,7 +1278,7 @@ fn main() {
                 .map(|k| format!("{:>17}", format!("{} 1/3/5%", k.name())))
                 .collect::<Vec<_>>()
                 .join(" ")
-                + "   flagged  distinct  <0.3  buckets/q  cand/q"
+                + "   flagged  distinct  <0.3 (uncont.)  buckets/q  cand/q"
         );
         for sys in &systems {
             let t = Instant::now();
@@ -1336,6 +1336,16 @@ fn main() {
             let distinct = sims.iter().filter(|&&s| s < 0.5).count();
             // The stricter reading (the reposts prototype's): below 0.3.
             let unrelated = sims.iter().filter(|&&s| s < 0.3).count();
+            // Of those, the pairs where neither holds half of the other's
+            // 5-grams: a text inside a longer one (a review and its copy
+            // with a site's footer) has a low Jaccard by construction.
+            let uncontained = pairs
+                .par_iter()
+                .zip(&sims)
+                .filter(|(&(i, j), &s)| {
+                    s < 0.3 && common::containment(&shingles[i], &shingles[j]) < 0.5
+                })
+                .count();
             if args.show_unrelated > 0 {
                 // What the unrelated pairs are (their lengths and starts).
                 let cut = |t: &str| t.chars().take(60).collect::<String>().replace('\n', " ");
@@ -1346,7 +1356,8 @@ fn main() {
                     .take(args.show_unrelated)
                 {
                     println!(
-                        "  unrelated {s:.2} ({} / {} chars): {:?} | {:?}",
+                        "  unrelated {s:.2}, contained {:.2} ({} / {} chars): {:?} | {:?}",
+                        common::containment(&shingles[i], &shingles[j]),
                         docs[i].1.chars().count(),
                         docs[j].1.chars().count(),
                         cut(&docs[i].1),
@@ -1369,17 +1380,19 @@ fn main() {
             }
             let q = all.queries.max(1) as f64;
             line += &format!(
-                "   {:>7} {:>9} {:>5}  {:>9.1} {:>7.1}",
+                "   {:>7} {:>9} {:>5} {:>10}  {:>9.1} {:>7.1}",
                 pairs.len(),
                 distinct,
                 unrelated,
+                format!("({uncontained})"),
                 all.buckets as f64 / q,
                 all.candidates as f64 / q
             );
             println!("{line}  ({:.1}s)", t.elapsed().as_secs_f64());
             sys_json.push(json!({
                 "system": sys.name(), "recall": rec, "flagged_pairs": pairs.len(),
-                "distinct_pairs": distinct, "unrelated_pairs": unrelated, "buckets_per_query": all.buckets as f64 / q,
+                "distinct_pairs": distinct, "unrelated_pairs": unrelated,
+                "unrelated_uncontained_pairs": uncontained, "buckets_per_query": all.buckets as f64 / q,
                 "candidates_per_query": all.candidates as f64 / q,
                 "in_memory_us_per_query": all.nanos as f64 / q / 1000.0,
             }));

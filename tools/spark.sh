@@ -47,8 +47,12 @@ export PYSPARK_PYTHON="$py"
 case "$mode" in
     test)
         target="${CARGO_TARGET_DIR:-$PWD/target}"
-        export SIMDB_BIN="${SIMDB_BIN:-$target/release/simdb}"
-        [ -x "$SIMDB_BIN" ] || cargo build --release --locked --bin simdb
+        # The binary of this tree: built (a no-op when it is up to date)
+        # unless the caller names one, so a stale build is never tested.
+        if [ -z "${SIMDB_BIN:-}" ]; then
+            cargo build --release --locked --bin simdb
+            export SIMDB_BIN="$target/release/simdb"
+        fi
         "$py" -m pytest -q -p no:cacheprovider \
             -W "ignore:PySpark does not yet fully support pandas:FutureWarning" tools/spark
         ;;
