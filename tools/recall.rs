@@ -206,6 +206,12 @@ struct Args {
     /// below 0.3): their lengths and first characters.
     #[arg(long, default_value_t = 0)]
     show_unrelated: usize,
+    /// A prototype for short texts: a pair where a text has at most this
+    /// many distinct 4-grams is confirmed by their exact Jaccard (what a
+    /// stored set of them would give) instead of the sketch's estimate (0
+    /// = never).
+    #[arg(long, default_value_t = 0)]
+    short_exact: usize,
     /// Also report the ceiling: every original confirmed by the rule (no
     /// candidate limit; recall only).
     #[arg(long)]
@@ -569,6 +575,9 @@ struct Sig {
     segments: Vec<simdb::Fingerprint>,
     /// Band keys per `--bands` configuration.
     bands: Vec<Vec<u64>>,
+    /// The text's distinct 4-grams of letters and digits, sorted, when it
+    /// has at most `--short-exact` of them (else empty).
+    small: Vec<u64>,
     /// Hashes of the text's content-defined chunks, ascending (`--parts`).
     parts: Vec<u64>,
 }
@@ -832,6 +841,26 @@ fn main() {
             } else {
                 Vec::new()
             },
+            small: if args.short_exact > 0 {
+                let cs: Vec<char> = f
+                    .normal(t)
+                    .chars()
+                    .filter(|c| c.is_alphanumeric())
+                    .collect();
+                let mut g: Vec<u64> = cs
+                    .windows(4.min(cs.len()).max(1))
+                    .map(|w| xxhash_rust::xxh3::xxh3_64(w.iter().collect::<String>().as_bytes()))
+                    .collect();
+                g.sort_unstable();
+                g.dedup();
+                if g.len() <= args.short_exact {
+                    g
+                } else {
+                    Vec::new()
+                }
+            } else {
+                Vec::new()
+            },
             parts: match (args.parts, args.parts_m) {
                 (0, _) => Vec::new(),
                 (_, 0) => simdb::fingerprint::parts::part_hashes(&f.normal(t)),
@@ -1014,9 +1043,14 @@ fn main() {
             let verify = |j: usize, old: bool, extra: Option<usize>| -> bool {
                 let s = &originals[j];
                 // This build's rule: similarity, or containment.
+                // Two short texts' exact 4-gram sets, when `--short-exact`
+                // kept both: their exact Jaccard (a short text against a
+                // long one keeps the sketches' estimate).
+                let exact = (!q.small.is_empty() && !s.small.is_empty())
+                    .then(|| common::jaccard(&q.small, &s.small));
                 let confirm = |x: Option<Sketch>, y: Option<Sketch>| match (x, y) {
                     (Some(x), Some(y)) => simdb::db::confirmation_at(
-                        Some(x.similarity(&y)),
+                        Some(exact.unwrap_or_else(|| x.similarity(&y))),
                         threshold,
                         min_containment,
                         containment_floor,
