@@ -1380,25 +1380,6 @@ fn main() {
                     s < 0.3 && common::containment(&shingles[i], &shingles[j]) < 0.5
                 })
                 .count();
-            if args.show_unrelated > 0 {
-                // What the unrelated pairs are (their lengths and starts).
-                let cut = |t: &str| t.chars().take(60).collect::<String>().replace('\n', " ");
-                for (&(i, j), s) in pairs
-                    .iter()
-                    .zip(&sims)
-                    .filter(|p| *p.1 < 0.3)
-                    .take(args.show_unrelated)
-                {
-                    println!(
-                        "  unrelated {s:.2}, contained {:.2} ({} / {} chars): {:?} | {:?}",
-                        common::containment(&shingles[i], &shingles[j]),
-                        docs[i].1.chars().count(),
-                        docs[j].1.chars().count(),
-                        cut(&docs[i].1),
-                        cut(&docs[j].1)
-                    );
-                }
-            }
             let mut line = format!("{:<34}", sys.name());
             let mut rec = serde_json::Map::new();
             for &kind in &kinds {
@@ -1423,6 +1404,26 @@ fn main() {
                 all.candidates as f64 / q
             );
             println!("{line}  ({:.1}s)", t.elapsed().as_secs_f64());
+            if args.show_unrelated > 0 {
+                // What the unrelated pairs are (their lengths and starts),
+                // under the system's line.
+                let cut = |t: &str| t.chars().take(60).collect::<String>().replace('\n', " ");
+                for (&(i, j), s) in pairs
+                    .iter()
+                    .zip(&sims)
+                    .filter(|p| *p.1 < 0.3)
+                    .take(args.show_unrelated)
+                {
+                    println!(
+                        "  unrelated {s:.2}, contained {:.2} ({} / {} chars): {:?} | {:?}",
+                        common::containment(&shingles[i], &shingles[j]),
+                        docs[i].1.chars().count(),
+                        docs[j].1.chars().count(),
+                        cut(&docs[i].1),
+                        cut(&docs[j].1)
+                    );
+                }
+            }
             sys_json.push(json!({
                 "system": sys.name(), "recall": rec, "flagged_pairs": pairs.len(),
                 "distinct_pairs": distinct, "unrelated_pairs": unrelated,
