@@ -84,16 +84,18 @@ impl MemIndex {
         self.place_bands(fp);
     }
 
-    /// Puts `fp` in the band buckets of its first entry's sketch (none
-    /// when it has no entry, or the first has no sketch).
+    /// Puts `fp` in the band buckets of its first entry's sketch and the
+    /// part buckets of its first entry's parts (none when it has no
+    /// entry, or the first has no sketch, no parts).
     pub(super) fn place_bands(&mut self, fp: Fingerprint) {
         if self.sketches.is_empty()
             && self.bands.is_empty()
             && self.parts_of.is_empty()
             && self.parts.is_empty()
         {
-            // No entry has a sketch, none is in a band: the writer's
-            // index (ids and fingerprints only) pays nothing here.
+            // No entry has a sketch or parts, none is in a bucket of
+            // either: the writer's index (ids and fingerprints only) pays
+            // nothing here.
             return;
         }
         let first = self.by_fp.get(&fp).and_then(|ids| ids.first());
