@@ -1182,8 +1182,10 @@ fn main() {
                                 .collect();
                             return (found, buckets, n);
                         }
-                        System::Bands(b, _, _, 0) => {
-                            // The library's band buckets (simdb::index::bands).
+                        System::Bands(b, _, _, 0) | System::Parts(b) => {
+                            // The library's band buckets (simdb::index::bands)
+                            // and, for `--parts`, its part buckets
+                            // (simdb::index::parts).
                             let plan = ProbePlan::ranked(a.fingerprint, 0, &a.weak_bits, *b);
                             // Only the nearest `--band-cap` fingerprints
                             // that the bands alone find (the library's
@@ -1195,11 +1197,23 @@ fn main() {
                                 },
                                 ..BandProbe::new(&s, args.band_distance)
                             });
-                            let hits =
-                                idx_banded.query_banded(a.fingerprint, &plan, probe.as_ref());
+                            let part_probe = matches!(sys, System::Parts(_)).then(|| PartProbe {
+                                parts: q.parts.iter().take(parts_query).copied().collect(),
+                                max_fingerprints: match args.parts_cap {
+                                    0 => usize::MAX,
+                                    c => c,
+                                },
+                            });
+                            let hits = idx_banded.query_parted(
+                                a.fingerprint,
+                                &plan,
+                                probe.as_ref(),
+                                part_probe.as_ref(),
+                            );
                             let n = hits.len() as u64;
-                            let buckets =
-                                plan.buckets() as u64 + probe.map_or(0, |p| p.buckets() as u64);
+                            let buckets = plan.buckets() as u64
+                                + probe.map_or(0, |p| p.buckets() as u64)
+                                + part_probe.map_or(0, |p| p.buckets() as u64);
                             let found = hits
                                 .into_iter()
                                 .map(|h| h.id.parse::<usize>().expect("positions"))
@@ -1215,41 +1229,6 @@ fn main() {
                                 .filter(|&j| verify(j, false, None))
                                 .collect();
                             return (found, 0, originals.len() as u64);
-                        }
-                        System::Parts(b) => {
-                            let plan = ProbePlan::ranked(a.fingerprint, 0, &a.weak_bits, *b);
-                            let probe = a.sketch.map(|s| {
-                                BandProbe::new(&s, simdb::index::bands::DEFAULT_BAND_DISTANCE)
-                            });
-                            // The library's part probe (`simdb::index::parts`).
-                            let part_probe = PartProbe {
-                                parts: q.parts.iter().take(parts_query).copied().collect(),
-                                max_fingerprints: match args.parts_cap {
-                                    0 => usize::MAX,
-                                    c => c,
-                                },
-                            };
-                            let mut cand: Vec<usize> = idx_banded
-                                .query_parted(
-                                    a.fingerprint,
-                                    &plan,
-                                    probe.as_ref(),
-                                    Some(&part_probe),
-                                )
-                                .into_iter()
-                                .map(|h| h.id.parse::<usize>().expect("positions"))
-                                .collect();
-                            cand.sort_unstable();
-                            cand.dedup();
-                            let n = cand.len() as u64;
-                            let buckets = plan.buckets() as u64
-                                + probe.map_or(0, |p| p.buckets() as u64)
-                                + q.parts.len().min(parts_query) as u64;
-                            let found = cand
-                                .into_iter()
-                                .filter(|&j| Some(j) != skip && verify(j, false, None))
-                                .collect();
-                            return (found, buckets, n);
                         }
                         System::Bands(b, c, _, _) => {
                             let plan = ProbePlan::ranked(a.fingerprint, 0, &a.weak_bits, *b);
