@@ -22,20 +22,15 @@
 
 use std::time::Instant;
 
+#[path = "common.rs"]
+mod common;
+use common::arg;
+
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use simdb::db::{Probe, Query};
 use simdb::fingerprint::{Analysis, Sketch, SKETCH_BYTES};
 use simdb::{Content, Db, Fingerprint, Recipe};
-
-fn arg<T: std::str::FromStr>(name: &str, default: T) -> T {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .map(|v| v.parse().unwrap_or_else(|_| panic!("bad value for {name}")))
-        .unwrap_or(default)
-}
 
 fn sketch(rng: &mut ChaCha8Rng) -> Sketch {
     let mut s = [0u8; SKETCH_BYTES];

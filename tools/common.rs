@@ -7,6 +7,19 @@ use std::collections::HashMap;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 
+/// The value after flag `name` on the command line (`--n 1000`), parsed,
+/// or `default` when the flag is absent; a value that does not parse
+/// panics naming the flag.
+#[allow(dead_code, reason = "used by the cost tools, not by every tool")]
+pub fn arg<T: std::str::FromStr>(name: &str, default: T) -> T {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map(|v| v.parse().unwrap_or_else(|_| panic!("bad value for {name}")))
+        .unwrap_or(default)
+}
+
 /// The `(id, text)` documents of a JSONL corpus; lines without both are skipped.
 #[allow(dead_code, reason = "used by the evaluation tools, not by every tool")]
 pub fn read_corpus(path: &str) -> Vec<(String, String)> {

@@ -22,19 +22,14 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+#[path = "common.rs"]
+mod common;
+use common::arg;
+
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, DB};
 use simdb::fingerprint::parts::{PARTS, QUERY_PARTS};
-
-fn arg<T: std::str::FromStr>(name: &str, default: T) -> T {
-    let args: Vec<String> = std::env::args().collect();
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .map(|v| v.parse().unwrap_or_else(|_| panic!("bad value for {name}")))
-        .unwrap_or(default)
-}
 
 const FAMILY: &str = "parts";
 /// Table files written per build (keys split by their first byte).
