@@ -59,6 +59,7 @@ fn analysis(fp: Fingerprint, sketch: Option<Sketch>) -> Analysis {
         distinct_terms: 40,
         top_terms: Vec::new(),
         weak_bits: Vec::new(),
+        parts: Vec::new(),
     }
 }
 
@@ -327,7 +328,7 @@ fn verify_repair_and_migrate_keep_the_band_families() {
     let o = common::simdb(&[&"migrate", &t.path()]);
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     assert!(
-        common::stdout(&o).contains("migrated format 6 -> 9"),
+        common::stdout(&o).contains("migrated format 6 -> 10"),
         "{}",
         common::stdout(&o)
     );
@@ -520,6 +521,7 @@ fn a_rebuild_chooses_band_candidates_among_earlier_documents() {
         top_terms: Vec::new(),
         // A ranked plan whose weak bits are none of those B differs in.
         weak_bits: (0..16).map(|i| i * 4).collect(),
+        parts: Vec::new(),
     };
     let doc = |id: &str| Doc {
         id: id.to_string(),

@@ -361,6 +361,7 @@ fn a_write_with_a_copy_within_k_does_not_look_beyond_k() {
         distinct_terms: 80,
         top_terms: Vec::new(),
         weak_bits: weak.clone(),
+        parts: Vec::new(),
     };
     let flip =
         |f: Fingerprint, bits: &[u8]| Fingerprint(bits.iter().fold(f.0, |v, b| v ^ (1 << b)));

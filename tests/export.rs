@@ -776,6 +776,16 @@ fn an_engines_fingerprints_import_into_a_store_that_answers_as_ingest() {
                     texts.iter().map(|t| simdb::fingerprint::text_hash(t)),
                 )) as _,
             ),
+            // All of a query's parts: the import keeps a record's.
+            (
+                "parts",
+                std::sync::Arc::new(BinaryArray::from_iter_values(an.iter().map(|a| {
+                    a.parts
+                        .iter()
+                        .flat_map(|p| p.to_be_bytes())
+                        .collect::<Vec<u8>>()
+                }))) as _,
+            ),
         ],
     );
     // A text with nothing usable: the engine's row has no fingerprint, and
@@ -820,7 +830,8 @@ fn an_engines_fingerprints_import_into_a_store_that_answers_as_ingest() {
                 x.length,
                 x.terms,
                 &x.weak_bits,
-                x.content_hash
+                x.content_hash,
+                &x.parts
             ),
             (
                 y.fingerprint,
@@ -828,7 +839,8 @@ fn an_engines_fingerprints_import_into_a_store_that_answers_as_ingest() {
                 y.length,
                 y.terms,
                 &y.weak_bits,
-                y.content_hash
+                y.content_hash,
+                &y.parts
             ),
             "{id}"
         );

@@ -101,6 +101,7 @@ impl Gen {
             distinct_terms: 50,
             top_terms: Vec::new(),
             weak_bits: weak.to_vec(),
+            parts: Vec::new(),
         }
     }
 

@@ -21,6 +21,7 @@ mod hostile;
 mod import;
 mod ingest;
 mod nightly;
+mod parts;
 mod quality;
 mod repair;
 mod scale;

@@ -83,6 +83,7 @@ fn main() {
                 distinct_terms: 80,
                 top_terms: Vec::new(),
                 weak_bits: Vec::new(),
+                parts: Vec::new(),
             };
             w.put(&format!("d{i:09}"), a, &Content::Fingerprint(fp), "gen")
                 .expect("put");

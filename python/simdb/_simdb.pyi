@@ -367,8 +367,10 @@ class Analyzer:
         """Analyses ``texts`` in parallel (the GIL released): a dict of
         equal-length lists ``fingerprint`` (int, or None where a text has
         no usable features or is None), ``sketch`` (32 bytes, or None),
-        ``length`` (UTF-8 bytes), ``terms``, ``weak_bits`` (bytes) and
-        ``content_hash`` (int, or None with the fingerprint) -- the values
+        ``length`` (UTF-8 bytes), ``terms``, ``weak_bits`` (bytes),
+        ``content_hash`` (int, or None with the fingerprint) and ``parts``
+        (bytes: the part hashes a store keeps, u64 big-endian each, or
+        None with the sketch) -- the values
         ``simdb ingest`` stores for the same texts, which ``simdb import``
         keeps.
 

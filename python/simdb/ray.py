@@ -34,10 +34,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: The columns added to each row, with their Arrow types: ``fingerprint``
 #: (uint64; null where the text has no usable features), ``sketch`` (32
-#: bytes), ``length`` (the text's UTF-8 bytes), ``terms``, ``weak_bits`` and
-#: ``content_hash`` (uint64). ``simdb import --parquet`` of these rows (with
-#: an ``id``, those with a fingerprint) keeps them all in its records.
-COLUMNS = ("fingerprint", "sketch", "length", "terms", "weak_bits", "content_hash")
+#: bytes), ``length`` (the text's UTF-8 bytes), ``terms``, ``weak_bits``,
+#: ``content_hash`` (uint64) and ``parts`` (the part hashes a store keeps,
+#: u64 big-endian each). ``simdb import --parquet`` of these rows (with an
+#: ``id``, those with a fingerprint) keeps them all in its records.
+COLUMNS = ("fingerprint", "sketch", "length", "terms", "weak_bits", "content_hash", "parts")
 
 
 def _types() -> dict[str, Any]:
@@ -50,6 +51,7 @@ def _types() -> dict[str, Any]:
         "terms": pa.uint32(),
         "weak_bits": pa.binary(),
         "content_hash": pa.uint64(),
+        "parts": pa.binary(),
     }
 
 

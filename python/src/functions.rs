@@ -263,9 +263,11 @@ impl Analyzer {
     /// lists: `fingerprint` (int, the u64; `None` where the text has no
     /// usable features or is `None`), `sketch` (32 `bytes`, or `None`),
     /// `length` (the text's UTF-8 bytes), `terms` (terms counted, stop
-    /// words dropped), `weak_bits` (`bytes`: bit numbers, weakest first) and
+    /// words dropped), `weak_bits` (`bytes`: bit numbers, weakest first),
     /// `content_hash` (int, the u64 a store records to see an unchanged
-    /// text; `None` with the fingerprint). These are the values `simdb
+    /// text; `None` with the fingerprint) and `parts` (`bytes`: the part
+    /// hashes a store keeps, u64 big-endian each, ascending; `None` with
+    /// the sketch). These are the values `simdb
     /// ingest` stores for the same texts, and what `simdb import` keeps.
     ///
     /// With `html=True` each item is a web page (`str`, or `bytes` as
@@ -310,6 +312,7 @@ impl Analyzer {
             Vec::with_capacity(n),
             Vec::with_capacity(n),
         );
+        let mut parts = Vec::with_capacity(n);
         let mut hashes: Vec<Option<u64>> = Vec::with_capacity(n);
         for (i, (t, a)) in texts.iter().zip(analyses).enumerate() {
             let a =
@@ -321,6 +324,9 @@ impl Analyzer {
                     sketches.push(a.sketch.map(|s| pyo3::types::PyBytes::new(py, &s.0)));
                     terms.push(a.terms as u64);
                     weak.push(Some(pyo3::types::PyBytes::new(py, &a.weak_bits)));
+                    let kept = &a.parts[..a.parts.len().min(simdb::fingerprint::parts::PARTS)];
+                    let bytes: Vec<u8> = kept.iter().flat_map(|p| p.to_be_bytes()).collect();
+                    parts.push(a.sketch.map(|_| pyo3::types::PyBytes::new(py, &bytes)));
                     hashes.push(t.as_deref().map(simdb::fingerprint::text_hash));
                 }
                 None => {
@@ -328,6 +334,7 @@ impl Analyzer {
                     sketches.push(None);
                     terms.push(0);
                     weak.push(None);
+                    parts.push(None);
                     hashes.push(None);
                 }
             }
@@ -339,6 +346,7 @@ impl Analyzer {
         d.set_item("terms", terms)?;
         d.set_item("weak_bits", weak)?;
         d.set_item("content_hash", hashes)?;
+        d.set_item("parts", parts)?;
         Ok(d)
     }
 }

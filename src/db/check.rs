@@ -71,13 +71,15 @@ pub struct VerifyReport {
     pub index_keys: [u64; 4],
     /// Entries in the sixteen band families, together.
     pub band_keys: u64,
+    /// Keys in the `parts` family (format 10 on).
+    pub part_keys: u64,
     /// Each problem: family, key in hex, what is wrong.
     pub problems: Vec<String>,
 }
 
 /// Per fingerprint, the first record of it a repair batch writes (id,
-/// sketch).
-type FirstWritten = HashMap<Fingerprint, (String, Option<fingerprint::Sketch>)>;
+/// `refs` value).
+type FirstWritten = HashMap<Fingerprint, (String, store::schema::RefValue)>;
 
 /// Per fingerprint, the sum of [`band_digest`]s of the band buckets it
 /// must be in, less those it is found in (0 when they agree).
@@ -86,6 +88,12 @@ type BandDigests = HashMap<Fingerprint, u64>;
 /// A 64-bit digest of bucket `value` of band `j`.
 fn band_digest(j: usize, value: u16) -> u64 {
     let mut x = ((j as u64) << 16 | u64::from(value)) ^ 0x62616e64_73696d64;
+    index::splitmix64(&mut x)
+}
+
+/// A 64-bit digest of fingerprint `fp`'s key for part `part`.
+fn part_digest(part: u64, fp: Fingerprint) -> u64 {
+    let mut x = part ^ fp.value().rotate_left(29) ^ 0x7061_7274_7373_696d;
     index::splitmix64(&mut x)
 }
 
@@ -132,7 +140,7 @@ impl Db {
         let write = |batch: &mut store::Batch, fps: &mut FirstWritten| -> Result<()> {
             let changes = store.posting_changes(
                 fps.iter()
-                    .map(|(fp, (id, s))| (*fp, Some((id.as_str(), *s)))),
+                    .map(|(fp, (id, v))| (*fp, Some((id.as_str(), *v)))),
                 &|_| false,
                 None,
             )?;
@@ -157,7 +165,7 @@ impl Db {
                 return Ok(());
             };
             fps.entry(rec.fingerprint)
-                .or_insert_with(|| (id.to_string(), rec.sketch));
+                .or_insert_with(|| (id.to_string(), store::schema::RefValue::of(&rec)));
             short += u64::from(rec.is_short());
             next_ord = next_ord.max(rec.ord + 1);
             clock = clock.max(rec.ingested_at);
@@ -243,8 +251,9 @@ impl Db {
     pub(crate) fn verify(&self) -> Result<VerifyReport> {
         let mut rep = VerifyReport::default();
         let mut scan = self.verify_records(&mut rep)?;
-        let mut bands = self.verify_refs(&mut rep, &mut scan.docs)?;
+        let (mut bands, mut parts) = self.verify_refs(&mut rep, &mut scan.docs)?;
         self.verify_postings(&mut rep, &scan.docs, &mut bands)?;
+        self.verify_parts(&mut rep, &mut parts)?;
         let mut missing: Vec<_> = scan.docs.iter().filter(|(_, (seen, _))| !*seen).collect();
         missing.sort();
         for ((fp, _), _) in missing {
@@ -273,8 +282,15 @@ impl Db {
                         scan.dated.push((t, r.ord, id_hash(k)));
                     }
                     scan.latest = scan.latest.max(r.ingested_at);
-                    let crc = sketch_crc(r.sketch.as_ref().map_or(&[][..], |s| &s.0[..]));
-                    scan.docs.insert((r.fingerprint, id_hash(k)), (false, crc));
+                    // What its `refs` value must be: the sketch and parts.
+                    let v = store::schema::refs_entry(
+                        r.fingerprint,
+                        "",
+                        &store::schema::RefValue::of(&r),
+                    )
+                    .1;
+                    scan.docs
+                        .insert((r.fingerprint, id_hash(k)), (false, sketch_crc(&v)));
                 }
                 Err(e) => rep
                     .problems
@@ -286,11 +302,18 @@ impl Db {
     }
 
     /// Every `refs` entry names a record with its fingerprint and holds
-    /// its sketch; marks the records whose entry was seen. Returns, per
-    /// fingerprint whose first document has a sketch, the digest of the
-    /// band buckets it must be in ([`band_digest`]).
-    fn verify_refs(&self, rep: &mut VerifyReport, docs: &mut DocsSeen) -> Result<BandDigests> {
+    /// its sketch and parts; marks the records whose entry was seen.
+    /// Returns, per fingerprint whose first document has a sketch, the
+    /// digest of the band buckets it must be in ([`band_digest`]), and per
+    /// fingerprint whose first document has parts, the digest of its part
+    /// keys ([`part_digest`]).
+    fn verify_refs(
+        &self,
+        rep: &mut VerifyReport,
+        docs: &mut DocsSeen,
+    ) -> Result<(BandDigests, BandDigests)> {
         let mut bands = BandDigests::new();
+        let mut parts = BandDigests::new();
         let mut last: Option<Fingerprint> = None;
         self.store.for_each_raw(store::REFS, |k, v| {
             rep.refs += 1;
@@ -311,7 +334,7 @@ impl Db {
                             .push(format!("{}: key {}: {e}", store::REFS, hex(k)));
                     } else if sketch_crc(v) != *crc {
                         rep.problems.push(format!(
-                            "{}: key {}: the sketch differs from the record's",
+                            "{}: key {}: the sketch or parts differ from the record's",
                             store::REFS,
                             hex(k)
                         ));
@@ -326,17 +349,69 @@ impl Db {
             // The first entry of each fingerprint names its band buckets.
             if last != Some(fp) {
                 last = Some(fp);
-                if let Ok(Some(s)) = sketch {
+                if let Ok(Some(s)) = sketch.as_ref().map(|v| v.sketch) {
                     let d = index::bands::band_values(&s)
                         .iter()
                         .enumerate()
                         .fold(0u64, |d, (j, v)| d.wrapping_add(band_digest(j, *v)));
                     bands.insert(fp, d);
                 }
+                if let Ok(v) = &sketch {
+                    if !v.parts.is_empty() {
+                        let d = v
+                            .parts
+                            .as_slice()
+                            .iter()
+                            .fold(0u64, |d, p| d.wrapping_add(part_digest(*p, fp)));
+                        parts.insert(fp, d);
+                    }
+                }
             }
             Ok(())
         })?;
-        Ok(bands)
+        Ok((bands, parts))
+    }
+
+    /// Every `parts` key decodes and names a fingerprint whose first
+    /// document has that part, and each such fingerprint has a key for
+    /// every part of its first document (`parts`: their digests, from
+    /// [`Db::verify_refs`]).
+    fn verify_parts(&self, rep: &mut VerifyReport, parts: &mut BandDigests) -> Result<()> {
+        let mut stray: Vec<Fingerprint> = Vec::new();
+        self.store.for_each_raw(store::PARTS, |k, _| {
+            rep.part_keys += 1;
+            match store::schema::decode_part_key(k) {
+                Ok((p, fp)) => match parts.get_mut(&fp) {
+                    Some(d) => *d = d.wrapping_sub(part_digest(p, fp)),
+                    None => stray.push(fp),
+                },
+                Err(e) => rep
+                    .problems
+                    .push(format!("{}: key {}: {e}", store::PARTS, hex(k))),
+            }
+            Ok(())
+        })?;
+        stray.sort_unstable();
+        stray.dedup();
+        for fp in stray {
+            rep.problems.push(format!(
+                "{}: fingerprint {fp} has part keys, but its first document has no parts (or no record has it)",
+                store::PARTS
+            ));
+        }
+        let mut astray: Vec<Fingerprint> = parts
+            .iter()
+            .filter(|(_, d)| **d != 0)
+            .map(|e| *e.0)
+            .collect();
+        astray.sort_unstable();
+        for fp in astray {
+            rep.problems.push(format!(
+                "{}: fingerprint {fp}'s keys are not the parts of its first document (missing, moved or repeated keys)",
+                store::PARTS
+            ));
+        }
+        Ok(())
     }
 
     /// Every posting decodes, each segment is named by its head, and each

@@ -25,6 +25,9 @@
 //!                                      first, a byte each (empty: unknown)
 //! dated        INT64, nullable         the document's own time, Unix seconds (a crawl's
 //!                                      fetch date, an input's "time"); null: none (format 9)
+//! parts        BYTE_ARRAY              the document's part hashes, u64 big-endian each,
+//!                                      ascending (empty: none; format 10, see
+//!                                      `simdb::index::parts`)
 //! ```
 //!
 //! Every file's key-value metadata names what a job outside needs to
@@ -267,6 +270,7 @@ pub fn parquet_schema() -> SchemaRef {
         ),
         Field::new("weak_bits", DataType::Binary, false),
         Field::new("dated", DataType::Int64, true),
+        Field::new("parts", DataType::Binary, false),
     ]))
 }
 
@@ -295,6 +299,7 @@ struct Rows {
     top_terms: ListBuilder<StringBuilder>,
     weak_bits: BinaryBuilder,
     dated: Int64Builder,
+    parts: BinaryBuilder,
     len: usize,
 }
 
@@ -315,6 +320,7 @@ impl Rows {
             top_terms: ListBuilder::new(StringBuilder::new()),
             weak_bits: BinaryBuilder::new(),
             dated: Int64Builder::new(),
+            parts: BinaryBuilder::new(),
             len: 0,
         }
     }
@@ -341,6 +347,8 @@ impl Rows {
         self.top_terms.append(true);
         self.weak_bits.append_value(&r.weak_bits);
         self.dated.append_option(r.dated.map(|t| t as i64));
+        let parts: Vec<u8> = r.parts.iter().flat_map(|p| p.to_be_bytes()).collect();
+        self.parts.append_value(parts);
         self.len += 1;
     }
 
@@ -361,6 +369,7 @@ impl Rows {
             Arc::new(self.top_terms.finish()),
             Arc::new(self.weak_bits.finish()),
             Arc::new(self.dated.finish()),
+            Arc::new(self.parts.finish()),
         ];
         RecordBatch::try_new(schema.clone(), cols).map_err(|e| e.to_string())
     }

@@ -20,6 +20,10 @@
 //!    only when the plan confirmed nothing: a flood of near copies, which
 //!    the plan finds, does not scan the bands' hot buckets for each copy.
 //!
+//! The part buckets ([`crate::index::parts`]) are read with the band
+//! buckets, by a query that has parts: the fingerprints they name join the
+//! same stage at any distance.
+//!
 //! Each candidate is confirmed by the sketch ([`Query::confirm`]). A
 //! search stops at [`Rule::confirm`] confirmed hits, [`Rule::examine`]
 //! candidates looked at, or [`limits::QUERY_REJECTED`] rejected by the
@@ -136,6 +140,69 @@ impl Searcher<'_, '_> {
         self.pending.and_then(|p| p.overlay.get(id))
     }
 
+    /// The fingerprints part probe `probe` names ([`index::parts`]): those
+    /// of each part bucket that holds at most the probe's cap, counting
+    /// the store's and the pending batch's together. A rebuild's view
+    /// counts only the fingerprints that have a document before its ord
+    /// (what the bucket held when that document was written), among the
+    /// first [`REBUILD_PART_READ`] of a bucket. Sorted, distinct; with
+    /// whether each is the store's (else only the batch's).
+    fn part_named(&self, probe: &index::parts::PartProbe) -> Result<Vec<(Fingerprint, bool)>> {
+        let max = match self.before {
+            Some(_) => REBUILD_PART_READ.max(probe.max_fingerprints),
+            None => probe.max_fingerprints,
+        };
+        let stored = self.store.part_buckets(self.at, &probe.parts, max)?;
+        let mut out = Vec::new();
+        for (p, mut held) in probe.parts.iter().zip(stored) {
+            if let Some(ord) = self.before {
+                if held.len() > max {
+                    continue;
+                }
+                let mut earlier = Vec::new();
+                for f in held {
+                    if self.has_earlier(f, ord)? {
+                        earlier.push(f);
+                    }
+                }
+                held = earlier;
+            }
+            let mut both: Vec<(Fingerprint, bool)> = held.into_iter().map(|f| (f, true)).collect();
+            if let Some(b) = self.pending {
+                for f in b.mem.part_bucket(*p) {
+                    if !both.iter().any(|e| e.0 == *f) {
+                        both.push((*f, false));
+                    }
+                }
+            }
+            if probe.names(both.len()) {
+                out.extend(both);
+            }
+        }
+        out.sort_unstable();
+        // A fingerprint both stored and pending sorts stored last.
+        out.dedup_by(|later, earlier| {
+            let same = later.0 == earlier.0;
+            if same {
+                earlier.1 |= later.1;
+            }
+            same
+        });
+        Ok(out)
+    }
+
+    /// Whether fingerprint `f` has a document of ord below `before` (read
+    /// at the search's view).
+    fn has_earlier(&self, f: Fingerprint, before: u64) -> Result<bool> {
+        let mut earlier = false;
+        self.store
+            .resolve(self.at, f, vec![f], None, &|_| false, |h| {
+                earlier = self.store.checked_record(self.at, f, &h.id)?.ord < before;
+                Ok(if earlier { Flow::Stop } else { Flow::Continue })
+            })?;
+        Ok(earlier)
+    }
+
     /// The candidates of the buckets of `part` (and of the band probe's,
     /// with `probe`): what the plan's rule accepts, and what the probe
     /// adds ([`index::bands::BandProbe::band_only`] over the store and the
@@ -210,13 +277,7 @@ impl Searcher<'_, '_> {
             if out.len() >= p.max_candidates {
                 break;
             }
-            let mut earlier = false;
-            self.store
-                .resolve(self.at, f, vec![f], None, &|_| false, |h| {
-                    earlier = self.store.checked_record(self.at, f, &h.id)?.ord < before;
-                    Ok(if earlier { Flow::Stop } else { Flow::Continue })
-                })?;
-            if earlier {
+            if self.has_earlier(f, before)? {
                 out.push(f);
             }
         }
@@ -289,6 +350,7 @@ impl Searcher<'_, '_> {
         let sketch = q.sketch.as_ref();
         let key = q.plan_key();
         let (plan, band_probe) = (&key.plan, key.probe);
+        let part_probe = q.part_probe();
         let pre = self.prefetch;
         let prefetched = pre.and_then(|p| p.check(&key));
         let mem = self.pending.map(|p| p.mem);
@@ -353,6 +415,16 @@ impl Searcher<'_, '_> {
             };
             let (mut found, chosen) =
                 self.candidates(fp, plan, prefetched, &part, probe.as_ref())?;
+            // The parts' with the bands'.
+            let parts = probe.and(part_probe.as_ref());
+            let named: Vec<Fingerprint> = match parts {
+                Some(pp) => {
+                    let named = self.part_named(pp)?;
+                    found.extend(named.iter().filter(|e| e.1).map(|e| e.0));
+                    named.into_iter().map(|e| e.0).collect()
+                }
+                None => Vec::new(),
+            };
             if n == 0 {
                 far_here = found
                     .iter()
@@ -379,9 +451,14 @@ impl Searcher<'_, '_> {
             };
             let mut pending = mem
                 .into_iter()
-                .flat_map(|m| m.ordered_banded(fp, pending_plan, probe.as_ref()))
+                .flat_map(|m| m.ordered_parted(fp, pending_plan, probe.as_ref(), parts))
                 .filter(|(_, f)| wanted(*f))
-                .filter(|(_, f)| probe.is_none() || plan.accepts(fp, *f) || chosen.contains(f))
+                .filter(|(_, f)| {
+                    probe.is_none()
+                        || plan.accepts(fp, *f)
+                        || chosen.contains(f)
+                        || named.binary_search(f).is_ok()
+                })
                 .filter_map(pending_hit)
                 .peekable();
             done = self
@@ -402,6 +479,11 @@ impl Searcher<'_, '_> {
         Ok(out)
     }
 }
+
+/// A rebuild's view reads at most this many fingerprints of a part bucket
+/// to find those with a document before the one it checks (a bucket that
+/// holds more names none, as for a write it is boilerplate).
+const REBUILD_PART_READ: usize = 64;
 
 /// `found` split at a distance: the nearest fingerprints, of the levels
 /// (distances) that hold at least `want` of them, and the farther ones.

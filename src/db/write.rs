@@ -108,6 +108,7 @@ impl WritePolicy {
             sketch: a.sketch,
             min_similarity: self.min_similarity,
             length: Some(length),
+            parts: a.parts.clone(),
             ..Query::new(a.fingerprint)
         }
         .probing(&a.weak_bits, self.probe_budget)

@@ -39,6 +39,13 @@ pub struct Stated {
     pub dated: Option<u64>,
 }
 
+/// The parts a record keeps of an analysis's: the first
+/// [`crate::fingerprint::parts::PARTS`] (its smallest; an analysis holds a
+/// query's [`crate::fingerprint::parts::QUERY_PARTS`]).
+pub(crate) fn record_parts(parts: &[u64]) -> Vec<u64> {
+    parts[..parts.len().min(crate::fingerprint::parts::PARTS)].to_vec()
+}
+
 /// A batch of writes: one RocksDB `WriteBatch`, atomic across families.
 ///
 /// Queries through the writer see the store plus the writer's own pending
@@ -260,6 +267,11 @@ impl Writer<'_> {
             ord,
             priority,
             dated: stated.dated,
+            // Parts only beside a sketch, which confirms what they name.
+            parts: match doc.sketch {
+                Some(_) => record_parts(&doc.parts),
+                None => Vec::new(),
+            },
         };
         self.short += u64::from(rec.is_short());
         self.store.put_doc(&mut self.batch, id, &rec);
@@ -269,7 +281,7 @@ impl Writer<'_> {
         self.clusters
             .join(store, &mut self.batch, id, &rec, &near, anchor, &get)?;
         self.fps.insert(fp);
-        self.mem.insert_sketched(id, fp, rec.sketch);
+        self.mem.insert_parted(id, fp, rec.sketch, &rec.parts);
         self.overlay.insert(id.to_string(), Some(rec));
         self.ops += 1;
         Ok(outcome)
@@ -301,6 +313,7 @@ impl Writer<'_> {
             ord: self.next_ord,
             priority: stated.priority.and_then(Priority::new),
             dated: stated.dated,
+            parts: Vec::new(),
         };
         let (overlay, store) = (&self.overlay, self.store);
         let get = |n: &str| pending_or_stored(overlay, store, n);
@@ -425,16 +438,15 @@ impl Writer<'_> {
             .settle(store, &mut self.batch, &get, self.next_ord)?;
         let mut batch = std::mem::take(&mut self.batch);
         // The first document (smallest id) the batch writes with each
-        // fingerprint: with the stored ones, it names the band buckets.
-        let mut first: HashMap<Fingerprint, (&str, Option<crate::fingerprint::Sketch>)> =
-            HashMap::new();
+        // fingerprint: with the stored ones, it names the band buckets and
+        // part keys.
+        let mut first: HashMap<Fingerprint, (&str, store::schema::RefValue)> = HashMap::new();
         for (id, rec) in overlay {
             if let Some(r) = rec {
-                let e = first
-                    .entry(r.fingerprint)
-                    .or_insert((id.as_str(), r.sketch));
+                let v = store::schema::RefValue::of(r);
+                let e = first.entry(r.fingerprint).or_insert((id.as_str(), v));
                 if id.as_str() < e.0 {
-                    *e = (id.as_str(), r.sketch);
+                    *e = (id.as_str(), v);
                 }
             }
         }

@@ -74,6 +74,11 @@ pub struct Analysis {
     /// [`super::WEAK_BITS`]; empty when unknown, as for a bare
     /// fingerprint): what confidence-ranked probing flips.
     pub weak_bits: Vec<u8>,
+    /// The text's [`super::parts::QUERY_PARTS`] smallest part hashes,
+    /// ascending (empty without a text, or for one of fewer than
+    /// [`super::parts::MIN_CHARS`] letters and digits). A query looks them
+    /// all up; a record keeps the first [`super::parts::PARTS`].
+    pub parts: Vec<u64>,
 }
 
 /// How many of a document's heaviest terms its record keeps.
@@ -96,6 +101,7 @@ impl Analysis {
             distinct_terms: 0,
             top_terms: Vec::new(),
             weak_bits: Vec::new(),
+            parts: Vec::new(),
         }
     }
 
@@ -525,9 +531,16 @@ impl Fingerprinter {
             feats.truncate(self.recipe.top_k as usize);
         }
         let sums = simhash_sums(&feats)?;
+        let sketch = self.sketch_of(&norm, &terms);
         Ok(Analysis {
             fingerprint: sums.fingerprint(),
-            sketch: self.sketch_of(&norm, &terms),
+            // Parts only beside a sketch: they name candidates the sketch
+            // then confirms.
+            parts: match sketch {
+                Some(_) => super::parts::smallest_parts(&norm, super::parts::QUERY_PARTS),
+                None => Vec::new(),
+            },
+            sketch,
             terms: terms.len(),
             distinct_terms,
             top_terms,

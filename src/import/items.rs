@@ -44,7 +44,12 @@ impl Item for ById {
                 w.write_all(&a.terms.to_be_bytes())?;
                 w.write_all(&a.content_hash.unwrap_or(0).to_be_bytes())?;
                 w.write_all(&(a.weak_bits.len() as u32).to_be_bytes())?;
-                w.write_all(&a.weak_bits)
+                w.write_all(&a.weak_bits)?;
+                w.write_all(&[a.parts.len() as u8])?;
+                for p in &a.parts {
+                    w.write_all(&p.to_be_bytes())?;
+                }
+                Ok(())
             }
             None => w.write_all(&[0]),
         }
@@ -76,6 +81,14 @@ impl Item for ById {
             r.read_exact(&mut a)?;
             let mut weak = vec![0u8; u32::from_be_bytes([a[20], a[21], a[22], a[23]]) as usize];
             r.read_exact(&mut weak)?;
+            let mut n = [0u8; 1];
+            r.read_exact(&mut n)?;
+            let mut parts = Vec::with_capacity(usize::from(n[0]));
+            for _ in 0..n[0] {
+                let mut p = [0u8; 8];
+                r.read_exact(&mut p)?;
+                parts.push(u64::from_be_bytes(p));
+            }
             let mut h = [0u8; 8];
             h.copy_from_slice(&a[12..20]);
             let mut l = [0u8; 8];
@@ -85,6 +98,7 @@ impl Item for ById {
                 terms: u32::from_be_bytes([a[8], a[9], a[10], a[11]]),
                 content_hash: (flag[0] & 2 == 2).then(|| u64::from_be_bytes(h)),
                 weak_bits: weak,
+                parts,
             })
         } else {
             None
@@ -110,8 +124,22 @@ impl Item for ById {
 pub(super) struct ByFp {
     pub(super) fp: u64,
     pub(super) id: String,
-    /// The restored record's sketch (the `refs` value).
+    /// The restored record's sketch and parts (the `refs` value).
     pub(super) sketch: Option<[u8; crate::fingerprint::SKETCH_BYTES]>,
+    pub(super) parts: Vec<u64>,
+}
+
+impl ByFp {
+    /// Its `refs` value: the sketch, and the parts beside it.
+    pub(super) fn refs_value(&self) -> crate::store::schema::RefValue {
+        crate::store::schema::RefValue {
+            sketch: self.sketch.map(crate::fingerprint::Sketch),
+            parts: match self.sketch {
+                Some(_) => crate::store::schema::Parts::new(&self.parts),
+                None => crate::store::schema::Parts::default(),
+            },
+        }
+    }
 }
 
 impl Item for ByFp {
@@ -124,7 +152,13 @@ impl Item for ByFp {
                 w.write_all(s)
             }
             None => w.write_all(&[0]),
+        }?;
+        let n = u8::try_from(self.parts.len()).map_err(io::Error::other)?;
+        w.write_all(&[n])?;
+        for p in &self.parts {
+            w.write_all(&p.to_be_bytes())?;
         }
+        Ok(())
     }
     fn read_from(r: &mut impl BufRead) -> io::Result<Option<Self>> {
         let Some(fp) = read_array::<8>(r)? else {
@@ -141,14 +175,23 @@ impl Item for ByFp {
                 Some(s)
             }
         };
+        let mut n = [0u8; 1];
+        r.read_exact(&mut n)?;
+        let mut parts = Vec::with_capacity(usize::from(n[0]));
+        for _ in 0..n[0] {
+            let mut p = [0u8; 8];
+            r.read_exact(&mut p)?;
+            parts.push(u64::from_be_bytes(p));
+        }
         Ok(Some(ByFp {
             fp: u64::from_be_bytes(fp),
             id,
             sketch,
+            parts,
         }))
     }
     fn mem_bytes(&self) -> usize {
-        std::mem::size_of::<Self>() + self.id.capacity()
+        std::mem::size_of::<Self>() + self.id.capacity() + 8 * self.parts.capacity()
     }
 }
 
@@ -294,19 +337,6 @@ impl Restored {
         b.extend_from_slice(&store::codec::encode_record(&self.rec));
         b.extend_from_slice(&self.cluster.to_be_bytes());
         b
-    }
-
-    /// The sketch of encoded bytes, without decoding the record.
-    pub(super) fn sketch_of(b: &[u8]) -> std::result::Result<Option<[u8; SKETCH_BYTES]>, String> {
-        match b.first() {
-            Some(0) => Ok(None),
-            Some(1) => b
-                .get(1..1 + SKETCH_BYTES)
-                .and_then(|s| s.try_into().ok())
-                .map(Some)
-                .ok_or_else(|| "a restored record is truncated".to_string()),
-            _ => Err("a restored record is truncated".to_string()),
-        }
     }
 
     pub(super) fn decode(b: &[u8]) -> std::result::Result<Restored, String> {

@@ -148,17 +148,49 @@ pub(super) fn read_parquet(
 }
 
 #[cfg(feature = "parquet")]
+/// Part hashes from a `parts` column's bytes: u64 big-endian each,
+/// ascending, at most `max`.
+fn part_hashes(b: &[u8], max: usize) -> std::result::Result<Vec<u64>, String> {
+    if !b.len().is_multiple_of(8) || b.len() / 8 > max {
+        return Err(format!(
+            "of {} bytes: not up to {max} hashes of 8 bytes",
+            b.len()
+        ));
+    }
+    let parts: Vec<u64> = b
+        .chunks_exact(8)
+        .map(|c| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            u64::from_be_bytes(w)
+        })
+        .collect();
+    if parts.windows(2).any(|w| w[0] >= w[1]) {
+        return Err("are not ascending".into());
+    }
+    Ok(parts)
+}
+
+#[cfg(feature = "parquet")]
 /// The columns of an engine's fingerprints that an import keeps (beside id
 /// and fingerprint), each optional: `sketch` (32 bytes), `length`, `terms`,
-/// `weak_bits`, `content_hash`.
-const ENGINE_COLUMNS: [&str; 5] = ["sketch", "length", "terms", "weak_bits", "content_hash"];
+/// `weak_bits`, `content_hash`, `parts` (u64 BE each, ascending; the
+/// first [`crate::fingerprint::parts::PARTS`] are kept).
+const ENGINE_COLUMNS: [&str; 6] = [
+    "sketch",
+    "length",
+    "terms",
+    "weak_bits",
+    "content_hash",
+    "parts",
+];
 
 #[cfg(feature = "parquet")]
 /// Row `i`'s sketch and analysis from an engine's columns (those `batch`
 /// has): integers of any width (`content_hash` as a u64's bits), binary or
 /// fixed-size binary sketches. With `analysed` (any of `length`, `terms`,
-/// `weak_bits`, `content_hash` is there), the analysis; a null is 0, or
-/// empty.
+/// `weak_bits`, `content_hash`, `parts` is there), the analysis; a null is
+/// 0, or empty.
 fn engine_row(
     batch: &arrow_array::RecordBatch,
     i: usize,
@@ -222,6 +254,11 @@ fn engine_row(
             terms: u32::try_from(count("terms")?).map_err(|_| "\"terms\" is too large")?,
             weak_bits: bytes("weak_bits")?.unwrap_or_default(),
             content_hash: int("content_hash")?.map(|v| v.0),
+            parts: part_hashes(&bytes("parts")?.unwrap_or_default(), usize::MAX)
+                .map_err(|e| format!("\"parts\" {e}"))?
+                .into_iter()
+                .take(crate::fingerprint::parts::PARTS)
+                .collect(),
         })
     } else {
         None
@@ -347,6 +384,16 @@ pub(super) fn restored_row(
             }
         }
     };
+    // Absent from exports before format 10.
+    let parts = match batch.column_by_name("parts") {
+        None => Vec::new(),
+        Some(_) => {
+            let c = col("parts", &T::Binary)?.as_binary::<i32>();
+            let b = if c.is_null(i) { &[][..] } else { c.value(i) };
+            part_hashes(b, crate::fingerprint::parts::PARTS)
+                .map_err(|e| format!("\"parts\" {e}"))?
+        }
+    };
     let rec = Record {
         fingerprint: fp,
         // Two's complement, as the fingerprint.
@@ -361,6 +408,7 @@ pub(super) fn restored_row(
         ord,
         priority,
         dated,
+        parts,
     };
     Ok(Restored {
         rec,

@@ -5,7 +5,7 @@ use super::*;
 // --- reading ----------------------------------------------------------------
 
 /// A `refs` entry to write: fingerprint, id, sketch.
-pub(super) type RefsEntry = (Fingerprint, String, Option<crate::fingerprint::Sketch>);
+pub(super) type RefsEntry = (Fingerprint, String, crate::store::schema::RefValue);
 
 /// What an engine computed of a document's text besides its fingerprint
 /// and sketch (`simdb.ray.fingerprint`'s and the Spark job's columns), kept
@@ -18,6 +18,9 @@ pub(super) struct Analysed {
     pub(super) terms: u32,
     pub(super) weak_bits: Vec<u8>,
     pub(super) content_hash: Option<u64>,
+    /// The text's part hashes, ascending (at most
+    /// [`crate::fingerprint::parts::PARTS`]).
+    pub(super) parts: Vec<u64>,
 }
 
 /// One parsed input record.
@@ -29,7 +32,7 @@ pub(super) struct Parsed {
     /// column.
     pub(super) sketch: Option<[u8; SKETCH_BYTES]>,
     /// What an engine computed of the text besides (Parquet columns
-    /// `length`, `terms`, `weak_bits`, `content_hash`).
+    /// `length`, `terms`, `weak_bits`, `content_hash`, `parts`).
     pub(super) analysed: Option<Analysed>,
     /// The whole record, from a simdb export.
     pub(super) restored: Option<Restored>,

@@ -43,7 +43,7 @@ pub(super) fn build(
     let (uniq_path, by_fp) = b.keep_last(by_id, &mut summary)?;
     lap(&mut summary, "keep last of each id, sort by fingerprint");
     on_event(Event::Step("refs"));
-    let (fps_path, bands_path, refs_files) = b.write_refs(by_fp, &mut summary)?;
+    let (fps_path, bands_path, refs_files, part_files) = b.write_refs(by_fp, &mut summary)?;
     lap(&mut summary, "write refs and the distinct fingerprints");
     on_event(Event::Step("docs"));
     let now = crate::db::now();
@@ -89,6 +89,7 @@ pub(super) fn build(
     for (j, files) in band_files.into_iter().enumerate() {
         families.push((store::BAND_FAMILIES[j], files));
     }
+    families.push((store::PARTS, part_files));
     let count = store::schema::MetaU64::DocCount.owned_entry(summary.documents);
     // Positions count records from 1; the documents are stamped `now`
     // (restored ones keep their ords and times).
@@ -166,14 +167,24 @@ impl Build<'_> {
         let mut pending: Option<ById> = None;
         let mut keep = |r: ById, by_fp: &mut Sorter<ByFp>| -> io::Result<()> {
             r.write_to(&mut uniq)?;
-            let sketch = match r.extra.is_empty() {
-                true => r.sketch,
-                false => Restored::sketch_of(&r.extra).map_err(io::Error::other)?,
+            let (sketch, parts) = match r.extra.is_empty() {
+                true => (
+                    r.sketch,
+                    r.analysed
+                        .as_ref()
+                        .map(|a| a.parts.clone())
+                        .unwrap_or_default(),
+                ),
+                false => {
+                    let rec = Restored::decode(&r.extra).map_err(io::Error::other)?.rec;
+                    (rec.sketch.map(|s| s.0), rec.parts)
+                }
             };
             by_fp.push(ByFp {
                 fp: r.fp,
                 id: r.id,
                 sketch,
+                parts,
             })
         };
         for r in by_id {
@@ -197,13 +208,14 @@ impl Build<'_> {
     }
 
     /// Step 3: numbers documents sharing a fingerprint; writes `refs` (in
-    /// fingerprint order, a chunk of table files at a time) and the file of
-    /// distinct fingerprints for the block families.
+    /// fingerprint order, a chunk of table files at a time), the file of
+    /// distinct fingerprints for the block families, and the `parts` keys
+    /// of each fingerprint's first document (restored records' parts).
     pub(super) fn write_refs(
         &self,
         by_fp: Sorted<ByFp>,
         summary: &mut Summary,
-    ) -> Result<(PathBuf, PathBuf, Vec<PathBuf>)> {
+    ) -> Result<(PathBuf, PathBuf, Vec<PathBuf>, Vec<PathBuf>)> {
         let tmp = &self.tmp;
         let fps_path = tmp.join("fps.bin");
         let mut fps =
@@ -228,16 +240,19 @@ impl Build<'_> {
                     &format!("{}-{n:05}", store::REFS),
                     store::REFS,
                     u64::MAX,
-                    chunk.iter().map(|(fp, id, sketch)| {
-                        Ok(store::schema::refs_entry(*fp, id, sketch.as_ref()))
-                    }),
+                    chunk
+                        .iter()
+                        .map(|(fp, id, v)| Ok(store::schema::refs_entry(*fp, id, v))),
                 )?);
                 Ok(())
             };
         // The input is in (fingerprint, id) order, the order of refs keys.
         let chunk_docs = (self.opts.sst_file_bytes / 128).max(1024) as usize;
+        let mut part_keys = Sorter::<u128>::new(tmp, "parts", self.budget / 2);
         for r in by_fp {
-            let ByFp { fp, id, sketch } = r.map_err(io_err(tmp))?;
+            let r = r.map_err(io_err(tmp))?;
+            let value = r.refs_value();
+            let ByFp { fp, id, sketch, .. } = r;
             summary.documents += 1;
             if last == Some(fp) {
                 summary.shared_fingerprints += 1;
@@ -247,9 +262,14 @@ impl Build<'_> {
                     bands.write_all(&fp.to_be_bytes()).map_err(io_err(tmp))?;
                     bands.write_all(s).map_err(io_err(tmp))?;
                 }
+                for p in value.parts.as_slice() {
+                    part_keys
+                        .push(u128::from(*p) << 64 | u128::from(fp))
+                        .map_err(io_err(tmp))?;
+                }
                 last = Some(fp);
             }
-            refs_entries.push((Fingerprint(fp), id, sketch.map(crate::fingerprint::Sketch)));
+            refs_entries.push((Fingerprint(fp), id, value));
             if refs_entries.len() >= chunk_docs {
                 flush_chunk(&mut refs_entries, &mut refs_files)?;
             }
@@ -260,7 +280,28 @@ impl Build<'_> {
                 .map_err(|e| e.into_error())
                 .map_err(io_err(tmp))?;
         }
-        Ok((fps_path, bands_path, refs_files))
+        let part_files = self.write_part_keys(part_keys)?;
+        Ok((fps_path, bands_path, refs_files, part_files))
+    }
+
+    /// The `parts` family's table files from its keys (part ‖
+    /// fingerprint as a u128), sorted here.
+    fn write_part_keys(&self, keys: Sorter<u128>) -> Result<Vec<PathBuf>> {
+        let tmp = &self.tmp;
+        let sorted = keys.finish().map_err(io_err(tmp))?;
+        store::write_ssts(
+            &self.sst,
+            store::PARTS,
+            store::PARTS,
+            self.opts.sst_file_bytes,
+            sorted.map(|k| {
+                k.map(|k| {
+                    let key = store::schema::part_key((k >> 64) as u64, Fingerprint(k as u64));
+                    (key.to_vec(), Vec::new())
+                })
+                .map_err(|e| Error::io(tmp, e))
+            }),
+        )
     }
 
     /// Step 4a: `docs` in id order from the kept records, the ingest order
@@ -470,6 +511,12 @@ pub(super) fn imported_record(d: &ById, input: &str, now: u64) -> Record {
         ord: d.pos,
         priority: None,
         dated: None,
+        // An engine's analysis of the text (only beside a sketch, as the
+        // `refs` value keeps them).
+        parts: match (a, d.sketch) {
+            (Some(a), Some(_)) => a.parts.clone(),
+            _ => Vec::new(),
+        },
     }
 }
 

@@ -118,6 +118,11 @@ impl MemIndex {
         out
     }
 
+    /// The fingerprints in the part bucket of `part` (unordered).
+    pub fn part_bucket(&self, part: u64) -> &[Fingerprint] {
+        self.parts.bucket(part)
+    }
+
     /// The parts of `fp`'s entry (by the first-entry rule; empty: none).
     pub fn part_hashes(&self, fp: Fingerprint) -> &[u64] {
         self.parts.parts(fp)

@@ -159,6 +159,11 @@ impl PartBuckets {
         self.of_fp.is_empty()
     }
 
+    /// The fingerprints in the bucket of `part` (unordered).
+    pub fn bucket(&self, part: u64) -> &[Fingerprint] {
+        self.buckets.get(&part).map_or(&[], Vec::as_slice)
+    }
+
     /// Appends the fingerprints `probe` names (repeats allowed).
     pub fn candidates(&self, probe: &PartProbe, out: &mut Vec<Fingerprint>) {
         for p in &probe.parts {

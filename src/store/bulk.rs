@@ -247,11 +247,12 @@ impl Store {
         for name in BLOCK_FAMILIES
             .iter()
             .chain(&BAND_FAMILIES)
-            .chain([REFS].iter())
+            .chain([REFS, super::PARTS].iter())
         {
-            // A posting family's keys are 2 or 6 bytes; a `refs` key is 8
-            // bytes of fingerprint, then an id in UTF-8, which never holds
-            // a 0xff byte: every key sorts below 17 bytes of 0xff.
+            // A posting family's keys are 2 or 6 bytes, a `parts` key 16;
+            // a `refs` key is 8 bytes of fingerprint, then an id in UTF-8,
+            // which never holds a 0xff byte: every key sorts below 17
+            // bytes of 0xff.
             b.0.delete_range_cf(self.cf(name), &[][..], &[0xff; 17][..]);
         }
         self.drop_frozen_in(b);

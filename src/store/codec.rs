@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! offset  size  field
-//! 0       1     record format version, u8 (= 5; versions 1 to 4 are still read)
+//! 0       1     record format version, u8 (= 6; versions 1 to 5 are still read)
 //! 1       4     crc32 (IEEE, crc32fast) of the payload bytes, u32 big-endian
 //! 5       n     payload: bincode 2.0 of `Record` with the fixed configuration
 //!               standard().with_big_endian().with_fixed_int_encoding():
@@ -44,13 +44,18 @@
 //!                 dated         u8 0 (none) | u8 1, then u64 BE: the
 //!                               document's own time, Unix seconds (a WARC
 //!                               record's fetch date, an input's "time")
+//!               version 6 adds:
+//!                 parts_len     u64 BE, then parts_len × u64 BE: the
+//!                               document's part hashes, ascending (at most
+//!                               fingerprint::parts::PARTS; empty = none:
+//!                               no text, or fewer than 8 letters and digits)
 //! ```
 //!
 //! Version 1 records (no terms, sketch or top terms), version 2 records
 //! (no weak bits) and version 3 records (no ord or priority) decode with
 //! those fields empty (ord 0); only `simdb migrate` reads them, and gives
 //! each an ord. Version 4 records (format 7 and 8 stores) decode with no
-//! `dated`.
+//! `dated`, version 5 records (format 9) with no parts.
 //!
 //! The checksum covers exactly the payload; the version byte is checked
 //! separately (an unknown version is corruption, not a newer format: the
@@ -61,7 +66,7 @@ use serde::{Deserialize, Serialize};
 use crate::fingerprint::{Fingerprint, Sketch};
 
 /// Version byte of the record frame written by this build.
-pub const RECORD_VERSION: u8 = 5;
+pub const RECORD_VERSION: u8 = 6;
 pub use crate::fingerprint::TOP_TERMS;
 const HEADER_LEN: usize = 5;
 
@@ -136,6 +141,11 @@ pub struct Record {
     /// WARC record's fetch date, a JSONL line's `"time"`. `None` in
     /// records before version 5.
     pub dated: Option<u64>,
+    /// The document's part hashes, ascending (at most
+    /// [`crate::fingerprint::parts::PARTS`]; see
+    /// [`crate::index::parts`]); empty without a text, and in records
+    /// before version 6.
+    pub parts: Vec<u64>,
 }
 
 impl Record {
@@ -186,6 +196,27 @@ mod raw {
     pub struct V5 {
         pub v4: V4,
         pub dated: Option<u64>,
+    }
+    #[derive(serde::Serialize, serde::Deserialize)]
+    pub struct V6 {
+        pub v5: V5,
+        pub parts: Vec<u64>,
+    }
+    impl From<&super::Record> for V6 {
+        fn from(r: &super::Record) -> V6 {
+            V6 {
+                v5: r.into(),
+                parts: r.parts.clone(),
+            }
+        }
+    }
+    impl From<V6> for super::Record {
+        fn from(r: V6) -> super::Record {
+            super::Record {
+                parts: r.parts,
+                ..r.v5.into()
+            }
+        }
     }
     impl From<&super::Record> for V5 {
         fn from(r: &super::Record) -> V5 {
@@ -269,6 +300,7 @@ mod raw {
                 ord: 0,
                 priority: None,
                 dated: None,
+                parts: Vec::new(),
             }
         }
     }
@@ -290,7 +322,7 @@ mod raw {
 
 /// Encodes a record into its framed bytes.
 pub fn encode_record(r: &Record) -> Vec<u8> {
-    let payload = bincode::serde::encode_to_vec(raw::V5::from(r), config())
+    let payload = bincode::serde::encode_to_vec(raw::V6::from(r), config())
         .unwrap_or_else(|e| unreachable!("encoding a record to a Vec cannot fail: {e}"));
     let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
     out.push(RECORD_VERSION);
@@ -341,13 +373,23 @@ pub fn decode_record(bytes: &[u8]) -> Result<Record, String> {
         2 => decode::<raw::V2>(payload)?,
         3 => decode::<raw::V3>(payload)?,
         4 => decode::<raw::V4>(payload)?,
-        _ => decode::<raw::V5>(payload)?,
+        5 => decode::<raw::V5>(payload)?,
+        _ => decode::<raw::V6>(payload)?,
     };
     if rec.priority.is_some_and(|p| p.value().is_nan()) {
         return Err("priority is NaN".into());
     }
     if let Some(b) = rec.weak_bits.iter().find(|&&b| b >= 64) {
         return Err(format!("weak bit {b} is not a bit of a 64-bit fingerprint"));
+    }
+    if rec.parts.len() > crate::fingerprint::parts::PARTS
+        || rec.parts.windows(2).any(|w| w[0] >= w[1])
+    {
+        return Err(format!(
+            "{} part hashes, not at most {} ascending ones",
+            rec.parts.len(),
+            crate::fingerprint::parts::PARTS
+        ));
     }
     Ok(rec)
 }
@@ -397,6 +439,7 @@ mod tests {
             ord: 0,
             priority: None,
             dated: None,
+            parts: Vec::new(),
         }
     }
 
@@ -493,17 +536,56 @@ mod tests {
         }
     }
 
+    fn sample_v6() -> Record {
+        Record {
+            parts: vec![3, 0x0102_0304_0506_0708, u64::MAX],
+            ..sample_v5()
+        }
+    }
+
+    /// The version 5 payload of `sample_v5()` (also the start of its
+    /// version 6 payload).
+    fn v5_payload() -> Vec<u8> {
+        [&v4_payload(0)[..], &[1u8], &1_600_000_000u64.to_be_bytes()].concat()
+    }
+
     #[test]
-    fn record_v5_bytes_are_pinned() {
-        let bytes = encode_record(&sample_v5());
-        let payload = [&v4_payload(0)[..], &[1u8], &1_600_000_000u64.to_be_bytes()].concat();
-        assert_eq!(bytes, frame(5, &payload));
+    fn record_v6_bytes_are_pinned() {
+        let bytes = encode_record(&sample_v6());
+        let payload = [
+            &v5_payload()[..],
+            &3u64.to_be_bytes(),
+            &3u64.to_be_bytes(),
+            &0x0102_0304_0506_0708u64.to_be_bytes(),
+            &u64::MAX.to_be_bytes(),
+        ]
+        .concat();
+        assert_eq!(bytes, frame(6, &payload));
+        assert_eq!(&bytes[..5], &GOLDEN_V6_HEADER[..], "{:02x?}", &bytes[..5]);
+        assert_eq!(decode_record(&bytes).unwrap(), sample_v6());
+        // No parts: one empty length.
+        let none = encode_record(&sample_v5());
+        assert_eq!(
+            none,
+            frame(6, &[&v5_payload()[..], &0u64.to_be_bytes()].concat())
+        );
+        // More than PARTS part hashes, or out of order, is corruption.
+        for parts in [(1..=7).collect::<Vec<u64>>(), vec![2, 1]] {
+            let bad = Record { parts, ..sample() };
+            assert!(decode_record(&encode_record(&bad)).is_err());
+        }
+    }
+
+    #[test]
+    fn record_v5_bytes_still_decode() {
+        // Format 9 stores' records: no parts.
+        let bytes = frame(5, &v5_payload());
         assert_eq!(&bytes[..5], &GOLDEN_V5_HEADER[..], "{:02x?}", &bytes[..5]);
         assert_eq!(decode_record(&bytes).unwrap(), sample_v5());
         assert_eq!(sample_v5().time(), 1_600_000_000);
         // Undated: one tag byte, and its time is when it was written.
-        let undated = encode_record(&sample_v4());
-        assert_eq!(undated, frame(5, &[&v4_payload(0)[..], &[0u8]].concat()));
+        let undated = frame(5, &[&v4_payload(0)[..], &[0u8]].concat());
+        assert_eq!(decode_record(&undated).unwrap(), sample_v4());
         assert_eq!(sample_v4().time(), 1_700_000_000);
     }
 
@@ -521,7 +603,7 @@ mod tests {
         // No sketch, no terms, no weak bits, no priority, no time: one tag
         // byte and two empty lengths, the ord and two tag bytes.
         let bare = encode_record(&sample());
-        assert_eq!(bare.len(), 5 + 53 + 4 + 1 + 8 + 8 + 8 + 1 + 1);
+        assert_eq!(bare.len(), 5 + 53 + 4 + 1 + 8 + 8 + 8 + 1 + 1 + 8);
         assert_eq!(decode_record(&bare).unwrap(), sample());
         // A weak bit outside the fingerprint is corruption.
         let bad = Record {
@@ -531,6 +613,7 @@ mod tests {
         assert!(decode_record(&encode_record(&bad)).is_err());
     }
 
+    const GOLDEN_V6_HEADER: [u8; 5] = [0x06, 0x07, 0x91, 0xd6, 0x2d];
     const GOLDEN_V5_HEADER: [u8; 5] = [0x05, 0x8f, 0xd7, 0x72, 0x88];
     const GOLDEN_V4_HEADER: [u8; 5] = [0x04, 0x97, 0x1d, 0xc1, 0x98];
     const GOLDEN_V4_SEQ3_HEADER: [u8; 5] = [0x04, 0x49, 0x55, 0xbd, 0x6e];

@@ -9,7 +9,8 @@
 //! | `block2` | block 2 (‖ segment)                        | posting                   |
 //! | `block3` | block 3 (‖ segment)                        | posting                   |
 //! | `band0`…`band15` | band value, u16 BE (‖ segment)     | posting (format 7 on; see [`crate::index::bands`]) |
-//! | `refs`   | fingerprint ‖ id ([`RefKey`])              | the sketch (32 bytes), or nothing |
+//! | `refs`   | fingerprint ‖ id ([`RefKey`])              | the sketch (32 bytes) and part hashes (8 bytes each, format 10 on), or nothing |
+//! | `parts`  | part hash ‖ fingerprint, u64 BE each (format 10 on) | nothing (see [`crate::index::parts`]) |
 //! | `docs`   | document id, UTF-8                         | framed record ([`codec`]) |
 //! | `meta`   | ASCII name                                 | see below                 |
 //! | `clusters` | `d`/`m`/`s` ‖ … (see [`schema`])         | cluster id, id, or size   |
@@ -19,14 +20,19 @@
 //! by every document with that fingerprint (added by a merge operand when
 //! the first arrives, removed when the last leaves: postings are never
 //! rewritten by a write), and one in a bucket of each band family when its
-//! first document (smallest id) has a sketch, all in one `WriteBatch`.
+//! first document (smallest id) has a sketch, and one key in `parts` per
+//! part hash of that first document, all in one `WriteBatch`.
 //!
 //! # Family tuning
 //!
 //! The block families hold one key per bucket (65,536 at most each), read
 //! by point lookups (a multi-get per query): whole-key bloom filters, no
 //! compression (random fingerprints do not compress; a read then needs no
-//! decompression), 16 KiB blocks, and the posting merge operator. `refs`
+//! decompression), 16 KiB blocks, and the posting merge operator. `parts`
+//! holds one key per (part, fingerprint) and is read by a seek per part
+//! (8-byte prefix extractor and bloom filter: a part no document has costs
+//! a filter probe), never more than [`crate::index::parts::PartProbe`]'s
+//! cap plus one key, however many documents share the part. `refs`
 //! (8-byte prefix extractor: a query finds the documents of a fingerprint
 //! under its prefix) and `docs` are read by point lookups: whole-key bloom
 //! filters and LZ4. Table files are read through `mmap`
@@ -41,8 +47,8 @@
 //! ```text
 //! key              value
 //! "magic"          the 12 bytes "simdb-store\n"
-//! "format_version" u32 big-endian (this build writes 9, with or without a
-//!                  frozen index; migrates 2 to 8)
+//! "format_version" u32 big-endian (this build writes 10, with or without a
+//!                  frozen index; migrates 2 to 9)
 //! "recipe"         UTF-8 JSON of the fingerprint Recipe
 //! "doc_count"      u64 big-endian, number of documents (updated in each write batch)
 //! "short_count"    u64 big-endian, documents with fewer than 10 terms (absent = 0)
@@ -102,15 +108,18 @@ pub const BAND_FAMILIES: [&str; BANDS] = [
     "band0", "band1", "band2", "band3", "band4", "band5", "band6", "band7", "band8", "band9",
     "band10", "band11", "band12", "band13", "band14", "band15",
 ];
+/// Name of the family of part keys (format 10 on): part hash ‖
+/// fingerprint → nothing (see [`crate::index::parts`]).
+pub const PARTS: &str = "parts";
 /// Number of posting families: the four block families, then the band
 /// families. A posting family is named by its number in this order
 /// ([`posting_family`]); all have one layout (see [`crate::index`]).
 pub const POSTING_FAMILIES: usize = BLOCKS + BANDS;
 /// Every family, in a fixed order.
-pub const ALL_FAMILIES: [&str; 8 + BANDS] = [
+pub const ALL_FAMILIES: [&str; 9 + BANDS] = [
     "block0", "block1", "block2", "block3", REFS, DOCS, META, CLUSTERS, "band0", "band1", "band2",
     "band3", "band4", "band5", "band6", "band7", "band8", "band9", "band10", "band11", "band12",
-    "band13", "band14", "band15",
+    "band13", "band14", "band15", PARTS,
 ];
 
 /// The name of posting family `i`: block family `i` below [`BLOCKS`], band
@@ -183,16 +192,18 @@ pub const MAGIC: &[u8] = b"simdb-store\n";
 /// Meta key of the format version.
 pub const FORMAT_VERSION_KEY: &[u8] = b"format_version";
 /// The on-disk format version this build writes and reads, with or
-/// without a frozen index (see `frozen`): format 8 (format 7 with a frozen
-/// index) plus version 5 records, with their document time, and the `t`
-/// index of the documents that have one (`schema`); the `newest` keep
-/// policy ranks by that time.
-pub const FORMAT_VERSION: u32 = 9;
+/// without a frozen index (see `frozen`): format 9 (version 5 records,
+/// with their document time, and the `t` index of the documents that have
+/// one; the `newest` keep policy ranks by that time) plus the parts:
+/// version 6 records and `refs` values keep a document's part hashes, and
+/// the `parts` family holds the part keys ([`crate::index::parts`]).
+pub const FORMAT_VERSION: u32 = 10;
 /// The oldest format `simdb migrate` brings to [`FORMAT_VERSION`] in place
 /// (2: postings of single keys; 3: no ords and no clusters; 4: postings
 /// with an entry per document, `refs` keyed by fingerprint ‖ sequence
 /// number; 5 and 6: no band families; 7 and 8: version 4 records, ranks
-/// of `newest` by ord).
+/// of `newest` by ord; 9: no parts, and its documents get none, having no
+/// text to make them from).
 pub const MIGRATABLE_FORMAT_VERSION: u32 = 2;
 /// Meta key of the keep policy (format 6 on; see [`schema::KeepPolicy`]).
 pub const KEEP_POLICY_KEY: &[u8] = b"keep_policy";
@@ -336,6 +347,15 @@ pub(crate) fn family_options(name: &str, cache: &Cache) -> Options {
         o.set_memtable_prefix_bloom_ratio(0.01);
         let mut b = table_options(cache, true);
         b.set_block_size(16 * 1024);
+        o.set_block_based_table_factory(&b);
+    } else if name == PARTS {
+        // Read by a seek per part hash (the key's first 8 bytes): a
+        // prefix bloom filter answers most (a new text's parts are in no
+        // document); random keys do not compress.
+        o.set_prefix_extractor(SliceTransform::create_fixed_prefix(8));
+        o.set_memtable_prefix_bloom_ratio(0.05);
+        o.set_compression_type(DBCompressionType::None);
+        let b = table_options(cache, true);
         o.set_block_based_table_factory(&b);
     } else if name == REFS {
         o.set_prefix_extractor(SliceTransform::create_fixed_prefix(
@@ -667,8 +687,8 @@ impl Store {
             if want == CLUSTERS && version < 4 {
                 continue;
             }
-            // Nor band families before format 7.
-            if BAND_FAMILIES.contains(&want) && version < 7 {
+            // Nor band families before format 7, nor parts before 10.
+            if (BAND_FAMILIES.contains(&want) && version < 7) || (want == PARTS && version < 10) {
                 continue;
             }
             if !families.iter().any(|f| f == want) {

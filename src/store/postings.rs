@@ -22,9 +22,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use rocksdb::ReadOptions;
 
-use super::{posting_family, schema, Batch, Store, POSTING_FAMILIES, REFS};
+use super::schema::{Parts, RefValue};
+use super::{posting_family, schema, Batch, Store, PARTS, POSTING_FAMILIES, REFS};
 use crate::error::{Error, Result};
-use crate::fingerprint::{Fingerprint, Sketch, BLOCKS};
+use crate::fingerprint::{Fingerprint, BLOCKS};
 use crate::index::bands::{self, BandProbe, BandValues};
 use crate::index::{self, RefKey, SEGMENT_ENTRIES};
 
@@ -107,9 +108,9 @@ impl Heads {
 }
 
 /// One fingerprint's posting changes in a batch: whether it enters or
-/// leaves its four block buckets, and the band buckets it is in before and
-/// after (those of its first document's sketch; see
-/// [`crate::index::bands`]).
+/// leaves its four block buckets, and the band buckets and part keys it
+/// is in before and after (those of its first document's sketch and parts;
+/// see [`crate::index::bands`] and [`crate::index::parts`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PostingChange {
     pub fp: Fingerprint,
@@ -120,6 +121,9 @@ pub struct PostingChange {
     /// Its band values before the batch and after it (`None`: in no band).
     pub bands_before: Option<BandValues>,
     pub bands_after: Option<BandValues>,
+    /// Its part keys before the batch and after it (empty: none).
+    pub parts_before: Parts,
+    pub parts_after: Parts,
 }
 
 impl PostingChange {
@@ -157,21 +161,24 @@ fn fingerprint_values(posting: &[u8]) -> Vec<u64> {
 }
 
 /// A fingerprint a batch touched, and the first (smallest id) of the
-/// documents the batch writes with it, with that document's sketch (`None`:
-/// the batch writes none).
-pub type Touched<'a> = (Fingerprint, Option<(&'a str, Option<Sketch>)>);
+/// documents the batch writes with it, with that document's `refs` value
+/// (`None`: the batch writes none).
+pub type Touched<'a> = (Fingerprint, Option<(&'a str, RefValue)>);
+
+/// A fingerprint's first document's `refs` value, and the first one not
+/// skipped with its id (see `Store::first_holders`).
+type Holders = (Option<RefValue>, Option<(String, RefValue)>);
 
 impl Store {
     /// The first document of `fp` at the latest committed state (its
-    /// sketch, or `None` when no document has `fp`), and the first of those
-    /// `skip` does not name (its id and sketch).
-    #[allow(clippy::type_complexity)]
+    /// `refs` value, or `None` when no document has `fp`), and the first of
+    /// those `skip` does not name (its id and value).
     fn first_holders(
         &self,
         fp: Fingerprint,
         skip: &dyn Fn(&str) -> bool,
         pre: Option<&super::Prefetch>,
-    ) -> Result<(Option<Option<Sketch>>, Option<(String, Option<Sketch>)>)> {
+    ) -> Result<Holders> {
         // From a chunk's prefetch (read at the same state) when its first
         // entries answer: one not skipped among them, or all of them.
         if let Some(cached) = pre.and_then(|p| p.first_refs(fp)) {
@@ -194,12 +201,12 @@ impl Store {
                 break;
             }
             let (_, id) = RefKey::decode(k).map_err(|r| Error::corrupt(REFS, k, r))?;
-            let sketch = schema::decode_refs_value(v).map_err(|r| Error::corrupt(REFS, k, r))?;
+            let value = schema::decode_refs_value(v).map_err(|r| Error::corrupt(REFS, k, r))?;
             if first.is_none() {
-                first = Some(sketch);
+                first = Some(value);
             }
             if !skip(id) {
-                return Ok((first, Some((id.to_string(), sketch))));
+                return Ok((first, Some((id.to_string(), value))));
             }
             it.next();
         }
@@ -212,7 +219,7 @@ impl Store {
     /// `rewritten` names the stored documents the batch deletes or
     /// replaces. A fingerprint enters its block buckets when it had no
     /// stored document and has one now, and leaves in the opposite case;
-    /// its band buckets follow its first document.
+    /// its band buckets and part keys follow its first document.
     pub(crate) fn posting_changes<'a>(
         &self,
         touched: impl IntoIterator<Item = Touched<'a>>,
@@ -222,7 +229,7 @@ impl Store {
         let mut out = Vec::new();
         for (fp, written) in touched {
             let (before, kept) = self.first_holders(fp, rewritten, pre)?;
-            let first_after: Option<Option<Sketch>> = match (kept, written) {
+            let first_after: Option<RefValue> = match (kept, written) {
                 (Some((kid, ks)), Some((wid, ws))) => {
                     Some(if kid.as_str() < wid { ks } else { ws })
                 }
@@ -230,14 +237,20 @@ impl Store {
                 (None, Some((_, ws))) => Some(ws),
                 (None, None) => None,
             };
+            let sketch = |v: Option<RefValue>| v.and_then(|v| v.sketch);
             let change = PostingChange {
                 fp,
                 blocks: (before.is_some() != first_after.is_some())
                     .then_some(first_after.is_some()),
-                bands_before: before.flatten().as_ref().map(bands::band_values),
-                bands_after: first_after.flatten().as_ref().map(bands::band_values),
+                bands_before: sketch(before).as_ref().map(bands::band_values),
+                bands_after: sketch(first_after).as_ref().map(bands::band_values),
+                parts_before: before.map(|v| v.parts).unwrap_or_default(),
+                parts_after: first_after.map(|v| v.parts).unwrap_or_default(),
             };
-            if change.blocks.is_some() || change.bands_before != change.bands_after {
+            if change.blocks.is_some()
+                || change.bands_before != change.bands_after
+                || change.parts_before != change.parts_after
+            {
                 out.push(change);
             }
         }
@@ -246,10 +259,20 @@ impl Store {
 
     /// Adds `changes` to `b`: per bucket, `+`/`-` operands on the head, a
     /// `-` on the segment that holds a fingerprint, and the seal of a head
-    /// that reaches [`SEGMENT_ENTRIES`] fingerprints.
+    /// that reaches [`SEGMENT_ENTRIES`] fingerprints; the part keys a
+    /// fingerprint leaves are deleted and those it enters put.
     pub fn write_postings(&self, b: &mut Batch, changes: &[PostingChange]) -> Result<()> {
         if changes.is_empty() {
             return Ok(());
+        }
+        for c in changes {
+            let (before, after) = (c.parts_before.as_slice(), c.parts_after.as_slice());
+            for p in before.iter().filter(|p| !after.contains(p)) {
+                b.0.delete_cf(self.cf(PARTS), schema::part_key(*p, c.fp));
+            }
+            for p in after.iter().filter(|p| !before.contains(p)) {
+                b.0.put_cf(self.cf(PARTS), schema::part_key(*p, c.fp), []);
+            }
         }
         let mut heads = self
             .heads
@@ -312,11 +335,12 @@ impl Store {
         Ok(())
     }
 
-    /// Writes the band families of a store whose block families and
-    /// `refs` are whole (a store migrated from format 5 or 6, or imported):
-    /// they are emptied, then each fingerprint enters the band buckets of
-    /// its first document's sketch. One pass over `refs`,
-    /// written in batches; returns the fingerprints placed.
+    /// Writes the band families and the part keys of a store whose block
+    /// families and `refs` are whole (a store migrated from format 5 or 6,
+    /// or imported): they are emptied, then each fingerprint enters the
+    /// band buckets of its first document's sketch and the part keys of
+    /// its parts. One pass over `refs`, written in batches; returns the
+    /// fingerprints placed in the band buckets.
     pub fn build_bands(&self) -> Result<u64> {
         // From empty band families: a build interrupted and run again
         // starts over.
@@ -324,6 +348,7 @@ impl Store {
         for name in super::BAND_FAMILIES {
             b.0.delete_range_cf(self.cf(name), &[][..], &[0xff; 7][..]);
         }
+        b.0.delete_range_cf(self.cf(PARTS), &[][..], &[0xff; 17][..]);
         self.drop_frozen_in(&mut b);
         self.write(b, true)?;
         self.forget_heads();
@@ -342,13 +367,15 @@ impl Store {
                 return Ok(());
             }
             last = Some(fp);
-            let sketch = schema::decode_refs_value(v).map_err(|r| Error::corrupt(REFS, k, r))?;
-            if let Some(s) = sketch {
+            let value = schema::decode_refs_value(v).map_err(|r| Error::corrupt(REFS, k, r))?;
+            if let Some(s) = value.sketch {
                 changes.push(PostingChange {
                     fp,
                     blocks: None,
                     bands_before: None,
                     bands_after: Some(bands::band_values(&s)),
+                    parts_before: Parts::default(),
+                    parts_after: value.parts,
                 });
                 placed += 1;
                 if changes.len() >= 10_000 {

@@ -22,7 +22,7 @@ use rocksdb::ReadOptions;
 use super::query::{posting_read_at, read_at, Snapshot};
 use super::{ReadCounts, Store, POSTING_FAMILIES, REFS};
 use crate::error::{Error, Result};
-use crate::fingerprint::{Fingerprint, Sketch, BLOCKS};
+use crate::fingerprint::{Fingerprint, BLOCKS};
 use crate::index::bands::BandProbe;
 use crate::index::{self, ProbePlan};
 
@@ -48,7 +48,7 @@ pub(crate) const FIRST_REFS: usize = super::query::FIRST_READ;
 const PART_BUCKETS: usize = 8192;
 
 /// A fingerprint's first `refs` entries (id, sketch), in id order.
-type FirstRefs = (Fingerprint, Vec<(String, Option<Sketch>)>);
+type FirstRefs = (Fingerprint, Vec<(String, super::schema::RefValue)>);
 
 /// A check's plan: its fingerprint, probe plan and band probe.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -98,9 +98,9 @@ impl Prefetched {
 #[derive(Debug, Default)]
 pub(crate) struct Prefetch {
     checks: HashMap<PlanKey, Prefetched>,
-    /// The first [`FIRST_REFS`] `refs` entries (id, sketch) of the
+    /// The first [`FIRST_REFS`] `refs` entries (id, value) of the
     /// fingerprints the checks may walk first, in id order.
-    refs: HashMap<Fingerprint, Vec<(String, Option<Sketch>)>>,
+    refs: HashMap<Fingerprint, Vec<(String, super::schema::RefValue)>>,
     /// The stored records of the ids the chunk writes (`None`: not stored).
     records: HashMap<String, Option<super::Record>>,
 }
@@ -118,7 +118,10 @@ impl Prefetch {
     }
 
     /// The first `refs` entries of `fp`, if read beforehand.
-    pub(crate) fn first_refs(&self, fp: Fingerprint) -> Option<&[(String, Option<Sketch>)]> {
+    pub(crate) fn first_refs(
+        &self,
+        fp: Fingerprint,
+    ) -> Option<&[(String, super::schema::RefValue)]> {
         self.refs.get(&fp).map(Vec::as_slice)
     }
 }

@@ -87,7 +87,7 @@ pub(crate) enum Flow {
 /// a time, each with its sketch.
 struct Cursor {
     fp: Fingerprint,
-    buffered: VecDeque<(String, Option<Sketch>)>,
+    buffered: VecDeque<(String, schema::RefValue)>,
     /// The last id read, where the next read resumes.
     last: Option<String>,
     done: bool,
@@ -99,13 +99,13 @@ struct Cursor {
 /// How many `refs` entries a cursor's first read takes.
 pub(super) const FIRST_READ: usize = 2;
 
-/// The first [`FIRST_READ`] `refs` entries of `fp` (id, sketch), in id
+/// The first [`FIRST_READ`] `refs` entries of `fp` (id, value), in id
 /// order, read with `it` as a walk's first read of it takes them.
 pub(super) fn first_refs(
     it: &mut DBRawIteratorWithThreadMode<'_, DB>,
     reads: &ReadCounts,
     fp: Fingerprint,
-) -> Result<Vec<(String, Option<Sketch>)>> {
+) -> Result<Vec<(String, schema::RefValue)>> {
     let mut c = Cursor::new(fp);
     c.read(it, reads)?;
     Ok(c.buffered.into())
@@ -127,7 +127,7 @@ impl Cursor {
         it: &mut DBRawIteratorWithThreadMode<'_, DB>,
         reads: &ReadCounts,
         pre: Option<&Prefetch>,
-    ) -> Result<Option<(String, Option<Sketch>)>> {
+    ) -> Result<Option<(String, schema::RefValue)>> {
         if self.buffered.is_empty() && !self.done {
             // The first read comes from a chunk's prefetch where it made
             // it (the same entries: see [`first_refs`]).
@@ -159,9 +159,8 @@ impl Cursor {
             }
             let (_, id) = RefKey::decode(k).map_err(|r| Error::corrupt(REFS, k, r))?;
             if self.last.as_deref() != Some(id) {
-                let sketch =
-                    schema::decode_refs_value(v).map_err(|r| Error::corrupt(REFS, k, r))?;
-                self.buffered.push_back((id.to_string(), sketch));
+                let value = schema::decode_refs_value(v).map_err(|r| Error::corrupt(REFS, k, r))?;
+                self.buffered.push_back((id.to_string(), value));
             }
             it.next();
         }
@@ -249,6 +248,41 @@ impl Store {
             banded = p.band_only(q, plan, banded);
         }
         Ok((found, banded))
+    }
+
+    /// The fingerprints in the part buckets of `parts` at `at`, one list
+    /// per part: all of a bucket's, or its first `max + 1` when it holds
+    /// more (a probe then names none of them: see
+    /// [`crate::index::parts::PartProbe`]). A seek per part in one
+    /// iterator; a part no document has costs a bloom filter probe.
+    pub(crate) fn part_buckets(
+        &self,
+        at: &Snapshot<'_>,
+        parts: &[u64],
+        max: usize,
+    ) -> Result<Vec<Vec<Fingerprint>>> {
+        ReadCounts::add(&self.reads.buckets, parts.len() as u64);
+        let mut ro = posting_read_at(at);
+        ro.set_prefix_same_as_start(true);
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(super::PARTS), ro);
+        let mut out = Vec::with_capacity(parts.len());
+        for p in parts {
+            let prefix = p.to_be_bytes();
+            it.seek(prefix);
+            let mut held = Vec::new();
+            while let Some(k) = it.key() {
+                if !k.starts_with(&prefix) || held.len() > max {
+                    break;
+                }
+                let (_, fp) =
+                    schema::decode_part_key(k).map_err(|r| Error::corrupt(super::PARTS, k, r))?;
+                held.push(fp);
+                it.next();
+            }
+            it.status()?;
+            out.push(held);
+        }
+        Ok(out)
     }
 
     /// Adds to `found` what `probe` accepts for `q` in its buckets of the
@@ -401,8 +435,8 @@ impl Store {
             let mut heap = BinaryHeap::with_capacity(cursors.len());
             for (c, cur) in cursors.iter_mut().enumerate() {
                 match cur.next(&mut it, &self.reads, pre)? {
-                    Some((id, s)) => {
-                        sketches[c] = s;
+                    Some((id, v)) => {
+                        sketches[c] = v.sketch;
                         heap.push(Reverse((id, c)));
                     }
                     None if !from_index => {}
@@ -419,8 +453,8 @@ impl Store {
             while let Some(Reverse((id, c))) = heap.pop() {
                 let fp = cursors[c].fp;
                 let theirs = sketches[c];
-                if let Some((next, s)) = cursors[c].next(&mut it, &self.reads, pre)? {
-                    sketches[c] = s;
+                if let Some((next, v)) = cursors[c].next(&mut it, &self.reads, pre)? {
+                    sketches[c] = v.sketch;
                     heap.push(Reverse((next, c)));
                 }
                 if skip(&id) {

@@ -6,8 +6,58 @@
 //! [`super::codec`] (records). Pure: no RocksDB.
 
 use super::codec::{self, Record};
+use crate::fingerprint::parts::PARTS;
 use crate::fingerprint::{Fingerprint, Sketch, SKETCH_BYTES};
 use crate::index::RefKey;
+
+/// A document's part hashes as its `refs` value holds them (at most
+/// [`PARTS`], ascending; see [`crate::index::parts`]), by value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct Parts {
+    len: u8,
+    hashes: [u64; PARTS],
+}
+
+impl Parts {
+    /// The first [`PARTS`] of `parts` (ascending).
+    pub fn new(parts: &[u64]) -> Parts {
+        let mut out = Parts::default();
+        for (slot, p) in out.hashes.iter_mut().zip(parts) {
+            *slot = *p;
+            out.len += 1;
+        }
+        out
+    }
+
+    pub fn as_slice(&self) -> &[u64] {
+        &self.hashes[..usize::from(self.len)]
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// What a `refs` value holds: the document's sketch, and its parts (only
+/// beside a sketch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RefValue {
+    pub sketch: Option<Sketch>,
+    pub parts: Parts,
+}
+
+impl RefValue {
+    /// The `refs` value of a document with record `rec`.
+    pub fn of(rec: &Record) -> RefValue {
+        RefValue {
+            sketch: rec.sketch,
+            parts: match rec.sketch {
+                Some(_) => Parts::new(&rec.parts),
+                None => Parts::default(),
+            },
+        }
+    }
+}
 
 /// The entries of one document outside the block families: `docs` (id →
 /// record), `refs` (fingerprint ‖ id → sketch) and its place in the
@@ -28,7 +78,7 @@ pub struct DocEntries {
 pub fn doc_entries(id: &str, rec: &Record) -> DocEntries {
     DocEntries {
         docs: docs_entry(id, rec),
-        refs: refs_entry(rec.fingerprint, id, rec.sketch.as_ref()),
+        refs: refs_entry(rec.fingerprint, id, &RefValue::of(rec)),
         order: order_entry(rec.ord, id),
         dated: rec.dated.map(|t| time_entry(t, rec.ord, id)),
     }
@@ -50,30 +100,84 @@ pub fn docs_entry(id: &str, rec: &Record) -> (Vec<u8>, Vec<u8>) {
     (id.as_bytes().to_vec(), codec::encode_record(rec))
 }
 
-/// The `refs` entry of document `id` with fingerprint `fp` and
-/// verification sketch `sketch`: fingerprint ‖ id → the sketch's 32 bytes,
-/// or nothing for a document without one. A query verifies its candidates
-/// from these values alone, and reads the records of its hits only.
-pub fn refs_entry(fp: Fingerprint, id: &str, sketch: Option<&Sketch>) -> (Vec<u8>, Vec<u8>) {
-    (
-        RefKey::encode(fp, id),
-        sketch.map(|s| s.0.to_vec()).unwrap_or_default(),
-    )
+/// The `refs` entry of document `id` with fingerprint `fp` and `refs`
+/// value `v`: fingerprint ‖ id → the sketch's 32 bytes, then each part hash
+/// (u64 BE, ascending; format 10 on), or nothing for a document without a
+/// sketch. A query verifies its candidates from these values alone, and
+/// reads the records of its hits only; a write finds the parts of a
+/// fingerprint's first document here.
+pub fn refs_entry(fp: Fingerprint, id: &str, v: &RefValue) -> (Vec<u8>, Vec<u8>) {
+    let value = match &v.sketch {
+        Some(s) => {
+            let mut out = Vec::with_capacity(SKETCH_BYTES + 8 * v.parts.as_slice().len());
+            out.extend_from_slice(&s.0);
+            for p in v.parts.as_slice() {
+                out.extend_from_slice(&p.to_be_bytes());
+            }
+            out
+        }
+        None => Vec::new(),
+    };
+    (RefKey::encode(fp, id), value)
 }
 
-/// The sketch of a `refs` value; `Err` carries the reason.
-pub fn decode_refs_value(v: &[u8]) -> std::result::Result<Option<Sketch>, String> {
-    match v.len() {
-        0 => Ok(None),
-        SKETCH_BYTES => {
-            let mut s = [0u8; SKETCH_BYTES];
-            s.copy_from_slice(v);
-            Ok(Some(Sketch(s)))
-        }
-        n => Err(format!(
-            "refs value is {n} bytes (a sketch is {SKETCH_BYTES}, none is 0)"
-        )),
+/// The key of fingerprint `fp`'s entry for part `part` in the `parts`
+/// family: part ‖ fingerprint, u64 BE each (the value is empty).
+pub fn part_key(part: u64, fp: Fingerprint) -> [u8; 16] {
+    let mut k = [0u8; 16];
+    k[..8].copy_from_slice(&part.to_be_bytes());
+    k[8..].copy_from_slice(&fp.value().to_be_bytes());
+    k
+}
+
+/// The part and fingerprint of a `parts` key; `Err` carries the reason.
+pub fn decode_part_key(k: &[u8]) -> std::result::Result<(u64, Fingerprint), String> {
+    let k: [u8; 16] = k
+        .try_into()
+        .map_err(|_| format!("parts key is {} bytes, not 16", k.len()))?;
+    let (p, f) = k.split_at(8);
+    let word = |b: &[u8]| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(b);
+        u64::from_be_bytes(w)
+    };
+    Ok((word(p), Fingerprint(word(f))))
+}
+
+/// The sketch and parts of a `refs` value; `Err` carries the reason.
+pub fn decode_refs_value(v: &[u8]) -> std::result::Result<RefValue, String> {
+    if v.is_empty() {
+        return Ok(RefValue::default());
     }
+    let (Some(sketch), Some(rest)) = (v.get(..SKETCH_BYTES), v.get(SKETCH_BYTES..)) else {
+        return Err(format!(
+            "refs value is {} bytes (a sketch is {SKETCH_BYTES}, none is 0)",
+            v.len()
+        ));
+    };
+    if !rest.len().is_multiple_of(8) || rest.len() / 8 > PARTS {
+        return Err(format!(
+            "refs value is {} bytes: a sketch ({SKETCH_BYTES}) and {} bytes that are not up to {PARTS} part hashes",
+            v.len(),
+            rest.len()
+        ));
+    }
+    let mut s = [0u8; SKETCH_BYTES];
+    s.copy_from_slice(sketch);
+    let mut parts = Parts::default();
+    for (slot, c) in parts.hashes.iter_mut().zip(rest.chunks_exact(8)) {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(c);
+        *slot = u64::from_be_bytes(b);
+        parts.len += 1;
+    }
+    if parts.as_slice().windows(2).any(|w| w[0] >= w[1]) {
+        return Err("refs value's part hashes are not ascending".into());
+    }
+    Ok(RefValue {
+        sketch: Some(Sketch(s)),
+        parts,
+    })
 }
 
 // ---- The `clusters` family ----
@@ -481,6 +585,7 @@ mod tests {
             ord: 0,
             priority: None,
             dated: None,
+            parts: Vec::new(),
         };
         let e = doc_entries("id", &rec);
         assert_eq!(e.dated, None);
@@ -492,8 +597,11 @@ mod tests {
         };
         let e2 = doc_entries("id", &with);
         assert_eq!(e2.refs.1, vec![7; SKETCH_BYTES]);
-        assert_eq!(decode_refs_value(&e2.refs.1), Ok(with.sketch));
-        assert_eq!(decode_refs_value(&[]), Ok(None));
+        assert_eq!(
+            decode_refs_value(&e2.refs.1).map(|v| v.sketch),
+            Ok(with.sketch)
+        );
+        assert_eq!(decode_refs_value(&[]), Ok(RefValue::default()));
         assert!(decode_refs_value(&[1, 2]).is_err());
         assert_eq!(e.refs.0[..8], fp.value().to_be_bytes());
         assert_eq!(e.order, (order_key(0), b"id".to_vec()));
@@ -512,6 +620,68 @@ mod tests {
     }
 
     #[test]
+    fn refs_values_hold_the_sketch_then_the_parts() {
+        let with = Record {
+            fingerprint: Fingerprint(1),
+            content_hash: 1,
+            length: 2,
+            ingested_at: 3,
+            source: "s".into(),
+            terms: 0,
+            sketch: Some(Sketch([7; SKETCH_BYTES])),
+            top_terms: Vec::new(),
+            weak_bits: Vec::new(),
+            ord: 0,
+            priority: None,
+            dated: None,
+            parts: Vec::new(),
+        };
+        let rec = Record {
+            sketch: None,
+            ..with.clone()
+        };
+        // Parts follow the sketch (format 10), u64 BE each; without a
+        // sketch there are none.
+        let parted = Record {
+            parts: vec![1, 0x0203],
+            ..with.clone()
+        };
+        let e3 = doc_entries("id", &parted);
+        let want = [
+            &[7u8; SKETCH_BYTES][..],
+            &1u64.to_be_bytes(),
+            &0x0203u64.to_be_bytes(),
+        ]
+        .concat();
+        assert_eq!(e3.refs.1, want);
+        let v = decode_refs_value(&e3.refs.1).unwrap();
+        assert_eq!(
+            (v.sketch, v.parts.as_slice()),
+            (with.sketch, &[1, 0x0203][..])
+        );
+        let bare_parted = Record {
+            parts: vec![1],
+            ..rec.clone()
+        };
+        assert_eq!(doc_entries("id", &bare_parted).refs.1, Vec::<u8>::new());
+        // Not whole part hashes, too many, or out of order: corruption.
+        assert!(decode_refs_value(&want[..SKETCH_BYTES + 3]).is_err());
+        assert!(decode_refs_value(&[&want[..], &[0; 8 * PARTS]].concat()).is_err());
+        let unordered = [
+            &[7u8; SKETCH_BYTES][..],
+            &2u64.to_be_bytes(),
+            &1u64.to_be_bytes(),
+        ]
+        .concat();
+        assert!(decode_refs_value(&unordered).is_err());
+        // A `parts` key: part ‖ fingerprint, u64 BE each.
+        let k = part_key(0x0102, Fingerprint(0x0304));
+        assert_eq!(k, [0, 0, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 0, 0, 3, 4]);
+        assert_eq!(decode_part_key(&k), Ok((0x0102, Fingerprint(0x0304))));
+        assert!(decode_part_key(&k[1..]).is_err());
+    }
+
+    #[test]
     fn newest_ranks_by_the_documents_time_then_the_latest_written() {
         let rec = |ingested_at: u64, ord: u64, dated: Option<u64>| Record {
             fingerprint: Fingerprint(1),
@@ -526,6 +696,7 @@ mod tests {
             ord,
             priority: None,
             dated,
+            parts: Vec::new(),
         };
         let rank = |r: &Record| Rank::of(r, KeepPolicy::Newest);
         // Undated: by ord, latest first, as before format 9 (write times

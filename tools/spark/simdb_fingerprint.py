@@ -8,8 +8,9 @@ executors by the simdb Python package (its wheel installed there).
 IN is Parquet (or JSON lines with --format json); OUT is Parquet with every
 input column and `fingerprint` (long: the u64's bits, as `simdb export`
 writes it; null where a text has nothing usable), `sketch` (32 bytes),
-`length` (the text's UTF-8 bytes), `terms`, `weak_bits` and `content_hash`
-(long, the u64's bits). `simdb import --parquet OUT` keeps them all. Each Arrow batch
+`length` (the text's UTF-8 bytes), `terms`, `weak_bits`, `content_hash`
+(long, the u64's bits) and `parts` (the part hashes, 8 bytes each).
+`simdb import --parquet OUT` keeps them all. Each Arrow batch
 is analysed in Rust with the GIL released (`mapInArrow`, no row-by-row
 Python). With --db the recipe, and any learned IDF, are that store's (the
 path must be readable on every executor), so the fingerprints match the store
@@ -47,6 +48,7 @@ def fingerprint(df, text: str = "text", db: str | None = None, html: bool = Fals
             T.StructField("terms", T.IntegerType()),
             T.StructField("weak_bits", T.BinaryType()),
             T.StructField("content_hash", T.LongType()),
+            T.StructField("parts", T.BinaryType()),
         ]
     )
 

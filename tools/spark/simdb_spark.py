@@ -34,7 +34,7 @@ The method (the README's "Beyond one machine" has the whole story):
    which the export's key-value metadata states), or when either document
    has no sketch (then unconfirmed, similarity null), or when the shorter
    text is contained in the longer, whichever came first: similarity at
-   least 0.45 and the estimated containment `J (1 + long/short) / (1 + J)`
+   least 0.5 and the estimated containment `J (1 + long/short) / (1 + J)`
    (the `length` column) at least 0.75, or the threshold if higher: simdb's
    rule.
 4. Clusters, simdb's anchored rule (simdb's docs/workflows.md, "Clusters").
@@ -95,7 +95,7 @@ LOW_BITS = 0x5555555555555555
 DEFAULT_MIN_SIMILARITY = 0.6
 # simdb's containment rule (db::MIN_CONTAINMENT, db::CONTAINMENT_FLOOR).
 MIN_CONTAINMENT = 0.75
-CONTAINMENT_FLOOR = 0.45
+CONTAINMENT_FLOOR = 0.5
 
 
 @dataclass(frozen=True)

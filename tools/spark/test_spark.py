@@ -281,7 +281,7 @@ def contained(sim: float, later: int, earlier: int, min_similarity: float) -> bo
     """The README's containment rule, from its definition: the shorter of
     the two contained in the longer, whichever came first."""
     short, long = min(later, earlier), max(later, earlier)
-    if sim < 0.45 or short == 0:
+    if sim < 0.5 or short == 0:
         return False
     c = min(1.0, sim * (1.0 + long / short) / (1.0 + sim))
     return c >= max(0.75, min_similarity)
