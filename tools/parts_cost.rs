@@ -1,14 +1,15 @@
-//! What a part probe would cost in a store of N documents, before the part
-//! buckets are in the store (issue 41; `simdb::index::parts`): a RocksDB
-//! family laid out as the posting families are (bloom filters, no
-//! compression, tables read through mmap, a 256 MiB LRU block cache),
-//! keyed by the 8-byte part hash, each value one 8-byte fingerprint (a part
-//! is held by one document but for copies and boilerplate), six parts per
-//! document (`fingerprint::parts::PARTS`). Built as sorted table files
-//! ingested at once, then read warm: Q queries of
-//! `fingerprint::parts::QUERY_PARTS` keys each, one of them present (a
-//! copy's shared part) and the rest absent (a new text's), in one batched
-//! multi-get, as the posting families are read.
+//! What a part probe costs in a store of N documents (issue 41;
+//! `simdb::index::parts`): a RocksDB family laid out as the store's
+//! `parts` family (format 10): keys part hash ‖ fingerprint
+//! (docs/format.md), empty values, an 8-byte prefix extractor
+//! with bloom filters, no compression, tables read through mmap, a 256 MiB
+//! LRU block cache; six parts per document (`fingerprint::parts::PARTS`),
+//! each held by one document (a part is shared only by copies and
+//! boilerplate). Built as sorted table files ingested at once, then read
+//! warm: Q queries of `fingerprint::parts::QUERY_PARTS` parts each, one of
+//! them present (a copy's shared part) and the rest absent (a new text's),
+//! a seek per part in one iterator reading at most the cap + 1 keys, as
+//! `Store::part_buckets` reads them.
 //!
 //! ```text
 //! cargo build --release --example parts_cost
@@ -30,6 +31,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rocksdb::{BlockBasedOptions, Cache, DBCompressionType, Options, DB};
 use simdb::fingerprint::parts::{PARTS, QUERY_PARTS};
+use simdb::index::parts::DEFAULT_PART_FINGERPRINTS;
 
 const FAMILY: &str = "parts";
 /// Table files written per build (keys split by their first byte).
@@ -39,9 +41,9 @@ fn options(cache: &Cache) -> Options {
     let mut b = BlockBasedOptions::default();
     b.set_block_cache(cache);
     b.set_bloom_filter(10.0, false);
-    b.set_cache_index_and_filter_blocks(true);
-    b.set_pin_l0_filter_and_index_blocks_in_cache(true);
+    b.set_format_version(6);
     let mut o = Options::default();
+    o.set_prefix_extractor(rocksdb::SliceTransform::create_fixed_prefix(8));
     o.create_if_missing(true);
     o.create_missing_column_families(true);
     o.set_block_based_table_factory(&b);
@@ -83,7 +85,9 @@ fn main() {
             let mut w = rocksdb::SstFileWriter::create(&opts);
             w.open(&path).expect("sst");
             for (k, v) in file_entries(seed, f, per_file) {
-                w.put(k.to_be_bytes(), v.to_be_bytes()).expect("put");
+                // The store's key: part ‖ fingerprint, u64 BE each.
+                let key = [k.to_be_bytes(), v.to_be_bytes()].concat();
+                w.put(key, []).expect("put");
             }
             w.finish().expect("finish");
             files.push(path);
@@ -134,11 +138,25 @@ fn main() {
         let mut keys: Vec<u64> = (1..QUERY_PARTS).map(|_| rng.random()).collect();
         keys.push(present[q % present.len()]);
         keys.sort_unstable();
-        let raw: Vec<[u8; 8]> = keys.iter().map(|k| k.to_be_bytes()).collect();
         let t = Instant::now();
-        let got = db.batched_multi_get_cf(cf, &raw, true);
+        let mut ro = rocksdb::ReadOptions::default();
+        ro.set_prefix_same_as_start(true);
+        ro.set_verify_checksums(false);
+        let mut it = db.raw_iterator_cf_opt(cf, ro);
+        for k in &keys {
+            let prefix = k.to_be_bytes();
+            it.seek(prefix);
+            let mut held = 0;
+            while let Some(key) = it.key() {
+                if !key.starts_with(&prefix) || held > DEFAULT_PART_FINGERPRINTS {
+                    break;
+                }
+                held += 1;
+                it.next();
+            }
+            found += held;
+        }
         let el = t.elapsed();
-        found += got.iter().filter(|r| matches!(r, Ok(Some(_)))).count();
         times.push(el.as_secs_f64() * 1e6);
     }
     times.sort_by(f64::total_cmp);

@@ -413,18 +413,27 @@ impl Searcher<'_, '_> {
                 1 if bands_last => None,
                 _ => band_probe,
             };
-            let (mut found, chosen) =
-                self.candidates(fp, plan, prefetched, &part, probe.as_ref())?;
-            // The parts' with the bands'.
+            // The parts' with the bands': a query reads them on the pool
+            // meanwhile.
             let parts = probe.and(part_probe.as_ref());
-            let named: Vec<Fingerprint> = match parts {
-                Some(pp) => {
-                    let named = self.part_named(pp)?;
-                    found.extend(named.iter().filter(|e| e.1).map(|e| e.0));
-                    named.into_iter().map(|e| e.0).collect()
-                }
-                None => Vec::new(),
+            let (cands, named) = match parts {
+                Some(pp) if self.reads == Reads::Query => rayon::join(
+                    || self.candidates(fp, plan, prefetched, &part, probe.as_ref()),
+                    || self.part_named(pp),
+                ),
+                Some(pp) => (
+                    self.candidates(fp, plan, prefetched, &part, probe.as_ref()),
+                    self.part_named(pp),
+                ),
+                None => (
+                    self.candidates(fp, plan, prefetched, &part, probe.as_ref()),
+                    Ok(Vec::new()),
+                ),
             };
+            let (mut found, chosen) = cands?;
+            let named = named?;
+            found.extend(named.iter().filter(|e| e.1).map(|e| e.0));
+            let named: Vec<Fingerprint> = named.into_iter().map(|e| e.0).collect();
             if n == 0 {
                 far_here = found
                     .iter()
