@@ -164,14 +164,22 @@ impl Searcher<'_, '_> {
                     if self.has_earlier(f, ord)? {
                         earlier.push(f);
                     }
+                    if !probe.names(earlier.len()) {
+                        break; // boilerplate then too: names none
+                    }
                 }
                 held = earlier;
             }
             let mut both: Vec<(Fingerprint, bool)> = held.into_iter().map(|f| (f, true)).collect();
             if let Some(b) = self.pending {
+                // A batch's boilerplate part (a template's) holds more
+                // than the probe names: its bucket is not read.
+                if !probe.names(b.mem.part_bucket_len(*p)) {
+                    continue;
+                }
                 for f in b.mem.part_bucket(*p) {
-                    if !both.iter().any(|e| e.0 == *f) {
-                        both.push((*f, false));
+                    if !both.iter().any(|e| e.0 == f) {
+                        both.push((f, false));
                     }
                 }
             }

@@ -119,8 +119,13 @@ impl MemIndex {
     }
 
     /// The fingerprints in the part bucket of `part` (unordered).
-    pub fn part_bucket(&self, part: u64) -> &[Fingerprint] {
+    pub fn part_bucket(&self, part: u64) -> impl Iterator<Item = Fingerprint> + '_ {
         self.parts.bucket(part)
+    }
+
+    /// How many fingerprints the part bucket of `part` holds.
+    pub fn part_bucket_len(&self, part: u64) -> usize {
+        self.parts.bucket_len(part)
     }
 
     /// The parts of `fp`'s entry (by the first-entry rule; empty: none).

@@ -23,7 +23,7 @@
 //! band probe and a part probe equals a brute-force scan of its rule:
 //! [`brute_force_parted`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::{bands, finish, Hit, ProbePlan};
 use crate::fingerprint::Fingerprint;
@@ -115,7 +115,9 @@ pub fn brute_force_parted<'a>(
 /// fingerprints in its bucket (unordered), and each fingerprint's parts.
 #[derive(Debug, Default, Clone)]
 pub struct PartBuckets {
-    buckets: HashMap<u64, Vec<Fingerprint>>,
+    /// A set per part: a boilerplate part (a template's) holds every
+    /// fingerprint of a batch, and entering or leaving it stays O(1).
+    buckets: HashMap<u64, HashSet<Fingerprint>>,
     of_fp: HashMap<Fingerprint, Vec<u64>>,
 }
 
@@ -129,9 +131,7 @@ impl PartBuckets {
         if let Some(old) = self.of_fp.remove(&fp) {
             for p in old {
                 if let Some(set) = self.buckets.get_mut(&p) {
-                    if let Some(at) = set.iter().position(|f| *f == fp) {
-                        set.swap_remove(at);
-                    }
+                    set.remove(&fp);
                     if set.is_empty() {
                         self.buckets.remove(&p);
                     }
@@ -140,10 +140,7 @@ impl PartBuckets {
         }
         if !parts.is_empty() {
             for p in parts {
-                let set = self.buckets.entry(*p).or_default();
-                if !set.contains(&fp) {
-                    set.push(fp);
-                }
+                self.buckets.entry(*p).or_default().insert(fp);
             }
             self.of_fp.insert(fp, parts.to_vec());
         }
@@ -159,9 +156,14 @@ impl PartBuckets {
         self.of_fp.is_empty()
     }
 
+    /// How many fingerprints the bucket of `part` holds.
+    pub fn bucket_len(&self, part: u64) -> usize {
+        self.buckets.get(&part).map_or(0, HashSet::len)
+    }
+
     /// The fingerprints in the bucket of `part` (unordered).
-    pub fn bucket(&self, part: u64) -> &[Fingerprint] {
-        self.buckets.get(&part).map_or(&[], Vec::as_slice)
+    pub fn bucket(&self, part: u64) -> impl Iterator<Item = Fingerprint> + '_ {
+        self.buckets.get(&part).into_iter().flatten().copied()
     }
 
     /// Appends the fingerprints `probe` names (repeats allowed).
@@ -169,7 +171,7 @@ impl PartBuckets {
         for p in &probe.parts {
             if let Some(set) = self.buckets.get(p) {
                 if probe.names(set.len()) {
-                    out.extend_from_slice(set);
+                    out.extend(set.iter().copied());
                 }
             }
         }
