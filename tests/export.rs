@@ -594,6 +594,8 @@ fn regression_24_export_import_restores_the_store() {
         let b = json_of(&[&"get", &back, &id, &"--json"]);
         assert_eq!(a, b, "{id}");
         assert!(!a["sketch"].is_null(), "{a}");
+        // Parts but for a text of fewer than 8 letters and digits.
+        assert_eq!(a["parts"].is_null(), id == "short", "{a}");
     }
     // The clusters (JSON lines), the stats' counts.
     let lines_of =

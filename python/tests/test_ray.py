@@ -49,6 +49,7 @@ def check_equal(cols: dict, records: dict, texts: list, default: bool = True) ->
         assert cols["length"][i] == rec["length"] == len(t.encode())
         assert cols["terms"][i] == rec["terms"]
         assert cols["content_hash"][i] == int(rec["content_hash"], 16)
+        assert cols["parts"][i].hex() == "".join(rec.get("parts", [])), (i, t)
         if default:
             assert cols["fingerprint"][i] == simdb.fingerprint(t)
 

@@ -407,6 +407,11 @@ pub struct Document {
     /// input's `"time"`), if it has one: what `expire` and `newest` go by.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dated: Option<u64>,
+    /// Its part hashes, 16 hex digits each, ascending (see
+    /// [`crate::index::parts`]); absent for a document without (no text,
+    /// or written before format 10).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<String>,
     pub cluster: ClusterSummary,
 }
 
@@ -757,6 +762,7 @@ impl Db {
             ord: r.ord,
             priority: r.priority.map(|p| p.value()),
             dated: r.dated,
+            parts: r.parts.iter().map(|p| format!("{p:016x}")).collect(),
             cluster,
         }))
     }

@@ -61,9 +61,12 @@ pub(super) fn read_parquet(
             }
         }
         columns.extend(RESTORED_COLUMNS);
-        // Exports of format 9 on: the documents' own times.
-        if b.schema().field_with_name("dated").is_ok() {
-            columns.push("dated");
+        // Exports of format 9 on: the documents' own times; of format 10
+        // on, their parts.
+        for c in ["dated", "parts"] {
+            if b.schema().field_with_name(c).is_ok() {
+                columns.push(c);
+            }
         }
     }
     let mask = ProjectionMask::columns(b.parquet_schema(), columns);
