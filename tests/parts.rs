@@ -15,7 +15,7 @@ use rand::seq::IndexedRandom;
 use rand::{Rng, RngCore};
 use rand_chacha::ChaCha8Rng;
 use simdb::db::{Probe, Query};
-use simdb::fingerprint::parts::QUERY_PARTS;
+use simdb::fingerprint::parts::{PARTS, QUERY_PARTS};
 use simdb::fingerprint::{Analysis, Sketch, SKETCH_BYTES};
 use simdb::index::bands::band_values;
 use simdb::index::parts::{brute_force_parted, PartProbe};
@@ -76,9 +76,10 @@ fn plant(rng: &mut ChaCha8Rng, q: Fingerprint, tag: &str) -> Entries {
         } else {
             Fingerprint(rng.random())
         };
+        // A record keeps up to 12; the first 6 are indexed.
         let parts = match rng.random_range(0..5) {
             0 => Vec::new(),
-            _ => random_parts(rng, 6),
+            _ => random_parts(rng, 10),
         };
         let sketch = (!rng.random_bool(0.1)).then(|| random_sketch(rng));
         e.insert(format!("{tag}d{i:03}"), (fp, sketch, parts));
@@ -94,14 +95,14 @@ fn plant(rng: &mut ChaCha8Rng, q: Fingerprint, tag: &str) -> Entries {
     e
 }
 
-/// The parts a fingerprint's entry holds: its first document's (by id),
-/// and only beside a sketch (as the store keeps them).
+/// The parts a fingerprint's entry holds: its first document's (by id)
+/// first `PARTS`, and only beside a sketch (as the store indexes them).
 fn parts_of(entries: &Entries, fp: Fingerprint) -> Vec<u64> {
     entries
         .values()
         .find(|d| d.0 == fp)
         .filter(|d| d.1.is_some())
-        .map(|d| d.2.clone())
+        .map(|d| d.2.iter().take(PARTS).copied().collect())
         .unwrap_or_default()
 }
 
@@ -461,4 +462,54 @@ fn the_parts_find_passages_from_the_middle() {
         without + 15 <= with,
         "the parts found what the rest does not: {without} without, {with} with"
     );
+}
+
+/// Ingested, pages around a text join its cluster through the parts (the
+/// page's own parts push the text's past its 6 smallest); a rebuild of the clusters from the records (`verify --repair`,
+/// whose queries are the records' 12 parts, as ingest's were the texts')
+/// gives the clusters ingest gave.
+#[test]
+fn a_rebuild_gives_the_clusters_ingest_gave() {
+    let vocab = common::vocab();
+    let mut rng = common::rng(42);
+    let t = common::TempDb::new();
+    let mut lines = String::new();
+    let mut line = |id: String, text: String| {
+        lines.push_str(&format!(
+            "{}\n",
+            serde_json::json!({"id": id, "text": text})
+        ));
+    };
+    for i in 0..60 {
+        let words = common::article(&mut rng, &vocab, 300);
+        line(format!("s{i:02}"), words.concat());
+        // A page around it, written after it: other text of 40-70% of
+        // its length, some before and the rest after.
+        let around = common::article(&mut rng, &vocab, 300 * [40, 50, 60, 70][i % 4] / 100);
+        let cut = rng.random_range(0..around.len());
+        let page = [&around[..cut], &words[..], &around[cut..]].concat();
+        line(format!("t{i:02}"), page.concat());
+    }
+    for i in 0..100 {
+        line(
+            format!("u{i:03}"),
+            common::article(&mut rng, &vocab, 200).concat(),
+        );
+    }
+    let input = t.file("docs.jsonl", lines);
+    let db = t.path().join("s.db");
+    let o = common::simdb(&[&"init", &db]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let o = common::simdb(&[&"ingest", &db, &input]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let ingested = common::cluster_shapes(&Db::options().read_only().open(&db).unwrap());
+    assert!(
+        ingested.len() >= 50,
+        "{} clusters: {ingested:?}",
+        ingested.len()
+    );
+    let o = common::simdb(&[&"verify", &db, &"--repair"]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let rebuilt = common::cluster_shapes(&Db::options().read_only().open(&db).unwrap());
+    assert_eq!(rebuilt, ingested);
 }

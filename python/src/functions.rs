@@ -265,9 +265,9 @@ impl Analyzer {
     /// `length` (the text's UTF-8 bytes), `terms` (terms counted, stop
     /// words dropped), `weak_bits` (`bytes`: bit numbers, weakest first),
     /// `content_hash` (int, the u64 a store records to see an unchanged
-    /// text; `None` with the fingerprint) and `parts` (`bytes`: the part
-    /// hashes a store keeps, u64 big-endian each, ascending; `None` with
-    /// the sketch). These are the values `simdb
+    /// text; `None` with the fingerprint) and `parts` (`bytes`: the 12
+    /// smallest part hashes a store keeps, u64 big-endian each, ascending;
+    /// `None` with the sketch). These are the values `simdb
     /// ingest` stores for the same texts, and what `simdb import` keeps.
     ///
     /// With `html=True` each item is a web page (`str`, or `bytes` as
@@ -324,8 +324,7 @@ impl Analyzer {
                     sketches.push(a.sketch.map(|s| pyo3::types::PyBytes::new(py, &s.0)));
                     terms.push(a.terms as u64);
                     weak.push(Some(pyo3::types::PyBytes::new(py, &a.weak_bits)));
-                    let kept = &a.parts[..a.parts.len().min(simdb::fingerprint::parts::PARTS)];
-                    let bytes: Vec<u8> = kept.iter().flat_map(|p| p.to_be_bytes()).collect();
+                    let bytes: Vec<u8> = a.parts.iter().flat_map(|p| p.to_be_bytes()).collect();
                     parts.push(a.sketch.map(|_| pyo3::types::PyBytes::new(py, &bytes)));
                     hashes.push(t.as_deref().map(simdb::fingerprint::text_hash));
                 }

@@ -25,8 +25,8 @@
 //!                                      first, a byte each (empty: unknown)
 //! dated        INT64, nullable         the document's own time, Unix seconds (a crawl's
 //!                                      fetch date, an input's "time"); null: none (format 9)
-//! parts        BYTE_ARRAY              the document's part hashes, u64 big-endian each,
-//!                                      ascending (empty: none; format 10, see
+//! parts        BYTE_ARRAY              the document's 12 smallest part hashes, u64
+//!                                      big-endian each, ascending (empty: none; format 10, see
 //!                                      `simdb::index::parts`)
 //! ```
 //!

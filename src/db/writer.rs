@@ -8,6 +8,7 @@ pub(crate) use super::search::Check;
 use super::search::{Pending, Reads, Rule, Searcher};
 use super::{Content, Outcome, Query};
 use crate::error::{Error, Result};
+use crate::fingerprint::parts::{PARTS, QUERY_PARTS};
 use crate::fingerprint::{Analysis, Fingerprint};
 use crate::index::{Hit, MemIndex};
 use crate::store::{self, Priority, Record, Store};
@@ -37,13 +38,6 @@ pub struct Stated {
     pub priority: Option<f64>,
     /// Its own time, Unix seconds (see [`Record::dated`]).
     pub dated: Option<u64>,
-}
-
-/// The parts a record keeps of an analysis's: the first
-/// [`crate::fingerprint::parts::PARTS`] (its smallest; an analysis holds a
-/// query's [`crate::fingerprint::parts::QUERY_PARTS`]).
-pub(crate) fn record_parts(parts: &[u64]) -> Vec<u64> {
-    parts[..parts.len().min(crate::fingerprint::parts::PARTS)].to_vec()
 }
 
 /// A batch of writes: one RocksDB `WriteBatch`, atomic across families.
@@ -269,7 +263,7 @@ impl Writer<'_> {
             dated: stated.dated,
             // Parts only beside a sketch, which confirms what they name.
             parts: match doc.sketch {
-                Some(_) => record_parts(&doc.parts),
+                Some(_) => doc.parts[..doc.parts.len().min(QUERY_PARTS)].to_vec(),
                 None => Vec::new(),
             },
         };
@@ -281,7 +275,9 @@ impl Writer<'_> {
         self.clusters
             .join(store, &mut self.batch, id, &rec, &near, anchor, &get)?;
         self.fps.insert(fp);
-        self.mem.insert_parted(id, fp, rec.sketch, &rec.parts);
+        // Indexed: the first PARTS.
+        let indexed = &rec.parts[..rec.parts.len().min(PARTS)];
+        self.mem.insert_parted(id, fp, rec.sketch, indexed);
         self.overlay.insert(id.to_string(), Some(rec));
         self.ops += 1;
         Ok(outcome)

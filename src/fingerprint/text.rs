@@ -77,7 +77,8 @@ pub struct Analysis {
     /// The text's [`super::parts::QUERY_PARTS`] smallest part hashes,
     /// ascending (empty without a text, or for one of fewer than
     /// [`super::parts::MIN_CHARS`] letters and digits). A query looks them
-    /// all up; a record keeps the first [`super::parts::PARTS`].
+    /// all up, and a record keeps them all for the queries made from it;
+    /// the first [`super::parts::PARTS`] are indexed.
     pub parts: Vec<u64>,
 }
 

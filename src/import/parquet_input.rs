@@ -178,7 +178,8 @@ fn part_hashes(b: &[u8], max: usize) -> std::result::Result<Vec<u64>, String> {
 /// The columns of an engine's fingerprints that an import keeps (beside id
 /// and fingerprint), each optional: `sketch` (32 bytes), `length`, `terms`,
 /// `weak_bits`, `content_hash`, `parts` (u64 BE each, ascending; the
-/// first [`crate::fingerprint::parts::PARTS`] are kept).
+/// first [`crate::fingerprint::parts::QUERY_PARTS`] are kept, as a record
+/// keeps them).
 const ENGINE_COLUMNS: [&str; 6] = [
     "sketch",
     "length",
@@ -260,7 +261,7 @@ fn engine_row(
             parts: part_hashes(&bytes("parts")?.unwrap_or_default(), usize::MAX)
                 .map_err(|e| format!("\"parts\" {e}"))?
                 .into_iter()
-                .take(crate::fingerprint::parts::PARTS)
+                .take(crate::fingerprint::parts::QUERY_PARTS)
                 .collect(),
         })
     } else {
@@ -393,7 +394,7 @@ pub(super) fn restored_row(
         Some(_) => {
             let c = col("parts", &T::Binary)?.as_binary::<i32>();
             let b = if c.is_null(i) { &[][..] } else { c.value(i) };
-            part_hashes(b, crate::fingerprint::parts::PARTS)
+            part_hashes(b, crate::fingerprint::parts::QUERY_PARTS)
                 .map_err(|e| format!("\"parts\" {e}"))?
         }
     };

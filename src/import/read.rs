@@ -18,8 +18,8 @@ pub(super) struct Analysed {
     pub(super) terms: u32,
     pub(super) weak_bits: Vec<u8>,
     pub(super) content_hash: Option<u64>,
-    /// The text's part hashes, ascending (at most
-    /// [`crate::fingerprint::parts::PARTS`]).
+    /// The text's smallest part hashes, ascending (at most
+    /// [`crate::fingerprint::parts::QUERY_PARTS`], as a record keeps them).
     pub(super) parts: Vec<u64>,
 }
 

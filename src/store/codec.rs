@@ -46,9 +46,12 @@
 //!                               record's fetch date, an input's "time")
 //!               version 6 adds:
 //!                 parts_len     u64 BE, then parts_len × u64 BE: the
-//!                               document's part hashes, ascending (at most
-//!                               fingerprint::parts::PARTS; empty = none:
-//!                               no text, or fewer than 8 letters and digits)
+//!                               document's smallest part hashes, ascending
+//!                               (at most fingerprint::parts::QUERY_PARTS,
+//!                               12: what a query from the record looks up;
+//!                               the first PARTS, 6, are indexed; empty =
+//!                               none: no text, or fewer than 8 letters and
+//!                               digits)
 //! ```
 //!
 //! Version 1 records (no terms, sketch or top terms), version 2 records
@@ -141,8 +144,10 @@ pub struct Record {
     /// WARC record's fetch date, a JSONL line's `"time"`. `None` in
     /// records before version 5.
     pub dated: Option<u64>,
-    /// The document's part hashes, ascending (at most
-    /// [`crate::fingerprint::parts::PARTS`]; see
+    /// The document's smallest part hashes, ascending (at most
+    /// [`crate::fingerprint::parts::QUERY_PARTS`]: a query made from the
+    /// record looks them all up, as ingest's duplicate check of the text
+    /// did; the first [`crate::fingerprint::parts::PARTS`] are indexed; see
     /// [`crate::index::parts`]); empty without a text, and in records
     /// before version 6.
     pub parts: Vec<u64>,
@@ -382,13 +387,13 @@ pub fn decode_record(bytes: &[u8]) -> Result<Record, String> {
     if let Some(b) = rec.weak_bits.iter().find(|&&b| b >= 64) {
         return Err(format!("weak bit {b} is not a bit of a 64-bit fingerprint"));
     }
-    if rec.parts.len() > crate::fingerprint::parts::PARTS
+    if rec.parts.len() > crate::fingerprint::parts::QUERY_PARTS
         || rec.parts.windows(2).any(|w| w[0] >= w[1])
     {
         return Err(format!(
             "{} part hashes, not at most {} ascending ones",
             rec.parts.len(),
-            crate::fingerprint::parts::PARTS
+            crate::fingerprint::parts::QUERY_PARTS
         ));
     }
     Ok(rec)
@@ -569,8 +574,8 @@ mod tests {
             none,
             frame(6, &[&v5_payload()[..], &0u64.to_be_bytes()].concat())
         );
-        // More than PARTS part hashes, or out of order, is corruption.
-        for parts in [(1..=7).collect::<Vec<u64>>(), vec![2, 1]] {
+        // More than QUERY_PARTS part hashes, or out of order, is corruption.
+        for parts in [(1..=13).collect::<Vec<u64>>(), vec![2, 1]] {
             let bad = Record { parts, ..sample() };
             assert!(decode_record(&encode_record(&bad)).is_err());
         }

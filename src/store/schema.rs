@@ -19,7 +19,7 @@ pub struct Parts {
 }
 
 impl Parts {
-    /// The first [`PARTS`] of `parts` (ascending).
+    /// The first [`PARTS`] of `parts` (ascending): those indexed.
     pub fn new(parts: &[u64]) -> Parts {
         let mut out = Parts::default();
         for (slot, p) in out.hashes.iter_mut().zip(parts) {
