@@ -146,6 +146,10 @@ impl std::fmt::Display for Problem {
 /// What a reader yields.
 pub type Item = Result<Doc, Problem>;
 
+/// Past this many bytes a line's buffer grows to the limit at once (see
+/// [`read_line_bounded`]).
+const LONG_LINE: usize = 8 << 20;
+
 /// Reads one line into `buf` (without the newline), at most `max` bytes.
 /// Returns `Ok(None)` at end of input, `Ok(Some(true))` for a line,
 /// `Ok(Some(false))` for a line that was too long (its bytes are skipped).
@@ -176,6 +180,14 @@ fn read_line_bounded(
                 too_long = true;
                 buf.clear();
             } else {
+                // A long line grows the buffer to the limit in one step
+                // once it passes 8 MiB, not by doubling: each doubling
+                // frees a block the allocator may keep resident a while
+                // (a 1 GiB line peaked at 250-450 MiB by doubling).
+                let need = buf.len() + chunk.len();
+                if need > buf.capacity() && buf.capacity() >= LONG_LINE {
+                    buf.reserve_exact(max - buf.len());
+                }
                 buf.extend_from_slice(chunk);
             }
         }
