@@ -112,7 +112,8 @@ class Db:
     def open(path: Union[str, PathLike[str]], *, read_only: bool = False) -> Db:
         """Opens a store. For writing, only one process at a time
         (:class:`simdb.StoreInUse`); ``read_only=True`` sees the store as
-        it was at open, and works while another process writes."""
+        it was at open, and works while another process writes (it holds
+        every table file of that view open, one descriptor each)."""
     def close(self, *, wait: bool = True) -> None:
         """Flushes and closes; new calls raise :class:`simdb.ClosedError`.
         With ``wait`` (the default), first waits for the calls running in

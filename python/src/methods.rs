@@ -31,7 +31,8 @@ impl Db {
 
     /// Opens a store; for writing one process at a time (`StoreInUse`),
     /// `read_only=True` also while another process writes (it sees the
-    /// store as of its open).
+    /// store as of its open, and holds every table file of that view open,
+    /// so the writer's compactions cannot remove one from under it).
     #[staticmethod]
     #[pyo3(signature = (path, *, read_only=false))]
     pub(super) fn open(py: Python<'_>, path: std::path::PathBuf, read_only: bool) -> PyResult<Db> {
@@ -42,7 +43,11 @@ impl Db {
                 } else {
                     simdb::Access::ReadWrite
                 };
-                RustDb::options().access(access).open(&path)
+                let tuning = simdb::Tuning {
+                    open_all_files: read_only,
+                    ..simdb::Tuning::default()
+                };
+                RustDb::options().access(access).tuning(tuning).open(&path)
             })
             .or_raise()?;
         Ok(Db::wrap(db, read_only))
