@@ -5,7 +5,7 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use rayon::slice::ParallelSliceMut;
@@ -226,6 +226,30 @@ pub fn write_str(w: &mut impl Write, s: &str) -> io::Result<()> {
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "string too long for a run"))?;
     w.write_all(&n.to_be_bytes())?;
     w.write_all(s.as_bytes())
+}
+
+/// Writes part hashes as a run holds them: a count (u8), then u64 BE each.
+pub fn write_parts(w: &mut impl Write, parts: &[u64]) -> io::Result<()> {
+    let n = u8::try_from(parts.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "too many part hashes"))?;
+    w.write_all(&[n])?;
+    for p in parts {
+        w.write_all(&p.to_be_bytes())?;
+    }
+    Ok(())
+}
+
+/// Reads part hashes written by [`write_parts`].
+pub fn read_parts(r: &mut impl Read) -> io::Result<Vec<u64>> {
+    let mut n = [0u8; 1];
+    r.read_exact(&mut n)?;
+    (0..n[0])
+        .map(|_| {
+            let mut p = [0u8; 8];
+            r.read_exact(&mut p)?;
+            Ok(u64::from_be_bytes(p))
+        })
+        .collect()
 }
 
 /// Reads a string written by [`write_str`].

@@ -45,11 +45,7 @@ impl Item for ById {
                 w.write_all(&a.content_hash.unwrap_or(0).to_be_bytes())?;
                 w.write_all(&(a.weak_bits.len() as u32).to_be_bytes())?;
                 w.write_all(&a.weak_bits)?;
-                w.write_all(&[a.parts.len() as u8])?;
-                for p in &a.parts {
-                    w.write_all(&p.to_be_bytes())?;
-                }
-                Ok(())
+                write_parts(w, &a.parts)
             }
             None => w.write_all(&[0]),
         }
@@ -81,14 +77,7 @@ impl Item for ById {
             r.read_exact(&mut a)?;
             let mut weak = vec![0u8; u32::from_be_bytes([a[20], a[21], a[22], a[23]]) as usize];
             r.read_exact(&mut weak)?;
-            let mut n = [0u8; 1];
-            r.read_exact(&mut n)?;
-            let mut parts = Vec::with_capacity(usize::from(n[0]));
-            for _ in 0..n[0] {
-                let mut p = [0u8; 8];
-                r.read_exact(&mut p)?;
-                parts.push(u64::from_be_bytes(p));
-            }
+            let parts = read_parts(r)?;
             let mut h = [0u8; 8];
             h.copy_from_slice(&a[12..20]);
             let mut l = [0u8; 8];
@@ -153,12 +142,7 @@ impl Item for ByFp {
             }
             None => w.write_all(&[0]),
         }?;
-        let n = u8::try_from(self.parts.len()).map_err(io::Error::other)?;
-        w.write_all(&[n])?;
-        for p in &self.parts {
-            w.write_all(&p.to_be_bytes())?;
-        }
-        Ok(())
+        write_parts(w, &self.parts)
     }
     fn read_from(r: &mut impl BufRead) -> io::Result<Option<Self>> {
         let Some(fp) = read_array::<8>(r)? else {
@@ -175,14 +159,7 @@ impl Item for ByFp {
                 Some(s)
             }
         };
-        let mut n = [0u8; 1];
-        r.read_exact(&mut n)?;
-        let mut parts = Vec::with_capacity(usize::from(n[0]));
-        for _ in 0..n[0] {
-            let mut p = [0u8; 8];
-            r.read_exact(&mut p)?;
-            parts.push(u64::from_be_bytes(p));
-        }
+        let parts = read_parts(r)?;
         Ok(Some(ByFp {
             fp: u64::from_be_bytes(fp),
             id,
@@ -323,8 +300,9 @@ pub(super) struct Restored {
 
 impl Restored {
     /// The sketch (a flag byte, then its bytes when the flag is 1) ‖ the
-    /// record's codec bytes ‖ cluster (u64 BE): step 2 reads the sketch
-    /// alone ([`Restored::sketch_of`]), step 4 the whole.
+    /// parts ([`write_parts`]) ‖ the record's codec bytes ‖ cluster (u64
+    /// BE): step 2 reads the sketch and parts alone ([`Restored::refs_of`]),
+    /// step 4 the whole.
     pub(super) fn encode(&self) -> Vec<u8> {
         let mut b = Vec::new();
         match &self.rec.sketch {
@@ -334,19 +312,35 @@ impl Restored {
             }
             None => b.push(0),
         }
+        write_parts(&mut b, &self.rec.parts)
+            .unwrap_or_else(|e| unreachable!("a decoded record has at most 12 parts: {e}"));
         b.extend_from_slice(&store::codec::encode_record(&self.rec));
         b.extend_from_slice(&self.cluster.to_be_bytes());
         b
     }
 
-    pub(super) fn decode(b: &[u8]) -> std::result::Result<Restored, String> {
+    /// The sketch and parts of encoded bytes, without decoding the
+    /// record; with the bytes after them.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn refs_of(
+        b: &[u8],
+    ) -> std::result::Result<(Option<[u8; SKETCH_BYTES]>, Vec<u64>, &[u8]), String> {
         let truncated = || "a restored record is truncated".to_string();
-        let skip = match b.first() {
-            Some(0) => 1,
-            Some(1) => 1 + SKETCH_BYTES,
+        let (sketch, mut rest) = match b.split_first() {
+            Some((0, rest)) => (None, rest),
+            Some((1, rest)) if rest.len() >= SKETCH_BYTES => {
+                let (s, rest) = rest.split_at(SKETCH_BYTES);
+                (s.try_into().ok(), rest)
+            }
             _ => return Err(truncated()),
         };
-        let body = b.get(skip..).ok_or_else(truncated)?;
+        let parts = read_parts(&mut rest).map_err(|_| truncated())?;
+        Ok((sketch, parts, rest))
+    }
+
+    pub(super) fn decode(b: &[u8]) -> std::result::Result<Restored, String> {
+        let truncated = || "a restored record is truncated".to_string();
+        let (_, _, body) = Restored::refs_of(b)?;
         let split = body.len().checked_sub(8).ok_or_else(truncated)?;
         let (rec, cluster) = body.split_at(split);
         Ok(Restored {

@@ -63,7 +63,7 @@ use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use extsort::{read_array, read_str, write_str, Item, Sorted, Sorter};
+use extsort::{read_array, read_parts, read_str, write_parts, write_str, Item, Sorted, Sorter};
 
 use crate::db::check_id;
 use crate::error::{Error, Result};

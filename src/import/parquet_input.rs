@@ -168,9 +168,7 @@ fn part_hashes(b: &[u8], max: usize) -> std::result::Result<Vec<u64>, String> {
             u64::from_be_bytes(w)
         })
         .collect();
-    if parts.windows(2).any(|w| w[0] >= w[1]) {
-        return Err("are not ascending".into());
-    }
+    crate::fingerprint::parts::check(&parts, max)?;
     Ok(parts)
 }
 

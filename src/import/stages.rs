@@ -176,8 +176,9 @@ impl Build<'_> {
                         .unwrap_or_default(),
                 ),
                 false => {
-                    let rec = Restored::decode(&r.extra).map_err(io::Error::other)?.rec;
-                    (rec.sketch.map(|s| s.0), rec.parts)
+                    let (sketch, parts, _) =
+                        Restored::refs_of(&r.extra).map_err(io::Error::other)?;
+                    (sketch, parts)
                 }
             };
             by_fp.push(ByFp {
