@@ -81,9 +81,10 @@ pub struct VerifyReport {
 /// `refs` value).
 type FirstWritten = HashMap<Fingerprint, (String, store::schema::RefValue)>;
 
-/// Per fingerprint, the sum of [`band_digest`]s of the band buckets it
-/// must be in, less those it is found in (0 when they agree).
-type BandDigests = HashMap<Fingerprint, u64>;
+/// Per fingerprint, the sum of digests ([`band_digest`]s of the band
+/// buckets, or [`part_digest`]s of the part keys) of the entries it must
+/// have, less those it is found with (0 when they agree).
+type Digests = HashMap<Fingerprint, u64>;
 
 /// A 64-bit digest of bucket `value` of band `j`.
 fn band_digest(j: usize, value: u16) -> u64 {
@@ -311,9 +312,9 @@ impl Db {
         &self,
         rep: &mut VerifyReport,
         docs: &mut DocsSeen,
-    ) -> Result<(BandDigests, BandDigests)> {
-        let mut bands = BandDigests::new();
-        let mut parts = BandDigests::new();
+    ) -> Result<(Digests, Digests)> {
+        let mut bands = Digests::new();
+        let mut parts = Digests::new();
         let mut last: Option<Fingerprint> = None;
         self.store.for_each_raw(store::REFS, |k, v| {
             rep.refs += 1;
@@ -376,7 +377,7 @@ impl Db {
     /// document has that part, and each such fingerprint has a key for
     /// every part of its first document (`parts`: their digests, from
     /// [`Db::verify_refs`]).
-    fn verify_parts(&self, rep: &mut VerifyReport, parts: &mut BandDigests) -> Result<()> {
+    fn verify_parts(&self, rep: &mut VerifyReport, parts: &mut Digests) -> Result<()> {
         let mut stray: Vec<Fingerprint> = Vec::new();
         self.store.for_each_raw(store::PARTS, |k, _| {
             rep.part_keys += 1;
@@ -421,7 +422,7 @@ impl Db {
         &self,
         rep: &mut VerifyReport,
         docs: &DocsSeen,
-        bands: &mut BandDigests,
+        bands: &mut Digests,
     ) -> Result<()> {
         // Per fingerprint: records that have it, then its entries in each
         // family's buckets.

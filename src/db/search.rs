@@ -424,19 +424,13 @@ impl Searcher<'_, '_> {
             // The parts' with the bands': a query reads them on the pool
             // meanwhile.
             let parts = probe.and(part_probe.as_ref());
+            let buckets = || self.candidates(fp, plan, prefetched, &part, probe.as_ref());
             let (cands, named) = match parts {
-                Some(pp) if self.reads == Reads::Query => rayon::join(
-                    || self.candidates(fp, plan, prefetched, &part, probe.as_ref()),
-                    || self.part_named(pp),
-                ),
-                Some(pp) => (
-                    self.candidates(fp, plan, prefetched, &part, probe.as_ref()),
-                    self.part_named(pp),
-                ),
-                None => (
-                    self.candidates(fp, plan, prefetched, &part, probe.as_ref()),
-                    Ok(Vec::new()),
-                ),
+                Some(pp) if self.reads == Reads::Query => {
+                    rayon::join(buckets, || self.part_named(pp))
+                }
+                Some(pp) => (buckets(), self.part_named(pp)),
+                None => (buckets(), Ok(Vec::new())),
             };
             let (mut found, chosen) = cands?;
             let named = named?;

@@ -81,6 +81,19 @@ pub fn part_hashes(normal: &str) -> Vec<u64> {
     out
 }
 
+/// Whether `parts` is a list of part hashes as they are kept: ascending,
+/// distinct, at most `max`; `Err` says why not (records, `refs` values and
+/// imported columns are checked with it).
+pub fn check(parts: &[u64], max: usize) -> Result<(), String> {
+    if parts.len() > max {
+        return Err(format!("{} part hashes, more than {max}", parts.len()));
+    }
+    if parts.windows(2).any(|w| w[0] >= w[1]) {
+        return Err("part hashes not ascending".into());
+    }
+    Ok(())
+}
+
 /// The `n` smallest part hashes of `normal`, ascending: a document's
 /// parts with `n` = [`PARTS`], a query's with [`QUERY_PARTS`].
 pub fn smallest_parts(normal: &str, n: usize) -> Vec<u64> {

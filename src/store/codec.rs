@@ -387,15 +387,7 @@ pub fn decode_record(bytes: &[u8]) -> Result<Record, String> {
     if let Some(b) = rec.weak_bits.iter().find(|&&b| b >= 64) {
         return Err(format!("weak bit {b} is not a bit of a 64-bit fingerprint"));
     }
-    if rec.parts.len() > crate::fingerprint::parts::QUERY_PARTS
-        || rec.parts.windows(2).any(|w| w[0] >= w[1])
-    {
-        return Err(format!(
-            "{} part hashes, not at most {} ascending ones",
-            rec.parts.len(),
-            crate::fingerprint::parts::QUERY_PARTS
-        ));
-    }
+    crate::fingerprint::parts::check(&rec.parts, crate::fingerprint::parts::QUERY_PARTS)?;
     Ok(rec)
 }
 

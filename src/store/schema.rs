@@ -171,9 +171,8 @@ pub fn decode_refs_value(v: &[u8]) -> std::result::Result<RefValue, String> {
         *slot = u64::from_be_bytes(b);
         parts.len += 1;
     }
-    if parts.as_slice().windows(2).any(|w| w[0] >= w[1]) {
-        return Err("refs value's part hashes are not ascending".into());
-    }
+    crate::fingerprint::parts::check(parts.as_slice(), PARTS)
+        .map_err(|e| format!("refs value: {e}"))?;
     Ok(RefValue {
         sketch: Some(Sketch(s)),
         parts,
