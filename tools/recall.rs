@@ -84,7 +84,7 @@ use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 use serde_json::json;
-use simdb::fingerprint::{Analysis, LatinFeatures, Sketch, SketchKind};
+use simdb::fingerprint::{Analysis, Fill, LatinFeatures, Sketch, SketchKind};
 use simdb::index::bands::BandProbe;
 use simdb::index::parts::PartProbe;
 use simdb::index::{MemIndex, ProbePlan};
@@ -145,6 +145,10 @@ struct Args {
     /// build's default if unset).
     #[arg(long)]
     script: Option<String>,
+    /// How the sketch of the recipe measured fills empty bins: `rehash`
+    /// (new stores) or `copy` (stores made before format 11).
+    #[arg(long, default_value = "rehash")]
+    fill: String,
     /// Top-K of the recipe measured (this build's default if unset).
     #[arg(long)]
     top_k: Option<u32>,
@@ -274,6 +278,21 @@ impl Kind {
 }
 
 const RATES: [u32; 3] = [1, 3, 5];
+
+impl Kind {
+    /// What the three rates of `RATES` are for this kind (the column
+    /// heads): edit rates, wrap shares, kept shares, or OpenCC configurations.
+    fn rates_label(self) -> &'static str {
+        match self {
+            Kind::Wrap | Kind::SentenceWrap => "10/30/50%",
+            Kind::Mixed | Kind::SentenceMixed => "5/15/25%+3",
+            Kind::Trunc => "90/80/60%",
+            Kind::Excerpt => "80/60/40%",
+            Kind::Trad => "t/hk/tw",
+            _ => "1/3/5%",
+        }
+    }
+}
 const PUNCT: &[char] = &[
     '，', '。', '、', '；', '：', '！', '？', '“', '”', '（', '）', ',', '.', ';', ':', '!', '?',
     '"', '\'', '(', ')', '-',
@@ -685,6 +704,7 @@ fn main() {
                 c.strip_prefix("chars:")
                     .and_then(|n| n.parse().ok())
                     .expect("chars:N or words3"),
+                Fill::Rehash,
             ),
         })
         .collect();
@@ -700,6 +720,12 @@ fn main() {
         Some("none") => recipe = recipe.without_script_folding(),
         Some(o) => panic!("--script {o:?}: none or t2s"),
     }
+    let fill = match args.fill.as_str() {
+        "rehash" => Fill::Rehash,
+        "copy" => Fill::Copy,
+        o => panic!("--fill {o:?}: rehash or copy"),
+    };
+    recipe = recipe.with_sketch(SketchKind::Chars(4, fill));
     let threshold = args.threshold.unwrap_or(simdb::db::DEFAULT_MIN_SIMILARITY);
     let min_containment = args.min_containment.unwrap_or(simdb::db::MIN_CONTAINMENT);
     let containment_floor = args
@@ -872,7 +898,7 @@ fn main() {
                 let bins = band_cfgs
                     .iter()
                     .any(|c| c.1 > 0)
-                    .then(|| simdb::fingerprint::Bins::of_chars(&f.normal(t), 4))
+                    .then(|| simdb::fingerprint::Bins::of_chars(&f.normal(t), 4, fill))
                     .flatten();
                 band_cfgs
                     .iter()
@@ -1288,10 +1314,10 @@ fn main() {
             "system",
             kinds
                 .iter()
-                .map(|k| format!("{:>17}", format!("{} 1/3/5%", k.name())))
+                .map(|k| format!("{:>17}", format!("{} {}", k.name(), k.rates_label())))
                 .collect::<Vec<_>>()
                 .join(" ")
-                + "   flagged  distinct  <0.3 (uncont.)  buckets/q  cand/q"
+                + "   flagged  distinct  <0.3 (uncont.) [<5 ch]  buckets/q  cand/q"
         );
         for sys in &systems {
             let t = Instant::now();
@@ -1359,6 +1385,15 @@ fn main() {
                     s < 0.3 && common::containment(&shingles[i], &shingles[j]) < 0.5
                 })
                 .count();
+            // Of those, the pairs where a text has fewer than 5 letters and
+            // digits: its 5-gram set is the whole text, which no other text
+            // shares ("发货太慢" against "发货太慢了" is at 0).
+            let letters = |i: usize| docs[i].1.chars().filter(|c| c.is_alphanumeric()).count();
+            let under_five = pairs
+                .iter()
+                .zip(&sims)
+                .filter(|(&(i, j), &s)| s < 0.3 && letters(i).min(letters(j)) < 5)
+                .count();
             let mut line = format!("{:<34}", sys.name());
             let mut rec = serde_json::Map::new();
             for &kind in &kinds {
@@ -1374,11 +1409,12 @@ fn main() {
             }
             let q = all.queries.max(1) as f64;
             line += &format!(
-                "   {:>7} {:>9} {:>5} {:>10}  {:>9.1} {:>7.1}",
+                "   {:>7} {:>9} {:>5} {:>10} {:>7}  {:>9.1} {:>7.1}",
                 pairs.len(),
                 distinct,
                 unrelated,
                 format!("({uncontained})"),
+                format!("[{under_five}]"),
                 all.buckets as f64 / q,
                 all.candidates as f64 / q
             );
@@ -1406,7 +1442,8 @@ fn main() {
             sys_json.push(json!({
                 "system": sys.name(), "recall": rec, "flagged_pairs": pairs.len(),
                 "distinct_pairs": distinct, "unrelated_pairs": unrelated,
-                "unrelated_uncontained_pairs": uncontained, "buckets_per_query": all.buckets as f64 / q,
+                "unrelated_uncontained_pairs": uncontained,
+                "unrelated_under_five_letters_pairs": under_five, "buckets_per_query": all.buckets as f64 / q,
                 "candidates_per_query": all.candidates as f64 / q,
                 "in_memory_us_per_query": all.nanos as f64 / q / 1000.0,
             }));
@@ -1473,10 +1510,10 @@ fn sweep(
         found.iter().filter(|f| **f).count() as f64 / found.len().max(1) as f64
     );
     let kinds = [
-        SketchKind::Chars(3),
-        SketchKind::Chars(4),
-        SketchKind::Chars(5),
-        SketchKind::Chars(6),
+        SketchKind::Chars(3, Fill::Rehash),
+        SketchKind::Chars(4, Fill::Rehash),
+        SketchKind::Chars(5, Fill::Rehash),
+        SketchKind::Chars(6, Fill::Rehash),
         SketchKind::Words3,
     ];
     for kind in kinds {

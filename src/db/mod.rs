@@ -133,7 +133,7 @@ pub const DEFAULT_MIN_SIMILARITY_WORDS3: f64 = 0.6;
 pub fn default_min_similarity(kind: fingerprint::SketchKind) -> f64 {
     match kind {
         fingerprint::SketchKind::Words3 => DEFAULT_MIN_SIMILARITY_WORDS3,
-        fingerprint::SketchKind::Chars(_) => DEFAULT_MIN_SIMILARITY,
+        fingerprint::SketchKind::Chars(..) => DEFAULT_MIN_SIMILARITY,
     }
 }
 

@@ -37,7 +37,7 @@ pub use dict::cut as cut_ideographs;
 pub use idf::{default_idf, idf, vocabulary, LearnedIdf};
 pub use recipe::{LatinFeatures, Recipe, SketchKind, StopWords, TfWeighting};
 pub use script::SCRIPT_T2S;
-pub use sketch::{containment, Bins, Sketch, SKETCH_BYTES};
+pub use sketch::{containment, Bins, Fill, Sketch, SKETCH_BYTES};
 pub use text::{Analysis, Feature, Fingerprinter, IdfLearner, SHORT_TERMS, TOP_TERMS};
 
 use crate::error::{Error, Result};

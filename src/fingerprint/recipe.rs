@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::idf::idf_table_hash;
+use super::sketch::Fill;
 use super::stopwords;
 
 /// Tokenizer identity of this build.
@@ -119,9 +120,15 @@ pub enum SketchKind {
     /// b-bit MinHash of word 3-shingles (stores made before version 3 of
     /// the record).
     Words3,
-    /// b-bit MinHash of character n-grams of letters and digits.
-    Chars(usize),
+    /// b-bit MinHash of character n-grams of letters and digits, empty bins
+    /// filled by [`Fill`]: rehashed in new stores, copied in stores created
+    /// before 2026-11-27.
+    Chars(usize, Fill),
 }
+
+/// Suffix of the `sketch` value of character sketches whose empty bins are
+/// filled with rehashed values ([`Fill::Rehash`]).
+const FILL_REHASHED: &str = "/fill-rehashed";
 
 impl SketchKind {
     /// Parses a recipe's `sketch` value.
@@ -129,22 +136,32 @@ impl SketchKind {
         if s == SKETCH_WORDS3 {
             return Some(SketchKind::Words3);
         }
+        let (s, fill) = match s.strip_suffix(FILL_REHASHED) {
+            Some(s) => (s, Fill::Rehash),
+            None => (s, Fill::Copy),
+        };
         let n: usize = s
             .strip_prefix("bbit-minhash-2x128/char-")?
             .strip_suffix("-grams-alnum")?
             .parse()
             .ok()?;
-        (1..=16).contains(&n).then_some(SketchKind::Chars(n))
+        (1..=16).contains(&n).then_some(SketchKind::Chars(n, fill))
     }
 
     /// The recipe's `sketch` value.
     pub fn name(self) -> String {
         match self {
             SketchKind::Words3 => SKETCH_WORDS3.to_string(),
-            SketchKind::Chars(n) => format!("bbit-minhash-2x128/char-{n}-grams-alnum"),
+            SketchKind::Chars(n, Fill::Copy) => format!("bbit-minhash-2x128/char-{n}-grams-alnum"),
+            SketchKind::Chars(n, Fill::Rehash) => {
+                format!("bbit-minhash-2x128/char-{n}-grams-alnum{FILL_REHASHED}")
+            }
         }
     }
 }
+
+/// The verification sketch of new stores.
+pub const DEFAULT_SKETCH: SketchKind = SketchKind::Chars(DEFAULT_SKETCH_CHARS, Fill::Rehash);
 
 /// How a text becomes a fingerprint.
 ///
@@ -213,7 +230,7 @@ impl Recipe {
             idf: format!("jieba-rs-0.11/idf.txt/xxh3={:016x}", idf_table_hash()),
             stopwords: format!("simdb-v1/xxh3={:016x}", stopwords::lists_hash()),
             tf: tf_raw(),
-            sketch: SketchKind::Chars(DEFAULT_SKETCH_CHARS).name(),
+            sketch: DEFAULT_SKETCH.name(),
             script: SCRIPT_T2S.to_string(),
             latin: DEFAULT_LATIN.name(),
             top_k,
@@ -305,6 +322,13 @@ impl Recipe {
             out.push(format!(
                 "script: {:?} (new stores fold traditional characters to simplified, {SCRIPT_T2S:?})",
                 self.script
+            ));
+        }
+        if let Ok(SketchKind::Chars(_, Fill::Copy)) = self.sketch_kind() {
+            out.push(format!(
+                "sketch: {:?} (new stores fill a short text's empty sketch bins with rehashed values, {:?}, so that short unrelated texts are not confirmed)",
+                self.sketch,
+                DEFAULT_SKETCH.name()
             ));
         }
         if self.latin_features().ok() != Some(DEFAULT_LATIN) {
@@ -430,5 +454,32 @@ mod tests {
         let a = Recipe::with(5, 3, true);
         let s = serde_json::to_string(&a).unwrap();
         assert_eq!(serde_json::from_str::<Recipe>(&s).unwrap(), a);
+    }
+
+    #[test]
+    fn sketch_kinds_are_named_and_old_stores_keep_theirs() {
+        for kind in [
+            SketchKind::Words3,
+            SketchKind::Chars(4, Fill::Copy),
+            SketchKind::Chars(4, Fill::Rehash),
+            SketchKind::Chars(5, Fill::Rehash),
+        ] {
+            assert_eq!(SketchKind::parse(&kind.name()), Some(kind));
+        }
+        // The value of stores made before the rehashed fill.
+        assert_eq!(
+            SketchKind::parse("bbit-minhash-2x128/char-4-grams-alnum"),
+            Some(SketchKind::Chars(4, Fill::Copy))
+        );
+        assert_eq!(Recipe::default().sketch_kind().unwrap(), DEFAULT_SKETCH);
+        assert_eq!(
+            SketchKind::parse("bbit-minhash-2x128/char-4-grams-alnum/fill-other"),
+            None
+        );
+        // A store keeps its fill; `behind` says what a new store does.
+        let old = Recipe::default().with_sketch(SketchKind::Chars(4, Fill::Copy));
+        assert_eq!(Recipe::this_build_of(&old), old);
+        assert!(old.behind().iter().any(|b| b.starts_with("sketch:")));
+        assert!(Recipe::default().behind().is_empty());
     }
 }

@@ -27,8 +27,10 @@
 //!    `s >> 57` with value `s & (2^57 - 1)`; each bin keeps its smallest
 //!    value. Empty bins (sets smaller than ~500 shingles have some) are
 //!    filled by optimal densification: bin `j` probes bins
-//!    `fmix64(j ‖ attempt) % 128` for attempt = 1, 2, … and copies the first
-//!    non-empty bin's value.
+//!    `fmix64(j ‖ attempt) % 128` for attempt = 1, 2, … and takes the first
+//!    non-empty bin's value `v` ([`Fill`]): stores of recipe sketch
+//!    `…-alnum/fill-rehashed` (stores created since 2026-11-27) take
+//!    `fmix64(v ^ (j + 1) << 57) & (2^57 - 1)`, older stores copy `v`.
 //! 4. b-bit: each bin keeps the two lowest bits of its value; bin `j` is
 //!    bits `2j..2j+2` of the 32 bytes, little-endian within each byte.
 //!
@@ -71,6 +73,36 @@ fn fmix64(mut k: u64) -> u64 {
 
 const VALUE_MASK: u64 = (1 << 57) - 1;
 
+/// How a sketch fills the bins its shingles leave empty (step 3 of the
+/// definition). Both keep optimal densification's guarantee, that two
+/// sets agree in a bin's full value with probability J; they differ in
+/// what two *different* values give after step 4 keeps two bits of each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Fill {
+    /// The donor bin's value, copied (recipe sketch `…-alnum`: stores
+    /// created before 2026-11-27). A text
+    /// of s shingles has only s distinct values in its 128 bins, so two
+    /// unrelated short texts agree in every copy of a donor at once: for a
+    /// text of one 4-gram, in all 128 bins a quarter of the time.
+    Copy,
+    /// The donor's value rehashed with the bin's number: equal values stay
+    /// equal, different ones agree in two bits a quarter of the time
+    /// independently in each bin, so two unrelated short texts estimate
+    /// about 0 ± 0.05, as long ones do.
+    Rehash,
+}
+
+impl Fill {
+    /// The value bin `j` takes from a donor bin's value `v`.
+    #[inline]
+    fn value(self, v: u64, j: usize) -> u64 {
+        match self {
+            Fill::Copy => v,
+            Fill::Rehash => fmix64(v ^ ((j as u64 + 1) << 57)) & VALUE_MASK,
+        }
+    }
+}
+
 /// The full-width one-permutation MinHash of a shingle set: steps 1–3 of
 /// the definition above (each bin's smallest 57-bit value, empty bins
 /// densified), before step 4 keeps two bits of each. The sketch is made
@@ -86,8 +118,9 @@ impl std::fmt::Debug for Bins {
 
 impl Bins {
     /// The bins of the character `n`-grams of `text`'s letters and digits
-    /// (the shingles of [`Sketch::of_chars`]); `None` when it has none.
-    pub fn of_chars(text: &str, n: usize) -> Option<Bins> {
+    /// (the shingles of [`Sketch::of_chars`]), empty ones filled by `fill`;
+    /// `None` when it has none.
+    pub fn of_chars(text: &str, n: usize, fill: Fill) -> Option<Bins> {
         let n = n.max(1);
         // Byte offsets of the letters and digits, then one past the last.
         let mut buf = String::with_capacity(text.len());
@@ -100,18 +133,21 @@ impl Bins {
             return None;
         }
         if ends.len() < n {
-            return Bins::of_shingles([xxhash_rust::xxh3::xxh3_64(buf.as_bytes())]);
+            return Bins::of_shingles([xxhash_rust::xxh3::xxh3_64(buf.as_bytes())], fill);
         }
         let b = buf.as_bytes();
-        Bins::of_shingles((n - 1..ends.len()).map(|last| {
-            let start = if last >= n { ends[last - n] } else { 0 };
-            xxhash_rust::xxh3::xxh3_64(&b[start..ends[last]])
-        }))
+        Bins::of_shingles(
+            (n - 1..ends.len()).map(|last| {
+                let start = if last >= n { ends[last - n] } else { 0 };
+                xxhash_rust::xxh3::xxh3_64(&b[start..ends[last]])
+            }),
+            fill,
+        )
     }
 
-    /// The bins of a set of shingle hashes (repeats are harmless); `None`
-    /// when there are none.
-    pub fn of_shingles(shingles: impl IntoIterator<Item = u64>) -> Option<Bins> {
+    /// The bins of a set of shingle hashes (repeats are harmless), empty
+    /// ones filled by `fill`; `None` when there are none.
+    pub fn of_shingles(shingles: impl IntoIterator<Item = u64>, fill: Fill) -> Option<Bins> {
         let mut bins = [u64::MAX; BINS];
         let mut any = false;
         for s in shingles {
@@ -134,7 +170,7 @@ impl Bins {
             loop {
                 let src = (fmix64(((j as u64) << 32) | attempt) % BINS as u64) as usize;
                 if filled[src] != u64::MAX {
-                    *bin = filled[src];
+                    *bin = fill.value(filled[src], j);
                     break;
                 }
                 attempt += 1;
@@ -189,11 +225,12 @@ impl Sketch {
     /// The sketch from the terms' xxh3-64 hashes, in order.
     pub fn of_term_hashes(h: &[u64]) -> Option<Sketch> {
         if h.len() < 3 {
-            Sketch::of_shingles(h.iter().map(|&x| fmix64(x)))
+            Sketch::of_shingles(h.iter().map(|&x| fmix64(x)), Fill::Copy)
         } else {
             Sketch::of_shingles(
                 h.windows(3)
                     .map(|w| fmix64(w[0] ^ w[1].rotate_left(21) ^ w[2].rotate_left(42))),
+                Fill::Copy,
             )
         }
     }
@@ -204,14 +241,15 @@ impl Sketch {
     /// xxh3-64 (seed 0) of its UTF-8 bytes. A text with fewer than `n` such
     /// characters is one shingle of all of them; none, no sketch. `text`
     /// should be normalised (see [`crate::Fingerprinter::normalize`]).
-    pub fn of_chars(text: &str, n: usize) -> Option<Sketch> {
-        Bins::of_chars(text, n).map(|b| b.sketch())
+    /// Empty bins are filled by `fill`.
+    pub fn of_chars(text: &str, n: usize, fill: Fill) -> Option<Sketch> {
+        Bins::of_chars(text, n, fill).map(|b| b.sketch())
     }
 
-    /// The sketch of a set of shingle hashes (repeats are harmless); `None`
-    /// when there are none.
-    pub fn of_shingles(shingles: impl IntoIterator<Item = u64>) -> Option<Sketch> {
-        Bins::of_shingles(shingles).map(|b| b.sketch())
+    /// The sketch of a set of shingle hashes (repeats are harmless), empty
+    /// bins filled by `fill`; `None` when there are none.
+    pub fn of_shingles(shingles: impl IntoIterator<Item = u64>, fill: Fill) -> Option<Sketch> {
+        Bins::of_shingles(shingles, fill).map(|b| b.sketch())
     }
 
     /// Estimated Jaccard similarity of the two shingle sets, in `[0, 1]`.
@@ -276,12 +314,16 @@ mod tests {
     #[test]
     fn bins_give_the_sketch_and_band_keys() {
         let t = "the quick brown fox jumps over the lazy dog again and again";
-        let bins = Bins::of_chars(t, 4).unwrap();
-        assert_eq!(bins.sketch(), Sketch::of_chars(t, 4).unwrap());
+        let bins = Bins::of_chars(t, 4, Fill::Copy).unwrap();
+        assert_eq!(bins.sketch(), Sketch::of_chars(t, 4, Fill::Copy).unwrap());
         let keys = bins.band_keys(8, 4);
         assert_eq!(keys.len(), 8);
-        assert_eq!(keys, Bins::of_chars(t, 4).unwrap().band_keys(8, 4));
-        let other = Bins::of_chars("an entirely different sentence of its own", 4).unwrap();
+        assert_eq!(
+            keys,
+            Bins::of_chars(t, 4, Fill::Copy).unwrap().band_keys(8, 4)
+        );
+        let other =
+            Bins::of_chars("an entirely different sentence of its own", 4, Fill::Copy).unwrap();
         assert!(keys.iter().zip(other.band_keys(8, 4)).all(|(a, b)| *a != b));
     }
 
@@ -331,23 +373,87 @@ mod tests {
 
     #[test]
     fn char_sketch_ignores_punctuation_and_space_and_is_pinned() {
-        let a = Sketch::of_chars("近重复检测，simdb 数据库。", 4).unwrap();
-        let b = Sketch::of_chars("近重复 检测simdb——数据库", 4).unwrap();
+        let a = Sketch::of_chars("近重复检测，simdb 数据库。", 4, Fill::Copy).unwrap();
+        let b = Sketch::of_chars("近重复 检测simdb——数据库", 4, Fill::Copy).unwrap();
         assert_eq!(a, b);
         // Fewer letters than n: one shingle of them all; none: no sketch.
-        assert_eq!(Sketch::of_chars("ab", 4), Sketch::of_chars("a-b", 4));
-        assert_eq!(Sketch::of_chars("，。 ", 4), None);
+        assert_eq!(
+            Sketch::of_chars("ab", 4, Fill::Copy),
+            Sketch::of_chars("a-b", 4, Fill::Copy)
+        );
+        assert_eq!(Sketch::of_chars("，。 ", 4, Fill::Copy), None);
         // One substituted character changes at most 4 of the 4-grams.
         let long: String = "近重复检测数据库".repeat(40);
         let mut edited: Vec<char> = long.chars().collect();
         edited[100] = '量';
         let edited: String = edited.into_iter().collect();
-        let s = Sketch::of_chars(&long, 4)
+        let s = Sketch::of_chars(&long, 4, Fill::Copy)
             .unwrap()
-            .similarity(&Sketch::of_chars(&edited, 4).unwrap());
+            .similarity(&Sketch::of_chars(&edited, 4, Fill::Copy).unwrap());
         assert!(s > 0.3, "{s}");
         assert_eq!(format!("{a:?}"), GOLDEN_CHARS);
     }
+
+    /// Short texts of distinct 4-grams: unrelated pairs of one to three
+    /// 4-grams, each pair sharing none.
+    fn unrelated_short_pairs() -> Vec<(String, String)> {
+        let letters: Vec<char> = "近重复检测数据库存储索引查询文本指纹相似度量簇代表写入读取"
+            .chars()
+            .collect();
+        let text = |seed: u64, len: usize| -> String {
+            (0..len)
+                .map(|i| letters[(fmix64(seed * 7919 + i as u64) % letters.len() as u64) as usize])
+                .collect()
+        };
+        (0..400u64)
+            .map(|i| {
+                let len = 4 + (i as usize % 3);
+                (text(2 * i, len), text(2 * i + 1, len))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rehashed_fill_does_not_confirm_unrelated_short_texts() {
+        // The copied fill makes a short text's bins a few repeated values,
+        // so unrelated short texts agree in all of them at once; the
+        // rehashed fill makes every bin its own draw.
+        let (mut copied, mut rehashed) = (0, 0);
+        for (a, b) in unrelated_short_pairs() {
+            let sim = |fill| {
+                Sketch::of_chars(&a, 4, fill)
+                    .unwrap()
+                    .similarity(&Sketch::of_chars(&b, 4, fill).unwrap())
+            };
+            copied += usize::from(sim(Fill::Copy) >= 0.5);
+            rehashed += usize::from(sim(Fill::Rehash) >= 0.5);
+        }
+        assert!(copied >= 20, "copied fill: {copied} of 400 at 0.5 or more");
+        assert_eq!(rehashed, 0, "rehashed fill: {rehashed} of 400");
+    }
+
+    #[test]
+    fn rehashed_fill_keeps_copies_and_long_texts() {
+        // Identical texts agree everywhere; a short copy with one edit
+        // keeps most of its estimate.
+        for fill in [Fill::Copy, Fill::Rehash] {
+            let a = Sketch::of_chars("送餐很快师傅辛苦了", 4, fill).unwrap();
+            assert_eq!(a.similarity(&a), 1.0);
+        }
+        // A set with no empty bin is filled by neither rule: both give one
+        // sketch.
+        let long: String = (0..3000).map(|i| format!("w{i} ")).collect();
+        assert_eq!(
+            Sketch::of_chars(&long, 4, Fill::Copy),
+            Sketch::of_chars(&long, 4, Fill::Rehash)
+        );
+        // Pinned: stored sketches of new stores must not change.
+        let r = Sketch::of_chars("近重复检测，simdb 数据库。", 4, Fill::Rehash).unwrap();
+        assert_eq!(format!("{r:?}"), GOLDEN_CHARS_REHASHED);
+    }
+
+    const GOLDEN_CHARS_REHASHED: &str =
+        "Sketch(f64539261b4d235bd9bc36d6119a483c69344218f3fc47987f61171425a08d80)";
 
     const GOLDEN_CHARS: &str =
         "Sketch(7b5e6fc39cff53eb33fd1434c7733eb2ef17ecd314372a3f651a61e2f04232db)";

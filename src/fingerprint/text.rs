@@ -269,7 +269,7 @@ impl Fingerprinter {
     fn sketch_of(&self, norm: &str, terms: &[&str]) -> Option<super::Sketch> {
         match self.sketch {
             super::SketchKind::Words3 => super::Sketch::of_terms(terms),
-            super::SketchKind::Chars(n) => super::Sketch::of_chars(norm, n),
+            super::SketchKind::Chars(n, fill) => super::Sketch::of_chars(norm, n, fill),
         }
     }
 
@@ -813,7 +813,11 @@ mod tests {
                 assert_eq!(a.terms, terms.len());
                 assert_eq!(
                     a.sketch,
-                    super::super::Sketch::of_chars(&Fingerprinter::normalize(text), 4)
+                    super::super::Sketch::of_chars(
+                        &Fingerprinter::normalize(text),
+                        4,
+                        super::super::Fill::Rehash
+                    )
                 );
                 assert_eq!(a.sketch, f.sketch(text));
                 let words3 = Fingerprinter::new(

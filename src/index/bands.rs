@@ -31,12 +31,15 @@
 //! - **Uniform values are not probed.** A band whose eight bins are equal
 //!   (values `0x0000`, `0x5555`, `0xaaaa`, `0xffff`: [`is_uniform`]) is
 //!   what a text of one shingle gets in every band (fewer than five
-//!   letters and digits: a product name, a one-word comment), so those four
+//!   letters and digits: a product name, a one-word comment) in a store
+//!   whose sketch copies a donor bin's value into an empty one (made
+//!   before the rehashed fill, `crate::fingerprint::Fill`), so those four
 //!   buckets of each band family hold every such text and a probe of them
 //!   would scan them all for each short text written. They are still
 //!   written (the entries are as defined above), never read. A sketch of
-//!   many shingles has a uniform band with probability 4 in 65,536: its
-//!   copies share one of the other fifteen. A band bucket is 16 bits: at 50M documents it
+//!   many shingles, or of a short text in a new store, has a uniform band
+//!   with probability 4 in 65,536: its copies share one of the other
+//!   fifteen. A band bucket is 16 bits: at 50M documents it
 //!   holds ~763 fingerprints, nearly all of unrelated texts, and the
 //!   distance bound drops them before any document is read (unrelated
 //!   fingerprints lie ~32 bits apart; within 14 bits: a share of ~1e-5 for
