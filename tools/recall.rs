@@ -210,6 +210,12 @@ struct Args {
     /// below 0.3): their lengths and first characters.
     #[arg(long, default_value_t = 0)]
     show_unrelated: usize,
+    /// Print this many copies each `--parts` system missed, with why: the
+    /// fingerprints' distance, the bands shared, the parts shared and how
+    /// many originals index each, the sketches' similarity, and whether
+    /// the rule confirms the pair (what the candidates lost).
+    #[arg(long, default_value_t = 0)]
+    show_missed: usize,
     /// A prototype for short texts: a pair where a text has at most this
     /// many distinct 4-grams is confirmed by their exact Jaccard (what a
     /// stored set of them would give) instead of the sketch's estimate (0
@@ -599,6 +605,50 @@ struct Sig {
     small: Vec<u64>,
     /// Hashes of the text's content-defined chunks, ascending (`--parts`).
     parts: Vec<u64>,
+}
+
+/// Why a copy `c` of original `o` was not a candidate, in words: their
+/// fingerprints' distance, the band values they share, the copy's query
+/// parts that the original indexes (with how many originals index each:
+/// more than the cap names none), their sketches' similarity.
+fn explain_miss(c: &Sig, o: &Sig, part_counts: &HashMap<u64, usize>, parts_query: usize) -> String {
+    let (Some(ca), Some(oa)) = (&c.a, &o.a) else {
+        return "no analysis".into();
+    };
+    let bands = match (ca.sketch, oa.sketch) {
+        (Some(x), Some(y)) => {
+            let (bx, by) = (
+                simdb::index::bands::band_values(&x),
+                simdb::index::bands::band_values(&y),
+            );
+            format!(
+                "bands shared {}, similarity {:.2}",
+                bx.iter().zip(&by).filter(|(a, b)| a == b).count(),
+                x.similarity(&y)
+            )
+        }
+        _ => "no sketch".into(),
+    };
+    let shared: Vec<String> = c
+        .parts
+        .iter()
+        .take(parts_query)
+        .filter(|p| {
+            o.parts
+                .iter()
+                .take(simdb::fingerprint::parts::PARTS)
+                .any(|q| q == *p)
+        })
+        .map(|p| part_counts.get(p).copied().unwrap_or(0).to_string())
+        .collect();
+    format!(
+        "distance {}, {bands}, parts shared {} (indexed by {} originals), lengths {} / {}",
+        (ca.fingerprint.0 ^ oa.fingerprint.0).count_ones(),
+        shared.len(),
+        shared.join("/"),
+        c.len,
+        o.len
+    )
 }
 
 /// Hashes of the content-defined chunks of `normal` (a prototype of a
@@ -1308,6 +1358,15 @@ fn main() {
                 args.sweep, &recipe, &docs, &planted, &originals, &copies, &shingles, &idx,
             );
         }
+        // How many originals index each part (`--show-missed`).
+        let mut part_counts: HashMap<u64, usize> = HashMap::new();
+        if args.show_missed > 0 {
+            for s in &originals {
+                for &p in s.parts.iter().take(args.parts) {
+                    *part_counts.entry(p).or_default() += 1;
+                }
+            }
+        }
         let mut sys_json = Vec::new();
         println!(
             "{:<34} {}",
@@ -1342,6 +1401,32 @@ fn main() {
                     )
                 })
                 .collect();
+            if args.show_missed > 0 && matches!(sys, System::Parts(_)) {
+                let missed: Vec<usize> = tallies
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, t)| t.1.found == 0)
+                    .map(|(n, _)| n)
+                    .take(args.show_missed)
+                    .collect();
+                for n in missed {
+                    let (kind, rate, orig, _) = &planted[n];
+                    let why =
+                        explain_miss(&copies[n], &originals[*orig], &part_counts, parts_query);
+                    let confirmed = answer(&System::Ceiling, &copies[n], &lsh_copies[n], None)
+                        .0
+                        .contains(orig);
+                    println!(
+                        "  missed {} {rate} of #{orig}: {why}, the rule {}",
+                        kind.name(),
+                        if confirmed {
+                            "confirms it"
+                        } else {
+                            "does not confirm it"
+                        }
+                    );
+                }
+            }
             let mut by: HashMap<(Kind, u32), Tally> = HashMap::new();
             let mut all = Tally::default();
             for (key, t) in tallies {

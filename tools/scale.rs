@@ -7,7 +7,7 @@
 //! cargo run --release --example scale -- --n 1000000 --queries 2000 [--mode uniform|skewed]
 //!     [--seed 1] [--dir DIR] [--brute 50] [--keep] [--reuse] [--cache-mb 256]
 //!     [--big-batch 100000] [--ks 7,11] [--k-queries 1000] [--budgets 112]
-//!     [--sketches] [--no-mmap] [--no-freeze]
+//!     [--sketches] [--parts] [--no-mmap] [--no-freeze]
 //! ```
 //!
 //! `simdb import` writes the store's frozen index (queries read unchanged
@@ -23,6 +23,15 @@
 //! the ranked queries then carry a sketch and are timed with their band
 //! buckets (the default query) and without, and compared in full with a
 //! brute force of the plan and the band probe.
+//!
+//! `--parts` (with `--sketches`) also gives every document 12 part hashes
+//! (uniform random; each planted neighbour of a query shares two of the
+//! query's 12), written as engine rows in Parquet (`id`, `fingerprint`,
+//! `sketch`, `parts`) and imported, so the store has a full `parts` family
+//! (6 keys per document); the default query (plan, bands and the
+//! query's 12 parts) is timed beside the plan and bands alone. The parts
+//! name only planted neighbours, which the plan holds too, so the brute
+//! force of the plan and bands still gives the answer.
 //!
 //! For each of the Q query fingerprints, four documents are planted at
 //! distance 0, 1, 2 and 3 (bits anywhere in the 64, so usually in different
@@ -86,6 +95,10 @@ struct Args {
     /// sketched binary form, so the store has band families) and the
     /// ranked queries are timed with their band buckets and without.
     sketches: bool,
+    /// Every document also has part hashes (`--parts`, implies
+    /// `--sketches`): imported from Parquet engine rows, and the default
+    /// query reads its parts.
+    parts: bool,
 }
 
 fn args() -> Args {
@@ -108,6 +121,7 @@ fn args() -> Args {
         limit: None,
         budgets: vec![simdb::index::DEFAULT_PROBE_BUDGET],
         sketches: false,
+        parts: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -132,6 +146,10 @@ fn args() -> Args {
             }
             "--keep" => a.keep = true,
             "--sketches" => a.sketches = true,
+            "--parts" => {
+                a.parts = true;
+                a.sketches = true;
+            }
             "--no-mmap" => a.no_mmap = true,
             "--no-freeze" => a.no_freeze = true,
             "--reuse" => {
@@ -244,6 +262,76 @@ fn sketch_of(a: &Args, i: usize) -> simdb::Sketch {
     }
 }
 
+/// 12 part hashes, ascending, seeded by `seed` and `i`.
+fn random_parts(seed: u64, i: usize) -> Vec<u64> {
+    let mut state = seed ^ (i as u64).wrapping_mul(0xd1b5_4a32_d192_ed03);
+    let mut p: Vec<u64> = (0..simdb::fingerprint::parts::QUERY_PARTS)
+        .map(|_| simdb::index::splitmix64(&mut state))
+        .collect();
+    p.sort_unstable();
+    p
+}
+
+/// The parts of query `j`.
+fn query_parts(seed: u64, j: usize) -> Vec<u64> {
+    random_parts(seed ^ 0x9a27_5e11, j)
+}
+
+/// The parts of document `i` under `--parts`: random, and a planted
+/// neighbour of query j (`i < 4 * queries`) holds two of the query's.
+fn parts_of(a: &Args, i: usize) -> Vec<u64> {
+    let mut p = random_parts(a.seed, i);
+    if i < 4 * a.queries {
+        let q = query_parts(a.seed, i / 4);
+        let k = 2 * (i % 4);
+        p[..2].copy_from_slice(&q[k..k + 2]);
+        p.sort_unstable();
+        p.dedup();
+    }
+    p
+}
+
+/// Writes the documents as an engine's Parquet rows: `id`, `fingerprint`,
+/// `sketch` and `parts` (u64 big-endian each), a million rows a batch.
+fn write_parts_parquet(a: &Args, fps: &[u64], path: &std::path::Path) {
+    use arrow_array::builder::{BinaryBuilder, StringBuilder, UInt64Builder};
+    use arrow_array::{ArrayRef, RecordBatch};
+    use arrow_schema::{DataType, Field, Schema};
+    use std::sync::Arc;
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Utf8, false),
+        Field::new("fingerprint", DataType::UInt64, false),
+        Field::new("sketch", DataType::Binary, false),
+        Field::new("parts", DataType::Binary, false),
+    ]));
+    let file = std::fs::File::create(path).expect("fps.parquet");
+    let mut w = parquet::arrow::ArrowWriter::try_new(file, schema.clone(), None).expect("writer");
+    for start in (0..fps.len()).step_by(1 << 20) {
+        let end = (start + (1 << 20)).min(fps.len());
+        let (mut id, mut fp) = (StringBuilder::new(), UInt64Builder::new());
+        let (mut sk, mut pa) = (BinaryBuilder::new(), BinaryBuilder::new());
+        for (i, &f) in fps.iter().enumerate().take(end).skip(start) {
+            id.append_value(format!("d{i:09}"));
+            fp.append_value(f);
+            sk.append_value(sketch_of(a, i).0);
+            let bytes: Vec<u8> = parts_of(a, i)
+                .iter()
+                .flat_map(|p| p.to_be_bytes())
+                .collect();
+            pa.append_value(bytes);
+        }
+        let cols: Vec<ArrayRef> = vec![
+            Arc::new(id.finish()),
+            Arc::new(fp.finish()),
+            Arc::new(sk.finish()),
+            Arc::new(pa.finish()),
+        ];
+        w.write(&RecordBatch::try_new(schema.clone(), cols).expect("batch"))
+            .expect("write");
+    }
+    w.close().expect("close");
+}
+
 fn flip_bits(rng: &mut ChaCha8Rng, fp: u64, d: u32) -> u64 {
     let mut f = fp;
     while (f ^ fp).count_ones() < d {
@@ -350,10 +438,20 @@ fn main() {
     while fps.len() < a.n {
         fps.push(rng.random());
     }
-    let input = dir.join("fps.bin");
+    let input = dir.join(if a.parts { "fps.parquet" } else { "fps.bin" });
     let store = dir.join("store");
     let reuse = a.reuse && store.exists();
-    if !reuse {
+    if !reuse && a.parts {
+        write_parts_parquet(&a, &fps, &input);
+        println!(
+            "generated {} fingerprints with sketches and parts in {:.1}s ({} MB Parquet)",
+            a.n,
+            t.elapsed().as_secs_f64(),
+            std::fs::metadata(&input)
+                .map(|m| m.len() >> 20)
+                .unwrap_or(0)
+        );
+    } else if !reuse {
         let mut w = std::io::BufWriter::new(std::fs::File::create(&input).expect("fps.bin"));
         if a.sketches {
             w.write_all(BINARY_SKETCHED_MAGIC).unwrap();
@@ -629,18 +727,22 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
     // fingerprints have no margins; each query gets a seeded random order
     // of its 64 bits as its weak order (real texts' weak bits are spread
     // over the blocks the same way). Checked against the plan's brute force.
-    let plans: Vec<(usize, bool)> = a
+    // (budget, bands, parts).
+    let plans: Vec<(usize, bool, bool)> = a
         .budgets
         .iter()
         .flat_map(|&b| {
-            if a.sketches {
-                vec![(b, true), (b, false)]
-            } else {
-                vec![(b, false)]
+            let mut p = vec![(b, true, false), (b, false, false)];
+            if a.parts {
+                p.insert(0, (b, true, true));
             }
+            if !a.sketches {
+                p.retain(|x| !x.1);
+            }
+            p
         })
         .collect();
-    for (budget, bands) in plans {
+    for (budget, bands, parted) in plans {
         let qs = &queries[..a.k_queries.min(queries.len())];
         let mut rng = ChaCha8Rng::seed_from_u64(a.seed ^ 0x7a4b);
         let orders: Vec<Vec<u8>> = qs
@@ -665,6 +767,11 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
                 }),
                 limit: a.limit,
                 sketch: a.sketches.then(|| query_sketch(a.seed, j)),
+                parts: if parted {
+                    query_parts(a.seed, j)
+                } else {
+                    Vec::new()
+                },
                 min_similarity: 0.0,
                 ..simdb::Query::new(Fingerprint(q))
             })
@@ -697,7 +804,11 @@ fn query_phase(a: &Args, store: &std::path::Path, queries: &[u64], fps: &[u64]) 
             "refs read per query {:.2}",
             refs as f64 / queries_r.len() as f64
         );
-        let name = if bands { " + bands" } else { "" };
+        let name = match (bands, parted) {
+            (true, true) => " + bands + parts",
+            (true, false) => " + bands",
+            _ => "",
+        };
         println!(
             "query ranked {budget}{name} warm  p50 {:.3} ms  p95 {:.3} ms  p99 {:.3} ms  max {:.3} ms  ({} queries, {:.1} buckets each)",
             pct(&lat, 0.5),
