@@ -96,6 +96,17 @@ fn all_clusters(db: &Db) -> Vec<Cluster> {
     v
 }
 
+/// `docs` as `n` JSONL files of consecutive documents (nights).
+fn night_files(t: &common::TempDb, docs: &[Doc], n: usize) -> Vec<std::path::PathBuf> {
+    docs.chunks(docs.len().div_ceil(n))
+        .enumerate()
+        .map(|(i, c)| {
+            let text: String = c.iter().map(|d| format!("{}\n", d.line)).collect();
+            t.file(&format!("night{i}.jsonl"), text)
+        })
+        .collect()
+}
+
 fn ingest_files(db_path: &std::path::Path, files: &[std::path::PathBuf]) -> Vec<ingest::Summary> {
     let mut out = Vec::new();
     for f in files {
@@ -318,14 +329,7 @@ fn one_run_or_ten_nights_give_the_same_clusters_as_brute_force() {
     let docs = corpus(21);
     let all: String = docs.iter().map(|d| format!("{}\n", d.line)).collect();
     let one = t.file("all.jsonl", &all);
-    let nights: Vec<std::path::PathBuf> = docs
-        .chunks(docs.len().div_ceil(10))
-        .enumerate()
-        .map(|(n, c)| {
-            let text: String = c.iter().map(|d| format!("{}\n", d.line)).collect();
-            t.file(&format!("night{n}.jsonl"), text)
-        })
-        .collect();
+    let nights = night_files(&t, &docs, 10);
     assert_eq!(nights.len(), 10);
     let mut left = BTreeMap::new();
     for keep in KeepPolicy::ALL {
@@ -1196,4 +1200,121 @@ fn earlier_copies_in_ranges_rebuild_the_clusters_ingest_built() {
         assert_eq!(all_clusters(&db), built, "{keep}");
         assert!(db.admin().verify().unwrap().is_clean(), "{keep}");
     }
+}
+
+/// The review's reads (docs/review.md): pages of clusters in id and size
+/// order, by source, and one cluster's members a page at a time, equal to
+/// the whole listing read at once.
+#[test]
+fn review_pages_equal_the_whole_listing() {
+    use simdb::db::review::{ClusterOrder, ConfirmedBy};
+    let t = common::TempDb::new();
+    let docs = corpus(22);
+    let nights = night_files(&t, &docs, 4);
+    create_keeping(&t.path(), KeepPolicy::First);
+    ingest_files(&t.path(), &nights);
+    let db = Db::options().read_only().open(t.path()).unwrap();
+    let whole = all_clusters(&db);
+    assert!(whole.len() >= 10, "{} clusters", whole.len());
+    let source_of = |id: &str| db.document(id).unwrap().unwrap().source;
+    // Every page of 3 in each order, then by one source.
+    let pages = |order: ClusterOrder, source: Option<&str>| {
+        let (mut got, mut after) = (Vec::new(), None::<String>);
+        loop {
+            let page = db
+                .clusters()
+                .list(order, after.as_deref(), 3, 2, 2, source)
+                .unwrap();
+            assert!(page.clusters.len() <= 3);
+            got.extend(page.clusters);
+            match page.next {
+                Some(n) => after = Some(n),
+                None => break got,
+            }
+        }
+    };
+    let expect = |mut cs: Vec<Cluster>, source: Option<&str>| -> Vec<(u64, u64, Vec<String>)> {
+        cs.retain(|c| source.is_none_or(|s| source_of(&c.representative) == s));
+        cs.iter()
+            .map(|c| {
+                let first: Vec<String> = c.members.iter().take(2).map(|m| m.id.clone()).collect();
+                (c.id, c.size, first)
+            })
+            .collect()
+    };
+    let shape = |ls: &[simdb::db::review::Listed]| -> Vec<(u64, u64, Vec<String>)> {
+        ls.iter()
+            .map(|l| {
+                assert_eq!(l.source, source_of(&l.cluster.representative));
+                let ids = l.cluster.members.iter().map(|m| m.id.clone()).collect();
+                (l.cluster.id, l.cluster.size, ids)
+            })
+            .collect()
+    };
+    let mut by_size = whole.clone();
+    by_size.sort_by_key(|c| (std::cmp::Reverse(c.size), c.id));
+    let source = source_of(&whole[whole.len() / 2].representative);
+    for s in [None, Some(source.as_str())] {
+        assert_eq!(
+            shape(&pages(ClusterOrder::Id, s)),
+            expect(whole.clone(), s),
+            "{s:?}"
+        );
+        assert_eq!(
+            shape(&pages(ClusterOrder::Size, s)),
+            expect(by_size.clone(), s),
+            "{s:?}"
+        );
+    }
+    assert!(!expect(whole.clone(), Some(&source)).is_empty());
+    // One cluster's members, two a page, from any member's id.
+    for c in &whole {
+        let member = &c.members[c.members.len() - 1].id;
+        let (mut ids, mut after) = (Vec::new(), None::<String>);
+        loop {
+            let page = db
+                .clusters()
+                .members(member, after.as_deref(), 2)
+                .unwrap()
+                .unwrap();
+            assert_eq!((page.id, page.size), (c.id, c.size));
+            assert_eq!(page.representative.member.id, c.representative);
+            for m in &page.members {
+                let rep = m.member.id == c.representative;
+                assert_eq!(m.why.confirmed_by == ConfirmedBy::Representative, rep);
+                let listed = c.members.iter().find(|x| x.id == m.member.id).unwrap();
+                assert_eq!(m.why.distance, listed.distance);
+                if m.why.confirmed_by == ConfirmedBy::Similarity {
+                    assert!(m.why.similarity.unwrap() >= db.admin().default_min_similarity());
+                }
+            }
+            ids.extend(page.members.into_iter().map(|m| m.member.id));
+            match page.next {
+                Some(n) => after = Some(n),
+                None => break,
+            }
+        }
+        let want: Vec<String> = c.members.iter().map(|m| m.id.clone()).collect();
+        assert_eq!(ids, want);
+    }
+    // A document alone is a cluster of one; an unknown id is none; a
+    // cursor this listing did not give is refused.
+    let alone = docs
+        .iter()
+        .find(|d| db.clusters().of(&d.id).unwrap().unwrap().size == 1)
+        .expect("a document alone");
+    let page = db.clusters().members(&alone.id, None, 5).unwrap().unwrap();
+    assert_eq!(page.size, 1);
+    assert_eq!(page.members.len(), 1);
+    assert!(db
+        .clusters()
+        .members("no such id", None, 5)
+        .unwrap()
+        .is_none());
+    let bad = db.clusters().members(&alone.id, Some("zz"), 5).unwrap_err();
+    assert!(bad.to_string().contains("cursor"), "{bad}");
+    assert!(db
+        .clusters()
+        .list(ClusterOrder::Size, Some("7"), 3, 2, 2, None)
+        .is_err());
 }

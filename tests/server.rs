@@ -1588,3 +1588,83 @@ fn pages_are_written_and_queried_by_their_html() {
     assert!(stdout(&o).contains("web pages    html/3"), "{}", stdout(&o));
     verify_clean(&t.path());
 }
+
+/// The review's endpoints (docs/review.md): `GET /clusters` pages
+/// clusters largest first with a cursor, `GET /cluster?id=` pages one
+/// cluster's members with why each is there; bad parameters are 400s
+/// naming the parameter, an unknown id a 404.
+#[test]
+fn review_endpoints_page_clusters_and_members() {
+    let t = TempDb::new();
+    init(&t);
+    let texts = articles(7, 3);
+    let s = Server::start(&t.path(), &[]);
+    // Three originals; the first with three exact copies, the second with one.
+    let mut docs: Vec<Value> = texts
+        .iter()
+        .enumerate()
+        .map(|(i, x)| json!({"id": format!("o{i}"), "text": x}))
+        .collect();
+    for (i, n) in [(0, 3), (1, 1)] {
+        for c in 0..n {
+            docs.push(json!({"id": format!("o{i}-copy{c}"), "text": texts[i]}));
+        }
+    }
+    let (st, v) = s.post("/documents", &json!(docs));
+    assert_eq!(st, 200, "{v}");
+    let (st, v) = s.call("GET", "/clusters", None);
+    assert_eq!(st, 200, "{v}");
+    let cs = v["clusters"].as_array().unwrap();
+    assert_eq!(cs.len(), 2, "{v}");
+    assert_eq!(
+        (cs[0]["size"].as_u64(), cs[1]["size"].as_u64()),
+        (Some(4), Some(2))
+    );
+    assert_eq!(cs[0]["representative"], "o0");
+    assert_eq!(cs[0]["source"], "http:0", "{v}");
+    assert!(v["next"].is_null(), "{v}");
+    // One a page: the cursor leads to the second, then to the end.
+    let (_, p1) = s.call("GET", "/clusters?limit=1&members=1", None);
+    assert_eq!(p1["clusters"][0]["members"].as_array().unwrap().len(), 1);
+    let next = p1["next"].as_str().expect("a next page").to_string();
+    let (_, p2) = s.call("GET", &format!("/clusters?limit=1&after={next}"), None);
+    assert_eq!(p2["clusters"][0]["representative"], "o1", "{p2}");
+    assert!(p2["next"].is_null(), "{p2}");
+    // A cluster from any member, two members a page.
+    let (st, c) = s.call("GET", "/cluster?id=o0-copy2&limit=2", None);
+    assert_eq!(st, 200, "{c}");
+    assert_eq!(c["size"], 4);
+    assert_eq!(c["representative"]["id"], "o0");
+    assert_eq!(
+        c["members"][0]["why"]["confirmed_by"], "representative",
+        "{c}"
+    );
+    assert_eq!(c["members"][1]["why"]["confirmed_by"], "similarity", "{c}");
+    assert_eq!(c["members"][1]["why"]["similarity"], 1.0, "{c}");
+    let after = c["next"].as_str().unwrap();
+    let (_, c2) = s.call(
+        "GET",
+        &format!("/cluster?id=o0&limit=2&after={after}"),
+        None,
+    );
+    assert_eq!(c2["members"].as_array().unwrap().len(), 2, "{c2}");
+    assert!(c2["next"].is_null());
+    // Refused, naming what was wrong.
+    for (path, field) in [
+        ("/clusters?limit=0", "limit"),
+        ("/clusters?limit=101", "limit"),
+        ("/clusters?members=1000", "members"),
+        ("/clusters?sort=newest", "sort"),
+        ("/clusters?page=2", "page"),
+        ("/cluster", "id"),
+        ("/cluster?id=o0&limit=5000", "limit"),
+    ] {
+        let (st, e) = s.call("GET", path, None);
+        assert_eq!(st, 400, "{path}: {e}");
+        assert_eq!(e["field"], field, "{path}: {e}");
+    }
+    let (st, e) = s.call("GET", "/cluster?id=o0&after=zz", None);
+    assert_eq!(st, 400, "{e}");
+    let (st, e) = s.call("GET", "/cluster?id=nobody", None);
+    assert_eq!(st, 404, "{e}");
+}

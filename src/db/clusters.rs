@@ -815,7 +815,7 @@ impl Db {
 
     /// [`Db::cluster_at`] listing the first `max_members` members in rank
     /// order (`size` is the cluster's, `max_distance` of those listed).
-    fn cluster_at_capped(
+    pub(super) fn cluster_at_capped(
         &self,
         at: &store::Snapshot<'_>,
         cid: u64,
@@ -1367,6 +1367,11 @@ impl Db {
 }
 
 impl Clusters<'_> {
+    /// The store these clusters are of.
+    pub(super) fn db(&self) -> &Db {
+        self.db
+    }
+
     /// The cluster of the stored document `id` (a document alone is a
     /// cluster of one); `None` if `id` is not stored.
     pub fn of(&self, id: &str) -> Result<Option<Cluster>> {

@@ -13,6 +13,7 @@ pub mod limits;
 mod options;
 mod pairs;
 pub mod request;
+pub mod review;
 mod search;
 pub mod write;
 mod writer;

@@ -592,6 +592,69 @@ fn query_from(v: Value, i: Option<usize>) -> Parsed<QueryRequest> {
 /// The URL parameters of a request: a write's [`WriteOptions`]; `allowed`
 /// are the parameters the endpoint takes (none for the others).
 pub fn parse_params(query: Option<&str>, allowed: &[&str]) -> Parsed<WriteOptions> {
+    parse_params_as(query, allowed)
+}
+
+/// `GET /clusters`' URL parameters (docs/review.md).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+pub struct ClusterListParams {
+    /// `size` (largest first, the default) or `id`.
+    pub sort: Option<crate::db::review::ClusterOrder>,
+    /// The `next` of the previous page.
+    pub after: Option<String>,
+    /// Clusters per page ([`CLUSTERS_PER_PAGE`] by default, at most
+    /// [`MAX_CLUSTERS_PER_PAGE`]).
+    pub limit: Option<usize>,
+    /// Only clusters of at least this many documents (>= 2).
+    pub min_size: Option<u64>,
+    /// Members listed with each cluster ([`MEMBERS_LISTED`] by default, at
+    /// most [`MAX_CLUSTERS_PER_PAGE`]).
+    pub members: Option<usize>,
+    /// Only clusters whose representative came from this source.
+    pub source: Option<String>,
+}
+
+/// `GET /cluster`'s URL parameters: a stored document's id, and a page of
+/// its cluster's members.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+pub struct ClusterParams {
+    pub id: Option<String>,
+    pub after: Option<String>,
+    /// Members per page ([`MEMBERS_PER_PAGE`] by default, at most
+    /// [`MAX_MEMBERS_PER_PAGE`]).
+    pub limit: Option<usize>,
+}
+
+/// Clusters a page of `GET /clusters` lists unless asked.
+pub const CLUSTERS_PER_PAGE: usize = 20;
+/// The most clusters (and members of each) a page of `GET /clusters` lists.
+pub const MAX_CLUSTERS_PER_PAGE: usize = 100;
+/// Members each cluster of `GET /clusters` lists unless asked.
+pub const MEMBERS_LISTED: usize = 5;
+/// Members a page of `GET /cluster` lists unless asked.
+pub const MEMBERS_PER_PAGE: usize = 100;
+/// The most members a page of `GET /cluster` lists.
+pub const MAX_MEMBERS_PER_PAGE: usize = 1000;
+
+/// `value` (or `default`) when it is 1 to `max`; else a 400 naming `name`.
+pub fn page_size(name: &str, value: Option<usize>, default: usize, max: usize) -> Parsed<usize> {
+    match value.unwrap_or(default) {
+        n @ 1.. if n <= max => Ok(n),
+        n => Err(BadRequest::field(
+            name,
+            format!("{n} is not between 1 and {max}"),
+        )),
+    }
+}
+
+/// The URL parameters of a request as `T`; `allowed` are the parameters
+/// the endpoint takes: any other is refused, naming it.
+pub fn parse_params_as<T: serde::de::DeserializeOwned>(
+    query: Option<&str>,
+    allowed: &[&str],
+) -> Parsed<T> {
     let query = query.unwrap_or("");
     for (name, _) in form_urlencoded::parse(query.as_bytes()) {
         if !allowed.contains(&name.as_ref()) {

@@ -377,6 +377,8 @@ fn router(app: Shared) -> Router {
                 .delete(|s: State<Shared>, q: RawQuery, id: Id| delete_document(s, q, id.0)),
         )
         .route("/query", post(query))
+        .route("/clusters", get(list_clusters))
+        .route("/cluster", get(cluster))
         .route("/stats", get(stats))
         .route("/freeze", post(freeze))
         .route("/health", get(health))

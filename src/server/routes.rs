@@ -253,6 +253,74 @@ pub(super) async fn delete_document(
     json_answer(v)
 }
 
+/// `GET /clusters`: a page of clusters, largest first unless `sort=id`,
+/// each with its first members and its representative's source
+/// ([`crate::db::Clusters::list`]); `next` is the cursor of the next
+/// page (`after`).
+pub(super) async fn list_clusters(State(app): State<Shared>, RawQuery(q): RawQuery) -> Answer {
+    let p: api::ClusterListParams = api::parse_params_as(
+        q.as_deref(),
+        &["sort", "after", "limit", "min_size", "members", "source"],
+    )?;
+    let limit = api::page_size(
+        "limit",
+        p.limit,
+        api::CLUSTERS_PER_PAGE,
+        api::MAX_CLUSTERS_PER_PAGE,
+    )?;
+    let members = api::page_size(
+        "members",
+        p.members,
+        api::MEMBERS_LISTED,
+        api::MAX_CLUSTERS_PER_PAGE,
+    )?;
+    let v = blocking(move || {
+        let list = app.db()?.clusters().list(
+            p.sort.unwrap_or(crate::db::review::ClusterOrder::Size),
+            p.after.as_deref(),
+            limit,
+            p.min_size.unwrap_or(2),
+            members,
+            p.source.as_deref(),
+        )?;
+        Ok(json!(list))
+    })
+    .await?;
+    json_answer(v)
+}
+
+/// `GET /cluster?id=ID`: the cluster of stored document `id`, its
+/// representative and a page of its members, each with why it is there
+/// ([`crate::db::Clusters::members`]).
+pub(super) async fn cluster(State(app): State<Shared>, RawQuery(q): RawQuery) -> Answer {
+    let p: api::ClusterParams = api::parse_params_as(q.as_deref(), &["id", "after", "limit"])?;
+    let limit = api::page_size(
+        "limit",
+        p.limit,
+        api::MEMBERS_PER_PAGE,
+        api::MAX_MEMBERS_PER_PAGE,
+    )?;
+    let Some(id) = p.id else {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            Some("id"),
+            "the id of a stored document is required".to_string(),
+        ));
+    };
+    let v = blocking(move || {
+        match app
+            .db()?
+            .clusters()
+            .members(&id, p.after.as_deref(), limit)?
+        {
+            Some(page) => Ok(json!(page)),
+            None => Err(Error::NotFound { id }.into()),
+        }
+    })
+    .await?;
+    json_answer(v)
+}
+
 /// How long `/stats` serves its bucket figures (a scan of every posting)
 /// before computing them again; the counts are read at each call.
 pub const STATS_REFRESH: Duration = Duration::from_secs(60);

@@ -98,6 +98,28 @@ impl Store {
         self.first_members_opt(cid, n, read_at(at))
     }
 
+    /// At most `n` members of cluster `cid` after rank `after` (from the
+    /// first: `None`), in rank order, at `at`: a page of them.
+    pub(crate) fn members_after_at(
+        &self,
+        at: &Snapshot<'_>,
+        cid: u64,
+        after: Option<Rank>,
+        n: usize,
+    ) -> Result<Vec<(Rank, String)>> {
+        let mut out = Vec::new();
+        if n == 0 {
+            return Ok(out);
+        }
+        self.for_each_member_opt(cid, after, read_at(at), |rank, id| {
+            if Some(rank) != after {
+                out.push((rank, id.to_string()));
+            }
+            Ok(out.len() < n)
+        })?;
+        Ok(out)
+    }
+
     fn first_members_opt(
         &self,
         cid: u64,

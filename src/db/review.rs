@@ -1,0 +1,381 @@
+//! What a review of the clusters reads (docs/review.md): pages of clusters
+//! in id or size order, optionally of one source, and one cluster's
+//! members a page at a time, each with why it is there.
+//!
+//! Every call reads at one snapshot. A page's cursor is an opaque string
+//! the next call takes back (`after`); cursors stay valid across writes,
+//! which may move a cluster past or before them as writes do.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::clusters::{Cluster, Clusters, Member};
+use super::Db;
+use crate::error::{Error, Result};
+use crate::store::schema::Rank;
+use crate::store::{self, Record};
+
+/// The order of a page of clusters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClusterOrder {
+    /// By cluster id (the order clusters formed in, roughly).
+    Id,
+    /// Largest first, then by id.
+    Size,
+}
+
+/// A page of clusters ([`Clusters::list`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ClusterList {
+    pub clusters: Vec<Listed>,
+    /// The cursor of the next page; `None` at the end.
+    pub next: Option<String>,
+}
+
+/// One cluster of a [`ClusterList`]: its first members, and its
+/// representative's source.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Listed {
+    #[serde(flatten)]
+    pub cluster: Cluster,
+    /// The representative's source.
+    pub source: String,
+}
+
+/// How a member was confirmed against its representative, by the store's
+/// default check applied to the pair now ([`super::Anchor::matches`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfirmedBy {
+    /// It is the representative.
+    Representative,
+    /// Its sketch's similarity with the representative's reaches the
+    /// store's threshold.
+    Similarity,
+    /// The shorter of the two is contained in the longer (similarity at
+    /// least the containment floor).
+    Containment,
+    /// Without two sketches, within k bits.
+    Fingerprint,
+    /// Today's check does not confirm the pair (it joined under another
+    /// threshold, or as a copy of a member that has since left).
+    Unconfirmed,
+}
+
+/// Why a member is in its cluster.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Why {
+    /// Bits from the representative's fingerprint.
+    pub distance: u32,
+    /// The sketches' estimated Jaccard similarity, with two sketches.
+    pub similarity: Option<f64>,
+    /// The estimated share of the shorter of the two inside the longer,
+    /// with two sketches and both lengths.
+    pub containment: Option<f64>,
+    pub confirmed_by: ConfirmedBy,
+}
+
+/// A member with what a review shows of it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Reviewed {
+    #[serde(flatten)]
+    pub member: Member,
+    pub source: String,
+    /// Its content's length in bytes (0: stored as a bare fingerprint).
+    pub length: u64,
+    pub why: Why,
+}
+
+/// A page of one cluster's members ([`Clusters::members`]).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct MemberPage {
+    /// The cluster's id (a document alone: its `ord`, as
+    /// [`Clusters::of`] gives it).
+    pub id: u64,
+    pub size: u64,
+    pub representative: Reviewed,
+    /// The members after the cursor, in rank order (the representative
+    /// first on the first page).
+    pub members: Vec<Reviewed>,
+    /// The cursor of the next page; `None` at the end.
+    pub next: Option<String>,
+}
+
+fn bad_cursor(c: &str) -> Error {
+    Error::Input(format!(
+        "cursor {c:?} is not one this listing gave (pass back its \"next\")"
+    ))
+}
+
+/// A member cursor: the rank of the last member of the page, as 32 hex
+/// digits.
+fn rank_cursor(r: Rank) -> String {
+    format!("{:016x}{:016x}", r.priority_key, r.ord)
+}
+
+fn parse_rank_cursor(c: &str) -> Result<Rank> {
+    let ok = c.len() == 32 && c.bytes().all(|b| b.is_ascii_hexdigit());
+    let hex = |s: &str| u64::from_str_radix(s, 16).map_err(|_| bad_cursor(c));
+    match ok {
+        true => Ok(Rank {
+            priority_key: hex(&c[..16])?,
+            ord: hex(&c[16..])?,
+        }),
+        false => Err(bad_cursor(c)),
+    }
+}
+
+/// A cluster cursor: the last cluster's id (`Id`), or its size and id
+/// (`Size`), as decimal numbers.
+fn cluster_cursor(order: ClusterOrder, size: u64, id: u64) -> String {
+    match order {
+        ClusterOrder::Id => id.to_string(),
+        ClusterOrder::Size => format!("{size}-{id}"),
+    }
+}
+
+/// The (size, id) a cluster cursor names; `size` is 0 for `Id`.
+fn parse_cluster_cursor(order: ClusterOrder, c: &str) -> Result<(u64, u64)> {
+    let num = |s: &str| s.parse::<u64>().map_err(|_| bad_cursor(c));
+    match (order, c.split_once('-')) {
+        (ClusterOrder::Id, None) => Ok((0, num(c)?)),
+        (ClusterOrder::Size, Some((s, i))) => Ok((num(s)?, num(i)?)),
+        _ => Err(bad_cursor(c)),
+    }
+}
+
+impl Clusters<'_> {
+    /// A page of at most `n` clusters of at least `min_size` (>= 2)
+    /// documents in `order`, after cursor `after` (from the first:
+    /// `None`), each listing its first `max_members` members; with
+    /// `source`, only clusters whose representative came from it. All
+    /// read at one snapshot.
+    ///
+    /// Cost: `Id` order reads clusters from the cursor on until the page
+    /// is full; `Size` order scans every cluster's size entry (one key
+    /// each) for the page's. A `source` reads each candidate cluster's
+    /// representative, so a rare source reads many.
+    pub fn list(
+        &self,
+        order: ClusterOrder,
+        after: Option<&str>,
+        n: usize,
+        min_size: u64,
+        max_members: usize,
+        source: Option<&str>,
+    ) -> Result<ClusterList> {
+        let db = self.db();
+        let min_size = min_size.max(2);
+        let after = after.map(|c| parse_cluster_cursor(order, c)).transpose()?;
+        let at = db.store.snapshot();
+        let of_source = |cid: u64| -> Result<Option<(Cluster, String)>> {
+            let c = db.cluster_at_capped(&at, cid, max_members.max(1))?;
+            let rep = representative_record(db, &at, &c)?;
+            Ok(source
+                .is_none_or(|s| rep.source == s)
+                .then_some((c, rep.source)))
+        };
+        let mut out: Vec<(Cluster, String)> = Vec::new();
+        let mut more = false;
+        match order {
+            ClusterOrder::Id => {
+                let from = after.map_or(0, |(_, id)| id.saturating_add(1));
+                db.store.for_each_cluster_from_at(&at, from, |cid, size| {
+                    if size < min_size {
+                        return Ok(true);
+                    }
+                    if out.len() == n {
+                        more = true;
+                        return Ok(false);
+                    }
+                    out.extend(of_source(cid)?);
+                    Ok(true)
+                })?;
+            }
+            ClusterOrder::Size => {
+                // Every (size, id) after the cursor, largest first; those
+                // of another source are passed over as they come.
+                let past = |size: u64, cid: u64| match after {
+                    None => true,
+                    Some((s, i)) => (Reverse(size), cid) > (Reverse(s), i),
+                };
+                let mut all: BinaryHeap<(u64, Reverse<u64>)> = BinaryHeap::new();
+                db.store.for_each_cluster_from_at(&at, 0, |cid, size| {
+                    if size >= min_size && past(size, cid) {
+                        all.push((size, Reverse(cid)));
+                    }
+                    Ok(true)
+                })?;
+                while let Some((_, Reverse(cid))) = all.pop() {
+                    if out.len() == n {
+                        more = true;
+                        break;
+                    }
+                    out.extend(of_source(cid)?);
+                }
+            }
+        }
+        let next = match (more, out.last()) {
+            (true, Some((c, _))) => Some(cluster_cursor(order, c.size, c.id)),
+            _ => None,
+        };
+        Ok(ClusterList {
+            clusters: out
+                .into_iter()
+                .map(|(cluster, source)| Listed { cluster, source })
+                .collect(),
+            next,
+        })
+    }
+
+    /// The cluster of stored document `id` (`None` if it is not stored):
+    /// its representative and at most `n` of its members after cursor
+    /// `after` (from the first, the representative: `None`), each with
+    /// why it is there. Reads the page's records and the member keys up
+    /// to it, whatever the cluster's size.
+    pub fn members(&self, id: &str, after: Option<&str>, n: usize) -> Result<Option<MemberPage>> {
+        let db = self.db();
+        let after = after.map(parse_rank_cursor).transpose()?;
+        let at = db.store.snapshot();
+        let Some(rec) = db.store.get_at(&at, id)? else {
+            return Ok(None);
+        };
+        let Some(cid) = db.store.cluster_entry_at(&at, id)? else {
+            // Alone: a cluster of one, as `Clusters::of` lists it.
+            let rep = reviewed(db, id, &rec, None);
+            let members = match after {
+                None if n > 0 => vec![rep.clone()],
+                _ => Vec::new(),
+            };
+            return Ok(Some(MemberPage {
+                id: rec.ord,
+                size: 1,
+                representative: rep,
+                members,
+                next: None,
+            }));
+        };
+        let size = db.store.cluster_size_at(&at, cid)?.unwrap_or(0);
+        let first = db.store.members_after_at(&at, cid, None, 1)?;
+        let (_, rep_id) = first.first().ok_or_else(|| {
+            Error::corrupt(
+                store::CLUSTERS,
+                &store::schema::size_key(cid),
+                "a cluster without members",
+            )
+        })?;
+        let rep_rec = record(db, &at, cid, rep_id)?;
+        // One more than the page: whether there is a next one.
+        let mut page = db
+            .store
+            .members_after_at(&at, cid, after, n.saturating_add(1))?;
+        let more = page.len() > n;
+        page.truncate(n);
+        let mut members = Vec::with_capacity(page.len());
+        for (_, mid) in &page {
+            let r = record(db, &at, cid, mid)?;
+            let against = (mid != rep_id).then_some(&rep_rec);
+            members.push(reviewed(db, mid, &r, against));
+        }
+        Ok(Some(MemberPage {
+            id: cid,
+            size,
+            representative: reviewed(db, rep_id, &rep_rec, None),
+            members,
+            next: match (more, page.last()) {
+                (true, Some((r, _))) => Some(rank_cursor(*r)),
+                _ => None,
+            },
+        }))
+    }
+}
+
+/// The record of member `id` of cluster `cid` at `at`: a member without
+/// one is damage.
+fn record(db: &Db, at: &store::Snapshot<'_>, cid: u64, id: &str) -> Result<Record> {
+    db.store.get_at(at, id)?.ok_or_else(|| {
+        Error::corrupt(
+            store::CLUSTERS,
+            &store::schema::size_key(cid),
+            format!("names id {id:?}, which has no record"),
+        )
+    })
+}
+
+fn representative_record(db: &Db, at: &store::Snapshot<'_>, c: &Cluster) -> Result<Record> {
+    record(db, at, c.id, &c.representative)
+}
+
+/// Member `id` (record `rec`) with why it is in its cluster: against the
+/// representative's record `rep`, or `None` when it is the representative.
+fn reviewed(db: &Db, id: &str, rec: &Record, rep: Option<&Record>) -> Reviewed {
+    let why = match rep {
+        None => Why {
+            distance: 0,
+            similarity: None,
+            containment: None,
+            confirmed_by: ConfirmedBy::Representative,
+        },
+        Some(rep) => why(db, rec, rep),
+    };
+    Reviewed {
+        member: Member {
+            id: id.to_string(),
+            distance: why.distance,
+            priority: rec.priority.map(|p| p.value()),
+            ingested_at: rec.ingested_at,
+            dated: rec.dated,
+        },
+        source: rec.source.clone(),
+        length: rec.length,
+        why,
+    }
+}
+
+/// How `doc` compares with the representative `rep` under the store's
+/// default check.
+fn why(db: &Db, doc: &Record, rep: &Record) -> Why {
+    let anchor = db.default_anchor();
+    let distance = doc.fingerprint.distance(rep.fingerprint);
+    let similarity = doc.sketch.zip(rep.sketch).map(|(a, b)| a.similarity(&b));
+    let containment = similarity
+        .filter(|_| doc.length > 0 && rep.length > 0)
+        .and_then(|s| crate::fingerprint::containment(s, doc.length, rep.length));
+    let confirmed_by = match (anchor.matches(doc, rep), similarity) {
+        (None, _) => ConfirmedBy::Unconfirmed,
+        (Some(_), None) => ConfirmedBy::Fingerprint,
+        (Some(_), Some(s)) if s >= anchor.min_similarity => ConfirmedBy::Similarity,
+        (Some(_), Some(_)) => ConfirmedBy::Containment,
+    };
+    Why {
+        distance,
+        similarity,
+        containment,
+        confirmed_by,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_refuse_others() {
+        let r = Rank {
+            priority_key: 7,
+            ord: u64::MAX,
+        };
+        assert_eq!(parse_rank_cursor(&rank_cursor(r)).unwrap(), r);
+        for bad in ["", "12", &"g".repeat(32), &"0".repeat(33)] {
+            assert!(parse_rank_cursor(bad).is_err(), "{bad:?}");
+        }
+        for (o, c) in [(ClusterOrder::Id, "17"), (ClusterOrder::Size, "40-17")] {
+            let (s, i) = parse_cluster_cursor(o, c).unwrap();
+            assert_eq!(cluster_cursor(o, s, i), c);
+        }
+        assert!(parse_cluster_cursor(ClusterOrder::Id, "4-1").is_err());
+        assert!(parse_cluster_cursor(ClusterOrder::Size, "41").is_err());
+        assert!(parse_cluster_cursor(ClusterOrder::Size, "x-1").is_err());
+    }
+}
