@@ -267,6 +267,27 @@ class Db:
         """The clusters of at least ``min_size`` documents, in id order, read
         256 at a time; each lists its first ``max_members`` members in rank
         order (``size`` counts them all)."""
+    def clusters_page(
+        self,
+        *,
+        sort: str = "size",
+        after: Optional[str] = None,
+        limit: int = 20,
+        min_size: int = 2,
+        members: int = 5,
+        source: Optional[str] = None,
+    ) -> dict[str, Any]:
+        """A page of clusters as ``GET /clusters`` answers: ``clusters``
+        (largest first, or by id with ``sort="id"``; each with its first
+        ``members`` members and its representative's ``source``) and
+        ``next``, the cursor to pass as ``after`` (``None`` at the end)."""
+    def cluster_members(
+        self, id: str, *, after: Optional[str] = None, limit: int = 100
+    ) -> Optional[dict[str, Any]]:
+        """The cluster of ``id`` a page at a time, as ``GET /cluster``
+        answers: ``representative``, ``members`` (each with ``why``:
+        ``distance``, ``similarity``, ``containment``, ``confirmed_by``) and
+        ``next``; ``None`` if ``id`` is not stored."""
     def earlier_copies(self, start: int, end: int) -> dict[str, Any]:
         """Each document whose ord is in ``start..end`` that has confirmed
         near-copies among the documents before it (the duplicate check a

@@ -550,6 +550,72 @@ impl Db {
         })
     }
 
+    /// A page of clusters, as `GET /clusters` answers (docs/review.md): a
+    /// dict of `clusters` (each with its first `members` members and its
+    /// representative's `source`) and `next`, the cursor of the next page
+    /// (`after`; `None` at the end). `sort` is "size" (largest first) or
+    /// "id"; `source` keeps the clusters whose representative came from it.
+    #[pyo3(signature = (*, sort="size", after=None, limit=20, min_size=2, members=5, source=None))]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "keyword arguments of the API's parameters"
+    )]
+    pub(super) fn clusters_page<'py>(
+        &self,
+        py: Python<'py>,
+        sort: &str,
+        after: Option<&str>,
+        limit: usize,
+        min_size: u64,
+        members: usize,
+        source: Option<&str>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        use simdb::db::review::ClusterOrder;
+        let order = match sort {
+            "size" => ClusterOrder::Size,
+            "id" => ClusterOrder::Id,
+            o => {
+                return Err(PyValueError::new_err(format!(
+                    "sort={o:?}: \"size\" or \"id\""
+                )))
+            }
+        };
+        if limit == 0 || members == 0 {
+            return Err(PyValueError::new_err(
+                "limit and members must be at least 1",
+            ));
+        }
+        let db = self.db()?;
+        let page = detach(py, || {
+            db.clusters()
+                .list(order, after, limit, min_size, members, source)
+        })
+        .or_raise()?;
+        to_py(py, &json_of(&page)?)
+    }
+
+    /// The cluster of stored document `id` a page at a time, as
+    /// `GET /cluster` answers: `id`, `size`, `representative`, `members`
+    /// (at most `limit` after cursor `after`, the representative first on
+    /// the first page), each with `why` it is there (`distance`,
+    /// `similarity`, `containment`, `confirmed_by`), and `next`. `None` if
+    /// `id` is not stored.
+    #[pyo3(signature = (id, *, after=None, limit=100))]
+    pub(super) fn cluster_members<'py>(
+        &self,
+        py: Python<'py>,
+        id: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        if limit == 0 {
+            return Err(PyValueError::new_err("limit must be at least 1"));
+        }
+        let db = self.db()?;
+        let page = detach(py, || db.clusters().members(id, after, limit)).or_raise()?;
+        page.map(|p| to_py(py, &json_of(&p)?)).transpose()
+    }
+
     /// Timing of the Rust call behind `query(fingerprint)`, without Python:
     /// seconds for `n` searches (the benchmark's reference).
     pub(super) fn _time_fingerprint_queries(&self, py: Python<'_>, fps: Vec<u64>) -> PyResult<f64> {

@@ -503,6 +503,37 @@ def test_clusters_are_read_in_pages_with_capped_members(db):
     assert next(db.clusters(min_size=4), None) is None
 
 
+def test_review_pages(db):
+    """The review's reads (docs/review.md): clusters largest first with a
+    cursor, and one cluster's members a page at a time with why each is
+    there, as the service's GET /clusters and GET /cluster answer."""
+    rng = random.Random(16)
+    a, b = article(rng), article(rng)
+    docs = [("a", a), ("b", b)]
+    docs += [(f"a{i}", a) for i in range(4)] + [("b0", edit(rng, b, 0.01))]
+    db.add_many(docs)
+    p1 = db.clusters_page(limit=1, members=2)
+    assert [c["representative"] for c in p1["clusters"]] == ["a"]
+    assert p1["clusters"][0]["size"] == 5 and len(p1["clusters"][0]["members"]) == 2
+    p2 = db.clusters_page(limit=1, after=p1["next"])
+    assert [c["representative"] for c in p2["clusters"]] == ["b"] and p2["next"] is None
+    assert [c["representative"] for c in db.clusters_page(sort="id")["clusters"]] == ["a", "b"]
+    seen, after = [], None
+    while True:
+        page = db.cluster_members("a3", after=after, limit=2)
+        seen += [(m["id"], m["why"]["confirmed_by"]) for m in page["members"]]
+        after = page["next"]
+        if after is None:
+            break
+    assert seen[0] == ("a", "representative")
+    assert sorted(seen[1:]) == [(f"a{i}", "similarity") for i in range(4)]
+    assert db.cluster_members("nobody") is None
+    with pytest.raises(ValueError):
+        db.clusters_page(sort="newest")
+    with pytest.raises(simdb.InvalidInput):
+        db.cluster_members("a", after="zz")
+
+
 def test_keep_policy(tmp_path):
     """The store's keep policy picks the representative: the longest text
     under "longest"; skip_duplicates keeps what the policy keeps."""
