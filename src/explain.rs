@@ -68,6 +68,9 @@ pub fn explain(
     }
 }
 
+/// Bins of [`Calibration::nearest_similarity`].
+pub const SIMILARITY_BINS: usize = 20;
+
 /// Where a store's documents lie from one another, from a sample.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Calibration {
@@ -85,6 +88,10 @@ pub struct Calibration {
     /// ... and those the sketches reject (close fingerprints, different
     /// text: the false pairs a larger k lets in).
     pub nearest_rejected: Vec<u64>,
+    /// Of `nearest` with two sketches, their similarity in 20 bins of
+    /// 0.05 (bin `i`: `i / 20 <= s < (i + 1) / 20`, the last including
+    /// 1.0): where the threshold sits among the nearest neighbours.
+    pub nearest_similarity: Vec<u64>,
     /// The similarity threshold used.
     pub threshold: f64,
     /// Neighbours were searched up to this distance (<= 11); `nearest[12]`
@@ -103,6 +110,7 @@ impl Calibration {
             nearest: vec![0; near],
             nearest_confirmed: vec![0; near],
             nearest_rejected: vec![0; near],
+            nearest_similarity: vec![0; SIMILARITY_BINS],
             threshold,
             max_k: max_k.min(MAX_EXACT_K),
         }
@@ -118,6 +126,10 @@ impl Calibration {
             Some((d, sim)) => {
                 let d = (d as usize).min(none);
                 self.nearest[d] += 1;
+                if let Some(s) = sim {
+                    let bin = ((s * SIMILARITY_BINS as f64) as usize).min(SIMILARITY_BINS - 1);
+                    self.nearest_similarity[bin] += 1;
+                }
                 match sim {
                     Some(s) if s >= self.threshold => self.nearest_confirmed[d] += 1,
                     Some(_) => self.nearest_rejected[d] += 1,
@@ -214,5 +226,10 @@ mod tests {
         assert_eq!(c.nearest_rejected[2], 1);
         assert_eq!(c.k_for_share(0.5), Some(0));
         assert_eq!(c.k_for_share(1.0), Some(5));
+        // Similarities in bins of 0.05, 1.0 in the last.
+        c.add_nearest(Some((1, Some(1.0))));
+        let mut want = vec![0; SIMILARITY_BINS];
+        (want[18], want[2], want[10], want[19]) = (1, 1, 1, 1);
+        assert_eq!(c.nearest_similarity, want);
     }
 }

@@ -1668,3 +1668,50 @@ fn review_endpoints_page_clusters_and_members() {
     let (st, e) = s.call("GET", "/cluster?id=nobody", None);
     assert_eq!(st, 404, "{e}");
 }
+
+/// `GET /calibration` (the review page's chart, docs/review.md): `simdb
+/// calibrate --json` of the store with the nearest neighbours'
+/// similarities in 20 bins, the same answer for the same parameters
+/// within a minute; bad parameters are 400s naming them.
+#[test]
+fn calibration_answers_as_the_cli_does() {
+    let t = TempDb::new();
+    init(&t);
+    let texts = articles(8, 30);
+    let s = Server::start(&t.path(), &[]);
+    // Each text twice: every document's nearest is its copy, similarity 1.
+    let docs: Vec<Value> = texts
+        .iter()
+        .enumerate()
+        .flat_map(|(i, x)| {
+            [
+                json!({"id": format!("t{i}"), "text": x}),
+                json!({"id": format!("t{i}-copy"), "text": x}),
+            ]
+        })
+        .collect();
+    let (st, v) = s.post("/documents", &json!(docs));
+    assert_eq!(st, 200, "{v}");
+    let (st, c) = s.call("GET", "/calibration?sample=100&seed=3", None);
+    assert_eq!(st, 200, "{c}");
+    let sampled = c["sampled"].as_u64().unwrap();
+    assert!((10..=60).contains(&sampled), "{c}");
+    let bins = c["nearest_similarity"].as_array().unwrap();
+    assert_eq!(bins.len(), 20);
+    assert_eq!(bins[19].as_u64(), Some(sampled), "{c}");
+    assert_eq!(c["nearest_confirmed"][0].as_u64(), Some(sampled), "{c}");
+    assert_eq!(c["threshold"], 0.6);
+    let (_, again) = s.call("GET", "/calibration?sample=100&seed=3", None);
+    assert_eq!(again["random_pairs"], c["random_pairs"]);
+    assert!(again["age_seconds"].is_u64());
+    for (path, field) in [
+        ("/calibration?sample=0", "sample"),
+        ("/calibration?sample=20001", "sample"),
+        ("/calibration?k=12", "k"),
+        ("/calibration?plot=x", "plot"),
+    ] {
+        let (st, e) = s.call("GET", path, None);
+        assert_eq!(st, 400, "{path}: {e}");
+        assert_eq!(e["field"], field, "{path}: {e}");
+    }
+}

@@ -627,6 +627,25 @@ pub struct ClusterParams {
     pub limit: Option<usize>,
 }
 
+/// `GET /calibration`'s URL parameters: those of `simdb calibrate`.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+pub struct CalibrationParams {
+    /// Documents sampled ([`CALIBRATION_SAMPLE`] by default, at most
+    /// [`MAX_CALIBRATION_SAMPLE`]).
+    pub sample: Option<usize>,
+    pub seed: Option<u64>,
+    /// Neighbours searched up to this distance (0..=11, 11 by default).
+    pub k: Option<u32>,
+    /// The threshold (the store's by default).
+    pub min_similarity: Option<f64>,
+}
+
+/// Documents `GET /calibration` samples unless asked.
+pub const CALIBRATION_SAMPLE: usize = 2000;
+/// The most documents `GET /calibration` samples (each a k = 11 search).
+pub const MAX_CALIBRATION_SAMPLE: usize = 20_000;
+
 /// Clusters a page of `GET /clusters` lists unless asked.
 pub const CLUSTERS_PER_PAGE: usize = 20;
 /// The most clusters (and members of each) a page of `GET /clusters` lists.

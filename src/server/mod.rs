@@ -292,6 +292,7 @@ impl App {
             settling: std::sync::atomic::AtomicBool::new(false),
             stopping: std::sync::atomic::AtomicBool::new(false),
             stats_cache: std::sync::Mutex::new(None),
+            calibration_cache: std::sync::Mutex::new(None),
         })
     }
 }
@@ -351,6 +352,8 @@ struct App {
     storage_failure: std::sync::Mutex<Option<String>>,
     /// `/stats`' answer and when it was computed.
     stats_cache: std::sync::Mutex<Option<(Instant, Value)>>,
+    /// `/calibration`'s latest answer: when, for which parameters.
+    calibration_cache: std::sync::Mutex<Option<(Instant, String, Value)>>,
     /// Whether a task runs the clusters' re-checks (see
     /// [`App::settle_in_background`]).
     settling: std::sync::atomic::AtomicBool,
@@ -379,6 +382,7 @@ fn router(app: Shared) -> Router {
         .route("/query", post(query))
         .route("/clusters", get(list_clusters))
         .route("/cluster", get(cluster))
+        .route("/calibration", get(calibration))
         .route("/stats", get(stats))
         .route("/freeze", post(freeze))
         .route("/health", get(health))

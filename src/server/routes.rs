@@ -342,6 +342,60 @@ pub(super) async fn freeze(State(app): State<Shared>) -> Answer {
     json_answer(v)
 }
 
+/// How long `/calibration` serves an answer for the same parameters
+/// before sampling again.
+pub const CALIBRATION_REFRESH: Duration = Duration::from_secs(60);
+
+/// `GET /calibration`: `simdb calibrate --json` of the store (nearest
+/// neighbours of a seeded sample, their similarities, random pairs). One
+/// computation at a time; an answer serves the same parameters for
+/// [`CALIBRATION_REFRESH`], with its `age_seconds`.
+pub(super) async fn calibration(State(app): State<Shared>, RawQuery(q): RawQuery) -> Answer {
+    let p: api::CalibrationParams =
+        api::parse_params_as(q.as_deref(), &["sample", "seed", "k", "min_similarity"])?;
+    let sample = api::page_size(
+        "sample",
+        p.sample,
+        api::CALIBRATION_SAMPLE,
+        api::MAX_CALIBRATION_SAMPLE,
+    )?;
+    let k = p.k.unwrap_or(crate::fingerprint::MAX_EXACT_K);
+    if k > crate::fingerprint::MAX_EXACT_K {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            Some("k"),
+            format!("{k} is more than {}", crate::fingerprint::MAX_EXACT_K),
+        ));
+    }
+    let v = blocking(move || {
+        let db = app.db()?;
+        let threshold = db.admin().min_similarity_or_default(p.min_similarity)?;
+        let seed = p.seed.unwrap_or(1);
+        let key = format!("{sample}/{seed}/{k}/{threshold}");
+        let mut cache = app
+            .calibration_cache
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let (at, mut v) = match cache.as_ref() {
+            Some((at, k2, v)) if *k2 == key && at.elapsed() < CALIBRATION_REFRESH => {
+                (*at, v.clone())
+            }
+            _ => {
+                let c = db.admin().calibrate(sample, seed, threshold, k)?;
+                let fresh = (Instant::now(), key, json!(c));
+                let (at, v) = (fresh.0, fresh.2.clone());
+                *cache = Some(fresh);
+                (at, v)
+            }
+        };
+        drop(cache);
+        v["age_seconds"] = json!(at.elapsed().as_secs());
+        Ok(v)
+    })
+    .await?;
+    json_answer(v)
+}
+
 pub(super) async fn stats(State(app): State<Shared>) -> Answer {
     let v = blocking(move || {
         let db = app.db()?;
