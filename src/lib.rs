@@ -29,7 +29,7 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Modules: [`fingerprint`], [`index`], [`explain`] and [`plot`] are pure
+//! Modules: [`fingerprint`], [`index`], [`explain`], [`diff`] and [`plot`] are pure
 //! (no RocksDB, no files); the private `store` module is the only one that
 //! touches RocksDB (its record codec is public as [`codec`], its open
 //! options as [`Access`] and [`Tuning`]; no RocksDB type is part of the
@@ -66,6 +66,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod db;
+pub mod diff;
 pub mod error;
 pub mod explain;
 pub mod fingerprint;
