@@ -1715,3 +1715,69 @@ fn calibration_answers_as_the_cli_does() {
         assert_eq!(e["field"], field, "{path}: {e}");
     }
 }
+
+/// The review page (docs/review.md): its files are embedded and served at
+/// `/` under a content security policy that allows only this origin's
+/// script, style and calls, without the token (they hold no data) while
+/// every API call still needs it; its script sets text, never HTML.
+#[test]
+fn the_page_is_served_with_its_policy_and_the_api_keeps_its_token() {
+    let t = TempDb::new();
+    init(&t);
+    let secret = "0123456789abcdef0123456789abcdef";
+    let file = t.file("token", format!("{secret}\n"));
+    let s = Server::start(&t.path(), &["--token-file", file.to_str().unwrap()]);
+    let agent = Server::agent();
+    let get = |path: &str| {
+        let mut r = agent.get(&format!("{}{path}", s.base)).call().unwrap();
+        let h = |name: &str| {
+            r.headers()
+                .get(name)
+                .map(|v| v.to_str().unwrap().to_string())
+                .unwrap_or_default()
+        };
+        let (kind, csp) = (h("content-type"), h("content-security-policy"));
+        (
+            r.status().as_u16(),
+            kind,
+            csp,
+            r.body_mut().read_to_string().unwrap(),
+        )
+    };
+    let (st, kind, csp, html) = get("/");
+    assert_eq!(st, 200);
+    assert!(kind.starts_with("text/html"), "{kind}");
+    assert!(
+        csp.contains("script-src 'self'") && csp.contains("default-src 'none'"),
+        "{csp}"
+    );
+    assert!(!csp.contains("unsafe"), "{csp}");
+    // No inline script or style: every script is a file of the page.
+    assert_eq!(
+        html.matches("<script").count(),
+        html.matches("<script type=\"module\" src=\"/").count()
+    );
+    assert!(
+        !html.contains("style=") && !html.contains("<style"),
+        "inline style"
+    );
+    let (st, kind, _, js) = get("/app.js");
+    assert_eq!(st, 200);
+    assert!(kind.starts_with("text/javascript"), "{kind}");
+    for sink in [
+        "innerHTML",
+        "outerHTML",
+        "insertAdjacentHTML",
+        "document.write",
+        "eval(",
+    ] {
+        assert!(!js.contains(sink), "the page's script uses {sink}");
+    }
+    let (st, kind, _, _) = get("/app.css");
+    assert_eq!((st, kind.starts_with("text/css")), (200, true));
+    // The API: still the token.
+    assert_eq!(s.call("GET", "/clusters", None).0, 401);
+    assert_eq!(s.call("GET", "/health", None).0, 401);
+    // Only GET: a POST to the page is not a way past the token.
+    assert_eq!(s.call("POST", "/", Some("{}")).0, 401);
+}

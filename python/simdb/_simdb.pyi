@@ -280,7 +280,9 @@ class Db:
         """A page of clusters as ``GET /clusters`` answers: ``clusters``
         (largest first, or by id with ``sort="id"``; each with its first
         ``members`` members and its representative's ``source``) and
-        ``next``, the cursor to pass as ``after`` (``None`` at the end)."""
+        ``next``, the cursor to pass as ``after`` (``None`` at the end).
+        ``source`` keeps the clusters whose representative's source begins
+        with it (an input file's name)."""
     def cluster_members(
         self, id: str, *, after: Optional[str] = None, limit: int = 100
     ) -> Optional[dict[str, Any]]:

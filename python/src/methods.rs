@@ -554,7 +554,8 @@ impl Db {
     /// dict of `clusters` (each with its first `members` members and its
     /// representative's `source`) and `next`, the cursor of the next page
     /// (`after`; `None` at the end). `sort` is "size" (largest first) or
-    /// "id"; `source` keeps the clusters whose representative came from it.
+    /// "id"; `source` keeps the clusters whose representative's source
+    /// begins with it (an input file's name).
     #[pyo3(signature = (*, sort="size", after=None, limit=20, min_size=2, members=5, source=None))]
     #[allow(
         clippy::too_many_arguments,

@@ -149,8 +149,9 @@ impl Clusters<'_> {
     /// A page of at most `n` clusters of at least `min_size` (>= 2)
     /// documents in `order`, after cursor `after` (from the first:
     /// `None`), each listing its first `max_members` members; with
-    /// `source`, only clusters whose representative came from it. All
-    /// read at one snapshot.
+    /// `source`, only clusters whose representative's source begins with
+    /// it (an input file's name: `ingest` records `FILE:LINE`). All read
+    /// at one snapshot.
     ///
     /// Cost: `Id` order reads clusters from the cursor on until the page
     /// is full; `Size` order scans every cluster's size entry (one key
@@ -173,7 +174,7 @@ impl Clusters<'_> {
             let c = db.cluster_at_capped(&at, cid, max_members.max(1))?;
             let rep = representative_record(db, &at, &c)?;
             Ok(source
-                .is_none_or(|s| rep.source == s)
+                .is_none_or(|s| rep.source.starts_with(s))
                 .then_some((c, rep.source)))
         };
         let mut out: Vec<(Cluster, String)> = Vec::new();

@@ -611,7 +611,7 @@ pub struct ClusterListParams {
     /// Members listed with each cluster ([`MEMBERS_LISTED`] by default, at
     /// most [`MAX_CLUSTERS_PER_PAGE`]).
     pub members: Option<usize>,
-    /// Only clusters whose representative came from this source.
+    /// Only clusters whose representative's source begins with this.
     pub source: Option<String>,
 }
 

@@ -29,6 +29,7 @@ mod error;
 mod guard;
 mod listen;
 pub mod metrics;
+mod page;
 mod routes;
 mod slot;
 
@@ -383,6 +384,9 @@ fn router(app: Shared) -> Router {
         .route("/clusters", get(list_clusters))
         .route("/cluster", get(cluster))
         .route("/calibration", get(calibration))
+        .route("/", get(|| async { page::file("/") }))
+        .route("/app.js", get(|| async { page::file("/app.js") }))
+        .route("/app.css", get(|| async { page::file("/app.css") }))
         .route("/stats", get(stats))
         .route("/freeze", post(freeze))
         .route("/health", get(health))
