@@ -91,9 +91,10 @@ function searchView(params) {
     q.explain = true;
     try {
       const a = await api("/query", q);
-      const explained = new Map(((a.explained && a.explained.hits) || []).map((h) => [h.id, h]));
+      // With `explain`, each hit carries its terms: shared, only the
+      // document's, only the query's.
       const rows = a.hits.map((h) => {
-        const x = explained.get(h.id) || {};
+        const x = h;
         return el(
           "tr",
           { class: "hit" },
@@ -112,6 +113,8 @@ function searchView(params) {
       showError(e.message);
     }
   };
+  // A link with `id` or `text` (#/search?id=…) runs its search.
+  if (id.value || box.value) run(new Event("submit"));
   return el(
     "section",
     {},
