@@ -4,8 +4,9 @@
 # so RocksDB's C++ is compiled once), then the Python package's tests
 # (tools/python.sh: a venv with maturin, numpy and pytest; then the wheel,
 # tools/wheel.sh test; SIMDB_SKIP_PYTHON=1 leaves both out), then the Ray
-# tier's (tools/ray.sh; SIMDB_SKIP_RAY=1) and the Spark job's (tools/spark.sh;
-# SIMDB_SKIP_SPARK=1).
+# tier's (tools/ray.sh; SIMDB_SKIP_RAY=1), the Spark job's (tools/spark.sh;
+# SIMDB_SKIP_SPARK=1) and the review page's in a headless Chromium
+# (tools/browser.sh; SIMDB_SKIP_BROWSER=1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
@@ -26,4 +27,11 @@ fi
 # SIMDB_SKIP_SPARK=1 leaves them out).
 if [ -z "${SIMDB_SKIP_SPARK:-}" ]; then
     bash tools/spark.sh
+fi
+# The review page in a real headless Chromium (tools/browser.sh: Debian's
+# chromium, chromium-driver and fonts-noto-cjk from apt, selenium from PyPI;
+# skipped with the reason when they cannot be installed;
+# SIMDB_SKIP_BROWSER=1 leaves it out).
+if [ -z "${SIMDB_SKIP_BROWSER:-}" ]; then
+    bash tools/browser.sh
 fi
