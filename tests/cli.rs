@@ -449,6 +449,12 @@ fn readers_work_while_a_writer_holds_the_store() {
     drop(writer);
     let o = simdb(&[&"stats", &db]);
     assert!(stdout(&o).contains("no writer active"), "{}", stdout(&o));
+    // The recipe's sketch: what tells a new store from an older one.
+    assert!(
+        stdout(&o).contains("sketch=bbit-minhash-2x128/char-4-grams-alnum/fill-rehashed"),
+        "{}",
+        stdout(&o)
+    );
     let o = simdb(&[&"get", &db, &"a"]);
     assert!(!stderr(&o).contains("note"), "{}", stderr(&o));
 }

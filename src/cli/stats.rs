@@ -49,8 +49,13 @@ pub(super) fn stats(a: StatsArgs) -> Result<bool> {
         s.recipe.tie_rule
     );
     println!(
-        "             tokenizer={} idf={} stopwords={} script={} latin={}",
-        s.recipe.tokenizer, s.recipe.idf, s.recipe.stopwords, s.recipe.script, s.recipe.latin
+        "             tokenizer={} idf={} stopwords={} script={} latin={} sketch={}",
+        s.recipe.tokenizer,
+        s.recipe.idf,
+        s.recipe.stopwords,
+        s.recipe.script,
+        s.recipe.latin,
+        s.recipe.sketch
     );
     println!(
         "{:<8} {:>10} {:>10} {:>12} {:>6} {:>6} {:>6} {:>6}",
