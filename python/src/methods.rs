@@ -571,21 +571,7 @@ impl Db {
         members: usize,
         source: Option<&str>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        use simdb::db::review::ClusterOrder;
-        let order = match sort {
-            "size" => ClusterOrder::Size,
-            "id" => ClusterOrder::Id,
-            o => {
-                return Err(PyValueError::new_err(format!(
-                    "sort={o:?}: \"size\" or \"id\""
-                )))
-            }
-        };
-        if limit == 0 || members == 0 {
-            return Err(PyValueError::new_err(
-                "limit and members must be at least 1",
-            ));
-        }
+        let order: simdb::db::review::ClusterOrder = sort.parse().or_raise()?;
         let db = self.db()?;
         let page = detach(py, || {
             db.clusters()
@@ -609,9 +595,6 @@ impl Db {
         after: Option<&str>,
         limit: usize,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        if limit == 0 {
-            return Err(PyValueError::new_err("limit must be at least 1"));
-        }
         let db = self.db()?;
         let page = detach(py, || db.clusters().members(id, after, limit)).or_raise()?;
         page.map(|p| to_py(py, &json_of(&p)?)).transpose()

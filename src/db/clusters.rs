@@ -121,6 +121,10 @@ pub struct Anchor {
 pub struct Match {
     pub similarity: Option<f64>,
     pub distance: u32,
+    /// When the similarity was below the threshold and the pair was
+    /// confirmed by containment: the estimated share of the shorter
+    /// inside the longer.
+    pub containment: Option<f64>,
 }
 
 /// Whether two records have the same content as far as a check can tell
@@ -148,22 +152,26 @@ impl Anchor {
     pub fn matches(&self, doc: &Record, rep: &Record) -> Option<Match> {
         let distance = doc.fingerprint.distance(rep.fingerprint);
         let similarity = doc.sketch.zip(rep.sketch).map(|(a, b)| a.similarity(&b));
-        let confirmed = |s| {
+        // `Some(None)` by similarity, `Some(Some(c))` by containment.
+        let confirmation = |s| {
             // By containment of the shorter of the two in the longer,
             // whichever came first: what a member is checked for does not
             // depend on when the representative came, so one with the
             // same content confirms the same ones.
             let lengths = (doc.length > 0 && rep.length > 0).then_some((doc.length, rep.length));
             super::confirmation(Some(s), self.min_similarity, || Ok(lengths))
-                .is_ok_and(|c| c.is_some())
+                .ok()
+                .flatten()
         };
-        let ok = match similarity {
-            Some(s) => confirmed(s) && (distance <= self.k || self.beyond_k),
-            None => distance <= self.k,
+        let containment = match similarity {
+            Some(s) => confirmation(s).filter(|_| distance <= self.k || self.beyond_k)?,
+            None if distance <= self.k => None,
+            None => return None,
         };
-        ok.then_some(Match {
+        Some(Match {
             similarity,
             distance,
+            containment,
         })
     }
 }
@@ -826,23 +834,14 @@ impl Db {
         let mut out: Vec<Member> = Vec::with_capacity(members.len());
         let mut rep_fp: Option<Fingerprint> = None;
         for (rank, id) in &members {
-            let rec = self.store.get_at(at, id)?.ok_or_else(|| {
-                Error::corrupt(
-                    store::CLUSTERS,
-                    &schema::member_key(cid, *rank),
-                    format!("names id {id:?}, which has no record"),
-                )
-            })?;
+            let rec = self.member_record(at, cid, *rank, id)?;
             let rep = *rep_fp.get_or_insert(rec.fingerprint);
             out.push(member(id, &rec, rep));
         }
-        let representative = out.first().map(|m| m.id.clone()).ok_or_else(|| {
-            Error::corrupt(
-                store::CLUSTERS,
-                &schema::size_key(cid),
-                "a cluster without members",
-            )
-        })?;
+        let representative = out
+            .first()
+            .map(|m| m.id.clone())
+            .ok_or_else(|| no_members(cid))?;
         let size = match listed_all {
             true => out.len() as u64,
             false => self
@@ -856,6 +855,24 @@ impl Db {
             max_distance: out.iter().map(|m| m.distance).max().unwrap_or(0),
             representative,
             members: out,
+        })
+    }
+
+    /// The record of member `id` (rank `rank`) of cluster `cid` at `at`:
+    /// a member without one is damage.
+    pub(super) fn member_record(
+        &self,
+        at: &store::Snapshot<'_>,
+        cid: u64,
+        rank: Rank,
+        id: &str,
+    ) -> Result<Record> {
+        self.store.get_at(at, id)?.ok_or_else(|| {
+            Error::corrupt(
+                store::CLUSTERS,
+                &schema::member_key(cid, rank),
+                format!("names id {id:?}, which has no record"),
+            )
         })
     }
 
@@ -898,6 +915,15 @@ impl Db {
         })?;
         Ok((n, docs))
     }
+}
+
+/// Damage: cluster `cid` has a size entry and no member.
+pub(super) fn no_members(cid: u64) -> Error {
+    Error::corrupt(
+        store::CLUSTERS,
+        &schema::size_key(cid),
+        "a cluster without members",
+    )
 }
 
 fn member(id: &str, rec: &Record, rep: Fingerprint) -> Member {

@@ -9,7 +9,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::clusters::{Cluster, Clusters, Member};
+use super::clusters::{no_members, Anchor, Cluster, Clusters, Member};
 use super::Db;
 use crate::error::{Error, Result};
 use crate::store::schema::Rank;
@@ -23,6 +23,19 @@ pub enum ClusterOrder {
     Id,
     /// Largest first, then by id.
     Size,
+}
+
+impl std::str::FromStr for ClusterOrder {
+    type Err = Error;
+
+    /// `size` or `id`, as the API and Python name them.
+    fn from_str(s: &str) -> Result<ClusterOrder> {
+        match s {
+            "size" => Ok(ClusterOrder::Size),
+            "id" => Ok(ClusterOrder::Id),
+            o => Err(Error::Input(format!("sort {o:?}: \"size\" or \"id\""))),
+        }
+    }
 }
 
 /// A page of clusters ([`Clusters::list`]).
@@ -146,7 +159,7 @@ fn parse_cluster_cursor(order: ClusterOrder, c: &str) -> Result<(u64, u64)> {
 }
 
 impl Clusters<'_> {
-    /// A page of at most `n` clusters of at least `min_size` (>= 2)
+    /// A page of at most `n` (>= 1) clusters of at least `min_size` (>= 2)
     /// documents in `order`, after cursor `after` (from the first:
     /// `None`), each listing its first `max_members` members; with
     /// `source`, only clusters whose representative's source begins with
@@ -167,15 +180,19 @@ impl Clusters<'_> {
         source: Option<&str>,
     ) -> Result<ClusterList> {
         let db = self.db();
+        at_least_one(n)?;
         let min_size = min_size.max(2);
         let after = after.map(|c| parse_cluster_cursor(order, c)).transpose()?;
         let at = db.store.snapshot();
+        // The representative's source first: a cluster of another source
+        // costs one record read, not its members'.
         let of_source = |cid: u64| -> Result<Option<(Cluster, String)>> {
+            let (_, rep) = representative(db, &at, cid)?;
+            if !source.is_none_or(|s| rep.source.starts_with(s)) {
+                return Ok(None);
+            }
             let c = db.cluster_at_capped(&at, cid, max_members.max(1))?;
-            let rep = representative_record(db, &at, &c)?;
-            Ok(source
-                .is_none_or(|s| rep.source.starts_with(s))
-                .then_some((c, rep.source)))
+            Ok(Some((c, rep.source)))
         };
         let mut out: Vec<(Cluster, String)> = Vec::new();
         let mut more = false;
@@ -231,23 +248,25 @@ impl Clusters<'_> {
     }
 
     /// The cluster of stored document `id` (`None` if it is not stored):
-    /// its representative and at most `n` of its members after cursor
+    /// its representative and at most `n` (>= 1) of its members after cursor
     /// `after` (from the first, the representative: `None`), each with
     /// why it is there. Reads the page's records and the member keys up
     /// to it, whatever the cluster's size.
     pub fn members(&self, id: &str, after: Option<&str>, n: usize) -> Result<Option<MemberPage>> {
         let db = self.db();
+        at_least_one(n)?;
         let after = after.map(parse_rank_cursor).transpose()?;
         let at = db.store.snapshot();
         let Some(rec) = db.store.get_at(&at, id)? else {
             return Ok(None);
         };
+        let anchor = db.default_anchor();
         let Some(cid) = db.store.cluster_entry_at(&at, id)? else {
             // Alone: a cluster of one, as `Clusters::of` lists it.
-            let rep = reviewed(db, id, &rec, None);
+            let rep = reviewed(&anchor, id, &rec, None);
             let members = match after {
-                None if n > 0 => vec![rep.clone()],
-                _ => Vec::new(),
+                None => vec![rep.clone()],
+                Some(_) => Vec::new(),
             };
             return Ok(Some(MemberPage {
                 id: rec.ord,
@@ -258,15 +277,8 @@ impl Clusters<'_> {
             }));
         };
         let size = db.store.cluster_size_at(&at, cid)?.unwrap_or(0);
-        let first = db.store.members_after_at(&at, cid, None, 1)?;
-        let (_, rep_id) = first.first().ok_or_else(|| {
-            Error::corrupt(
-                store::CLUSTERS,
-                &store::schema::size_key(cid),
-                "a cluster without members",
-            )
-        })?;
-        let rep_rec = record(db, &at, cid, rep_id)?;
+        let (rep_id, rep_rec) = representative(db, &at, cid)?;
+        let representative = reviewed(&anchor, &rep_id, &rep_rec, None);
         // One more than the page: whether there is a next one.
         let mut page = db
             .store
@@ -274,15 +286,19 @@ impl Clusters<'_> {
         let more = page.len() > n;
         page.truncate(n);
         let mut members = Vec::with_capacity(page.len());
-        for (_, mid) in &page {
-            let r = record(db, &at, cid, mid)?;
-            let against = (mid != rep_id).then_some(&rep_rec);
-            members.push(reviewed(db, mid, &r, against));
+        for (rank, mid) in &page {
+            members.push(match *mid == rep_id {
+                true => representative.clone(),
+                false => {
+                    let r = db.member_record(&at, cid, *rank, mid)?;
+                    reviewed(&anchor, mid, &r, Some(&rep_rec))
+                }
+            });
         }
         Ok(Some(MemberPage {
             id: cid,
             size,
-            representative: reviewed(db, rep_id, &rep_rec, None),
+            representative,
             members,
             next: match (more, page.last()) {
                 (true, Some((r, _))) => Some(rank_cursor(*r)),
@@ -292,25 +308,26 @@ impl Clusters<'_> {
     }
 }
 
-/// The record of member `id` of cluster `cid` at `at`: a member without
-/// one is damage.
-fn record(db: &Db, at: &store::Snapshot<'_>, cid: u64, id: &str) -> Result<Record> {
-    db.store.get_at(at, id)?.ok_or_else(|| {
-        Error::corrupt(
-            store::CLUSTERS,
-            &store::schema::size_key(cid),
-            format!("names id {id:?}, which has no record"),
-        )
-    })
+/// The representative of cluster `cid` at `at` (its first member): its
+/// id and record.
+fn representative(db: &Db, at: &store::Snapshot<'_>, cid: u64) -> Result<(String, Record)> {
+    let first = db.store.members_after_at(at, cid, None, 1)?;
+    let (rank, id) = first.into_iter().next().ok_or_else(|| no_members(cid))?;
+    let rec = db.member_record(at, cid, rank, &id)?;
+    Ok((id, rec))
 }
 
-fn representative_record(db: &Db, at: &store::Snapshot<'_>, c: &Cluster) -> Result<Record> {
-    record(db, at, c.id, &c.representative)
+/// A page of none is refused (it could not say where the next begins).
+fn at_least_one(n: usize) -> Result<()> {
+    match n {
+        0 => Err(Error::Input("a page of 0: ask for at least 1".into())),
+        _ => Ok(()),
+    }
 }
 
 /// Member `id` (record `rec`) with why it is in its cluster: against the
 /// representative's record `rep`, or `None` when it is the representative.
-fn reviewed(db: &Db, id: &str, rec: &Record, rep: Option<&Record>) -> Reviewed {
+fn reviewed(anchor: &Anchor, id: &str, rec: &Record, rep: Option<&Record>) -> Reviewed {
     let why = match rep {
         None => Why {
             distance: 0,
@@ -318,7 +335,7 @@ fn reviewed(db: &Db, id: &str, rec: &Record, rep: Option<&Record>) -> Reviewed {
             containment: None,
             confirmed_by: ConfirmedBy::Representative,
         },
-        Some(rep) => why(db, rec, rep),
+        Some(rep) => why(anchor, rec, rep),
     };
     Reviewed {
         member: Member {
@@ -335,19 +352,19 @@ fn reviewed(db: &Db, id: &str, rec: &Record, rep: Option<&Record>) -> Reviewed {
 }
 
 /// How `doc` compares with the representative `rep` under the store's
-/// default check.
-fn why(db: &Db, doc: &Record, rep: &Record) -> Why {
-    let anchor = db.default_anchor();
+/// default check, `anchor`.
+fn why(anchor: &Anchor, doc: &Record, rep: &Record) -> Why {
     let distance = doc.fingerprint.distance(rep.fingerprint);
     let similarity = doc.sketch.zip(rep.sketch).map(|(a, b)| a.similarity(&b));
+    // The estimate shown whichever confirmed the pair.
     let containment = similarity
         .filter(|_| doc.length > 0 && rep.length > 0)
         .and_then(|s| crate::fingerprint::containment(s, doc.length, rep.length));
-    let confirmed_by = match (anchor.matches(doc, rep), similarity) {
-        (None, _) => ConfirmedBy::Unconfirmed,
-        (Some(_), None) => ConfirmedBy::Fingerprint,
-        (Some(_), Some(s)) if s >= anchor.min_similarity => ConfirmedBy::Similarity,
-        (Some(_), Some(_)) => ConfirmedBy::Containment,
+    let confirmed_by = match anchor.matches(doc, rep) {
+        None => ConfirmedBy::Unconfirmed,
+        Some(m) if m.containment.is_some() => ConfirmedBy::Containment,
+        Some(m) if m.similarity.is_some() => ConfirmedBy::Similarity,
+        Some(_) => ConfirmedBy::Fingerprint,
     };
     Why {
         distance,
