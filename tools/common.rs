@@ -218,6 +218,28 @@ impl Words {
     }
 }
 
+/// Runs `bin` (simdb) with `args`; panics with its stderr if it fails.
+/// Its stderr and stdout, in that order.
+#[allow(dead_code, reason = "used by the service tools, not by every tool")]
+pub fn run_simdb(bin: &std::path::Path, args: &[&dyn AsRef<std::ffi::OsStr>]) -> String {
+    let out = std::process::Command::new(bin)
+        .args(args.iter().map(|a| a.as_ref()))
+        .output()
+        .expect("run simdb");
+    assert!(
+        out.status.success(),
+        "simdb failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout)
+}
+
+/// The `p` quantile (0..=1) of `sorted`, nearest rank.
+#[allow(dead_code, reason = "used by the service tools, not by every tool")]
+pub fn pct(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
 /// Starts `simdb serve DB` on a free loopback port with `extra` options;
 /// the child (its stdout read past the first line) and the base URL from
 /// that line. Its stderr goes where `stderr` says.

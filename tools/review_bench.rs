@@ -18,7 +18,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
@@ -27,19 +27,6 @@ use serde_json::{json, Value};
 #[path = "common.rs"]
 #[allow(dead_code)]
 mod common;
-
-fn run(bin: &Path, args: &[&dyn AsRef<std::ffi::OsStr>]) -> String {
-    let out = Command::new(bin)
-        .args(args.iter().map(|a| a.as_ref()))
-        .output()
-        .expect("run simdb");
-    assert!(
-        out.status.success(),
-        "simdb failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout)
-}
 
 /// `n` documents of random fingerprints and sketches, imported.
 fn import(bin: &Path, db: &Path, dir: &Path, n: usize) {
@@ -58,7 +45,7 @@ fn import(bin: &Path, db: &Path, dir: &Path, n: usize) {
     w.flush().expect("flush");
     drop(w);
     let t = Instant::now();
-    run(bin, &[&"import", &db, &input]);
+    common::run_simdb(bin, &[&"import", &db, &input]);
     println!(
         "imported {n} documents in {:.1}s",
         t.elapsed().as_secs_f64()
@@ -102,18 +89,14 @@ fn get(agent: &ureq::Agent, url: &str) -> (Value, usize, f64) {
     (serde_json::from_str(&body).expect("JSON"), body.len(), secs)
 }
 
-fn pct(sorted: &[f64], p: f64) -> f64 {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
-}
-
 fn time(agent: &ureq::Agent, name: &str, url: &str, requests: usize) {
     let (_, bytes, _) = get(agent, url);
     let mut lat: Vec<f64> = (0..requests).map(|_| get(agent, url).2 * 1e3).collect();
     lat.sort_by(|a, b| a.total_cmp(b));
     println!(
         "{name:<34} p50 {:>7.2} ms  p99 {:>7.2} ms  max {:>7.2} ms  ({requests} requests, {bytes} bytes)",
-        pct(&lat, 0.5),
-        pct(&lat, 0.99),
+        common::pct(&lat, 0.5),
+        common::pct(&lat, 0.99),
         lat[lat.len() - 1]
     );
 }
@@ -134,7 +117,7 @@ fn main() {
     import(&bin, &db, &dir, n);
     let input = texts(&dir, pairs);
     let t = Instant::now();
-    let summary = run(&bin, &[&"ingest", &db, &input]);
+    let summary = common::run_simdb(&bin, &[&"ingest", &db, &input]);
     println!(
         "ingested 10,000 copies and {pairs} pairs in {:.1}s: {}",
         t.elapsed().as_secs_f64(),

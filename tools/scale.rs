@@ -291,6 +291,25 @@ fn parts_of(a: &Args, i: usize) -> Vec<u64> {
     p
 }
 
+/// Writes the documents in the binary form (with their sketches under
+/// `--sketches`).
+fn write_binary_input(a: &Args, fps: &[u64], path: &std::path::Path) {
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path).expect("fps.bin"));
+    if a.sketches {
+        w.write_all(BINARY_SKETCHED_MAGIC).unwrap();
+        for (i, &f) in fps.iter().enumerate() {
+            let id = format!("d{i:09}");
+            write_binary_sketched_record(&mut w, &id, Fingerprint(f), &sketch_of(a, i)).unwrap();
+        }
+    } else {
+        w.write_all(BINARY_MAGIC).unwrap();
+        for (i, &f) in fps.iter().enumerate() {
+            write_binary_record(&mut w, &format!("d{i:09}"), Fingerprint(f)).unwrap();
+        }
+    }
+    w.flush().unwrap();
+}
+
 /// Writes the documents as an engine's Parquet rows: `id`, `fingerprint`,
 /// `sketch` and `parts` (u64 big-endian each), a million rows a batch.
 fn write_parts_parquet(a: &Args, fps: &[u64], path: &std::path::Path) {
@@ -441,34 +460,16 @@ fn main() {
     let input = dir.join(if a.parts { "fps.parquet" } else { "fps.bin" });
     let store = dir.join("store");
     let reuse = a.reuse && store.exists();
-    if !reuse && a.parts {
-        write_parts_parquet(&a, &fps, &input);
-        println!(
-            "generated {} fingerprints with sketches and parts in {:.1}s ({} MB Parquet)",
-            a.n,
-            t.elapsed().as_secs_f64(),
-            std::fs::metadata(&input)
-                .map(|m| m.len() >> 20)
-                .unwrap_or(0)
-        );
-    } else if !reuse {
-        let mut w = std::io::BufWriter::new(std::fs::File::create(&input).expect("fps.bin"));
-        if a.sketches {
-            w.write_all(BINARY_SKETCHED_MAGIC).unwrap();
-            for (i, &f) in fps.iter().enumerate() {
-                let id = format!("d{i:09}");
-                write_binary_sketched_record(&mut w, &id, Fingerprint(f), &sketch_of(&a, i))
-                    .unwrap();
-            }
+    if !reuse {
+        let form = if a.parts {
+            write_parts_parquet(&a, &fps, &input);
+            "Parquet of sketches and parts"
         } else {
-            w.write_all(BINARY_MAGIC).unwrap();
-            for (i, &f) in fps.iter().enumerate() {
-                write_binary_record(&mut w, &format!("d{i:09}"), Fingerprint(f)).unwrap();
-            }
-        }
-        w.flush().unwrap();
+            write_binary_input(&a, &fps, &input);
+            "binary input"
+        };
         println!(
-            "generated {} fingerprints in {:.1}s ({} MB binary input)",
+            "generated {} fingerprints in {:.1}s ({} MB {form})",
             a.n,
             t.elapsed().as_secs_f64(),
             std::fs::metadata(&input)

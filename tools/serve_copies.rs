@@ -16,7 +16,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -87,22 +87,6 @@ impl Server {
     }
 }
 
-fn run(bin: &Path, args: &[&dyn AsRef<std::ffi::OsStr>]) {
-    let out = Command::new(bin)
-        .args(args.iter().map(|a| a.as_ref()))
-        .output()
-        .expect("run simdb");
-    assert!(
-        out.status.success(),
-        "simdb failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-fn pct(sorted: &[f64], p: f64) -> f64 {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
-}
-
 fn main() {
     let mut bin = PathBuf::from("target/release/simdb");
     let mut dir: Option<PathBuf> = None;
@@ -124,7 +108,7 @@ fn main() {
     // 1 and 2: copies, then queries for them.
     let db = dir.join("copies.db");
     let _ = std::fs::remove_dir_all(&db);
-    run(&bin, &[&"init", &db]);
+    common::run_simdb(&bin, &[&"init", &db]);
     let s = Server::start(&bin, &db);
     let text: String = {
         let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(5);
@@ -195,7 +179,7 @@ fn main() {
             .expect("write");
         }
     }
-    run(&bin, &[&"import", &db, &input]);
+    common::run_simdb(&bin, &[&"import", &db, &input]);
     let _ = std::fs::remove_file(&input);
     let s = Arc::new(Server::start(&bin, &db));
     let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(11);
@@ -232,8 +216,8 @@ fn main() {
         "POST /documents?k=11 of 10,000 documents on a {}-document store: HTTP {st} in {secs:.2} s; meanwhile {} one-document writes: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; server peak RSS {:.0} MiB",
         store_docs,
         lat.len(),
-        pct(&lat, 0.5),
-        pct(&lat, 0.99),
+        common::pct(&lat, 0.5),
+        common::pct(&lat, 0.99),
         lat.last().copied().unwrap_or(0.0),
         s.rss().0
     );
