@@ -657,8 +657,14 @@ pub const MEMBERS_PER_PAGE: usize = 100;
 /// The most members a page of `GET /cluster` lists.
 pub const MAX_MEMBERS_PER_PAGE: usize = 1000;
 
-/// `value` (or `default`) when it is 1 to `max`; else a 400 naming `name`.
-pub fn page_size(name: &str, value: Option<usize>, default: usize, max: usize) -> Parsed<usize> {
+/// A count parameter (a page size, a sample): `value` (or `default`) when
+/// it is 1 to `max`; else a 400 naming `name`.
+pub fn bounded_count(
+    name: &str,
+    value: Option<usize>,
+    default: usize,
+    max: usize,
+) -> Parsed<usize> {
     match value.unwrap_or(default) {
         n @ 1.. if n <= max => Ok(n),
         n => Err(BadRequest::field(

@@ -262,13 +262,13 @@ pub(super) async fn list_clusters(State(app): State<Shared>, RawQuery(q): RawQue
         q.as_deref(),
         &["sort", "after", "limit", "min_size", "members", "source"],
     )?;
-    let limit = api::page_size(
+    let limit = api::bounded_count(
         "limit",
         p.limit,
         api::CLUSTERS_PER_PAGE,
         api::MAX_CLUSTERS_PER_PAGE,
     )?;
-    let members = api::page_size(
+    let members = api::bounded_count(
         "members",
         p.members,
         api::MEMBERS_LISTED,
@@ -294,7 +294,7 @@ pub(super) async fn list_clusters(State(app): State<Shared>, RawQuery(q): RawQue
 /// ([`crate::db::Clusters::members`]).
 pub(super) async fn cluster(State(app): State<Shared>, RawQuery(q): RawQuery) -> Answer {
     let p: api::ClusterParams = api::parse_params_as(q.as_deref(), &["id", "after", "limit"])?;
-    let limit = api::page_size(
+    let limit = api::bounded_count(
         "limit",
         p.limit,
         api::MEMBERS_PER_PAGE,
@@ -353,20 +353,14 @@ pub const CALIBRATION_REFRESH: Duration = Duration::from_secs(60);
 pub(super) async fn calibration(State(app): State<Shared>, RawQuery(q): RawQuery) -> Answer {
     let p: api::CalibrationParams =
         api::parse_params_as(q.as_deref(), &["sample", "seed", "k", "min_similarity"])?;
-    let sample = api::page_size(
+    let sample = api::bounded_count(
         "sample",
         p.sample,
         api::CALIBRATION_SAMPLE,
         api::MAX_CALIBRATION_SAMPLE,
     )?;
+    // A k over 11 is the library's 400 (`UnsupportedDistance`, field "k").
     let k = p.k.unwrap_or(crate::fingerprint::MAX_EXACT_K);
-    if k > crate::fingerprint::MAX_EXACT_K {
-        return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            Some("k"),
-            format!("{k} is more than {}", crate::fingerprint::MAX_EXACT_K),
-        ));
-    }
     let v = blocking(move || {
         let db = app.db()?;
         let threshold = db.admin().min_similarity_or_default(p.min_similarity)?;
@@ -381,11 +375,9 @@ pub(super) async fn calibration(State(app): State<Shared>, RawQuery(q): RawQuery
                 (*at, v.clone())
             }
             _ => {
-                let c = db.admin().calibrate(sample, seed, threshold, k)?;
-                let fresh = (Instant::now(), key, json!(c));
-                let (at, v) = (fresh.0, fresh.2.clone());
-                *cache = Some(fresh);
-                (at, v)
+                let c = json!(db.admin().calibrate(sample, seed, threshold, k)?);
+                let fresh = cache.insert((Instant::now(), key, c));
+                (fresh.0, fresh.2.clone())
             }
         };
         drop(cache);
