@@ -1669,6 +1669,79 @@ fn review_endpoints_page_clusters_and_members() {
     assert_eq!(st, 404, "{e}");
 }
 
+/// `GET /diff?a=&b=` (the review page's side-by-side view): in a store
+/// that keeps texts, spans whose `same` and `removed` text is a's and whose
+/// `same` and `added` text is b's; `GET /documents/ID` has the text. A
+/// store without texts, a document without one, an absent id and missing
+/// parameters are refused, each saying which.
+#[test]
+fn diff_shows_where_two_kept_texts_differ() {
+    let t = TempDb::new();
+    let o = simdb(&[&"init", &t.path(), &"--keep-texts"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let s = Server::start(&t.path(), &[]);
+    let a = "国务院总理今天主持召开常务会议，研究部署就业政策。The quick brown fox jumps.";
+    let b = "国务院总理昨天主持召开常务会议，研究部署就业政策。The quick red fox jumps.";
+    let docs = json!([
+        {"id": "a", "text": a},
+        {"id": "b", "text": b},
+        {"id": "f", "features": {"x": 1.0}},
+    ]);
+    let (st, v) = s.post("/documents", &docs);
+    assert_eq!(st, 200, "{v}");
+    let (st, d) = s.call("GET", "/diff?a=a&b=b", None);
+    assert_eq!(st, 200, "{d}");
+    let side = |keep: &str| -> String {
+        d["spans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["kind"] == "same" || s["kind"] == keep)
+            .map(|s| s["text"].as_str().unwrap())
+            .collect()
+    };
+    assert_eq!(side("removed"), a);
+    assert_eq!(side("added"), b);
+    let changed = |kind: &str| -> Vec<&str> {
+        d["spans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["kind"] == kind)
+            .map(|s| s["text"].as_str().unwrap())
+            .collect()
+    };
+    assert_eq!(changed("removed"), ["今", "brown"], "{d}");
+    assert_eq!(changed("added"), ["昨", "red"], "{d}");
+    let (_, g) = s.call("GET", "/documents/b", None);
+    assert_eq!(g["text"], b);
+    for (path, status, says) in [
+        ("/diff?a=a&b=f", 400, "has no kept text"),
+        ("/diff?a=a&b=nobody", 404, "nobody"),
+        ("/diff?a=a", 400, "a and b"),
+        ("/diff?a=a&b=b&c=1", 400, "c"),
+    ] {
+        let (st, e) = s.call("GET", path, None);
+        assert_eq!(st, status, "{path}: {e}");
+        assert!(e.to_string().contains(says), "{path}: {e}");
+    }
+    drop(s);
+    // A store made without texts says so.
+    let t = TempDb::new();
+    init(&t);
+    let s = Server::start(&t.path(), &[]);
+    let (st, v) = s.post(
+        "/documents",
+        &json!([{"id": "a", "text": a}, {"id": "b", "text": b}]),
+    );
+    assert_eq!(st, 200, "{v}");
+    let (st, e) = s.call("GET", "/diff?a=a&b=b", None);
+    assert_eq!(st, 400, "{e}");
+    assert!(e.to_string().contains("keeps no texts"), "{e}");
+    let (_, g) = s.call("GET", "/documents/b", None);
+    assert!(g.get("text").is_none(), "{g}");
+}
+
 /// `GET /calibration` (the review page's chart, docs/review.md): `simdb
 /// calibrate --json` of the store with the nearest neighbours'
 /// similarities in 20 bins, the same answer for the same parameters

@@ -28,4 +28,5 @@ mod scale;
 mod search;
 mod server;
 mod store;
+mod texts;
 mod web;

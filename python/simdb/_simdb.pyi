@@ -102,11 +102,14 @@ class Db:
         latin: str = "char-3-grams",
         script: Literal["t2s", "none"] = "t2s",
         keep: Literal["first", "priority", "longest", "newest"] = "first",
+        keep_texts: bool = False,
     ) -> Db:
         """Creates a new, empty store at ``path`` with this fingerprint
         recipe (the defaults are the measured best; see the README) and
         keep policy (who represents a cluster: the ``first`` ingested, the
         highest ``priority``, the ``longest`` text or the ``newest``).
+        With ``keep_texts`` the store keeps every text written, and
+        :meth:`get` returns it as ``"text"`` (chosen once, here).
         Raises :class:`simdb.StoreExists` if ``path`` exists."""
     @staticmethod
     def open(path: Union[str, PathLike[str]], *, read_only: bool = False) -> Db:

@@ -5,11 +5,13 @@ use super::*;
 #[pymethods]
 impl Db {
     /// Creates a new, empty store at `path` with this fingerprint recipe
-    /// (the defaults are the measured best). `StoreExists` if `path` exists.
+    /// (the defaults are the measured best), keeping every text written
+    /// with `keep_texts` (`get` then has it). `StoreExists` if `path`
+    /// exists.
     ///
     /// >>> db = simdb.Db.create("news.simdb")  # doctest: +SKIP
     #[staticmethod]
-    #[pyo3(signature = (path, *, top_k=0, shingle=1, hmm=false, tf="raw", keep_stop_words=false, latin="char-3-grams", script="t2s", keep="first"))]
+    #[pyo3(signature = (path, *, top_k=0, shingle=1, hmm=false, tf="raw", keep_stop_words=false, latin="char-3-grams", script="t2s", keep="first", keep_texts=false))]
     #[allow(clippy::too_many_arguments)]
     pub(super) fn create(
         py: Python<'_>,
@@ -22,10 +24,15 @@ impl Db {
         latin: &str,
         script: &str,
         keep: &str,
+        keep_texts: bool,
     ) -> PyResult<Db> {
         let r = recipe(top_k, shingle, hmm, tf, keep_stop_words, latin, script)?;
         let keep: simdb::db::KeepPolicy = keep.parse().map_err(PyValueError::new_err)?;
-        let db = detach(py, || RustDb::options().keep(keep).create(&path, r)).or_raise()?;
+        let options = match keep_texts {
+            true => RustDb::options().keep_texts(),
+            false => RustDb::options(),
+        };
+        let db = detach(py, || options.keep(keep).create(&path, r)).or_raise()?;
         Ok(Db::wrap(db, false))
     }
 

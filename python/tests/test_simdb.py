@@ -748,3 +748,17 @@ def test_a_documents_own_time(path):
             db.add("x", "text", time="yesterday")
         with pytest.raises(TypeError, match="time"):
             db.add_many([{"id": "x", "text": "t", "time": -5}])
+
+
+def test_kept_texts(tmp_path):
+    """A store created with keep_texts has each text in get(); one without
+    has none."""
+    text = article(random.Random(16), 60)
+    with simdb.Db.create(str(tmp_path / "t.db"), keep_texts=True) as d:
+        d.add("a", text)
+        assert d.get("a")["text"] == text
+        d.add("a", text + "。又一句")
+        assert d.get("a")["text"] == text + "。又一句"
+    with simdb.Db.create(str(tmp_path / "n.db")) as d:
+        d.add("a", text)
+        assert "text" not in d.get("a")

@@ -76,7 +76,7 @@ pub enum Command {
     /// Sample the store and show how distances spread: nearest neighbours
     /// (confirmed near-copies vs rejected) and random pairs, with a plot.
     Calibrate(CalibrateArgs),
-    /// Convert a store made by an older simdb (formats 2 to 9) to this
+    /// Convert a store made by an older simdb (formats 2 to 10) to this
     /// build's format, in place (what changed is rebuilt from the stored
     /// records), or change its keep policy (--keep).
     Migrate(MigrateArgs),
@@ -425,6 +425,12 @@ pub struct InitArgs {
     /// --keep` changes it.
     #[arg(long, value_name = "POLICY", default_value = "first")]
     pub keep: simdb::db::KeepPolicy,
+    /// Keep every document's text (a web page's: the text extracted from
+    /// it) in the store, for review: `get` shows it and the service's
+    /// review page diffs a cluster's members against their representative.
+    /// Costs the texts' size (LZ4) on disk; chosen once, here.
+    #[arg(long)]
+    pub keep_texts: bool,
 }
 
 #[derive(Debug, Args)]

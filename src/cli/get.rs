@@ -54,6 +54,9 @@ pub(super) fn get(a: GetArgs) -> Result<bool> {
                 }
             );
         }
+        if let Some(t) = &d.text {
+            println!("text         {t}");
+        }
     }
     Ok(true)
 }

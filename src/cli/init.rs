@@ -4,8 +4,13 @@ use super::prelude::*;
 
 pub(super) fn init(a: InitArgs) -> Result<bool> {
     let r = recipe(&a.recipe);
+    let options = if a.keep_texts {
+        Db::options().keep_texts()
+    } else {
+        Db::options()
+    };
     let db = if a.learn_idf.is_empty() {
-        Db::options().create(&a.db, r)?
+        options.create(&a.db, r)?
     } else {
         let inputs: Vec<Input> = a.learn_idf.iter().map(Input::guess).collect();
         let (table, bad) = ingest::learn_idf(&r, &inputs, |p| eprintln!("simdb: bad input: {p}"))
@@ -15,7 +20,7 @@ pub(super) fn init(a: InitArgs) -> Result<bool> {
             table.len(),
             table.docs()
         );
-        Db::options().learned_idf(table).create(&a.db, r)?
+        options.learned_idf(table).create(&a.db, r)?
     };
     let mut db = db;
     if a.keep != simdb::db::KeepPolicy::default() {
@@ -23,7 +28,7 @@ pub(super) fn init(a: InitArgs) -> Result<bool> {
     }
     let r = db.recipe();
     println!(
-        "created {} (top_k={}, shingle={}, hmm={}, tf={}, idf={}, sketch={}, script={}, latin={}, keep={})",
+        "created {} (top_k={}, shingle={}, hmm={}, tf={}, idf={}, sketch={}, script={}, latin={}, keep={}{})",
         a.db.display(),
         r.top_k,
         r.shingle,
@@ -33,7 +38,8 @@ pub(super) fn init(a: InitArgs) -> Result<bool> {
         r.sketch,
         r.script,
         r.latin,
-        a.keep
+        a.keep,
+        if a.keep_texts { ", texts kept" } else { "" }
     );
     Ok(true)
 }

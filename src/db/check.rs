@@ -73,6 +73,8 @@ pub struct VerifyReport {
     pub band_keys: u64,
     /// Keys in the `parts` family (format 10 on).
     pub part_keys: u64,
+    /// Kept texts (format 11 on, in a store that keeps them).
+    pub texts: u64,
     /// Each problem: family, key in hex, what is wrong.
     pub problems: Vec<String>,
 }
@@ -255,6 +257,7 @@ impl Db {
         let (mut bands, mut parts) = self.verify_refs(&mut rep, &mut scan.docs)?;
         self.verify_postings(&mut rep, &scan.docs, &mut bands)?;
         self.verify_parts(&mut rep, &mut parts)?;
+        self.verify_texts(&mut rep, &scan.hashes)?;
         let mut missing: Vec<_> = scan.docs.iter().filter(|(_, (seen, _))| !*seen).collect();
         missing.sort();
         for ((fp, _), _) in missing {
@@ -283,6 +286,9 @@ impl Db {
                         scan.dated.push((t, r.ord, id_hash(k)));
                     }
                     scan.latest = scan.latest.max(r.ingested_at);
+                    if self.store.keeps_texts() {
+                        scan.hashes.insert(id_hash(k), r.content_hash);
+                    }
                     // What its `refs` value must be: the sketch and parts.
                     let v = store::schema::refs_entry(
                         r.fingerprint,
@@ -371,6 +377,35 @@ impl Db {
             Ok(())
         })?;
         Ok((bands, parts))
+    }
+
+    /// Every kept text is UTF-8 and belongs to a record whose content hash
+    /// is its hash; a store that keeps no texts has none. (A record without
+    /// a text is no problem: it was written from features or a
+    /// fingerprint.)
+    fn verify_texts(&self, rep: &mut VerifyReport, hashes: &HashMap<u64, u64>) -> Result<()> {
+        let keeps = self.store.keeps_texts();
+        self.store.for_each_raw(store::TEXTS, |k, v| {
+            rep.texts += 1;
+            let problem = if !keeps {
+                Some("a text in a store that keeps none".to_string())
+            } else if let Ok(t) = std::str::from_utf8(v) {
+                match hashes.get(&id_hash(k)) {
+                    None => Some("orphan text (no record has this id)".to_string()),
+                    Some(h) if *h != fingerprint::text_hash(t) => {
+                        Some("the text's hash is not the record's content hash".to_string())
+                    }
+                    Some(_) => None,
+                }
+            } else {
+                Some("the text is not UTF-8".to_string())
+            };
+            if let Some(p) = problem {
+                rep.problems
+                    .push(format!("{}: key {}: {p}", store::TEXTS, hex(k)));
+            }
+            Ok(())
+        })
     }
 
     /// Every `parts` key decodes and names a fingerprint whose first
@@ -569,6 +604,9 @@ struct RecordScan {
     dated: Vec<(u64, u64, u64)>,
     /// The latest write time of a record.
     latest: u64,
+    /// id hash → content hash of every readable record, in a store that
+    /// keeps texts (what each kept text must hash to).
+    hashes: HashMap<u64, u64>,
 }
 
 fn sketch_crc(s: &[u8]) -> u32 {

@@ -28,13 +28,16 @@
 //! parts        BYTE_ARRAY              the document's 12 smallest part hashes, u64
 //!                                      big-endian each, ascending (empty: none; format 10, see
 //!                                      `simdb::index::parts`)
+//! text         BYTE_ARRAY (UTF8), nullable  the text it was fingerprinted from, in a store that
+//!                                      keeps texts (format 11); null otherwise
 //! ```
 //!
 //! Every file's key-value metadata names what a job outside needs to
 //! read the rows as simdb does: `simdb.recipe` (the store's recipe as
 //! JSON: how fingerprints and sketches were made), `simdb.min_similarity`
 //! (the store's default verification threshold), `simdb.keep_policy` (who
-//! represents a cluster), `simdb.export_version` (1). With them `simdb
+//! represents a cluster), `simdb.keep_texts` (`true` when the store keeps
+//! texts), `simdb.export_version` (1). With them `simdb
 //! import` restores every column (see `crate::import`).
 //!
 //! `priority`, `length` and `ord` are what the keep policy ranks a
@@ -271,6 +274,7 @@ pub fn parquet_schema() -> SchemaRef {
         Field::new("weak_bits", DataType::Binary, false),
         Field::new("dated", DataType::Int64, true),
         Field::new("parts", DataType::Binary, false),
+        Field::new("text", DataType::Utf8, true),
     ]))
 }
 
@@ -282,6 +286,11 @@ pub const META_MIN_SIMILARITY: &str = "simdb.min_similarity";
 /// Key-value metadata key of the store's keep policy.
 pub const META_KEEP_POLICY: &str = "simdb.keep_policy";
 pub const META_EXPORT_VERSION: &str = "simdb.export_version";
+/// Key of whether the store keeps texts (`true` or `false`).
+pub const META_KEEP_TEXTS: &str = "simdb.keep_texts";
+/// A row group is written once its texts reach this many bytes, whatever
+/// its rows: memory holds one row group.
+const ROW_GROUP_TEXT_BYTES: usize = 64 << 20;
 
 /// One row group being built.
 struct Rows {
@@ -300,7 +309,10 @@ struct Rows {
     weak_bits: BinaryBuilder,
     dated: Int64Builder,
     parts: BinaryBuilder,
+    text: StringBuilder,
     len: usize,
+    /// Bytes of text in the rows so far.
+    text_bytes: usize,
 }
 
 impl Rows {
@@ -321,11 +333,13 @@ impl Rows {
             weak_bits: BinaryBuilder::new(),
             dated: Int64Builder::new(),
             parts: BinaryBuilder::new(),
+            text: StringBuilder::new(),
             len: 0,
+            text_bytes: 0,
         }
     }
 
-    fn push(&mut self, id: &str, r: &Record, cluster: u64) {
+    fn push(&mut self, id: &str, r: &Record, cluster: u64, text: Option<&str>) {
         self.id.append_value(id);
         // Two's complement: the same 64 bits.
         self.fingerprint.append_value(r.fingerprint.value() as i64);
@@ -349,11 +363,14 @@ impl Rows {
         self.dated.append_option(r.dated.map(|t| t as i64));
         let parts: Vec<u8> = r.parts.iter().flat_map(|p| p.to_be_bytes()).collect();
         self.parts.append_value(parts);
+        self.text.append_option(text);
+        self.text_bytes += text.map_or(0, str::len);
         self.len += 1;
     }
 
     fn finish(&mut self, schema: &SchemaRef) -> std::result::Result<RecordBatch, String> {
         self.len = 0;
+        self.text_bytes = 0;
         let cols: Vec<ArrayRef> = vec![
             Arc::new(self.id.finish()),
             Arc::new(self.fingerprint.finish()),
@@ -370,6 +387,7 @@ impl Rows {
             Arc::new(self.weak_bits.finish()),
             Arc::new(self.dated.finish()),
             Arc::new(self.parts.finish()),
+            Arc::new(self.text.finish()),
         ];
         RecordBatch::try_new(schema.clone(), cols).map_err(|e| e.to_string())
     }
@@ -437,6 +455,10 @@ impl Db {
             parquet::file::metadata::KeyValue::new(
                 META_KEEP_POLICY.to_string(),
                 self.store.keep_policy()?.name().to_string(),
+            ),
+            parquet::file::metadata::KeyValue::new(
+                META_KEEP_TEXTS.to_string(),
+                self.store.keeps_texts().to_string(),
             ),
             parquet::file::metadata::KeyValue::new(
                 META_EXPORT_VERSION.to_string(),
@@ -519,10 +541,14 @@ impl Db {
 
         self.for_each(|id, rec| {
             let cluster = self.store.cluster_entry(id)?.unwrap_or(rec.ord);
-            rows.push(id, &rec, cluster);
+            let text = self.store.text(id)?;
+            rows.push(id, &rec, cluster, text.as_deref());
             summary.documents += 1;
             let file_full = part.as_ref().map_or(0, |p| p.rows) + rows.len as u64 >= opts.file_rows;
-            if rows.len >= opts.row_group_rows || file_full {
+            if rows.len >= opts.row_group_rows
+                || rows.text_bytes >= ROW_GROUP_TEXT_BYTES
+                || file_full
+            {
                 flush(&mut rows, &mut part, &mut summary)?;
             }
             if file_full {

@@ -414,6 +414,11 @@ pub struct Document {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<String>,
     pub cluster: ClusterSummary,
+    /// The text it was fingerprinted from, in a store that keeps texts
+    /// ([`crate::DbOptions::keep_texts`]); absent otherwise, and for a
+    /// document written without a text (features, a fingerprint).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
 }
 
 /// A document's cluster, in brief.
@@ -765,6 +770,7 @@ impl Db {
             dated: r.dated,
             parts: r.parts.iter().map(|p| format!("{p:016x}")).collect(),
             cluster,
+            text: self.store.text_at(&at, id)?,
         }))
     }
 

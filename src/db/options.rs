@@ -34,6 +34,7 @@ pub struct DbOptions {
     expecting: Option<Recipe>,
     learned_idf: Option<fingerprint::LearnedIdf>,
     keep: Option<KeepPolicy>,
+    keep_texts: bool,
 }
 
 impl Default for DbOptions {
@@ -46,6 +47,7 @@ impl Default for DbOptions {
             expecting: None,
             learned_idf: None,
             keep: None,
+            keep_texts: false,
         }
     }
 }
@@ -118,13 +120,23 @@ impl DbOptions {
         self
     }
 
+    /// Creates a store that keeps the text of every document written
+    /// with one (a web page's: the text extracted from it), for review
+    /// ([`Db::text`], the service's diffs). It costs the texts' size
+    /// (LZ4-compressed) on disk; a store made without it keeps none, and
+    /// the choice is made once, at creation.
+    pub fn keep_texts(mut self) -> DbOptions {
+        self.keep_texts = true;
+        self
+    }
+
     /// Opens the store at `path`.
     pub fn open(self, path: impl AsRef<Path>) -> Result<Db> {
         let path = path.as_ref();
-        if self.learned_idf.is_some() || self.keep.is_some() {
+        if self.learned_idf.is_some() || self.keep.is_some() || self.keep_texts {
             return Err(Error::Input(
-                "a learned IDF table or a keep policy is given when a store is created; \
-                 an existing store's keep policy is changed with set_keep_policy"
+                "a learned IDF table, a keep policy or keeping texts is chosen when a store is \
+                 created; an existing store's keep policy is changed with set_keep_policy"
                     .into(),
             ));
         }
@@ -162,6 +174,10 @@ impl DbOptions {
                 "a store is created open for writing, with the recipe it is given".into(),
             ));
         }
+        let mut extra: Vec<(&[u8], &[u8])> = Vec::new();
+        if self.keep_texts {
+            extra.push((store::KEEP_TEXTS_KEY, b"1"));
+        }
         let (store, fingerprinter) = match self.learned_idf {
             Some(table) => {
                 let recipe = recipe.with_learned_idf(&table);
@@ -169,15 +185,11 @@ impl DbOptions {
                 let fingerprinter = Fingerprinter::with_learned_idf(recipe.clone(), table)?;
                 let idf = fingerprinter
                     .learned_idf()
-                    .map(|t| t.as_str().as_bytes())
+                    .map(|t| t.as_str().as_bytes().to_vec())
                     .unwrap_or_default();
                 // The recipe names the table: both go in one batch.
-                let store = Store::create_with_meta(
-                    path,
-                    &recipe,
-                    self.tuning,
-                    &[(store::IDF_TABLE_KEY, idf)],
-                )?;
+                extra.push((store::IDF_TABLE_KEY, &idf));
+                let store = Store::create_with_meta(path, &recipe, self.tuning, &extra)?;
                 (store, fingerprinter)
             }
             None => {
@@ -189,7 +201,7 @@ impl DbOptions {
                             .into(),
                     ));
                 }
-                let store = Store::create(path, &recipe, self.tuning)?;
+                let store = Store::create_with_meta(path, &recipe, self.tuning, &extra)?;
                 (store, Fingerprinter::new(recipe))
             }
         };

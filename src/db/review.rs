@@ -100,6 +100,16 @@ pub struct Reviewed {
     pub why: Why,
 }
 
+/// Where two stored documents' kept texts differ ([`Clusters::diff`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TextDiff {
+    pub a: String,
+    pub b: String,
+    /// The spans of [`crate::diff::diff`]: `same` and `removed` are `a`'s
+    /// text, `same` and `added` are `b`'s.
+    pub spans: Vec<crate::diff::Span>,
+}
+
 /// A page of one cluster's members ([`Clusters::members`]).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct MemberPage {
@@ -244,6 +254,39 @@ impl Clusters<'_> {
                 .map(|(cluster, source)| Listed { cluster, source })
                 .collect(),
             next,
+        })
+    }
+
+    /// Where the kept texts of stored documents `a` and `b` differ (both
+    /// read at one snapshot): a character diff for CJK, a word diff for
+    /// Latin, cut at [`crate::diff::DEADLINE`]. [`Error::NotFound`] names
+    /// a document that is not stored; [`Error::Input`] says the store keeps
+    /// no texts, or which document has none (written from features or a
+    /// fingerprint).
+    pub fn diff(&self, a: &str, b: &str) -> Result<TextDiff> {
+        let store = &self.db().store;
+        if !store.keeps_texts() {
+            return Err(Error::Input(
+                "this store keeps no texts: it was created without `simdb init --keep-texts`"
+                    .into(),
+            ));
+        }
+        let at = store.snapshot();
+        let text = |id: &str| -> Result<String> {
+            if store.get_at(&at, id)?.is_none() {
+                return Err(Error::NotFound { id: id.to_string() });
+            }
+            store.text_at(&at, id)?.ok_or_else(|| {
+                Error::Input(format!(
+                    "document {id:?} has no kept text (it was written from features or a fingerprint)"
+                ))
+            })
+        };
+        let (ta, tb) = (text(a)?, text(b)?);
+        Ok(TextDiff {
+            a: a.to_string(),
+            b: b.to_string(),
+            spans: crate::diff::diff(&ta, &tb),
         })
     }
 

@@ -269,6 +269,9 @@ impl Writer<'_> {
         };
         self.short += u64::from(rec.is_short());
         self.store.put_doc(&mut self.batch, id, &rec);
+        if let Content::Text(t) = content {
+            self.store.put_text(&mut self.batch, id, t);
+        }
         // Records as the batch has them, this document not yet in.
         let (overlay, store) = (&self.overlay, self.store);
         let get = |n: &str| pending_or_stored(overlay, store, n);

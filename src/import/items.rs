@@ -296,13 +296,16 @@ impl Item for Membership {
 pub(super) struct Restored {
     pub(super) rec: Record,
     pub(super) cluster: u64,
+    /// Its kept text (an export of a store that keeps texts).
+    pub(super) text: Option<String>,
 }
 
 impl Restored {
     /// The sketch (a flag byte, then its bytes when the flag is 1) ‖ the
-    /// parts ([`write_parts`]) ‖ the record's codec bytes ‖ cluster (u64
-    /// BE): step 2 reads the sketch and parts alone ([`Restored::refs_of`]),
-    /// step 4 the whole.
+    /// parts ([`write_parts`]) ‖ the text (a flag byte, then when it is 1
+    /// its length, u32 BE, and bytes) ‖ the record's codec bytes ‖ cluster (u64 BE): step 2
+    /// reads the sketch and parts alone ([`Restored::refs_of`]), step 4 the
+    /// whole.
     pub(super) fn encode(&self) -> Vec<u8> {
         let mut b = Vec::new();
         match &self.rec.sketch {
@@ -314,6 +317,16 @@ impl Restored {
         }
         write_parts(&mut b, &self.rec.parts)
             .unwrap_or_else(|e| unreachable!("a decoded record has at most 12 parts: {e}"));
+        match &self.text {
+            Some(t) => {
+                b.push(1);
+                // A text may pass u16 (`write_str`'s) but not u32: a
+                // document is at most a few MiB.
+                b.extend_from_slice(&u32::try_from(t.len()).unwrap_or(u32::MAX).to_be_bytes());
+                b.extend_from_slice(t.as_bytes());
+            }
+            None => b.push(0),
+        }
         b.extend_from_slice(&store::codec::encode_record(&self.rec));
         b.extend_from_slice(&self.cluster.to_be_bytes());
         b
@@ -340,12 +353,27 @@ impl Restored {
 
     pub(super) fn decode(b: &[u8]) -> std::result::Result<Restored, String> {
         let truncated = || "a restored record is truncated".to_string();
-        let (_, _, body) = Restored::refs_of(b)?;
+        let (_, _, mut body) = Restored::refs_of(b)?;
+        let text = match body.split_first() {
+            Some((0, rest)) => {
+                body = rest;
+                None
+            }
+            Some((1, rest)) if rest.len() >= 4 => {
+                let (n, rest) = rest.split_at(4);
+                let n = u32::from_be_bytes(n.try_into().map_err(|_| truncated())?) as usize;
+                let (t, rest) = (rest.get(..n).ok_or_else(truncated)?, &rest[n..]);
+                body = rest;
+                Some(String::from_utf8(t.to_vec()).map_err(|_| "a restored text is not UTF-8")?)
+            }
+            _ => return Err(truncated()),
+        };
         let split = body.len().checked_sub(8).ok_or_else(truncated)?;
         let (rec, cluster) = body.split_at(split);
         Ok(Restored {
             rec: store::codec::decode_record(rec)?,
             cluster: u64::from_be_bytes(cluster.try_into().map_err(|_| truncated())?),
+            text,
         })
     }
 }

@@ -135,6 +135,10 @@ pub struct Options {
     /// buckets in place from the start. Costs the posting families' size
     /// again on disk.
     pub freeze: bool,
+    /// Create the store keeping texts ([`crate::DbOptions::keep_texts`]):
+    /// set by the import of an export of a store that kept them, whose
+    /// texts it restores.
+    pub keep_texts: bool,
 }
 
 impl Default for Options {
@@ -146,6 +150,7 @@ impl Default for Options {
             tuning: Tuning::default(),
             partial: false,
             freeze: true,
+            keep_texts: false,
         }
     }
 }
@@ -213,6 +218,7 @@ pub fn run(
 /// or none: mixing is refused), and the options with the export's recipe.
 fn restore_plan(inputs: &[PathBuf], opts: &Options) -> Result<(Options, Option<KeepPolicy>)> {
     let mut found: Option<(Recipe, KeepPolicy, &Path)> = None;
+    let mut keep_texts = false;
     let mut plain: Option<&Path> = None;
     for p in inputs {
         match export_metadata(p)? {
@@ -226,7 +232,10 @@ fn restore_plan(inputs: &[PathBuf], opts: &Options) -> Result<(Options, Option<K
                     )))
                 }
                 Some(_) => {}
-                None => found = Some((m.recipe, m.keep, p)),
+                None => {
+                    keep_texts = m.keep_texts;
+                    found = Some((m.recipe, m.keep, p));
+                }
             },
         }
     }
@@ -261,5 +270,6 @@ fn restore_plan(inputs: &[PathBuf], opts: &Options) -> Result<(Options, Option<K
     }
     let mut o = opts.clone();
     o.recipe = recipe;
+    o.keep_texts |= keep_texts;
     Ok((o, Some(keep)))
 }

@@ -63,7 +63,8 @@ pub(super) fn read_parquet(
         columns.extend(RESTORED_COLUMNS);
         // Exports of format 9 on: the documents' own times; of format 10
         // on, their parts.
-        for c in ["dated", "parts"] {
+        // Of format 11 on, their texts (null unless the store kept them).
+        for c in ["dated", "parts", "text"] {
             if b.schema().field_with_name(c).is_ok() {
                 columns.push(c);
             }
@@ -412,9 +413,19 @@ pub(super) fn restored_row(
         dated,
         parts,
     };
+    // Absent from exports before format 11; null where the store kept no
+    // text.
+    let text = match batch.column_by_name("text") {
+        None => None,
+        Some(_) => {
+            let c = col("text", &T::Utf8)?.as_string::<i32>();
+            (!c.is_null(i)).then(|| c.value(i).to_string())
+        }
+    };
     Ok(Restored {
         rec,
         cluster: unsigned("cluster")?,
+        text,
     })
 }
 
@@ -426,13 +437,15 @@ pub struct ExportMeta {
     pub min_similarity: Option<f64>,
     /// The policy that ranked its clusters.
     pub keep: KeepPolicy,
+    /// Whether the store kept its texts (its `text` column has them).
+    pub keep_texts: bool,
 }
 
 #[cfg(feature = "parquet")]
 /// The recipe, threshold and keep policy a simdb export states in its
 /// key-value metadata, if `path` is one (a Parquet file that `simdb export` wrote).
 pub fn export_metadata(path: &Path) -> Result<Option<ExportMeta>> {
-    use crate::db::export::{META_KEEP_POLICY, META_MIN_SIMILARITY, META_RECIPE};
+    use crate::db::export::{META_KEEP_POLICY, META_KEEP_TEXTS, META_MIN_SIMILARITY, META_RECIPE};
     use parquet::file::reader::{FileReader, SerializedFileReader};
     if !is_parquet(path)? {
         return Ok(None);
@@ -467,6 +480,7 @@ pub fn export_metadata(path: &Path) -> Result<Option<ExportMeta>> {
         recipe,
         min_similarity,
         keep,
+        keep_texts: get(META_KEEP_TEXTS).is_some_and(|v| v == "true"),
     }))
 }
 

@@ -62,7 +62,7 @@ pub(super) fn build(
         || b.write_docs(&uniq_path, &names, now, restore),
         || b.write_blocks(&fps_path, frozen.as_mut()),
     );
-    let (docs_files, order_files, restoration) = docs?;
+    let (docs_files, order_files, mut restoration) = docs?;
     let block_files = blocks?;
     lap(
         &mut summary,
@@ -90,6 +90,7 @@ pub(super) fn build(
         families.push((store::BAND_FAMILIES[j], files));
     }
     families.push((store::PARTS, part_files));
+    families.push((store::TEXTS, std::mem::take(&mut restoration.texts)));
     let count = store::schema::MetaU64::DocCount.owned_entry(summary.documents);
     // Positions count records from 1; the documents are stamped `now`
     // (restored ones keep their ords and times).
@@ -103,11 +104,15 @@ pub(super) fn build(
     // A restored store keeps the policy its clusters were ranked by.
     let (k, v) = store::schema::keep_policy_entry(restore.unwrap_or_default());
     let keep = (k.to_vec(), v.to_vec());
+    let mut meta = vec![count, next_ord, clock, short, keep];
+    if opts.keep_texts {
+        meta.push((store::KEEP_TEXTS_KEY.to_vec(), b"1".to_vec()));
+    }
     staging.finish(
         &opts.recipe,
         opts.tuning,
         &families,
-        &[count, next_ord, clock, short, keep],
+        &meta,
         opts.freeze.then_some(frozen_path.as_path()),
     )?;
     summary.clusters = restoration.clusters;
@@ -325,6 +330,8 @@ impl Build<'_> {
         // Restore: the time index (documents with their own time).
         let mut times = Sorter::<ByTime>::new(tmp, "times", self.budget / 8);
         let mut done = Restoration::default();
+        // Restore: the kept texts, in id order as the records come.
+        let mut texts = TextsFile::create(tmp, opts.keep_texts)?;
         let entries = std::iter::from_fn(|| match ById::read_from(&mut r) {
             Err(e) => Some(Err(Error::io(uniq_path, e))),
             Ok(None) => None,
@@ -337,7 +344,7 @@ impl Build<'_> {
                         Err(e) => return Some(Err(Error::Input(e))),
                     };
                     let keep = restore.unwrap_or_default();
-                    let sorters = (&mut clusters, &mut times);
+                    let sorters = (&mut clusters, &mut times, &mut texts);
                     match done.note(restored, &d.id, keep, sorters) {
                         Ok(rec) => rec,
                         Err(e) => return Some(Err(Error::io(tmp, e))),
@@ -353,6 +360,7 @@ impl Build<'_> {
             }
         });
         let docs = store::write_ssts(sst, store::DOCS, store::DOCS, opts.sst_file_bytes, entries)?;
+        done.texts = texts.finish(tmp, sst, opts)?;
         let sorted = order.finish().map_err(io_err(tmp))?;
         let mut last_ord: Option<u64> = None;
         let mut cluster_files = store::write_ssts(
@@ -528,6 +536,62 @@ pub(super) struct Restoration {
     pub(super) clock: u64,
     pub(super) short: u64,
     pub(super) clusters: u64,
+    /// The `texts` family's table files (an export of a store that keeps
+    /// texts).
+    pub(super) texts: Vec<PathBuf>,
+}
+
+/// The restore's file of kept texts, in id order: for each, the id
+/// ([`write_str`]), the text's length (u32 BE) and its bytes. Texts are
+/// kept only when the new store keeps them.
+pub(super) struct TextsFile {
+    path: PathBuf,
+    w: BufWriter<File>,
+    keep: bool,
+}
+
+impl TextsFile {
+    fn create(tmp: &Path, keep: bool) -> Result<TextsFile> {
+        let path = tmp.join("texts");
+        let f = File::create(&path).map_err(io_err(tmp))?;
+        Ok(TextsFile {
+            path,
+            w: BufWriter::with_capacity(1 << 20, f),
+            keep,
+        })
+    }
+
+    fn put(&mut self, id: &str, text: &str) -> io::Result<()> {
+        if !self.keep {
+            return Ok(());
+        }
+        write_str(&mut self.w, id)?;
+        let n = u32::try_from(text.len())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a text of 4 GiB or more"))?;
+        self.w.write_all(&n.to_be_bytes())?;
+        self.w.write_all(text.as_bytes())
+    }
+
+    /// The `texts` family's table files.
+    fn finish(mut self, tmp: &Path, sst: &Path, opts: &Options) -> Result<Vec<PathBuf>> {
+        self.w.flush().map_err(io_err(tmp))?;
+        drop(self.w);
+        let path = self.path;
+        let mut r = BufReader::with_capacity(1 << 20, File::open(&path).map_err(io_err(tmp))?);
+        let mut next = move || -> io::Result<Option<(Vec<u8>, Vec<u8>)>> {
+            if r.fill_buf()?.is_empty() {
+                return Ok(None);
+            }
+            let id = read_str(&mut r)?;
+            let mut n = [0u8; 4];
+            r.read_exact(&mut n)?;
+            let mut text = vec![0u8; u32::from_be_bytes(n) as usize];
+            r.read_exact(&mut text)?;
+            Ok(Some((id.into_bytes(), text)))
+        };
+        let entries = std::iter::from_fn(|| next().map_err(|e| Error::io(&path, e)).transpose());
+        store::write_ssts(sst, "texts", store::TEXTS, opts.sst_file_bytes, entries)
+    }
 }
 
 impl Restoration {
@@ -538,8 +602,11 @@ impl Restoration {
         restored: Restored,
         id: &str,
         keep: KeepPolicy,
-        (clusters, times): (&mut Sorter<ByCluster>, &mut Sorter<ByTime>),
+        (clusters, times, texts): (&mut Sorter<ByCluster>, &mut Sorter<ByTime>, &mut TextsFile),
     ) -> io::Result<Record> {
+        if let Some(t) = &restored.text {
+            texts.put(id, t)?;
+        }
         let rec = restored.rec;
         self.next_ord = self.next_ord.max(rec.ord + 1);
         self.clock = self.clock.max(rec.ingested_at);

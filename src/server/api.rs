@@ -627,6 +627,14 @@ pub struct ClusterParams {
     pub limit: Option<usize>,
 }
 
+/// `GET /diff`'s URL parameters: the ids of two stored documents.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+pub struct DiffParams {
+    pub a: Option<String>,
+    pub b: Option<String>,
+}
+
 /// `GET /calibration`'s URL parameters: those of `simdb calibrate`.
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(default)]

@@ -383,6 +383,7 @@ fn router(app: Shared) -> Router {
         .route("/query", post(query))
         .route("/clusters", get(list_clusters))
         .route("/cluster", get(cluster))
+        .route("/diff", get(diff))
         .route("/calibration", get(calibration))
         .route("/", get(|| async { page::file("/") }))
         .route("/app.js", get(|| async { page::file("/app.js") }))

@@ -321,6 +321,23 @@ pub(super) async fn cluster(State(app): State<Shared>, RawQuery(q): RawQuery) ->
     json_answer(v)
 }
 
+/// `GET /diff?a=ID&b=ID`: where the kept texts of two stored documents
+/// differ, as spans ([`crate::db::Clusters::diff`]): the review page's
+/// side-by-side view.
+pub(super) async fn diff(State(app): State<Shared>, RawQuery(q): RawQuery) -> Answer {
+    let p: api::DiffParams = api::parse_params_as(q.as_deref(), &["a", "b"])?;
+    let (Some(a), Some(b)) = (p.a, p.b) else {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            None,
+            "the ids of two stored documents are required: a and b".to_string(),
+        ));
+    };
+    // On the blocking pool: the diff itself takes up to its deadline.
+    let v = blocking(move || Ok(json!(app.db()?.clusters().diff(&a, &b)?))).await?;
+    json_answer(v)
+}
+
 /// How long `/stats` serves its bucket figures (a scan of every posting)
 /// before computing them again; the counts are read at each call.
 pub const STATS_REFRESH: Duration = Duration::from_secs(60);

@@ -14,6 +14,7 @@
 //! | `docs`   | document id, UTF-8                         | framed record ([`codec`]) |
 //! | `meta`   | ASCII name                                 | see below                 |
 //! | `clusters` | `d`/`m`/`s` ‖ … (see [`schema`])         | cluster id, id, or size   |
+//! | `texts`  | document id, UTF-8 (format 11 on)          | the text it was fingerprinted from, UTF-8 (only in a store made with `keep_texts`) |
 //!
 //! One document = one record, one `refs` entry and one ingest-order entry;
 //! its fingerprint has one entry in a bucket of each block family, shared
@@ -47,8 +48,8 @@
 //! ```text
 //! key              value
 //! "magic"          the 12 bytes "simdb-store\n"
-//! "format_version" u32 big-endian (this build writes 10, with or without a
-//!                  frozen index; migrates 2 to 9)
+//! "format_version" u32 big-endian (this build writes 11, with or without a
+//!                  frozen index; migrates 2 to 10)
 //! "recipe"         UTF-8 JSON of the fingerprint Recipe
 //! "doc_count"      u64 big-endian, number of documents (updated in each write batch)
 //! "short_count"    u64 big-endian, documents with fewer than 10 terms (absent = 0)
@@ -58,6 +59,7 @@
 //! "clock"          u64 big-endian, the latest `ingested_at` written (absent = 0):
 //!                  a write never stamps an earlier time, so ord order is time order
 //! "frozen", "frozen_dirty/…"  the frozen index and the buckets changed since (see `frozen`)
+//! "keep_texts"     b"1": every text written is kept in `texts` (set at creation)
 //! ```
 
 mod bulk;
@@ -111,15 +113,19 @@ pub const BAND_FAMILIES: [&str; BANDS] = [
 /// Name of the family of part keys (format 10 on): part hash ‖
 /// fingerprint → nothing (see [`crate::index::parts`]).
 pub const PARTS: &str = "parts";
+/// Name of the family of kept texts (format 11 on): document id → the
+/// text it was fingerprinted from, written only in a store created to keep
+/// them ([`KEEP_TEXTS_KEY`]).
+pub const TEXTS: &str = "texts";
 /// Number of posting families: the four block families, then the band
 /// families. A posting family is named by its number in this order
 /// ([`posting_family`]); all have one layout (see [`crate::index`]).
 pub const POSTING_FAMILIES: usize = BLOCKS + BANDS;
 /// Every family, in a fixed order.
-pub const ALL_FAMILIES: [&str; 9 + BANDS] = [
+pub const ALL_FAMILIES: [&str; 10 + BANDS] = [
     "block0", "block1", "block2", "block3", REFS, DOCS, META, CLUSTERS, "band0", "band1", "band2",
     "band3", "band4", "band5", "band6", "band7", "band8", "band9", "band10", "band11", "band12",
-    "band13", "band14", "band15", PARTS,
+    "band13", "band14", "band15", PARTS, TEXTS,
 ];
 
 /// The name of posting family `i`: block family `i` below [`BLOCKS`], band
@@ -196,8 +202,9 @@ pub const FORMAT_VERSION_KEY: &[u8] = b"format_version";
 /// with their document time, and the `t` index of the documents that have
 /// one; the `newest` keep policy ranks by that time) plus the parts:
 /// version 6 records and `refs` values keep a document's part hashes, and
-/// the `parts` family holds the part keys ([`crate::index::parts`]).
-pub const FORMAT_VERSION: u32 = 10;
+/// the `parts` family holds the part keys ([`crate::index::parts`]);
+/// format 11 adds the `texts` family ([`TEXTS`]).
+pub const FORMAT_VERSION: u32 = 11;
 /// The oldest format `simdb migrate` brings to [`FORMAT_VERSION`] in place
 /// (2: postings of single keys; 3: no ords and no clusters; 4: postings
 /// with an entry per document, `refs` keyed by fingerprint ‖ sequence
@@ -205,6 +212,9 @@ pub const FORMAT_VERSION: u32 = 10;
 /// of `newest` by ord; 9: no parts, and its documents get none, having no
 /// text to make them from).
 pub const MIGRATABLE_FORMAT_VERSION: u32 = 2;
+/// Meta key that makes a store keep its texts (value `b"1"`, written at
+/// creation; absent: it keeps none).
+pub const KEEP_TEXTS_KEY: &[u8] = b"keep_texts";
 /// Meta key of the keep policy (format 6 on; see [`schema::KeepPolicy`]).
 pub const KEEP_POLICY_KEY: &[u8] = b"keep_policy";
 /// Meta key of the ord the next written document takes.
@@ -271,6 +281,8 @@ pub struct Store {
     frozen_pending: parking_lot::RwLock<Option<Box<[std::sync::atomic::AtomicU64]>>>,
     /// Held by a freeze from start to end.
     freezing: parking_lot::Mutex<()>,
+    /// Whether writes keep their texts in [`TEXTS`] ([`KEEP_TEXTS_KEY`]).
+    keep_texts: bool,
 }
 
 /// What a store handle has read since it was opened: the work of its
@@ -365,7 +377,7 @@ pub(crate) fn family_options(name: &str, cache: &Cache) -> Options {
         o.set_compression_type(DBCompressionType::Lz4);
         let b = table_options(cache, true);
         o.set_block_based_table_factory(&b);
-    } else if name == DOCS || name == CLUSTERS {
+    } else if name == DOCS || name == CLUSTERS || name == TEXTS {
         o.set_compression_type(DBCompressionType::Lz4);
         let b = table_options(cache, true);
         o.set_block_based_table_factory(&b);
@@ -470,12 +482,7 @@ fn db_options(create: bool, tuning: Tuning) -> Options {
 
 impl Store {
     /// Creates a new store at `path` (which must not exist or be an empty
-    /// directory) with `recipe`.
-    pub fn create(path: &Path, recipe: &Recipe, tuning: Tuning) -> Result<Store> {
-        Self::create_with_meta(path, recipe, tuning, &[])
-    }
-
-    /// [`Store::create`] writing `extra` meta entries (a learned IDF
+    /// directory) with `recipe`, writing `extra` meta entries (a learned IDF
     /// table, counts) in the same synced batch as the magic, version and
     /// recipe: a crash leaves no store or a whole one, never a recipe that
     /// names a table that is not there.
@@ -513,6 +520,7 @@ impl Store {
             frozen_problem: Default::default(),
             frozen_pending: Default::default(),
             freezing: Default::default(),
+            keep_texts: extra.iter().any(|(k, _)| *k == KEEP_TEXTS_KEY),
         };
         let meta = store.cf(META);
         let mut b = Batch::default();
@@ -647,6 +655,7 @@ impl Store {
             frozen_problem: Default::default(),
             frozen_pending: Default::default(),
             freezing: Default::default(),
+            keep_texts: false,
         };
         let meta = store.cf(META);
         match store.db.get_cf(meta, MAGIC_KEY)? {
@@ -687,8 +696,12 @@ impl Store {
             if want == CLUSTERS && version < 4 {
                 continue;
             }
-            // Nor band families before format 7, nor parts before 10.
-            if (BAND_FAMILIES.contains(&want) && version < 7) || (want == PARTS && version < 10) {
+            // Nor band families before format 7, nor parts before 10,
+            // nor texts before 11.
+            if (BAND_FAMILIES.contains(&want) && version < 7)
+                || (want == PARTS && version < 10)
+                || (want == TEXTS && version < 11)
+            {
                 continue;
             }
             if !families.iter().any(|f| f == want) {
@@ -714,6 +727,9 @@ impl Store {
                 });
             }
         }
+        let keep_texts = store.db.get_cf(meta, KEEP_TEXTS_KEY)?.is_some();
+        let mut store = store;
+        store.keep_texts = keep_texts;
         store.load_frozen()?;
         Ok((store, recipe, version))
     }
@@ -865,8 +881,56 @@ impl Store {
         }
     }
 
-    /// Adds the deletes of one document to `batch` (see [`Store::put_doc`]).
+    /// Whether this store keeps its texts ([`TEXTS`]).
+    pub fn keeps_texts(&self) -> bool {
+        self.keep_texts
+    }
+
+    /// Adds document `id`'s text to `b`, in a store that keeps texts (in
+    /// another, nothing).
+    pub fn put_text(&self, b: &mut Batch, id: &str, text: &str) {
+        if self.keep_texts {
+            b.0.put_cf(self.cf(TEXTS), id.as_bytes(), text.as_bytes());
+        }
+    }
+
+    /// Document `id`'s kept text, as [`Store::text_at`] at the latest view.
+    pub fn text(&self, id: &str) -> Result<Option<String>> {
+        if !self.keep_texts {
+            return Ok(None);
+        }
+        match self.db.get_pinned_cf(self.cf(TEXTS), id.as_bytes())? {
+            None => Ok(None),
+            Some(v) => String::from_utf8(v.to_vec())
+                .map(Some)
+                .map_err(|_| Error::corrupt(TEXTS, id.as_bytes(), "not UTF-8")),
+        }
+    }
+
+    /// Document `id`'s kept text at `at`: `None` when the store keeps none
+    /// or has none for `id` (no such document, or one written without a
+    /// text).
+    pub(crate) fn text_at(&self, at: &Snapshot<'_>, id: &str) -> Result<Option<String>> {
+        if !self.keep_texts {
+            return Ok(None);
+        }
+        match self
+            .db
+            .get_pinned_cf_opt(self.cf(TEXTS), id.as_bytes(), &query::read_at(at))?
+        {
+            None => Ok(None),
+            Some(v) => String::from_utf8(v.to_vec())
+                .map(Some)
+                .map_err(|_| Error::corrupt(TEXTS, id.as_bytes(), "not UTF-8")),
+        }
+    }
+
+    /// Adds the deletes of one document to `batch` (see [`Store::put_doc`]),
+    /// its kept text with them.
     pub fn delete_doc(&self, b: &mut Batch, id: &str, rec: &Record) {
+        if self.keep_texts {
+            b.0.delete_cf(self.cf(TEXTS), id.as_bytes());
+        }
         b.0.delete_cf(self.cf(DOCS), id.as_bytes());
         b.0.delete_cf(self.cf(REFS), RefKey::encode(rec.fingerprint, id));
         b.0.delete_cf(self.cf(CLUSTERS), schema::order_key(rec.ord));

@@ -1,6 +1,6 @@
 """The review page in a real headless Chromium (tools/browser.sh): search,
-clusters, a cluster, texts that look like HTML, the token, and pages of
-other origins. The store's documents are generated here."""
+clusters, a cluster, a member beside its representative, texts that look
+like HTML, the token, and pages of other origins. The store's documents are generated here."""
 
 import http.server
 import json
@@ -65,7 +65,7 @@ class Server:
 @pytest.fixture
 def store(tmp_path):
     db = tmp_path / "review.db"
-    subprocess.run([SIMDB, "init", str(db)], check=True, capture_output=True)
+    subprocess.run([SIMDB, "init", str(db), "--keep-texts"], check=True, capture_output=True)
     return db
 
 
@@ -135,12 +135,29 @@ def test_clusters_lead_to_a_cluster_and_why_each_member_is_there(server, browser
     shot(browser, "cluster")
 
 
+def test_a_cluster_shows_a_member_beside_its_representative_with_the_edit_marked(server, browser):
+    browser.get(server.base + "/#/cluster?id=a0")
+    members = wait(browser, "tr.member", 4)
+    row = next(m for m in members if m.find_elements(By.CSS_SELECTOR, "td")[0].text == "a0-edited")
+    row.find_element(By.LINK_TEXT, "compare").click()
+    added = wait(browser, "#diff-b ins")
+    removed = wait(browser, "#diff-a del")
+    # The planted edit: the text's first four characters became 上海浦东.
+    assert "".join(e.text for e in added) == "上海浦东"
+    assert "".join(e.text for e in removed) == server.texts[0][:4]
+    # Each side is its whole text.
+    assert browser.find_element(By.ID, "diff-a").text == server.texts[0]
+    assert browser.find_element(By.ID, "diff-b").text == server.texts[0].replace(server.texts[0][:4], "上海浦东", 1)
+    shot(browser, "diff")
+
+
 def test_texts_that_look_like_html_show_as_text(store, browser):
     s = Server(store)
     try:
         nasty = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>&amp;'
         text = article(random.Random(2)) + "<script>window.__xss=3</script>&lt;b&gt;"
-        s.call("/documents", [{"id": nasty, "text": text}, {"id": nasty + "-copy", "text": text}])
+        copy = text + "<b onmouseover=\"window.__xss=4\">x</b>"
+        s.call("/documents", [{"id": nasty, "text": text}, {"id": nasty + "-copy", "text": copy}])
         browser.get(s.base + "/#/clusters")
         link = wait(browser, "tr.cluster td a")[0]
         assert link.text == nasty
@@ -149,6 +166,14 @@ def test_texts_that_look_like_html_show_as_text(store, browser):
         assert browser.execute_script("return window.__xss") is None
         assert len(browser.find_elements(By.TAG_NAME, "script")) == 1
         assert not browser.find_elements(By.CSS_SELECTOR, "#view img")
+        # Side by side: the texts, and what was added, are text too.
+        browser.get(s.base + "/#/cluster?" + urllib.parse.urlencode({"id": nasty, "compare": nasty + "-copy"}))
+        added = "".join(e.text for e in wait(browser, "#diff-b ins"))
+        assert "<b" in added and "</b>" in added, added
+        assert "<script>window.__xss=3</script>" in wait(browser, "#diff-a")[0].text
+        assert browser.execute_script("return window.__xss") is None
+        assert not browser.find_elements(By.CSS_SELECTOR, "#view b, #view img")
+        assert len(browser.find_elements(By.TAG_NAME, "script")) == 1
     finally:
         s.stop()
 

@@ -165,10 +165,44 @@ function clustersView(params) {
 
 // ---- one cluster
 
+// The representative's text beside a member's, the differing passages
+// marked: removed from the representative (del) and added in the member
+// (ins), from the server's diff.
+function sideBySide(rep, member) {
+  const out = el("section", { id: "diff" }, el("h2", {}, "Representative ", rep, " beside ", member));
+  (async () => {
+    try {
+      const d = await api("/diff?" + new URLSearchParams({ a: rep, b: member }).toString());
+      const left = el("div", { class: "side", id: "diff-a" });
+      const right = el("div", { class: "side", id: "diff-b" });
+      for (const s of d.spans) {
+        if (s.kind === "same") {
+          left.append(document.createTextNode(s.text));
+          right.append(document.createTextNode(s.text));
+        } else if (s.kind === "removed") {
+          left.append(el("del", {}, s.text));
+        } else {
+          right.append(el("ins", {}, s.text));
+        }
+      }
+      out.append(el("div", { class: "sides" }, left, right));
+    } catch (e) {
+      out.append(el("p", { class: "note" }, "No side-by-side view: ", e.message));
+    }
+  })();
+  return out;
+}
+
 function clusterView(params) {
   const id = params.get("id") || "";
   const after = params.get("after") || "";
+  const compare = params.get("compare") || "";
   const out = el("div", { id: "members" });
+  const here = (extra) => {
+    const p = { id };
+    if (after) p.after = after;
+    return "#/cluster?" + new URLSearchParams({ ...p, ...extra }).toString();
+  };
   (async () => {
     try {
       const q = new URLSearchParams({ id, limit: "100" });
@@ -177,7 +211,6 @@ function clusterView(params) {
       const r = c.representative;
       out.append(
         el("p", {}, `${c.size} document(s); representative `, el("strong", { id: "representative" }, r.id), ` (${r.source}, ${r.length} bytes)`),
-        el("p", { class: "note" }, "The store keeps fingerprints, not texts: members are shown with how they compare, not side by side."),
       );
       const rows = c.members.map((m) =>
         el("tr", { class: "member" },
@@ -187,12 +220,14 @@ function clusterView(params) {
           el("td", { class: "num" }, fixed(m.why.similarity)),
           el("td", { class: "num" }, fixed(m.why.containment)),
           el("td", {}, m.source),
-          el("td", {}, new Date(m.ingested_at * 1000).toISOString().slice(0, 19).replace("T", " "))));
-      out.append(table(["member", "why", "bits", "similarity", "containment", "source", "written"], rows));
+          el("td", {}, new Date(m.ingested_at * 1000).toISOString().slice(0, 19).replace("T", " ")),
+          el("td", {}, m.id === r.id ? "" : link(here({ compare: m.id }), "compare"))));
+      out.append(table(["member", "why", "bits", "similarity", "containment", "source", "written", ""], rows));
       if (c.next) {
         const next = "#/cluster?" + new URLSearchParams({ id, after: c.next }).toString();
         out.append(link(next, "Next members"));
       }
+      if (compare) out.prepend(sideBySide(r.id, compare));
     } catch (e) {
       showError(e.message);
     }
