@@ -79,8 +79,9 @@ pub enum Error {
     #[error(
         "{path}: store format version {found} is older than this build reads \
          (version {supported}); run `simdb migrate {path}` once to convert it in place \
-         (from formats 7 and 8 it changes the version, and rebuilds a `newest` store's clusters; \
-         before format 7 it rebuilds the clusters, and before format 5 the index, from the stored records)"
+         (from formats 9 to 11 it adds the new, empty families; from 7 and 8 it also rebuilds a \
+         `newest` store's clusters; before format 7 it rebuilds the clusters, and before format 5 \
+         the index, from the stored records)"
     )]
     NeedsMigration {
         path: PathBuf,

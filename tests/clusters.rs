@@ -14,9 +14,9 @@ use simdb::ingest::{self, Input};
 use simdb::{Content, Db, Fingerprint, Recipe};
 
 /// One input document: its JSONL line and what brute force needs.
-struct Doc {
-    id: String,
-    line: String,
+pub(crate) struct Doc {
+    pub(crate) id: String,
+    pub(crate) line: String,
     priority: Option<f64>,
 }
 
@@ -24,7 +24,7 @@ struct Doc {
 /// fingerprints in chains and bridges: a fingerprint `base ^ 3 low bits`
 /// and one `base ^ 3 high bits` (6 apart) both within 3 of a later `base`,
 /// which merges their clusters.
-fn corpus(seed: u64) -> Vec<Doc> {
+pub(crate) fn corpus(seed: u64) -> Vec<Doc> {
     let vocab = common::vocab();
     let mut rng = common::rng(seed);
     let mut docs = Vec::new();
@@ -82,7 +82,7 @@ fn corpus(seed: u64) -> Vec<Doc> {
 
 /// Every cluster of two or more, with the members' write times left out
 /// (runs at different moments stamp different seconds).
-fn all_clusters(db: &Db) -> Vec<Cluster> {
+pub(crate) fn all_clusters(db: &Db) -> Vec<Cluster> {
     let mut v = Vec::new();
     db.clusters()
         .each(2, |mut c| {
@@ -97,7 +97,7 @@ fn all_clusters(db: &Db) -> Vec<Cluster> {
 }
 
 /// `docs` as `n` JSONL files of consecutive documents (nights).
-fn night_files(t: &common::TempDb, docs: &[Doc], n: usize) -> Vec<std::path::PathBuf> {
+pub(crate) fn night_files(t: &common::TempDb, docs: &[Doc], n: usize) -> Vec<std::path::PathBuf> {
     docs.chunks(docs.len().div_ceil(n))
         .enumerate()
         .map(|(i, c)| {
@@ -107,7 +107,10 @@ fn night_files(t: &common::TempDb, docs: &[Doc], n: usize) -> Vec<std::path::Pat
         .collect()
 }
 
-fn ingest_files(db_path: &std::path::Path, files: &[std::path::PathBuf]) -> Vec<ingest::Summary> {
+pub(crate) fn ingest_files(
+    db_path: &std::path::Path,
+    files: &[std::path::PathBuf],
+) -> Vec<ingest::Summary> {
     let mut out = Vec::new();
     for f in files {
         let mut db = Db::options().open(db_path).unwrap();
@@ -125,11 +128,16 @@ fn ingest_files(db_path: &std::path::Path, files: &[std::path::PathBuf]) -> Vec<
 /// similarity, fewest bits, oldest cluster), or stays alone; if it outranks
 /// the representative, it takes over and the members it does not confirm
 /// leave. Lengths come from the store's records (what `longest` ranks
-/// by, and containment confirms with). Returns (sorted member ids, representative) per cluster.
-fn brute_force_clusters(
+/// by, and containment confirms with). A pair `vetoed` ("not a copy") is
+/// never a representative and its member: a document does not join a
+/// representative vetoed with it, and one that takes over (even with the
+/// same content) sends away the members vetoed with it. Returns (sorted
+/// member ids, representative) per cluster.
+pub(crate) fn brute_force_clusters(
     docs: &[Doc],
     keep: KeepPolicy,
     length: &dyn Fn(&str) -> u64,
+    vetoed: &dyn Fn(&str, &str) -> bool,
 ) -> Vec<(Vec<String>, String)> {
     let f = simdb::Fingerprinter::new(Recipe::default());
     struct A {
@@ -245,6 +253,9 @@ fn brute_force_clusters(
                 Some(c) => (c, rep_of(&clusters[&c])),
                 None => (n, n),
             };
+            if vetoed(&docs[i].id, &docs[rep].id) {
+                continue;
+            }
             if let Some(m) = anchored(i, rep) {
                 let better = match best {
                     None => true,
@@ -265,10 +276,11 @@ fn brute_force_clusters(
         let same = an[i].fp == an[rep].fp
             && an[i].sketch == an[rep].sketch
             && length(&docs[i].id) == length(&docs[rep].id);
-        if rank(i) < rank(rep) && !same {
-            let (kept, gone): (Vec<usize>, Vec<usize>) = members
-                .iter()
-                .partition(|&&m| m == i || anchored(m, i).is_some());
+        let stays = |m: usize| {
+            m == i || ((same || anchored(m, i).is_some()) && !vetoed(&docs[m].id, &docs[i].id))
+        };
+        if rank(i) < rank(rep) && !members.iter().all(|&m| stays(m)) {
+            let (kept, gone): (Vec<usize>, Vec<usize>) = members.iter().partition(|&&m| stays(m));
             for g in &gone {
                 cluster_of[*g] = None;
             }
@@ -303,7 +315,7 @@ fn brute_force_clusters(
     out
 }
 
-fn shape(cs: &[Cluster]) -> Vec<(Vec<String>, String)> {
+pub(crate) fn shape(cs: &[Cluster]) -> Vec<(Vec<String>, String)> {
     let mut v: Vec<(Vec<String>, String)> = cs
         .iter()
         .map(|c| {
@@ -317,7 +329,7 @@ fn shape(cs: &[Cluster]) -> Vec<(Vec<String>, String)> {
 }
 
 /// A new store at `path` with keep policy `keep`.
-fn create_keeping(path: &std::path::Path, keep: KeepPolicy) {
+pub(crate) fn create_keeping(path: &std::path::Path, keep: KeepPolicy) {
     drop(Db::options().create(path, Recipe::default()).unwrap());
     let r = simdb::db::migrate(path, Some(keep)).unwrap();
     assert_eq!(r.keep, keep);
@@ -346,7 +358,7 @@ fn one_run_or_ten_nights_give_the_same_clusters_as_brute_force() {
         // Exactly the clusters brute force finds, with its representatives.
         let db = Db::options().read_only().open(&a_path).unwrap();
         let length = |id: &str| db.get(id).unwrap().unwrap().length;
-        let want = brute_force_clusters(&docs, keep, &length);
+        let want = brute_force_clusters(&docs, keep, &length, &|_, _| false);
         assert_eq!(shape(&a), want, "{keep}");
         assert!(a.iter().any(|c| c.members.len() >= 3), "{keep}");
         let left_b: u64 = sum_b.iter().map(|s| s.clusters.left).sum();
@@ -696,7 +708,7 @@ fn migrate_splits_chained_clusters_of_format_5_stores() {
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     assert!(
         common::stdout(&o).contains(
-            "migrated format 5 -> 11 (keep policy priority): 0 records indexed, 0 given their place \
+            "migrated format 5 -> 12 (keep policy priority): 0 records indexed, 0 given their place \
              in the ingest order, 0 unreadable; clusters 1 -> 4 (8 -> 8 documents in them, the largest 8 -> 2)"
         ),
         "{}",

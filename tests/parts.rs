@@ -380,7 +380,7 @@ fn verify_repair_and_migrate_keep_the_parts_family() {
     let o = common::simdb(&[&"migrate", &t.path()]);
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     assert!(
-        common::stdout(&o).contains("migrated format 9 -> 11"),
+        common::stdout(&o).contains("migrated format 9 -> 12"),
         "{}",
         common::stdout(&o)
     );

@@ -1742,6 +1742,68 @@ fn diff_shows_where_two_kept_texts_differ() {
     assert!(g.get("text").is_none(), "{g}");
 }
 
+/// `POST /decisions` and `GET /decisions`: "not a copy" on a member takes
+/// it out of its representative's cluster, the log says who ("api") and
+/// when, an undo is logged; bad bodies are 400s naming the field.
+#[test]
+fn decisions_are_written_and_listed() {
+    let t = TempDb::new();
+    init(&t);
+    let s = Server::start(&t.path(), &[]);
+    let text = &articles(11, 1)[0];
+    let docs: Vec<Value> = ["a", "b", "c"]
+        .iter()
+        .map(|id| json!({"id": id, "text": text}))
+        .collect();
+    let (st, v) = s.post("/documents", &json!(docs));
+    assert_eq!(st, 200, "{v}");
+    let (_, c) = s.call("GET", "/cluster?id=a", None);
+    assert_eq!(c["size"], 3, "{c}");
+    let (st, d) = s.post("/decisions", &json!({"not_a_copy": ["a", "c"]}));
+    assert_eq!(st, 200, "{d}");
+    assert_eq!(
+        (d["seq"].as_u64(), d["kind"].as_str(), d["who"].as_str()),
+        (Some(1), Some("not_a_copy"), Some("api"))
+    );
+    let (_, c) = s.call("GET", "/cluster?id=a", None);
+    assert_eq!(c["size"], 2, "{c}");
+    let (_, c) = s.call("GET", "/cluster?id=c", None);
+    assert_eq!(c["size"], 1, "{c}");
+    let (st, d) = s.post("/decisions", &json!({"undo": 1}));
+    assert_eq!(st, 200, "{d}");
+    assert_eq!(
+        (d["seq"].as_u64(), d["undoes"].as_u64()),
+        (Some(2), Some(1))
+    );
+    let (st, log) = s.call("GET", "/decisions?limit=1", None);
+    assert_eq!(st, 200, "{log}");
+    assert_eq!(log["decisions"][0]["seq"], 1);
+    assert_eq!(log["next"], 1);
+    let (_, log) = s.call("GET", "/decisions?after=1", None);
+    assert_eq!(log["decisions"][0]["kind"], "undo");
+    assert!(log["next"].is_null());
+    for (body, status, field) in [
+        (json!({"not_a_copy": ["a"]}), 400, "not_a_copy"),
+        (json!({"not_a_copy": ["a", 3]}), 400, "not_a_copy"),
+        (json!({"undo": 0}), 400, "undo"),
+        (json!({"undo": 1, "not_a_copy": ["a", "b"]}), 400, ""),
+        (json!({"keep": "a"}), 400, "keep"),
+        (json!({"not_a_copy": ["a", "nobody"]}), 404, ""),
+        (json!({"not_a_copy": ["a", "a"]}), 400, ""),
+        (json!({"undo": 1}), 400, ""),
+    ] {
+        let (st, e) = s.post("/decisions", &body);
+        assert_eq!(st, status, "{body}: {e}");
+        if !field.is_empty() {
+            assert_eq!(e["field"], field, "{body}: {e}");
+        }
+    }
+    let (st, e) = s.call("GET", "/decisions?limit=0", None);
+    assert_eq!(st, 400, "{e}");
+    drop(s);
+    verify_clean(&t.path());
+}
+
 /// `GET /calibration` (the review page's chart, docs/review.md): `simdb
 /// calibrate --json` of the store with the nearest neighbours'
 /// similarities in 20 bins, the same answer for the same parameters

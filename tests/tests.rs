@@ -10,6 +10,7 @@ mod bands;
 mod cli;
 mod clusters;
 mod crash;
+mod decisions;
 mod duplicates;
 mod exactness;
 #[cfg(feature = "parquet")]

@@ -293,6 +293,19 @@ class Db:
         answers: ``representative``, ``members`` (each with ``why``:
         ``distance``, ``similarity``, ``containment``, ``confirmed_by``) and
         ``next``; ``None`` if ``id`` is not stored."""
+    def not_a_copy(self, a: str, b: str, *, who: str = "python", sync: bool = False) -> int:
+        """Decides that stored documents ``a`` and ``b`` are not copies of
+        each other: neither is ever placed in a cluster the other
+        represents (writes, re-checks, rebuilds); when one represents the
+        other's cluster now, the other leaves it. Returns the decision's
+        log sequence; ``who`` goes in the log."""
+    def undo_decision(self, seq: int, *, who: str = "python", sync: bool = False) -> int:
+        """Undoes "not a copy" decision ``seq`` (nothing rejoins at once; a
+        rebuild may place the pair together). Returns the undo's sequence."""
+    def decisions(self, *, after: int = 0, limit: int = 100) -> dict[str, Any]:
+        """A page of the decision log, as ``GET /decisions`` answers:
+        ``decisions`` (``seq``, ``kind``, ``a``, ``b``, ``who``, ``at``,
+        ``undoes``), oldest first, and ``next``."""
     def earlier_copies(self, start: int, end: int) -> dict[str, Any]:
         """Each document whose ord is in ``start..end`` that has confirmed
         near-copies among the documents before it (the duplicate check a

@@ -607,6 +607,68 @@ impl Db {
         page.map(|p| to_py(py, &json_of(&p)?)).transpose()
     }
 
+    /// Decides that stored documents `a` and `b` are not copies of each
+    /// other (docs/review.md): neither is ever placed in a cluster the
+    /// other represents; when one represents the other's cluster now, the
+    /// other leaves it. Returns the decision's log sequence (a pair already
+    /// decided: its sequence). `who` is recorded in the log.
+    #[pyo3(signature = (a, b, *, who="python", sync=false))]
+    pub(super) fn not_a_copy(
+        &self,
+        py: Python<'_>,
+        a: &str,
+        b: &str,
+        who: &str,
+        sync: bool,
+    ) -> PyResult<u64> {
+        let db = self.db()?;
+        detach(py, || {
+            let mut w = db.shared_writer()?;
+            w.set_sync(sync);
+            let seq = w.not_a_copy(a, b, who)?;
+            w.commit()?;
+            drop(w);
+            db.clusters().settle()?;
+            Ok(seq)
+        })
+        .or_raise()
+    }
+
+    /// Undoes "not a copy" decision `seq`; returns the undo's sequence.
+    #[pyo3(signature = (seq, *, who="python", sync=false))]
+    pub(super) fn undo_decision(
+        &self,
+        py: Python<'_>,
+        seq: u64,
+        who: &str,
+        sync: bool,
+    ) -> PyResult<u64> {
+        let db = self.db()?;
+        detach(py, || {
+            let mut w = db.shared_writer()?;
+            w.set_sync(sync);
+            let undo = w.undo_decision(seq, who)?;
+            w.commit()?;
+            Ok(undo)
+        })
+        .or_raise()
+    }
+
+    /// A page of the decision log, as `GET /decisions` answers:
+    /// `decisions` (each `seq`, `kind`, `a`, `b`, `who`, `at`, `undoes`)
+    /// after sequence `after`, oldest first, and `next`.
+    #[pyo3(signature = (*, after=0, limit=100))]
+    pub(super) fn decisions<'py>(
+        &self,
+        py: Python<'py>,
+        after: u64,
+        limit: usize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let db = self.db()?;
+        let page = detach(py, || db.clusters().decisions(after, limit)).or_raise()?;
+        to_py(py, &json_of(&page)?)
+    }
+
     /// Timing of the Rust call behind `query(fingerprint)`, without Python:
     /// seconds for `n` searches (the benchmark's reference).
     pub(super) fn _time_fingerprint_queries(&self, py: Python<'_>, fps: Vec<u64>) -> PyResult<f64> {

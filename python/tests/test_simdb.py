@@ -762,3 +762,24 @@ def test_kept_texts(tmp_path):
     with simdb.Db.create(str(tmp_path / "n.db")) as d:
         d.add("a", text)
         assert "text" not in d.get("a")
+
+
+def test_not_a_copy_decisions(tmp_path):
+    """A member decided not to be a copy of its representative leaves its
+    cluster; the log has the decision and its undo."""
+    text = article(random.Random(17), 120)
+    with simdb.Db.create(str(tmp_path / "d.db")) as d:
+        d.add_many([{"id": "a", "text": text}, {"id": "b", "text": text}, {"id": "c", "text": text}])
+        assert d.cluster("a")["size"] == 3
+        seq = d.not_a_copy("a", "c", who="reviewer")
+        assert seq == 1
+        assert d.not_a_copy("c", "a") == 1
+        assert d.cluster("a")["size"] == 2
+        assert d.cluster("c")["size"] == 1
+        with pytest.raises(simdb.NotFound):
+            d.not_a_copy("a", "nobody")
+        assert d.undo_decision(1) == 2
+        log = d.decisions()
+        assert [(e["seq"], e["kind"], e["who"]) for e in log["decisions"]] == [
+            (1, "not_a_copy", "reviewer"), (2, "undo", "python")]
+        assert log["decisions"][1]["undoes"] == 1 and log["next"] is None

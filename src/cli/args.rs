@@ -76,7 +76,7 @@ pub enum Command {
     /// Sample the store and show how distances spread: nearest neighbours
     /// (confirmed near-copies vs rejected) and random pairs, with a plot.
     Calibrate(CalibrateArgs),
-    /// Convert a store made by an older simdb (formats 2 to 10) to this
+    /// Convert a store made by an older simdb (formats 2 to 11) to this
     /// build's format, in place (what changed is rebuilt from the stored
     /// records), or change its keep policy (--keep).
     Migrate(MigrateArgs),
@@ -96,6 +96,13 @@ pub enum Command {
     /// Every near-duplicate pair in the store, once each, as JSONL.
     #[command(after_help = PAIRS_EXAMPLES)]
     Pairs(PairsArgs),
+    /// Decide that two documents are not copies of each other (the store
+    /// obeys it from now on: ingest, re-checks, rebuilds), undo a decision,
+    /// or replay another store's decision log.
+    #[command(after_help = DECIDE_EXAMPLES)]
+    Decide(DecideArgs),
+    /// The store's decision log: who decided what, and when.
+    Decisions(DecisionsArgs),
     /// Serve the store over HTTP: writes, checks, queries, deletes, stats
     /// and Prometheus metrics (README, "Service").
     #[command(after_help = SERVE_EXAMPLES)]
@@ -211,6 +218,12 @@ const CLUSTERS_EXAMPLES: &str = "\
 Examples:
   simdb clusters news.db                      # every cluster of 2 or more
   simdb clusters news.db --min-size 10 --json | head";
+
+const DECIDE_EXAMPLES: &str = "\
+Examples:
+  simdb decide news.db not-a-copy a17 b42     # b42 leaves a17's cluster, for good
+  simdb decide news.db undo 3                 # decision 3 no longer holds
+  simdb decisions old.db --json > log.jsonl && simdb decide new.db replay log.jsonl";
 
 const DEDUP_EXAMPLES: &str = "\
 Examples:
@@ -708,6 +721,44 @@ pub struct VerifyArgs {
     #[arg(long)]
     pub repair: bool,
     /// JSON output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DecideArgs {
+    /// The store.
+    pub db: PathBuf,
+    #[command(subcommand)]
+    pub what: Decide,
+    /// Print the decisions written as JSON lines (as `decisions --json`).
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Decide {
+    /// Documents A and B (both stored) are not copies of each other:
+    /// neither is ever placed in a cluster the other represents. When one
+    /// represents the cluster the other is in, the other leaves it now.
+    NotACopy { a: String, b: String },
+    /// Undo decision SEQ (a "not a copy"): the pair may be placed together
+    /// again by later writes and rebuilds (`verify --repair`).
+    Undo { seq: u64 },
+    /// Write the decisions of a log (`simdb decisions --json`) into this
+    /// store, in order, whether or not their documents are stored here.
+    Replay { log: PathBuf },
+}
+
+#[derive(Debug, Args)]
+pub struct DecisionsArgs {
+    /// The store.
+    pub db: PathBuf,
+    /// Only the decisions after this sequence.
+    #[arg(long, default_value_t = 0, value_name = "SEQ")]
+    pub after: u64,
+    /// One JSON object per decision per line: {"seq", "kind" (not_a_copy
+    /// or undo), "a", "b", "who", "at", "undoes"}.
     #[arg(long)]
     pub json: bool,
 }

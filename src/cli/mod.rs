@@ -6,6 +6,7 @@ pub mod args;
 mod backup;
 mod calibrate;
 mod clusters;
+mod decide;
 mod dedup;
 mod delete;
 mod expire;
@@ -77,6 +78,8 @@ pub fn run(cli: Cli) -> Result<bool> {
         Command::Expire(a) => expire::expire(a),
         Command::Dedup(a) => dedup::dedup(a),
         Command::Pairs(a) => pairs::pairs(a),
+        Command::Decide(a) => decide::decide(a),
+        Command::Decisions(a) => decide::decisions(a),
         Command::Serve(a) => serve::serve(a),
         Command::Completions(a) => {
             use clap::CommandFactory;

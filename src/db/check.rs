@@ -269,6 +269,7 @@ impl Db {
         self.verify_meta(&mut rep, &mut scan)?;
         scan.dated.sort_unstable();
         self.verify_clusters(&mut rep.problems, &scan.ords, &scan.dated)?;
+        self.verify_decisions(&mut rep.problems)?;
         rep.problems.extend(self.store.check_frozen()?);
         Ok(rep)
     }

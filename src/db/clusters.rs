@@ -209,6 +209,9 @@ pub(super) struct ClusterState {
     created: HashSet<u64>,
     grown: HashSet<u64>,
     left: u64,
+    /// "Not a copy" pairs decided in this batch (each order), not yet in
+    /// the store.
+    pending_vetoes: HashSet<(String, String)>,
 }
 
 impl ClusterState {
@@ -225,12 +228,33 @@ impl ClusterState {
             created: HashSet::new(),
             grown: HashSet::new(),
             left: 0,
+            pending_vetoes: HashSet::new(),
         }
     }
 
     /// The rank of `rec` under the store's keep policy.
     pub(super) fn rank(&self, rec: &Record) -> Rank {
         Rank::of(rec, self.keep)
+    }
+
+    /// Whether `a` and `b` were decided not to be copies of each other (in
+    /// the store or in this batch): then neither is placed in a cluster
+    /// whose representative is the other (docs/review.md, "The rules the
+    /// decisions make").
+    fn vetoed(&self, store: &Store, a: &str, b: &str) -> Result<bool> {
+        if self
+            .pending_vetoes
+            .contains(&(a.to_string(), b.to_string()))
+        {
+            return Ok(true);
+        }
+        store.vetoed(a, b)
+    }
+
+    /// Notes the "not a copy" pair (`a`, `b`) written to this batch.
+    pub(super) fn note_veto(&mut self, a: &str, b: &str) {
+        self.pending_vetoes.insert((a.to_string(), b.to_string()));
+        self.pending_vetoes.insert((b.to_string(), a.to_string()));
     }
 
     /// The explicit cluster of `id` (`None`: alone or absent).
@@ -400,7 +424,7 @@ impl ClusterState {
         // Members from this document on joined after any change settled
         // here, confirmed against the representative then.
         self.settle(store, b, get, rec.ord)?;
-        let Some((_, cid, alone, rep)) = self.choose(store, rec, near, anchor, get)? else {
+        let Some((_, cid, alone, rep)) = self.choose(store, id, rec, near, anchor, get)? else {
             return Ok(()); // no representative confirms it: alone
         };
         let rank = self.rank(rec);
@@ -426,6 +450,10 @@ impl ClusterState {
         if self.takes_over(rec, &rep) {
             // The members must be confirmed against it.
             self.reanchor(store, b, cid, id, rec, anchor, get)?;
+        } else if self.rank(rec) < self.rank(&rep) {
+            // Its content confirms what the one before did, but not the
+            // members decided not to be copies of it.
+            self.evict_vetoed(store, b, cid, (id, rec), get)?;
         }
         Ok(())
     }
@@ -444,25 +472,27 @@ impl ClusterState {
     pub(super) fn would_represent(
         &self,
         store: &Store,
-        rec: &Record,
+        (id, rec): (&str, &Record),
         near: &[String],
         anchor: &Anchor,
         get: GetRecord<'_>,
     ) -> Result<bool> {
-        Ok(match self.choose(store, rec, near, anchor, get)? {
+        Ok(match self.choose(store, id, rec, near, anchor, get)? {
             None => true,
             Some((_, _, _, rep)) => self.rank(rec) < self.rank(&rep),
         })
     }
 
-    /// The cluster a document stored as `rec` joins among those of its
-    /// near-copies `near`: (how it matches, cluster id, the near-copy if
-    /// it is alone, the representative's record); `None`: no
-    /// representative confirms it.
-    #[allow(clippy::type_complexity)]
+    /// The cluster document `id`, stored as `rec`, joins among those of
+    /// its near-copies `near`: (how it matches, cluster id, the near-copy
+    /// if it is alone, the representative's record); `None`: no
+    /// representative confirms it, or every one that does was decided not
+    /// to be a copy of it.
+    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
     fn choose(
         &self,
         store: &Store,
+        id: &str,
         rec: &Record,
         near: &[String],
         anchor: &Anchor,
@@ -471,23 +501,27 @@ impl ClusterState {
         let mut best: Option<(Match, u64, Option<String>, Record)> = None;
         let mut seen: HashSet<u64> = HashSet::new();
         for n in near {
-            let (cid, alone, rep) = match self.cluster_of(store, n)? {
+            let (cid, alone, rep_id, rep) = match self.cluster_of(store, n)? {
                 Some(cid) => {
                     if seen.contains(&cid) {
                         continue;
                     }
-                    let Some((_, rep)) = self.rep_record(store, cid, get)? else {
+                    let Some((rep_id, rep)) = self.rep_record(store, cid, get)? else {
                         continue;
                     };
-                    (cid, None, rep)
+                    (cid, None, rep_id, rep)
                 }
                 None => match get(n)? {
-                    Some(r) => (r.ord, Some(n.clone()), r),
+                    Some(r) => (r.ord, Some(n.clone()), n.clone(), r),
                     None => continue,
                 },
             };
             seen.insert(cid);
-            if let Some(m) = anchor.matches(rec, &rep) {
+            let m = match anchor.matches(rec, &rep) {
+                Some(m) if !self.vetoed(store, id, &rep_id)? => Some(m),
+                _ => None,
+            };
+            if let Some(m) = m {
                 let better = best.as_ref().is_none_or(|(bm, bc, _, _)| {
                     m.better_than(bm) || (!bm.better_than(&m) && cid < *bc)
                 });
@@ -553,7 +587,7 @@ impl ClusterState {
                 continue;
             }
             let confirmed = match get(m)? {
-                Some(mr) => anchor.matches(&mr, rep).is_some(),
+                Some(mr) => anchor.matches(&mr, rep).is_some() && !self.vetoed(store, m, rep_id)?,
                 None => false,
             };
             if !confirmed {
@@ -697,12 +731,14 @@ impl ClusterState {
             if self.size(store, cid)? < 2 {
                 continue;
             }
-            let Some((_, rep)) = self.rep_record(store, cid, get)? else {
+            let Some((rep_id, rep)) = self.rep_record(store, cid, get)? else {
                 continue;
             };
             if same_content(&rep, &left) {
                 // Every member is confirmed against it too (and a re-check
-                // under way goes on against it).
+                // under way goes on against it), but those decided not to
+                // be copies of it.
+                self.evict_vetoed(store, b, cid, (&rep_id, &rep), get)?;
                 continue;
             }
             let from = Rank {
@@ -766,8 +802,74 @@ impl ClusterState {
         Ok(checked)
     }
 
+    /// The members of cluster `cid` decided not to be copies of its
+    /// representative `rep_id` (stored as `rep`) leave it (alone), as a
+    /// re-check would take them out: a cluster left with one dissolves,
+    /// one whose founder left takes a new id. Reads the pairs of `rep_id`
+    /// only.
+    fn evict_vetoed(
+        &mut self,
+        store: &Store,
+        b: &mut Batch,
+        cid: u64,
+        (rep_id, rep): (&str, &Record),
+        get: GetRecord<'_>,
+    ) -> Result<()> {
+        let mut others: Vec<String> = store.vetoed_with(rep_id)?;
+        others.extend(
+            self.pending_vetoes
+                .iter()
+                .filter(|(a, _)| a == rep_id)
+                .map(|(_, b)| b.clone()),
+        );
+        let mut out: Vec<(Rank, String)> = Vec::new();
+        for o in others {
+            if self.cluster_of(store, &o)? != Some(cid) {
+                continue;
+            }
+            if let Some(r) = get(&o)? {
+                out.push((self.rank(&r), o));
+            }
+        }
+        if out.is_empty() {
+            return Ok(());
+        }
+        out.sort();
+        out.dedup();
+        // Every member in `out` is vetoed: the re-check takes each out.
+        let anchor = self.settle_anchor;
+        let checked = self.recheck(store, b, cid, (rep_id, rep), &out, u64::MAX, &anchor, get)?;
+        self.rechecked(store, b, cid, checked)
+    }
+
+    /// The pair (`a`, `b`) was just decided "not a copy": when one of them
+    /// represents the cluster the other is in, the other leaves it.
+    pub(super) fn separate(
+        &mut self,
+        store: &Store,
+        b: &mut Batch,
+        (x, y): (&str, &str),
+        get: GetRecord<'_>,
+    ) -> Result<()> {
+        self.note_veto(x, y);
+        let (Some(cx), Some(cy)) = (self.cluster_of(store, x)?, self.cluster_of(store, y)?) else {
+            return Ok(());
+        };
+        if cx != cy {
+            return Ok(());
+        }
+        let Some((rep_id, rep)) = self.rep_record(store, cx, get)? else {
+            return Ok(());
+        };
+        if rep_id == x || rep_id == y {
+            self.evict_vetoed(store, b, cx, (&rep_id, &rep), get)?;
+        }
+        Ok(())
+    }
+
     /// Forgets the pending writes (after a commit: the store has them).
     pub(super) fn committed(&mut self) {
+        self.pending_vetoes.clear();
         self.stale_entries.clear();
         self.membership.clear();
         self.sizes.clear();

@@ -49,7 +49,9 @@
 //! memory holds one row group; `_SUCCESS` marks a finished export (written
 //! after the parts and the directory are fsynced, then fsynced itself:
 //! after a crash, a directory with `_SUCCESS` holds every part). It is the
-//! export's [`Manifest`]: every part with its size, rows and CRC-32, so
+//! export's [`Manifest`]: every part with its size, rows and CRC-32 (and
+//! the store's decision log, `decisions.jsonl`, when it has one: one JSON
+//! object per entry, as `simdb decisions --json` prints them), so
 //! that a copy that lost or changed a part (an interrupted `rsync` sends
 //! `_SUCCESS` first) is told from the export ([`Manifest::check`]).
 
@@ -107,7 +109,16 @@ pub struct Manifest {
     /// Rows in all parts: the store's documents.
     pub documents: u64,
     pub parts: Vec<PartEntry>,
+    /// The store's decision log ([`DECISIONS_FILE`]; `rows`: its entries),
+    /// when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decisions: Option<PartEntry>,
 }
+
+/// The file of an export that holds the store's decision log: one JSON
+/// object per entry, oldest first, as `simdb decisions --json` prints
+/// them. `simdb import` restores it.
+pub const DECISIONS_FILE: &str = "decisions.jsonl";
 
 /// One part of a [`Manifest`].
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -191,6 +202,30 @@ impl Manifest {
                     "{} has {rows} rows, the export wrote {}",
                     p.file, p.rows
                 ));
+            }
+        }
+        if let Some(d) = &self.decisions {
+            let path = dir.join(&d.file);
+            match std::fs::metadata(&path) {
+                Ok(m) if m.len() != d.bytes => problems.push(format!(
+                    "{} has {} bytes, the export wrote {}",
+                    d.file,
+                    m.len(),
+                    d.bytes
+                )),
+                Ok(_) => {
+                    let crc = file_crc32(&path)?;
+                    if crc != d.crc32 {
+                        problems.push(format!(
+                            "{} has CRC-32 {crc}, the export wrote {}",
+                            d.file, d.crc32
+                        ));
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    problems.push(format!("{} is missing ({} decisions)", d.file, d.rows))
+                }
+                Err(e) => return Err(Error::io(&path, e)),
             }
         }
         let mut extra: Vec<String> = std::fs::read_dir(dir)
@@ -501,6 +536,7 @@ impl Db {
             format: Manifest::FORMAT.to_string(),
             documents: 0,
             parts: Vec::new(),
+            decisions: None,
         };
         let mut close_part = |p: Part, summary: &mut ExportSummary| -> Result<()> {
             let hashed = p.writer.into_inner().map_err(|e| fail(&p.tmp, e))?;
@@ -568,6 +604,7 @@ impl Db {
             }
             None => {}
         }
+        manifest.decisions = self.export_decisions(out)?;
         // The renamed parts are durable before the marker says so, and the
         // marker before this returns.
         sync_dir(out)?;
@@ -579,5 +616,33 @@ impl Db {
         marker.sync_all().map_err(|e| Error::io(&ok, e))?;
         sync_dir(out)?;
         Ok(summary)
+    }
+
+    /// Writes the store's decision log into `out` ([`DECISIONS_FILE`],
+    /// under a dot-name, synced, then renamed), if it has one.
+    fn export_decisions(&self, out: &Path) -> Result<Option<PartEntry>> {
+        let mut lines = Vec::new();
+        let mut rows = 0u64;
+        self.store.for_each_decision(0, |d| {
+            serde_json::to_writer(&mut lines, &d).map_err(|e| Error::Input(e.to_string()))?;
+            lines.push(b'\n');
+            rows += 1;
+            Ok(true)
+        })?;
+        if rows == 0 {
+            return Ok(None);
+        }
+        let tmp = out.join(format!(".{DECISIONS_FILE}.tmp"));
+        let path = out.join(DECISIONS_FILE);
+        let mut f = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        std::io::Write::write_all(&mut f, &lines).map_err(|e| Error::io(&tmp, e))?;
+        f.sync_all().map_err(|e| Error::io(&tmp, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
+        Ok(Some(PartEntry {
+            file: DECISIONS_FILE.to_string(),
+            bytes: lines.len() as u64,
+            rows,
+            crc32: format!("{:08x}", crc32fast::hash(&lines)),
+        }))
     }
 }

@@ -6,6 +6,7 @@ use std::path::Path;
 mod admin;
 mod check;
 pub mod clusters;
+pub mod decisions;
 #[cfg(feature = "parquet")]
 pub mod export;
 pub mod input;
@@ -574,11 +575,14 @@ impl Db {
     /// check looks ([`search::Rule::duplicates`]: the same search, the
     /// store's documents without a pending batch), so that `simdb dedup
     /// --db` drops what `ingest --skip-duplicates` would.
-    pub(crate) fn first_duplicate(&self, q: &Query) -> Result<Option<Hit>> {
+    pub(crate) fn first_duplicate(&self, id: &str, q: &Query) -> Result<Option<Hit>> {
         let at = self.store.snapshot();
+        // Not a document decided not to be a copy of `id`.
         let c = self
             .searcher(&at, None)
-            .run(q, search::Rule::duplicates(1), &mut |_| Ok(true))?;
+            .run(q, search::Rule::duplicates(1), &mut |h| {
+                Ok(!self.store.vetoed(id, &h.id)?)
+            })?;
         Ok(c.hits.into_iter().next())
     }
 

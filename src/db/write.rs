@@ -229,7 +229,7 @@ pub fn place(
     let anchor = opts.anchor();
     if !dups.hits.is_empty()
         && opts.policy == DuplicatePolicy::Skip
-        && !w.would_represent(&a, &doc.content, doc.stated(), &near, &anchor)?
+        && !w.would_represent(&doc.id, &a, &doc.content, doc.stated(), &near, &anchor)?
     {
         return Ok((Placed::Skipped, dups));
     }

@@ -72,6 +72,13 @@ pub struct Writer<'a> {
     /// What the checks of the chunk being written read from the store,
     /// read beforehand ([`Writer::prefetch`]); dropped at commit.
     prefetch: Option<store::Prefetch>,
+    /// Decisions this batch writes: "not a copy" pairs (each order) with
+    /// their log sequence (`None`: undone), and the sequence of the next
+    /// one.
+    decided: HashMap<(String, String), Option<u64>>,
+    next_decision: Option<u64>,
+    /// The log entries this batch writes, by sequence.
+    logged: HashMap<u64, store::codec::Decision>,
 }
 
 /// A [`Writer`] through a shared `Db` ([`Db::shared_writer`](super::Db::shared_writer)): it holds the
@@ -135,6 +142,9 @@ impl<'a> Writer<'a> {
             clusters: ClusterState::new(store.keep_policy()?, anchor),
             anchor,
             prefetch: None,
+            decided: HashMap::new(),
+            next_decision: None,
+            logged: HashMap::new(),
         })
     }
 }
@@ -293,6 +303,7 @@ impl Writer<'_> {
     /// `--skip-duplicates` keeps).
     pub(crate) fn would_represent(
         &self,
+        id: &str,
         a: &Analysis,
         content: &Content,
         stated: Stated,
@@ -317,7 +328,7 @@ impl Writer<'_> {
         let (overlay, store) = (&self.overlay, self.store);
         let get = |n: &str| pending_or_stored(overlay, store, n);
         self.clusters
-            .would_represent(store, &rec, near, anchor, &get)
+            .would_represent(store, (id, &rec), near, anchor, &get)
     }
 
     /// Deletes `id`; returns whether it existed.
@@ -334,6 +345,151 @@ impl Writer<'_> {
         self.short = self.short.saturating_sub(u64::from(old.is_short()));
         self.ops += 1;
         Ok(true)
+    }
+
+    /// Decides that stored documents `a` and `b` are not copies of each
+    /// other, as `who` (docs/review.md, "Decisions"): neither is ever
+    /// placed in a cluster whose representative is the other, by a write,
+    /// a re-check or a rebuild. When one represents the cluster the other
+    /// is in, the other leaves it in this batch (alone; a rebuild may place
+    /// it in another cluster). Returns the decision's log sequence; a pair
+    /// already decided returns its sequence and writes nothing.
+    pub fn not_a_copy(&mut self, a: &str, b: &str, who: &str) -> Result<u64> {
+        for id in [a, b] {
+            if self.get(id)?.is_none() {
+                return Err(Error::NotFound { id: id.to_string() });
+            }
+        }
+        self.decide_pair(a, b, who, now())
+    }
+
+    /// [`Writer::not_a_copy`] by `who` at `at`, of documents stored or not.
+    fn decide_pair(&mut self, a: &str, b: &str, who: &str, at: u64) -> Result<u64> {
+        check_id(a)?;
+        check_id(b)?;
+        if a == b {
+            return Err(Error::Input(format!(
+                "{a:?} and {b:?} are one document: \"not a copy\" takes two"
+            )));
+        }
+        let pair = (a.to_string(), b.to_string());
+        let standing = match self.decided.get(&pair) {
+            Some(s) => *s,
+            None => self.store.veto(a, b)?,
+        };
+        if let Some(seq) = standing {
+            return Ok(seq);
+        }
+        let seq = self.take_decision_seq()?;
+        let d = store::codec::Decision {
+            seq,
+            kind: store::codec::DecisionKind::NotACopy,
+            a: a.to_string(),
+            b: b.to_string(),
+            who: who.to_string(),
+            at,
+            undoes: 0,
+        };
+        self.store.put_veto(&mut self.batch, a, b, seq);
+        self.store.put_decision(&mut self.batch, &d);
+        self.logged.insert(seq, d);
+        self.decided
+            .insert((b.to_string(), a.to_string()), Some(seq));
+        self.decided.insert(pair, Some(seq));
+        let (overlay, store) = (&self.overlay, self.store);
+        let get = |n: &str| pending_or_stored(overlay, store, n);
+        self.clusters
+            .separate(store, &mut self.batch, (a, b), &get)?;
+        self.ops += 1;
+        Ok(seq)
+    }
+
+    /// Undoes "not a copy" decision `seq`, as `who`: the pair may be
+    /// placed together again by later writes and rebuilds (nothing rejoins
+    /// at once). The log keeps both entries. Returns the undo's sequence.
+    pub fn undo_decision(&mut self, seq: u64, who: &str) -> Result<u64> {
+        self.undo_at(seq, who, now())
+    }
+
+    /// [`Writer::undo_decision`] by `who` at `at`.
+    fn undo_at(&mut self, seq: u64, who: &str, at: u64) -> Result<u64> {
+        let d = match self.logged.get(&seq) {
+            Some(d) => Some(d.clone()),
+            None => self.store.decision(seq)?,
+        }
+        .ok_or_else(|| Error::Input(format!("the store has no decision {seq}")))?;
+        if d.kind != store::codec::DecisionKind::NotACopy {
+            return Err(Error::Input(format!(
+                "decision {seq} is an undo; decide again instead"
+            )));
+        }
+        let pair = (d.a.clone(), d.b.clone());
+        let standing = match self.decided.get(&pair) {
+            Some(s) => *s,
+            None => self.store.veto(&d.a, &d.b)?,
+        };
+        if standing != Some(seq) {
+            return Err(Error::Input(format!(
+                "decision {seq} ({:?} is not a copy of {:?}) was already undone",
+                d.a, d.b
+            )));
+        }
+        let undo = self.take_decision_seq()?;
+        self.store.delete_veto(&mut self.batch, &d.a, &d.b);
+        let entry = store::codec::Decision {
+            seq: undo,
+            kind: store::codec::DecisionKind::Undo,
+            a: String::new(),
+            b: String::new(),
+            who: who.to_string(),
+            at,
+            undoes: seq,
+        };
+        self.store.put_decision(&mut self.batch, &entry);
+        self.logged.insert(undo, entry);
+        self.decided.insert((d.b.clone(), d.a.clone()), None);
+        self.decided.insert(pair, None);
+        self.ops += 1;
+        Ok(undo)
+    }
+
+    /// Writes the decisions of a log (`simdb decisions --json`, an
+    /// export's), oldest first, as this store's: each "not a copy" whether
+    /// or not its documents are stored here (a document written later
+    /// obeys it), each undo of one of them, keeping who decided and when;
+    /// numbered after this store's log. A pair already decided here is
+    /// not decided again. Returns the sequence each entry has here.
+    pub fn replay_decisions(&mut self, log: &[store::codec::Decision]) -> Result<Vec<u64>> {
+        use store::codec::DecisionKind;
+        let mut here: HashMap<u64, u64> = HashMap::new();
+        let mut out = Vec::with_capacity(log.len());
+        for d in log {
+            let seq = match d.kind {
+                DecisionKind::NotACopy => self.decide_pair(&d.a, &d.b, &d.who, d.at)?,
+                DecisionKind::Undo => {
+                    let Some(&undoes) = here.get(&d.undoes) else {
+                        return Err(Error::Input(format!(
+                            "decision {} undoes {}, which the log does not hold before it",
+                            d.seq, d.undoes
+                        )));
+                    };
+                    self.undo_at(undoes, &d.who, d.at)?
+                }
+            };
+            here.insert(d.seq, seq);
+            out.push(seq);
+        }
+        Ok(out)
+    }
+
+    /// The next decision log sequence (from 1).
+    fn take_decision_seq(&mut self) -> Result<u64> {
+        let next = match self.next_decision {
+            Some(n) => n,
+            None => self.store.last_decision_seq()? + 1,
+        };
+        self.next_decision = Some(next + 1);
+        Ok(next)
     }
 
     /// Reads beforehand what the duplicate checks of `queries` (the
@@ -470,6 +626,9 @@ impl Writer<'_> {
             return Err(e);
         }
         self.clusters.committed();
+        self.decided.clear();
+        self.next_decision = None;
+        self.logged.clear();
         self.overlay.clear();
         self.fps.clear();
         self.mem = MemIndex::new();

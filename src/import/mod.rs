@@ -139,6 +139,9 @@ pub struct Options {
     /// set by the import of an export of a store that kept them, whose
     /// texts it restores.
     pub keep_texts: bool,
+    /// The decision log to restore, oldest first (an export's
+    /// `decisions.jsonl`; set by the import of an export that has one).
+    pub decisions: Vec<crate::store::codec::Decision>,
 }
 
 impl Default for Options {
@@ -151,6 +154,7 @@ impl Default for Options {
             partial: false,
             freeze: true,
             keep_texts: false,
+            decisions: Vec::new(),
         }
     }
 }
@@ -271,5 +275,52 @@ fn restore_plan(inputs: &[PathBuf], opts: &Options) -> Result<(Options, Option<K
     let mut o = opts.clone();
     o.recipe = recipe;
     o.keep_texts |= keep_texts;
+    o.decisions = export_decisions(inputs)?;
     Ok((o, Some(keep)))
+}
+
+/// The decision log of the export whose parts are `inputs` (its
+/// directory's `decisions.jsonl`), if it has one; refused when the parts
+/// come from several directories with one each (two logs do not merge).
+fn export_decisions(inputs: &[PathBuf]) -> Result<Vec<crate::store::codec::Decision>> {
+    let mut dirs: Vec<&Path> = inputs.iter().filter_map(|p| p.parent()).collect();
+    dirs.sort();
+    dirs.dedup();
+    let files: Vec<PathBuf> = dirs
+        .iter()
+        .map(|d| d.join(crate::db::export::DECISIONS_FILE))
+        .filter(|f| f.exists())
+        .collect();
+    let [file] = files.as_slice() else {
+        if files.len() > 1 {
+            return Err(Error::Input(format!(
+                "{} and {} each hold a decision log: import one export with decisions at a time",
+                files[0].display(),
+                files[1].display()
+            )));
+        }
+        return Ok(Vec::new());
+    };
+    let text = std::fs::read_to_string(file).map_err(|e| Error::io(file, e))?;
+    let mut log: Vec<crate::store::codec::Decision> = Vec::new();
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let d: crate::store::codec::Decision = serde_json::from_str(line).map_err(|e| {
+            Error::Input(format!("{}:{}: not a decision: {e}", file.display(), i + 1))
+        })?;
+        if log.last().is_some_and(|l| l.seq >= d.seq) {
+            return Err(Error::Input(format!(
+                "{}:{}: decision {} comes after decision {}: the log must be oldest first",
+                file.display(),
+                i + 1,
+                d.seq,
+                log.last().map_or(0, |l| l.seq)
+            )));
+        }
+        log.push(d);
+    }
+    Ok(log)
 }

@@ -91,6 +91,7 @@ pub(super) fn build(
     }
     families.push((store::PARTS, part_files));
     families.push((store::TEXTS, std::mem::take(&mut restoration.texts)));
+    families.push((store::DECISIONS, decision_ssts(&b, &opts.decisions)?));
     let count = store::schema::MetaU64::DocCount.owned_entry(summary.documents);
     // Positions count records from 1; the documents are stamped `now`
     // (restored ones keep their ords and times).
@@ -539,6 +540,55 @@ pub(super) struct Restoration {
     /// The `texts` family's table files (an export of a store that keeps
     /// texts).
     pub(super) texts: Vec<PathBuf>,
+}
+
+/// The `decisions` family's table files of decision log `log` (oldest
+/// first): its entries, and the "not a copy" pairs that stand at its end.
+/// An undo must undo a "not a copy" before it.
+fn decision_ssts(b: &Build<'_>, log: &[store::codec::Decision]) -> Result<Vec<PathBuf>> {
+    use store::codec::DecisionKind;
+    let mut standing: std::collections::BTreeMap<Vec<u8>, u64> = Default::default();
+    let mut entries: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(log.len());
+    for d in log {
+        match d.kind {
+            DecisionKind::NotACopy => {
+                for (x, y) in [(&d.a, &d.b), (&d.b, &d.a)] {
+                    standing.insert(store::schema::veto_key(x, y), d.seq);
+                }
+            }
+            DecisionKind::Undo => {
+                let Some(o) = log
+                    .iter()
+                    .find(|o| o.seq == d.undoes && o.kind == DecisionKind::NotACopy)
+                else {
+                    return Err(Error::Input(format!(
+                        "decision {} undoes {}, which is not a \"not a copy\" of the log",
+                        d.seq, d.undoes
+                    )));
+                };
+                for (x, y) in [(&o.a, &o.b), (&o.b, &o.a)] {
+                    standing.remove(&store::schema::veto_key(x, y));
+                }
+            }
+        }
+        entries.push((
+            store::schema::decision_log_key(d.seq).to_vec(),
+            store::codec::encode_decision(d),
+        ));
+    }
+    // `l` keys sort before `n` keys.
+    entries.extend(
+        standing
+            .into_iter()
+            .map(|(k, s)| (k, s.to_be_bytes().to_vec())),
+    );
+    store::write_ssts(
+        &b.sst,
+        "decisions",
+        store::DECISIONS,
+        b.opts.sst_file_bytes,
+        entries.into_iter().map(Ok),
+    )
 }
 
 /// The restore's file of kept texts, in id order: for each, the id

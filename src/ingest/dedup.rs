@@ -116,7 +116,7 @@ pub fn dedup(
             };
             let q = opts.write.duplicate_query(&a, doc.content.len());
             let in_db = match against {
-                Some(db) => db.first_duplicate(&q)?,
+                Some(db) => db.first_duplicate(&doc.id, &q)?,
                 None => None,
             };
             let dropped = match in_db {
@@ -196,7 +196,9 @@ pub fn dedup_keeping(
     scratch.set_keep_policy(keep)?;
     let in_db = |a: &crate::fingerprint::Analysis, doc: &Doc| -> Result<Option<crate::Hit>> {
         match against {
-            Some(db) => db.first_duplicate(&opts.write.duplicate_query(a, doc.content.len())),
+            Some(db) => {
+                db.first_duplicate(&doc.id, &opts.write.duplicate_query(a, doc.content.len()))
+            }
             None => Ok(None),
         }
     };

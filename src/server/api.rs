@@ -627,6 +627,64 @@ pub struct ClusterParams {
     pub limit: Option<usize>,
 }
 
+/// `GET /decisions`' URL parameters: a page of the decision log.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+pub struct DecisionListParams {
+    /// The `next` of the previous page (a sequence; 0: from the first).
+    pub after: Option<u64>,
+    /// Entries per page ([`MEMBERS_PER_PAGE`] by default, at most
+    /// [`MAX_MEMBERS_PER_PAGE`]).
+    pub limit: Option<usize>,
+}
+
+/// What `POST /decisions` asks (docs/service.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecisionRequest {
+    /// `{"not_a_copy": [A, B]}`.
+    NotACopy(String, String),
+    /// `{"undo": SEQ}`.
+    Undo(u64),
+}
+
+/// The body of `POST /decisions`: `{"not_a_copy": ["A", "B"]}` or
+/// `{"undo": SEQ}`, nothing else.
+pub fn parse_decision(body: &[u8]) -> Parsed<DecisionRequest> {
+    const WANT: &str = "expected {\"not_a_copy\": [\"A\", \"B\"]} or {\"undo\": SEQ}";
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| BadRequest::new(format!("the body is not JSON ({e}): {WANT}")))?;
+    let Value::Object(m) = v else {
+        return Err(BadRequest::new(WANT));
+    };
+    let mut fields = m.into_iter();
+    let (Some((key, value)), None) = (fields.next(), fields.next()) else {
+        return Err(BadRequest::new(format!("one decision per request: {WANT}")));
+    };
+    match (key.as_str(), value) {
+        ("not_a_copy", Value::Array(ids)) => match ids.as_slice() {
+            [Value::String(a), Value::String(b)] => {
+                Ok(DecisionRequest::NotACopy(a.clone(), b.clone()))
+            }
+            _ => Err(BadRequest::field(
+                "not_a_copy",
+                "must be the ids of two documents, [\"A\", \"B\"]",
+            )),
+        },
+        ("undo", Value::Number(n)) if n.as_u64().is_some_and(|n| n > 0) => {
+            Ok(DecisionRequest::Undo(n.as_u64().unwrap_or_default()))
+        }
+        ("not_a_copy", _) => Err(BadRequest::field(
+            "not_a_copy",
+            "must be the ids of two documents, [\"A\", \"B\"]",
+        )),
+        ("undo", _) => Err(BadRequest::field(
+            "undo",
+            "must be the sequence of a decision, a positive integer",
+        )),
+        (other, _) => Err(BadRequest::field(other.to_string(), WANT)),
+    }
+}
+
 /// `GET /diff`'s URL parameters: the ids of two stored documents.
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(default)]

@@ -384,6 +384,7 @@ fn router(app: Shared) -> Router {
         .route("/clusters", get(list_clusters))
         .route("/cluster", get(cluster))
         .route("/diff", get(diff))
+        .route("/decisions", get(decisions).post(decide))
         .route("/calibration", get(calibration))
         .route("/", get(|| async { page::file("/") }))
         .route("/app.js", get(|| async { page::file("/app.js") }))

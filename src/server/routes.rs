@@ -321,6 +321,57 @@ pub(super) async fn cluster(State(app): State<Shared>, RawQuery(q): RawQuery) ->
     json_answer(v)
 }
 
+/// Who the service decides as, in the decision log.
+const API_WHO: &str = "api";
+
+/// `POST /decisions`: `{"not_a_copy": [A, B]}` (both stored; when one
+/// represents the other's cluster, the other leaves it) or `{"undo":
+/// SEQ}`, written and committed as a write is; answers the log entry
+/// ([`crate::db::Writer::not_a_copy`]).
+pub(super) async fn decide(State(app): State<Shared>, RawQuery(q): RawQuery, body: Body) -> Answer {
+    let p = api::parse_params(q.as_deref(), &["sync"])?;
+    let (bytes, _share) = read_body(&app, body).await?;
+    let req = parse_body(bytes, api::parse_decision).await?;
+    let v = blocking(move || {
+        let db = app.writable()?;
+        let mut w = db.shared_writer()?;
+        w.set_sync(p.sync);
+        let seq = match &req {
+            api::DecisionRequest::NotACopy(a, b) => w.not_a_copy(a, b, API_WHO)?,
+            api::DecisionRequest::Undo(s) => w.undo_decision(*s, API_WHO)?,
+        };
+        let committed = w.commit().map_err(ApiError::from);
+        drop(w);
+        app.note_write(&committed);
+        committed?;
+        app.settle_in_background();
+        let page = db.clusters().decisions(seq - 1, 1)?;
+        Ok(json!(page.decisions.first()))
+    })
+    .await?;
+    json_answer(v)
+}
+
+/// `GET /decisions?after=SEQ&limit=N`: a page of the decision log, oldest
+/// first, with the `next` cursor.
+pub(super) async fn decisions(State(app): State<Shared>, RawQuery(q): RawQuery) -> Answer {
+    let p: api::DecisionListParams = api::parse_params_as(q.as_deref(), &["after", "limit"])?;
+    let limit = api::bounded_count(
+        "limit",
+        p.limit,
+        api::MEMBERS_PER_PAGE,
+        api::MAX_MEMBERS_PER_PAGE,
+    )?;
+    let v = blocking(move || {
+        Ok(json!(app
+            .db()?
+            .clusters()
+            .decisions(p.after.unwrap_or(0), limit)?))
+    })
+    .await?;
+    json_answer(v)
+}
+
 /// `GET /diff?a=ID&b=ID`: where the kept texts of two stored documents
 /// differ, as spans ([`crate::db::Clusters::diff`]): the review page's
 /// side-by-side view.

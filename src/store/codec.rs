@@ -325,32 +325,38 @@ mod raw {
     }
 }
 
-/// Encodes a record into its framed bytes.
-pub fn encode_record(r: &Record) -> Vec<u8> {
-    let payload = bincode::serde::encode_to_vec(raw::V6::from(r), config())
-        .unwrap_or_else(|e| unreachable!("encoding a record to a Vec cannot fail: {e}"));
+/// The frame of a payload: version byte ‖ crc32 BE of the payload ‖ the
+/// payload (records and decision log entries).
+fn frame(version: u8, payload: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_LEN + payload.len());
-    out.push(RECORD_VERSION);
-    out.extend_from_slice(&crc32fast::hash(&payload).to_be_bytes());
-    out.extend_from_slice(&payload);
+    out.push(version);
+    out.extend_from_slice(&crc32fast::hash(payload).to_be_bytes());
+    out.extend_from_slice(payload);
     out
 }
 
-/// Decodes framed record bytes; `Err` carries the reason.
-pub fn decode_record(bytes: &[u8]) -> Result<Record, String> {
+/// The version and payload of framed bytes whose version is in
+/// `versions` and whose checksum holds; `what` names them in errors.
+fn unframe<'b>(
+    bytes: &'b [u8],
+    what: &str,
+    versions: std::ops::RangeInclusive<u8>,
+) -> Result<(u8, &'b [u8]), String> {
     let (Some(&version), Some(crc), Some(payload)) = (
         bytes.first(),
         bytes.get(1..HEADER_LEN),
         bytes.get(HEADER_LEN..),
     ) else {
         return Err(format!(
-            "record is {} bytes, shorter than its 5-byte header",
+            "{what} is {} bytes, shorter than its 5-byte header",
             bytes.len()
         ));
     };
-    if !(1..=RECORD_VERSION).contains(&version) {
+    if !versions.contains(&version) {
         return Err(format!(
-            "unknown record version {version} (expected 1 to {RECORD_VERSION})"
+            "unknown {what} version {version} (expected {} to {})",
+            versions.start(),
+            versions.end()
         ));
     }
     let expected = u32::from_be_bytes([crc[0], crc[1], crc[2], crc[3]]);
@@ -360,6 +366,19 @@ pub fn decode_record(bytes: &[u8]) -> Result<Record, String> {
             "checksum mismatch: stored {expected:08x}, computed {got:08x}"
         ));
     }
+    Ok((version, payload))
+}
+
+/// Encodes a record into its framed bytes.
+pub fn encode_record(r: &Record) -> Vec<u8> {
+    let payload = bincode::serde::encode_to_vec(raw::V6::from(r), config())
+        .unwrap_or_else(|e| unreachable!("encoding a record to a Vec cannot fail: {e}"));
+    frame(RECORD_VERSION, &payload)
+}
+
+/// Decodes framed record bytes; `Err` carries the reason.
+pub fn decode_record(bytes: &[u8]) -> Result<Record, String> {
+    let (version, payload) = unframe(bytes, "record", 1..=RECORD_VERSION)?;
     fn decode<T: serde::de::DeserializeOwned + Into<Record>>(
         payload: &[u8],
     ) -> Result<Record, String> {
@@ -416,6 +435,71 @@ pub fn decode_recipe(bytes: &[u8]) -> Result<crate::fingerprint::Recipe, String>
         serde_json::from_slice(bytes).map_err(|e| format!("bad recipe JSON: {e}"))?;
     r.validate().map_err(|e| format!("invalid recipe: {e}"))?;
     Ok(r)
+}
+
+/// Version byte of a decision log entry ([`Decision`]).
+pub const DECISION_VERSION: u8 = 1;
+
+/// What a review decided ([`Decision::kind`]). (Serialized by variant
+/// index in the log; the names are JSON's.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionKind {
+    /// Documents `a` and `b` are not copies of each other: neither is
+    /// ever in a cluster whose representative is the other.
+    NotACopy,
+    /// Undoes the decision of sequence [`Decision::undoes`].
+    Undo,
+}
+
+impl DecisionKind {
+    /// Its name in the log's JSON and the CLI: `not_a_copy`, `undo`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DecisionKind::NotACopy => "not_a_copy",
+            DecisionKind::Undo => "undo",
+        }
+    }
+}
+
+/// One entry of a store's decision log (`decisions` family, `l` keys):
+/// framed as a record is, version byte ([`DECISION_VERSION`]) ‖ crc32 BE
+/// of the payload ‖ bincode payload of the fields in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    /// Its place in the log, from 1.
+    pub seq: u64,
+    pub kind: DecisionKind,
+    /// The pair decided on (`NotACopy`); empty for `Undo`.
+    pub a: String,
+    pub b: String,
+    /// Who decided: a service's `api`, the command line's `local`.
+    pub who: String,
+    /// Unix seconds.
+    pub at: u64,
+    /// The sequence an `Undo` undoes; 0 otherwise.
+    pub undoes: u64,
+}
+
+/// Encodes a decision log entry into its framed bytes.
+pub fn encode_decision(d: &Decision) -> Vec<u8> {
+    let payload = bincode::serde::encode_to_vec(d, config())
+        .unwrap_or_else(|e| unreachable!("encoding a decision to a Vec cannot fail: {e}"));
+    frame(DECISION_VERSION, &payload)
+}
+
+/// Decodes a framed decision log entry; `Err` carries the reason.
+pub fn decode_decision(bytes: &[u8]) -> Result<Decision, String> {
+    let (_, payload) = unframe(bytes, "decision", DECISION_VERSION..=DECISION_VERSION)?;
+    let (d, used): (Decision, usize) = bincode::serde::decode_from_slice(payload, config())
+        .map_err(|e| format!("bad payload: {e}"))?;
+    if used != payload.len() {
+        return Err(format!(
+            "{} trailing bytes after the payload",
+            payload.len() - used
+        ));
+    }
+    Ok(d)
 }
 
 #[cfg(test)]
@@ -715,5 +799,51 @@ mod tests {
         let mut long = bytes.clone();
         long.push(0);
         assert!(decode_record(&long).is_err());
+    }
+
+    /// The bytes of a decision log entry, pinned: the frame, then each
+    /// field (u64 BE, the kind's variant index as u32 BE, strings as u64 BE
+    /// length and UTF-8).
+    #[test]
+    fn decision_bytes_are_pinned() {
+        let d = Decision {
+            seq: 7,
+            kind: DecisionKind::NotACopy,
+            a: "a1".into(),
+            b: "北".into(),
+            who: "local".into(),
+            at: 1_700_000_000,
+            undoes: 0,
+        };
+        let payload = [
+            &7u64.to_be_bytes()[..],
+            &0u32.to_be_bytes(),
+            &2u64.to_be_bytes(),
+            b"a1",
+            &3u64.to_be_bytes(),
+            "北".as_bytes(),
+            &5u64.to_be_bytes(),
+            b"local",
+            &1_700_000_000u64.to_be_bytes(),
+            &0u64.to_be_bytes(),
+        ]
+        .concat();
+        let mut want = vec![DECISION_VERSION];
+        want.extend_from_slice(&crc32fast::hash(&payload).to_be_bytes());
+        want.extend_from_slice(&payload);
+        assert_eq!(encode_decision(&d), want);
+        assert_eq!(decode_decision(&want).unwrap(), d);
+        let undo = Decision {
+            kind: DecisionKind::Undo,
+            undoes: 7,
+            ..d.clone()
+        };
+        let bytes = encode_decision(&undo);
+        assert_eq!(&bytes[5 + 8..5 + 12], &1u32.to_be_bytes());
+        assert_eq!(decode_decision(&bytes).unwrap(), undo);
+        let mut bad = want.clone();
+        bad[6] ^= 1;
+        assert!(decode_decision(&bad).unwrap_err().contains("checksum"));
+        assert!(decode_decision(&want[..3]).is_err());
     }
 }

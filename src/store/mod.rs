@@ -15,6 +15,7 @@
 //! | `meta`   | ASCII name                                 | see below                 |
 //! | `clusters` | `d`/`m`/`s` ‖ … (see [`schema`])         | cluster id, id, or size   |
 //! | `texts`  | document id, UTF-8 (format 11 on)          | the text it was fingerprinted from, UTF-8 (only in a store made with `keep_texts`) |
+//! | `decisions` | `n`/`l` ‖ … (format 12 on; see [`schema`]) | a "not a copy" pair's log sequence, or a log entry |
 //!
 //! One document = one record, one `refs` entry and one ingest-order entry;
 //! its fingerprint has one entry in a bucket of each block family, shared
@@ -48,8 +49,8 @@
 //! ```text
 //! key              value
 //! "magic"          the 12 bytes "simdb-store\n"
-//! "format_version" u32 big-endian (this build writes 11, with or without a
-//!                  frozen index; migrates 2 to 10)
+//! "format_version" u32 big-endian (this build writes 12, with or without a
+//!                  frozen index; migrates 2 to 11)
 //! "recipe"         UTF-8 JSON of the fingerprint Recipe
 //! "doc_count"      u64 big-endian, number of documents (updated in each write batch)
 //! "short_count"    u64 big-endian, documents with fewer than 10 terms (absent = 0)
@@ -65,6 +66,7 @@
 mod bulk;
 mod clusters;
 pub mod codec;
+mod decisions;
 mod frozen;
 mod postings;
 mod prefetch;
@@ -117,15 +119,18 @@ pub const PARTS: &str = "parts";
 /// text it was fingerprinted from, written only in a store created to keep
 /// them ([`KEEP_TEXTS_KEY`]).
 pub const TEXTS: &str = "texts";
+/// Name of the family of review decisions (format 12 on): "not a copy"
+/// pairs and the decision log (see [`schema`]).
+pub const DECISIONS: &str = "decisions";
 /// Number of posting families: the four block families, then the band
 /// families. A posting family is named by its number in this order
 /// ([`posting_family`]); all have one layout (see [`crate::index`]).
 pub const POSTING_FAMILIES: usize = BLOCKS + BANDS;
 /// Every family, in a fixed order.
-pub const ALL_FAMILIES: [&str; 10 + BANDS] = [
+pub const ALL_FAMILIES: [&str; 11 + BANDS] = [
     "block0", "block1", "block2", "block3", REFS, DOCS, META, CLUSTERS, "band0", "band1", "band2",
     "band3", "band4", "band5", "band6", "band7", "band8", "band9", "band10", "band11", "band12",
-    "band13", "band14", "band15", PARTS, TEXTS,
+    "band13", "band14", "band15", PARTS, TEXTS, DECISIONS,
 ];
 
 /// The name of posting family `i`: block family `i` below [`BLOCKS`], band
@@ -203,8 +208,9 @@ pub const FORMAT_VERSION_KEY: &[u8] = b"format_version";
 /// one; the `newest` keep policy ranks by that time) plus the parts:
 /// version 6 records and `refs` values keep a document's part hashes, and
 /// the `parts` family holds the part keys ([`crate::index::parts`]);
-/// format 11 adds the `texts` family ([`TEXTS`]).
-pub const FORMAT_VERSION: u32 = 11;
+/// format 11 adds the `texts` family ([`TEXTS`]), format 12 the
+/// `decisions` family ([`DECISIONS`]).
+pub const FORMAT_VERSION: u32 = 12;
 /// The oldest format `simdb migrate` brings to [`FORMAT_VERSION`] in place
 /// (2: postings of single keys; 3: no ords and no clusters; 4: postings
 /// with an entry per document, `refs` keyed by fingerprint ‖ sequence
@@ -283,6 +289,9 @@ pub struct Store {
     freezing: parking_lot::Mutex<()>,
     /// Whether writes keep their texts in [`TEXTS`] ([`KEEP_TEXTS_KEY`]).
     keep_texts: bool,
+    /// Whether the store has (or had since its open) a "not a copy" pair:
+    /// without one, the placement rule reads nothing.
+    has_vetoes: std::sync::atomic::AtomicBool,
 }
 
 /// What a store handle has read since it was opened: the work of its
@@ -377,7 +386,7 @@ pub(crate) fn family_options(name: &str, cache: &Cache) -> Options {
         o.set_compression_type(DBCompressionType::Lz4);
         let b = table_options(cache, true);
         o.set_block_based_table_factory(&b);
-    } else if name == DOCS || name == CLUSTERS || name == TEXTS {
+    } else if name == DOCS || name == CLUSTERS || name == TEXTS || name == DECISIONS {
         o.set_compression_type(DBCompressionType::Lz4);
         let b = table_options(cache, true);
         o.set_block_based_table_factory(&b);
@@ -521,6 +530,7 @@ impl Store {
             frozen_pending: Default::default(),
             freezing: Default::default(),
             keep_texts: extra.iter().any(|(k, _)| *k == KEEP_TEXTS_KEY),
+            has_vetoes: Default::default(),
         };
         let meta = store.cf(META);
         let mut b = Batch::default();
@@ -656,6 +666,7 @@ impl Store {
             frozen_pending: Default::default(),
             freezing: Default::default(),
             keep_texts: false,
+            has_vetoes: Default::default(),
         };
         let meta = store.cf(META);
         match store.db.get_cf(meta, MAGIC_KEY)? {
@@ -697,10 +708,11 @@ impl Store {
                 continue;
             }
             // Nor band families before format 7, nor parts before 10,
-            // nor texts before 11.
+            // nor texts before 11, nor decisions before 12.
             if (BAND_FAMILIES.contains(&want) && version < 7)
                 || (want == PARTS && version < 10)
                 || (want == TEXTS && version < 11)
+                || (want == DECISIONS && version < 12)
             {
                 continue;
             }
@@ -730,6 +742,9 @@ impl Store {
         let keep_texts = store.db.get_cf(meta, KEEP_TEXTS_KEY)?.is_some();
         let mut store = store;
         store.keep_texts = keep_texts;
+        if version >= 12 {
+            store.note_vetoes()?;
+        }
         store.load_frozen()?;
         Ok((store, recipe, version))
     }

@@ -426,6 +426,54 @@ pub fn size_entry(cid: u64, size: u64) -> ([u8; 9], [u8; 8]) {
     (size_key(cid), size.to_be_bytes())
 }
 
+// ---- The `decisions` family (format 12) ----
+//
+//   'n' ‖ len(a), u16 BE ‖ a ‖ b   -> sequence, u64 BE   ("not a copy", one key
+//                                                        for each order of the pair)
+//   'l' ‖ sequence, u64 BE         -> framed decision    (the log, oldest first;
+//                                                        see `codec::Decision`)
+//
+// An id is at most 4,096 bytes, so its length fits the u16; the length
+// makes the split of a key unambiguous whatever bytes the ids hold.
+
+/// The `n` key of the pair (`a`, `b`): `a` is not a copy of `b`.
+pub fn veto_key(a: &str, b: &str) -> Vec<u8> {
+    let mut k = veto_prefix(a);
+    k.extend_from_slice(b.as_bytes());
+    k
+}
+
+/// The prefix of the `n` keys of every pair whose first id is `a`.
+pub fn veto_prefix(a: &str) -> Vec<u8> {
+    let n = u16::try_from(a.len()).unwrap_or(u16::MAX);
+    let mut k = Vec::with_capacity(3 + a.len());
+    k.push(b'n');
+    k.extend_from_slice(&n.to_be_bytes());
+    k.extend_from_slice(a.as_bytes());
+    k
+}
+
+/// The pair of an `n` key (with its `n`).
+pub fn decode_veto_key(k: &[u8]) -> std::result::Result<(String, String), String> {
+    let bad = || format!("not-a-copy key of {} bytes is malformed", k.len());
+    let (Some(b'n'), Some(n)) = (k.first(), k.get(1..3)) else {
+        return Err(bad());
+    };
+    let n = usize::from(u16::from_be_bytes([n[0], n[1]]));
+    let (Some(a), Some(b)) = (k.get(3..3 + n), k.get(3 + n..)) else {
+        return Err(bad());
+    };
+    let utf8 = |x: &[u8]| String::from_utf8(x.to_vec()).map_err(|_| bad());
+    Ok((utf8(a)?, utf8(b)?))
+}
+
+/// The `l` key of log entry `seq`.
+pub fn decision_log_key(seq: u64) -> [u8; 9] {
+    let mut k = [b'l'; 9];
+    k[1..].copy_from_slice(&seq.to_be_bytes());
+    k
+}
+
 /// The meta entries whose value is one u64, big-endian.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MetaU64 {
@@ -566,6 +614,20 @@ mod tests {
             format_version_entry(5),
             (&b"format_version"[..], [0, 0, 0, 5])
         );
+    }
+
+    /// The `decisions` family's keys, pinned.
+    #[test]
+    fn decision_keys_are_pinned() {
+        assert_eq!(veto_key("ab", "c"), b"n\x00\x02abc".to_vec());
+        assert_eq!(veto_prefix("ab"), b"n\x00\x02ab".to_vec());
+        assert_eq!(
+            decode_veto_key(&veto_key("a\0b", "北")),
+            Ok(("a\0b".to_string(), "北".to_string()))
+        );
+        assert!(decode_veto_key(b"n\x00\x09ab").is_err());
+        assert!(decode_veto_key(b"x").is_err());
+        assert_eq!(decision_log_key(0x0102), [b'l', 0, 0, 0, 0, 0, 0, 1, 2]);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 """The review page in a real headless Chromium (tools/browser.sh): search,
-clusters, a cluster, a member beside its representative, texts that look
-like HTML, the token, and pages of other origins. The store's documents are generated here."""
+clusters, a cluster, a member beside its representative, "not a copy",
+texts that look like HTML, the token, and pages of other origins. The store's documents are generated here."""
 
 import http.server
 import json
@@ -149,6 +149,37 @@ def test_a_cluster_shows_a_member_beside_its_representative_with_the_edit_marked
     assert browser.find_element(By.ID, "diff-a").text == server.texts[0]
     assert browser.find_element(By.ID, "diff-b").text == server.texts[0].replace(server.texts[0][:4], "上海浦东", 1)
     shot(browser, "diff")
+
+
+def test_not_a_copy_takes_a_member_out_and_a_rebuild_keeps_it_out(store, browser):
+    s = Server(store)
+    rng = random.Random(4)
+    text = article(rng)
+    edited = text.replace(text[:4], "上海浦东", 1)
+    s.call("/documents", [{"id": "r", "text": text}, {"id": "m1", "text": text}, {"id": "m2", "text": edited}])
+    try:
+        browser.get(s.base + "/#/cluster?id=r")
+        members = wait(browser, "tr.member", 3)
+        row = next(m for m in members if m.find_elements(By.CSS_SELECTOR, "td")[0].text == "m2")
+        row.find_element(By.CSS_SELECTOR, "button.not-a-copy").click()
+        WebDriverWait(browser, 20).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "tr.member")) == 2)
+        ids = [m.find_elements(By.CSS_SELECTOR, "td")[0].text for m in browser.find_elements(By.CSS_SELECTOR, "tr.member")]
+        assert ids == ["r", "m1"], ids
+        assert "Decision 1: m2 is not a copy of r." in browser.find_element(By.ID, "decided").text
+        shot(browser, "decided")
+        log = json.loads(s.call("/decisions"))["decisions"]
+        assert [(d["kind"], d["a"], d["b"], d["who"]) for d in log] == [("not_a_copy", "r", "m2", "api")]
+    finally:
+        s.stop()
+    # A rebuild of the clusters from the records obeys the decision.
+    subprocess.run([SIMDB, "verify", str(store), "--repair"], check=True, capture_output=True)
+    s = Server(store)
+    try:
+        members = json.loads(s.call("/cluster?id=r"))["members"]
+        assert [m["id"] for m in members] == ["r", "m1"], members
+        assert json.loads(s.call("/cluster?id=m2"))["size"] == 1
+    finally:
+        s.stop()
 
 
 def test_texts_that_look_like_html_show_as_text(store, browser):

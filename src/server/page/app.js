@@ -193,6 +193,29 @@ function sideBySide(rep, member) {
   return out;
 }
 
+// "Not a copy": the member leaves the cluster, and the store never puts
+// it with this representative again (docs/review.md, "Decisions").
+function notACopyButton(rep, member) {
+  return el("button", {
+    class: "not-a-copy",
+    title: `Decide that ${member} is not a copy of ${rep}: it leaves this cluster for good (undo with simdb decide DB undo SEQ)`,
+    onclick: async (ev) => {
+      ev.target.disabled = true;
+      try {
+        const d = await api("/decisions", { not_a_copy: [rep, member] });
+        showError("");
+        const p = document.getElementById("decided");
+        p.textContent = `Decision ${d.seq}: ${member} is not a copy of ${rep}.`;
+        p.hidden = false;
+        route();
+      } catch (e) {
+        ev.target.disabled = false;
+        showError(e.message);
+      }
+    },
+  }, "not a copy");
+}
+
 function clusterView(params) {
   const id = params.get("id") || "";
   const after = params.get("after") || "";
@@ -221,8 +244,9 @@ function clusterView(params) {
           el("td", { class: "num" }, fixed(m.why.containment)),
           el("td", {}, m.source),
           el("td", {}, new Date(m.ingested_at * 1000).toISOString().slice(0, 19).replace("T", " ")),
-          el("td", {}, m.id === r.id ? "" : link(here({ compare: m.id }), "compare"))));
-      out.append(table(["member", "why", "bits", "similarity", "containment", "source", "written", ""], rows));
+          el("td", {}, m.id === r.id ? "" : link(here({ compare: m.id }), "compare")),
+          el("td", {}, m.id === r.id ? "" : notACopyButton(r.id, m.id))));
+      out.append(table(["member", "why", "bits", "similarity", "containment", "source", "written", "", ""], rows));
       if (c.next) {
         const next = "#/cluster?" + new URLSearchParams({ id, after: c.next }).toString();
         out.append(link(next, "Next members"));
@@ -306,5 +330,8 @@ document.getElementById("token-form").addEventListener("submit", (ev) => {
   document.getElementById("token-form").hidden = true;
   route();
 });
-window.addEventListener("hashchange", route);
+window.addEventListener("hashchange", () => {
+  document.getElementById("decided").hidden = true;
+  route();
+});
 route();

@@ -1,0 +1,106 @@
+//! What a review decided, read back: the decision log a page at a time,
+//! and verify's check that the clusters obey the "not a copy" pairs
+//! (docs/review.md, "Decisions"). The writes are the writer's
+//! ([`super::Writer::not_a_copy`], [`super::Writer::undo_decision`]); the
+//! rule itself is the clusters' placement ([`super::clusters`]).
+
+use super::clusters::Clusters;
+use super::Db;
+use crate::error::{hex, Result};
+pub use crate::store::codec::{Decision, DecisionKind};
+use crate::store::{self, schema};
+
+/// A page of the decision log ([`Clusters::decisions`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DecisionPage {
+    /// Oldest first.
+    pub decisions: Vec<Decision>,
+    /// The `after` of the next page, if there is one.
+    pub next: Option<u64>,
+}
+
+impl Clusters<'_> {
+    /// At most `n` (>= 1) entries of the decision log after sequence
+    /// `after` (0: from the first), oldest first.
+    pub fn decisions(&self, after: u64, n: usize) -> Result<DecisionPage> {
+        if n == 0 {
+            return Err(crate::Error::Input(
+                "a page of decisions holds at least one".into(),
+            ));
+        }
+        let mut decisions = Vec::new();
+        let mut more = false;
+        self.db().store.for_each_decision(after, |d| {
+            if decisions.len() == n {
+                more = true;
+                return Ok(false);
+            }
+            decisions.push(d);
+            Ok(true)
+        })?;
+        let next = more.then(|| decisions.last().map(|d| d.seq)).flatten();
+        Ok(DecisionPage { decisions, next })
+    }
+}
+
+impl Db {
+    /// Verify's check of the decisions: every "not a copy" key has its
+    /// reverse with the same sequence, and a log entry deciding that pair;
+    /// no pair is a cluster's representative and one of its members; each
+    /// log entry decodes, and an undo names an earlier "not a copy".
+    pub(super) fn verify_decisions(&self, problems: &mut Vec<String>) -> Result<()> {
+        let store = &self.store;
+        let at = store.snapshot();
+        let mut kinds: std::collections::HashMap<u64, DecisionKind> = Default::default();
+        let mut log = Vec::new();
+        store.for_each_decision(0, |d| {
+            kinds.insert(d.seq, d.kind);
+            log.push(d);
+            Ok(true)
+        })?;
+        for d in &log {
+            if d.kind == DecisionKind::Undo && kinds.get(&d.undoes) != Some(&DecisionKind::NotACopy)
+            {
+                problems.push(format!(
+                    "{}: key {}: an undo of {}, which is not a \"not a copy\" decision",
+                    store::DECISIONS,
+                    hex(&schema::decision_log_key(d.seq)),
+                    d.undoes
+                ));
+            }
+        }
+        store.for_each_veto(|a, b, seq| {
+            let key = hex(&schema::veto_key(a, b));
+            let mut problem = |what: String| {
+                problems.push(format!("{}: key {key}: {what}", store::DECISIONS));
+            };
+            if store.veto(b, a)? != Some(seq) {
+                problem(format!(
+                    "the pair's other order does not name decision {seq}"
+                ));
+            }
+            match log.iter().find(|d| d.seq == seq) {
+                Some(d)
+                    if d.kind == DecisionKind::NotACopy
+                        && ((d.a == a && d.b == b) || (d.a == b && d.b == a)) => {}
+                _ => problem(format!("decision {seq} of the log is not this pair's")),
+            }
+            // Each pair once: from its first order.
+            if a < b {
+                if let (Some(ca), Some(cb)) = (
+                    store.cluster_entry_at(&at, a)?,
+                    store.cluster_entry_at(&at, b)?,
+                ) {
+                    let rep = store.cluster_head_at(&at, ca)?.map(|(_, r)| r);
+                    if ca == cb && rep.as_deref().is_some_and(|r| r == a || r == b) {
+                        problem(format!(
+                            "{a:?} and {b:?} are not copies (decision {seq}), yet cluster {ca} \
+                             has one as its representative and the other as a member"
+                        ));
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+}
