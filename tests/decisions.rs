@@ -352,7 +352,7 @@ fn export_and_import_keep_the_decisions() {
         .unwrap();
     let log_a = db.clusters().decisions(0, 1000).unwrap();
     let shape_a = shape(&all_clusters(&db));
-    assert!(out.join("decisions.jsonl").exists());
+    assert!(out.join("_decisions.jsonl").exists());
     let manifest = simdb::db::export::Manifest::read(&out).unwrap().unwrap();
     assert_eq!(
         manifest.decisions.as_ref().unwrap().rows,
@@ -375,7 +375,7 @@ fn export_and_import_keep_the_decisions() {
         assert!(!(c.representative == *x && c.size > 1), "{x} {y}: {c:?}");
     }
     // An export that lost its log is not the export _SUCCESS lists.
-    std::fs::remove_file(out.join("decisions.jsonl")).unwrap();
+    std::fs::remove_file(out.join("_decisions.jsonl")).unwrap();
     let err = simdb::import::run(
         &t.path().with_file_name("ex-c"),
         &[out],
@@ -384,7 +384,7 @@ fn export_and_import_keep_the_decisions() {
     )
     .unwrap_err();
     assert!(
-        err.to_string().contains("decisions.jsonl is missing"),
+        err.to_string().contains("_decisions.jsonl is missing"),
         "{err}"
     );
 }

@@ -302,6 +302,11 @@ class Db:
     def undo_decision(self, seq: int, *, who: str = "python", sync: bool = False) -> int:
         """Undoes "not a copy" decision ``seq`` (nothing rejoins at once; a
         rebuild may place the pair together). Returns the undo's sequence."""
+    def replay_decisions(self, log: Union[str, PathLike[str]], *, sync: bool = False) -> list[int]:
+        """Writes the decisions of a log file (``simdb decisions --json``,
+        an export's ``_decisions.jsonl``) into this store, in order, whether
+        or not their documents are stored here (a document written later
+        obeys them). Returns each entry's sequence here."""
     def decisions(self, *, after: int = 0, limit: int = 100) -> dict[str, Any]:
         """A page of the decision log, as ``GET /decisions`` answers:
         ``decisions`` (``seq``, ``kind``, ``a``, ``b``, ``who``, ``at``,

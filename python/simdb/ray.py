@@ -493,13 +493,16 @@ def _check_parts(out: str) -> list[str]:
     )
 
 
-def place(work: str, keep: Optional[str] = None) -> dict:
+def place(work: str, keep: Optional[str] = None, decisions: Optional[str] = None) -> dict:
     """Stage 4 of :func:`dedup`: the store's clusters rebuilt from the
     near-copy lists of stage 3 (``simdb.rebuild_clusters``), as ingest
     would have built them under ``keep`` (default: the store's policy,
     ``first`` for an import); after an incremental run, the earlier runs'
     lists first (their checks directories, as the import's marker names
-    them). Marked by ``WORK/placed.json``."""
+    them). With ``decisions`` (a log of ``simdb decisions --json``), the
+    store takes them first and the clusters obey them ("not a copy"
+    pairs are never representative and member). Marked by
+    ``WORK/placed.json``."""
     import pyarrow.parquet as pq
 
     from . import _simdb
@@ -515,7 +518,13 @@ def place(work: str, keep: Optional[str] = None) -> dict:
             t = pq.read_table(path, columns=["ord", "near"])
             yield from zip(t.column("ord").to_pylist(), t.column("near").to_pylist())
 
-    n = _simdb.rebuild_clusters(os.path.join(work, "store"), lists(), keep=keep)
+    store = os.path.join(work, "store")
+    if decisions is not None:
+        with _simdb.Db.open(store) as db:
+            # Once: a run stopped after this step finds them there.
+            if not db.decisions(limit=1)["decisions"]:
+                db.replay_decisions(os.fspath(decisions))
+    n = _simdb.rebuild_clusters(store, lists(), keep=keep)
     what = {"clusters": n, "keep": keep or "store"}
     write_mark(marker, what)
     return what
@@ -622,6 +631,7 @@ def dedup(
     num_cpus: Optional[float] = None,
     incremental: Optional[Union[str, "os.PathLike[str]"]] = None,
     on_stage: Any = None,
+    decisions: Optional[Union[str, "os.PathLike[str]"]] = None,
 ) -> Dedup:
     """Near-duplicate pairs and clusters of ``fps`` (the output of
     :func:`fingerprint`, in the order the documents count in), found as
@@ -642,7 +652,9 @@ def dedup(
        sketch), over ``parts`` ranges of ords on ``concurrency`` Ray
        workers, each opening the store read-only (on one machine, or on a
        file system they share);
-    4. the clusters placed from those lists, in order, into the store.
+    4. the clusters placed from those lists, in order, into the store
+       (obeying ``decisions``, a log of ``simdb decisions --json``, if
+       given: the store takes them first, as ``Db.replay_decisions``).
 
     The recipe is the one the fingerprints were made with (``recipe``:
     ``Analyzer.recipe``; default: a new store's, or with ``incremental``
@@ -721,7 +733,7 @@ def dedup(
     }
     report["seconds"]["checks"] = round(time.perf_counter() - t, 3)
     t = stage("place")
-    report["placed"] = place(work, keep)
+    report["placed"] = place(work, keep, None if decisions is None else os.fspath(decisions))
     report["seconds"]["place"] = round(time.perf_counter() - t, 3)
     # Tonight's pairs: the parts of this run's ranges.
     checks = ray.data.read_parquet(os.path.join(work, "checks"))
@@ -766,6 +778,7 @@ def dedup_files(
     num_cpus: Optional[float] = None,
     incremental: Optional[str] = None,
     log: Any = None,
+    decisions: Optional[str] = None,
 ) -> dict:
     """``python -m simdb.ray dedup``: :func:`dedup` of the fingerprint
     rows of ``inputs`` (Parquet parts of :func:`fingerprint` output, in
@@ -773,7 +786,9 @@ def dedup_files(
     or JSON lines; with ``html``, that column holds web pages, see
     :func:`fingerprint`). Writes ``OUT/pairs/``, ``OUT/clusters/`` (Parquet) and
     ``OUT/report.json``; the work directory (default ``OUT/_work``) keeps
-    the stages, so a killed run, run again, goes on where it stopped."""
+    the stages, so a killed run, run again, goes on where it stopped.
+    ``decisions``: a decision log (``simdb decisions --json``) the clusters
+    obey."""
     import json
 
     import pyarrow.parquet as pq
@@ -811,7 +826,7 @@ def dedup_files(
         elif export is not None:
             recipe = export_recipe(export)
     r = dedup(fps, work, keep=keep, recipe=recipe, parts=parts, num_cpus=num_cpus,
-              incremental=incremental)
+              incremental=incremental, decisions=decisions)
     for name, ds in (("pairs", r.pairs), ("clusters", r.clusters)):
         final = os.path.join(out, name)
         if os.path.isdir(final):
@@ -892,6 +907,9 @@ def main(argv: Optional[list[str]] = None) -> int:
                    help="an earlier run's OUT (or work directory): tonight's documents are "
                    "checked against its documents and each other; pairs are tonight's, "
                    "clusters the whole store's")
+    d.add_argument("--decisions", metavar="LOG",
+                   help="a decision log (simdb decisions --json): no \"not a copy\" pair ends "
+                   "up as a cluster's representative and member")
     d.add_argument("--parts", type=int, help="ranges of documents the checks are split into")
     d.add_argument("--address", help="Ray cluster address (default: start a local one)")
     d.add_argument("--num-cpus", type=float, help="CPUs per worker (default: fingerprinting all of a machine's but one, checks all)")
@@ -910,7 +928,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             result = dedup_files(
                 a.inputs, a.out, work=a.work, keep=a.keep, text=a.text, html=a.html, db=a.db,
                 export=a.export, parts=a.parts, num_cpus=a.num_cpus,
-                incremental=a.incremental, log=log,
+                incremental=a.incremental, log=log, decisions=a.decisions,
             )
     except ValueError as e:
         print(f"simdb.ray: {e}", file=sys.stderr)

@@ -654,6 +654,31 @@ impl Db {
         .or_raise()
     }
 
+    /// Writes the decisions of a log file (`simdb decisions --json`, an
+    /// export's `_decisions.jsonl`) into this store, in order, whether or
+    /// not their documents are stored here; returns each entry's sequence
+    /// here.
+    #[pyo3(signature = (log, *, sync=false))]
+    pub(super) fn replay_decisions(
+        &self,
+        py: Python<'_>,
+        log: std::path::PathBuf,
+        sync: bool,
+    ) -> PyResult<Vec<u64>> {
+        let db = self.db()?;
+        detach(py, || {
+            let entries = simdb::db::decisions::read_log(&log)?;
+            let mut w = db.shared_writer()?;
+            w.set_sync(sync);
+            let seqs = w.replay_decisions(&entries)?;
+            w.commit()?;
+            drop(w);
+            db.clusters().settle()?;
+            Ok(seqs)
+        })
+        .or_raise()
+    }
+
     /// A page of the decision log, as `GET /decisions` answers:
     /// `decisions` (each `seq`, `kind`, `a`, `b`, `who`, `at`, `undoes`)
     /// after sequence `after`, oldest first, and `next`.

@@ -354,6 +354,44 @@ def test_ray_dedup_equals_ingest(tmp_path):
         ray.shutdown()
 
 
+def test_ray_dedup_obeys_decisions(tmp_path):
+    """Given a decision log, simdb.ray.dedup builds the clusters that a
+    store which has the decisions builds when the same documents are
+    written into it in order; without the log, others."""
+    ray = pytest.importorskip("ray")
+    pytest.importorskip("pyarrow")
+    import json
+
+    import simdb.ray
+
+    rows = dedup_corpus()
+    _, plain = ingested(str(tmp_path / "plain.db"), rows, "newest")
+    # "Not a copy": each other cluster's representative and a member.
+    pairs = [(rep, next(m for m in ms if m != rep)) for rep, ms in plain[::2]]
+    assert len(pairs) >= 4
+    log = tmp_path / "log.jsonl"
+    with open(log, "w") as f:
+        for i, (a, b) in enumerate(pairs):
+            f.write(json.dumps({"seq": i + 1, "kind": "not_a_copy", "a": a, "b": b,
+                                "who": "test", "at": 1, "undoes": 0}) + "\n")
+    path = str(tmp_path / "decided.db")
+    with simdb.Db.create(path, keep="newest") as db:
+        assert db.replay_decisions(log) == list(range(1, len(pairs) + 1))
+    _, want, _ = written_into(path, rows)
+    assert want != plain
+    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    try:
+        fps = simdb.ray.fingerprint(ray.data.from_items(rows, override_num_blocks=4),
+                                    batch_size=16, num_cpus=1).materialize()
+        r = simdb.ray.dedup(fps, tmp_path / "work", keep="newest", parts=3, num_cpus=1,
+                            decisions=log)
+        assert engine_result(r)[1] == want
+        with simdb.Db.open(r.store, read_only=True) as db:
+            assert len(db.decisions()["decisions"]) == len(pairs)
+    finally:
+        ray.shutdown()
+
+
 def test_ray_dedup_cli_resumes(tmp_path):
     """`python -m simdb.ray dedup IN OUT --text text`: texts in, pairs/,
     clusters/ and report.json out, equal to ingest's; a run killed during

@@ -30,20 +30,7 @@ pub(super) fn decide(a: DecideArgs) -> Result<bool> {
         let seqs = match &a.what {
             Decide::NotACopy { a, b } => vec![w.not_a_copy(a, b, WHO)?],
             Decide::Undo { seq } => vec![w.undo_decision(*seq, WHO)?],
-            Decide::Replay { log } => {
-                let f = File::open(log).with_context(|| log.display().to_string())?;
-                let mut entries = Vec::new();
-                for (i, line) in BufReader::new(f).lines().enumerate() {
-                    let line = line.with_context(|| log.display().to_string())?;
-                    if line.trim().is_empty() {
-                        continue;
-                    }
-                    let d: Decision = serde_json::from_str(&line)
-                        .with_context(|| format!("{}:{}: not a decision", log.display(), i + 1))?;
-                    entries.push(d);
-                }
-                w.replay_decisions(&entries)?
-            }
+            Decide::Replay { log } => w.replay_decisions(&simdb::db::decisions::read_log(log)?)?,
         };
         w.commit()?;
         seqs

@@ -10,6 +10,40 @@ use crate::error::{hex, Result};
 pub use crate::store::codec::{Decision, DecisionKind};
 use crate::store::{self, schema};
 
+/// The file of an export that holds the store's decision log: one JSON
+/// object per entry, oldest first, as `simdb decisions --json` prints
+/// them. `simdb import` restores it. Its name begins with `_`, as
+/// `_SUCCESS` does, so that readers of the directory's Parquet (Spark,
+/// pyarrow) pass it by.
+pub const DECISIONS_FILE: &str = "_decisions.jsonl";
+
+/// The entries of a decision log file: one JSON object per line, as
+/// `simdb decisions --json` prints them and an export's
+/// `_decisions.jsonl` holds them, oldest first (blank lines skipped).
+pub fn read_log(path: &std::path::Path) -> Result<Vec<Decision>> {
+    let text = std::fs::read_to_string(path).map_err(|e| crate::Error::io(path, e))?;
+    let mut log: Vec<Decision> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let d: Decision = serde_json::from_str(line).map_err(|e| {
+            crate::Error::Input(format!("{}:{}: not a decision: {e}", path.display(), i + 1))
+        })?;
+        if let Some(last) = log.last().filter(|l| l.seq >= d.seq) {
+            return Err(crate::Error::Input(format!(
+                "{}:{}: decision {} comes after decision {}: a log is oldest first",
+                path.display(),
+                i + 1,
+                d.seq,
+                last.seq
+            )));
+        }
+        log.push(d);
+    }
+    Ok(log)
+}
+
 /// A page of the decision log ([`Clusters::decisions`]).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct DecisionPage {

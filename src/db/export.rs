@@ -50,7 +50,7 @@
 //! after the parts and the directory are fsynced, then fsynced itself:
 //! after a crash, a directory with `_SUCCESS` holds every part). It is the
 //! export's [`Manifest`]: every part with its size, rows and CRC-32 (and
-//! the store's decision log, `decisions.jsonl`, when it has one: one JSON
+//! the store's decision log, `_decisions.jsonl`, when it has one: one JSON
 //! object per entry, as `simdb decisions --json` prints them), so
 //! that a copy that lost or changed a part (an interrupted `rsync` sends
 //! `_SUCCESS` first) is told from the export ([`Manifest::check`]).
@@ -115,10 +115,7 @@ pub struct Manifest {
     pub decisions: Option<PartEntry>,
 }
 
-/// The file of an export that holds the store's decision log: one JSON
-/// object per entry, oldest first, as `simdb decisions --json` prints
-/// them. `simdb import` restores it.
-pub const DECISIONS_FILE: &str = "decisions.jsonl";
+pub use super::decisions::DECISIONS_FILE;
 
 /// One part of a [`Manifest`].
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -575,9 +572,12 @@ impl Db {
             Ok::<(), Error>(())
         };
 
+        // Texts as of the export's start (a read-only store's view is its
+        // open's anyway).
+        let at = self.store.snapshot();
         self.for_each(|id, rec| {
             let cluster = self.store.cluster_entry(id)?.unwrap_or(rec.ord);
-            let text = self.store.text(id)?;
+            let text = self.store.text_at(&at, id)?;
             rows.push(id, &rec, cluster, text.as_deref());
             summary.documents += 1;
             let file_full = part.as_ref().map_or(0, |p| p.rows) + rows.len as u64 >= opts.file_rows;

@@ -122,7 +122,7 @@ impl DbOptions {
 
     /// Creates a store that keeps the text of every document written
     /// with one (a web page's: the text extracted from it), for review
-    /// ([`Db::text`], the service's diffs). It costs the texts' size
+    /// ([`Db::document`]'s `text`, the service's diffs). It costs the texts' size
     /// (LZ4-compressed) on disk; a store made without it keeps none, and
     /// the choice is made once, at creation.
     pub fn keep_texts(mut self) -> DbOptions {

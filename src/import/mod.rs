@@ -140,7 +140,7 @@ pub struct Options {
     /// texts it restores.
     pub keep_texts: bool,
     /// The decision log to restore, oldest first (an export's
-    /// `decisions.jsonl`; set by the import of an export that has one).
+    /// `_decisions.jsonl`; set by the import of an export that has one).
     pub decisions: Vec<crate::store::codec::Decision>,
 }
 
@@ -280,7 +280,7 @@ fn restore_plan(inputs: &[PathBuf], opts: &Options) -> Result<(Options, Option<K
 }
 
 /// The decision log of the export whose parts are `inputs` (its
-/// directory's `decisions.jsonl`), if it has one; refused when the parts
+/// directory's `_decisions.jsonl`), if it has one; refused when the parts
 /// come from several directories with one each (two logs do not merge).
 fn export_decisions(inputs: &[PathBuf]) -> Result<Vec<crate::store::codec::Decision>> {
     let mut dirs: Vec<&Path> = inputs.iter().filter_map(|p| p.parent()).collect();
@@ -288,7 +288,7 @@ fn export_decisions(inputs: &[PathBuf]) -> Result<Vec<crate::store::codec::Decis
     dirs.dedup();
     let files: Vec<PathBuf> = dirs
         .iter()
-        .map(|d| d.join(crate::db::export::DECISIONS_FILE))
+        .map(|d| d.join(crate::db::decisions::DECISIONS_FILE))
         .filter(|f| f.exists())
         .collect();
     let [file] = files.as_slice() else {
@@ -301,26 +301,5 @@ fn export_decisions(inputs: &[PathBuf]) -> Result<Vec<crate::store::codec::Decis
         }
         return Ok(Vec::new());
     };
-    let text = std::fs::read_to_string(file).map_err(|e| Error::io(file, e))?;
-    let mut log: Vec<crate::store::codec::Decision> = Vec::new();
-    for (i, line) in text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-    {
-        let d: crate::store::codec::Decision = serde_json::from_str(line).map_err(|e| {
-            Error::Input(format!("{}:{}: not a decision: {e}", file.display(), i + 1))
-        })?;
-        if log.last().is_some_and(|l| l.seq >= d.seq) {
-            return Err(Error::Input(format!(
-                "{}:{}: decision {} comes after decision {}: the log must be oldest first",
-                file.display(),
-                i + 1,
-                d.seq,
-                log.last().map_or(0, |l| l.seq)
-            )));
-        }
-        log.push(d);
-    }
-    Ok(log)
+    crate::db::decisions::read_log(file)
 }

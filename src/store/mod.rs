@@ -208,8 +208,8 @@ pub const FORMAT_VERSION_KEY: &[u8] = b"format_version";
 /// one; the `newest` keep policy ranks by that time) plus the parts:
 /// version 6 records and `refs` values keep a document's part hashes, and
 /// the `parts` family holds the part keys ([`crate::index::parts`]);
-/// format 11 adds the `texts` family ([`TEXTS`]), format 12 the
-/// `decisions` family ([`DECISIONS`]).
+/// format 11 adds the `texts` family, format 12 the
+/// `decisions` family.
 pub const FORMAT_VERSION: u32 = 12;
 /// The oldest format `simdb migrate` brings to [`FORMAT_VERSION`] in place
 /// (2: postings of single keys; 3: no ords and no clusters; 4: postings
@@ -906,19 +906,6 @@ impl Store {
     pub fn put_text(&self, b: &mut Batch, id: &str, text: &str) {
         if self.keep_texts {
             b.0.put_cf(self.cf(TEXTS), id.as_bytes(), text.as_bytes());
-        }
-    }
-
-    /// Document `id`'s kept text, as [`Store::text_at`] at the latest view.
-    pub fn text(&self, id: &str) -> Result<Option<String>> {
-        if !self.keep_texts {
-            return Ok(None);
-        }
-        match self.db.get_pinned_cf(self.cf(TEXTS), id.as_bytes())? {
-            None => Ok(None),
-            Some(v) => String::from_utf8(v.to_vec())
-                .map(Some)
-                .map_err(|_| Error::corrupt(TEXTS, id.as_bytes(), "not UTF-8")),
         }
     }
 

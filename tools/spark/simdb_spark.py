@@ -252,7 +252,38 @@ def confirmed(sim, later_len: int, earlier_len: int, min_similarity: float) -> b
     return c >= max(MIN_CONTAINMENT, min_similarity)
 
 
-def anchored_clusters(items, keep: str, min_similarity: float, work: list | None = None):
+def standing_vetoes(log) -> dict:
+    """The "not a copy" pairs that stand at the end of a decision log
+    (`simdb decisions --json` entries, oldest first: each `not_a_copy`
+    decides a pair, each `undo` takes back the one it names): id -> the
+    set of ids it is not a copy of (both ways)."""
+    decided, out = {}, {}
+    for d in log:
+        if d["kind"] == "not_a_copy":
+            decided[d["seq"]] = (d["a"], d["b"])
+            out.setdefault(d["a"], set()).add(d["b"])
+            out.setdefault(d["b"], set()).add(d["a"])
+        elif d["kind"] == "undo":
+            if d["undoes"] not in decided:
+                raise ValueError(f"decision {d['seq']} undoes {d['undoes']}, which is not a "
+                                 "\"not a copy\" before it")
+            a, b = decided.pop(d["undoes"])
+            out[a].discard(b)
+            out[b].discard(a)
+        else:
+            raise ValueError(f"decision {d.get('seq')}: unknown kind {d['kind']!r}")
+    return {k: v for k, v in out.items() if v}
+
+
+def read_decisions(path: str) -> dict:
+    """`standing_vetoes` of a decision log file (`simdb decisions --json`,
+    or an export's _decisions.jsonl)."""
+    with open(path, encoding="utf-8") as f:
+        return standing_vetoes(json.loads(line) for line in f if line.strip())
+
+
+def anchored_clusters(items, keep: str, min_similarity: float, work: list | None = None,
+                      vetoes: dict | None = None):
     """simdb's anchored clusters of one component: `items` are ("d", (ord,
     id, fp, priority, length, sketch words, group)) and ("p", (x, y,
     distance, similarity)) for every pair of groups within k, x < y (a
@@ -261,7 +292,12 @@ def anchored_clusters(items, keep: str, min_similarity: float, work: list | None
     with similarity 1, or none without sketches, and are not listed);
     yields (cluster, size, representative, id, rank, distance) rows.
     `work[0]`, if given, counts the candidates, ranks and confirmations
-    computed (the placement's cost, for the tests)."""
+    computed (the placement's cost, for the tests). `vetoes` (id -> the
+    ids it was decided not to be a copy of, `standing_vetoes`) are obeyed
+    as simdb obeys them: a document does not join a representative it is
+    vetoed with, and one that takes over sends away the members vetoed
+    with it."""
+    vetoes = vetoes or {}
     docs, within, adj = {}, {}, {}
     for kind, v in items:
         if kind == "d":
@@ -274,6 +310,14 @@ def anchored_clusters(items, keep: str, min_similarity: float, work: list | None
     for v in docs.values():
         glen[v[6]] = v[4]
         gsim[v[6]] = None if v[5][0] is None else 1.0
+    ord_of = {v[1]: v[0] for v in docs.values()} if vetoes else {}
+
+    def vetoed(a, b):
+        return docs[b][1] in vetoes.get(docs[a][1], ())
+
+    def vetoed_members(d, ms):
+        """The members of `ms` vetoed with `d` (read from d's pairs)."""
+        return {ord_of[x] for x in vetoes.get(docs[d][1], ()) if ord_of.get(x) in ms}
 
     def tally(n=1):
         if work is not None:
@@ -341,7 +385,7 @@ def anchored_clusters(items, keep: str, min_similarity: float, work: list | None
             rep = n if cid is None else rep_of[cid]
             cid = n if cid is None else cid
             m = anchored(d, rep)
-            if m is None:
+            if m is None or vetoed(d, rep):
                 continue
             key = (-(m[0] if m[0] is not None else -1.0), m[1], cid)
             if best is None or key < best[0]:
@@ -355,8 +399,9 @@ def anchored_clusters(items, keep: str, min_similarity: float, work: list | None
         ms.add(d)
         cluster_of[d] = cid
         same = docs[d][6] == docs[rep][6]
-        if rank(d) < rank(rep) and not same:
-            kept = {m for m in ms if m == d or anchored(m, d) is not None}
+        away = vetoed_members(d, ms) if vetoes and rank(d) < rank(rep) else set()
+        if rank(d) < rank(rep) and (not same or away):
+            kept = {m for m in ms if m not in away and (m == d or same or anchored(m, d) is not None)}
             gone = ms - kept
             for g in gone:
                 cluster_of.pop(g, None)
@@ -439,6 +484,14 @@ def check_export(export: str, partial: bool = False, checksums: bool = False) ->
             continue
         if rows != p["rows"]:
             problems.append(f"{p['file']} has {rows} rows, the export wrote {p['rows']}")
+    d = m.get("decisions")
+    if d:
+        path = os.path.join(export, d["file"])
+        if not os.path.exists(path):
+            problems.append(f"{d['file']} is missing ({d['rows']} decisions)")
+        elif os.path.getsize(path) != d["bytes"]:
+            problems.append(f"{d['file']} has {os.path.getsize(path)} bytes, the export wrote "
+                            f"{d['bytes']}")
     problems += [f"{f} is not a part of the export" for f in parts if f not in listed]
     return problems
 
@@ -468,11 +521,14 @@ def export_metadata(export: str) -> dict:
 
 def run(spark, export: str, out: str, k: int = 3, design: str = "card",
         min_similarity: float | None = None, clusters: bool = True,
-        stats: bool = False, partial: bool = False, copies: str = "groups") -> dict:
+        stats: bool = False, partial: bool = False, copies: str = "groups",
+        decisions: str | None = None) -> dict:
     """Runs the job; returns the report (also written to OUT/report.json).
     Without min_similarity, the threshold the export states (the store's),
     else simdb's default. An export directory must be what its `_SUCCESS`
-    lists (`check_export`), unless `partial`."""
+    lists (`check_export`), unless `partial`. The clusters obey the
+    decision log `decisions` (`simdb decisions --json`), else the export's
+    own (its _decisions.jsonl), if any."""
     from pyspark.sql import functions as F
 
     d = Design.parse(design)
@@ -664,6 +720,11 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
         spark.sparkContext.addPyFile(os.path.abspath(__file__))
         keep = meta.get("keep_policy", "first")
         report["keep_policy"] = keep
+        if decisions is None and os.path.isdir(export) \
+                and os.path.exists(os.path.join(export, "_decisions.jsonl")):
+            decisions = os.path.join(export, "_decisions.jsonl")
+        vetoes = read_decisions(decisions) if decisions else {}
+        report["not_a_copy_pairs"] = sum(len(v) for v in vetoes.values()) // 2
         # Each component's documents and pairs of groups, on one worker.
         lab = labels.select(F.col("v").alias("g"), "label")
         doc_rows = lab.join(docs, "g").rdd.map(
@@ -676,7 +737,7 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
             .join(lab.withColumnRenamed("g", "x"), "x").rdd.map(
             lambda r: (r["label"], ("p", (r["x"], r["y"], r["distance"], r["similarity"]))))
         placed = doc_rows.union(pair_rows).groupByKey().flatMap(
-            lambda kv: anchored_clusters(kv[1], keep, min_similarity))
+            lambda kv: anchored_clusters(kv[1], keep, min_similarity, vetoes=vetoes))
         result = checkpoint(spark.createDataFrame(
             placed, "cluster long, size long, representative string, id string, rank int, "
                     "distance int"))
@@ -740,6 +801,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--partial", action="store_true",
                    help="read an export directory without _SUCCESS, or that differs from the "
                         "parts _SUCCESS lists (as simdb import --partial)")
+    p.add_argument("--decisions", help="a decision log (simdb decisions --json) the clusters "
+                   "obey; default: the export's _decisions.jsonl, if any")
     p.add_argument("--stats", action="store_true",
                    help="also count the candidate pairs the tables produce (one more pass)")
     p.add_argument("--master", help="Spark master (default: spark-submit's, else local[*])")
@@ -763,7 +826,8 @@ def main(argv: list[str] | None = None) -> int:
     spark.sparkContext.setLogLevel("WARN")
     try:
         rep = run(spark, a.export, a.out, a.k, a.design, a.min_similarity,
-                  clusters=not a.no_clusters, stats=a.stats, partial=a.partial, copies=a.copies)
+                  clusters=not a.no_clusters, stats=a.stats, partial=a.partial, copies=a.copies,
+                  decisions=a.decisions)
     finally:
         spark.stop()
     print(json.dumps(rep))

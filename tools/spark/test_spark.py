@@ -474,6 +474,60 @@ def test_clusters_follow_the_keep_policy(spark, keep, tmp_path):
     assert spark_clusters(out) == want, keep
 
 
+@pytest.mark.parametrize("keep", ["first", "newest"])
+def test_clusters_obey_the_stores_decisions(spark, keep, tmp_path):
+    """"Not a copy" decisions (simdb decide): a store that has them before
+    its documents are ingested, and the job given its export (whose
+    _decisions.jsonl it reads), make the same clusters; without the
+    decisions the clusters differ."""
+    (tmp_path / "one").mkdir()
+    db1, _ = ingested(tmp_path / "one", text_docs(), "--keep", keep)
+    before = simdb_clusters(db1)
+    pairs = [(c[1], c[2][-1][0]) for c in list(before.values())[::2]]
+    assert len(pairs) > 10
+    for a, b in pairs:
+        simdb("decide", db1, "not-a-copy", a, b)
+    simdb("decide", db1, "undo", "1")
+    log = tmp_path / "log.jsonl"
+    log.write_text(simdb("decisions", db1, "--json"))
+    # The same documents into a store that has the decisions first.
+    (tmp_path / "two").mkdir()
+    d = tmp_path / "two"
+    src = d / "docs.jsonl"
+    with open(src, "w") as f:
+        for doc in text_docs():
+            f.write(json.dumps(doc, ensure_ascii=False) + "\n")
+    db2 = str(d / "db")
+    simdb("init", db2, "--keep", keep)
+    simdb("decide", db2, "replay", str(log))
+    simdb("ingest", db2, str(src), "-k", "3")
+    export = str(d / "export")
+    simdb("export", db2, "--parquet", export)
+    want = simdb_clusters(db2)
+    assert want != before
+    out = str(tmp_path / "out")
+    rep = simdb_spark.run(spark, export, out, k=3, design="card")
+    assert rep["not_a_copy_pairs"] == len(pairs) - 1
+    assert spark_clusters(out) == want, keep
+    # Given no decisions, the job makes the clusters without them.
+    empty = tmp_path / "none.jsonl"
+    empty.write_text("")
+    out = str(tmp_path / "out-none")
+    simdb_spark.run(spark, export, out, k=3, design="card", decisions=str(empty))
+    assert spark_clusters(out) == before, keep
+
+
+def test_standing_vetoes_follow_the_log():
+    log = [
+        {"seq": 1, "kind": "not_a_copy", "a": "x", "b": "y"},
+        {"seq": 2, "kind": "not_a_copy", "a": "x", "b": "z"},
+        {"seq": 3, "kind": "undo", "undoes": 1},
+    ]
+    assert simdb_spark.standing_vetoes(log) == {"x": {"z"}, "z": {"x"}}
+    with pytest.raises(ValueError, match="undoes 7"):
+        simdb_spark.standing_vetoes([{"seq": 8, "kind": "undo", "undoes": 7}])
+
+
 def test_text_store_thresholds(spark, text_store, tmp_path):
     db, export = text_store
     for i, (k, s) in enumerate([(0, 0.6), (2, 0.0), (3, 0.9), (3, 1.0)]):
