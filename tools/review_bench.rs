@@ -9,7 +9,13 @@
 //! 2. `simdb serve`, then `--requests` warm requests of each: the big
 //!    cluster's first page of 100 members, the page after member 5,000,
 //!    its last page; `GET /clusters` largest first and by id (20 a page);
-//!    p50 / p99 / max in ms, and the answer's bytes.
+//!    p50 / p99 / max in ms, and the answer's bytes; then `--requests`
+//!    "not a copy" decisions (`POST /decisions`), each taking one member
+//!    out of the big cluster;
+//! 3. a store made with `init --keep-texts` holding pairs of texts of 200
+//!    and 5,000 words (one character in a hundred edited) and two
+//!    unrelated texts of 20,000 words: `GET /diff` of each pair (the last
+//!    runs into the diff's 200 ms deadline).
 //!
 //! ```text
 //! cargo build --release --bin simdb --example review_bench
@@ -78,6 +84,97 @@ fn texts(dir: &Path, pairs: usize) -> PathBuf {
     }
     w.flush().expect("flush");
     path
+}
+
+fn post(agent: &ureq::Agent, url: &str, body: &Value) -> (Value, f64) {
+    let t = Instant::now();
+    let mut resp = agent
+        .post(url)
+        .header("Content-Type", "application/json")
+        .send(body.to_string().as_bytes())
+        .expect("HTTP request");
+    let text = resp.body_mut().read_to_string().expect("body");
+    let secs = t.elapsed().as_secs_f64();
+    assert_eq!(resp.status().as_u16(), 200, "{url}: {text}");
+    (serde_json::from_str(&text).expect("JSON"), secs)
+}
+
+/// `--requests` "not a copy" decisions on the big cluster's members, one a
+/// request: each takes its member out.
+fn decide(agent: &ureq::Agent, base: &str, requests: usize) {
+    let mut lat: Vec<f64> = (1..=requests)
+        .map(|i| {
+            let member = format!("copy{}", 2 * i);
+            let body = json!({"not_a_copy": ["copy0", member]});
+            let (d, secs) = post(agent, &format!("{base}/decisions"), &body);
+            assert_eq!(d["seq"], i as u64, "{d}");
+            secs * 1e3
+        })
+        .collect();
+    lat.sort_by(|a, b| a.total_cmp(b));
+    let (c, _, _) = get(agent, &format!("{base}/cluster?id=copy0&limit=1"));
+    println!(
+        "not a copy, one member out           p50 {:>7.2} ms  p99 {:>7.2} ms  max {:>7.2} ms  ({requests} requests; the cluster now {} members)",
+        common::pct(&lat, 0.5),
+        common::pct(&lat, 0.99),
+        lat[lat.len() - 1],
+        c["size"]
+    );
+}
+
+/// Step 3: `GET /diff` of kept texts, short, long and unrelated.
+fn diffs(bin: &Path, dir: &Path, requests: usize) {
+    let words = common::Words::new();
+    let mut r = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+    let pool: Vec<char> =
+        "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年"
+            .chars()
+            .collect();
+    let db = dir.join("texts-store");
+    let _ = std::fs::remove_dir_all(&db);
+    common::run_simdb(bin, &[&"init", &db, &"--keep-texts"]);
+    let path = dir.join("texts-diff.jsonl");
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&path).expect("texts"));
+    let mut chars = Vec::new();
+    for (name, n) in [("short", 200), ("long", 5_000)] {
+        let t = words.text(&mut r, n);
+        let edits = t.chars().count() / 100;
+        let c = common::edit_chars(&t, edits, &pool, &mut r);
+        chars.push((name, t.chars().count()));
+        writeln!(w, "{}", json!({"id": format!("{name}-a"), "text": t})).expect("write");
+        writeln!(w, "{}", json!({"id": format!("{name}-b"), "text": c})).expect("write");
+    }
+    for side in ["a", "b"] {
+        let t = words.text(&mut r, 20_000);
+        chars.push(("unrelated", t.chars().count()));
+        writeln!(
+            w,
+            "{}",
+            json!({"id": format!("unrelated-{side}"), "text": t})
+        )
+        .expect("write");
+    }
+    w.flush().expect("flush");
+    drop(w);
+    common::run_simdb(bin, &[&"ingest", &db, &path]);
+    let (mut child, base) = common::spawn_server(bin, &db, &[], Stdio::null());
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(60)))
+        .build()
+        .into();
+    for (name, n) in &chars[..3] {
+        let url = format!("{base}/diff?a={name}-a&b={name}-b");
+        time(
+            &agent,
+            &format!("diff, {name} ({n} characters)"),
+            &url,
+            requests.min(50),
+        );
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&db);
+    let _ = std::fs::remove_file(&path);
 }
 
 fn get(agent: &ureq::Agent, url: &str) -> (Value, usize, f64) {
@@ -169,8 +266,10 @@ fn main() {
         &format!("{base}/clusters?sort=id"),
         requests,
     );
+    decide(&agent, &base, requests);
     let _ = child.kill();
     let _ = child.wait();
     let _ = std::fs::remove_dir_all(&db);
     let _ = std::fs::remove_file(&input);
+    diffs(&bin, &dir, requests);
 }
