@@ -1804,6 +1804,54 @@ fn decisions_are_written_and_listed() {
     verify_clean(&t.path());
 }
 
+/// A token file of several tokens, named or not: each is accepted, and
+/// the decision log records the name of the token a decision came with
+/// (`api` for an unnamed one); a malformed file is refused naming its line.
+#[test]
+fn each_token_names_who_decided() {
+    let t = TempDb::new();
+    init(&t);
+    let (unnamed, alice) = (
+        "0123456789abcdef0123456789abcdef",
+        "fedcba9876543210fedcba9876543210",
+    );
+    let file = t.file(
+        "tokens",
+        format!("# the service's tokens\n{unnamed}\n\nalice {alice}\n"),
+    );
+    let mut s = Server::start(&t.path(), &["--token-file", file.to_str().unwrap()]);
+    let text = &articles(12, 1)[0];
+    s.token = Some(unnamed.into());
+    let (st, v) = s.post(
+        "/documents",
+        &json!([{"id": "a", "text": text}, {"id": "b", "text": text}, {"id": "c", "text": text}]),
+    );
+    assert_eq!(st, 200, "{v}");
+    let (_, d) = s.post("/decisions", &json!({"not_a_copy": ["a", "b"]}));
+    assert_eq!(d["who"], "api", "{d}");
+    s.token = Some(alice.into());
+    let (_, d) = s.post("/decisions", &json!({"not_a_copy": ["a", "c"]}));
+    assert_eq!(d["who"], "alice", "{d}");
+    s.token = Some("fedcba9876543210fedcba987654321X".into());
+    assert_eq!(s.post("/decisions", &json!({"undo": 1})).0, 401);
+    drop(s);
+    for (body, says) in [
+        (
+            format!("bob {alice} extra\n"),
+            "more than a name and a token",
+        ),
+        (format!("b/b {alice}\n"), "the name is not"),
+        (format!("{alice}\nbob {alice}\n"), "on an earlier line"),
+        ("# nothing\n".to_string(), "no token"),
+        ("bob short\n".to_string(), "at least 16"),
+    ] {
+        let f = t.file("bad-tokens", &body);
+        let o = simdb(&[&"serve", &t.path(), &"--token-file", &f]);
+        assert_eq!(code(&o), 2, "{body}");
+        assert!(stderr(&o).contains(says), "{body}: {}", stderr(&o));
+    }
+}
+
 /// `GET /calibration` (the review page's chart, docs/review.md): `simdb
 /// calibrate --json` of the store with the nearest neighbours'
 /// similarities in 20 bins, the same answer for the same parameters

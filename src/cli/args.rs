@@ -127,8 +127,10 @@ pub struct ServeArgs {
     /// --token-file. Port 0 picks a free port (printed at start).
     #[arg(long, default_value = simdb::server::DEFAULT_ADDR, value_name = "HOST:PORT")]
     pub addr: std::net::SocketAddr,
-    /// A file whose first line is the bearer token every request must
-    /// carry (`Authorization: Bearer TOKEN`; at least 16 characters).
+    /// A file of bearer tokens, one a line: every request must carry one
+    /// (`Authorization: Bearer TOKEN`; at least 16 characters). A line may
+    /// name its token (`NAME TOKEN`): the decision log records the name as
+    /// who decided (else `api`). Blank lines and `#` lines are skipped.
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
     /// Worker threads (default: one per core).

@@ -7,11 +7,10 @@ pub(super) fn serve(a: ServeArgs) -> Result<bool> {
     if let Some(t) = a.threads {
         config.threads = t;
     }
-    config.token = a
-        .token_file
-        .as_deref()
-        .map(simdb::server::read_token)
-        .transpose()?;
+    config.tokens = match a.token_file.as_deref() {
+        Some(f) => simdb::server::read_tokens(f)?,
+        None => Vec::new(),
+    };
     config.max_body_bytes = mib("--max-body-mb", a.max_body_mb)?;
     config.body_timeout = std::time::Duration::from_secs(a.body_timeout);
     config.max_batch = a.max_batch;
@@ -49,7 +48,7 @@ pub(super) fn serve(a: ServeArgs) -> Result<bool> {
     } else {
         String::new()
     };
-    let auth = if config.token.is_some() {
+    let auth = if !config.tokens.is_empty() {
         "bearer token required"
     } else {
         "no token"

@@ -20,6 +20,11 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for Id {
     }
 }
 
+/// Who sent a request: the name of the token it carried (docs/service.md,
+/// "Security"); absent when the service has no token.
+#[derive(Clone)]
+pub(super) struct Caller(pub(super) String);
+
 /// The route a request matched, for the metrics.
 #[derive(Clone)]
 pub(super) struct Endpoint(pub(super) String);
@@ -63,14 +68,13 @@ pub(super) async fn authorize(State(app): State<Shared>, req: Request, next: Nex
     // The page's static files hold no data: a browser loads them without
     // the token, which the page then sends with each call of the API.
     let page_file = req.method() == axum::http::Method::GET && page::is_page(req.uri().path());
-    if page_file && app.config.token.is_some() {
+    let mut req = req;
+    if page_file && !app.config.tokens.is_empty() {
         // Served as to anyone who asks.
-    } else if let Some(token) = &app.config.token {
-        let given = req
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| bearer(v.as_bytes()));
-        if !given.is_some_and(|g| same_secret(g, token.as_bytes())) {
+    } else if !app.config.tokens.is_empty() {
+        if let Some(name) = token_holder(&app.config.tokens, req.headers()) {
+            req.extensions_mut().insert(Caller(name));
+        } else {
             let mut resp = ApiError::new(
                 StatusCode::UNAUTHORIZED,
                 None,
@@ -133,6 +137,20 @@ pub(super) async fn authorize(State(app): State<Shared>, req: Request, next: Nex
         .into_response();
     }
     next.run(req).await
+}
+
+/// The name of the token `headers` carry (`Authorization: Bearer`), if it
+/// is one of `tokens`: every token compared, in constant time each.
+fn token_holder(tokens: &[super::Token], headers: &axum::http::HeaderMap) -> Option<String> {
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| bearer(v.as_bytes()))?;
+    tokens.iter().fold(None, |found, t| {
+        match same_secret(given, t.secret.as_bytes()) {
+            true => Some(t.name.clone()),
+            false => found,
+        }
+    })
 }
 
 /// The token of an `Authorization` value of the Bearer scheme (its name

@@ -78,8 +78,10 @@ pub struct Config {
     pub addr: SocketAddr,
     /// Worker threads of the runtime, and threads fingerprinting writes.
     pub threads: usize,
-    /// The bearer token every request must carry, if any.
-    pub token: Option<String>,
+    /// The bearer tokens a request may carry (one of them: every request
+    /// must, when there is any), each with the name the decision log
+    /// records for its holder ([`read_tokens`]).
+    pub tokens: Vec<Token>,
     /// The largest request body accepted (413 above it).
     pub max_body_bytes: usize,
     /// How long a client may take to send its request body (408 after).
@@ -127,7 +129,7 @@ impl Config {
         Config {
             addr,
             threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
-            token: None,
+            tokens: Vec::new(),
             max_body_bytes: 64 << 20,
             body_timeout: Duration::from_secs(30),
             max_batch: 10_000,
@@ -145,7 +147,7 @@ impl Config {
     /// Refuses a configuration that would expose the store: an address
     /// off the loopback interface without a token.
     pub fn check(&self) -> Result<()> {
-        if !self.addr.ip().is_loopback() && self.token.is_none() {
+        if !self.addr.ip().is_loopback() && self.tokens.is_empty() {
             return Err(Error::Input(format!(
                 "{} is not a loopback address: serving there needs a bearer token \
                  (--token-file FILE); anyone who can reach the port could otherwise \
@@ -180,20 +182,78 @@ impl Config {
     }
 }
 
-/// Reads a bearer token from `path`: its first line, trimmed; it must be
-/// at least 16 visible ASCII characters.
-pub fn read_token(path: &Path) -> Result<String> {
+/// A bearer token, and who holds it: the name the decision log records
+/// for the decisions made with it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Token {
+    pub name: String,
+    pub secret: String,
+}
+
+impl std::fmt::Debug for Token {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Token({:?}, <secret>)", self.name)
+    }
+}
+
+/// The name of a token given without one.
+pub const UNNAMED_TOKEN: &str = "api";
+
+/// The tokens of a token file: one a line, `SECRET` (named
+/// [`UNNAMED_TOKEN`]) or `NAME SECRET`; blank lines and lines beginning
+/// with `#` are skipped. A secret is at least 16 visible ASCII characters;
+/// a name is 1 to 64 letters, digits, `-`, `_`, `.` or `@`. At least one
+/// token, and no secret twice.
+pub fn read_tokens(path: &Path) -> Result<Vec<Token>> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-    let token = text.lines().next().unwrap_or("").trim().to_string();
-    if token.len() < 16 || !token.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(Error::Input(format!(
-            "{}: the token must be at least 16 visible ASCII characters on the first line \
-             (e.g. `openssl rand -hex 32 > {}`)",
+    let bad = |line: usize, what: &str| {
+        Error::Input(format!(
+            "{}:{line}: {what}; a line is a token, or a name and a token (a token is at least 16 \
+             visible ASCII characters, e.g. `openssl rand -hex 32 > {}`)",
             path.display(),
             path.display()
-        )));
+        ))
+    };
+    let mut out: Vec<Token> = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (name, secret) = match fields.as_slice() {
+            [secret] => (UNNAMED_TOKEN, *secret),
+            [name, secret] => (*name, *secret),
+            _ => return Err(bad(i + 1, "more than a name and a token")),
+        };
+        let name_ok = (1..=64).contains(&name.len())
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c));
+        if !name_ok {
+            return Err(bad(
+                i + 1,
+                "the name is not 1 to 64 letters, digits, -, _, . or @",
+            ));
+        }
+        if secret.len() < 16 || !secret.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(bad(
+                i + 1,
+                "the token must be at least 16 visible ASCII characters",
+            ));
+        }
+        if out.iter().any(|t| t.secret == secret) {
+            return Err(bad(i + 1, "this token is on an earlier line too"));
+        }
+        out.push(Token {
+            name: name.to_string(),
+            secret: secret.to_string(),
+        });
     }
-    Ok(token)
+    if out.is_empty() {
+        return Err(bad(1, "no token"));
+    }
+    Ok(out)
 }
 
 /// Serves `db` until SIGINT or SIGTERM; `on_ready` is told the address

@@ -321,14 +321,18 @@ pub(super) async fn cluster(State(app): State<Shared>, RawQuery(q): RawQuery) ->
     json_answer(v)
 }
 
-/// Who the service decides as, in the decision log.
-const API_WHO: &str = "api";
-
 /// `POST /decisions`: `{"not_a_copy": [A, B]}` (both stored; when one
 /// represents the other's cluster, the other leaves it) or `{"undo":
 /// SEQ}`, written and committed as a write is; answers the log entry
-/// ([`crate::db::Writer::not_a_copy`]).
-pub(super) async fn decide(State(app): State<Shared>, RawQuery(q): RawQuery, body: Body) -> Answer {
+/// ([`crate::db::Writer::not_a_copy`]). The log's "who" is the name of
+/// the caller's token ([`super::read_tokens`]), or `api` without tokens.
+pub(super) async fn decide(
+    State(app): State<Shared>,
+    caller: Option<axum::Extension<Caller>>,
+    RawQuery(q): RawQuery,
+    body: Body,
+) -> Answer {
+    let who = caller.map_or_else(|| super::UNNAMED_TOKEN.to_string(), |c| c.0 .0.clone());
     let p = api::parse_params(q.as_deref(), &["sync"])?;
     let (bytes, _share) = read_body(&app, body).await?;
     let req = parse_body(bytes, api::parse_decision).await?;
@@ -337,8 +341,8 @@ pub(super) async fn decide(State(app): State<Shared>, RawQuery(q): RawQuery, bod
         let mut w = db.shared_writer()?;
         w.set_sync(p.sync);
         let seq = match &req {
-            api::DecisionRequest::NotACopy(a, b) => w.not_a_copy(a, b, API_WHO)?,
-            api::DecisionRequest::Undo(s) => w.undo_decision(*s, API_WHO)?,
+            api::DecisionRequest::NotACopy(a, b) => w.not_a_copy(a, b, &who)?,
+            api::DecisionRequest::Undo(s) => w.undo_decision(*s, &who)?,
         };
         let committed = w.commit().map_err(ApiError::from);
         drop(w);
