@@ -451,7 +451,13 @@ fn a_drifting_chain_does_not_chain() {
 }
 
 /// A bare fingerprint document.
-fn put(w: &mut simdb::Writer<'_>, id: &str, fp: u64, near: &[&str], priority: Option<f64>) {
+pub(crate) fn put(
+    w: &mut simdb::Writer<'_>,
+    id: &str,
+    fp: u64,
+    near: &[&str],
+    priority: Option<f64>,
+) {
     let fp = Fingerprint(fp);
     w.put_placed(
         id,

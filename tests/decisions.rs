@@ -427,3 +427,42 @@ fn dedup_against_a_store_obeys_its_decisions() {
     // x is no copy of a; y is, and it is dropped.
     assert_eq!(kept, ["x"]);
 }
+
+/// Within one batch, an undo holds for the placements after it, and a
+/// decision for those after it too.
+#[test]
+fn a_decision_or_an_undo_holds_for_the_rest_of_its_batch() {
+    let t = common::TempDb::new();
+    let mut db = Db::options()
+        .create(t.path(), simdb::Recipe::default())
+        .unwrap();
+    let log = |a: &str, b: &str| simdb::db::decisions::Decision {
+        seq: 1,
+        kind: DecisionKind::NotACopy,
+        a: a.into(),
+        b: b.into(),
+        who: "t".into(),
+        at: 1,
+        undoes: 0,
+    };
+    let mut w = db.writer().unwrap();
+    crate::clusters::put(&mut w, "x", 0, &[], None);
+    w.replay_decisions(&[log("x", "y")]).unwrap();
+    w.commit().unwrap();
+    // Undone, then y written as a copy of x in the same batch: it joins.
+    w.undo_decision(1, "t").unwrap();
+    crate::clusters::put(&mut w, "y", 1, &["x"], None);
+    w.commit().unwrap();
+    // Decided, then z written as a copy of x in the same batch: alone.
+    let mut w = db.writer().unwrap();
+    w.not_a_copy("x", "z", "t").unwrap_err(); // z not stored
+    w.replay_decisions(&[log("x", "z")]).unwrap();
+    crate::clusters::put(&mut w, "z", 2, &["x"], None);
+    w.commit().unwrap();
+    drop(w);
+    let c = db.clusters().of("x").unwrap().unwrap();
+    let ids: Vec<&str> = c.members.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids, ["x", "y"]);
+    assert_eq!(db.clusters().of("z").unwrap().unwrap().size, 1);
+    assert!(db.admin().verify().unwrap().is_clean());
+}

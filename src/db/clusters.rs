@@ -210,8 +210,9 @@ pub(super) struct ClusterState {
     grown: HashSet<u64>,
     left: u64,
     /// "Not a copy" pairs decided in this batch (each order), not yet in
-    /// the store.
+    /// the store, and those undone in this batch, still in it.
     pending_vetoes: HashSet<(String, String)>,
+    undone_vetoes: HashSet<(String, String)>,
 }
 
 impl ClusterState {
@@ -229,6 +230,7 @@ impl ClusterState {
             grown: HashSet::new(),
             left: 0,
             pending_vetoes: HashSet::new(),
+            undone_vetoes: HashSet::new(),
         }
     }
 
@@ -242,19 +244,32 @@ impl ClusterState {
     /// whose representative is the other (docs/review.md, "The rules the
     /// decisions make").
     fn vetoed(&self, store: &Store, a: &str, b: &str) -> Result<bool> {
-        if self
-            .pending_vetoes
-            .contains(&(a.to_string(), b.to_string()))
-        {
+        let pair = (a.to_string(), b.to_string());
+        if self.pending_vetoes.contains(&pair) {
             return Ok(true);
+        }
+        if self.undone_vetoes.contains(&pair) {
+            return Ok(false);
         }
         store.vetoed(a, b)
     }
 
     /// Notes the "not a copy" pair (`a`, `b`) written to this batch.
     pub(super) fn note_veto(&mut self, a: &str, b: &str) {
-        self.pending_vetoes.insert((a.to_string(), b.to_string()));
-        self.pending_vetoes.insert((b.to_string(), a.to_string()));
+        for p in [(a, b), (b, a)] {
+            let p = (p.0.to_string(), p.1.to_string());
+            self.undone_vetoes.remove(&p);
+            self.pending_vetoes.insert(p);
+        }
+    }
+
+    /// Notes the pair (`a`, `b`) undone in this batch: no longer vetoed.
+    pub(super) fn forget_veto(&mut self, a: &str, b: &str) {
+        for p in [(a, b), (b, a)] {
+            let p = (p.0.to_string(), p.1.to_string());
+            self.pending_vetoes.remove(&p);
+            self.undone_vetoes.insert(p);
+        }
     }
 
     /// The explicit cluster of `id` (`None`: alone or absent).
@@ -816,6 +831,11 @@ impl ClusterState {
         get: GetRecord<'_>,
     ) -> Result<()> {
         let mut others: Vec<String> = store.vetoed_with(rep_id)?;
+        others.retain(|o| {
+            !self
+                .undone_vetoes
+                .contains(&(rep_id.to_string(), o.clone()))
+        });
         others.extend(
             self.pending_vetoes
                 .iter()
@@ -870,6 +890,7 @@ impl ClusterState {
     /// Forgets the pending writes (after a commit: the store has them).
     pub(super) fn committed(&mut self) {
         self.pending_vetoes.clear();
+        self.undone_vetoes.clear();
         self.stale_entries.clear();
         self.membership.clear();
         self.sizes.clear();

@@ -436,6 +436,7 @@ impl Writer<'_> {
         }
         let undo = self.take_decision_seq()?;
         self.store.delete_veto(&mut self.batch, &d.a, &d.b);
+        self.clusters.forget_veto(&d.a, &d.b);
         let entry = store::codec::Decision {
             seq: undo,
             kind: store::codec::DecisionKind::Undo,
