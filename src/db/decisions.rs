@@ -85,16 +85,17 @@ impl Db {
     pub(super) fn verify_decisions(&self, problems: &mut Vec<String>) -> Result<()> {
         let store = &self.store;
         let at = store.snapshot();
-        let mut kinds: std::collections::HashMap<u64, DecisionKind> = Default::default();
         let mut log = Vec::new();
         store.for_each_decision(0, |d| {
-            kinds.insert(d.seq, d.kind);
             log.push(d);
             Ok(true)
         })?;
+        // Each entry by its sequence: a pair's lookup is one probe.
+        let by_seq: std::collections::HashMap<u64, &Decision> =
+            log.iter().map(|d| (d.seq, d)).collect();
         for d in &log {
-            if d.kind == DecisionKind::Undo && kinds.get(&d.undoes) != Some(&DecisionKind::NotACopy)
-            {
+            let undone = by_seq.get(&d.undoes).map(|u| u.kind);
+            if d.kind == DecisionKind::Undo && undone != Some(DecisionKind::NotACopy) {
                 problems.push(format!(
                     "{}: key {}: an undo of {}, which is not a \"not a copy\" decision",
                     store::DECISIONS,
@@ -113,7 +114,7 @@ impl Db {
                     "the pair's other order does not name decision {seq}"
                 ));
             }
-            match log.iter().find(|d| d.seq == seq) {
+            match by_seq.get(&seq) {
                 Some(d)
                     if d.kind == DecisionKind::NotACopy
                         && ((d.a == a && d.b == b) || (d.a == b && d.b == a)) => {}

@@ -548,6 +548,8 @@ pub(super) struct Restoration {
 fn decision_ssts(b: &Build<'_>, log: &[store::codec::Decision]) -> Result<Vec<PathBuf>> {
     use store::codec::DecisionKind;
     let mut standing: std::collections::BTreeMap<Vec<u8>, u64> = Default::default();
+    let by_seq: std::collections::HashMap<u64, &store::codec::Decision> =
+        log.iter().map(|d| (d.seq, d)).collect();
     let mut entries: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(log.len());
     for d in log {
         match d.kind {
@@ -557,9 +559,9 @@ fn decision_ssts(b: &Build<'_>, log: &[store::codec::Decision]) -> Result<Vec<Pa
                 }
             }
             DecisionKind::Undo => {
-                let Some(o) = log
-                    .iter()
-                    .find(|o| o.seq == d.undoes && o.kind == DecisionKind::NotACopy)
+                let Some(o) = by_seq
+                    .get(&d.undoes)
+                    .filter(|o| o.kind == DecisionKind::NotACopy)
                 else {
                     return Err(Error::Input(format!(
                         "decision {} undoes {}, which is not a \"not a copy\" of the log",
