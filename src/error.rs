@@ -79,7 +79,8 @@ pub enum Error {
     #[error(
         "{path}: store format version {found} is older than this build reads \
          (version {supported}); run `simdb migrate {path}` once to convert it in place \
-         (from formats 9 to 11 it adds the new, empty families; from 7 and 8 it also rebuilds a \
+         (from format 12 under `first` it moves the member keys to the new ranks; from formats 9 \
+         to 11 it also adds the new, empty families; from 7 and 8 it also rebuilds a \
          `newest` store's clusters; before format 7 it rebuilds the clusters, and before format 5 \
          the index, from the stored records)"
     )]

@@ -328,7 +328,7 @@ fn verify_repair_and_migrate_keep_the_band_families() {
     let o = common::simdb(&[&"migrate", &t.path()]);
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     assert!(
-        common::stdout(&o).contains("migrated format 6 -> 12"),
+        common::stdout(&o).contains("migrated format 6 -> 13"),
         "{}",
         common::stdout(&o)
     );

@@ -139,6 +139,19 @@ pub(crate) fn brute_force_clusters(
     length: &dyn Fn(&str) -> u64,
     vetoed: &dyn Fn(&str, &str) -> bool,
 ) -> Vec<(Vec<String>, String)> {
+    brute_force_kept(docs, keep, length, vetoed, &|_| None)
+}
+
+/// [`brute_force_clusters`] with "keep this one" decisions: `kept` gives
+/// a kept document's decision sequence. A kept document ranks before
+/// every other, the latest decision first (then by position).
+pub(crate) fn brute_force_kept(
+    docs: &[Doc],
+    keep: KeepPolicy,
+    length: &dyn Fn(&str) -> u64,
+    vetoed: &dyn Fn(&str, &str) -> bool,
+    kept: &dyn Fn(&str) -> Option<u64>,
+) -> Vec<(Vec<String>, String)> {
     let f = simdb::Fingerprinter::new(Recipe::default());
     struct A {
         fp: Fingerprint,
@@ -196,7 +209,10 @@ pub(crate) fn brute_force_clusters(
         }
     };
     // Rank: smaller first.
-    let rank = |i: usize| -> (u64, usize) {
+    let rank = |i: usize| -> (u8, u64, usize) {
+        if let Some(seq) = kept(&docs[i].id) {
+            return (0, u64::MAX - seq, i);
+        }
         let key = match keep {
             KeepPolicy::First => 0,
             KeepPolicy::Priority => match docs[i].priority {
@@ -209,7 +225,7 @@ pub(crate) fn brute_force_clusters(
             KeepPolicy::Longest => u64::MAX - length(&docs[i].id),
             KeepPolicy::Newest => u64::MAX - i as u64,
         };
-        (key, i)
+        (1, key, i)
     };
     let mut cluster_of: Vec<Option<usize>> = vec![None; docs.len()];
     let mut clusters: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
@@ -714,8 +730,8 @@ fn migrate_splits_chained_clusters_of_format_5_stores() {
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     assert!(
         common::stdout(&o).contains(
-            "migrated format 5 -> 12 (keep policy priority): 0 records indexed, 0 given their place \
-             in the ingest order, 0 unreadable; clusters 1 -> 4 (8 -> 8 documents in them, the largest 8 -> 2)"
+            "migrated format 5 -> 13 (keep policy priority): 0 records indexed, 0 given their place \
+             in the ingest order, 0 member keys re-ranked, 0 unreadable; clusters 1 -> 4 (8 -> 8 documents in them, the largest 8 -> 2)"
         ),
         "{}",
         common::stdout(&o)

@@ -359,8 +359,9 @@ fn verify_repair_and_migrate_keep_the_parts_family() {
             .collect();
         for (k, v) in all {
             let rec = simdb::codec::decode_record(&v).unwrap();
-            // Version 6 = version 5 ‖ parts (u64 length, then the hashes).
-            let payload = &v[5..v.len() - 8 - 8 * rec.parts.len()];
+            // Version 7 = version 5 ‖ parts (u64 length, then the hashes)
+            // ‖ kept (a tag byte: none).
+            let payload = &v[5..v.len() - 1 - 8 - 8 * rec.parts.len()];
             let mut old = vec![5u8];
             old.extend_from_slice(&crc32fast::hash(payload).to_be_bytes());
             old.extend_from_slice(payload);
@@ -380,7 +381,7 @@ fn verify_repair_and_migrate_keep_the_parts_family() {
     let o = common::simdb(&[&"migrate", &t.path()]);
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     assert!(
-        common::stdout(&o).contains("migrated format 9 -> 12"),
+        common::stdout(&o).contains("migrated format 9 -> 13"),
         "{}",
         common::stdout(&o)
     );

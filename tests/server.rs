@@ -1744,7 +1744,8 @@ fn diff_shows_where_two_kept_texts_differ() {
 
 /// `POST /decisions` and `GET /decisions`: "not a copy" on a member takes
 /// it out of its representative's cluster, the log says who ("api") and
-/// when, an undo is logged; bad bodies are 400s naming the field.
+/// when, an undo is logged, "keep" makes a member the representative; bad
+/// bodies are 400s naming the field.
 #[test]
 fn decisions_are_written_and_listed() {
     let t = TempDb::new();
@@ -1787,7 +1788,8 @@ fn decisions_are_written_and_listed() {
         (json!({"not_a_copy": ["a", 3]}), 400, "not_a_copy"),
         (json!({"undo": 0}), 400, "undo"),
         (json!({"undo": 1, "not_a_copy": ["a", "b"]}), 400, ""),
-        (json!({"keep": "a"}), 400, "keep"),
+        (json!({"keep": 3}), 400, "keep"),
+        (json!({"keep": "nobody"}), 404, ""),
         (json!({"not_a_copy": ["a", "nobody"]}), 404, ""),
         (json!({"not_a_copy": ["a", "a"]}), 400, ""),
         (json!({"undo": 1}), 400, ""),
@@ -1800,6 +1802,16 @@ fn decisions_are_written_and_listed() {
     }
     let (st, e) = s.call("GET", "/decisions?limit=0", None);
     assert_eq!(st, 400, "{e}");
+    // "Keep this one": b represents a's cluster at once.
+    let (st, d) = s.post("/decisions", &json!({"keep": "b"}));
+    assert_eq!(st, 200, "{d}");
+    assert_eq!(
+        (d["kind"].as_str(), d["a"].as_str(), d["who"].as_str()),
+        (Some("keep"), Some("b"), Some("api"))
+    );
+    let (_, c) = s.call("GET", "/cluster?id=a", None);
+    assert_eq!(c["representative"]["id"], "b", "{c}");
+    assert_eq!(c["representative"]["kept"], d["seq"], "{c}");
     drop(s);
     verify_clean(&t.path());
 }

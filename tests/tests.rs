@@ -21,6 +21,7 @@ mod hardening;
 mod hostile;
 mod import;
 mod ingest;
+mod keep;
 mod nightly;
 mod parts;
 mod quality;

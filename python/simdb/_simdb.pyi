@@ -299,9 +299,17 @@ class Db:
         represents (writes, re-checks, rebuilds); when one represents the
         other's cluster now, the other leaves it. Returns the decision's
         log sequence; ``who`` goes in the log."""
+    def keep(self, id: str, *, who: str = "python", sync: bool = False) -> int:
+        """Decides that stored document ``id`` is the one to keep: it
+        represents its cluster from now on (before every member not kept;
+        among kept documents, the latest decision first), through writes,
+        re-checks and rebuilds; the members are re-checked against it.
+        Returns the decision's log sequence; ``who`` goes in the log."""
     def undo_decision(self, seq: int, *, who: str = "python", sync: bool = False) -> int:
-        """Undoes "not a copy" decision ``seq`` (nothing rejoins at once; a
-        rebuild may place the pair together). Returns the undo's sequence."""
+        """Undoes decision ``seq``: a "not a copy" (nothing rejoins at
+        once; a rebuild may place the pair together) or a "keep" (the
+        document ranks by the keep policy again). Returns the undo's
+        sequence."""
     def replay_decisions(self, log: Union[str, PathLike[str]], *, sync: bool = False) -> list[int]:
         """Writes the decisions of a log file (``simdb decisions --json``,
         an export's ``_decisions.jsonl``) into this store, in order, whether

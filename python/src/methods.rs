@@ -634,7 +634,26 @@ impl Db {
         .or_raise()
     }
 
-    /// Undoes "not a copy" decision `seq`; returns the undo's sequence.
+    /// Decides that stored document `id` is the one to keep (docs/review.md):
+    /// it represents its cluster from now on, and the members are
+    /// re-checked against it. Returns the decision's log sequence.
+    #[pyo3(signature = (id, *, who="python", sync=false))]
+    pub(super) fn keep(&self, py: Python<'_>, id: &str, who: &str, sync: bool) -> PyResult<u64> {
+        let db = self.db()?;
+        detach(py, || {
+            let mut w = db.shared_writer()?;
+            w.set_sync(sync);
+            let seq = w.keep(id, who)?;
+            w.commit()?;
+            drop(w);
+            db.clusters().settle()?;
+            Ok(seq)
+        })
+        .or_raise()
+    }
+
+    /// Undoes decision `seq` ("not a copy" or "keep"); returns the undo's
+    /// sequence.
     #[pyo3(signature = (seq, *, who="python", sync=false))]
     pub(super) fn undo_decision(
         &self,
@@ -649,6 +668,8 @@ impl Db {
             w.set_sync(sync);
             let undo = w.undo_decision(seq, who)?;
             w.commit()?;
+            drop(w);
+            db.clusters().settle()?;
             Ok(undo)
         })
         .or_raise()

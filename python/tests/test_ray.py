@@ -369,14 +369,21 @@ def test_ray_dedup_obeys_decisions(tmp_path):
     # "Not a copy": each other cluster's representative and a member.
     pairs = [(rep, next(m for m in ms if m != rep)) for rep, ms in plain[::2]]
     assert len(pairs) >= 4
+    # "Keep this one": a member of each of the other clusters.
+    kept = [next(m for m in ms if m != rep) for rep, ms in plain[1::2]]
+    assert len(kept) >= 3
     log = tmp_path / "log.jsonl"
     with open(log, "w") as f:
         for i, (a, b) in enumerate(pairs):
             f.write(json.dumps({"seq": i + 1, "kind": "not_a_copy", "a": a, "b": b,
                                 "who": "test", "at": 1, "undoes": 0}) + "\n")
+        for i, a in enumerate(kept):
+            f.write(json.dumps({"seq": len(pairs) + i + 1, "kind": "keep", "a": a, "b": "",
+                                "who": "test", "at": 1, "undoes": 0}) + "\n")
+    n = len(pairs) + len(kept)
     path = str(tmp_path / "decided.db")
     with simdb.Db.create(path, keep="newest") as db:
-        assert db.replay_decisions(log) == list(range(1, len(pairs) + 1))
+        assert db.replay_decisions(log) == list(range(1, n + 1))
     _, want, _ = written_into(path, rows)
     assert want != plain
     ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
@@ -387,7 +394,10 @@ def test_ray_dedup_obeys_decisions(tmp_path):
                             decisions=log)
         assert engine_result(r)[1] == want
         with simdb.Db.open(r.store, read_only=True) as db:
-            assert len(db.decisions()["decisions"]) == len(pairs)
+            assert len(db.decisions()["decisions"]) == n
+            # A kept document in a cluster represents it.
+            placed = [c for c in map(db.cluster, kept) if c["size"] > 1]
+            assert placed and all(c["representative"] in kept for c in placed)
     finally:
         ray.shutdown()
 

@@ -783,3 +783,13 @@ def test_not_a_copy_decisions(tmp_path):
         assert [(e["seq"], e["kind"], e["who"]) for e in log["decisions"]] == [
             (1, "not_a_copy", "reviewer"), (2, "undo", "python")]
         assert log["decisions"][1]["undoes"] == 1 and log["next"] is None
+        # "Keep this one": b represents the cluster; undone, a again.
+        assert d.cluster("a")["representative"] == "a"
+        assert d.keep("b", who="reviewer") == 3
+        assert d.cluster("a")["representative"] == "b"
+        assert d.keep("b") == 3
+        with pytest.raises(simdb.NotFound):
+            d.keep("nobody")
+        assert d.undo_decision(3) == 4
+        assert d.cluster("a")["representative"] == "a"
+        assert [e["kind"] for e in d.decisions()["decisions"]] == ["not_a_copy", "undo", "keep", "undo"]

@@ -76,7 +76,7 @@ pub enum Command {
     /// Sample the store and show how distances spread: nearest neighbours
     /// (confirmed near-copies vs rejected) and random pairs, with a plot.
     Calibrate(CalibrateArgs),
-    /// Convert a store made by an older simdb (formats 2 to 11) to this
+    /// Convert a store made by an older simdb (formats 2 to 12) to this
     /// build's format, in place (what changed is rebuilt from the stored
     /// records), or change its keep policy (--keep).
     Migrate(MigrateArgs),
@@ -96,9 +96,10 @@ pub enum Command {
     /// Every near-duplicate pair in the store, once each, as JSONL.
     #[command(after_help = PAIRS_EXAMPLES)]
     Pairs(PairsArgs),
-    /// Decide that two documents are not copies of each other (the store
-    /// obeys it from now on: ingest, re-checks, rebuilds), undo a decision,
-    /// or replay another store's decision log.
+    /// Decide that two documents are not copies of each other, or which
+    /// document of a cluster to keep (the store obeys it from now on:
+    /// ingest, re-checks, rebuilds), undo a decision, or replay another
+    /// store's decision log.
     #[command(after_help = DECIDE_EXAMPLES)]
     Decide(DecideArgs),
     /// The store's decision log: who decided what, and when.
@@ -224,6 +225,7 @@ Examples:
 const DECIDE_EXAMPLES: &str = "\
 Examples:
   simdb decide news.db not-a-copy a17 b42     # b42 leaves a17's cluster, for good
+  simdb decide news.db keep b42               # b42 represents its cluster from now on
   simdb decide news.db undo 3                 # decision 3 no longer holds
   simdb decisions old.db --json > log.jsonl && simdb decide new.db replay log.jsonl";
 
@@ -744,8 +746,14 @@ pub enum Decide {
     /// neither is ever placed in a cluster the other represents. When one
     /// represents the cluster the other is in, the other leaves it now.
     NotACopy { a: String, b: String },
-    /// Undo decision SEQ (a "not a copy"): the pair may be placed together
-    /// again by later writes and rebuilds (`verify --repair`).
+    /// Document ID (stored) is the one to keep: it represents its cluster
+    /// from now on (before every member not kept; among kept documents,
+    /// the latest decision first), and the members are re-checked against
+    /// it.
+    Keep { id: String },
+    /// Undo decision SEQ (a "not a copy" or a "keep"): a pair may be
+    /// placed together again by later writes and rebuilds (`verify
+    /// --repair`); a kept document ranks by the keep policy again.
     Undo { seq: u64 },
     /// Write the decisions of a log (`simdb decisions --json`) into this
     /// store, in order, whether or not their documents are stored here.
@@ -759,8 +767,8 @@ pub struct DecisionsArgs {
     /// Only the decisions after this sequence.
     #[arg(long, default_value_t = 0, value_name = "SEQ")]
     pub after: u64,
-    /// One JSON object per decision per line: {"seq", "kind" (not_a_copy
-    /// or undo), "a", "b", "who", "at", "undoes"}.
+    /// One JSON object per decision per line: {"seq", "kind" (not_a_copy,
+    /// keep or undo), "a", "b", "who", "at", "undoes"}.
     #[arg(long)]
     pub json: bool,
 }

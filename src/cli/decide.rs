@@ -18,6 +18,7 @@ fn show(d: &Decision, json: bool) -> Result<()> {
             DecisionKind::Undo => {
                 println!("{} undo {} by {} at {}", d.seq, d.undoes, d.who, d.at)
             }
+            DecisionKind::Keep => println!("{} keep {:?} by {} at {}", d.seq, d.a, d.who, d.at),
         }
     }
     Ok(())
@@ -29,6 +30,7 @@ pub(super) fn decide(a: DecideArgs) -> Result<bool> {
         let mut w = db.writer()?;
         let seqs = match &a.what {
             Decide::NotACopy { a, b } => vec![w.not_a_copy(a, b, WHO)?],
+            Decide::Keep { id } => vec![w.keep(id, WHO)?],
             Decide::Undo { seq } => vec![w.undo_decision(*seq, WHO)?],
             Decide::Replay { log } => w.replay_decisions(&simdb::db::decisions::read_log(log)?)?,
         };

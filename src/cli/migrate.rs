@@ -29,13 +29,14 @@ pub(super) fn migrate(a: MigrateArgs) -> Result<bool> {
         );
     } else {
         println!(
-            "{}: migrated format {} -> {} (keep policy {}): {} records indexed, {} given their place in the ingest order, {} unreadable; {clusters}",
+            "{}: migrated format {} -> {} (keep policy {}): {} records indexed, {} given their place in the ingest order, {} member keys re-ranked, {} unreadable; {clusters}",
             a.db.display(),
             r.from,
             r.to,
             r.keep,
             r.indexed,
             r.ordered,
+            r.reranked,
             r.unreadable
         );
     }

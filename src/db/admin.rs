@@ -723,14 +723,19 @@ pub fn migrate(path: impl AsRef<Path>, keep: Option<KeepPolicy>) -> Result<Migra
         report.unreadable = rep.unreadable.len() as u64;
     } else if version >= 7
         && keep == keep_from
-        && keep != KeepPolicy::Newest
+        && (keep != KeepPolicy::Newest || version >= 9)
         && rebuilding.is_none()
     {
         // Formats 7 and 8 (8: with a frozen index) are format 9 without
         // document times: their records are read as they are. Only the
         // ranks of `newest` change (by time, then ord), which a rebuild
-        // below makes.
+        // below makes. Format 13 raises the rank keys of `first` (and of
+        // a time past 2106) above those of kept documents: a walk of the
+        // member keys, not a rebuild.
         report.clusters = report.clusters_before.0;
+        if version < 13 {
+            report.reranked = db.store.migrate_ranks()?;
+        }
     } else {
         report.clusters = db.set_keep_policy(keep)?;
     }

@@ -25,6 +25,9 @@ pub struct MigrateReport {
     /// Fingerprints placed in the band families (from formats 5, 6; from
     /// older ones the repair places them, counted in `indexed`).
     pub banded: u64,
+    /// Member keys moved to format 13's ranks (from formats 10 to 12
+    /// under `first`; see `KEPT_KEYS`, 2^32).
+    pub reranked: u64,
     /// Clusters of two or more documents built.
     pub clusters: u64,
     /// Records that do not decode (left in place; `verify` reports them).
@@ -154,7 +157,7 @@ impl Db {
         store.for_each_raw(store::DOCS, |k, v| {
             // The count is of records, readable or not (as verify counts).
             count += 1;
-            let rec = match crate::store::codec::decode_record(v) {
+            let mut rec = match crate::store::codec::decode_record(v) {
                 Ok(r) => r,
                 Err(e) => {
                     rep.unreadable
@@ -167,6 +170,8 @@ impl Db {
                     .push(format!("{}: key {}: id is not UTF-8", store::DOCS, hex(k)));
                 return Ok(());
             };
+            // Whether it is kept is the decisions' to say.
+            rec.kept = store.kept(id)?;
             fps.entry(rec.fingerprint)
                 .or_insert_with(|| (id.to_string(), store::schema::RefValue::of(&rec)));
             short += u64::from(rec.is_short());
@@ -281,6 +286,17 @@ impl Db {
             rep.documents += 1;
             match crate::store::codec::decode_record(v) {
                 Ok(r) => {
+                    if let Some(seq) = r.kept {
+                        let id = String::from_utf8_lossy(k);
+                        if self.store.kept(&id)? != Some(seq) {
+                            rep.problems.push(format!(
+                                "{}: key {}: kept by decision {seq}, which the decisions do \
+                                 not hold as standing",
+                                store::DOCS,
+                                hex(k)
+                            ));
+                        }
+                    }
                     scan.short += u64::from(r.is_short());
                     scan.ords.push((r.ord, id_hash(k)));
                     if let Some(t) = r.dated {

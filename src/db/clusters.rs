@@ -87,6 +87,10 @@ pub struct Member {
     /// Its own time, if its input gave one (see [`Record::dated`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dated: Option<u64>,
+    /// The "keep this one" decision that keeps it, if one does
+    /// ([`Record::kept`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept: Option<u64>,
 }
 
 /// How a run changed the clusters (see [`crate::ingest::Summary`]).
@@ -862,6 +866,48 @@ impl ClusterState {
         self.rechecked(store, b, cid, checked)
     }
 
+    /// Whether `id` is in no cluster, or represents its own.
+    pub(super) fn represents_or_alone(&self, store: &Store, id: &str) -> Result<bool> {
+        Ok(match self.cluster_of(store, id)? {
+            None => true,
+            Some(cid) => self.rep(store, cid)?.is_some_and(|(_, r)| r == id),
+        })
+    }
+
+    /// Document `id`, stored as `old`, is written again as `new`, whose
+    /// rank differs ("keep this one" decided or undone): it moves to its
+    /// new place in its cluster. When that changes who represents the
+    /// cluster, the members are re-checked against the new representative
+    /// ([`ClusterState::settle`], as when one leaves).
+    pub(super) fn rerank(
+        &mut self,
+        store: &Store,
+        b: &mut Batch,
+        id: &str,
+        (old, new): (&Record, &Record),
+        get: GetRecord<'_>,
+    ) -> Result<()> {
+        let Some(cid) = self.cluster_of(store, id)? else {
+            return Ok(());
+        };
+        let (from, to) = (self.rank(old), self.rank(new));
+        if from == to {
+            return Ok(());
+        }
+        let before = self.rep_record(store, cid, get)?;
+        self.put_member(store, b, cid, from, None);
+        self.put_member(store, b, cid, to, Some(id));
+        let after = self.rep(store, cid)?.map(|(_, r)| r);
+        if let Some((rep_id, rep)) = before {
+            if after.as_deref() != Some(rep_id.as_str()) {
+                // The members were confirmed against the one before.
+                let left = if rep_id == id { old.clone() } else { rep };
+                self.stale.entry(cid).or_insert(left);
+            }
+        }
+        Ok(())
+    }
+
     /// The pair (`a`, `b`) was just decided "not a copy": when one of them
     /// represents the cluster the other is in, the other leaves it.
     pub(super) fn separate(
@@ -1056,6 +1102,7 @@ fn member(id: &str, rec: &Record, rep: Fingerprint) -> Member {
         priority: rec.priority.map(|p| p.value()),
         ingested_at: rec.ingested_at,
         dated: rec.dated,
+        kept: rec.kept,
     }
 }
 

@@ -44,6 +44,61 @@ pub fn read_log(path: &std::path::Path) -> Result<Vec<Decision>> {
     Ok(log)
 }
 
+/// What stands at the end of a decision log ([`standing`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Standing {
+    /// Each standing "not a copy" pair once, as decided, with its
+    /// decision's sequence.
+    pub pairs: std::collections::BTreeMap<(String, String), u64>,
+    /// Each kept document with its standing "keep this one" decision's
+    /// sequence (a document kept again stands by its latest).
+    pub kept: std::collections::BTreeMap<String, u64>,
+}
+
+/// The decisions that stand at the end of `log` (oldest first): each
+/// undo takes back the decision it names, which must be an earlier "not
+/// a copy" or the standing "keep this one" of its document.
+pub fn standing(log: &[Decision]) -> Result<Standing> {
+    let by_seq: std::collections::HashMap<u64, &Decision> =
+        log.iter().map(|d| (d.seq, d)).collect();
+    let mut out = Standing::default();
+    for d in log {
+        match d.kind {
+            DecisionKind::NotACopy => {
+                let reverse = (d.b.clone(), d.a.clone());
+                if !out.pairs.contains_key(&reverse) {
+                    out.pairs.entry((d.a.clone(), d.b.clone())).or_insert(d.seq);
+                }
+            }
+            DecisionKind::Keep => {
+                out.kept.insert(d.a.clone(), d.seq);
+            }
+            DecisionKind::Undo => {
+                let undone = by_seq.get(&d.undoes).filter(|o| o.seq < d.seq);
+                let ok = match undone {
+                    Some(o) if o.kind == DecisionKind::NotACopy => {
+                        let (ab, ba) = ((o.a.clone(), o.b.clone()), (o.b.clone(), o.a.clone()));
+                        out.pairs.remove(&ab).or_else(|| out.pairs.remove(&ba));
+                        true
+                    }
+                    Some(o) if o.kind == DecisionKind::Keep => {
+                        out.kept.get(&o.a) == Some(&o.seq) && out.kept.remove(&o.a).is_some()
+                    }
+                    _ => false,
+                };
+                if !ok {
+                    return Err(crate::Error::Input(format!(
+                        "decision {} undoes {}, which is neither an earlier \"not a copy\" \
+                         nor a standing \"keep\" of the log",
+                        d.seq, d.undoes
+                    )));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// A page of the decision log ([`Clusters::decisions`]).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct DecisionPage {
@@ -80,8 +135,10 @@ impl Clusters<'_> {
 impl Db {
     /// Verify's check of the decisions: every "not a copy" key has its
     /// reverse with the same sequence, and a log entry deciding that pair;
-    /// no pair is a cluster's representative and one of its members; each
-    /// log entry decodes, and an undo names an earlier "not a copy".
+    /// no pair is a cluster's representative and one of its members; every
+    /// "keep" key names a log entry keeping that document, whose record
+    /// (if stored) is kept by it; each log entry decodes, and an undo
+    /// names an earlier "not a copy" or "keep".
     pub(super) fn verify_decisions(&self, problems: &mut Vec<String>) -> Result<()> {
         let store = &self.store;
         let at = store.snapshot();
@@ -95,15 +152,37 @@ impl Db {
             log.iter().map(|d| (d.seq, d)).collect();
         for d in &log {
             let undone = by_seq.get(&d.undoes).map(|u| u.kind);
-            if d.kind == DecisionKind::Undo && undone != Some(DecisionKind::NotACopy) {
+            if d.kind == DecisionKind::Undo
+                && !matches!(undone, Some(DecisionKind::NotACopy | DecisionKind::Keep))
+            {
                 problems.push(format!(
-                    "{}: key {}: an undo of {}, which is not a \"not a copy\" decision",
+                    "{}: key {}: an undo of {}, which is not a \"not a copy\" or \"keep\" \
+                     decision",
                     store::DECISIONS,
                     hex(&schema::decision_log_key(d.seq)),
                     d.undoes
                 ));
             }
         }
+        store.for_each_keep(|id, seq| {
+            let key = hex(&schema::keep_key(id));
+            let mut problem = |what: String| {
+                problems.push(format!("{}: key {key}: {what}", store::DECISIONS));
+            };
+            match by_seq.get(&seq) {
+                Some(d) if d.kind == DecisionKind::Keep && d.a == id => {}
+                _ => problem(format!("decision {seq} of the log does not keep {id:?}")),
+            }
+            if let Some(rec) = store.get_at(&at, id)? {
+                if rec.kept != Some(seq) {
+                    problem(format!(
+                        "{id:?} is kept by decision {seq}, but its record says {:?}",
+                        rec.kept
+                    ));
+                }
+            }
+            Ok(())
+        })?;
         store.for_each_veto(|a, b, seq| {
             let key = hex(&schema::veto_key(a, b));
             let mut problem = |what: String| {

@@ -387,6 +387,7 @@ fn reviewed(anchor: &Anchor, id: &str, rec: &Record, rep: Option<&Record>) -> Re
             priority: rec.priority.map(|p| p.value()),
             ingested_at: rec.ingested_at,
             dated: rec.dated,
+            kept: rec.kept,
         },
         source: rec.source.clone(),
         length: rec.length,

@@ -76,6 +76,8 @@ pub struct Writer<'a> {
     /// their log sequence (`None`: undone), and the sequence of the next
     /// one.
     decided: HashMap<(String, String), Option<u64>>,
+    /// "Keep this one" decisions this batch writes, by id (`None`: undone).
+    keeps: HashMap<String, Option<u64>>,
     next_decision: Option<u64>,
     /// The log entries this batch writes, by sequence.
     logged: HashMap<u64, store::codec::Decision>,
@@ -143,6 +145,7 @@ impl<'a> Writer<'a> {
             anchor,
             prefetch: None,
             decided: HashMap::new(),
+            keeps: HashMap::new(),
             next_decision: None,
             logged: HashMap::new(),
         })
@@ -276,6 +279,7 @@ impl Writer<'_> {
                 Some(_) => doc.parts[..doc.parts.len().min(QUERY_PARTS)].to_vec(),
                 None => Vec::new(),
             },
+            kept: self.standing_keep(id)?,
         };
         self.short += u64::from(rec.is_short());
         self.store.put_doc(&mut self.batch, id, &rec);
@@ -324,6 +328,7 @@ impl Writer<'_> {
             priority: stated.priority.and_then(Priority::new),
             dated: stated.dated,
             parts: Vec::new(),
+            kept: self.standing_keep(id)?,
         };
         let (overlay, store) = (&self.overlay, self.store);
         let get = |n: &str| pending_or_stored(overlay, store, n);
@@ -404,42 +409,59 @@ impl Writer<'_> {
         Ok(seq)
     }
 
-    /// Undoes "not a copy" decision `seq`, as `who`: the pair may be
+    /// Undoes decision `seq`, as `who`. A "not a copy": the pair may be
     /// placed together again by later writes and rebuilds (nothing rejoins
-    /// at once). The log keeps both entries. Returns the undo's sequence.
+    /// at once). A "keep this one": the document ranks by the keep policy
+    /// again (when another member now ranks first, the cluster's members
+    /// are re-checked against it, as when a representative leaves). The
+    /// log keeps both entries. Returns the undo's sequence.
     pub fn undo_decision(&mut self, seq: u64, who: &str) -> Result<u64> {
         self.undo_at(seq, who, now())
     }
 
     /// [`Writer::undo_decision`] by `who` at `at`.
     fn undo_at(&mut self, seq: u64, who: &str, at: u64) -> Result<u64> {
+        use store::codec::DecisionKind;
         let d = match self.logged.get(&seq) {
             Some(d) => Some(d.clone()),
             None => self.store.decision(seq)?,
         }
         .ok_or_else(|| Error::Input(format!("the store has no decision {seq}")))?;
-        if d.kind != store::codec::DecisionKind::NotACopy {
-            return Err(Error::Input(format!(
-                "decision {seq} is an undo; decide again instead"
-            )));
-        }
-        let pair = (d.a.clone(), d.b.clone());
-        let standing = match self.decided.get(&pair) {
-            Some(s) => *s,
-            None => self.store.veto(&d.a, &d.b)?,
+        let standing = match d.kind {
+            DecisionKind::Undo => {
+                return Err(Error::Input(format!(
+                    "decision {seq} is an undo; decide again instead"
+                )))
+            }
+            DecisionKind::NotACopy => match self.decided.get(&(d.a.clone(), d.b.clone())) {
+                Some(s) => *s,
+                None => self.store.veto(&d.a, &d.b)?,
+            },
+            DecisionKind::Keep => self.standing_keep(&d.a)?,
         };
         if standing != Some(seq) {
+            let what = match d.kind {
+                DecisionKind::Keep => format!("keep {:?}", d.a),
+                _ => format!("{:?} is not a copy of {:?}", d.a, d.b),
+            };
             return Err(Error::Input(format!(
-                "decision {seq} ({:?} is not a copy of {:?}) was already undone",
-                d.a, d.b
+                "decision {seq} ({what}) was already undone or decided again"
             )));
         }
         let undo = self.take_decision_seq()?;
-        self.store.delete_veto(&mut self.batch, &d.a, &d.b);
-        self.clusters.forget_veto(&d.a, &d.b);
+        if d.kind == DecisionKind::Keep {
+            self.store.delete_keep(&mut self.batch, &d.a);
+            self.keeps.insert(d.a.clone(), None);
+            self.rerank(&d.a, None)?;
+        } else {
+            self.store.delete_veto(&mut self.batch, &d.a, &d.b);
+            self.clusters.forget_veto(&d.a, &d.b);
+            self.decided.insert((d.b.clone(), d.a.clone()), None);
+            self.decided.insert((d.a.clone(), d.b.clone()), None);
+        }
         let entry = store::codec::Decision {
             seq: undo,
-            kind: store::codec::DecisionKind::Undo,
+            kind: DecisionKind::Undo,
             a: String::new(),
             b: String::new(),
             who: who.to_string(),
@@ -448,18 +470,91 @@ impl Writer<'_> {
         };
         self.store.put_decision(&mut self.batch, &entry);
         self.logged.insert(undo, entry);
-        self.decided.insert((d.b.clone(), d.a.clone()), None);
-        self.decided.insert(pair, None);
         self.ops += 1;
         Ok(undo)
     }
 
+    /// Decides that stored document `id` is the one to keep, as `who`
+    /// (docs/review.md, "Decisions"): it ranks before every member of its
+    /// cluster that is not kept (among kept ones, the latest decision
+    /// first), so it represents its cluster now and after every write and
+    /// rebuild; the members are re-checked against it, as when a
+    /// representative leaves (those it does not confirm leave). Returns
+    /// the decision's sequence; a document kept already that represents
+    /// its cluster (or is alone) returns its decision's and writes nothing.
+    pub fn keep(&mut self, id: &str, who: &str) -> Result<u64> {
+        if self.get(id)?.is_none() {
+            return Err(Error::NotFound { id: id.to_string() });
+        }
+        if let Some(seq) = self.standing_keep(id)? {
+            if self.clusters.represents_or_alone(self.store, id)? {
+                return Ok(seq);
+            }
+        }
+        self.keep_at(id, who, now())
+    }
+
+    /// [`Writer::keep`] by `who` at `at`, of a document stored or not,
+    /// always a new decision (a log replayed keeps the order of its keeps,
+    /// which ranks them).
+    fn keep_at(&mut self, id: &str, who: &str, at: u64) -> Result<u64> {
+        check_id(id)?;
+        let seq = self.take_decision_seq()?;
+        let d = store::codec::Decision {
+            seq,
+            kind: store::codec::DecisionKind::Keep,
+            a: id.to_string(),
+            b: String::new(),
+            who: who.to_string(),
+            at,
+            undoes: 0,
+        };
+        self.store.put_keep(&mut self.batch, id, seq);
+        self.store.put_decision(&mut self.batch, &d);
+        self.logged.insert(seq, d);
+        self.keeps.insert(id.to_string(), Some(seq));
+        self.rerank(id, Some(seq))?;
+        self.ops += 1;
+        Ok(seq)
+    }
+
+    /// The sequence of the standing "keep this one" decision on `id`, as
+    /// this batch sees it.
+    fn standing_keep(&self, id: &str) -> Result<Option<u64>> {
+        match self.keeps.get(id) {
+            Some(s) => Ok(*s),
+            None => self.store.kept(id),
+        }
+    }
+
+    /// Rewrites the record of `id`, if stored, as kept by decision `kept`
+    /// (or not kept), and moves it to its new rank in its cluster.
+    fn rerank(&mut self, id: &str, kept: Option<u64>) -> Result<()> {
+        let Some(old) = self.get(id)? else {
+            return Ok(());
+        };
+        let new = Record {
+            kept,
+            ..old.clone()
+        };
+        {
+            let (overlay, store) = (&self.overlay, self.store);
+            let get = |n: &str| pending_or_stored(overlay, store, n);
+            self.clusters
+                .rerank(store, &mut self.batch, id, (&old, &new), &get)?;
+        }
+        self.store.put_doc(&mut self.batch, id, &new);
+        self.overlay.insert(id.to_string(), Some(new));
+        Ok(())
+    }
+
     /// Writes the decisions of a log (`simdb decisions --json`, an
-    /// export's), oldest first, as this store's: each "not a copy" whether
-    /// or not its documents are stored here (a document written later
-    /// obeys it), each undo of one of them, keeping who decided and when;
-    /// numbered after this store's log. A pair already decided here is
-    /// not decided again. Returns the sequence each entry has here.
+    /// export's), oldest first, as this store's: each "not a copy" and
+    /// "keep this one" whether or not its documents are stored here (a
+    /// document written later obeys it), each undo of one of them, keeping
+    /// who decided and when; numbered after this store's log. A pair
+    /// already decided here is not decided again; every keep is (the
+    /// latest ranks first). Returns the sequence each entry has here.
     pub fn replay_decisions(&mut self, log: &[store::codec::Decision]) -> Result<Vec<u64>> {
         use store::codec::DecisionKind;
         let mut here: HashMap<u64, u64> = HashMap::new();
@@ -467,6 +562,7 @@ impl Writer<'_> {
         for d in log {
             let seq = match d.kind {
                 DecisionKind::NotACopy => self.decide_pair(&d.a, &d.b, &d.who, d.at)?,
+                DecisionKind::Keep => self.keep_at(&d.a, &d.who, d.at)?,
                 DecisionKind::Undo => {
                     let Some(&undoes) = here.get(&d.undoes) else {
                         return Err(Error::Input(format!(
@@ -628,6 +724,7 @@ impl Writer<'_> {
         }
         self.clusters.committed();
         self.decided.clear();
+        self.keeps.clear();
         self.next_decision = None;
         self.logged.clear();
         self.overlay.clear();

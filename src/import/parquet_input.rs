@@ -412,6 +412,8 @@ pub(super) fn restored_row(
         priority,
         dated,
         parts,
+        // Set from the export's decision log.
+        kept: None,
     };
     // Absent from exports before format 11; null where the store kept no
     // text.

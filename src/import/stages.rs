@@ -28,6 +28,9 @@ pub(super) fn build(
         budget: opts.memory_bytes,
         opts,
     };
+    // What the decision log (a restored export's) leaves standing; a bad
+    // log stops the import before any work.
+    let standing = crate::db::decisions::standing(&opts.decisions)?;
     let mut summary = Summary::default();
     let mut step = Instant::now();
     let mut lap = |summary: &mut Summary, name: &str| {
@@ -59,7 +62,7 @@ pub(super) fn build(
         None
     };
     let (docs, blocks) = rayon::join(
-        || b.write_docs(&uniq_path, &names, now, restore),
+        || b.write_docs(&uniq_path, &names, now, restore, &standing.kept),
         || b.write_blocks(&fps_path, frozen.as_mut()),
     );
     let (docs_files, order_files, mut restoration) = docs?;
@@ -91,7 +94,10 @@ pub(super) fn build(
     }
     families.push((store::PARTS, part_files));
     families.push((store::TEXTS, std::mem::take(&mut restoration.texts)));
-    families.push((store::DECISIONS, decision_ssts(&b, &opts.decisions)?));
+    families.push((
+        store::DECISIONS,
+        decision_ssts(&b, &opts.decisions, &standing)?,
+    ));
     let count = store::schema::MetaU64::DocCount.owned_entry(summary.documents);
     // Positions count records from 1; the documents are stamped `now`
     // (restored ones keep their ords and times).
@@ -320,6 +326,7 @@ impl Build<'_> {
         names: &[String],
         now: u64,
         restore: Option<KeepPolicy>,
+        kept: &std::collections::BTreeMap<String, u64>,
     ) -> Result<(Vec<PathBuf>, Vec<PathBuf>, Restoration)> {
         let (tmp, sst, opts) = (&self.tmp, &self.sst, self.opts);
         let mut r = BufReader::with_capacity(1 << 20, File::open(uniq_path).map_err(io_err(tmp))?);
@@ -337,13 +344,19 @@ impl Build<'_> {
             Err(e) => Some(Err(Error::io(uniq_path, e))),
             Ok(None) => None,
             Ok(Some(d)) => {
+                // A document the log keeps is kept (it ranks first).
+                let kept = kept.get(&d.id).copied();
                 let rec = if d.extra.is_empty() {
-                    imported_record(&d, &names[d.input as usize], now)
+                    Record {
+                        kept,
+                        ..imported_record(&d, &names[d.input as usize], now)
+                    }
                 } else {
-                    let restored = match Restored::decode(&d.extra) {
+                    let mut restored = match Restored::decode(&d.extra) {
                         Ok(x) => x,
                         Err(e) => return Some(Err(Error::Input(e))),
                     };
+                    restored.rec.kept = kept;
                     let keep = restore.unwrap_or_default();
                     let sorters = (&mut clusters, &mut times, &mut texts);
                     match done.note(restored, &d.id, keep, sorters) {
@@ -363,27 +376,7 @@ impl Build<'_> {
         let docs = store::write_ssts(sst, store::DOCS, store::DOCS, opts.sst_file_bytes, entries)?;
         done.texts = texts.finish(tmp, sst, opts)?;
         let sorted = order.finish().map_err(io_err(tmp))?;
-        let mut last_ord: Option<u64> = None;
-        let mut cluster_files = store::write_ssts(
-            sst,
-            "order",
-            store::CLUSTERS,
-            opts.sst_file_bytes,
-            sorted.map(|o| {
-                let o = o.map_err(|e| Error::io(tmp, e))?;
-                // Restored ords come from one store: each once.
-                if last_ord == Some(o.ord) {
-                    return Err(Error::Input(format!(
-                        "two documents have ord {} (the second is {:?}): the inputs are not \
-                         the export of one store",
-                        o.ord, o.id
-                    )));
-                }
-                last_ord = Some(o.ord);
-                let (k, v) = store::schema::order_entry(o.ord, &o.id);
-                Ok((k.to_vec(), v))
-            }),
-        )?;
+        let mut cluster_files = order_index(tmp, sst, opts, sorted)?;
         if restore.is_some() {
             let sorted = clusters.finish().map_err(io_err(tmp))?;
             cluster_files.extend(restored_clusters(tmp, sst, opts, sorted, &mut done)?);
@@ -527,6 +520,7 @@ pub(super) fn imported_record(d: &ById, input: &str, now: u64) -> Record {
             (Some(a), Some(_)) => a.parts.clone(),
             _ => Vec::new(),
         },
+        kept: None,
     }
 }
 
@@ -543,53 +537,38 @@ pub(super) struct Restoration {
 }
 
 /// The `decisions` family's table files of decision log `log` (oldest
-/// first): its entries, and the "not a copy" pairs that stand at its end.
-/// An undo must undo a "not a copy" before it.
-fn decision_ssts(b: &Build<'_>, log: &[store::codec::Decision]) -> Result<Vec<PathBuf>> {
-    use store::codec::DecisionKind;
-    let mut standing: std::collections::BTreeMap<Vec<u8>, u64> = Default::default();
-    let by_seq: std::collections::HashMap<u64, &store::codec::Decision> =
-        log.iter().map(|d| (d.seq, d)).collect();
-    let mut entries: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(log.len());
-    for d in log {
-        match d.kind {
-            DecisionKind::NotACopy => {
-                for (x, y) in [(&d.a, &d.b), (&d.b, &d.a)] {
-                    standing.insert(store::schema::veto_key(x, y), d.seq);
-                }
-            }
-            DecisionKind::Undo => {
-                let Some(o) = by_seq
-                    .get(&d.undoes)
-                    .filter(|o| o.kind == DecisionKind::NotACopy)
-                else {
-                    return Err(Error::Input(format!(
-                        "decision {} undoes {}, which is not a \"not a copy\" of the log",
-                        d.seq, d.undoes
-                    )));
-                };
-                for (x, y) in [(&o.a, &o.b), (&o.b, &o.a)] {
-                    standing.remove(&store::schema::veto_key(x, y));
-                }
-            }
-        }
-        entries.push((
+/// first): its entries, and the "keep this one" documents and "not a
+/// copy" pairs that stand at its end (`standing`).
+fn decision_ssts(
+    b: &Build<'_>,
+    log: &[store::codec::Decision],
+    standing: &crate::db::decisions::Standing,
+) -> Result<Vec<PathBuf>> {
+    let mut pairs: std::collections::BTreeMap<Vec<u8>, u64> = Default::default();
+    for ((x, y), seq) in &standing.pairs {
+        pairs.insert(store::schema::veto_key(x, y), *seq);
+        pairs.insert(store::schema::veto_key(y, x), *seq);
+    }
+    // In key order: `k` < `l` < `n`.
+    let kept = standing
+        .kept
+        .iter()
+        .map(|(id, seq)| (store::schema::keep_key(id), seq.to_be_bytes().to_vec()));
+    let entries = log.iter().map(|d| {
+        (
             store::schema::decision_log_key(d.seq).to_vec(),
             store::codec::encode_decision(d),
-        ));
-    }
-    // `l` keys sort before `n` keys.
-    entries.extend(
-        standing
-            .into_iter()
-            .map(|(k, s)| (k, s.to_be_bytes().to_vec())),
-    );
+        )
+    });
+    let pairs = pairs
+        .into_iter()
+        .map(|(k, s)| (k, s.to_be_bytes().to_vec()));
     store::write_ssts(
         &b.sst,
         "decisions",
         store::DECISIONS,
         b.opts.sst_file_bytes,
-        entries.into_iter().map(Ok),
+        kept.chain(entries).chain(pairs).map(Ok),
     )
 }
 
@@ -677,6 +656,38 @@ impl Restoration {
         })?;
         Ok(rec)
     }
+}
+
+/// The `clusters` family's `o` entries, from the documents in ord order,
+/// as SST files; two documents of one ord (inputs that are not the export
+/// of one store) are an error.
+fn order_index(
+    tmp: &Path,
+    sst: &Path,
+    opts: &Options,
+    sorted: impl Iterator<Item = io::Result<ByOrd>>,
+) -> Result<Vec<PathBuf>> {
+    let mut last_ord: Option<u64> = None;
+    store::write_ssts(
+        sst,
+        "order",
+        store::CLUSTERS,
+        opts.sst_file_bytes,
+        sorted.map(|o| {
+            let o = o.map_err(|e| Error::io(tmp, e))?;
+            // Restored ords come from one store: each once.
+            if last_ord == Some(o.ord) {
+                return Err(Error::Input(format!(
+                    "two documents have ord {} (the second is {:?}): the inputs are not \
+                     the export of one store",
+                    o.ord, o.id
+                )));
+            }
+            last_ord = Some(o.ord);
+            let (k, v) = store::schema::order_entry(o.ord, &o.id);
+            Ok((k.to_vec(), v))
+        }),
+    )
 }
 
 /// The `clusters` family's `t` entries of the restored documents with

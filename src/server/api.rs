@@ -643,14 +643,17 @@ pub struct DecisionListParams {
 pub enum DecisionRequest {
     /// `{"not_a_copy": [A, B]}`.
     NotACopy(String, String),
+    /// `{"keep": ID}`.
+    Keep(String),
     /// `{"undo": SEQ}`.
     Undo(u64),
 }
 
-/// The body of `POST /decisions`: `{"not_a_copy": ["A", "B"]}` or
-/// `{"undo": SEQ}`, nothing else.
+/// The body of `POST /decisions`: `{"not_a_copy": ["A", "B"]}`,
+/// `{"keep": "ID"}` or `{"undo": SEQ}`, nothing else.
 pub fn parse_decision(body: &[u8]) -> Parsed<DecisionRequest> {
-    const WANT: &str = "expected {\"not_a_copy\": [\"A\", \"B\"]} or {\"undo\": SEQ}";
+    const WANT: &str =
+        "expected {\"not_a_copy\": [\"A\", \"B\"]}, {\"keep\": \"ID\"} or {\"undo\": SEQ}";
     let v: Value = serde_json::from_slice(body)
         .map_err(|e| BadRequest::new(format!("the body is not JSON ({e}): {WANT}")))?;
     let Value::Object(m) = v else {
@@ -670,6 +673,11 @@ pub fn parse_decision(body: &[u8]) -> Parsed<DecisionRequest> {
                 "must be the ids of two documents, [\"A\", \"B\"]",
             )),
         },
+        ("keep", Value::String(id)) => Ok(DecisionRequest::Keep(id)),
+        ("keep", _) => Err(BadRequest::field(
+            "keep",
+            "must be the id of a document, \"ID\"",
+        )),
         ("undo", Value::Number(n)) if n.as_u64().is_some_and(|n| n > 0) => {
             Ok(DecisionRequest::Undo(n.as_u64().unwrap_or_default()))
         }

@@ -322,9 +322,10 @@ pub(super) async fn cluster(State(app): State<Shared>, RawQuery(q): RawQuery) ->
 }
 
 /// `POST /decisions`: `{"not_a_copy": [A, B]}` (both stored; when one
-/// represents the other's cluster, the other leaves it) or `{"undo":
-/// SEQ}`, written and committed as a write is; answers the log entry
-/// ([`crate::db::Writer::not_a_copy`]). The log's "who" is the name of
+/// represents the other's cluster, the other leaves it), `{"keep": ID}`
+/// (stored; it represents its cluster, [`crate::db::Writer::keep`]) or
+/// `{"undo": SEQ}`, written and committed as a write is; answers the log
+/// entry ([`crate::db::Writer::not_a_copy`]). The log's "who" is the name of
 /// the caller's token ([`super::read_tokens`]), or `api` without tokens.
 pub(super) async fn decide(
     State(app): State<Shared>,
@@ -342,6 +343,7 @@ pub(super) async fn decide(
         w.set_sync(p.sync);
         let seq = match &req {
             api::DecisionRequest::NotACopy(a, b) => w.not_a_copy(a, b, &who)?,
+            api::DecisionRequest::Keep(id) => w.keep(id, &who)?,
             api::DecisionRequest::Undo(s) => w.undo_decision(*s, &who)?,
         };
         let committed = w.commit().map_err(ApiError::from);

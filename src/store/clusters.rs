@@ -469,4 +469,55 @@ impl Store {
         self.write(batch, true)?;
         Ok((rewritten, unreadable))
     }
+
+    /// Format 13's ranks in a store made before: each `m` key and `a`
+    /// entry whose rank key is below [`schema::KEPT_KEYS`] (under `first`,
+    /// every one) moves to [`Rank::migrated`]. Kept documents (none before
+    /// format 13) take the keys below. Run again after an interruption, it
+    /// moves what is left. Returns the member keys moved.
+    pub fn migrate_ranks(&self) -> Result<u64> {
+        let mut moved = 0u64;
+        let mut batch = Batch::default();
+        let mut ro = ReadOptions::default();
+        ro.fill_cache(false);
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(CLUSTERS), ro);
+        it.seek(b"a");
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            match k.first() {
+                Some(b'a') => {
+                    let (cid, st) = schema::decode_stale(&k[1..], v)
+                        .map_err(|r| Error::corrupt(CLUSTERS, k, r))?;
+                    if let Some(from) = st.from.migrated() {
+                        let (k, v) = schema::stale_entry(cid, &schema::Stale { from, ..st });
+                        batch.0.put_cf(self.cf(CLUSTERS), k, v);
+                    }
+                }
+                Some(b'm') => {
+                    let (cid, rank) = schema::decode_member_key(&k[1..])
+                        .map_err(|r| Error::corrupt(CLUSTERS, k, r))?;
+                    if let Some(to) = rank.migrated() {
+                        batch.0.delete_cf(self.cf(CLUSTERS), k);
+                        batch
+                            .0
+                            .put_cf(self.cf(CLUSTERS), schema::member_key(cid, to), v);
+                        moved += 1;
+                        if moved.is_multiple_of(100_000) {
+                            self.write(std::mem::take(&mut batch), false)?;
+                        }
+                    }
+                }
+                Some(b'b'..=b'l') => {
+                    // Between the `a` and `m` keys: `d` entries (one per
+                    // member); go on at the `m` keys.
+                    it.seek(b"m");
+                    continue;
+                }
+                _ => break,
+            }
+            it.next();
+        }
+        it.status()?;
+        self.write(batch, true)?;
+        Ok(moved)
+    }
 }

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! offset  size  field
-//! 0       1     record format version, u8 (= 6; versions 1 to 5 are still read)
+//! 0       1     record format version, u8 (= 7; versions 1 to 6 are still read)
 //! 1       4     crc32 (IEEE, crc32fast) of the payload bytes, u32 big-endian
 //! 5       n     payload: bincode 2.0 of `Record` with the fixed configuration
 //!               standard().with_big_endian().with_fixed_int_encoding():
@@ -52,6 +52,10 @@
 //!                               the first PARTS, 6, are indexed; empty =
 //!                               none: no text, or fewer than 8 letters and
 //!                               digits)
+//!               version 7 adds:
+//!                 kept          u8 0 (none) | u8 1, then u64 BE: the log
+//!                               sequence of the standing "keep this one"
+//!                               decision on the document (format 13)
 //! ```
 //!
 //! Version 1 records (no terms, sketch or top terms), version 2 records
@@ -69,7 +73,7 @@ use serde::{Deserialize, Serialize};
 use crate::fingerprint::{Fingerprint, Sketch};
 
 /// Version byte of the record frame written by this build.
-pub const RECORD_VERSION: u8 = 6;
+pub const RECORD_VERSION: u8 = 7;
 pub use crate::fingerprint::TOP_TERMS;
 const HEADER_LEN: usize = 5;
 
@@ -151,6 +155,12 @@ pub struct Record {
     /// [`crate::index::parts`]); empty without a text, and in records
     /// before version 6.
     pub parts: Vec<u64>,
+    /// The log sequence of the standing "keep this one" decision on the
+    /// document, if there is one (docs/review.md, "Decisions"): it ranks
+    /// before every member that is not kept, the latest decision first.
+    /// The writer sets it from the store's decisions; `None` in records
+    /// before version 7.
+    pub kept: Option<u64>,
 }
 
 impl Record {
@@ -206,6 +216,27 @@ mod raw {
     pub struct V6 {
         pub v5: V5,
         pub parts: Vec<u64>,
+    }
+    #[derive(serde::Serialize, serde::Deserialize)]
+    pub struct V7 {
+        pub v6: V6,
+        pub kept: Option<u64>,
+    }
+    impl From<&super::Record> for V7 {
+        fn from(r: &super::Record) -> V7 {
+            V7 {
+                v6: r.into(),
+                kept: r.kept,
+            }
+        }
+    }
+    impl From<V7> for super::Record {
+        fn from(r: V7) -> super::Record {
+            super::Record {
+                kept: r.kept,
+                ..r.v6.into()
+            }
+        }
     }
     impl From<&super::Record> for V6 {
         fn from(r: &super::Record) -> V6 {
@@ -306,6 +337,7 @@ mod raw {
                 priority: None,
                 dated: None,
                 parts: Vec::new(),
+                kept: None,
             }
         }
     }
@@ -371,7 +403,7 @@ fn unframe<'b>(
 
 /// Encodes a record into its framed bytes.
 pub fn encode_record(r: &Record) -> Vec<u8> {
-    let payload = bincode::serde::encode_to_vec(raw::V6::from(r), config())
+    let payload = bincode::serde::encode_to_vec(raw::V7::from(r), config())
         .unwrap_or_else(|e| unreachable!("encoding a record to a Vec cannot fail: {e}"));
     frame(RECORD_VERSION, &payload)
 }
@@ -398,7 +430,8 @@ pub fn decode_record(bytes: &[u8]) -> Result<Record, String> {
         3 => decode::<raw::V3>(payload)?,
         4 => decode::<raw::V4>(payload)?,
         5 => decode::<raw::V5>(payload)?,
-        _ => decode::<raw::V6>(payload)?,
+        6 => decode::<raw::V6>(payload)?,
+        _ => decode::<raw::V7>(payload)?,
     };
     if rec.priority.is_some_and(|p| p.value().is_nan()) {
         return Err("priority is NaN".into());
@@ -450,14 +483,20 @@ pub enum DecisionKind {
     NotACopy,
     /// Undoes the decision of sequence [`Decision::undoes`].
     Undo,
+    /// Document `a` is the one to keep: it represents any cluster it is
+    /// in (it ranks before every member not kept; among kept documents,
+    /// the latest decision first). Since format 13.
+    Keep,
 }
 
 impl DecisionKind {
-    /// Its name in the log's JSON and the CLI: `not_a_copy`, `undo`.
+    /// Its name in the log's JSON and the CLI: `not_a_copy`, `undo`,
+    /// `keep`.
     pub fn name(self) -> &'static str {
         match self {
             DecisionKind::NotACopy => "not_a_copy",
             DecisionKind::Undo => "undo",
+            DecisionKind::Keep => "keep",
         }
     }
 }
@@ -470,7 +509,8 @@ pub struct Decision {
     /// Its place in the log, from 1.
     pub seq: u64,
     pub kind: DecisionKind,
-    /// The pair decided on (`NotACopy`); empty for `Undo`.
+    /// The pair decided on (`NotACopy`), the document kept (`Keep`, with
+    /// `b` empty); empty for `Undo`.
     pub a: String,
     pub b: String,
     /// Who decided: a service's `api`, the command line's `local`.
@@ -521,6 +561,7 @@ mod tests {
             priority: None,
             dated: None,
             parts: Vec::new(),
+            kept: None,
         }
     }
 
@@ -630,31 +671,52 @@ mod tests {
         [&v4_payload(0)[..], &[1u8], &1_600_000_000u64.to_be_bytes()].concat()
     }
 
-    #[test]
-    fn record_v6_bytes_are_pinned() {
-        let bytes = encode_record(&sample_v6());
-        let payload = [
+    /// The version 6 payload of `sample_v6()` (also the start of its
+    /// version 7 payload).
+    fn v6_payload() -> Vec<u8> {
+        [
             &v5_payload()[..],
             &3u64.to_be_bytes(),
             &3u64.to_be_bytes(),
             &0x0102_0304_0506_0708u64.to_be_bytes(),
             &u64::MAX.to_be_bytes(),
         ]
-        .concat();
-        assert_eq!(bytes, frame(6, &payload));
-        assert_eq!(&bytes[..5], &GOLDEN_V6_HEADER[..], "{:02x?}", &bytes[..5]);
-        assert_eq!(decode_record(&bytes).unwrap(), sample_v6());
-        // No parts: one empty length.
-        let none = encode_record(&sample_v5());
-        assert_eq!(
-            none,
-            frame(6, &[&v5_payload()[..], &0u64.to_be_bytes()].concat())
-        );
+        .concat()
+    }
+
+    fn sample_v7() -> Record {
+        Record {
+            kept: Some(0x0a0b),
+            ..sample_v6()
+        }
+    }
+
+    #[test]
+    fn record_v7_bytes_are_pinned() {
+        let bytes = encode_record(&sample_v7());
+        let payload = [&v6_payload()[..], &[1u8], &0x0a0bu64.to_be_bytes()].concat();
+        assert_eq!(bytes, frame(7, &payload));
+        assert_eq!(&bytes[..5], &GOLDEN_V7_HEADER[..], "{:02x?}", &bytes[..5]);
+        assert_eq!(decode_record(&bytes).unwrap(), sample_v7());
+        // Not kept: one tag byte.
+        let none = encode_record(&sample_v6());
+        assert_eq!(none, frame(7, &[&v6_payload()[..], &[0u8]].concat()));
         // More than QUERY_PARTS part hashes, or out of order, is corruption.
         for parts in [(1..=13).collect::<Vec<u64>>(), vec![2, 1]] {
             let bad = Record { parts, ..sample() };
             assert!(decode_record(&encode_record(&bad)).is_err());
         }
+    }
+
+    #[test]
+    fn record_v6_bytes_still_decode() {
+        // Format 10 to 12 stores' records: not kept.
+        let bytes = frame(6, &v6_payload());
+        assert_eq!(&bytes[..5], &GOLDEN_V6_HEADER[..], "{:02x?}", &bytes[..5]);
+        assert_eq!(decode_record(&bytes).unwrap(), sample_v6());
+        // No parts: one empty length.
+        let none = frame(6, &[&v5_payload()[..], &0u64.to_be_bytes()].concat());
+        assert_eq!(decode_record(&none).unwrap(), sample_v5());
     }
 
     #[test]
@@ -684,7 +746,7 @@ mod tests {
         // No sketch, no terms, no weak bits, no priority, no time: one tag
         // byte and two empty lengths, the ord and two tag bytes.
         let bare = encode_record(&sample());
-        assert_eq!(bare.len(), 5 + 53 + 4 + 1 + 8 + 8 + 8 + 1 + 1 + 8);
+        assert_eq!(bare.len(), 5 + 53 + 4 + 1 + 8 + 8 + 8 + 1 + 1 + 8 + 1);
         assert_eq!(decode_record(&bare).unwrap(), sample());
         // A weak bit outside the fingerprint is corruption.
         let bad = Record {
@@ -694,6 +756,7 @@ mod tests {
         assert!(decode_record(&encode_record(&bad)).is_err());
     }
 
+    const GOLDEN_V7_HEADER: [u8; 5] = [0x07, 0x7b, 0x39, 0x66, 0xb0];
     const GOLDEN_V6_HEADER: [u8; 5] = [0x06, 0x07, 0x91, 0xd6, 0x2d];
     const GOLDEN_V5_HEADER: [u8; 5] = [0x05, 0x8f, 0xd7, 0x72, 0x88];
     const GOLDEN_V4_HEADER: [u8; 5] = [0x04, 0x97, 0x1d, 0xc1, 0x98];
@@ -841,6 +904,14 @@ mod tests {
         let bytes = encode_decision(&undo);
         assert_eq!(&bytes[5 + 8..5 + 12], &1u32.to_be_bytes());
         assert_eq!(decode_decision(&bytes).unwrap(), undo);
+        let keep = Decision {
+            kind: DecisionKind::Keep,
+            b: String::new(),
+            ..d.clone()
+        };
+        let bytes = encode_decision(&keep);
+        assert_eq!(&bytes[5 + 8..5 + 12], &2u32.to_be_bytes());
+        assert_eq!(decode_decision(&bytes).unwrap(), keep);
         let mut bad = want.clone();
         bad[6] ^= 1;
         assert!(decode_decision(&bad).unwrap_err().contains("checksum"));

@@ -1,5 +1,6 @@
 //! The `decisions` family (format 12): "not a copy" pairs, looked up by
-//! the placement rule, and the decision log (layout in [`super::schema`]).
+//! the placement rule, the "keep this one" documents (format 13), looked
+//! up by the writer, and the decision log (layout in [`super::schema`]).
 
 use std::sync::atomic::Ordering::Relaxed;
 
@@ -10,13 +11,77 @@ use super::{schema, Batch, Store, DECISIONS};
 use crate::error::{Error, Result};
 
 impl Store {
-    /// Notes whether the store has a "not a copy" pair (at open).
+    /// Notes whether the store has a "not a copy" pair and a kept
+    /// document (at open).
     pub(super) fn note_vetoes(&self) -> Result<()> {
-        let mut it = self.db.raw_iterator_cf(self.cf(DECISIONS));
-        it.seek(b"n");
-        let any = it.key().is_some_and(|k| k.first() == Some(&b'n'));
+        let any = |tag: u8| -> Result<bool> {
+            let mut it = self.db.raw_iterator_cf(self.cf(DECISIONS));
+            it.seek([tag]);
+            let any = it.key().is_some_and(|k| k.first() == Some(&tag));
+            it.status()?;
+            Ok(any)
+        };
+        self.has_vetoes.store(any(b'n')?, Relaxed);
+        self.has_keeps.store(any(b'k')?, Relaxed);
+        Ok(())
+    }
+
+    /// The log sequence of the standing "keep this one" decision on `id`,
+    /// if there is one (without any, nothing is read).
+    pub fn kept(&self, id: &str) -> Result<Option<u64>> {
+        if !self.has_keeps.load(Relaxed) {
+            return Ok(None);
+        }
+        let k = schema::keep_key(id);
+        match self.db.get_pinned_cf(self.cf(DECISIONS), &k)? {
+            None => Ok(None),
+            Some(v) => schema::decode_u64(&v)
+                .map(Some)
+                .map_err(|r| Error::corrupt(DECISIONS, &k, r)),
+        }
+    }
+
+    /// Adds "keep `id`", decided by log entry `seq`, to `batch`.
+    pub fn put_keep(&self, batch: &mut Batch, id: &str, seq: u64) {
+        batch
+            .0
+            .put_cf(self.cf(DECISIONS), schema::keep_key(id), seq.to_be_bytes());
+        self.has_keeps.store(true, Relaxed);
+    }
+
+    /// Adds the removal of "keep `id`" to `batch`.
+    pub fn delete_keep(&self, batch: &mut Batch, id: &str) {
+        batch.0.delete_cf(self.cf(DECISIONS), schema::keep_key(id));
+    }
+
+    /// Calls `visit(id, seq)` with every kept document, in id order.
+    pub fn for_each_keep(&self, mut visit: impl FnMut(&str, u64) -> Result<()>) -> Result<()> {
+        self.for_each_tagged(b'k', |k, seq| {
+            let id = schema::decode_keep_key(k).map_err(|r| Error::corrupt(DECISIONS, k, r))?;
+            visit(&id, seq)
+        })
+    }
+
+    /// Calls `visit(key, seq)` with every key of `decisions` that begins
+    /// with `tag` and holds a sequence (`k`, `n`), in key order.
+    fn for_each_tagged(
+        &self,
+        tag: u8,
+        mut visit: impl FnMut(&[u8], u64) -> Result<()>,
+    ) -> Result<()> {
+        let mut ro = ReadOptions::default();
+        ro.fill_cache(false);
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(DECISIONS), ro);
+        it.seek([tag]);
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            if k.first() != Some(&tag) {
+                break;
+            }
+            let seq = schema::decode_u64(v).map_err(|r| Error::corrupt(DECISIONS, k, r))?;
+            visit(k, seq)?;
+            it.next();
+        }
         it.status()?;
-        self.has_vetoes.store(any, Relaxed);
         Ok(())
     }
 
@@ -154,20 +219,9 @@ impl Store {
         &self,
         mut visit: impl FnMut(&str, &str, u64) -> Result<()>,
     ) -> Result<()> {
-        let mut ro = ReadOptions::default();
-        ro.fill_cache(false);
-        let mut it = self.db.raw_iterator_cf_opt(self.cf(DECISIONS), ro);
-        it.seek(b"n");
-        while let (Some(k), Some(v)) = (it.key(), it.value()) {
-            if k.first() != Some(&b'n') {
-                break;
-            }
+        self.for_each_tagged(b'n', |k, seq| {
             let (a, b) = schema::decode_veto_key(k).map_err(|r| Error::corrupt(DECISIONS, k, r))?;
-            let seq = schema::decode_u64(v).map_err(|r| Error::corrupt(DECISIONS, k, r))?;
-            visit(&a, &b, seq)?;
-            it.next();
-        }
-        it.status()?;
-        Ok(())
+            visit(&a, &b, seq)
+        })
     }
 }

@@ -49,8 +49,8 @@
 //! ```text
 //! key              value
 //! "magic"          the 12 bytes "simdb-store\n"
-//! "format_version" u32 big-endian (this build writes 12, with or without a
-//!                  frozen index; migrates 2 to 11)
+//! "format_version" u32 big-endian (this build writes 13, with or without a
+//!                  frozen index; migrates 2 to 12)
 //! "recipe"         UTF-8 JSON of the fingerprint Recipe
 //! "doc_count"      u64 big-endian, number of documents (updated in each write batch)
 //! "short_count"    u64 big-endian, documents with fewer than 10 terms (absent = 0)
@@ -209,14 +209,17 @@ pub const FORMAT_VERSION_KEY: &[u8] = b"format_version";
 /// version 6 records and `refs` values keep a document's part hashes, and
 /// the `parts` family holds the part keys ([`crate::index::parts`]);
 /// format 11 adds the `texts` family, format 12 the
-/// `decisions` family.
-pub const FORMAT_VERSION: u32 = 12;
+/// `decisions` family, format 13 "keep this one" (version 7 records, `k`
+/// keys in `decisions`, and rank keys of kept documents below every keep
+/// policy's, `KEPT_KEYS`, 2^32).
+pub const FORMAT_VERSION: u32 = 13;
 /// The oldest format `simdb migrate` brings to [`FORMAT_VERSION`] in place
 /// (2: postings of single keys; 3: no ords and no clusters; 4: postings
 /// with an entry per document, `refs` keyed by fingerprint ‖ sequence
 /// number; 5 and 6: no band families; 7 and 8: version 4 records, ranks
 /// of `newest` by ord; 9: no parts, and its documents get none, having no
-/// text to make them from).
+/// text to make them from; 10 to 12: the rank keys of `first` are 0, raised
+/// to `KEPT_KEYS` (2^32)).
 pub const MIGRATABLE_FORMAT_VERSION: u32 = 2;
 /// Meta key that makes a store keep its texts (value `b"1"`, written at
 /// creation; absent: it keeps none).
@@ -292,6 +295,8 @@ pub struct Store {
     /// Whether the store has (or had since its open) a "not a copy" pair:
     /// without one, the placement rule reads nothing.
     has_vetoes: std::sync::atomic::AtomicBool,
+    /// Whether a "keep this one" decision stands (or stood since the open).
+    has_keeps: std::sync::atomic::AtomicBool,
 }
 
 /// What a store handle has read since it was opened: the work of its
@@ -531,6 +536,7 @@ impl Store {
             freezing: Default::default(),
             keep_texts: extra.iter().any(|(k, _)| *k == KEEP_TEXTS_KEY),
             has_vetoes: Default::default(),
+            has_keeps: Default::default(),
         };
         let meta = store.cf(META);
         let mut b = Batch::default();
@@ -667,6 +673,7 @@ impl Store {
             freezing: Default::default(),
             keep_texts: false,
             has_vetoes: Default::default(),
+            has_keeps: Default::default(),
         };
         let meta = store.cf(META);
         match store.db.get_cf(meta, MAGIC_KEY)? {

@@ -235,8 +235,15 @@ impl KeepPolicy {
         }
     }
 
-    /// The key that ranks a record under this policy (smaller first).
+    /// The key that ranks a record under this policy (smaller first), at
+    /// least [`KEPT_KEYS`]: the keys below are the kept documents'.
     fn key(self, rec: &Record) -> u64 {
+        self.policy_key(rec).max(KEPT_KEYS)
+    }
+
+    /// [`KeepPolicy::key`] before the floor (which only `first`'s constant
+    /// and a time past 2106 under `newest` are below).
+    fn policy_key(self, rec: &Record) -> u64 {
         match self {
             KeepPolicy::First => 0,
             KeepPolicy::Priority => codec::Priority::rank_key(rec.priority),
@@ -284,8 +291,14 @@ pub fn decode_keep_policy(v: &[u8]) -> std::result::Result<KeepPolicy, String> {
         .parse()
 }
 
-/// Where a document ranks in its cluster: by the keep policy's key, then
-/// by ord (earliest first).
+/// The rank keys of kept documents ([`Record::kept`]) are below this,
+/// every keep policy's at least this (format 13; before, `first` ranked
+/// every document by key 0).
+pub const KEPT_KEYS: u64 = 1 << 32;
+
+/// Where a document ranks in its cluster: by its key, then by ord
+/// (earliest first). A kept document's key is below [`KEPT_KEYS`], the
+/// latest decision first; any other's is its keep policy's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Rank {
     pub priority_key: u64,
@@ -296,9 +309,22 @@ impl Rank {
     /// The rank of the document stored as `rec` under policy `keep`.
     pub fn of(rec: &Record, keep: KeepPolicy) -> Rank {
         Rank {
-            priority_key: keep.key(rec),
+            priority_key: match rec.kept {
+                Some(seq) => KEPT_KEYS - 1 - seq.min(KEPT_KEYS - 1),
+                None => keep.key(rec),
+            },
             ord: rec.ord,
         }
+    }
+
+    /// The rank a format 12 (or older) store's `m` key or `a` entry holds,
+    /// as format 13 ranks it: its key raised to [`KEPT_KEYS`] (no document
+    /// of such a store is kept). `None`: it ranks the same.
+    pub fn migrated(self) -> Option<Rank> {
+        (self.priority_key < KEPT_KEYS).then_some(Rank {
+            priority_key: KEPT_KEYS,
+            ..self
+        })
     }
 
     pub fn to_bytes(self) -> [u8; 16] {
@@ -426,8 +452,10 @@ pub fn size_entry(cid: u64, size: u64) -> ([u8; 9], [u8; 8]) {
     (size_key(cid), size.to_be_bytes())
 }
 
-// ---- The `decisions` family (format 12) ----
+// ---- The `decisions` family (format 12; `k` keys since format 13) ----
 //
+//   'k' ‖ id                       -> sequence, u64 BE   ("keep this one": the
+//                                                        standing decision on id)
 //   'n' ‖ len(a), u16 BE ‖ a ‖ b   -> sequence, u64 BE   ("not a copy", one key
 //                                                        for each order of the pair)
 //   'l' ‖ sequence, u64 BE         -> framed decision    (the log, oldest first;
@@ -465,6 +493,20 @@ pub fn decode_veto_key(k: &[u8]) -> std::result::Result<(String, String), String
     };
     let utf8 = |x: &[u8]| String::from_utf8(x.to_vec()).map_err(|_| bad());
     Ok((utf8(a)?, utf8(b)?))
+}
+
+/// The `k` key of document `id` ("keep this one").
+pub fn keep_key(id: &str) -> Vec<u8> {
+    [&b"k"[..], id.as_bytes()].concat()
+}
+
+/// The id of a `k` key (with its `k`).
+pub fn decode_keep_key(k: &[u8]) -> std::result::Result<String, String> {
+    match k.split_first() {
+        Some((b'k', id)) => String::from_utf8(id.to_vec())
+            .map_err(|_| format!("keep key of {} bytes is not UTF-8", k.len())),
+        _ => Err(format!("keep key of {} bytes is malformed", k.len())),
+    }
 }
 
 /// The `l` key of log entry `seq`.
@@ -628,6 +670,10 @@ mod tests {
         assert!(decode_veto_key(b"n\x00\x09ab").is_err());
         assert!(decode_veto_key(b"x").is_err());
         assert_eq!(decision_log_key(0x0102), [b'l', 0, 0, 0, 0, 0, 0, 1, 2]);
+        assert_eq!(keep_key("北1"), "k北1".as_bytes().to_vec());
+        assert_eq!(decode_keep_key(&keep_key("北1")), Ok("北1".to_string()));
+        assert!(decode_keep_key(b"n1").is_err());
+        assert!(decode_keep_key(b"k\xff").is_err());
     }
 
     #[test]
@@ -647,6 +693,7 @@ mod tests {
             priority: None,
             dated: None,
             parts: Vec::new(),
+            kept: None,
         };
         let e = doc_entries("id", &rec);
         assert_eq!(e.dated, None);
@@ -696,6 +743,7 @@ mod tests {
             priority: None,
             dated: None,
             parts: Vec::new(),
+            kept: None,
         };
         let rec = Record {
             sketch: None,
@@ -758,6 +806,7 @@ mod tests {
             priority: None,
             dated,
             parts: Vec::new(),
+            kept: None,
         };
         let rank = |r: &Record| Rank::of(r, KeepPolicy::Newest);
         // Undated: by ord, latest first, as before format 9 (write times

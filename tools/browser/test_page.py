@@ -1,5 +1,6 @@
 """The review page in a real headless Chromium (tools/browser.sh): search,
 clusters, a cluster, a member beside its representative, "not a copy",
+"keep this one",
 texts that look like HTML, the token, and pages of other origins. The store's documents are generated here."""
 
 import http.server
@@ -178,6 +179,39 @@ def test_not_a_copy_takes_a_member_out_and_a_rebuild_keeps_it_out(store, browser
         members = json.loads(s.call("/cluster?id=r"))["members"]
         assert [m["id"] for m in members] == ["r", "m1"], members
         assert json.loads(s.call("/cluster?id=m2"))["size"] == 1
+    finally:
+        s.stop()
+
+
+def test_keep_this_one_makes_a_member_the_representative_and_a_rebuild_keeps_it(store, browser):
+    s = Server(store)
+    rng = random.Random(5)
+    text = article(rng)
+    s.call("/documents", [{"id": "r", "text": text}, {"id": "m1", "text": text}, {"id": "m2", "text": text}])
+    try:
+        browser.get(s.base + "/#/cluster?id=r")
+        assert wait(browser, "#representative")[0].text == "r"
+        members = wait(browser, "tr.member", 3)
+        row = next(m for m in members if m.find_elements(By.CSS_SELECTOR, "td")[0].text == "m2")
+        row.find_element(By.CSS_SELECTOR, "button.keep").click()
+        WebDriverWait(browser, 20).until(
+            lambda d: [e.text for e in d.find_elements(By.ID, "representative")] == ["m2"])
+        ids = [m.find_elements(By.CSS_SELECTOR, "td")[0].text for m in wait(browser, "tr.member", 3)]
+        assert ids == ["m2", "r", "m1"], ids
+        assert "Decision 1: keep m2." in browser.find_element(By.ID, "decided").text
+        assert "kept by decision 1" in browser.find_element(By.ID, "members").text
+        shot(browser, "kept")
+        log = json.loads(s.call("/decisions"))["decisions"]
+        assert [(d["kind"], d["a"], d["who"]) for d in log] == [("keep", "m2", "api")]
+    finally:
+        s.stop()
+    # A rebuild of the clusters from the records keeps it first.
+    subprocess.run([SIMDB, "verify", str(store), "--repair"], check=True, capture_output=True)
+    s = Server(store)
+    try:
+        c = json.loads(s.call("/cluster?id=r"))
+        assert c["representative"]["id"] == "m2", c
+        assert c["representative"]["kept"] == 1, c
     finally:
         s.stop()
 

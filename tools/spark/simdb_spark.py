@@ -252,38 +252,50 @@ def confirmed(sim, later_len: int, earlier_len: int, min_similarity: float) -> b
     return c >= max(MIN_CONTAINMENT, min_similarity)
 
 
-def standing_vetoes(log) -> dict:
-    """The "not a copy" pairs that stand at the end of a decision log
-    (`simdb decisions --json` entries, oldest first: each `not_a_copy`
-    decides a pair, each `undo` takes back the one it names): id -> the
-    set of ids it is not a copy of (both ways)."""
-    decided, out = {}, {}
+def standing_decisions(log) -> tuple[dict, dict]:
+    """What stands at the end of a decision log (`simdb decisions --json`
+    entries, oldest first: each `not_a_copy` decides a pair, each `keep`
+    keeps a document (a document kept again stands by its latest), each
+    `undo` takes back the one it names): (id -> the set of ids it is not a
+    copy of, both ways; kept id -> its decision's sequence)."""
+    decided, out, kept, keeps = {}, {}, {}, {}
     for d in log:
         if d["kind"] == "not_a_copy":
             decided[d["seq"]] = (d["a"], d["b"])
             out.setdefault(d["a"], set()).add(d["b"])
             out.setdefault(d["b"], set()).add(d["a"])
+        elif d["kind"] == "keep":
+            keeps[d["seq"]] = d["a"]
+            kept[d["a"]] = d["seq"]
         elif d["kind"] == "undo":
-            if d["undoes"] not in decided:
-                raise ValueError(f"decision {d['seq']} undoes {d['undoes']}, which is not a "
-                                 "\"not a copy\" before it")
-            a, b = decided.pop(d["undoes"])
-            out[a].discard(b)
-            out[b].discard(a)
+            if d["undoes"] in decided:
+                a, b = decided.pop(d["undoes"])
+                out[a].discard(b)
+                out[b].discard(a)
+            elif kept.get(keeps.get(d["undoes"])) == d["undoes"]:
+                del kept[keeps[d["undoes"]]]
+            else:
+                raise ValueError(f"decision {d['seq']} undoes {d['undoes']}, which is neither a "
+                                 "\"not a copy\" nor a standing \"keep\" before it")
         else:
             raise ValueError(f"decision {d.get('seq')}: unknown kind {d['kind']!r}")
-    return {k: v for k, v in out.items() if v}
+    return {k: v for k, v in out.items() if v}, kept
 
 
-def read_decisions(path: str) -> dict:
-    """`standing_vetoes` of a decision log file (`simdb decisions --json`,
-    or an export's _decisions.jsonl)."""
+def standing_vetoes(log) -> dict:
+    """The "not a copy" pairs of `standing_decisions`."""
+    return standing_decisions(log)[0]
+
+
+def read_decisions(path: str) -> tuple[dict, dict]:
+    """`standing_decisions` of a decision log file (`simdb decisions
+    --json`, or an export's _decisions.jsonl)."""
     with open(path, encoding="utf-8") as f:
-        return standing_vetoes(json.loads(line) for line in f if line.strip())
+        return standing_decisions(json.loads(line) for line in f if line.strip())
 
 
 def anchored_clusters(items, keep: str, min_similarity: float, work: list | None = None,
-                      vetoes: dict | None = None):
+                      vetoes: dict | None = None, kept: dict | None = None):
     """simdb's anchored clusters of one component: `items` are ("d", (ord,
     id, fp, priority, length, sketch words, group)) and ("p", (x, y,
     distance, similarity)) for every pair of groups within k, x < y (a
@@ -296,8 +308,11 @@ def anchored_clusters(items, keep: str, min_similarity: float, work: list | None
     ids it was decided not to be a copy of, `standing_vetoes`) are obeyed
     as simdb obeys them: a document does not join a representative it is
     vetoed with, and one that takes over sends away the members vetoed
-    with it."""
+    with it. `kept` (id -> its "keep" decision's sequence,
+    `standing_decisions`) rank before every other document, the latest
+    decision first, as simdb ranks them."""
     vetoes = vetoes or {}
+    kept_ids = kept or {}
     docs, within, adj = {}, {}, {}
     for kind, v in items:
         if kind == "d":
@@ -325,14 +340,16 @@ def anchored_clusters(items, keep: str, min_similarity: float, work: list | None
 
     def rank(o):
         tally()
-        _, _, _, p, length, _, _ = docs[o]
+        _, i, _, p, length, _, _ = docs[o]
+        if i in kept_ids:
+            return (0, (-kept_ids[i], o))
         if keep == "priority":
-            return ((0, -p) if p is not None else (1, 0.0), o)
+            return (1, ((0, -p) if p is not None else (1, 0.0), o))
         if keep == "longest":
-            return (-length, o)
+            return (1, (-length, o))
         if keep == "newest":
-            return (-o, o)
-        return (0, o)
+            return (1, (-o, o))
+        return (1, (0, o))
 
     def pair(m, r):
         """(similarity, distance) of two documents within k, or None."""
@@ -401,20 +418,20 @@ def anchored_clusters(items, keep: str, min_similarity: float, work: list | None
         same = docs[d][6] == docs[rep][6]
         away = vetoed_members(d, ms) if vetoes and rank(d) < rank(rep) else set()
         if rank(d) < rank(rep) and (not same or away):
-            kept = {m for m in ms if m not in away and (m == d or same or anchored(m, d) is not None)}
-            gone = ms - kept
+            stay = {m for m in ms if m not in away and (m == d or same or anchored(m, d) is not None)}
+            gone = ms - stay
             for g in gone:
                 cluster_of.pop(g, None)
             del members[cid]
             del rep_of[cid]
-            if len(kept) >= 2:
-                new = min(kept) if cid in gone else cid
-                for m in kept:
+            if len(stay) >= 2:
+                new = min(stay) if cid in gone else cid
+                for m in stay:
                     cluster_of[m] = new
-                members[new] = kept
+                members[new] = stay
                 rep_of[new] = d
             else:
-                for m in kept:
+                for m in stay:
                     cluster_of.pop(m, None)
         elif rank(d) < rank(rep_of[cid]):
             rep_of[cid] = d
@@ -723,8 +740,9 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
         if decisions is None and os.path.isdir(export) \
                 and os.path.exists(os.path.join(export, "_decisions.jsonl")):
             decisions = os.path.join(export, "_decisions.jsonl")
-        vetoes = read_decisions(decisions) if decisions else {}
+        vetoes, kept_ids = read_decisions(decisions) if decisions else ({}, {})
         report["not_a_copy_pairs"] = sum(len(v) for v in vetoes.values()) // 2
+        report["kept"] = len(kept_ids)
         # Each component's documents and pairs of groups, on one worker.
         lab = labels.select(F.col("v").alias("g"), "label")
         doc_rows = lab.join(docs, "g").rdd.map(
@@ -737,7 +755,8 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
             .join(lab.withColumnRenamed("g", "x"), "x").rdd.map(
             lambda r: (r["label"], ("p", (r["x"], r["y"], r["distance"], r["similarity"]))))
         placed = doc_rows.union(pair_rows).groupByKey().flatMap(
-            lambda kv: anchored_clusters(kv[1], keep, min_similarity, vetoes=vetoes))
+            lambda kv: anchored_clusters(kv[1], keep, min_similarity, vetoes=vetoes,
+                                         kept=kept_ids))
         result = checkpoint(spark.createDataFrame(
             placed, "cluster long, size long, representative string, id string, rank int, "
                     "distance int"))

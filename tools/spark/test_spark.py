@@ -476,10 +476,10 @@ def test_clusters_follow_the_keep_policy(spark, keep, tmp_path):
 
 @pytest.mark.parametrize("keep", ["first", "newest"])
 def test_clusters_obey_the_stores_decisions(spark, keep, tmp_path):
-    """"Not a copy" decisions (simdb decide): a store that has them before
-    its documents are ingested, and the job given its export (whose
-    _decisions.jsonl it reads), make the same clusters; without the
-    decisions the clusters differ."""
+    """"Not a copy" and "keep this one" decisions (simdb decide): a store
+    that has them before its documents are ingested, and the job given its
+    export (whose _decisions.jsonl it reads), make the same clusters;
+    without the decisions the clusters differ."""
     (tmp_path / "one").mkdir()
     db1, _ = ingested(tmp_path / "one", text_docs(), "--keep", keep)
     before = simdb_clusters(db1)
@@ -488,6 +488,13 @@ def test_clusters_obey_the_stores_decisions(spark, keep, tmp_path):
     for a, b in pairs:
         simdb("decide", db1, "not-a-copy", a, b)
     simdb("decide", db1, "undo", "1")
+    # "Keep this one": the last member of other clusters (the first kept,
+    # then undone).
+    kept = [c[2][-1][0] for c in list(before.values())[1::2]][:12]
+    assert len(kept) > 5
+    for i in kept:
+        simdb("decide", db1, "keep", i)
+    simdb("decide", db1, "undo", str(len(pairs) + 2))
     log = tmp_path / "log.jsonl"
     log.write_text(simdb("decisions", db1, "--json"))
     # The same documents into a store that has the decisions first.
@@ -508,7 +515,12 @@ def test_clusters_obey_the_stores_decisions(spark, keep, tmp_path):
     out = str(tmp_path / "out")
     rep = simdb_spark.run(spark, export, out, k=3, design="card")
     assert rep["not_a_copy_pairs"] == len(pairs) - 1
+    assert rep["kept"] == len(kept) - 1
     assert spark_clusters(out) == want, keep
+    # A kept document in a cluster represents it.
+    reps = {c[1] for c in want.values()}
+    placed = {m for c in want.values() for m, _ in c[2]} & set(kept[1:])
+    assert placed and placed <= reps
     # Given no decisions, the job makes the clusters without them.
     empty = tmp_path / "none.jsonl"
     empty.write_text("")
@@ -526,6 +538,16 @@ def test_standing_vetoes_follow_the_log():
     assert simdb_spark.standing_vetoes(log) == {"x": {"z"}, "z": {"x"}}
     with pytest.raises(ValueError, match="undoes 7"):
         simdb_spark.standing_vetoes([{"seq": 8, "kind": "undo", "undoes": 7}])
+    keeps = [
+        {"seq": 1, "kind": "keep", "a": "x"},
+        {"seq": 2, "kind": "keep", "a": "y"},
+        {"seq": 3, "kind": "keep", "a": "x"},
+        {"seq": 4, "kind": "undo", "undoes": 2},
+    ]
+    assert simdb_spark.standing_decisions(keeps) == ({}, {"x": 3})
+    # Decision 1 was decided again (3): it no longer stands.
+    with pytest.raises(ValueError, match="undoes 1"):
+        simdb_spark.standing_decisions(keeps + [{"seq": 5, "kind": "undo", "undoes": 1}])
 
 
 def test_text_store_thresholds(spark, text_store, tmp_path):

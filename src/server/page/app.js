@@ -216,6 +216,31 @@ function notACopyButton(rep, member) {
   }, "not a copy");
 }
 
+// "Keep this one": the member represents the cluster from now on (the
+// members are re-checked against it; docs/review.md, "Decisions").
+function keepButton(member) {
+  return el("button", {
+    class: "keep",
+    title: `Keep ${member}: it represents this cluster from now on, and the members are checked against it (undo with simdb decide DB undo SEQ)`,
+    onclick: async (ev) => {
+      ev.target.disabled = true;
+      try {
+        const d = await api("/decisions", { keep: member });
+        showError("");
+        const p = document.getElementById("decided");
+        p.textContent = `Decision ${d.seq}: keep ${member}.`;
+        p.hidden = false;
+        // Its cluster (without the hash change that hides the note).
+        history.replaceState(null, "", "#/cluster?" + new URLSearchParams({ id: member }).toString());
+        route();
+      } catch (e) {
+        ev.target.disabled = false;
+        showError(e.message);
+      }
+    },
+  }, "keep this one");
+}
+
 function clusterView(params) {
   const id = params.get("id") || "";
   const after = params.get("after") || "";
@@ -233,7 +258,8 @@ function clusterView(params) {
       const c = await api("/cluster?" + q.toString());
       const r = c.representative;
       out.append(
-        el("p", {}, `${c.size} document(s); representative `, el("strong", { id: "representative" }, r.id), ` (${r.source}, ${r.length} bytes)`),
+        el("p", {}, `${c.size} document(s); representative `, el("strong", { id: "representative" }, r.id), ` (${r.source}, ${r.length} bytes)`,
+          r.kept ? ` kept by decision ${r.kept}` : ""),
       );
       const rows = c.members.map((m) =>
         el("tr", { class: "member" },
@@ -245,8 +271,9 @@ function clusterView(params) {
           el("td", {}, m.source),
           el("td", {}, new Date(m.ingested_at * 1000).toISOString().slice(0, 19).replace("T", " ")),
           el("td", {}, m.id === r.id ? "" : link(here({ compare: m.id }), "compare")),
-          el("td", {}, m.id === r.id ? "" : notACopyButton(r.id, m.id))));
-      out.append(table(["member", "why", "bits", "similarity", "containment", "source", "written", "", ""], rows));
+          el("td", {}, m.id === r.id ? "" : notACopyButton(r.id, m.id)),
+          el("td", {}, m.id === r.id ? "" : keepButton(m.id))));
+      out.append(table(["member", "why", "bits", "similarity", "containment", "source", "written", "", "", ""], rows));
       if (c.next) {
         const next = "#/cluster?" + new URLSearchParams({ id, after: c.next }).toString();
         out.append(link(next, "Next members"));
