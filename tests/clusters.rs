@@ -1287,6 +1287,21 @@ fn review_pages_equal_the_whole_listing() {
     };
     let mut by_size = whole.clone();
     by_size.sort_by_key(|c| (std::cmp::Reverse(c.size), c.id));
+    // By newest member (largest ord), latest first; by farthest member,
+    // farthest first, then by id.
+    let ord = |id: &str| db.get(id).unwrap().unwrap().ord;
+    let mut by_newest = whole.clone();
+    by_newest.sort_by_key(|c| std::cmp::Reverse(c.members.iter().map(|m| ord(&m.id)).max()));
+    let mut by_distance = whole.clone();
+    by_distance.sort_by_key(|c| (std::cmp::Reverse(c.max_distance), c.id));
+    assert!(by_newest
+        .iter()
+        .map(|c| c.id)
+        .ne(whole.iter().map(|c| c.id)));
+    assert!(by_distance
+        .iter()
+        .map(|c| c.id)
+        .ne(by_size.iter().map(|c| c.id)));
     // An input file's name: the sources of its documents begin with it.
     let source = source_of(&whole[whole.len() / 2].representative)
         .rsplit_once(':')
@@ -1304,6 +1319,20 @@ fn review_pages_equal_the_whole_listing() {
             expect(by_size.clone(), s),
             "{s:?}"
         );
+        assert_eq!(
+            shape(&pages(ClusterOrder::Newest, s)),
+            expect(by_newest.clone(), s),
+            "{s:?}"
+        );
+        let distant = pages(ClusterOrder::Distant, s);
+        assert_eq!(shape(&distant), expect(by_distance.clone(), s), "{s:?}");
+        let want: Vec<u32> = by_distance
+            .iter()
+            .filter(|c| s.is_none_or(|s| source_of(&c.representative).starts_with(s)))
+            .map(|c| c.max_distance)
+            .collect();
+        let got: Vec<u32> = distant.iter().map(|l| l.cluster.max_distance).collect();
+        assert_eq!(got, want, "{s:?}");
     }
     assert!(!expect(whole.clone(), Some(&source)).is_empty());
     // One cluster's members, two a page, from any member's id.

@@ -1654,7 +1654,7 @@ fn review_endpoints_page_clusters_and_members() {
         ("/clusters?limit=0", "limit"),
         ("/clusters?limit=101", "limit"),
         ("/clusters?members=1000", "members"),
-        ("/clusters?sort=newest", "sort"),
+        ("/clusters?sort=oldest", "sort"),
         ("/clusters?page=2", "page"),
         ("/cluster", "id"),
         ("/cluster?id=o0&limit=5000", "limit"),
@@ -1665,6 +1665,11 @@ fn review_endpoints_page_clusters_and_members() {
     }
     let (st, e) = s.call("GET", "/cluster?id=o0&after=zz", None);
     assert_eq!(st, 400, "{e}");
+    // A size cursor is not a newest-first one.
+    let (st, e) = s.call("GET", "/clusters?sort=newest&after=3-4", None);
+    assert_eq!(st, 400, "{e}");
+    let (st, e) = s.call("GET", "/clusters?sort=newest", None);
+    assert_eq!(st, 200, "{e}");
     let (st, e) = s.call("GET", "/cluster?id=nobody", None);
     assert_eq!(st, 404, "{e}");
 }

@@ -8,7 +8,8 @@
 //!    many clusters of two);
 //! 2. `simdb serve`, then `--requests` warm requests of each: the big
 //!    cluster's first page of 100 members, the page after member 5,000,
-//!    its last page; `GET /clusters` largest first and by id (20 a page);
+//!    its last page; `GET /clusters` largest first, by id, newest member
+//!    first and most distant member first (20 a page);
 //!    p50 / p99 / max in ms, and the answer's bytes; then `--requests`
 //!    "not a copy" decisions (`POST /decisions`), each taking one member
 //!    out of the big cluster, and up to 50 "keep this one" decisions, each
@@ -134,7 +135,11 @@ fn keep(agent: &ureq::Agent, base: &str, requests: usize) {
     let mut lat: Vec<f64> = (1..=requests)
         .map(|i| {
             let member = format!("copy{}", 2 * i + 1);
-            let (d, secs) = post(agent, &format!("{base}/decisions"), &json!({"keep": member}));
+            let (d, secs) = post(
+                agent,
+                &format!("{base}/decisions"),
+                &json!({"keep": member}),
+            );
             assert_eq!(d["kind"], "keep", "{d}");
             let (c, _, _) = get(agent, &format!("{base}/cluster?id=copy0&limit=1"));
             assert_eq!(c["representative"]["id"], member, "{c}");
@@ -296,6 +301,18 @@ fn main() {
         "clusters, by id (20)",
         &format!("{base}/clusters?sort=id"),
         requests,
+    );
+    time(
+        &agent,
+        "clusters, newest member first (20)",
+        &format!("{base}/clusters?sort=newest"),
+        requests,
+    );
+    time(
+        &agent,
+        "clusters, most distant first (20)",
+        &format!("{base}/clusters?sort=distant"),
+        requests.min(20),
     );
     decide(&agent, &base, requests);
     keep(&agent, &base, requests.min(50));

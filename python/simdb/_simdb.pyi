@@ -281,7 +281,9 @@ class Db:
         source: Optional[str] = None,
     ) -> dict[str, Any]:
         """A page of clusters as ``GET /clusters`` answers: ``clusters``
-        (largest first, or by id with ``sort="id"``; each with its first
+        (largest first; ``sort="newest"``: by newest member, latest
+        first; ``"distant"``: by most distant member, farthest first;
+        ``"id"``: oldest first; each with its first
         ``members`` members and its representative's ``source``) and
         ``next``, the cursor to pass as ``after`` (``None`` at the end).
         ``source`` keeps the clusters whose representative's source begins

@@ -560,8 +560,9 @@ impl Db {
     /// A page of clusters, as `GET /clusters` answers (docs/review.md): a
     /// dict of `clusters` (each with its first `members` members and its
     /// representative's `source`) and `next`, the cursor of the next page
-    /// (`after`; `None` at the end). `sort` is "size" (largest first) or
-    /// "id"; `source` keeps the clusters whose representative's source
+    /// (`after`; `None` at the end). `sort` is "size" (largest first),
+    /// "newest" (newest member first), "distant" (most distant member
+    /// first) or "id"; `source` keeps the clusters whose representative's source
     /// begins with it (an input file's name).
     #[pyo3(signature = (*, sort="size", after=None, limit=20, min_size=2, members=5, source=None))]
     #[allow(

@@ -528,8 +528,11 @@ def test_review_pages(db):
     assert seen[0] == ("a", "representative")
     assert sorted(seen[1:]) == [(f"a{i}", "similarity") for i in range(4)]
     assert db.cluster_members("nobody") is None
+    # b0, written last, is in b's cluster; a's copies are 0 bits from it.
+    assert [c["representative"] for c in db.clusters_page(sort="newest")["clusters"]] == ["b", "a"]
+    assert [c["representative"] for c in db.clusters_page(sort="distant")["clusters"]] == ["b", "a"]
     with pytest.raises(ValueError):
-        db.clusters_page(sort="newest")
+        db.clusters_page(sort="oldest")
     with pytest.raises(simdb.InvalidInput):
         db.cluster_members("a", after="zz")
 

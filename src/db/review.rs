@@ -1,6 +1,7 @@
 //! What a review of the clusters reads (docs/review.md): pages of clusters
-//! in id or size order, optionally of one source, and one cluster's
-//! members a page at a time, each with why it is there.
+//! in id, size, newest-member or farthest-member order, optionally of one
+//! source, and one cluster's members a page at a time, each with why it
+//! is there.
 //!
 //! Every call reads at one snapshot. A page's cursor is an opaque string
 //! the next call takes back (`after`); cursors stay valid across writes,
@@ -23,17 +24,28 @@ pub enum ClusterOrder {
     Id,
     /// Largest first, then by id.
     Size,
+    /// By newest member (the one written last), latest first: what the
+    /// last ingest formed or grew comes first.
+    Newest,
+    /// By most distant member (the most bits from its representative),
+    /// farthest first, then by id: the clusters to look at first.
+    Distant,
 }
 
 impl std::str::FromStr for ClusterOrder {
     type Err = Error;
 
-    /// `size` or `id`, as the API and Python name them.
+    /// `size`, `id`, `newest` or `distant`, as the API and Python name
+    /// them.
     fn from_str(s: &str) -> Result<ClusterOrder> {
         match s {
             "size" => Ok(ClusterOrder::Size),
             "id" => Ok(ClusterOrder::Id),
-            o => Err(Error::Input(format!("sort {o:?}: \"size\" or \"id\""))),
+            "newest" => Ok(ClusterOrder::Newest),
+            "distant" => Ok(ClusterOrder::Distant),
+            o => Err(Error::Input(format!(
+                "sort {o:?}: \"size\", \"id\", \"newest\" or \"distant\""
+            ))),
         }
     }
 }
@@ -151,19 +163,24 @@ fn parse_rank_cursor(c: &str) -> Result<Rank> {
 
 /// A cluster cursor: the last cluster's id (`Id`), or its size and id
 /// (`Size`), as decimal numbers.
-fn cluster_cursor(order: ClusterOrder, size: u64, id: u64) -> String {
+/// The cursor after a cluster of id `id` whose key in the order is `key`
+/// (its size, its newest member's ord, its farthest member's bits).
+fn cluster_cursor(order: ClusterOrder, key: u64, id: u64) -> String {
     match order {
         ClusterOrder::Id => id.to_string(),
-        ClusterOrder::Size => format!("{size}-{id}"),
+        ClusterOrder::Newest => key.to_string(),
+        ClusterOrder::Size | ClusterOrder::Distant => format!("{key}-{id}"),
     }
 }
 
-/// The (size, id) a cluster cursor names; `size` is 0 for `Id`.
+/// The (key, id) a cluster cursor names (see [`cluster_cursor`]); the
+/// part an order's cursor does not hold is 0.
 fn parse_cluster_cursor(order: ClusterOrder, c: &str) -> Result<(u64, u64)> {
     let num = |s: &str| s.parse::<u64>().map_err(|_| bad_cursor(c));
     match (order, c.split_once('-')) {
         (ClusterOrder::Id, None) => Ok((0, num(c)?)),
-        (ClusterOrder::Size, Some((s, i))) => Ok((num(s)?, num(i)?)),
+        (ClusterOrder::Newest, None) => Ok((num(c)?, 0)),
+        (ClusterOrder::Size | ClusterOrder::Distant, Some((s, i))) => Ok((num(s)?, num(i)?)),
         _ => Err(bad_cursor(c)),
     }
 }
@@ -178,8 +195,13 @@ impl Clusters<'_> {
     ///
     /// Cost: `Id` order reads clusters from the cursor on until the page
     /// is full; `Size` order scans every cluster's size entry (one key
-    /// each) for the page's. A `source` reads each candidate cluster's
-    /// representative, so a rare source reads many.
+    /// each) for the page's; `Newest` walks the ingest order back from the
+    /// cursor (a key read for each document written since the page's
+    /// clusters' newest members, and each cluster's member keys once);
+    /// `Distant` reads every member of every cluster (a record each), so
+    /// its pages cost what a pass over the clustered documents costs. A
+    /// `source` reads each candidate cluster's representative, so a rare
+    /// source reads many.
     pub fn list(
         &self,
         order: ClusterOrder,
@@ -194,18 +216,24 @@ impl Clusters<'_> {
         let min_size = min_size.max(2);
         let after = after.map(|c| parse_cluster_cursor(order, c)).transpose()?;
         let at = db.store.snapshot();
-        // The representative's source first: a cluster of another source
-        // costs one record read, not its members'.
-        let of_source = |cid: u64| -> Result<Option<(Cluster, String)>> {
-            let (_, rep) = representative(db, &at, cid)?;
-            if !source.is_none_or(|s| rep.source.starts_with(s)) {
-                return Ok(None);
-            }
-            let c = db.cluster_at_capped(&at, cid, max_members.max(1))?;
-            Ok(Some((c, rep.source)))
-        };
-        let mut out: Vec<(Cluster, String)> = Vec::new();
+        // The page: each cluster with its source and its key in the
+        // order, offered in order until the page is full and one more is
+        // found. The representative's source first: a cluster of another
+        // source costs one record read, not its members'.
+        let mut out: Vec<(Cluster, String, u64)> = Vec::new();
         let mut more = false;
+        let mut offer = |cid: u64, key: u64| -> Result<bool> {
+            if out.len() == n {
+                more = true;
+                return Ok(false);
+            }
+            let (_, rep) = representative(db, &at, cid)?;
+            if source.is_none_or(|s| rep.source.starts_with(s)) {
+                let c = db.cluster_at_capped(&at, cid, max_members.max(1))?;
+                out.push((c, rep.source, key));
+            }
+            Ok(true)
+        };
         match order {
             ClusterOrder::Id => {
                 let from = after.map_or(0, |(_, id)| id.saturating_add(1));
@@ -213,45 +241,28 @@ impl Clusters<'_> {
                     if size < min_size {
                         return Ok(true);
                     }
-                    if out.len() == n {
-                        more = true;
-                        return Ok(false);
-                    }
-                    out.extend(of_source(cid)?);
-                    Ok(true)
+                    offer(cid, size)
                 })?;
             }
-            ClusterOrder::Size => {
-                // Every (size, id) after the cursor, largest first; those
-                // of another source are passed over as they come.
-                let past = |size: u64, cid: u64| match after {
-                    None => true,
-                    Some((s, i)) => (Reverse(size), cid) > (Reverse(s), i),
-                };
-                let mut all: BinaryHeap<(u64, Reverse<u64>)> = BinaryHeap::new();
-                db.store.for_each_cluster_from_at(&at, 0, |cid, size| {
-                    if size >= min_size && past(size, cid) {
-                        all.push((size, Reverse(cid)));
-                    }
-                    Ok(true)
-                })?;
-                while let Some((_, Reverse(cid))) = all.pop() {
-                    if out.len() == n {
-                        more = true;
-                        break;
-                    }
-                    out.extend(of_source(cid)?);
-                }
+            ClusterOrder::Size | ClusterOrder::Distant => {
+                largest_first(db, &at, order, after, min_size, &mut offer)?
             }
+            ClusterOrder::Newest => newest_first(db, &at, after, min_size, &mut offer)?,
         }
         let next = match (more, out.last()) {
-            (true, Some((c, _))) => Some(cluster_cursor(order, c.size, c.id)),
+            (true, Some((c, _, key))) => Some(cluster_cursor(order, *key, c.id)),
             _ => None,
         };
         Ok(ClusterList {
             clusters: out
                 .into_iter()
-                .map(|(cluster, source)| Listed { cluster, source })
+                .map(|(mut cluster, source, key)| {
+                    if order == ClusterOrder::Distant {
+                        // Of every member, not only those listed.
+                        cluster.max_distance = u32::try_from(key).unwrap_or(u32::MAX);
+                    }
+                    Listed { cluster, source }
+                })
                 .collect(),
             next,
         })
@@ -349,6 +360,79 @@ impl Clusters<'_> {
             },
         }))
     }
+}
+
+/// The clusters by size or by farthest member (`order`), largest first,
+/// then by id, after cursor `after` (the key and id of the last cluster of
+/// the page before), each offered to `offer` with its key until it
+/// returns `false`: every cluster's key, then the page's in order.
+fn largest_first(
+    db: &Db,
+    at: &store::Snapshot<'_>,
+    order: ClusterOrder,
+    after: Option<(u64, u64)>,
+    min_size: u64,
+    offer: &mut dyn FnMut(u64, u64) -> Result<bool>,
+) -> Result<()> {
+    let past = |key: u64, cid: u64| match after {
+        None => true,
+        Some((k, i)) => (Reverse(key), cid) > (Reverse(k), i),
+    };
+    let mut all: BinaryHeap<(u64, Reverse<u64>)> = BinaryHeap::new();
+    db.store.for_each_cluster_from_at(at, 0, |cid, size| {
+        if size >= min_size {
+            let key = match order {
+                ClusterOrder::Distant => {
+                    u64::from(db.cluster_at_capped(at, cid, usize::MAX)?.max_distance)
+                }
+                _ => size,
+            };
+            if past(key, cid) {
+                all.push((key, Reverse(cid)));
+            }
+        }
+        Ok(true)
+    })?;
+    while let Some((key, Reverse(cid))) = all.pop() {
+        if !offer(cid, key)? {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// The clusters by newest member, latest first, after cursor `after`
+/// (the newest member's ord of the last cluster of the page before),
+/// each offered to `offer` with that ord until it returns `false`: a walk
+/// back through the ingest order, where a cluster is met first at its
+/// newest member (one met first at another was on an earlier page).
+fn newest_first(
+    db: &Db,
+    at: &store::Snapshot<'_>,
+    after: Option<(u64, u64)>,
+    min_size: u64,
+    offer: &mut dyn FnMut(u64, u64) -> Result<bool>,
+) -> Result<()> {
+    let from = match after {
+        None => None,
+        Some((0, _)) => return Ok(()),
+        Some((ord, _)) => Some(ord - 1),
+    };
+    let mut seen = std::collections::HashSet::new();
+    db.store.for_each_in_order_rev_at(at, from, |ord, id| {
+        let Some(cid) = db.store.cluster_entry_at(at, id)? else {
+            return Ok(true);
+        };
+        if !seen.insert(cid) {
+            return Ok(true);
+        }
+        if db.store.cluster_size_at(at, cid)?.unwrap_or(0) < min_size
+            || db.store.newest_member_at(at, cid)? != ord
+        {
+            return Ok(true);
+        }
+        offer(cid, ord)
+    })
 }
 
 /// The representative of cluster `cid` at `at` (its first member): its

@@ -372,6 +372,49 @@ impl Store {
         Ok(())
     }
 
+    /// Calls `visit(ord, id)` at `at` for the documents of ord `from` and
+    /// below (`None`: from the newest), newest first, until it returns
+    /// `false`.
+    pub(crate) fn for_each_in_order_rev_at(
+        &self,
+        at: &Snapshot<'_>,
+        from: Option<u64>,
+        mut visit: impl FnMut(u64, &str) -> Result<bool>,
+    ) -> Result<()> {
+        let mut ro = read_at(at);
+        ro.set_iterate_lower_bound(b"o".to_vec());
+        let mut it = self.db.raw_iterator_cf_opt(self.cf(CLUSTERS), ro);
+        match from {
+            Some(ord) => it.seek_for_prev(schema::order_key(ord)),
+            None => it.seek_for_prev(b"p"),
+        }
+        while let (Some(k), Some(v)) = (it.key(), it.value()) {
+            if k.first() != Some(&b'o') {
+                break;
+            }
+            let ord = schema::decode_u64(&k[1..]).map_err(|r| Error::corrupt(CLUSTERS, k, r))?;
+            let id = std::str::from_utf8(v)
+                .map_err(|_| Error::corrupt(CLUSTERS, k, "document id is not UTF-8"))?;
+            if !visit(ord, id)? {
+                break;
+            }
+            it.prev();
+        }
+        it.status()?;
+        Ok(())
+    }
+
+    /// The largest ord among the members of cluster `cid` at `at` (its
+    /// newest member's), from its member keys alone; 0 without members.
+    pub(crate) fn newest_member_at(&self, at: &Snapshot<'_>, cid: u64) -> Result<u64> {
+        let mut newest = 0u64;
+        self.for_each_member_opt(cid, None, read_at(at), |rank, _| {
+            newest = newest.max(rank.ord);
+            Ok(true)
+        })?;
+        Ok(newest)
+    }
+
     /// Calls `visit(ord, id)` for documents in ingest order, newest first,
     /// until it returns `false`.
     pub fn for_each_in_order_rev(

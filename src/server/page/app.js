@@ -135,7 +135,8 @@ function clustersView(params) {
     location.hash = "#/clusters?" + new URLSearchParams(p).toString();
   };
   const sortSel = el("select", { id: "sort", onchange: () => go({ sort: sortSel.value, source: src.value }) },
-    el("option", { value: "size" }, "largest first"), el("option", { value: "id" }, "oldest first"));
+    el("option", { value: "size" }, "largest first"), el("option", { value: "newest" }, "newest member first"),
+    el("option", { value: "distant" }, "most distant member first"), el("option", { value: "id" }, "oldest first"));
   sortSel.value = sort;
   const src = el("input", { id: "source", placeholder: "source" });
   src.value = source;
