@@ -390,7 +390,8 @@ fn export_and_import_keep_the_decisions() {
 }
 
 /// `dedup --db`: an input document is not dropped as a copy of a stored
-/// one it was decided not to be a copy of.
+/// one it was decided not to be a copy of, nor of one earlier in the
+/// input.
 #[test]
 fn dedup_against_a_store_obeys_its_decisions() {
     let t = common::TempDb::new();
@@ -426,6 +427,51 @@ fn dedup_against_a_store_obeys_its_decisions() {
         .collect();
     // x is no copy of a; y is, and it is dropped.
     assert_eq!(kept, ["x"]);
+
+    // Within the input: p and q (decided not copies in the store, which
+    // holds neither) are both kept; r, a copy of them, is dropped; under
+    // the first copy and under a policy that reads the input twice.
+    let other = t.path().join("s2");
+    run(&[&"init", &other]);
+    let unrelated = common::article(&mut rng, &vocab, 150).concat();
+    let b = serde_json::json!({"id": "b", "text": unrelated});
+    run(&[&"ingest", &other, &t.file("b.jsonl", format!("{b}\n"))]);
+    let log = serde_json::json!({"seq": 1, "kind": "not_a_copy", "a": "q", "b": "p", "who": "t", "at": 1, "undoes": 0});
+    run(&[
+        &"decide",
+        &other,
+        &"replay",
+        &t.file("log2.jsonl", format!("{log}\n")),
+    ]);
+    let input = t.file(
+        "in2.jsonl",
+        format!("{}{}{}", line("p"), line("q"), line("r")),
+    );
+    let ids = |out: String| -> Vec<String> {
+        out.lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    };
+    for keep in [None, Some("longest"), Some("newest")] {
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"dedup", &input, &"--db", &other];
+        if let Some(k) = &keep {
+            args.extend([&"--keep" as &dyn AsRef<std::ffi::OsStr>, k]);
+        }
+        let kept = ids(run(&args));
+        let want: &[&str] = match keep {
+            Some("newest") => &["q", "r"],
+            _ => &["p", "q"],
+        };
+        assert_eq!(kept, want, "{keep:?}");
+        // Without the decision, one of the three.
+        let plain = ids(run(&[&"dedup", &input]));
+        assert_eq!(plain.len(), 1);
+    }
 }
 
 /// Within one batch, an undo holds for the placements after it, and a

@@ -252,7 +252,9 @@ pub struct DedupArgs {
     #[arg(long, value_enum, default_value_t = WarcIdArg::Uri, value_name = "RULE")]
     pub warc_id: WarcIdArg,
     /// Also drop documents with a near-copy in this store (read-only; its
-    /// recipe and IDF fingerprint the input).
+    /// recipe and IDF fingerprint the input). Its "not a copy" decisions
+    /// hold: a document is not dropped as a copy of one, stored or earlier
+    /// in the input, whose id it was decided not to be a copy of.
     #[arg(long, value_name = "DB")]
     pub db: Option<PathBuf>,
     /// Write each dropped document here as JSONL: {"id", "source",

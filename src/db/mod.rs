@@ -586,6 +586,23 @@ impl Db {
         Ok(c.hits.into_iter().next())
     }
 
+    /// Whether the store has "not a copy" decisions (else
+    /// [`Db::vetoed_with`] is empty for every id, and reads nothing).
+    pub(crate) fn has_vetoes(&self) -> bool {
+        self.store.has_vetoes()
+    }
+
+    /// The documents `id` was decided not to be a copy of (`simdb decide
+    /// DB not-a-copy`), stored or not, in id order.
+    pub(crate) fn vetoed_with(&self, id: &str) -> Result<Vec<String>> {
+        self.store.vetoed_with(id)
+    }
+
+    /// Whether `a` and `b` were decided not to be copies of each other.
+    pub(crate) fn vetoed(&self, a: &str, b: &str) -> Result<bool> {
+        self.store.vetoed(a, b)
+    }
+
     /// The one candidate search ([`search`]) over the store at `at`, with
     /// what `pre` read beforehand.
     fn searcher<'s, 'a>(

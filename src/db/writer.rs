@@ -634,7 +634,17 @@ impl Writer<'_> {
     /// looked for as a write's duplicate check looks (at most
     /// [`super::limits::CHECK_EXAMINED`] candidates, nearest first).
     pub fn first_duplicate(&self, q: &Query) -> Result<Option<Hit>> {
-        let c = self.check(q, Rule::duplicates(1))?;
+        self.first_duplicate_admitting(q, &mut |_| Ok(true))
+    }
+
+    /// [`Writer::first_duplicate`] among the hits `admit` takes (the others
+    /// are passed over as if not found).
+    pub(crate) fn first_duplicate_admitting(
+        &self,
+        q: &Query,
+        admit: &mut dyn FnMut(&Hit) -> Result<bool>,
+    ) -> Result<Option<Hit>> {
+        let c = self.check_admitting(q, Rule::duplicates(1), admit)?;
         Ok(c.hits.into_iter().next())
     }
 
@@ -642,6 +652,16 @@ impl Writer<'_> {
     /// merged in order), found under `rule` by the one candidate search
     /// ([`super::search`]).
     pub(crate) fn check(&self, q: &Query, rule: Rule) -> Result<Check> {
+        self.check_admitting(q, rule, &mut |_| Ok(true))
+    }
+
+    /// [`Writer::check`] among the hits `admit` takes.
+    fn check_admitting(
+        &self,
+        q: &Query,
+        rule: Rule,
+        admit: &mut dyn FnMut(&Hit) -> Result<bool>,
+    ) -> Result<Check> {
         let at = self.store.snapshot();
         let searcher = Searcher {
             store: self.store,
@@ -654,7 +674,7 @@ impl Writer<'_> {
             reads: Reads::Writer,
             before: None,
         };
-        searcher.run(q, rule, &mut |_| Ok(true))
+        searcher.run(q, rule, admit)
     }
 
     /// How this writer changed the clusters so far.

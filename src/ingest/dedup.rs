@@ -119,9 +119,20 @@ pub fn dedup(
                 Some(db) => db.first_duplicate(&doc.id, &q)?,
                 None => None,
             };
+            // Not a copy of a kept document `against` decided it is not a
+            // copy of (kept documents are stored under their position,
+            // with their id as the source).
+            let vetoes = against.filter(|db| db.has_vetoes());
+            let mut admit = |h: &crate::Hit| -> Result<bool> {
+                let Some(db) = vetoes else { return Ok(true) };
+                match w.get(&h.id)? {
+                    Some(r) => Ok(!db.vetoed(&doc.id, &r.source)?),
+                    None => Ok(true),
+                }
+            };
             let dropped = match in_db {
                 Some(h) => Some(Dropped::in_db(&doc, h)),
-                None => match w.first_duplicate(&q)? {
+                None => match w.first_duplicate_admitting(&q, &mut admit)? {
                     Some(h) => {
                         // Kept documents are stored under their position,
                         // with their id as the source.
@@ -203,15 +214,19 @@ pub fn dedup_keeping(
         }
     };
     // Pass 1: every document into the scratch store, under its source
-    // (unique in the run), with its id as the source.
+    // (unique in the run), with its id as the source; `against`'s "not a
+    // copy" pairs of the input's ids are decided there (under the
+    // documents' places) before the later of a pair is placed.
     {
         let mut w = scratch.writer()?;
+        let mut decided = Decided::default();
         pipeline(&fingerprinter, inputs, opts, |chunk: Chunk| {
             for (doc, _, a) in chunk.into_iter().flatten() {
                 let Ok(a) = a else { continue };
                 if in_db(&a, &doc)?.is_some() {
                     continue;
                 }
+                decided.before_placing(against, &mut w, &doc)?;
                 let stored = Doc {
                     id: doc.source.clone(),
                     source: doc.id.clone(),
@@ -270,6 +285,49 @@ pub fn dedup_keeping(
     })?;
     sum.elapsed = start.elapsed();
     Ok(sum)
+}
+
+/// The places (scratch ids) of the input's documents that have "not a
+/// copy" decisions in the store deduplicated against, by input id.
+#[derive(Default)]
+struct Decided {
+    places: std::collections::HashMap<String, String>,
+}
+
+impl Decided {
+    /// Before `doc` is placed in the scratch store: the pairs `against`
+    /// decided between its id and those of documents placed before it,
+    /// decided between their places.
+    fn before_placing(
+        &mut self,
+        against: Option<&Db>,
+        w: &mut crate::db::Writer<'_>,
+        doc: &Doc,
+    ) -> Result<()> {
+        let Some(db) = against.filter(|db| db.has_vetoes()) else {
+            return Ok(());
+        };
+        let others = db.vetoed_with(&doc.id)?;
+        if others.is_empty() {
+            return Ok(());
+        }
+        let log: Vec<crate::store::codec::Decision> = others
+            .iter()
+            .filter_map(|o| self.places.get(o))
+            .map(|place| crate::store::codec::Decision {
+                seq: 0,
+                kind: crate::store::codec::DecisionKind::NotACopy,
+                a: doc.source.clone(),
+                b: place.clone(),
+                who: "dedup".into(),
+                at: 0,
+                undoes: 0,
+            })
+            .collect();
+        w.replay_decisions(&log)?;
+        self.places.insert(doc.id.clone(), doc.source.clone());
+        Ok(())
+    }
 }
 
 /// A chunk item as a document to decide on: a bad line is counted and
