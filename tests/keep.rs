@@ -140,6 +140,11 @@ fn the_latest_keep_wins_and_an_undo_gives_the_one_before_back() {
     let out = run(&[&"decide", &path, &"keep", &"x3"]);
     assert!(out.starts_with("1 keep \"x3\" by local"), "{out}");
     assert_eq!(rep(), "x3");
+    let got = run(&[&"get", &path, &"x3"]);
+    assert!(got.contains("kept         by decision 1"), "{got}");
+    let got: serde_json::Value =
+        serde_json::from_str(&run(&[&"get", &path, &"x3", &"--json"])).unwrap();
+    assert_eq!(got["kept"], 1, "{got}");
     run(&[&"decide", &path, &"keep", &"x2"]);
     assert_eq!(rep(), "x2");
     // x3 is kept, but x2's later decision ranks first: deciding x3 again

@@ -38,6 +38,9 @@ pub(super) fn get(a: GetArgs) -> Result<bool> {
         if let Some(p) = d.priority {
             println!("priority     {p}");
         }
+        if let Some(k) = d.kept {
+            println!("kept         by decision {k} (simdb decide keep)");
+        }
         let cluster = &d.cluster;
         if cluster.size == 1 {
             println!("cluster      {} (alone)", cluster.id);

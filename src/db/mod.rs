@@ -414,6 +414,10 @@ pub struct Document {
     /// or written before format 10).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<String>,
+    /// The "keep this one" decision that keeps it, if one does (it
+    /// represents any cluster it is in; docs/review.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept: Option<u64>,
     pub cluster: ClusterSummary,
     /// The text it was fingerprinted from, in a store that keeps texts
     /// ([`crate::DbOptions::keep_texts`]); absent otherwise, and for a
@@ -790,6 +794,7 @@ impl Db {
             priority: r.priority.map(|p| p.value()),
             dated: r.dated,
             parts: r.parts.iter().map(|p| format!("{p:016x}")).collect(),
+            kept: r.kept,
             cluster,
             text: self.store.text_at(&at, id)?,
         }))
