@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# What "not a copy" decisions cost an ingest (docs/review.md, "Decisions").
-# CORPUS (JSONL {"id", "text"}) is ingested into a new store without
-# decisions and into one that took a decision log first: N random pairs of
-# the corpus's ids, plus each cluster's representative with one of its
-# members as a first ingest placed them (the decisions that change
-# placements). ROUNDS times, alternating; prints each run's docs/s, and the
+# What "not a copy" and "keep this one" decisions cost an ingest
+# (docs/review.md, "Decisions"). CORPUS (JSONL {"id", "text"}) is ingested
+# into a new store without decisions and into one that took a decision log
+# first: N random pairs of the corpus's ids, plus each cluster's
+# representative with one of its members as a first ingest placed them
+# (the decisions that change placements); then a keep of each such
+# cluster's second member and of N/5 random ids. ROUNDS times, alternating; prints each run's docs/s, and the
 # clusters and verify of the last stores.
 #
 #   bash tools/decisions_cost.sh CORPUS [N] [ROUNDS]
@@ -42,12 +43,18 @@ while len(pairs) < want:
     a, b = rng.choice(ids), rng.choice(ids)
     if a != b:
         pairs.append((a, b))
+kept = [json.loads(l)["members"][1]["id"] for l in open(clusters, encoding="utf-8")]
+kept += rng.sample(ids, n // 5)
 for i, (a, b) in enumerate(pairs):
     print(json.dumps({"seq": i + 1, "kind": "not_a_copy", "a": a, "b": b,
                       "who": "bench", "at": 0, "undoes": 0}))
+for i, a in enumerate(kept):
+    print(json.dumps({"seq": len(pairs) + i + 1, "kind": "keep", "a": a, "b": "",
+                      "who": "bench", "at": 0, "undoes": 0}))
 EOF
 decisions="$(wc -l < "$work/log.jsonl")"
-echo "corpus $(basename "$corpus"), $decisions decisions ($(wc -l < "$work/clusters.jsonl") of them a cluster's representative and member)"
+keeps="$(grep -c '"keep"' "$work/log.jsonl" || true)"
+echo "corpus $(basename "$corpus"), $decisions decisions ($keeps keeps; $(wc -l < "$work/clusters.jsonl") pairs a cluster's representative and member)"
 for r in $(seq 1 "$rounds"); do
     rm -rf "$work/plain" "$work/decided"
     "$simdb" init "$work/plain" >/dev/null
