@@ -105,7 +105,7 @@ fn post(agent: &ureq::Agent, url: &str, body: &Value) -> (Value, f64) {
 /// `--requests` "not a copy" decisions on the big cluster's members, one a
 /// request: each takes its member out.
 fn decide(agent: &ureq::Agent, base: &str, requests: usize) {
-    let mut lat: Vec<f64> = (1..=requests)
+    let lat: Vec<f64> = (1..=requests)
         .map(|i| {
             let member = format!("copy{}", 2 * i);
             let body = json!({"not_a_copy": ["copy0", member]});
@@ -114,14 +114,12 @@ fn decide(agent: &ureq::Agent, base: &str, requests: usize) {
             secs * 1e3
         })
         .collect();
-    lat.sort_by(|a, b| a.total_cmp(b));
     let (c, _, _) = get(agent, &format!("{base}/cluster?id=copy0&limit=1"));
-    println!(
-        "not a copy, one member out           p50 {:>7.2} ms  p99 {:>7.2} ms  max {:>7.2} ms  ({requests} requests; the cluster now {} members)",
-        common::pct(&lat, 0.5),
-        common::pct(&lat, 0.99),
-        lat[lat.len() - 1],
-        c["size"]
+    let size = &c["size"];
+    report(
+        "not a copy, one member out  ",
+        lat,
+        &format!("{requests} requests; the cluster now {size} members"),
     );
 }
 
@@ -132,7 +130,7 @@ fn decide(agent: &ureq::Agent, base: &str, requests: usize) {
 /// each request after the first also waits for the steps before it).
 fn keep(agent: &ureq::Agent, base: &str, requests: usize) {
     let t = Instant::now();
-    let mut lat: Vec<f64> = (1..=requests)
+    let lat: Vec<f64> = (1..=requests)
         .map(|i| {
             let member = format!("copy{}", 2 * i + 1);
             let (d, secs) = post(
@@ -147,14 +145,12 @@ fn keep(agent: &ureq::Agent, base: &str, requests: usize) {
         })
         .collect();
     let all = t.elapsed().as_secs_f64();
-    lat.sort_by(|a, b| a.total_cmp(b));
     let (c, _, _) = get(agent, &format!("{base}/cluster?id=copy0&limit=1"));
-    println!(
-        "keep this one, a new representative  p50 {:>7.2} ms  p99 {:>7.2} ms  max {:>7.2} ms  ({requests} requests in {all:.1}s; the cluster now {} members)",
-        common::pct(&lat, 0.5),
-        common::pct(&lat, 0.99),
-        lat[lat.len() - 1],
-        c["size"]
+    let size = &c["size"];
+    report(
+        "keep this one, a new representative",
+        lat,
+        &format!("{requests} requests in {all:.1}s; the cluster now {size} members"),
     );
 }
 
@@ -224,10 +220,16 @@ fn get(agent: &ureq::Agent, url: &str) -> (Value, usize, f64) {
 
 fn time(agent: &ureq::Agent, name: &str, url: &str, requests: usize) {
     let (_, bytes, _) = get(agent, url);
-    let mut lat: Vec<f64> = (0..requests).map(|_| get(agent, url).2 * 1e3).collect();
+    let lat: Vec<f64> = (0..requests).map(|_| get(agent, url).2 * 1e3).collect();
+    report(name, lat, &format!("{requests} requests, {bytes} bytes"));
+}
+
+/// Prints `name`'s p50, p99 and max of the latencies `lat` (ms), then
+/// `what` in parentheses.
+fn report(name: &str, mut lat: Vec<f64>, what: &str) {
     lat.sort_by(|a, b| a.total_cmp(b));
     println!(
-        "{name:<34} p50 {:>7.2} ms  p99 {:>7.2} ms  max {:>7.2} ms  ({requests} requests, {bytes} bytes)",
+        "{name:<34} p50 {:>7.2} ms  p99 {:>7.2} ms  max {:>7.2} ms  ({what})",
         common::pct(&lat, 0.5),
         common::pct(&lat, 0.99),
         lat[lat.len() - 1]

@@ -379,29 +379,9 @@ impl Store {
         &self,
         at: &Snapshot<'_>,
         from: Option<u64>,
-        mut visit: impl FnMut(u64, &str) -> Result<bool>,
+        visit: impl FnMut(u64, &str) -> Result<bool>,
     ) -> Result<()> {
-        let mut ro = read_at(at);
-        ro.set_iterate_lower_bound(b"o".to_vec());
-        let mut it = self.db.raw_iterator_cf_opt(self.cf(CLUSTERS), ro);
-        match from {
-            Some(ord) => it.seek_for_prev(schema::order_key(ord)),
-            None => it.seek_for_prev(b"p"),
-        }
-        while let (Some(k), Some(v)) = (it.key(), it.value()) {
-            if k.first() != Some(&b'o') {
-                break;
-            }
-            let ord = schema::decode_u64(&k[1..]).map_err(|r| Error::corrupt(CLUSTERS, k, r))?;
-            let id = std::str::from_utf8(v)
-                .map_err(|_| Error::corrupt(CLUSTERS, k, "document id is not UTF-8"))?;
-            if !visit(ord, id)? {
-                break;
-            }
-            it.prev();
-        }
-        it.status()?;
-        Ok(())
+        self.in_order_rev(read_at(at), from, visit)
     }
 
     /// The largest ord among the members of cluster `cid` at `at` (its
@@ -419,12 +399,25 @@ impl Store {
     /// until it returns `false`.
     pub fn for_each_in_order_rev(
         &self,
+        visit: impl FnMut(u64, &str) -> Result<bool>,
+    ) -> Result<()> {
+        self.in_order_rev(ReadOptions::default(), None, visit)
+    }
+
+    /// The walk of the `o` keys read with `ro` from ord `from` (`None`:
+    /// the newest) down.
+    fn in_order_rev(
+        &self,
+        mut ro: ReadOptions,
+        from: Option<u64>,
         mut visit: impl FnMut(u64, &str) -> Result<bool>,
     ) -> Result<()> {
-        let mut ro = ReadOptions::default();
         ro.set_iterate_lower_bound(b"o".to_vec());
         let mut it = self.db.raw_iterator_cf_opt(self.cf(CLUSTERS), ro);
-        it.seek_for_prev(b"p");
+        match from {
+            Some(ord) => it.seek_for_prev(schema::order_key(ord)),
+            None => it.seek_for_prev(b"p"),
+        }
         while let (Some(k), Some(v)) = (it.key(), it.value()) {
             if k.first() != Some(&b'o') {
                 break;

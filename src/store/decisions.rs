@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 impl Store {
     /// Notes whether the store has a "not a copy" pair and a kept
     /// document (at open).
-    pub(super) fn note_vetoes(&self) -> Result<()> {
+    pub(super) fn note_decisions(&self) -> Result<()> {
         let any = |tag: u8| -> Result<bool> {
             let mut it = self.db.raw_iterator_cf(self.cf(DECISIONS));
             it.seek([tag]);

@@ -750,7 +750,7 @@ impl Store {
         let mut store = store;
         store.keep_texts = keep_texts;
         if version >= 12 {
-            store.note_vetoes()?;
+            store.note_decisions()?;
         }
         store.load_frozen()?;
         Ok((store, recipe, version))
