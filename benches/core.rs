@@ -61,6 +61,14 @@ fn fingerprint(c: &mut Criterion) {
     g.bench_function("parts", |b| {
         b.iter(|| simdb::fingerprint::parts::smallest_parts(&normal, 6).len())
     });
+    // The fine sketch of the same text (`fingerprint::fine`), beside the
+    // 32-byte sketch the analysis makes.
+    g.bench_function("sketch", |b| {
+        b.iter(|| simdb::Sketch::of_chars(&normal, 4, simdb::fingerprint::Fill::Rehash))
+    });
+    g.bench_function("fine_sketch", |b| {
+        b.iter(|| simdb::fingerprint::FineSketch::of_chars(&normal, 4))
+    });
     g.finish();
 }
 

@@ -55,6 +55,7 @@ fn analysis(fp: Fingerprint, sketch: Option<Sketch>) -> Analysis {
     Analysis {
         fingerprint: fp,
         sketch,
+        fine: None,
         terms: 50,
         distinct_terms: 40,
         top_terms: Vec::new(),
@@ -328,7 +329,7 @@ fn verify_repair_and_migrate_keep_the_band_families() {
     let o = common::simdb(&[&"migrate", &t.path()]);
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     assert!(
-        common::stdout(&o).contains("migrated format 6 -> 13"),
+        common::stdout(&o).contains("migrated format 6 -> 14"),
         "{}",
         common::stdout(&o)
     );
@@ -546,6 +547,7 @@ fn a_rebuild_chooses_band_candidates_among_earlier_documents() {
     let analysis = |fp: u64, sketch: [u8; 32]| simdb::fingerprint::Analysis {
         fingerprint: Fingerprint(fp),
         sketch: Some(simdb::Sketch(sketch)),
+        fine: None,
         terms: 200,
         distinct_terms: 150,
         top_terms: Vec::new(),

@@ -730,7 +730,7 @@ fn migrate_splits_chained_clusters_of_format_5_stores() {
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     assert!(
         common::stdout(&o).contains(
-            "migrated format 5 -> 13 (keep policy priority): 0 records indexed, 0 given their place \
+            "migrated format 5 -> 14 (keep policy priority): 0 records indexed, 0 given their place \
              in the ingest order, 0 member keys re-ranked, 0 unreadable; clusters 1 -> 4 (8 -> 8 documents in them, the largest 8 -> 2)"
         ),
         "{}",

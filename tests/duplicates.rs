@@ -357,6 +357,7 @@ fn a_write_with_a_copy_within_k_does_not_look_beyond_k() {
     let analysis = |fp: Fingerprint, sketch: Sketch| Analysis {
         fingerprint: fp,
         sketch: Some(sketch),
+        fine: None,
         terms: 100,
         distinct_terms: 80,
         top_terms: Vec::new(),
@@ -460,7 +461,16 @@ fn a_truncated_copy_is_confirmed_by_containment() {
             let original = words.concat();
             let half = words[..144].concat();
             let (a, b) = (f.analyze(&original).unwrap(), f.analyze(&half).unwrap());
-            let j = a.sketch.unwrap().similarity(&b.sketch.unwrap());
+            // The estimate the store confirms by: refined by the fine
+            // sketches, the pair being under the threshold.
+            let j = simdb::db::estimate(
+                (a.sketch.as_ref(), a.fine.as_ref()),
+                (b.sketch.as_ref(), b.fine.as_ref()),
+                0.6,
+            )
+            .unwrap();
+            assert!(j.refined || j.similarity >= 0.6);
+            let j = j.similarity;
             (a.fingerprint.distance(b.fingerprint) <= 11 && (0.5..0.6).contains(&j))
                 .then_some((original, half, j))
         })
@@ -490,6 +500,7 @@ fn a_truncated_copy_is_confirmed_by_containment() {
     let a = f.analyze(&half).unwrap();
     let q = Query {
         sketch: a.sketch,
+        fine: a.fine,
         length: Some(half.len() as u64),
         exclude: Some("half".into()),
         ..Query::new(a.fingerprint).exact(11)
@@ -539,6 +550,101 @@ fn a_truncated_copy_is_confirmed_by_containment() {
         simdb::db::confirmation(None, 0.6, || Ok(None)).unwrap(),
         Some(None)
     );
+    // A similarity the fine sketches refined has the lower floor (0.45):
+    // less noise, so a 45% excerpt is not a guess.
+    let refined = |similarity: f64, refined: bool| {
+        simdb::db::confirm_estimate(
+            Some(simdb::db::Estimate {
+                similarity,
+                refined,
+            }),
+            0.6,
+            || Ok(Some((45, 100))),
+        )
+        .unwrap()
+    };
+    assert!(refined(0.47, true).is_some());
+    assert_eq!(refined(0.47, false), None);
+    assert_eq!(refined(0.44, true), None);
+}
+
+/// Format 14: a passage from the middle of an article, whose 128-bin
+/// sketch estimate is under the containment floor (0.5) but whose
+/// estimate over both sketches and both fine sketches (512 bins) confirms
+/// it as contained (floor 0.45), is found by the write's check, a query
+/// and `pairs`, and a rebuild of the clusters keeps it; a query without
+/// its fine sketch (what a record from before format 14 gives) does not
+/// find it.
+#[test]
+fn the_fine_sketches_settle_a_pair_near_the_floor() {
+    let t = common::TempDb::new();
+    let mut db = Db::options().create(t.path(), Recipe::default()).unwrap();
+    let vocab = common::vocab();
+    let f = simdb::Fingerprinter::new(Recipe::default());
+    let (original, passage) = (1..2000)
+        .find_map(|seed| {
+            let words = common::article(&mut common::rng(seed), &vocab, 240);
+            let (original, passage) = (words.concat(), words[60..170].concat());
+            let (a, b) = (f.analyze(&original).unwrap(), f.analyze(&passage).unwrap());
+            let coarse = a.sketch.unwrap().similarity(&b.sketch.unwrap());
+            let e = simdb::db::estimate(
+                (a.sketch.as_ref(), a.fine.as_ref()),
+                (b.sketch.as_ref(), b.fine.as_ref()),
+                0.6,
+            )
+            .unwrap();
+            let c = simdb::fingerprint::containment(
+                e.similarity,
+                passage.len() as u64,
+                original.len() as u64,
+            )
+            .unwrap();
+            (a.fingerprint.distance(b.fingerprint) <= 11
+                && coarse < simdb::db::CONTAINMENT_FLOOR
+                && e.refined
+                && e.similarity >= simdb::db::REFINED_CONTAINMENT_FLOOR + 0.01
+                && c >= simdb::db::MIN_CONTAINMENT + 0.01)
+                .then_some((original, passage))
+        })
+        .expect("a seed whose passage is settled by the fine sketches");
+    let opts = simdb::ingest::WritePolicy {
+        k: 11,
+        probe_budget: 0,
+        ..Default::default()
+    };
+    for (id, text) in [("original", &original), ("passage", &passage)] {
+        let mut w = db.writer().unwrap();
+        let d = ingest::place(&mut w, &text_doc(id, text), f.analyze(text).unwrap(), &opts)
+            .unwrap()
+            .1;
+        w.commit().unwrap();
+        assert_eq!(d.hits.len(), usize::from(id == "passage"), "{id}");
+    }
+    assert_eq!(db.clusters().of("passage").unwrap().unwrap().size, 2);
+    let a = f.analyze(&passage).unwrap();
+    let q = Query {
+        sketch: a.sketch,
+        fine: a.fine,
+        length: Some(passage.len() as u64),
+        exclude: Some("passage".into()),
+        ..Query::new(a.fingerprint).exact(11)
+    };
+    let hits = db.search(&q).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert!(hits[0].containment.is_some() && hits[0].similarity < Some(0.6));
+    // The 128 bins alone: the floor 0.5 rejects it.
+    assert!(db.search(&Query { fine: None, ..q }).unwrap().is_empty());
+    let mut pairs = 0;
+    db.clusters()
+        .pairs(11, 0.6, |_| {
+            pairs += 1;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(pairs, 1);
+    db.maintenance().repair().unwrap();
+    assert_eq!(db.clusters().of("passage").unwrap().unwrap().size, 2);
+    assert!(db.admin().verify().unwrap().problems.is_empty());
 }
 
 /// Review 2026-11-b, finding 1: a query near a flood of copies that the

@@ -788,6 +788,15 @@ fn an_engines_fingerprints_import_into_a_store_that_answers_as_ingest() {
                         .collect::<Vec<u8>>()
                 }))) as _,
             ),
+            // The fine sketches: a pair near the threshold is settled by
+            // them, as ingest's records have them.
+            (
+                "fine",
+                std::sync::Arc::new(
+                    FixedSizeBinaryArray::try_from_iter(an.iter().map(|a| a.fine.unwrap().0))
+                        .unwrap(),
+                ) as _,
+            ),
         ],
     );
     // A text with nothing usable: the engine's row has no fingerprint, and

@@ -281,7 +281,7 @@ fn a_format_12_store_is_re_ranked_in_place() {
     }
     assert!(moved > 10);
     let r = simdb::db::migrate(&path, None).unwrap();
-    assert_eq!((r.from, r.to, r.reranked), (12, 13, moved));
+    assert_eq!((r.from, r.to, r.reranked), (12, 14, moved));
     let db = Db::options().open(&path).unwrap();
     assert_eq!(shape(&all_clusters(&db)), before);
     let rep = db.admin().verify().unwrap();

@@ -97,6 +97,7 @@ impl Gen {
         Analysis {
             fingerprint: Fingerprint(fp),
             sketch: Some(sketch),
+            fine: None,
             terms: 60,
             distinct_terms: 50,
             top_terms: Vec::new(),

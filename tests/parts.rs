@@ -36,6 +36,7 @@ fn analysis(d: &Doc) -> Analysis {
     Analysis {
         fingerprint: d.0,
         sketch: d.1,
+        fine: None,
         terms: 50,
         distinct_terms: 40,
         top_terms: Vec::new(),
@@ -361,7 +362,8 @@ fn verify_repair_and_migrate_keep_the_parts_family() {
             let rec = simdb::codec::decode_record(&v).unwrap();
             // Version 7 = version 5 ‖ parts (u64 length, then the hashes)
             // ‖ kept (a tag byte: none).
-            let payload = &v[5..v.len() - 1 - 8 - 8 * rec.parts.len()];
+            let fine = 1 + 96 * usize::from(rec.fine.is_some());
+            let payload = &v[5..v.len() - fine - 1 - 8 - 8 * rec.parts.len()];
             let mut old = vec![5u8];
             old.extend_from_slice(&crc32fast::hash(payload).to_be_bytes());
             old.extend_from_slice(payload);
@@ -381,7 +383,7 @@ fn verify_repair_and_migrate_keep_the_parts_family() {
     let o = common::simdb(&[&"migrate", &t.path()]);
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     assert!(
-        common::stdout(&o).contains("migrated format 9 -> 13"),
+        common::stdout(&o).contains("migrated format 9 -> 14"),
         "{}",
         common::stdout(&o)
     );

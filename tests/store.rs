@@ -178,14 +178,14 @@ fn newer_format_and_foreign_directories_are_refused() {
         raw.put_cf(meta, b"format_version", v.to_be_bytes())
             .unwrap();
     };
-    set_version(14);
+    set_version(15);
     let err = Db::options().open(t.path()).err().unwrap();
     assert!(
         matches!(
             err,
             Error::NewerFormat {
-                found: 14,
-                supported: 13,
+                found: 15,
+                supported: 14,
                 ..
             }
         ),
@@ -193,7 +193,7 @@ fn newer_format_and_foreign_directories_are_refused() {
     );
     // Formats 2 (one index key per document), 3 (no clusters) and 4
     // (an index entry per document) are converted by `migrate`.
-    for v in [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12] {
+    for v in [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13] {
         set_version(v);
         let err = Db::options().open(t.path()).err().unwrap();
         assert!(
@@ -201,7 +201,7 @@ fn newer_format_and_foreign_directories_are_refused() {
                 err,
                 Error::NeedsMigration {
                     found,
-                    supported: 13,
+                    supported: 14,
                     ..
                 } if found == v
             ),
@@ -450,7 +450,7 @@ fn format_2_stores_are_migrated_in_place() {
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     assert!(
         common::stdout(&o).contains(
-            "migrated format 2 -> 13 (keep policy priority): 300 records indexed, 300 given their place in the ingest order"
+            "migrated format 2 -> 14 (keep policy priority): 300 records indexed, 300 given their place in the ingest order"
         ),
         "{}",
         common::stdout(&o)
@@ -475,7 +475,7 @@ fn format_2_stores_are_migrated_in_place() {
     // Migrating again is a no-op.
     let o = common::simdb(&[&"migrate", &t.path()]);
     assert!(
-        common::stdout(&o).contains("already format 13, keep policy priority"),
+        common::stdout(&o).contains("already format 14, keep policy priority"),
         "{}",
         common::stdout(&o)
     );
@@ -560,7 +560,7 @@ fn format_4_stores_are_migrated_in_place() {
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     assert!(
         common::stdout(&o)
-            .contains("migrated format 4 -> 13 (keep policy priority): 200 records indexed"),
+            .contains("migrated format 4 -> 14 (keep policy priority): 200 records indexed"),
         "{}",
         common::stdout(&o)
     );
@@ -598,8 +598,9 @@ fn downgrade_records_and_drop_clusters(mut raw: rocksdb::DB) {
         assert!(rec.priority.is_none());
         // A version 7 payload is the version 3 payload, the ord, a
         // priority tag byte, a time tag byte and the parts (a length,
-        // then 8 bytes each) and the kept tag byte.
-        let payload = &v[5..v.len() - 19 - 8 * rec.parts.len()];
+        // then 8 bytes each), the kept tag byte and the fine sketch.
+        let fine = 1 + 96 * usize::from(rec.fine.is_some());
+        let payload = &v[5..v.len() - fine - 19 - 8 * rec.parts.len()];
         let mut v3 = vec![3u8];
         v3.extend_from_slice(&crc32fast::hash(payload).to_be_bytes());
         v3.extend_from_slice(payload);
@@ -608,6 +609,7 @@ fn downgrade_records_and_drop_clusters(mut raw: rocksdb::DB) {
             simdb::Record {
                 ord: 0,
                 parts: Vec::new(),
+                fine: None,
                 ..rec
             }
         );
@@ -681,7 +683,7 @@ fn format_3_stores_get_ords_and_clusters() {
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     assert!(
         common::stdout(&o).contains(
-            "migrated format 3 -> 13 (keep policy priority): 44 records indexed, 44 given their place in the ingest order"
+            "migrated format 3 -> 14 (keep policy priority): 44 records indexed, 44 given their place in the ingest order"
         ),
         "{}",
         common::stdout(&o)

@@ -79,6 +79,7 @@ fn main() {
             let a = Analysis {
                 fingerprint: fp,
                 sketch: Some(sketch(&mut rng)),
+                fine: None,
                 terms: 100,
                 distinct_terms: 80,
                 top_terms: Vec::new(),

@@ -222,6 +222,38 @@ struct Args {
     /// = never).
     #[arg(long, default_value_t = 0)]
     short_exact: usize,
+    /// A prototype: a pair the rule does not confirm is confirmed when
+    /// the two texts share at least this many of their 12 smallest parts
+    /// (what their records keep) and their similarity reaches
+    /// `--parts-confirm-floor` (0 = never).
+    #[arg(long, default_value_t = 0)]
+    parts_confirm: usize,
+    /// The least similarity of a pair `--parts-confirm` confirms.
+    #[arg(long, default_value_t = 0.4)]
+    parts_confirm_floor: f64,
+    /// A prototype: a pair within this many bits is confirmed at
+    /// `--near-confirm-floor` (0 = never).
+    #[arg(long, default_value_t = 0)]
+    near_confirm: u32,
+    #[arg(long, default_value_t = 0.4)]
+    near_confirm_floor: f64,
+    /// The rule before format 14: no pair is refined by the fine sketches.
+    #[arg(long)]
+    no_fine: bool,
+    /// A pair whose sketch estimate is at least this and under the
+    /// threshold is estimated again from both its sketches and its fine
+    /// sketches (`simdb::fingerprint::fine`; the library's
+    /// `fine::REFINE_BELOW` by default).
+    #[arg(long, default_value_t = simdb::fingerprint::fine::REFINE_BELOW)]
+    refine_below: f64,
+    /// Re-estimate every pair with fine sketches, at or above the threshold
+    /// too.
+    #[arg(long)]
+    fine_all: bool,
+    /// The containment floor of a refined pair (this build's
+    /// `simdb::db::REFINED_CONTAINMENT_FLOOR` if unset).
+    #[arg(long)]
+    refined_floor: Option<f64>,
     /// Also report the ceiling: every original confirmed by the rule (no
     /// candidate limit; recall only).
     #[arg(long)]
@@ -605,6 +637,15 @@ struct Sig {
     small: Vec<u64>,
     /// Hashes of the text's content-defined chunks, ascending (`--parts`).
     parts: Vec<u64>,
+    /// The fine sketch (`--fine`).
+    fine: Option<simdb::fingerprint::FineSketch>,
+}
+
+/// How many of their 12 smallest parts (what a record keeps) two texts
+/// share.
+fn shared_parts(a: &[u64], b: &[u64]) -> usize {
+    let b = &b[..b.len().min(12)];
+    a.iter().take(12).filter(|p| b.contains(p)).count()
 }
 
 /// Why a copy `c` of original `o` was not a candidate, in words: their
@@ -778,6 +819,9 @@ fn main() {
     recipe = recipe.with_sketch(SketchKind::Chars(4, fill));
     let threshold = args.threshold.unwrap_or(simdb::db::DEFAULT_MIN_SIMILARITY);
     let min_containment = args.min_containment.unwrap_or(simdb::db::MIN_CONTAINMENT);
+    let refined_floor = args
+        .refined_floor
+        .unwrap_or(simdb::db::REFINED_CONTAINMENT_FLOOR);
     let containment_floor = args
         .containment_floor
         .unwrap_or(simdb::db::CONTAINMENT_FLOOR);
@@ -909,6 +953,9 @@ fn main() {
         let t0 = Instant::now();
         let sig = |t: &str| Sig {
             len: t.len() as u64,
+            fine: (!args.no_fine)
+                .then(|| simdb::fingerprint::FineSketch::of_chars(&f.normal(t), 4))
+                .flatten(),
             a: f.analyze(t).ok(),
             old: old_f.analyze(t).ok(),
             extra: extra_f.iter().map(|x| x.sketch(t)).collect(),
@@ -1124,31 +1171,67 @@ fn main() {
                 // long one keeps the sketches' estimate).
                 let exact = (!q.small.is_empty() && !s.small.is_empty())
                     .then(|| common::jaccard(&q.small, &s.small));
-                let confirm = |x: Option<Sketch>, y: Option<Sketch>| match (x, y) {
-                    (Some(x), Some(y)) => simdb::db::confirmation_at(
-                        Some(exact.unwrap_or_else(|| x.similarity(&y))),
-                        threshold,
-                        min_containment,
-                        containment_floor,
-                        // The later document's length first.
-                        || {
-                            let pair = match skip {
-                                Some(i) if i < j => (s.len, q.len),
-                                _ => (q.len, s.len),
-                            };
-                            // The old rule: a later copy holding its
-                            // original is not confirmed by containment.
-                            let old_rule = args.containment_later_only && pair.0 >= pair.1;
-                            Ok((!args.no_containment && !old_rule).then_some(pair))
-                        },
-                    )
-                    .is_ok_and(|c| c.is_some()),
+                // `fine`: the sketches are the recipe's, which the fine
+                // sketches may refine (not the recipe before reposts).
+                let confirm = |x: Option<Sketch>, y: Option<Sketch>, fine: bool| match (x, y) {
+                    // The store's rule: near the threshold, the fine
+                    // sketches refine the estimate (`db::estimate`).
+                    (Some(x), Some(y)) => {
+                        let coarse = x.similarity(&y);
+                        let (similarity, refined) = match (&q.fine, &s.fine) {
+                            (Some(fx), Some(fy))
+                                if fine
+                                    && (args.fine_all
+                                        || (coarse >= args.refine_below && coarse < threshold)) =>
+                            {
+                                (
+                                    simdb::fingerprint::refined_similarity((&x, fx), (&y, fy)),
+                                    true,
+                                )
+                            }
+                            _ => (coarse, false),
+                        };
+                        simdb::db::confirmation_at(
+                            Some(exact.unwrap_or(similarity)),
+                            threshold,
+                            min_containment,
+                            if refined {
+                                refined_floor
+                            } else {
+                                containment_floor
+                            },
+                            // The later document's length first.
+                            || {
+                                let pair = match skip {
+                                    Some(i) if i < j => (s.len, q.len),
+                                    _ => (q.len, s.len),
+                                };
+                                // The old rule: a later copy holding its
+                                // original is not confirmed by containment.
+                                let old_rule = args.containment_later_only && pair.0 >= pair.1;
+                                Ok((!args.no_containment && !old_rule).then_some(pair))
+                            },
+                        )
+                        .is_ok_and(|c| c.is_some())
+                            || (args.parts_confirm > 0
+                                && x.similarity(&y) >= args.parts_confirm_floor
+                                && shared_parts(&q.parts, &s.parts) >= args.parts_confirm)
+                            || (args.near_confirm > 0
+                                && x.similarity(&y) >= args.near_confirm_floor
+                                && match (&q.a, &s.a) {
+                                    (Some(qa), Some(sa)) => {
+                                        qa.fingerprint.distance(sa.fingerprint) <= args.near_confirm
+                                    }
+                                    _ => false,
+                                })
+                    }
                     _ => false,
                 };
                 match (old, extra) {
                     (true, _) => confirm(
                         q.old.as_ref().and_then(|a| a.sketch),
                         s.old.as_ref().and_then(|a| a.sketch),
+                        false,
                     ),
                     (false, Some(e)) => match (q.extra[e], s.extra[e]) {
                         (Some(x), Some(y)) => x.similarity(&y) >= threshold,
@@ -1157,6 +1240,7 @@ fn main() {
                     (false, None) => confirm(
                         q.a.as_ref().and_then(|a| a.sketch),
                         s.a.as_ref().and_then(|a| a.sketch),
+                        true,
                     ),
                 }
             };

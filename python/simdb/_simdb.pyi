@@ -423,8 +423,9 @@ class Analyzer:
         equal-length lists ``fingerprint`` (int, or None where a text has
         no usable features or is None), ``sketch`` (32 bytes, or None),
         ``length`` (UTF-8 bytes), ``terms``, ``weak_bits`` (bytes),
-        ``content_hash`` (int, or None with the fingerprint) and ``parts``
+        ``content_hash`` (int, or None with the fingerprint), ``parts``
         (bytes: the part hashes a store keeps, u64 big-endian each, or
+        None with the sketch) and ``fine`` (96 bytes: the fine sketch, or
         None with the sketch) -- the values
         ``simdb ingest`` stores for the same texts, which ``simdb import``
         keeps.

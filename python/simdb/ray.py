@@ -35,10 +35,11 @@ if TYPE_CHECKING:  # pragma: no cover
 #: The columns added to each row, with their Arrow types: ``fingerprint``
 #: (uint64; null where the text has no usable features), ``sketch`` (32
 #: bytes), ``length`` (the text's UTF-8 bytes), ``terms``, ``weak_bits``,
-#: ``content_hash`` (uint64) and ``parts`` (the part hashes a store keeps,
-#: u64 big-endian each). ``simdb import --parquet`` of these rows (with an
-#: ``id``, those with a fingerprint) keeps them all in its records.
-COLUMNS = ("fingerprint", "sketch", "length", "terms", "weak_bits", "content_hash", "parts")
+#: ``content_hash`` (uint64), ``parts`` (the part hashes a store keeps,
+#: u64 big-endian each) and ``fine`` (the 96-byte fine sketch that settles
+#: pairs near the threshold). ``simdb import --parquet`` of these rows (with
+#: an ``id``, those with a fingerprint) keeps them all in its records.
+COLUMNS = ("fingerprint", "sketch", "length", "terms", "weak_bits", "content_hash", "parts", "fine")
 
 
 def _types() -> dict[str, Any]:
@@ -52,6 +53,7 @@ def _types() -> dict[str, Any]:
         "weak_bits": pa.binary(),
         "content_hash": pa.uint64(),
         "parts": pa.binary(),
+        "fine": pa.binary(96),
     }
 
 

@@ -267,7 +267,9 @@ impl Analyzer {
     /// `content_hash` (int, the u64 a store records to see an unchanged
     /// text; `None` with the fingerprint) and `parts` (`bytes`: the 12
     /// smallest part hashes a store keeps, u64 big-endian each, ascending;
-    /// `None` with the sketch). These are the values `simdb
+    /// `None` with the sketch) and `fine` (96 `bytes`: the fine sketch
+    /// that settles pairs near the threshold; `None` with the sketch).
+    /// These are the values `simdb
     /// ingest` stores for the same texts, and what `simdb import` keeps.
     ///
     /// With `html=True` each item is a web page (`str`, or `bytes` as
@@ -313,6 +315,7 @@ impl Analyzer {
             Vec::with_capacity(n),
         );
         let mut parts = Vec::with_capacity(n);
+        let mut fine = Vec::with_capacity(n);
         let mut hashes: Vec<Option<u64>> = Vec::with_capacity(n);
         for (i, (t, a)) in texts.iter().zip(analyses).enumerate() {
             let a =
@@ -326,6 +329,8 @@ impl Analyzer {
                     weak.push(Some(pyo3::types::PyBytes::new(py, &a.weak_bits)));
                     let bytes: Vec<u8> = a.parts.iter().flat_map(|p| p.to_be_bytes()).collect();
                     parts.push(a.sketch.map(|_| pyo3::types::PyBytes::new(py, &bytes)));
+                    let f = a.sketch.and(a.fine);
+                    fine.push(f.map(|f| pyo3::types::PyBytes::new(py, &f.0)));
                     hashes.push(t.as_deref().map(simdb::fingerprint::text_hash));
                 }
                 None => {
@@ -334,6 +339,7 @@ impl Analyzer {
                     terms.push(0);
                     weak.push(None);
                     parts.push(None);
+                    fine.push(None);
                     hashes.push(None);
                 }
             }
@@ -346,6 +352,7 @@ impl Analyzer {
         d.set_item("weak_bits", weak)?;
         d.set_item("content_hash", hashes)?;
         d.set_item("parts", parts)?;
+        d.set_item("fine", fine)?;
         Ok(d)
     }
 }

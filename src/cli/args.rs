@@ -76,7 +76,7 @@ pub enum Command {
     /// Sample the store and show how distances spread: nearest neighbours
     /// (confirmed near-copies vs rejected) and random pairs, with a plot.
     Calibrate(CalibrateArgs),
-    /// Convert a store made by an older simdb (formats 2 to 12) to this
+    /// Convert a store made by an older simdb (formats 2 to 13) to this
     /// build's format, in place (what changed is rebuilt from the stored
     /// records), or change its keep policy (--keep).
     Migrate(MigrateArgs),

@@ -731,7 +731,8 @@ pub fn migrate(path: impl AsRef<Path>, keep: Option<KeepPolicy>) -> Result<Migra
         // ranks of `newest` change (by time, then ord), which a rebuild
         // below makes. Format 13 raises the rank keys of `first` (and of
         // a time past 2106) above those of kept documents: a walk of the
-        // member keys, not a rebuild.
+        // member keys, not a rebuild. Format 14 adds the fine sketch to
+        // the records written from then on: nothing to do.
         report.clusters = report.clusters_before.0;
         if version < 13 {
             report.reranked = db.store.migrate_ranks()?;

@@ -155,25 +155,25 @@ impl Anchor {
     /// against it.
     pub fn matches(&self, doc: &Record, rep: &Record) -> Option<Match> {
         let distance = doc.fingerprint.distance(rep.fingerprint);
-        let similarity = doc.sketch.zip(rep.sketch).map(|(a, b)| a.similarity(&b));
+        let e = super::record_estimate(doc, rep, self.min_similarity);
         // `Some(None)` by similarity, `Some(Some(c))` by containment.
-        let confirmation = |s| {
+        let confirmation = |e| {
             // By containment of the shorter of the two in the longer,
             // whichever came first: what a member is checked for does not
             // depend on when the representative came, so one with the
             // same content confirms the same ones.
             let lengths = (doc.length > 0 && rep.length > 0).then_some((doc.length, rep.length));
-            super::confirmation(Some(s), self.min_similarity, || Ok(lengths))
+            super::confirm_estimate(Some(e), self.min_similarity, || Ok(lengths))
                 .ok()
                 .flatten()
         };
-        let containment = match similarity {
-            Some(s) => confirmation(s).filter(|_| distance <= self.k || self.beyond_k)?,
+        let containment = match e {
+            Some(e) => confirmation(e).filter(|_| distance <= self.k || self.beyond_k)?,
             None if distance <= self.k => None,
             None => return None,
         };
         Some(Match {
-            similarity,
+            similarity: e.map(|e| e.similarity),
             distance,
             containment,
         })

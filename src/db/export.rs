@@ -30,6 +30,8 @@
 //!                                      `simdb::index::parts`)
 //! text         BYTE_ARRAY (UTF8), nullable  the text it was fingerprinted from, in a store that
 //!                                      keeps texts (format 11); null otherwise
+//! fine         BYTE_ARRAY, nullable    the fine sketch, 96 bytes (format 14, see
+//!                                      `simdb::fingerprint::fine`); null: none
 //! ```
 //!
 //! Every file's key-value metadata names what a job outside needs to
@@ -307,6 +309,7 @@ pub fn parquet_schema() -> SchemaRef {
         Field::new("dated", DataType::Int64, true),
         Field::new("parts", DataType::Binary, false),
         Field::new("text", DataType::Utf8, true),
+        Field::new("fine", DataType::Binary, true),
     ]))
 }
 
@@ -341,6 +344,7 @@ struct Rows {
     weak_bits: BinaryBuilder,
     dated: Int64Builder,
     parts: BinaryBuilder,
+    fine: BinaryBuilder,
     text: StringBuilder,
     len: usize,
     /// Bytes of text in the rows so far.
@@ -365,6 +369,7 @@ impl Rows {
             weak_bits: BinaryBuilder::new(),
             dated: Int64Builder::new(),
             parts: BinaryBuilder::new(),
+            fine: BinaryBuilder::new(),
             text: StringBuilder::new(),
             len: 0,
             text_bytes: 0,
@@ -395,6 +400,7 @@ impl Rows {
         self.dated.append_option(r.dated.map(|t| t as i64));
         let parts: Vec<u8> = r.parts.iter().flat_map(|p| p.to_be_bytes()).collect();
         self.parts.append_value(parts);
+        self.fine.append_option(r.fine.map(|f| f.0));
         self.text.append_option(text);
         self.text_bytes += text.map_or(0, str::len);
         self.len += 1;
@@ -420,6 +426,7 @@ impl Rows {
             Arc::new(self.dated.finish()),
             Arc::new(self.parts.finish()),
             Arc::new(self.text.finish()),
+            Arc::new(self.fine.finish()),
         ];
         RecordBatch::try_new(schema.clone(), cols).map_err(|e| e.to_string())
     }

@@ -33,7 +33,7 @@ pub use writer::{check_id, Placement, SharedWriter, Stated, Writer};
 
 use crate::error::{Error, Result};
 pub use crate::fingerprint::Content;
-use crate::fingerprint::{self, Fingerprint, Fingerprinter, Recipe, Sketch};
+use crate::fingerprint::{self, FineSketch, Fingerprint, Fingerprinter, Recipe, Sketch};
 use crate::index::{self, Hit};
 use crate::store::{self, Access, Record, Store, Tuning};
 
@@ -71,6 +71,101 @@ pub const MIN_CONTAINMENT: f64 = 0.75;
 /// news bulletins that share stock phrases, which 0.45 confirmed
 /// (docs/recall.md, "Second round").
 pub const CONTAINMENT_FLOOR: f64 = 0.5;
+
+/// The least similarity of a pair confirmed by containment when its
+/// similarity was refined by both documents' fine sketches
+/// ([`fingerprint::fine`]; format 14): 512 bins estimate about half as
+/// noisily as 128, so the floor that held xwlb's bulletins out at 128 bins
+/// (0.5) can come down to let 40% excerpts in (docs/recall.md, "The fine
+/// sketch").
+pub const REFINED_CONTAINMENT_FLOOR: f64 = 0.45;
+
+/// Two documents' estimated similarity, and whether both fine sketches
+/// refined it (see [`estimate`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    pub similarity: f64,
+    pub refined: bool,
+}
+
+/// Two documents' estimated similarity from their sketches (`None`
+/// without two): [`Sketch::similarity`], re-estimated from the sketches
+/// and the fine sketches together ([`fingerprint::refined_similarity`])
+/// when both have a fine sketch and the sketches' estimate is at least
+/// [`fingerprint::fine::REFINE_BELOW`] and under `min_similarity`: the
+/// pairs a decision hangs on.
+pub fn estimate(
+    a: (Option<&Sketch>, Option<&FineSketch>),
+    b: (Option<&Sketch>, Option<&FineSketch>),
+    min_similarity: f64,
+) -> Option<Estimate> {
+    let (sa, sb) = (a.0?, b.0?);
+    let coarse = sa.similarity(sb);
+    match (a.1, b.1) {
+        (Some(fa), Some(fb))
+            if coarse >= fingerprint::fine::REFINE_BELOW && coarse < min_similarity =>
+        {
+            Some(Estimate {
+                similarity: fingerprint::refined_similarity((sa, fa), (sb, fb)),
+                refined: true,
+            })
+        }
+        _ => Some(Estimate {
+            similarity: coarse,
+            refined: false,
+        }),
+    }
+}
+
+/// [`estimate`] of two records.
+pub(crate) fn record_estimate(a: &Record, b: &Record, min_similarity: f64) -> Option<Estimate> {
+    estimate(
+        (a.sketch.as_ref(), a.fine.as_ref()),
+        (b.sketch.as_ref(), b.fine.as_ref()),
+        min_similarity,
+    )
+}
+
+/// [`confirmation`] of an [`estimate`]: a refined one's containment floor
+/// is [`REFINED_CONTAINMENT_FLOOR`].
+pub fn confirm_estimate(
+    e: Option<Estimate>,
+    min_similarity: f64,
+    lengths: impl FnOnce() -> Result<Option<(u64, u64)>>,
+) -> Result<Option<Option<f64>>> {
+    let floor = match e {
+        Some(e) if e.refined => REFINED_CONTAINMENT_FLOOR,
+        _ => CONTAINMENT_FLOOR,
+    };
+    confirmation_at(
+        e.map(|e| e.similarity),
+        min_similarity,
+        MIN_CONTAINMENT,
+        floor,
+        lengths,
+    )
+}
+
+/// What [`Query::confirm`] reads of a candidate's record: its content
+/// length, ord, sketch and fine sketch.
+#[derive(Debug, Clone, Copy)]
+pub struct Candidate {
+    pub length: u64,
+    pub ord: u64,
+    pub sketch: Option<Sketch>,
+    pub fine: Option<FineSketch>,
+}
+
+impl Candidate {
+    pub fn of(r: &Record) -> Candidate {
+        Candidate {
+            length: r.length,
+            ord: r.ord,
+            sketch: r.sketch,
+            fine: r.fine,
+        }
+    }
+}
 
 /// How a pair of documents is confirmed at threshold `min_similarity`:
 /// `Some(None)` by similarity (or unconfirmed, without two sketches),
@@ -183,6 +278,10 @@ pub struct Query {
     /// (`None`: it is later than every stored document, as a text or a
     /// document being written is).
     pub ord: Option<u64>,
+    /// The query's fine sketch ([`fingerprint::fine`]): a candidate whose
+    /// sketch estimate is near the threshold and whose record has one too
+    /// is re-estimated from both ([`estimate`]). `None`: never.
+    pub fine: Option<FineSketch>,
     /// The query text's part hashes (its smallest, ascending; see
     /// [`crate::index::parts`]): a query with a band probe also reads
     /// their buckets, whose documents the sketch then confirms at any
@@ -203,6 +302,7 @@ impl Query {
             exclude: None,
             length: None,
             ord: None,
+            fine: None,
             parts: Vec::new(),
         }
     }
@@ -274,34 +374,52 @@ impl Query {
     }
 
     /// Whether hit `h` passes verification, by similarity or by
-    /// containment ([`confirmation`]); `record` reads the candidate's
-    /// content length and ord, only when containment is to be checked.
-    /// Sets `h.containment` when that confirmed it.
+    /// containment ([`confirm_estimate`]); `record` reads the candidate's
+    /// record, only when its sketch estimate is under the threshold and
+    /// containment or a refinement is to be checked. Sets `h.containment`
+    /// when containment confirmed it, and `h.similarity` to the refined
+    /// estimate when the fine sketches refined it.
     pub fn confirm(
         &self,
         h: &mut Hit,
-        record: impl FnOnce(&Hit) -> Result<(u64, u64)>,
+        record: impl FnOnce(&Hit) -> Result<Candidate>,
     ) -> Result<bool> {
-        let seen: &Hit = h;
+        let floor = match self.fine {
+            Some(_) => fingerprint::fine::REFINE_BELOW,
+            None => CONTAINMENT_FLOOR,
+        };
+        let their = match h.similarity {
+            Some(s) if s < self.min_similarity && s >= floor => Some(record(h)?),
+            _ => None,
+        };
+        let e = match &their {
+            Some(t) => estimate(
+                (self.sketch.as_ref(), self.fine.as_ref()),
+                (t.sketch.as_ref(), t.fine.as_ref()),
+                self.min_similarity,
+            ),
+            None => h.similarity.map(|similarity| Estimate {
+                similarity,
+                refined: false,
+            }),
+        };
         let lengths = || -> Result<Option<(u64, u64)>> {
-            let Some(own) = self.length.filter(|n| *n > 0) else {
+            let (Some(own), Some(t)) = (self.length.filter(|n| *n > 0), their) else {
                 return Ok(None);
             };
-            let (theirs, their_ord) = record(seen)?;
             Ok(Some(match self.ord {
-                Some(ord) if ord < their_ord => (theirs, own),
-                _ => (own, theirs),
+                Some(ord) if ord < t.ord => (t.length, own),
+                _ => (own, t.length),
             }))
         };
-        Ok(
-            match confirmation(seen.similarity, self.min_similarity, lengths)? {
-                None => false,
-                Some(c) => {
-                    h.containment = c;
-                    true
-                }
-            },
-        )
+        Ok(match confirm_estimate(e, self.min_similarity, lengths)? {
+            None => false,
+            Some(c) => {
+                h.similarity = e.map(|e| e.similarity);
+                h.containment = c;
+                true
+            }
+        })
     }
 }
 
@@ -704,6 +822,7 @@ impl Db {
         Ok(Query {
             length: Some(text.len() as u64),
             parts: a.parts,
+            fine: a.sketch.and(a.fine),
             ..self.query_for(a.fingerprint, a.sketch, &a.weak_bits)
         })
     }
@@ -717,6 +836,7 @@ impl Db {
             length: Some(rec.length),
             ord: Some(rec.ord),
             parts: rec.parts.clone(),
+            fine: rec.fine,
             ..self.query_for(rec.fingerprint, rec.sketch, &rec.weak_bits)
         }
     }

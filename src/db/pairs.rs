@@ -221,10 +221,10 @@ impl Db {
         emit: &mut impl FnMut(PairsItem<'_>) -> Result<()>,
     ) -> Result<()> {
         let mut one = |(ia, ra): &(String, Record), (ib, rb): &(String, Record)| -> Result<()> {
-            let similarity = ra.sketch.zip(rb.sketch).map(|(p, q)| p.similarity(&q));
+            let e = super::record_estimate(ra, rb, min_similarity);
+            let similarity = e.map(|e| e.similarity);
             let lengths = super::lengths_later_first(ra, rb);
-            let Some(containment) =
-                super::confirmation(similarity, min_similarity, || Ok(lengths))?
+            let Some(containment) = super::confirm_estimate(e, min_similarity, || Ok(lengths))?
             else {
                 rep.rejected += 1;
                 return Ok(());

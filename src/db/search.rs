@@ -311,14 +311,14 @@ impl Searcher<'_, '_> {
         let examined = Cell::new(0usize);
         // Candidates the sketch rejected.
         let mut rejected = 0usize;
-        // A candidate's length and ord, for containment: pending, or
-        // stored.
-        let length = |h: &Hit| -> Result<(u64, u64)> {
+        // A candidate's length, ord and sketches, for containment and a
+        // refined estimate: pending, or stored.
+        let length = |h: &Hit| -> Result<super::Candidate> {
             match self.pending(&h.id) {
-                Some(Some(r)) => Ok((r.length, r.ord)),
+                Some(Some(r)) => Ok(super::Candidate::of(r)),
                 _ => {
                     let r = self.store.checked_record(at, h.fingerprint, &h.id)?;
-                    Ok((r.length, r.ord))
+                    Ok(super::Candidate::of(&r))
                 }
             }
         };

@@ -109,6 +109,7 @@ impl WritePolicy {
             min_similarity: self.min_similarity,
             length: Some(length),
             parts: a.parts.clone(),
+            fine: a.sketch.and(a.fine),
             ..Query::new(a.fingerprint)
         }
         .probing(&a.weak_bits, self.probe_budget)

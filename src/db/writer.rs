@@ -261,6 +261,9 @@ impl Writer<'_> {
         self.clock = self.clock.max(now());
         let ord = self.next_ord;
         self.next_ord += 1;
+        // Parts and a fine sketch only beside a sketch, which confirms what
+        // they name and which they refine.
+        let parted = doc.sketch.map_or(0, |_| doc.parts.len().min(QUERY_PARTS));
         let rec = Record {
             fingerprint: fp,
             content_hash: hash,
@@ -274,12 +277,9 @@ impl Writer<'_> {
             ord,
             priority,
             dated: stated.dated,
-            // Parts only beside a sketch, which confirms what they name.
-            parts: match doc.sketch {
-                Some(_) => doc.parts[..doc.parts.len().min(QUERY_PARTS)].to_vec(),
-                None => Vec::new(),
-            },
+            parts: doc.parts[..parted].to_vec(),
             kept: self.standing_keep(id)?,
+            fine: doc.sketch.and(doc.fine),
         };
         self.short += u64::from(rec.is_short());
         self.store.put_doc(&mut self.batch, id, &rec);
@@ -329,6 +329,7 @@ impl Writer<'_> {
             dated: stated.dated,
             parts: Vec::new(),
             kept: self.standing_keep(id)?,
+            fine: a.sketch.and(a.fine),
         };
         let (overlay, store) = (&self.overlay, self.store);
         let get = |n: &str| pending_or_stored(overlay, store, n);

@@ -21,6 +21,7 @@
 
 mod content;
 mod dict;
+pub mod fine;
 mod idf;
 pub mod parts;
 mod recipe;
@@ -34,6 +35,7 @@ use std::str::FromStr;
 
 pub use content::{text_hash, Content, Html};
 pub use dict::cut as cut_ideographs;
+pub use fine::{refined_similarity, FineSketch};
 pub use idf::{default_idf, idf, vocabulary, LearnedIdf};
 pub use recipe::{LatinFeatures, Recipe, SketchKind, StopWords, TfWeighting};
 pub use script::SCRIPT_T2S;

@@ -116,33 +116,40 @@ impl std::fmt::Debug for Bins {
     }
 }
 
+/// The character `n`-gram hashes of `text`'s letters and digits (step 1
+/// of the definition); `None` when it has none.
+pub(crate) fn char_shingles(text: &str, n: usize) -> Option<Vec<u64>> {
+    let n = n.max(1);
+    // Byte offsets of the letters and digits, then one past the last.
+    let mut buf = String::with_capacity(text.len());
+    let mut ends: Vec<usize> = Vec::with_capacity(text.len());
+    for c in text.chars().filter(|&c| super::is_alphanumeric(c)) {
+        buf.push(c);
+        ends.push(buf.len());
+    }
+    if ends.is_empty() {
+        return None;
+    }
+    let hashes: Vec<u64> = if ends.len() < n {
+        vec![xxhash_rust::xxh3::xxh3_64(buf.as_bytes())]
+    } else {
+        let b = buf.as_bytes();
+        (n - 1..ends.len())
+            .map(|last| {
+                let start = if last >= n { ends[last - n] } else { 0 };
+                xxhash_rust::xxh3::xxh3_64(&b[start..ends[last]])
+            })
+            .collect()
+    };
+    Some(hashes)
+}
+
 impl Bins {
     /// The bins of the character `n`-grams of `text`'s letters and digits
     /// (the shingles of [`Sketch::of_chars`]), empty ones filled by `fill`;
     /// `None` when it has none.
     pub fn of_chars(text: &str, n: usize, fill: Fill) -> Option<Bins> {
-        let n = n.max(1);
-        // Byte offsets of the letters and digits, then one past the last.
-        let mut buf = String::with_capacity(text.len());
-        let mut ends: Vec<usize> = Vec::with_capacity(text.len());
-        for c in text.chars().filter(|&c| super::is_alphanumeric(c)) {
-            buf.push(c);
-            ends.push(buf.len());
-        }
-        if ends.is_empty() {
-            return None;
-        }
-        if ends.len() < n {
-            return Bins::of_shingles([xxhash_rust::xxh3::xxh3_64(buf.as_bytes())], fill);
-        }
-        let b = buf.as_bytes();
-        Bins::of_shingles(
-            (n - 1..ends.len()).map(|last| {
-                let start = if last >= n { ends[last - n] } else { 0 };
-                xxhash_rust::xxh3::xxh3_64(&b[start..ends[last]])
-            }),
-            fill,
-        )
+        char_shingles(text, n).and_then(|s| Bins::of_shingles(s, fill))
     }
 
     /// The bins of a set of shingle hashes (repeats are harmless), empty

@@ -63,6 +63,9 @@ pub struct Analysis {
     pub fingerprint: Fingerprint,
     /// The verification sketch of the term sequence.
     pub sketch: Option<super::Sketch>,
+    /// The fine sketch ([`super::fine`]) of a recipe whose sketch is of
+    /// character n-grams; `None` otherwise.
+    pub fine: Option<super::FineSketch>,
     /// Number of terms (stop words dropped), counting repeats.
     pub terms: usize,
     /// Number of distinct terms.
@@ -98,6 +101,7 @@ impl Analysis {
         Analysis {
             fingerprint,
             sketch: None,
+            fine: None,
             terms: 0,
             distinct_terms: 0,
             top_terms: Vec::new(),
@@ -267,9 +271,26 @@ impl Fingerprinter {
     /// The verification sketch of normalised text `norm` whose terms are
     /// `terms`, as the recipe defines it.
     fn sketch_of(&self, norm: &str, terms: &[&str]) -> Option<super::Sketch> {
+        self.sketches_of(norm, terms).0
+    }
+
+    /// The verification sketch and the fine sketch of normalised text
+    /// `norm` whose terms are `terms` (a fine sketch only for a sketch of
+    /// character n-grams), from one pass over its shingles.
+    fn sketches_of(
+        &self,
+        norm: &str,
+        terms: &[&str],
+    ) -> (Option<super::Sketch>, Option<super::FineSketch>) {
         match self.sketch {
-            super::SketchKind::Words3 => super::Sketch::of_terms(terms),
-            super::SketchKind::Chars(n, fill) => super::Sketch::of_chars(norm, n, fill),
+            super::SketchKind::Words3 => (super::Sketch::of_terms(terms), None),
+            super::SketchKind::Chars(n, fill) => match super::sketch::char_shingles(norm, n) {
+                Some(sh) => (
+                    super::Sketch::of_shingles(sh.iter().copied(), fill),
+                    super::FineSketch::of_shingles(sh),
+                ),
+                None => (None, None),
+            },
         }
     }
 
@@ -532,7 +553,7 @@ impl Fingerprinter {
             feats.truncate(self.recipe.top_k as usize);
         }
         let sums = simhash_sums(&feats)?;
-        let sketch = self.sketch_of(&norm, &terms);
+        let (sketch, fine) = self.sketches_of(&norm, &terms);
         Ok(Analysis {
             fingerprint: sums.fingerprint(),
             // Parts only beside a sketch: they name candidates the sketch
@@ -542,6 +563,7 @@ impl Fingerprinter {
                 None => Vec::new(),
             },
             sketch,
+            fine,
             terms: terms.len(),
             distinct_terms,
             top_terms,

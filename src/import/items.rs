@@ -39,13 +39,19 @@ impl Item for ById {
         w.write_all(&self.extra)?;
         match &self.analysed {
             Some(a) => {
-                w.write_all(&[1 | u8::from(a.content_hash.is_some()) << 1])?;
+                w.write_all(&[1
+                    | u8::from(a.content_hash.is_some()) << 1
+                    | u8::from(a.fine.is_some()) << 2])?;
                 w.write_all(&a.length.to_be_bytes())?;
                 w.write_all(&a.terms.to_be_bytes())?;
                 w.write_all(&a.content_hash.unwrap_or(0).to_be_bytes())?;
                 w.write_all(&(a.weak_bits.len() as u32).to_be_bytes())?;
                 w.write_all(&a.weak_bits)?;
-                write_parts(w, &a.parts)
+                write_parts(w, &a.parts)?;
+                match &a.fine {
+                    Some(f) => w.write_all(&f.0),
+                    None => Ok(()),
+                }
             }
             None => w.write_all(&[0]),
         }
@@ -78,6 +84,13 @@ impl Item for ById {
             let mut weak = vec![0u8; u32::from_be_bytes([a[20], a[21], a[22], a[23]]) as usize];
             r.read_exact(&mut weak)?;
             let parts = read_parts(r)?;
+            let fine = if flag[0] & 4 == 4 {
+                let mut f = [0u8; crate::fingerprint::fine::FINE_BYTES];
+                r.read_exact(&mut f)?;
+                Some(crate::fingerprint::FineSketch(f))
+            } else {
+                None
+            };
             let mut h = [0u8; 8];
             h.copy_from_slice(&a[12..20]);
             let mut l = [0u8; 8];
@@ -88,6 +101,7 @@ impl Item for ById {
                 content_hash: (flag[0] & 2 == 2).then(|| u64::from_be_bytes(h)),
                 weak_bits: weak,
                 parts,
+                fine,
             })
         } else {
             None

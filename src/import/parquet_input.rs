@@ -64,7 +64,8 @@ pub(super) fn read_parquet(
         // Exports of format 9 on: the documents' own times; of format 10
         // on, their parts.
         // Of format 11 on, their texts (null unless the store kept them).
-        for c in ["dated", "parts", "text"] {
+        // Of format 14 on, their fine sketches.
+        for c in ["dated", "parts", "text", "fine"] {
             if b.schema().field_with_name(c).is_ok() {
                 columns.push(c);
             }
@@ -174,18 +175,60 @@ fn part_hashes(b: &[u8], max: usize) -> std::result::Result<Vec<u64>, String> {
 }
 
 #[cfg(feature = "parquet")]
+/// Row `i`'s `fine` column (binary, nullable), when `batch` has one.
+fn fine_bytes(
+    batch: &arrow_array::RecordBatch,
+    i: usize,
+) -> std::result::Result<Option<Vec<u8>>, String> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::Array;
+    use arrow_schema::DataType as T;
+    let Some(c) = batch.column_by_name("fine") else {
+        return Ok(None);
+    };
+    if c.is_null(i) {
+        return Ok(None);
+    }
+    Ok(Some(match c.data_type() {
+        T::Binary => c.as_binary::<i32>().value(i).to_vec(),
+        T::LargeBinary => c.as_binary::<i64>().value(i).to_vec(),
+        T::FixedSizeBinary(_) => c.as_fixed_size_binary().value(i).to_vec(),
+        t => return Err(format!("\"fine\" must be binary, not {t}")),
+    }))
+}
+
+#[cfg(feature = "parquet")]
+/// A fine sketch from a `fine` column's bytes (none for a null).
+fn fine_sketch(
+    b: &Option<Vec<u8>>,
+) -> std::result::Result<Option<crate::fingerprint::FineSketch>, String> {
+    b.as_deref()
+        .map(|b| {
+            crate::fingerprint::FineSketch::from_slice(b).ok_or_else(|| {
+                format!(
+                    "a fine sketch of {} bytes, not {}",
+                    b.len(),
+                    crate::fingerprint::fine::FINE_BYTES
+                )
+            })
+        })
+        .transpose()
+}
+
+#[cfg(feature = "parquet")]
 /// The columns of an engine's fingerprints that an import keeps (beside id
 /// and fingerprint), each optional: `sketch` (32 bytes), `length`, `terms`,
 /// `weak_bits`, `content_hash`, `parts` (u64 BE each, ascending; the
 /// first [`crate::fingerprint::parts::QUERY_PARTS`] are kept, as a record
-/// keeps them).
-const ENGINE_COLUMNS: [&str; 6] = [
+/// keeps them), `fine` (96 bytes, beside a sketch).
+const ENGINE_COLUMNS: [&str; 7] = [
     "sketch",
     "length",
     "terms",
     "weak_bits",
     "content_hash",
     "parts",
+    "fine",
 ];
 
 #[cfg(feature = "parquet")]
@@ -262,6 +305,7 @@ fn engine_row(
                 .into_iter()
                 .take(crate::fingerprint::parts::QUERY_PARTS)
                 .collect(),
+            fine: fine_sketch(&fine_bytes(batch, i)?)?,
         })
     } else {
         None
@@ -414,6 +458,8 @@ pub(super) fn restored_row(
         parts,
         // Set from the export's decision log.
         kept: None,
+        // Absent from exports before format 14.
+        fine: fine_sketch(&fine_bytes(batch, i)?)?,
     };
     // Absent from exports before format 11; null where the store kept no
     // text.

@@ -21,6 +21,8 @@ pub(super) struct Analysed {
     /// The text's smallest part hashes, ascending (at most
     /// [`crate::fingerprint::parts::QUERY_PARTS`], as a record keeps them).
     pub(super) parts: Vec<u64>,
+    /// The text's fine sketch (beside a sketch of character n-grams).
+    pub(super) fine: Option<crate::fingerprint::FineSketch>,
 }
 
 /// One parsed input record.

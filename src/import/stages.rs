@@ -521,6 +521,10 @@ pub(super) fn imported_record(d: &ById, input: &str, now: u64) -> Record {
             _ => Vec::new(),
         },
         kept: None,
+        fine: match (a, d.sketch) {
+            (Some(a), Some(_)) => a.fine,
+            _ => None,
+        },
     }
 }
 

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! offset  size  field
-//! 0       1     record format version, u8 (= 7; versions 1 to 6 are still read)
+//! 0       1     record format version, u8 (= 8; versions 1 to 7 are still read)
 //! 1       4     crc32 (IEEE, crc32fast) of the payload bytes, u32 big-endian
 //! 5       n     payload: bincode 2.0 of `Record` with the fixed configuration
 //!               standard().with_big_endian().with_fixed_int_encoding():
@@ -56,13 +56,19 @@
 //!                 kept          u8 0 (none) | u8 1, then u64 BE: the log
 //!                               sequence of the standing "keep this one"
 //!                               decision on the document (format 13)
+//!               version 8 adds:
+//!                 fine          u8 0 (none) | u8 1, then 96 bytes: the
+//!                               fine sketch (fingerprint::FineSketch) of a
+//!                               document whose text was seen under a
+//!                               sketch of character n-grams (format 14)
 //! ```
 //!
 //! Version 1 records (no terms, sketch or top terms), version 2 records
 //! (no weak bits) and version 3 records (no ord or priority) decode with
 //! those fields empty (ord 0); only `simdb migrate` reads them, and gives
 //! each an ord. Version 4 records (format 7 and 8 stores) decode with no
-//! `dated`, version 5 records (format 9) with no parts.
+//! `dated`, version 5 records (format 9) with no parts, version 7 records
+//! (formats 10 to 13) with no fine sketch.
 //!
 //! The checksum covers exactly the payload; the version byte is checked
 //! separately (an unknown version is corruption, not a newer format: the
@@ -70,10 +76,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::fingerprint::{Fingerprint, Sketch};
+use crate::fingerprint::{FineSketch, Fingerprint, Sketch};
 
 /// Version byte of the record frame written by this build.
-pub const RECORD_VERSION: u8 = 7;
+pub const RECORD_VERSION: u8 = 8;
 pub use crate::fingerprint::TOP_TERMS;
 const HEADER_LEN: usize = 5;
 
@@ -161,6 +167,11 @@ pub struct Record {
     /// The writer sets it from the store's decisions; `None` in records
     /// before version 7.
     pub kept: Option<u64>,
+    /// The fine sketch ([`crate::fingerprint::fine`]): 384 more bins of
+    /// the text's character 4-grams, read to settle a pair whose sketch
+    /// estimate is near the threshold. `None` without a text, under a
+    /// sketch of word 3-shingles, and in records before version 8.
+    pub fine: Option<FineSketch>,
 }
 
 impl Record {
@@ -221,6 +232,38 @@ mod raw {
     pub struct V7 {
         pub v6: V6,
         pub kept: Option<u64>,
+    }
+    /// The fine sketch as three 32-byte arrays (serde's arrays stop at 32).
+    pub type FineBytes = ([u8; 32], [u8; 32], [u8; 32]);
+    #[derive(serde::Serialize, serde::Deserialize)]
+    pub struct V8 {
+        pub v7: V7,
+        pub fine: Option<FineBytes>,
+    }
+    impl From<&super::Record> for V8 {
+        fn from(r: &super::Record) -> V8 {
+            V8 {
+                v7: r.into(),
+                fine: r.fine.map(|f| {
+                    let part = |i: usize| -> [u8; 32] { std::array::from_fn(|j| f.0[32 * i + j]) };
+                    (part(0), part(1), part(2))
+                }),
+            }
+        }
+    }
+    impl From<V8> for super::Record {
+        fn from(r: V8) -> super::Record {
+            super::Record {
+                fine: r.fine.map(|(a, b, c)| {
+                    crate::fingerprint::FineSketch(std::array::from_fn(|j| match j / 32 {
+                        0 => a[j],
+                        1 => b[j - 32],
+                        _ => c[j - 64],
+                    }))
+                }),
+                ..r.v7.into()
+            }
+        }
     }
     impl From<&super::Record> for V7 {
         fn from(r: &super::Record) -> V7 {
@@ -338,6 +381,7 @@ mod raw {
                 dated: None,
                 parts: Vec::new(),
                 kept: None,
+                fine: None,
             }
         }
     }
@@ -403,7 +447,7 @@ fn unframe<'b>(
 
 /// Encodes a record into its framed bytes.
 pub fn encode_record(r: &Record) -> Vec<u8> {
-    let payload = bincode::serde::encode_to_vec(raw::V7::from(r), config())
+    let payload = bincode::serde::encode_to_vec(raw::V8::from(r), config())
         .unwrap_or_else(|e| unreachable!("encoding a record to a Vec cannot fail: {e}"));
     frame(RECORD_VERSION, &payload)
 }
@@ -431,7 +475,8 @@ pub fn decode_record(bytes: &[u8]) -> Result<Record, String> {
         4 => decode::<raw::V4>(payload)?,
         5 => decode::<raw::V5>(payload)?,
         6 => decode::<raw::V6>(payload)?,
-        _ => decode::<raw::V7>(payload)?,
+        7 => decode::<raw::V7>(payload)?,
+        _ => decode::<raw::V8>(payload)?,
     };
     if rec.priority.is_some_and(|p| p.value().is_nan()) {
         return Err("priority is NaN".into());
@@ -562,6 +607,7 @@ mod tests {
             dated: None,
             parts: Vec::new(),
             kept: None,
+            fine: None,
         }
     }
 
@@ -691,21 +737,49 @@ mod tests {
         }
     }
 
+    /// The version 7 payload of `sample_v7()` (also the start of its
+    /// version 8 payload).
+    fn v7_payload() -> Vec<u8> {
+        [&v6_payload()[..], &[1u8], &0x0a0bu64.to_be_bytes()].concat()
+    }
+
+    fn sample_v8() -> Record {
+        Record {
+            fine: Some(FineSketch(std::array::from_fn(|i| i as u8))),
+            ..sample_v7()
+        }
+    }
+
     #[test]
-    fn record_v7_bytes_are_pinned() {
-        let bytes = encode_record(&sample_v7());
-        let payload = [&v6_payload()[..], &[1u8], &0x0a0bu64.to_be_bytes()].concat();
-        assert_eq!(bytes, frame(7, &payload));
-        assert_eq!(&bytes[..5], &GOLDEN_V7_HEADER[..], "{:02x?}", &bytes[..5]);
-        assert_eq!(decode_record(&bytes).unwrap(), sample_v7());
-        // Not kept: one tag byte.
-        let none = encode_record(&sample_v6());
-        assert_eq!(none, frame(7, &[&v6_payload()[..], &[0u8]].concat()));
+    fn record_v8_bytes_are_pinned() {
+        let bytes = encode_record(&sample_v8());
+        let fine: Vec<u8> = (0..96u8).collect();
+        let payload = [&v7_payload()[..], &[1u8], &fine[..]].concat();
+        assert_eq!(bytes, frame(8, &payload));
+        assert_eq!(&bytes[..5], &GOLDEN_V8_HEADER[..], "{:02x?}", &bytes[..5]);
+        assert_eq!(decode_record(&bytes).unwrap(), sample_v8());
+        // No fine sketch: one tag byte.
+        let none = encode_record(&sample_v7());
+        assert_eq!(none, frame(8, &[&v7_payload()[..], &[0u8]].concat()));
         // More than QUERY_PARTS part hashes, or out of order, is corruption.
         for parts in [(1..=13).collect::<Vec<u64>>(), vec![2, 1]] {
             let bad = Record { parts, ..sample() };
             assert!(decode_record(&encode_record(&bad)).is_err());
         }
+        // A fine sketch cut short is corruption.
+        let short = frame(8, &[&v7_payload()[..], &[1u8], &fine[..95]].concat());
+        assert!(decode_record(&short).is_err());
+    }
+
+    #[test]
+    fn record_v7_bytes_still_decode() {
+        // Format 13 stores' records: no fine sketch.
+        let bytes = frame(7, &v7_payload());
+        assert_eq!(&bytes[..5], &GOLDEN_V7_HEADER[..], "{:02x?}", &bytes[..5]);
+        assert_eq!(decode_record(&bytes).unwrap(), sample_v7());
+        // Not kept: one tag byte.
+        let none = frame(7, &[&v6_payload()[..], &[0u8]].concat());
+        assert_eq!(decode_record(&none).unwrap(), sample_v6());
     }
 
     #[test]
@@ -744,9 +818,10 @@ mod tests {
         assert_eq!(&old[..5], &GOLDEN_V4_SEQ3_HEADER[..], "{:02x?}", &old[..5]);
         assert_eq!(decode_record(&old).unwrap(), sample_v4());
         // No sketch, no terms, no weak bits, no priority, no time: one tag
-        // byte and two empty lengths, the ord and two tag bytes.
+        // byte and two empty lengths, the ord and two tag bytes; no time,
+        // no parts, not kept, no fine sketch.
         let bare = encode_record(&sample());
-        assert_eq!(bare.len(), 5 + 53 + 4 + 1 + 8 + 8 + 8 + 1 + 1 + 8 + 1);
+        assert_eq!(bare.len(), 5 + 53 + 4 + 1 + 8 + 8 + 8 + 1 + 1 + 8 + 1 + 1);
         assert_eq!(decode_record(&bare).unwrap(), sample());
         // A weak bit outside the fingerprint is corruption.
         let bad = Record {
@@ -756,6 +831,7 @@ mod tests {
         assert!(decode_record(&encode_record(&bad)).is_err());
     }
 
+    const GOLDEN_V8_HEADER: [u8; 5] = [0x08, 0xca, 0xdc, 0x12, 0xe2];
     const GOLDEN_V7_HEADER: [u8; 5] = [0x07, 0x7b, 0x39, 0x66, 0xb0];
     const GOLDEN_V6_HEADER: [u8; 5] = [0x06, 0x07, 0x91, 0xd6, 0x2d];
     const GOLDEN_V5_HEADER: [u8; 5] = [0x05, 0x8f, 0xd7, 0x72, 0x88];

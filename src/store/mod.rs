@@ -211,15 +211,17 @@ pub const FORMAT_VERSION_KEY: &[u8] = b"format_version";
 /// format 11 adds the `texts` family, format 12 the
 /// `decisions` family, format 13 "keep this one" (version 7 records, `k`
 /// keys in `decisions`, and rank keys of kept documents below every keep
-/// policy's, `KEPT_KEYS`, 2^32).
-pub const FORMAT_VERSION: u32 = 13;
+/// policy's, `KEPT_KEYS`, 2^32), format 14 the fine sketch (version 8
+/// records; [`crate::fingerprint::fine`]).
+pub const FORMAT_VERSION: u32 = 14;
 /// The oldest format `simdb migrate` brings to [`FORMAT_VERSION`] in place
 /// (2: postings of single keys; 3: no ords and no clusters; 4: postings
 /// with an entry per document, `refs` keyed by fingerprint ‖ sequence
 /// number; 5 and 6: no band families; 7 and 8: version 4 records, ranks
 /// of `newest` by ord; 9: no parts, and its documents get none, having no
 /// text to make them from; 10 to 12: the rank keys of `first` are 0, raised
-/// to `KEPT_KEYS` (2^32)).
+/// to `KEPT_KEYS` (2^32); 13: no fine sketches, and its documents keep
+/// none: only the format number changes).
 pub const MIGRATABLE_FORMAT_VERSION: u32 = 2;
 /// Meta key that makes a store keep its texts (value `b"1"`, written at
 /// creation; absent: it keeps none).

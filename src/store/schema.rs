@@ -694,6 +694,7 @@ mod tests {
             dated: None,
             parts: Vec::new(),
             kept: None,
+            fine: None,
         };
         let e = doc_entries("id", &rec);
         assert_eq!(e.dated, None);
@@ -744,6 +745,7 @@ mod tests {
             dated: None,
             parts: Vec::new(),
             kept: None,
+            fine: None,
         };
         let rec = Record {
             sketch: None,
@@ -807,6 +809,7 @@ mod tests {
             dated,
             parts: Vec::new(),
             kept: None,
+            fine: None,
         };
         let rank = |r: &Record| Rank::of(r, KeepPolicy::Newest);
         // Undated: by ord, latest first, as before format 9 (write times

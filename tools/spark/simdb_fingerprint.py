@@ -9,7 +9,8 @@ IN is Parquet (or JSON lines with --format json); OUT is Parquet with every
 input column and `fingerprint` (long: the u64's bits, as `simdb export`
 writes it; null where a text has nothing usable), `sketch` (32 bytes),
 `length` (the text's UTF-8 bytes), `terms`, `weak_bits`, `content_hash`
-(long, the u64's bits) and `parts` (the part hashes, 8 bytes each).
+(long, the u64's bits), `parts` (the part hashes, 8 bytes each) and `fine`
+(the fine sketch, 96 bytes).
 `simdb import --parquet OUT` keeps them all. Each Arrow batch
 is analysed in Rust with the GIL released (`mapInArrow`, no row-by-row
 Python). With --db the recipe, and any learned IDF, are that store's (the
@@ -49,6 +50,7 @@ def fingerprint(df, text: str = "text", db: str | None = None, html: bool = Fals
             T.StructField("weak_bits", T.BinaryType()),
             T.StructField("content_hash", T.LongType()),
             T.StructField("parts", T.BinaryType()),
+            T.StructField("fine", T.BinaryType()),
         ]
     )
 
@@ -66,8 +68,9 @@ def fingerprint(df, text: str = "text", db: str | None = None, html: bool = Fals
             for name in ("fingerprint", "content_hash"):
                 bits = t.column(name).cast(pa.int64(), safe=False)
                 t = t.set_column(t.schema.get_field_index(name), name, bits)
-            i = t.schema.get_field_index("sketch")
-            t = t.set_column(i, "sketch", pc.cast(t.column("sketch"), pa.binary()))
+            for name in ("sketch", "fine"):
+                i = t.schema.get_field_index(name)
+                t = t.set_column(i, name, pc.cast(t.column(name), pa.binary()))
             i = t.schema.get_field_index("terms")
             t = t.set_column(i, "terms", pc.cast(t.column("terms"), pa.int32()))
             i = t.schema.get_field_index("length")

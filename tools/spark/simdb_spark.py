@@ -36,7 +36,11 @@ The method (the README's "Beyond one machine" has the whole story):
    text is contained in the longer, whichever came first: similarity at
    least 0.5 and the estimated containment `J (1 + long/short) / (1 + J)`
    (the `length` column) at least 0.75, or the threshold if higher: simdb's
-   rule.
+   rule. A pair whose estimate is at least 0.33 and under the threshold,
+   when both documents have a fine sketch (the export's `fine` column, 96
+   bytes: twelve more longs), is estimated again over both sketches, 512
+   bins, and its containment floor is then 0.45 (simdb's
+   `fingerprint::fine`, `db::REFINED_CONTAINMENT_FLOOR`).
 4. Clusters, simdb's anchored rule (simdb's docs/workflows.md, "Clusters").
    The connected components of the kept pairs (min-label propagation with
    pointer jumping: each document's label starts as its ord, takes the
@@ -96,6 +100,12 @@ DEFAULT_MIN_SIMILARITY = 0.6
 # simdb's containment rule (db::MIN_CONTAINMENT, db::CONTAINMENT_FLOOR).
 MIN_CONTAINMENT = 0.75
 CONTAINMENT_FLOOR = 0.5
+# The fine sketch (fingerprint::fine): 384 more bins, twelve longs; a pair
+# whose estimate is at least REFINE_BELOW and under the threshold is
+# estimated over 512 bins, with the floor REFINED_CONTAINMENT_FLOOR.
+FINE_WORDS = 12
+REFINE_BELOW = 0.33
+REFINED_CONTAINMENT_FLOOR = 0.45
 
 
 @dataclass(frozen=True)
@@ -153,22 +163,26 @@ def block(F, fp, shift: int, width: int):
     return F.shiftrightunsigned(fp, shift).bitwiseAND(F.lit((1 << width) - 1))
 
 
-def sketch_words(F, sketch):
-    """The 32-byte sketch as four longs (null when the sketch is)."""
+def sketch_words(F, sketch, n: int = 4):
+    """The sketch (32 bytes, or the fine sketch's 96 with n = 12) as n
+    longs (null when the sketch is)."""
     return [
-        F.conv(F.hex(F.substring(sketch, 1 + 8 * i, 8)), 16, -10).cast("long") for i in range(4)
+        F.conv(F.hex(F.substring(sketch, 1 + 8 * i, 8)), 16, -10).cast("long") for i in range(n)
     ]
 
 
 def similarity(F, a: list, b: list):
-    """`Sketch::similarity` of two sketches given as four longs each."""
+    """`Sketch::similarity` of two sketches given as four longs each (or,
+    given the sketch's and the fine sketch's sixteen,
+    `fingerprint::refined_similarity`: the bins of both)."""
     differ = None
     for x, y in zip(a, b):
         w = x.bitwiseXOR(y)
         d = F.bit_count(w.bitwiseOR(F.shiftright(w, 1)).bitwiseAND(F.lit(LOW_BITS)))
         differ = d if differ is None else differ + d
-    matches = (F.lit(SKETCH_BINS) - differ).cast("double")
-    p = matches / F.lit(float(SKETCH_BINS))
+    bins = 32 * len(a)
+    matches = (F.lit(bins) - differ).cast("double")
+    p = matches / F.lit(float(bins))
     est = (p - F.lit(0.25)) / F.lit(0.75)
     # greatest and least skip nulls: a missing sketch must stay null.
     return F.when(est.isNotNull(), F.greatest(F.lit(0.0), F.least(F.lit(1.0), est)))
@@ -238,15 +252,17 @@ def components(F, edges, checkpoint):
             return labels, rounds
 
 
-def confirmed(sim, later_len: int, earlier_len: int, min_similarity: float) -> bool:
+def confirmed(sim, later_len: int, earlier_len: int, min_similarity: float,
+              refined: bool = False) -> bool:
     """simdb's confirmation of a pair within k, the later document of length
     `later_len`: unconfirmed (no sketch), by similarity, or by containment
     of the shorter in the longer, whichever came first (the same arithmetic
-    as the SQL of `run`)."""
+    as the SQL of `run`); `refined`: the fine sketches refined `sim`."""
     if sim is None or sim >= min_similarity:
         return True
     short, long = min(later_len, earlier_len), max(later_len, earlier_len)
-    if sim < CONTAINMENT_FLOOR or short <= 0:
+    floor = REFINED_CONTAINMENT_FLOOR if refined else CONTAINMENT_FLOOR
+    if sim < floor or short <= 0:
         return False
     c = min(1.0, max(0.0, sim * (1.0 + long / short) / (1.0 + sim)))
     return c >= max(MIN_CONTAINMENT, min_similarity)
@@ -298,7 +314,7 @@ def anchored_clusters(items, keep: str, min_similarity: float, work: list | None
                       vetoes: dict | None = None, kept: dict | None = None):
     """simdb's anchored clusters of one component: `items` are ("d", (ord,
     id, fp, priority, length, sketch words, group)) and ("p", (x, y,
-    distance, similarity)) for every pair of groups within k, x < y (a
+    distance, similarity, refined)) for every pair of groups within k, x < y (a
     group is the documents of one fingerprint, sketch and length, named by
     its smallest ord: any two of its documents are a pair at distance 0
     with similarity 1, or none without sketches, and are not listed);
@@ -318,9 +334,9 @@ def anchored_clusters(items, keep: str, min_similarity: float, work: list | None
         if kind == "d":
             docs[v[0]] = v
         else:
-            within[(v[0], v[1])] = (v[3], v[2])
-            adj.setdefault(v[0], []).append((v[1], v[3], v[2]))
-            adj.setdefault(v[1], []).append((v[0], v[3], v[2]))
+            within[(v[0], v[1])] = (v[3], v[2], v[4])
+            adj.setdefault(v[0], []).append((v[1], v[3], v[2], v[4]))
+            adj.setdefault(v[1], []).append((v[0], v[3], v[2], v[4]))
     glen, gsim = {}, {}
     for v in docs.values():
         glen[v[6]] = v[4]
@@ -352,10 +368,11 @@ def anchored_clusters(items, keep: str, min_similarity: float, work: list | None
         return (1, (0, o))
 
     def pair(m, r):
-        """(similarity, distance) of two documents within k, or None."""
+        """(similarity, distance, refined) of two documents within k, or
+        None."""
         gm, gr = docs[m][6], docs[r][6]
         if gm == gr:
-            return (gsim[gm], 0)
+            return (gsim[gm], 0, False)
         return within.get((min(gm, gr), max(gm, gr)))
 
     def anchored(m, rep):
@@ -364,9 +381,9 @@ def anchored_clusters(items, keep: str, min_similarity: float, work: list | None
         two in the longer (whichever came first)."""
         tally()
         p = pair(m, rep)
-        if p is None or not confirmed(p[0], docs[m][4], docs[rep][4], min_similarity):
+        if p is None or not confirmed(p[0], docs[m][4], docs[rep][4], min_similarity, p[2]):
             return None
-        return p
+        return p[:2]
 
     # The 16 smallest ids (with their ords) of each group's documents placed
     # so far: a document's 16 nearest confirmed earlier near-copies (by
@@ -378,8 +395,8 @@ def anchored_clusters(items, keep: str, min_similarity: float, work: list | None
     def nearest(d):
         g, ld = docs[d][6], docs[d][4]
         cands = [(0, i, o) for i, o in seen.get(g, ())]
-        for h, sim, dist in adj.get(g, ()):
-            if h in seen and confirmed(sim, ld, glen[h], min_similarity):
+        for h, sim, dist, refined in adj.get(g, ()):
+            if h in seen and confirmed(sim, ld, glen[h], min_similarity, refined):
                 cands.extend((dist, i, o) for i, o in seen[h])
         tally(len(cands))
         cands.sort()
@@ -584,6 +601,9 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
     pr = F.col("priority") if "priority" in has else F.lit(None).cast("double")
     ln = F.col("length") if "length" in has else F.lit(0).cast("long")
     words = sketch_words(F, sk)
+    # Exports before format 14 have no fine sketches: no pair is refined.
+    fn = F.col("fine") if "fine" in has else F.lit(None).cast("binary")
+    fine = sketch_words(F, fn, FINE_WORDS)
     docs = raw.select(
         F.col("ord").cast("long").alias("ord"),
         F.col("id").alias("id"),
@@ -591,6 +611,7 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
         pr.alias("priority"),
         ln.cast("long").alias("length"),
         *[w.alias(f"s{i}") for i, w in enumerate(words)],
+        *[w.alias(f"f{i}") for i, w in enumerate(fine)],
     )
     docs = docs.persist()
     persisted.append(docs)
@@ -603,7 +624,8 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
     # cost one row, not n(n-1)/2 pairs. (A window, not a join: its
     # partitions group null sketches too.)
     from pyspark.sql import Window
-    w = Window.partitionBy("fp", "length", "s0", "s1", "s2", "s3")
+    w = Window.partitionBy("fp", "length", "s0", "s1", "s2", "s3",
+                           *[f"f{i}" for i in range(FINE_WORDS)])
     first = F.min(F.struct(F.col("id"), F.col("ord"))).over(w)
     docs = docs.select(
         "*", F.min("ord").over(w).alias("g"), F.max("ord").over(w).alias("gmax"),
@@ -643,11 +665,17 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
         return groups.select(F.col("g").alias(c), F.col("length").alias(f"l{c}"),
                              F.col("gmax").alias(f"m{c}"), F.col("gfirst").alias(f"f{c}"),
                              F.col("gfirst_ord").alias(f"o{c}"),
-                             *[F.col(f"s{i}").alias(f"{c}{i}") for i in range(4)])
+                             *[F.col(f"s{i}").alias(f"{c}{i}") for i in range(4)],
+                             *[F.col(f"f{i}").alias(f"{c}f{i}") for i in range(FINE_WORDS)])
+    coarse = similarity(F, [F.col(f"x{i}") for i in range(4)], [F.col(f"y{i}") for i in range(4)])
+    both = [F.col(f"x{i}") for i in range(4)] + [F.col(f"xf{i}") for i in range(FINE_WORDS)], \
+        [F.col(f"y{i}") for i in range(4)] + [F.col(f"yf{i}") for i in range(FINE_WORDS)]
+    refine = (coarse >= REFINE_BELOW) & (coarse < min_similarity) \
+        & F.col("xf0").isNotNull() & F.col("yf0").isNotNull()
     gpairs = within.join(side("x"), "x").join(side("y"), "y").select(
         "x", "y", "distance", "lx", "ly", "mx", "fx", "fy", "ox", "oy",
-        similarity(F, [F.col(f"x{i}") for i in range(4)],
-                   [F.col(f"y{i}") for i in range(4)]).alias("similarity"),
+        F.when(refine, similarity(F, *both)).otherwise(coarse).alias("similarity"),
+        F.coalesce(refine, F.lit(False)).alias("refined"),
     )
     gpairs = checkpoint(gpairs)
     report["group_pairs_within_k"] = gpairs.count()
@@ -660,7 +688,9 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
         short = F.least(later_len, earlier_len).cast("double")
         long = F.greatest(later_len, earlier_len).cast("double")
         c = F.least(F.lit(1.0), F.greatest(F.lit(0.0), j * (F.lit(1.0) + long / short) / (F.lit(1.0) + j)))
-        ok = ((j < min_similarity) & (j >= CONTAINMENT_FLOOR) & (short > 0)
+        floor = F.when(F.col("refined"), F.lit(REFINED_CONTAINMENT_FLOOR)) \
+            .otherwise(F.lit(CONTAINMENT_FLOOR))
+        ok = ((j < min_similarity) & (j >= floor) & (short > 0)
               & (c >= max(MIN_CONTAINMENT, min_similarity)))
         return F.when(ok, c)
 
@@ -751,9 +781,10 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
         # Every pair of groups within k of a component, confirmed or not (a
         # member is checked against a representative it may not be paired
         # with the other way round).
-        pair_rows = gpairs.select("x", "y", "distance", "similarity") \
+        pair_rows = gpairs.select("x", "y", "distance", "similarity", "refined") \
             .join(lab.withColumnRenamed("g", "x"), "x").rdd.map(
-            lambda r: (r["label"], ("p", (r["x"], r["y"], r["distance"], r["similarity"]))))
+            lambda r: (r["label"], ("p", (r["x"], r["y"], r["distance"], r["similarity"],
+                                          r["refined"]))))
         placed = doc_rows.union(pair_rows).groupByKey().flatMap(
             lambda kv: anchored_clusters(kv[1], keep, min_similarity, vetoes=vetoes,
                                          kept=kept_ids))

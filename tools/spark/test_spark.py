@@ -264,24 +264,42 @@ def fp_store(tmp_path_factory):
 
 def read_export(path: str):
     t = pa_parquet.read_table(path, columns=["id", "fingerprint", "sketch", "ord", "priority",
-                                             "length"])
+                                             "length", "fine"])
     return t.to_pydict()
 
 
 def sketch_similarity(a: bytes, b: bytes) -> float:
-    """The README's definition, bin by bin (bin j is bits 2j..2j+2)."""
+    """The README's definition, bin by bin (bin j is bits 2j..2j+2): 128
+    bins, or 512 given a sketch and its fine sketch one after the other."""
+    bins = 4 * len(a)
     matches = sum(
-        ((a[j // 4] >> (2 * (j % 4))) & 3) == ((b[j // 4] >> (2 * (j % 4))) & 3) for j in range(128)
+        ((a[j // 4] >> (2 * (j % 4))) & 3) == ((b[j // 4] >> (2 * (j % 4))) & 3) for j in range(bins)
     )
-    p = matches / 128
+    p = matches / bins
     return min(1.0, max(0.0, (p - 0.25) / 0.75))
 
 
-def contained(sim: float, later: int, earlier: int, min_similarity: float) -> bool:
+def estimate(e, i: int, j: int, min_similarity: float):
+    """(similarity, refined) of documents i and j of an export, from the
+    definitions: a sketch estimate at least 0.33 and under the threshold
+    is taken again over both sketches and both fine sketches."""
+    sa, sb = e["sketch"][i], e["sketch"][j]
+    if sa is None or sb is None:
+        return None, False
+    sim = sketch_similarity(sa, sb)
+    fa, fb = e["fine"][i], e["fine"][j]
+    if fa is not None and fb is not None and 0.33 <= sim < min_similarity:
+        return sketch_similarity(sa + fa, sb + fb), True
+    return sim, False
+
+
+def contained(sim: float, later: int, earlier: int, min_similarity: float,
+              refined: bool = False) -> bool:
     """The README's containment rule, from its definition: the shorter of
-    the two contained in the longer, whichever came first."""
+    the two contained in the longer, whichever came first (the floor 0.45
+    for a refined estimate)."""
     short, long = min(later, earlier), max(later, earlier)
-    if sim < 0.5 or short == 0:
+    if sim < (0.45 if refined else 0.5) or short == 0:
         return False
     c = min(1.0, sim * (1.0 + long / short) / (1.0 + sim))
     return c >= max(0.75, min_similarity)
@@ -294,12 +312,11 @@ def brute_pairs(export: str, k: int, min_similarity: float) -> set:
     for i in range(len(fps)):
         x = np.bitwise_count(fps[i + 1:] ^ fps[i])
         for j in np.nonzero(x <= k)[0] + i + 1:
-            sa, sb = e["sketch"][i], e["sketch"][j]
-            sim = None if sa is None or sb is None else sketch_similarity(sa, sb)
+            sim, refined = estimate(e, i, j, min_similarity)
             later, earlier = (i, j) if e["ord"][i] > e["ord"][j] else (j, i)
             if (sim is not None and sim < min_similarity
                     and not contained(sim, e["length"][later], e["length"][earlier],
-                                      min_similarity)):
+                                      min_similarity, refined)):
                 continue
             a, b = sorted((e["id"][i], e["id"][j]))
             out.add((a, b, int(x[j - i - 1]), sim))
@@ -360,7 +377,7 @@ def test_placement_costs_the_near_copies_not_the_cluster():
     # with up to 15 other earlier ones.
     for y in range(1, n):
         for x in {0, *rng.sample(range(y), min(y, 15))}:
-            items.append(("p", (x, y, 2, 0.9)))
+            items.append(("p", (x, y, 2, 0.9, False)))
     # (Equal lengths: under `longest` the earliest ranks first too, so
     # neither policy takes over.)
     for keep in ("first", "longest"):
@@ -392,7 +409,7 @@ def test_copies_reach_the_worker_as_one_group():
         items.append(("d", (o, f"c{o:05}", 0xABC, None, 2000 if long_text else 900,
                             sk if long_text else (7, 7, 7, 8), g)))
     # The two groups: similarity below the threshold, the shorter contained.
-    items.append(("p", (0, 1, 0, 0.5)))
+    items.append(("p", (0, 1, 0, 0.5, False)))
     for keep in ("first", "longest"):
         work = [0]
         rows = list(simdb_spark.anchored_clusters(items, keep, 0.6, work))
@@ -401,7 +418,7 @@ def test_copies_reach_the_worker_as_one_group():
         # the worker before (each pair its own group pair): the oracle.
         docs = [("d", v[:6] + (v[0],)) for kind, v in items if kind == "d"]
         length = {v[0]: v[4] for _, v in docs}
-        pairs = [("p", (x, y, 0, 1.0 if length[x] == length[y] else 0.5))
+        pairs = [("p", (x, y, 0, 1.0 if length[x] == length[y] else 0.5, False))
                  for x in range(200) for y in range(x + 1, 200)]
         small = [d for d in docs if d[1][0] < 200]
         want = sorted(simdb_spark.anchored_clusters(small + pairs, keep, 0.6))
@@ -443,9 +460,11 @@ def test_text_store_pairs_and_clusters(spark, text_store, tmp_path):
     ord_ = dict(zip(e["id"], e["ord"]))
     by_containment = {p for p in expected if p[3] is not None and p[3] < 0.6}
     assert len(by_containment) >= 3, by_containment
+    index = {d: i for i, d in enumerate(e["id"])}
     for a, b, _, sim in by_containment:
         later, earlier = (a, b) if ord_[a] > ord_[b] else (b, a)
-        assert contained(sim, length[later], length[earlier], 0.6)
+        s, refined = estimate(e, index[a], index[b], 0.6)
+        assert s == sim and contained(sim, length[later], length[earlier], 0.6, refined)
     want_clusters = simdb_clusters(db)
     assert len(want_clusters) > 50 and max(c[0] for c in want_clusters.values()) >= 4
     for design in ["card", "manku"]:
