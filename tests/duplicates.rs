@@ -645,6 +645,26 @@ fn the_fine_sketches_settle_a_pair_near_the_floor() {
     db.maintenance().repair().unwrap();
     assert_eq!(db.clusters().of("passage").unwrap().unwrap().size, 2);
     assert!(db.admin().verify().unwrap().problems.is_empty());
+    drop(db);
+    // A record with a fine sketch and no sketch is corruption.
+    {
+        let raw = common::raw_open(&t.path());
+        let cf = raw.cf_handle("docs").unwrap();
+        let v = raw.get_cf(cf, b"passage").unwrap().unwrap();
+        let mut r = simdb::codec::decode_record(&v).unwrap();
+        assert!(r.fine.is_some());
+        r.sketch = None;
+        raw.put_cf(cf, b"passage", simdb::codec::encode_record(&r))
+            .unwrap();
+    }
+    let db = Db::options().open(t.path()).unwrap();
+    let problems = db.admin().verify().unwrap().problems;
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("a fine sketch without a sketch")),
+        "{problems:#?}"
+    );
 }
 
 /// Review 2026-11-b, finding 1: a query near a flood of copies that the

@@ -297,6 +297,14 @@ impl Db {
                             ));
                         }
                     }
+                    if r.fine.is_some() && r.sketch.is_none() {
+                        // The fine sketch refines the sketch's estimate.
+                        rep.problems.push(format!(
+                            "{}: key {}: a fine sketch without a sketch",
+                            store::DOCS,
+                            hex(k)
+                        ));
+                    }
                     scan.short += u64::from(r.is_short());
                     scan.ords.push((r.ord, id_hash(k)));
                     if let Some(t) = r.dated {

@@ -29,6 +29,7 @@
 //! 384 agreements are 512 draws: [`refined_similarity`] is
 //! `(matches / 512 - 1/4) / (3/4)`, clamped to `[0, 1]`.
 
+use super::sketch::{agreements, fmix64};
 use super::Sketch;
 
 /// Number of bins of a fine sketch.
@@ -69,16 +70,6 @@ impl<'de> serde::Deserialize<'de> for FineSketch {
         FineSketch::from_slice(&v)
             .ok_or_else(|| serde::de::Error::invalid_length(v.len(), &"96 bytes"))
     }
-}
-
-#[inline]
-fn fmix64(mut k: u64) -> u64 {
-    k ^= k >> 33;
-    k = k.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    k ^= k >> 33;
-    k = k.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    k ^= k >> 33;
-    k
 }
 
 impl FineSketch {
@@ -132,18 +123,6 @@ impl FineSketch {
     pub fn from_slice(b: &[u8]) -> Option<FineSketch> {
         Some(FineSketch(b.try_into().ok()?))
     }
-}
-
-/// The bins (of `n` two-bit bins packed four to a byte) where `a` and `b`
-/// agree.
-fn agreements(a: &[u8], b: &[u8]) -> u32 {
-    a.iter()
-        .zip(b)
-        .map(|(a, b)| {
-            let x = a ^ b;
-            4 - ((x | (x >> 1)) & 0b0101_0101).count_ones()
-        })
-        .sum()
 }
 
 /// The Jaccard similarity of two documents' shingle sets estimated from

@@ -62,7 +62,7 @@ impl std::fmt::Debug for Sketch {
 
 /// MurmurHash3's 64-bit finaliser: a bijective mix.
 #[inline]
-fn fmix64(mut k: u64) -> u64 {
+pub(crate) fn fmix64(mut k: u64) -> u64 {
     k ^= k >> 33;
     k = k.wrapping_mul(0xff51_afd7_ed55_8ccd);
     k ^= k >> 33;
@@ -261,16 +261,22 @@ impl Sketch {
 
     /// Estimated Jaccard similarity of the two shingle sets, in `[0, 1]`.
     pub fn similarity(&self, other: &Sketch) -> f64 {
-        let mut matches = 0u32;
-        for (a, b) in self.0.iter().zip(&other.0) {
-            let x = a ^ b;
-            // A bin matches when both of its bits agree.
-            let differ = (x | (x >> 1)) & 0b0101_0101;
-            matches += 4 - differ.count_ones();
-        }
+        let matches = agreements(&self.0, &other.0);
         let p = f64::from(matches) / BINS as f64;
         ((p - 0.25) / 0.75).clamp(0.0, 1.0)
     }
+}
+
+/// The two-bit bins (packed four to a byte, as a sketch's) where `a` and
+/// `b` agree: a bin agrees when both of its bits do.
+pub(crate) fn agreements(a: &[u8], b: &[u8]) -> u32 {
+    a.iter()
+        .zip(b)
+        .map(|(a, b)| {
+            let x = a ^ b;
+            4 - ((x | (x >> 1)) & 0b0101_0101).count_ones()
+        })
+        .sum()
 }
 
 /// The estimated share of the shorter document's shingles that the longer
