@@ -340,7 +340,13 @@ fn missing(m: &[u64], rep: &[u64]) -> f64 {
 }
 
 /// Each document's fingerprint and sketch, as a default store makes them.
-struct Analysed(Vec<(simdb::Fingerprint, Option<simdb::Sketch>)>);
+struct Analysed(
+    Vec<(
+        simdb::Fingerprint,
+        Option<simdb::Sketch>,
+        Option<simdb::fingerprint::FineSketch>,
+    )>,
+);
 
 impl Analysed {
     fn of(w: &Workload) -> Analysed {
@@ -349,8 +355,8 @@ impl Analysed {
             w.docs
                 .iter()
                 .map(|(_, t)| match f.analyze(t) {
-                    Ok(a) => (a.fingerprint, a.sketch),
-                    Err(_) => (simdb::Fingerprint(0), None),
+                    Ok(a) => (a.fingerprint, a.sketch, a.fine),
+                    Err(_) => (simdb::Fingerprint(0), None, None),
                 })
                 .collect(),
         )
@@ -382,13 +388,23 @@ impl Analysed {
     /// similarity, `Some(true)`: by containment; `None`: not at all).
     fn confirms(&self, w: &Workload, a: usize, b: usize) -> Option<bool> {
         let lengths = (w.docs[a].1.len() as u64, w.docs[b].1.len() as u64);
-        let s = self.similarity(a, b);
-        simdb::db::confirmation(Some(s), simdb::db::DEFAULT_MIN_SIMILARITY, || {
-            Ok(Some(lengths))
-        })
-        .ok()
-        .flatten()
-        .map(|c| c.is_some())
+        // The store's estimate: refined by the fine sketches near the
+        // threshold; two documents without sketches are taken on trust.
+        let min = simdb::db::DEFAULT_MIN_SIMILARITY;
+        let (x, y) = (&self.0[a], &self.0[b]);
+        let e = simdb::db::estimate(
+            (x.1.as_ref(), x.2.as_ref()),
+            (y.1.as_ref(), y.2.as_ref()),
+            min,
+        )
+        .or(Some(simdb::db::Estimate {
+            similarity: 1.0,
+            refined: false,
+        }));
+        simdb::db::confirm_estimate(e, min, || Ok(Some(lengths)))
+            .ok()
+            .flatten()
+            .map(|c| c.is_some())
     }
 }
 
