@@ -333,6 +333,11 @@ def order_input(batches: Any, work: str, *, id: str = "id") -> dict:
 
     for b in batches:
         t = b if isinstance(b, pa.Table) else pa.Table.from_batches([b])
+        if "fine" not in t.column_names and "fingerprint" in t.column_names:
+            # Rows fingerprinted before the fine sketch (format 14): their
+            # pairs are confirmed by the 32-byte sketch alone, as a store's
+            # records from before are.
+            t = t.append_column("fine", pa.nulls(t.num_rows, pa.binary(96)))
         missing = [c for c in _IMPORT_COLUMNS if c != "id" and c not in t.column_names]
         if id not in t.column_names or missing:
             raise ValueError(

@@ -141,6 +141,26 @@ def test_fingerprint_table(tmp_path):
         fingerprint_table(table, simdb.Analyzer(), text="body")
 
 
+def test_rows_without_fine_sketches_are_taken(tmp_path):
+    """Rows fingerprinted before the fine sketch (format 14) have no
+    `fine` column: dedup's first stage takes them, with a null one."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+    from simdb.ray import fingerprint_table, order_input
+
+    texts = corpus()
+    table = pa.table({"id": [f"d{i}" for i in range(len(texts))], "text": texts})
+    out = fingerprint_table(table, simdb.Analyzer())
+    assert out.column("fine").null_count < out.num_rows
+    old = out.drop_columns(["fine"])
+    mark = order_input([old], str(tmp_path / "work"))
+    assert mark["rows"] == len(texts)
+    written = pq.read_table(str(tmp_path / "work" / "input"))
+    assert written.column("fine").null_count == written.num_rows
+    with pytest.raises(ValueError, match="no column"):
+        order_input([old.drop_columns(["sketch"])], str(tmp_path / "again"))
+
+
 def test_ray_fingerprint(tmp_path):
     ray = pytest.importorskip("ray")
     pytest.importorskip("pyarrow")
