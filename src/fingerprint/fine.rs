@@ -29,7 +29,7 @@
 //! 384 agreements are 512 draws: [`refined_similarity`] is
 //! `(matches / 512 - 1/4) / (3/4)`, clamped to `[0, 1]`.
 
-use super::sketch::{agreements, fmix64};
+use super::sketch::{agreements, densify, fmix64};
 use super::Sketch;
 
 /// Number of bins of a fine sketch.
@@ -89,22 +89,11 @@ impl FineSketch {
         if !any {
             return None;
         }
-        let filled = bins;
-        for (j, bin) in bins.iter_mut().enumerate() {
-            if *bin != u64::MAX {
-                continue;
-            }
-            let mut attempt = 1u64;
-            loop {
-                let src = (fmix64((((j as u64) << 32) | attempt) ^ 0x5bd1_e995) % FINE_BINS as u64)
-                    as usize;
-                if filled[src] != u64::MAX {
-                    *bin = fmix64(filled[src] ^ ((j as u64 + 1) << 55));
-                    break;
-                }
-                attempt += 1;
-            }
-        }
+        densify(
+            &mut bins,
+            |j, attempt| fmix64((((j as u64) << 32) | attempt) ^ 0x5bd1_e995),
+            |v, j| fmix64(v ^ ((j as u64 + 1) << 55)),
+        );
         let mut out = [0u8; FINE_BYTES];
         for (j, v) in bins.iter().enumerate() {
             out[j / 4] |= ((v & 3) as u8) << (2 * (j % 4));

@@ -168,21 +168,11 @@ impl Bins {
         if !any {
             return None;
         }
-        let filled = bins;
-        for (j, bin) in bins.iter_mut().enumerate() {
-            if *bin != u64::MAX {
-                continue;
-            }
-            let mut attempt = 1u64;
-            loop {
-                let src = (fmix64(((j as u64) << 32) | attempt) % BINS as u64) as usize;
-                if filled[src] != u64::MAX {
-                    *bin = fill.value(filled[src], j);
-                    break;
-                }
-                attempt += 1;
-            }
-        }
+        densify(
+            &mut bins,
+            |j, attempt| fmix64(((j as u64) << 32) | attempt),
+            |v, j| fill.value(v, j),
+        );
         Some(Bins(bins))
     }
 
@@ -264,6 +254,33 @@ impl Sketch {
         let matches = agreements(&self.0, &other.0);
         let p = f64::from(matches) / BINS as f64;
         ((p - 0.25) / 0.75).clamp(0.0, 1.0)
+    }
+}
+
+/// Optimal densification of one-permutation bins (`u64::MAX`: empty, and
+/// at least one is not): empty bin `j` probes bins `probe(j, attempt) %
+/// len` for attempt = 1, 2, … and takes `value(v, j)` of the first
+/// non-empty bin's value `v` (as the bins were before any was filled).
+pub(crate) fn densify(
+    bins: &mut [u64],
+    probe: impl Fn(usize, u64) -> u64,
+    value: impl Fn(u64, usize) -> u64,
+) {
+    let filled = bins.to_vec();
+    let n = filled.len() as u64;
+    for (j, bin) in bins.iter_mut().enumerate() {
+        if *bin != u64::MAX {
+            continue;
+        }
+        let mut attempt = 1u64;
+        loop {
+            let src = filled[(probe(j, attempt) % n) as usize];
+            if src != u64::MAX {
+                *bin = value(src, j);
+                break;
+            }
+            attempt += 1;
+        }
     }
 }
 

@@ -175,15 +175,17 @@ fn part_hashes(b: &[u8], max: usize) -> std::result::Result<Vec<u64>, String> {
 }
 
 #[cfg(feature = "parquet")]
-/// Row `i`'s `fine` column (binary, nullable), when `batch` has one.
-fn fine_bytes(
+/// Row `i`'s bytes in binary column `name` (binary, large binary or
+/// fixed-size binary), when `batch` has the column and the row a value.
+fn binary_at(
     batch: &arrow_array::RecordBatch,
     i: usize,
+    name: &str,
 ) -> std::result::Result<Option<Vec<u8>>, String> {
     use arrow_array::cast::AsArray;
     use arrow_array::Array;
     use arrow_schema::DataType as T;
-    let Some(c) = batch.column_by_name("fine") else {
+    let Some(c) = batch.column_by_name(name) else {
         return Ok(None);
     };
     if c.is_null(i) {
@@ -193,16 +195,19 @@ fn fine_bytes(
         T::Binary => c.as_binary::<i32>().value(i).to_vec(),
         T::LargeBinary => c.as_binary::<i64>().value(i).to_vec(),
         T::FixedSizeBinary(_) => c.as_fixed_size_binary().value(i).to_vec(),
-        t => return Err(format!("\"fine\" must be binary, not {t}")),
+        t => return Err(format!("\"{name}\" must be binary, not {t}")),
     }))
 }
 
 #[cfg(feature = "parquet")]
-/// A fine sketch from a `fine` column's bytes (none for a null).
-fn fine_sketch(
-    b: &Option<Vec<u8>>,
+/// Row `i`'s fine sketch, from its `fine` column (none without one, or
+/// for a null).
+fn fine_at(
+    batch: &arrow_array::RecordBatch,
+    i: usize,
 ) -> std::result::Result<Option<crate::fingerprint::FineSketch>, String> {
-    b.as_deref()
+    binary_at(batch, i, "fine")?
+        .as_deref()
         .map(|b| {
             crate::fingerprint::FineSketch::from_slice(b).ok_or_else(|| {
                 format!(
@@ -247,20 +252,7 @@ fn engine_row(
     use arrow_array::Array;
     use arrow_schema::DataType as T;
 
-    let bytes = |name: &str| -> std::result::Result<Option<Vec<u8>>, String> {
-        let Some(c) = batch.column_by_name(name) else {
-            return Ok(None);
-        };
-        if c.is_null(i) {
-            return Ok(None);
-        }
-        Ok(Some(match c.data_type() {
-            T::Binary => c.as_binary::<i32>().value(i).to_vec(),
-            T::LargeBinary => c.as_binary::<i64>().value(i).to_vec(),
-            T::FixedSizeBinary(_) => c.as_fixed_size_binary().value(i).to_vec(),
-            t => return Err(format!("\"{name}\" must be binary, not {t}")),
-        }))
-    };
+    let bytes = |name: &str| binary_at(batch, i, name);
     // (value, whether it was a signed type).
     let int = |name: &str| -> std::result::Result<Option<(u64, bool)>, String> {
         let Some(c) = batch.column_by_name(name) else {
@@ -305,7 +297,7 @@ fn engine_row(
                 .into_iter()
                 .take(crate::fingerprint::parts::QUERY_PARTS)
                 .collect(),
-            fine: fine_sketch(&fine_bytes(batch, i)?)?,
+            fine: fine_at(batch, i)?,
         })
     } else {
         None
@@ -459,7 +451,7 @@ pub(super) fn restored_row(
         // Set from the export's decision log.
         kept: None,
         // Absent from exports before format 14.
-        fine: fine_sketch(&fine_bytes(batch, i)?)?,
+        fine: fine_at(batch, i)?,
     };
     // Absent from exports before format 11; null where the store kept no
     // text.
