@@ -12,6 +12,7 @@ mod clusters;
 mod crash;
 mod decisions;
 mod duplicates;
+mod engine;
 mod exactness;
 #[cfg(feature = "parquet")]
 mod export;

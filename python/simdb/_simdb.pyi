@@ -135,6 +135,10 @@ class Db:
     @property
     def recipe(self) -> dict[str, Any]:
         """The store's fingerprint recipe."""
+    @property
+    def keep_policy(self) -> str:
+        """The store's keep policy: ``first``, ``priority``, ``longest`` or
+        ``newest``."""
     def add(
         self,
         id: str,
@@ -329,6 +333,11 @@ class Db:
         ``distance``, ``similarity``, ``containment``; and ``checked``, the
         documents checked. Reads only: processes that each open the store
         read-only can split its ords (``simdb.ray.dedup``)."""
+    def records(self, ids: list[str]) -> dict[str, list[Any]]:
+        """The stored records of ``ids`` for the engines' placement
+        (``place_components``): lists ``ord`` and ``record`` (bytes, as the
+        store's codec writes a record: docs/format.md), None where an id
+        is not stored."""
 
 def import_parquet(
     target: Union[str, PathLike[str]],
@@ -354,6 +363,42 @@ def rebuild_clusters(
     hold it) from near-copy lists, ``(ord, [ids])`` in ascending ord as
     ``Db.earlier_copies`` gives them, under ``keep`` (default: the
     store's policy). Returns the number of clusters of two or more."""
+
+def place_components(
+    scratch: Union[str, PathLike[str]],
+    ids: list[str],
+    records: list[bytes],
+    list_ords: list[int],
+    lists: list[list[str]],
+    *,
+    recipe: Optional[Union[dict[str, Any], str]] = None,
+    keep: Optional[str] = None,
+    decisions: Optional[Union[str, PathLike[str]]] = None,
+    written_at: Optional[int] = None,
+) -> dict[str, list[Any]]:
+    """The clusters of whole components of the near-copy graph, placed by
+    the store's rule in a scratch store made at ``scratch`` (a new path,
+    removed afterwards): ``ids`` with their ``records`` (``Db.records``'
+    bytes), and the near-copy lists (``list_ords``, ``lists``) of those
+    that have any; every id a list names must be among ``ids``.
+    ``recipe`` is the run's store's, ``keep`` the policy (default
+    ``first``), ``decisions`` a log of ``simdb decisions --json``,
+    ``written_at`` the time every record is taken as written at (the run's
+    store's, when it was made by one import). Returns the cluster rows as lists: ``cluster``, ``size``,
+    ``representative``, ``id``, ``rank``, ``distance``."""
+
+def put_clusters(
+    path: Union[str, PathLike[str]],
+    chunks: Iterable[tuple[list[int], list[int], list[str]]],
+    *,
+    keep: Optional[str] = None,
+) -> int:
+    """Replaces the clusters of the store at ``path`` (no other handle may
+    hold it) by placed ones: ``(clusters, ranks, ids)`` chunks, each
+    cluster's rows together and in rank order, as ``place_components``
+    gives them, under ``keep`` (default: the store's policy). Rows that
+    disagree with the store's records are refused. Returns the number of
+    clusters."""
 
 def fingerprint(
     text: str,

@@ -18,7 +18,8 @@ cores it is given. The columns added are :data:`COLUMNS`.
 documents in the same order finds: the fingerprint rows are imported into a
 store (the index), each document's duplicate check against those before it
 runs on the workers (the store's own search, read-only), and the clusters
-are placed from those checks. ``python -m simdb.ray dedup`` runs it from
+are placed on the workers too, each connected component of the near-copy
+graph by the store's rule in a scratch store of a worker's own. ``python -m simdb.ray dedup`` runs it from
 files, resumably.
 """
 
@@ -234,7 +235,7 @@ def fingerprint_files(
         tmp = os.path.join(out, f".{name}.tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         if path.endswith(".parquet"):
-            ds = ray.data.read_parquet(path)
+            ds = _read_parquet(path)
         else:
             ds = ray.data.read_json(path, lines=True)
         fps = fingerprint(
@@ -269,6 +270,22 @@ PAIR_COLUMNS = ("a", "b", "distance", "similarity", "containment")
 CLUSTER_COLUMNS = ("cluster", "size", "representative", "id", "rank", "distance")
 
 _IMPORT_COLUMNS = ("id",) + COLUMNS
+
+
+def _read_parquet(paths: Any) -> Any:
+    """``ray.data.read_parquet(paths)``, with fsspec's HTTP module
+    imported first: Ray 2.60 resolves paths on several threads, each
+    importing it, and a thread that finds it half imported fails with an
+    ImportError (seen with fsspec 2026.9). Imported once here, it is
+    whole for them; without aiohttp (which it needs, and tools/ray.sh
+    installs) it cannot be, and the race stays possible."""
+    import ray
+
+    try:
+        import fsspec.implementations.http  # noqa: F401
+    except ImportError:
+        pass
+    return ray.data.read_parquet(paths)
 
 
 def _write_atomically(table: "pyarrow.Table", path: str) -> None:
@@ -429,13 +446,19 @@ def check_range(store: str, start: int, end: int) -> "pyarrow.Table":
     confirmed near-copies among the documents before it (the store's
     duplicate check, see ``Db.earlier_copies``): columns ``ord``, ``id``,
     ``near``, ``distance``, ``similarity``, ``containment`` (lists, nearest
-    first). The table's metadata holds ``checked``."""
+    first), and what the placement on the workers needs of the store:
+    ``record`` (the document's record, as the store's codec writes it),
+    ``near_ord`` and ``near_record`` (its near copies'). The table's
+    metadata holds ``checked``."""
     import pyarrow as pa
 
     from ._simdb import Db
 
     with Db.open(store, read_only=True) as db:
         c = db.earlier_copies(start, end)
+        wanted = sorted(set(c["id"]).union(*[set(n) for n in c["near"]]) if c["id"] else set())
+        got = db.records(wanted)
+    of = dict(zip(wanted, zip(got["ord"], got["record"])))
     t = pa.table(
         {
             "ord": pa.array(c["ord"], pa.uint64()),
@@ -444,6 +467,9 @@ def check_range(store: str, start: int, end: int) -> "pyarrow.Table":
             "distance": pa.array(c["distance"], pa.list_(pa.uint32())),
             "similarity": pa.array(c["similarity"], pa.list_(pa.float64())),
             "containment": pa.array(c["containment"], pa.list_(pa.float64())),
+            "record": pa.array([of[i][1] for i in c["id"]], pa.binary()),
+            "near_ord": pa.array([[of[n][0] for n in near] for near in c["near"]], pa.list_(pa.uint64())),
+            "near_record": pa.array([[of[n][1] for n in near] for near in c["near"]], pa.list_(pa.binary())),
         }
     )
     return t.replace_schema_metadata({"checked": str(c["checked"])})
@@ -501,7 +527,9 @@ def _check_parts(out: str) -> list[str]:
 
 
 def place(work: str, keep: Optional[str] = None, decisions: Optional[str] = None) -> dict:
-    """Stage 4 of :func:`dedup`: the store's clusters rebuilt from the
+    """Stage 4 of :func:`dedup` on one machine (what :func:`dedup` did
+    before :func:`place_on_workers`; kept to compare with it,
+    ``tools/engine_dedup.py --driver-place``): the store's clusters rebuilt from the
     near-copy lists of stage 3 (``simdb.rebuild_clusters``), as ingest
     would have built them under ``keep`` (default: the store's policy,
     ``first`` for an import); after an incremental run, the earlier runs'
@@ -535,6 +563,218 @@ def place(work: str, keep: Optional[str] = None, decisions: Optional[str] = None
     what = {"clusters": n, "keep": keep or "store"}
     write_mark(marker, what)
     return what
+
+
+def _check_chain(work: str) -> list[str]:
+    """The check part files of every night so far, oldest first."""
+    chain = read_mark(os.path.join(work, "store.json")).get("checks", [os.path.join(work, "checks")])
+    return [p for d in chain for p in _check_parts(d)]
+
+
+def _place_bucket(
+    t: "pyarrow.Table",
+    out: str,
+    recipe: Optional[dict[str, Any]],
+    keep: Optional[str],
+    decisions: Optional[str],
+    written_at: Optional[int] = None,
+) -> "pyarrow.Table":
+    """One group of the placement on the workers: the components whose
+    label falls in one bucket, placed (``simdb.engine.place_partition``)
+    and written to ``OUT/part-BUCKET.parquet`` whole or not at all; a
+    bucket whose file is there from an earlier run is not placed again.
+    Returns its counts."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from . import engine
+
+    b = int(t.column("bucket")[0].as_py())
+    path = os.path.join(out, f"part-{b:05}.parquet")
+    if _done(path):
+        rows, skipped = pq.read_metadata(path).num_rows, 1
+    else:
+        placed = engine.place_partition(
+            t, recipe=recipe, keep=keep, decisions=decisions, written_at=written_at
+        )
+        _write_atomically(placed, path)
+        rows, skipped = placed.num_rows, 0
+    return pa.table({"bucket": [b], "members": [rows], "skipped": [skipped]})
+
+
+def place_on_workers(
+    work: str,
+    keep: Optional[str] = None,
+    decisions: Optional[str] = None,
+    *,
+    buckets: Optional[int] = None,
+    num_cpus: Optional[float] = None,
+) -> dict:
+    """Stage 4 of :func:`dedup`, on the workers: the components of the
+    near-copy graph of every night's checks (large-star / small-star,
+    ``simdb.engine``: each step a shuffle of the edges, the driver seeing
+    only the count of edges that moved), each vertex joined with its
+    component, and the components placed in ``buckets`` groups, each on a
+    worker in a scratch store of its own (``simdb.place_components``:
+    the store's rule under ``keep``, obeying ``decisions``), written to
+    ``WORK/clusters/part-NNNNN.parquet``. Then the store takes the
+    clusters (``simdb.put_clusters``, after the decisions), so it serves
+    them. Marked by ``WORK/placed.json``; a killed run redoes the steps
+    and skips the buckets already written (the components, and so the
+    buckets, are the same)."""
+    import ray
+
+    from . import _simdb, engine
+
+    marker = os.path.join(work, "placed.json")
+    if _done(marker):
+        return read_mark(marker)
+    store = os.path.join(work, "store")
+    with _simdb.Db.open(store, read_only=True) as db:
+        recipe = db.recipe
+        keep = keep or db.keep_policy
+        documents = len(db)
+    if buckets is None:
+        buckets = max(2, min(1024, -(-documents // 100_000)))
+    parts = _check_chain(work)
+    written_at = _written_at(store, parts)
+    out = os.path.join(work, "clusters")
+    os.makedirs(out, exist_ok=True)
+    what: dict[str, Any] = {"keep": keep, "buckets": buckets, "rounds": 0}
+    pairs = 0
+    for p in parts:
+        import pyarrow.parquet as pq
+
+        pairs += pq.read_metadata(p).num_rows
+    kw: dict[str, Any] = {"batch_format": "pyarrow"}
+    if num_cpus is not None:
+        kw["num_cpus"] = num_cpus
+    if pairs:
+        cols = ["ord", "id", "near", "record", "near_ord", "near_record"]
+        checks = _read_parquet(parts).select_columns(cols)
+        e = checks.map_batches(engine.edges, **kw).materialize()
+        while True:
+            changed = 0
+            for step in (engine.large_star, engine.small_star):
+                e = (
+                    e.map_batches(engine.both_ways, fn_kwargs={"buckets": buckets}, **kw)
+                    .groupby("bucket", num_partitions=buckets)
+                    .map_groups(step, **kw)
+                    .materialize()
+                )
+                changed += int(e.sum("changed") or 0)
+            what["rounds"] += 1
+            if changed == 0:
+                break
+        schema = engine.vertex_schema()
+
+        def label_rows(t: "pyarrow.Table") -> "pyarrow.Table":
+            import pyarrow as pa
+
+            n = t.num_rows
+            v = pa.table(
+                {
+                    "ord": t.column("ord"),
+                    "id": pa.nulls(n, pa.string()),
+                    "record": pa.nulls(n, pa.binary()),
+                    "near": pa.nulls(n, pa.list_(pa.string())),
+                    "label": t.column("label"),
+                },
+                schema=schema,
+            )
+            return with_ord_bucket(v)
+
+        def with_ord_bucket(t: "pyarrow.Table") -> "pyarrow.Table":
+            import pyarrow as pa
+
+            return t.append_column("bucket", pa.array(engine.bucket(t.column("ord").to_numpy(), buckets)))
+
+        lab = (
+            e.map_batches(engine.both_ways, fn_kwargs={"buckets": buckets}, **kw)
+            .groupby("bucket", num_partitions=buckets)
+            .map_groups(engine.labels, **kw)
+            .map_batches(label_rows, **kw)
+        )
+        ver = checks.map_batches(engine.vertices, **kw).map_batches(with_ord_bucket, **kw)
+        done = (
+            ver.union(lab)
+            .groupby("bucket", num_partitions=buckets)
+            .map_groups(engine.label_vertices, fn_kwargs={"buckets": buckets}, **kw)
+            .groupby("bucket", num_partitions=buckets)
+            .map_groups(
+                _place_bucket,
+                fn_kwargs={
+                    "out": out,
+                    "recipe": recipe,
+                    "keep": keep,
+                    "decisions": None if decisions is None else os.path.abspath(decisions),
+                    "written_at": written_at,
+                },
+                **kw,
+            )
+            .take_all()
+        )
+        what["members"] = sum(r["members"] for r in done)
+        what["skipped"] = sum(r["skipped"] for r in done)
+    else:
+        what["members"] = what["skipped"] = 0
+        write_empty_clusters(out)
+    open(os.path.join(out, "_SUCCESS"), "wb").close()
+    # The store serves them: the decisions first (its records' kept
+    # marks), then the clusters as the workers placed them.
+    if decisions is not None:
+        with _simdb.Db.open(store) as db:
+            if not db.decisions(limit=1)["decisions"]:
+                db.replay_decisions(os.fspath(decisions))
+    what["clusters"] = _simdb.put_clusters(store, _cluster_chunks(out), keep=keep)
+    write_mark(marker, what)
+    return what
+
+
+def cluster_schema() -> "pyarrow.Schema":
+    """The columns of a cluster row, with their types."""
+    import pyarrow as pa
+
+    from .engine import CLUSTER_COLUMNS
+
+    types = [pa.int64(), pa.int64(), pa.string(), pa.string(), pa.int32(), pa.int32()]
+    return pa.schema(list(zip(CLUSTER_COLUMNS, types)))
+
+
+def write_empty_clusters(out: str) -> None:
+    """A placement with no pairs: one empty part, so that readers of
+    ``out`` find the columns."""
+    _write_atomically(cluster_schema().empty_table(), os.path.join(out, "part-00000.parquet"))
+
+
+def _written_at(store: str, parts: list[str]) -> Optional[int]:
+    """The time the store's import wrote its records at (one for all):
+    what the placement takes every record as written at, so that
+    ``newest`` ranks as the store does although the checks of earlier
+    nights carry their own nights' times. None when there are no checks."""
+    import pyarrow.parquet as pq
+
+    from ._simdb import Db
+
+    for p in parts:
+        t = pq.read_table(p, columns=["id"])
+        if t.num_rows:
+            with Db.open(store, read_only=True) as db:
+                return int(db.get(t.column("id")[0].as_py())["ingested_at"])
+    return None
+
+
+def _cluster_chunks(out: str, rows: int = 65536) -> Any:
+    """The cluster rows of the placement's part files as (clusters, ranks,
+    ids) chunks, each file's rows in its order (a cluster's together)."""
+    import pyarrow.parquet as pq
+
+    for f in sorted(os.listdir(out)):
+        if not (f.startswith("part-") and f.endswith(".parquet")):
+            continue
+        pf = pq.ParquetFile(os.path.join(out, f))
+        for b in pf.iter_batches(batch_size=rows, columns=["cluster", "rank", "id"]):
+            yield (b.column(0).to_pylist(), b.column(1).to_pylist(), b.column(2).to_pylist())
 
 
 def pairs_table(checks: "pyarrow.Table") -> "pyarrow.Table":
@@ -659,9 +899,12 @@ def dedup(
        sketch), over ``parts`` ranges of ords on ``concurrency`` Ray
        workers, each opening the store read-only (on one machine, or on a
        file system they share);
-    4. the clusters placed from those lists, in order, into the store
-       (obeying ``decisions``, a log of ``simdb decisions --json``, if
-       given: the store takes them first, as ``Db.replay_decisions``).
+    4. the clusters placed on the workers (:func:`place_on_workers`):
+       the components of the near-copy graph, each bucket of them placed
+       by the store's rule in a scratch store of a worker's own (obeying
+       ``decisions``, a log of ``simdb decisions --json``, if given), then
+       written into the store (which takes the decisions first, as
+       ``Db.replay_decisions``), so that it serves them.
 
     The recipe is the one the fingerprints were made with (``recipe``:
     ``Analyzer.recipe``; default: a new store's, or with ``incremental``
@@ -740,14 +983,32 @@ def dedup(
     }
     report["seconds"]["checks"] = round(time.perf_counter() - t, 3)
     t = stage("place")
-    report["placed"] = place(work, keep, None if decisions is None else os.fspath(decisions))
+    report["placed"] = place_on_workers(
+        work,
+        keep,
+        None if decisions is None else os.fspath(decisions),
+        num_cpus=num_cpus,
+    )
     report["seconds"]["place"] = round(time.perf_counter() - t, 3)
     # Tonight's pairs: the parts of this run's ranges.
-    checks = ray.data.read_parquet(os.path.join(work, "checks"))
+    checks = _read_parquet(os.path.join(work, "checks")).select_columns(
+        ["id", "near", "distance", "similarity", "containment"]
+    )
     pairs = checks.map_batches(pairs_table, batch_format="pyarrow")
     store = os.path.join(work, "store")
-    clusters = ray.data.from_arrow(clusters_table(store))
+    clusters = _read_clusters(os.path.join(work, "clusters"))
     return Dedup(pairs, clusters, report, store)
+
+
+def _read_clusters(out: str) -> Any:
+    """The placement's cluster rows as a Ray Dataset (read on the
+    workers; an empty one when there are none)."""
+    import ray
+
+    files = [os.path.join(out, f) for f in sorted(os.listdir(out)) if f.endswith(".parquet")]
+    if not files:
+        return ray.data.from_arrow(cluster_schema().empty_table())
+    return _read_parquet(files)
 
 
 def drop_duplicates(ds: Any, clusters: Any, *, id: str = "id") -> Any:
@@ -821,13 +1082,13 @@ def dedup_files(
     recipe = None
     if text is not None:
         if any(f.endswith(".parquet") for f in files):
-            ds = ray.data.read_parquet(files)
+            ds = _read_parquet(files)
         else:
             ds = ray.data.read_json(files, lines=True)
         recipe = Analyzer(db=db, recipe=export_recipe(export) if export else None).recipe
         fps = fingerprint(ds, text=text, html=html, db=db, export=export, num_cpus=num_cpus)
     else:
-        fps = ray.data.read_parquet(files)
+        fps = _read_parquet(files)
         if db is not None:
             recipe = Analyzer(db=db).recipe
         elif export is not None:

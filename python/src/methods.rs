@@ -138,6 +138,15 @@ impl Db {
         to_py(py, &json_of(db.recipe())?)
     }
 
+    /// The store's keep policy (who represents a cluster): `first`,
+    /// `priority`, `longest` or `newest`.
+    #[getter]
+    pub(super) fn keep_policy(&self, py: Python<'_>) -> PyResult<String> {
+        let db = self.db()?;
+        let k = detach(py, || db.admin().keep_policy()).or_raise()?;
+        Ok(k.name().to_string())
+    }
+
     /// Adds (or replaces) one document; returns an `AddResult` with its
     /// near-duplicates (the first `max_duplicates`, default 10, at most
     /// 100, and how many there are). Atomic, in the write-ahead log on
@@ -522,6 +531,42 @@ impl Db {
         out.set_item("similarity", similarity)?;
         out.set_item("containment", containment)?;
         out.set_item("checked", checked)?;
+        Ok(out)
+    }
+
+    /// The stored records of `ids`, for the engines' placement on their
+    /// workers (`simdb.place_components`): a dict of `ord` (int) and
+    /// `record` (bytes: the record as the store's codec writes it,
+    /// docs/format.md), each None where an id is not stored.
+    pub(super) fn records<'py>(
+        &self,
+        py: Python<'py>,
+        ids: Vec<String>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let db = self.db()?;
+        let got: Vec<Option<(u64, Vec<u8>)>> = detach(py, || {
+            ids.iter()
+                .map(|id| {
+                    Ok(db
+                        .get(id)?
+                        .map(|r| (r.ord, simdb::codec::encode_record(&r))))
+                })
+                .collect::<simdb::Result<Vec<_>>>()
+        })
+        .or_raise()?;
+        let out = PyDict::new(py);
+        out.set_item(
+            "ord",
+            got.iter()
+                .map(|g| g.as_ref().map(|g| g.0))
+                .collect::<Vec<_>>(),
+        )?;
+        out.set_item(
+            "record",
+            got.iter()
+                .map(|g| g.as_ref().map(|g| pyo3::types::PyBytes::new(py, &g.1)))
+                .collect::<Vec<_>>(),
+        )?;
         Ok(out)
     }
 

@@ -303,6 +303,7 @@ def kill_during_checks(out, part: int) -> None:
     os.remove(work / "checks" / f"part-{part:05}.parquet")
     (work / "checks" / f".part-{part:05}.parquet.tmp").write_bytes(b"half a file")
     os.remove(work / "placed.json")
+    shutil.rmtree(work / "clusters", ignore_errors=True)
     for d in ("pairs", "clusters"):
         shutil.rmtree(out / d)
     if (out / "report.json").exists():
@@ -365,7 +366,8 @@ def test_ray_dedup_equals_ingest(tmp_path):
         work = tmp_path / "work-longest"
         os.remove(work / "checks" / "part-00001.parquet")
         os.remove(work / "placed.json")
-        simdb.ray.place(str(work), "longest")
+        shutil.rmtree(work / "clusters")
+        simdb.ray.place_on_workers(str(work), "longest", num_cpus=1)
         by = {}
         for m in simdb.ray.clusters_table(str(work / "store")).to_pylist():
             by.setdefault((m["cluster"], m["representative"]), []).append(m["id"])
@@ -538,3 +540,122 @@ def test_analyzer_reads_pages_as_the_store_does(tmp_path):
     pa = pytest.importorskip("pyarrow")
     t = simdb.ray.fingerprint_table(pa.table({"page": pages[:6]}), simdb.Analyzer(), "page", html=True)
     assert t.column("fingerprint").to_pylist() == cols["fingerprint"][:6]
+
+
+def union_find_labels(edges: list, nodes: set) -> dict:
+    parent = {n: n for n in nodes}
+
+    def root(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in edges:
+        ra, rb = root(a), root(b)
+        parent[max(ra, rb)] = min(ra, rb)
+    # The smallest node of each component names it.
+    smallest = {}
+    for n in nodes:
+        r = root(n)
+        smallest[r] = min(smallest.get(r, n), n)
+    return {n: smallest[root(n)] for n in nodes}
+
+
+def test_components_steps_equal_union_find():
+    """Large-star / small-star (simdb.engine) label every node with its
+    component's smallest ord, as a union-find does, on chains (the worst
+    case for label propagation), stars, a clique, duplicate and self
+    edges, and random sparse graphs; the bucketed steps, run over any
+    split of the nodes into groups, converge to the same labels."""
+    pa = pytest.importorskip("pyarrow")
+    pytest.importorskip("numpy")
+    from simdb import engine
+
+    rng = random.Random(59)
+    graphs = [
+        [(i + 1, i) for i in range(1, 300)],  # a chain, near copies of the one before
+        [(i, 1) for i in range(2, 200)] + [(i, 500) for i in range(501, 600)],  # stars
+        [(a, b) for a in range(1, 30) for b in range(1, a)],  # a clique
+        [(5, 3), (5, 3), (3, 5), (7, 7), (9, 8)],  # duplicates, a self edge
+    ]
+    for _ in range(20):
+        n = rng.choice((20, 200, 2000))
+        graphs.append([(rng.randrange(1, n), rng.randrange(1, n)) for _ in range(rng.randrange(1, n))])
+    # A long chain in a shuffled order of ords (copies of copies).
+    perm = list(range(1, 1001))
+    rng.shuffle(perm)
+    graphs.append([(perm[i], perm[i + 1]) for i in range(999)])
+    for g in graphs:
+        nodes = {x for e in g for x in e}
+        t = pa.table({"u": pa.array([a for a, _ in g], pa.uint64()), "v": pa.array([b for _, b in g], pa.uint64())})
+        got = engine.components_local(engine._edges_table(t.column("u"), t.column("v")))
+        labels = dict(zip(got.column("ord").to_pylist(), got.column("label").to_pylist()))
+        want = union_find_labels(g, nodes)
+        # A node only in a self edge is in no edge after the first step.
+        want = {k: v for k, v in want.items() if not all(a == b for a, b in g if k in (a, b))}
+        assert labels == want
+        # The same steps over groups (buckets), as an engine runs them.
+        for buckets in (3, 7):
+            e = engine._edges_table(t.column("u"), t.column("v"))
+            while True:
+                changed = 0
+                for step in (engine.large_star, engine.small_star):
+                    both = engine.both_ways(e, buckets)
+                    parts = [
+                        step(both.filter(pa.compute.equal(both.column("bucket"), b)))
+                        for b in range(buckets)
+                    ]
+                    e = pa.concat_tables(parts)
+                    changed += int(pa.compute.sum(e.column("changed")).as_py() or 0)
+                if changed == 0:
+                    break
+            both = engine.both_ways(e, buckets)
+            lab = pa.concat_tables(
+                [engine.labels(both.filter(pa.compute.equal(both.column("bucket"), b))) for b in range(buckets)]
+            )
+            assert dict(zip(lab.column("ord").to_pylist(), lab.column("label").to_pylist())) == want
+
+
+def test_ray_dedup_placement_resumes_and_needs_whole_components(tmp_path):
+    """A run killed while placing (one bucket's file written, the others
+    not) places the rest when run again, with the same clusters; a
+    placement given part of a component is refused, naming what is
+    missing."""
+    ray = pytest.importorskip("ray")
+    pytest.importorskip("pyarrow")
+    import simdb.ray
+
+    rows = dedup_corpus(11)
+    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    try:
+        fps = simdb.ray.fingerprint(ray.data.from_items(rows), batch_size=16, num_cpus=1).materialize()
+        work = tmp_path / "work"
+        r = simdb.ray.dedup(fps, work, keep="newest", parts=2, num_cpus=1)
+        _, first = engine_result(r)
+        assert any(len(m) >= 10 for _, m in first)
+        files = sorted(f for f in os.listdir(work / "clusters") if f.endswith(".parquet"))
+        assert len(files) >= 2, files
+        # Killed after the first bucket: the others, and the store's clusters, to do.
+        for f in files[1:]:
+            os.remove(work / "clusters" / f)
+        (work / "clusters" / ".part-99999.parquet.tmp").write_bytes(b"half")
+        os.remove(work / "placed.json")
+        placed = simdb.ray.place_on_workers(str(work), "newest", num_cpus=1)
+        assert placed["skipped"] == 1
+        by = {}
+        for m in simdb.ray.clusters_table(str(work / "store")).to_pylist():
+            by.setdefault((m["cluster"], m["representative"]), []).append(m["id"])
+        assert sorted((rep, sorted(ids)) for (_, rep), ids in by.items()) == first
+    finally:
+        ray.shutdown()
+    # Part of a component: the near copy's record is not given.
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(str(work / "checks"))
+    row = t.slice(0, 1).to_pylist()[0]
+    with pytest.raises(simdb.InvalidInput, match="whole components"):
+        simdb.place_components(
+            str(tmp_path / "scratch"), [row["id"]], [row["record"]], [row["ord"]], [row["near"]]
+        )
+    assert not (tmp_path / "scratch").exists()

@@ -601,6 +601,25 @@ impl Maintenance<'_> {
         self.db.rebuild_clusters_from(keep, lists)
     }
 
+    /// Replaces the store's clusters by those an engine placed on its
+    /// workers ([`super::engine::place_components`]): `rows` are (cluster
+    /// id, rank, member id), each cluster's together and in rank order,
+    /// ranked under `keep`, which becomes the store's policy. Writes each
+    /// member's cluster entries in atomic batches, under the rebuild marker
+    /// of [`Maintenance::set_keep_policy`] (an interrupted call leaves a
+    /// store that opens only to finish a rebuild). Rows that disagree with
+    /// the store's records (a missing member, one in two clusters, an
+    /// order `keep` does not give) stop it with [`crate::Error::Input`].
+    /// Returns the number of clusters.
+    pub fn put_clusters(
+        &mut self,
+        keep: KeepPolicy,
+        rows: impl IntoIterator<Item = Result<(u64, u32, String)>>,
+    ) -> Result<u64> {
+        self.db.check_writable()?;
+        super::engine::put_clusters(self.db, keep, rows)
+    }
+
     /// Rebuilds `refs`, the posting families, the document count and the
     /// clusters from the records, which are the source of truth (`simdb
     /// verify --repair`). Records that do not decode are reported and left

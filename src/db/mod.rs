@@ -7,6 +7,7 @@ mod admin;
 mod check;
 pub mod clusters;
 pub mod decisions;
+pub mod engine;
 #[cfg(feature = "parquet")]
 pub mod export;
 pub mod input;

@@ -17,7 +17,10 @@ of the simdb package:
    band buckets with their nearest-16 cap, confirmed by the sketch), over
    ranges of ords, one Spark task per range, each opening the store
    read-only (local mode, or a file system the executors share);
-4. place: the clusters placed from those lists, in order, on the driver.
+4. place: the components of the near-copy graph on the executors
+   (large-star / small-star), each bucket of components placed by the
+   store's rule in a scratch store of the executor's own, and the store
+   given the clusters (`simdb.put_clusters`).
 
 Output (Parquet): OUT/pairs/ (a, b, distance, similarity, containment: each
 document with each confirmed earlier near-copy its check found, at most 16,
@@ -121,7 +124,7 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
     report["seconds"]["checks"] = round(time.perf_counter() - t, 3)
 
     t = time.perf_counter()
-    report["placed"] = stages.place(work, keep)
+    report["placed"] = place_on_executors(spark, work, keep)
     report["seconds"]["place"] = round(time.perf_counter() - t, 3)
 
     t = time.perf_counter()
@@ -144,13 +147,10 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
         os.rename(tmp, final)
     final = os.path.join(out, "clusters")
     if not os.path.isdir(final):
-        table = stages.clusters_table(os.path.join(work, "store"))
+        # The placement's parts, as the executors wrote them.
         tmp = os.path.join(out, ".clusters.tmp")
         shutil.rmtree(tmp, ignore_errors=True)
-        spark.createDataFrame(
-            table.to_pandas(),
-            "cluster long, size long, representative string, id string, rank int, distance int",
-        ).write.parquet(tmp)
+        shutil.copytree(os.path.join(work, "clusters"), tmp)
         os.rename(tmp, final)
     report["pairs"] = spark.read.parquet(os.path.join(out, "pairs")).count()
     report["documents_in_clusters"] = spark.read.parquet(os.path.join(out, "clusters")).count()
@@ -160,6 +160,106 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
         json.dump(report, f, indent=1)
         f.write("\n")
     return report
+
+
+def place_on_executors(spark, work: str, keep: str | None = None, decisions: str | None = None,
+                       buckets: int | None = None) -> dict:
+    """Stage 4 on the executors, as `simdb.ray.place_on_workers` does it on
+    Ray, with the same stage functions (`simdb.engine`): each task reads
+    its check parts with pyarrow; the components by large-star /
+    small-star, each step a `groupBy(bucket).applyInArrow` (the driver
+    sees the count of edges that moved); the vertices joined with their
+    labels; each bucket of components placed in a scratch store of the
+    executor's own and written to WORK/clusters/part-NNNNN.parquet (a
+    bucket already there is skipped); then the store takes the clusters."""
+    import pyarrow.parquet as pq
+    import simdb
+    from pyspark.sql import functions as F
+    from simdb import engine
+    from simdb import ray as stages
+
+    marker = os.path.join(work, "placed.json")
+    if os.path.exists(marker):
+        return stages.read_mark(marker)
+    store = os.path.join(work, "store")
+    with simdb.Db.open(store, read_only=True) as db:
+        recipe, keep, documents = db.recipe, keep or db.keep_policy, len(db)
+    buckets = buckets or max(2, min(1024, -(-documents // 100_000)))
+    parts = stages._check_chain(work)
+    written_at = stages._written_at(store, parts)
+    out = os.path.join(work, "clusters")
+    os.makedirs(out, exist_ok=True)
+    what: dict = {"keep": keep, "buckets": buckets, "rounds": 0, "members": 0, "skipped": 0}
+    if sum(pq.read_metadata(p).num_rows for p in parts):
+        paths = spark.createDataFrame([(p,) for p in parts], "path string").repartition(
+            max(1, len(parts)))
+        cols = ["ord", "id", "near", "record", "near_ord", "near_record"]
+
+        def read(fn):
+            def go(batches):
+                for b in batches:
+                    for p in b.column("path").to_pylist():
+                        yield from engine.signed(fn(pq.read_table(p, columns=cols))).to_batches()
+            return go
+
+        edge = "u long, v long, changed long"
+        with_bucket = edge + ", bucket long"
+        e = paths.mapInArrow(read(engine.edges), edge).localCheckpoint()
+
+        def both(batches):
+            import pyarrow as pa
+            for b in batches:
+                yield from engine.signed(engine.both_ways(pa.Table.from_batches([b]), buckets)).to_batches()
+
+        def grouped(step):
+            return lambda t: engine.signed(step(t))
+
+        while True:
+            changed = 0
+            for step in (engine.large_star, engine.small_star):
+                e = (e.mapInArrow(both, with_bucket).groupBy("bucket")
+                     .applyInArrow(grouped(step), edge).localCheckpoint())
+                changed += int(e.agg(F.sum("changed")).collect()[0][0] or 0)
+            what["rounds"] += 1
+            if changed == 0:
+                break
+        vertex = "ord long, id string, record binary, near array<string>, label long, bucket long"
+
+        def label_rows(t):
+            import pyarrow as pa
+            n = t.num_rows
+            v = pa.table({"ord": t.column("ord").cast(pa.uint64()), "id": pa.nulls(n, pa.string()),
+                          "record": pa.nulls(n, pa.binary()), "near": pa.nulls(n, pa.list_(pa.string())),
+                          "label": t.column("label").cast(pa.uint64())}, schema=engine.vertex_schema())
+            return engine.signed(by_ord(v))
+
+        def by_ord(t):
+            import pyarrow as pa
+            return t.append_column("bucket", pa.array(engine.bucket(
+                t.column("ord").to_numpy(zero_copy_only=False), buckets)))
+
+        lab = (e.mapInArrow(both, with_bucket).groupBy("bucket")
+               .applyInArrow(lambda t: label_rows(engine.labels(t)), vertex))
+        ver = paths.mapInArrow(read(lambda t: by_ord(engine.vertices(t))), vertex)
+        log = None if decisions is None else os.path.abspath(decisions)
+        done = (ver.unionByName(lab).groupBy("bucket")
+                .applyInArrow(lambda t: engine.signed(engine.label_vertices(t, buckets)), vertex)
+                .groupBy("bucket")
+                .applyInArrow(lambda t: stages._place_bucket(t, out, recipe, keep, log, written_at),
+                              "bucket long, members long, skipped long")
+                .collect())
+        what["members"] = sum(r["members"] for r in done)
+        what["skipped"] = sum(r["skipped"] for r in done)
+    else:
+        stages.write_empty_clusters(out)
+    open(os.path.join(out, "_SUCCESS"), "wb").close()
+    if decisions is not None:
+        with simdb.Db.open(store) as db:
+            if not db.decisions(limit=1)["decisions"]:
+                db.replay_decisions(os.fspath(decisions))
+    what["clusters"] = simdb.put_clusters(store, stages._cluster_chunks(out), keep=keep)
+    stages.write_mark(marker, what)
+    return what
 
 
 def main(argv: list[str] | None = None) -> int:
