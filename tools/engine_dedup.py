@@ -162,6 +162,8 @@ def generate(path: str, n: int, seed: int) -> dict:
                 "terms": pa.array(np.full(m, 200, dtype=np.uint32), pa.uint32()),
                 "weak_bits": pa.array([bytes(x) for x in weak[lo:hi]], pa.binary()),
                 "content_hash": pa.array(hashes[lo:hi], pa.uint64()),
+                # No parts (generated rows have no text to cut).
+                "parts": pa.array([b""] * m, pa.binary()),
             }
         )
         pq.write_table(t, os.path.join(path, f"part-{lo // part:05}.parquet"))

@@ -319,6 +319,50 @@ def place_partition(
     )
 
 
+def split(t: Any, column: str, buckets: int) -> list:
+    """``t``'s rows in ``buckets`` tables by the bucket of ``column``'s
+    values (uint64), each table with ``t``'s schema (empty ones too)."""
+    import numpy as np
+
+    if t.num_rows == 0:
+        return [t] * buckets
+    b = bucket(t.column(column).to_numpy(zero_copy_only=False), buckets)
+    order = np.argsort(b, kind="stable")
+    t = t.take(order)
+    ends = np.cumsum(np.bincount(b, minlength=buckets))
+    starts = np.concatenate([[0], ends[:-1]])
+    return [t.slice(int(a), int(e - a)) for a, e in zip(starts, ends)]
+
+
+def concat(tables: Any) -> Any:
+    """The tables as one (their schemas are one)."""
+    import pyarrow as pa
+
+    tables = list(tables)
+    full = [x for x in tables if x.num_rows]
+    if not full:
+        return tables[0]
+    return pa.concat_tables(full) if len(full) > 1 else full[0]
+
+
+def label_rows(t: Any) -> Any:
+    """:func:`labels`' rows (ord, label) as vertex rows with no document
+    (``id`` null), to be joined by :func:`label_vertices`."""
+    import pyarrow as pa
+
+    n = t.num_rows
+    return pa.table(
+        {
+            "ord": t.column("ord").cast(pa.uint64()),
+            "id": pa.nulls(n, pa.string()),
+            "record": pa.nulls(n, pa.binary()),
+            "near": pa.nulls(n, pa.list_(pa.string())),
+            "label": t.column("label").cast(pa.uint64()),
+        },
+        schema=vertex_schema(),
+    )
+
+
 def signed(t: Any) -> Any:
     """``t`` with its unsigned 64-bit columns as signed (for engines with
     no unsigned type, as Spark; ords are below 2^63)."""

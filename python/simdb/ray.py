@@ -612,19 +612,19 @@ def place_on_workers(
 ) -> dict:
     """Stage 4 of :func:`dedup`, on the workers: the components of the
     near-copy graph of every night's checks (large-star / small-star,
-    ``simdb.engine``: each step a shuffle of the edges, the driver seeing
-    only the count of edges that moved), each vertex joined with its
-    component, and the components placed in ``buckets`` groups, each on a
-    worker in a scratch store of its own (``simdb.place_components``:
+    ``simdb.engine``: each step ``buckets`` Ray tasks whose outputs are
+    routed by bucket to the next step's, the driver seeing only the count
+    of edges that moved), each vertex joined with its component, and the
+    components placed in ``buckets`` groups (one per 100,000 documents,
+    from 2 to 256), each on a worker in a scratch store of its own
+    (``simdb.place_components``:
     the store's rule under ``keep``, obeying ``decisions``), written to
     ``WORK/clusters/part-NNNNN.parquet``. Then the store takes the
     clusters (``simdb.put_clusters``, after the decisions), so it serves
     them. Marked by ``WORK/placed.json``; a killed run redoes the steps
     and skips the buckets already written (the components, and so the
     buckets, are the same)."""
-    import ray
-
-    from . import _simdb, engine
+    from . import _simdb
 
     marker = os.path.join(work, "placed.json")
     if _done(marker):
@@ -635,7 +635,7 @@ def place_on_workers(
         keep = keep or db.keep_policy
         documents = len(db)
     if buckets is None:
-        buckets = max(2, min(1024, -(-documents // 100_000)))
+        buckets = max(2, min(256, -(-documents // 100_000)))
     parts = _check_chain(work)
     written_at = _written_at(store, parts)
     out = os.path.join(work, "clusters")
@@ -646,74 +646,9 @@ def place_on_workers(
         import pyarrow.parquet as pq
 
         pairs += pq.read_metadata(p).num_rows
-    kw: dict[str, Any] = {"batch_format": "pyarrow"}
-    if num_cpus is not None:
-        kw["num_cpus"] = num_cpus
     if pairs:
-        cols = ["ord", "id", "near", "record", "near_ord", "near_record"]
-        checks = _read_parquet(parts).select_columns(cols)
-        e = checks.map_batches(engine.edges, **kw).materialize()
-        while True:
-            changed = 0
-            for step in (engine.large_star, engine.small_star):
-                e = (
-                    e.map_batches(engine.both_ways, fn_kwargs={"buckets": buckets}, **kw)
-                    .groupby("bucket", num_partitions=buckets)
-                    .map_groups(step, **kw)
-                    .materialize()
-                )
-                changed += int(e.sum("changed") or 0)
-            what["rounds"] += 1
-            if changed == 0:
-                break
-        schema = engine.vertex_schema()
-
-        def label_rows(t: "pyarrow.Table") -> "pyarrow.Table":
-            import pyarrow as pa
-
-            n = t.num_rows
-            v = pa.table(
-                {
-                    "ord": t.column("ord"),
-                    "id": pa.nulls(n, pa.string()),
-                    "record": pa.nulls(n, pa.binary()),
-                    "near": pa.nulls(n, pa.list_(pa.string())),
-                    "label": t.column("label"),
-                },
-                schema=schema,
-            )
-            return with_ord_bucket(v)
-
-        def with_ord_bucket(t: "pyarrow.Table") -> "pyarrow.Table":
-            import pyarrow as pa
-
-            return t.append_column("bucket", pa.array(engine.bucket(t.column("ord").to_numpy(), buckets)))
-
-        lab = (
-            e.map_batches(engine.both_ways, fn_kwargs={"buckets": buckets}, **kw)
-            .groupby("bucket", num_partitions=buckets)
-            .map_groups(engine.labels, **kw)
-            .map_batches(label_rows, **kw)
-        )
-        ver = checks.map_batches(engine.vertices, **kw).map_batches(with_ord_bucket, **kw)
-        done = (
-            ver.union(lab)
-            .groupby("bucket", num_partitions=buckets)
-            .map_groups(engine.label_vertices, fn_kwargs={"buckets": buckets}, **kw)
-            .groupby("bucket", num_partitions=buckets)
-            .map_groups(
-                _place_bucket,
-                fn_kwargs={
-                    "out": out,
-                    "recipe": recipe,
-                    "keep": keep,
-                    "decisions": None if decisions is None else os.path.abspath(decisions),
-                    "written_at": written_at,
-                },
-                **kw,
-            )
-            .take_all()
-        )
+        log = None if decisions is None else os.path.abspath(decisions)
+        done = _place_tasks(parts, out, buckets, recipe, keep, log, written_at, what, num_cpus)
         what["members"] = sum(r["members"] for r in done)
         what["skipped"] = sum(r["skipped"] for r in done)
     else:
@@ -762,6 +697,101 @@ def _written_at(store: str, parts: list[str]) -> Optional[int]:
             with Db.open(store, read_only=True) as db:
                 return int(db.get(t.column("id")[0].as_py())["ingested_at"])
     return None
+
+
+def _read_part_task(path: str, buckets: int) -> tuple:
+    """A check part's edges (both ways, split by the bucket of ``u``) and
+    vertices (split by the bucket of their ord): 2 × ``buckets`` tables."""
+    import pyarrow.parquet as pq
+
+    from . import engine
+
+    cols = ["ord", "id", "near", "record", "near_ord", "near_record"]
+    t = pq.read_table(path, columns=cols)
+    edges = engine.split(engine.both_ways(engine.edges(t), buckets), "u", buckets)
+    vertices = engine.split(engine.vertices(t), "ord", buckets)
+    return tuple(edges) + tuple(vertices)
+
+
+def _star_task(step: str, buckets: int, *tables: Any) -> tuple:
+    """One large-star or small-star step over the edges of one bucket of
+    nodes (``tables``: the pieces routed to it): the new edges, both ways,
+    split by the bucket of ``u`` for the next step, and the count of edges
+    that moved."""
+    import pyarrow.compute as pc
+
+    from . import engine
+
+    out = getattr(engine, step)(engine.concat(tables))
+    changed = int(pc.sum(out.column("changed")).as_py() or 0)
+    return tuple(engine.split(engine.both_ways(out, buckets), "u", buckets)) + (changed,)
+
+
+def _label_task(buckets: int, edge_pieces: int, *tables: Any) -> tuple:
+    """The nodes of one bucket labelled with their component, joined with
+    their vertices (``tables``: the bucket's converged edges, then its
+    vertex pieces), split by the bucket of the label."""
+    from . import engine
+
+    lab = engine.label_rows(engine.labels(engine.concat(tables[:edge_pieces])))
+    ver = engine.concat(tables[edge_pieces:])
+    joined = engine.label_vertices(engine.concat([lab, ver]), buckets)
+    return tuple(engine.split(joined, "label", buckets))
+
+
+def _place_task(out: str, recipe: Any, keep: Any, decisions: Any, written_at: Any, *tables: Any) -> dict:
+    """One bucket of components placed and written (:func:`_place_bucket`)."""
+    from . import engine
+
+    t = engine.concat(tables)
+    if t.num_rows == 0:
+        return {"members": 0, "skipped": 0}
+    return _place_bucket(t, out, recipe, keep, decisions, written_at).to_pylist()[0]
+
+
+def _place_tasks(
+    parts: list[str],
+    out: str,
+    buckets: int,
+    recipe: Any,
+    keep: Any,
+    decisions: Any,
+    written_at: Any,
+    what: dict,
+    num_cpus: Optional[float],
+) -> list[dict]:
+    """Stage 4's shuffles on Ray tasks: each step is ``buckets`` tasks,
+    each returning its output split by the next step's bucket, so every
+    table stays in the object store and the driver holds references and
+    counts (what goes through ``ray.get``: the counts of moved edges and
+    each bucket's placement counts)."""
+    import ray
+
+    opts: dict[str, Any] = {} if num_cpus is None else {"num_cpus": min(1.0, num_cpus)}
+    read = ray.remote(_read_part_task).options(num_returns=2 * buckets, **opts)
+    star = ray.remote(_star_task).options(num_returns=buckets + 1, **opts)
+    label = ray.remote(_label_task).options(num_returns=buckets, **opts)
+    place = ray.remote(_place_task).options(**opts)
+    got = [read.remote(p, buckets) for p in parts]
+    # edges[i][b]: piece i of bucket b (pieces from every producer).
+    edges = [g[:buckets] for g in got]
+    vertices = [g[buckets:] for g in got]
+    while True:
+        changed = 0
+        for step in ("large_star", "small_star"):
+            outs = [star.remote(step, buckets, *[e[b] for e in edges]) for b in range(buckets)]
+            edges = [o[:buckets] for o in outs]
+            changed += sum(ray.get([o[buckets] for o in outs]))
+        what["rounds"] += 1
+        if changed == 0:
+            break
+    n = len(edges)
+    labelled = [
+        label.remote(buckets, n, *[e[b] for e in edges], *[v[b] for v in vertices]) for b in range(buckets)
+    ]
+    return ray.get(
+        [place.remote(out, recipe, keep, decisions, written_at, *[x[b] for x in labelled]) for b in range(buckets)]
+    )
 
 
 def _cluster_chunks(out: str, rows: int = 65536) -> Any:
