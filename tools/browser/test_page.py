@@ -16,6 +16,7 @@ import urllib.request
 
 import pytest
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
@@ -194,7 +195,9 @@ def test_keep_this_one_makes_a_member_the_representative_and_a_rebuild_keeps_it(
         members = wait(browser, "tr.member", 3)
         row = next(m for m in members if m.find_elements(By.CSS_SELECTOR, "td")[0].text == "m2")
         row.find_element(By.CSS_SELECTOR, "button.keep").click()
-        WebDriverWait(browser, 20).until(
+        # The page draws the cluster again after the decision: an element
+        # found before the redraw and read after it is stale, so look again.
+        WebDriverWait(browser, 20, ignored_exceptions=(StaleElementReferenceException,)).until(
             lambda d: [e.text for e in d.find_elements(By.ID, "representative")] == ["m2"])
         ids = [m.find_elements(By.CSS_SELECTOR, "td")[0].text for m in wait(browser, "tr.member", 3)]
         assert ids == ["m2", "r", "m1"], ids
