@@ -226,12 +226,7 @@ def place_on_executors(spark, work: str, keep: str | None = None, decisions: str
         vertex = "ord long, id string, record binary, near array<string>, label long, bucket long"
 
         def label_rows(t):
-            import pyarrow as pa
-            n = t.num_rows
-            v = pa.table({"ord": t.column("ord").cast(pa.uint64()), "id": pa.nulls(n, pa.string()),
-                          "record": pa.nulls(n, pa.binary()), "near": pa.nulls(n, pa.list_(pa.string())),
-                          "label": t.column("label").cast(pa.uint64())}, schema=engine.vertex_schema())
-            return engine.signed(by_ord(v))
+            return engine.signed(by_ord(engine.label_rows(t)))
 
         def by_ord(t):
             import pyarrow as pa
