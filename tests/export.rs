@@ -918,3 +918,137 @@ fn an_engines_fingerprints_import_into_a_store_that_answers_as_ingest() {
     assert!(want.len() > 5, "{} clusters", want.len());
     assert_eq!(clusters(&imported), want);
 }
+
+#[test]
+fn regression_59_engine_rows_state_priority_and_time_as_jsonl_does() {
+    use arrow_array::{
+        Float32Array, Int32Array, StringArray, TimestampMillisecondArray, UInt64Array,
+    };
+    use std::sync::Arc;
+    let t = common::TempDb::new();
+    std::fs::create_dir_all(t.path()).unwrap();
+    let ids = ["a", "b", "c", "d"];
+    let fps = [0x1234_5678_9abc_def0u64, 0x1234_5678_9abc_def1, 7, 8];
+    let priority = [Some(2.5f32), None, Some(-1.0), Some(7.0)];
+    // 2020-01-01, none, 2106-02-07T06:28:15 (the latest), 1970-01-01.
+    let seconds = [Some(1_577_836_800i64), None, Some(4_294_967_295), Some(0)];
+    let stamps: Vec<Option<i64>> = seconds.iter().map(|s| s.map(|s| s * 1000 + 999)).collect();
+    // `simdb ingest` of the same documents as JSONL lines.
+    let lines: String = (0..4)
+        .map(|i| {
+            let mut v = json!({"id": ids[i], "fingerprint": format!("{:016x}", fps[i])});
+            if let Some(p) = priority[i] {
+                v["priority"] = json!(p);
+            }
+            if let Some(s) = seconds[i] {
+                v["time"] = json!(s);
+            }
+            format!("{v}\n")
+        })
+        .collect();
+    let ingested = t.path().join("ingested.db");
+    let o = common::simdb(&[&"init", &ingested]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let o = common::simdb(&[&"ingest", &ingested, &t.file("d.jsonl", lines)]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let columns = |time: Arc<dyn Array>| -> Vec<(&str, arrow_array::ArrayRef)> {
+        vec![
+            ("id", Arc::new(StringArray::from(ids.to_vec())) as _),
+            (
+                "fingerprint",
+                Arc::new(UInt64Array::from(fps.to_vec())) as _,
+            ),
+            (
+                "priority",
+                Arc::new(Float32Array::from(priority.to_vec())) as _,
+            ),
+            ("time", time),
+        ]
+    };
+    // Times as Unix seconds (an integer column) and as a timestamp of
+    // milliseconds (to whole seconds).
+    for (name, time) in [
+        (
+            "seconds",
+            Arc::new(Int64Array::from(seconds.to_vec())) as Arc<dyn Array>,
+        ),
+        (
+            "stamps",
+            Arc::new(TimestampMillisecondArray::from(stamps.clone()).with_timezone("UTC")) as _,
+        ),
+    ] {
+        let file = t.path().join(format!("{name}.parquet"));
+        write_columns(&file, columns(time));
+        let imported = t.path().join(format!("{name}.db"));
+        let o = common::simdb(&[&"import", &imported, &"--parquet", &file]);
+        assert_eq!(common::code(&o), 0, "{name}: {}", common::stderr(&o));
+        let (a, b) = (
+            Db::options().read_only().open(&ingested).unwrap(),
+            Db::options().read_only().open(&imported).unwrap(),
+        );
+        for id in ids {
+            let (x, y) = (a.get(id).unwrap().unwrap(), b.get(id).unwrap().unwrap());
+            assert_eq!((x.priority, x.dated), (y.priority, y.dated), "{name} {id}");
+        }
+        assert_eq!(b.get("a").unwrap().unwrap().dated, Some(1_577_836_800));
+        assert_eq!(b.get("b").unwrap().unwrap().priority, None);
+    }
+    // What ingest refuses, the import refuses, naming the file and row.
+    let one = |name: &str, col: &'static str, a: arrow_array::ArrayRef| {
+        let file = t.path().join(format!("{name}.parquet"));
+        write_columns(
+            &file,
+            vec![
+                ("id", Arc::new(StringArray::from(vec!["x", "y"])) as _),
+                (
+                    "fingerprint",
+                    Arc::new(UInt64Array::from(vec![1u64, 2])) as _,
+                ),
+                (col, a),
+            ],
+        );
+        let o = common::simdb(&[
+            &"import",
+            &t.path().join(format!("{name}.db")),
+            &"--parquet",
+            &file,
+        ]);
+        assert_eq!(common::code(&o), 2, "{name}: {}", common::stdout(&o));
+        assert!(!t.path().join(format!("{name}.db")).exists(), "{name}");
+        let e = common::stderr(&o);
+        assert!(e.contains(&format!("{name}.parquet:2:")), "{name}: {e}");
+        e
+    };
+    let e = one(
+        "millis",
+        "time",
+        Arc::new(Int64Array::from(vec![0, 1_710_230_400_000])),
+    );
+    assert!(e.contains("milliseconds"), "{e}");
+    let e = one("negative", "time", Arc::new(Int32Array::from(vec![0, -1])));
+    assert!(e.contains("before 1970"), "{e}");
+    let e = one(
+        "text",
+        "time",
+        Arc::new(StringArray::from(vec!["2024-03-12T08:00:00Z", "yesterday"])),
+    );
+    assert!(e.contains("RFC 3339"), "{e}");
+    let e = one(
+        "nan",
+        "priority",
+        Arc::new(Float64Array::from(vec![1.0, f64::NAN])),
+    );
+    assert!(e.contains("finite"), "{e}");
+    let e = one(
+        "weak",
+        "weak_bits",
+        Arc::new(BinaryArray::from(vec![&[1u8, 2][..], &[200u8, 1, 2][..]])),
+    );
+    assert!(e.contains("200"), "{e}");
+    let e = one(
+        "twice",
+        "weak_bits",
+        Arc::new(BinaryArray::from(vec![&[1u8][..], &[3u8, 3][..]])),
+    );
+    assert!(e.contains("twice"), "{e}");
+}

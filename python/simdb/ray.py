@@ -42,6 +42,14 @@ if TYPE_CHECKING:  # pragma: no cover
 #: an ``id``, those with a fingerprint) keeps them all in its records.
 COLUMNS = ("fingerprint", "sketch", "length", "terms", "weak_bits", "content_hash", "parts", "fine")
 
+#: What a row may state of its document besides its text, as a JSON line
+#: states it to ``simdb ingest``: ``priority`` (a finite number; the
+#: highest represents its cluster under ``keep="priority"``) and ``time``
+#: (its own time, as Unix seconds, an Arrow timestamp or date, or an RFC
+#: 3339 string; what ``newest`` and ``expire`` go by). :func:`dedup`
+#: carries them into the store when the rows have them.
+STATED = ("priority", "time")
+
 
 def _types() -> dict[str, Any]:
     import pyarrow as pa
@@ -321,13 +329,16 @@ def read_mark(path: str) -> dict:
         return json.load(f)
 
 
-def order_input(batches: Any, work: str, *, id: str = "id") -> dict:
+def order_input(
+    batches: Any, work: str, *, id: str = "id", priority: str = "priority", time: str = "time"
+) -> dict:
     """Stage 1 of :func:`dedup`: the fingerprint rows (an iterable of
     Arrow tables or record batches, in the order the documents count in:
     the first of near copies is the one kept under ``keep="first"``)
     written to ``WORK/input/`` as numbered Parquet parts of the columns
-    ``simdb import`` takes. Marked by ``WORK/input.json`` when whole;
-    done again from the start otherwise."""
+    ``simdb import`` takes, with the columns ``priority`` and ``time`` name
+    (:data:`STATED`) where the rows have them. Marked by
+    ``WORK/input.json`` when whole; done again from the start otherwise."""
     import shutil
 
     import pyarrow as pa
@@ -344,7 +355,10 @@ def order_input(batches: Any, work: str, *, id: str = "id") -> dict:
     def flush() -> None:
         nonlocal parts, pending, held
         if pending:
-            pq.write_table(pa.concat_tables(pending), os.path.join(out, f"part-{parts:05}.parquet"))
+            # Blocks of JSON lines without a "priority" get nulls; integer
+            # and float priorities, one number type.
+            t = pa.concat_tables(pending, promote_options="permissive")
+            pq.write_table(t, os.path.join(out, f"part-{parts:05}.parquet"))
             parts += 1
             pending, held = [], 0
 
@@ -361,9 +375,9 @@ def order_input(batches: Any, work: str, *, id: str = "id") -> dict:
                 f"the rows have no column(s) {([id] if id not in t.column_names else []) + missing}: "
                 "give dedup the output of simdb.ray.fingerprint"
             )
-        t = t.select([id] + list(COLUMNS))
-        if id != "id":
-            t = t.rename_columns(["id"] + list(COLUMNS))
+        stated = [(c, name) for c, name in zip((priority, time), STATED) if c in t.column_names]
+        t = t.select([id] + list(COLUMNS) + [c for c, _ in stated])
+        t = t.rename_columns(["id"] + list(COLUMNS) + [name for _, name in stated])
         t = t.set_column(0, "id", pa.compute.cast(t.column(0), pa.string()))
         pending.append(t)
         held += t.num_rows
@@ -909,12 +923,17 @@ def dedup(
     incremental: Optional[Union[str, "os.PathLike[str]"]] = None,
     on_stage: Any = None,
     decisions: Optional[Union[str, "os.PathLike[str]"]] = None,
+    priority: str = "priority",
+    time: str = "time",
 ) -> Dedup:
     """Near-duplicate pairs and clusters of ``fps`` (the output of
     :func:`fingerprint`, in the order the documents count in), found as
     ``simdb ingest`` of the same documents in that order finds them, and
-    clustered as it clusters them under ``keep`` (first, newest, longest;
-    priority needs priorities, which engine rows do not carry).
+    clustered as it clusters them under ``keep`` (first, newest, longest,
+    priority). The columns ``priority`` and ``time`` name, where ``fps``
+    has them, are each document's priority and own time (see
+    :data:`STATED`), as a JSON line's ``"priority"`` and ``"time"`` are to
+    ``simdb ingest``.
 
     Stages, each resumable in the work directory ``work`` (a stage that
     finished is not done again; a part of stage 3 that finished is
@@ -951,7 +970,7 @@ def dedup(
     documents into the earlier run's store would report them; ``clusters``
     are the whole store's after tonight. The work directory of this run can
     be the ``incremental`` of the next night's."""
-    import time
+    from time import perf_counter
 
     import ray
 
@@ -975,7 +994,7 @@ def dedup(
     def stage(name: str) -> float:
         if on_stage is not None:
             on_stage(name)
-        return time.perf_counter()
+        return perf_counter()
 
     t = stage("input")
     ctx = ray.data.DataContext.get_current()
@@ -983,14 +1002,15 @@ def dedup(
     ctx.execution_options.preserve_order = True
     try:
         report["input"] = order_input(
-            fps.iter_batches(batch_format="pyarrow", batch_size=65536), work, id=id
+            fps.iter_batches(batch_format="pyarrow", batch_size=65536), work, id=id,
+            priority=priority, time=time,
         )
     finally:
         ctx.execution_options.preserve_order = before
-    report["seconds"]["input"] = round(time.perf_counter() - t, 3)
+    report["seconds"]["input"] = round(perf_counter() - t, 3)
     t = stage("import")
     report["store"] = import_input(work, recipe, old)
-    report["seconds"]["import"] = round(time.perf_counter() - t, 3)
+    report["seconds"]["import"] = round(perf_counter() - t, 3)
     t = stage("checks")
     ranges = plan_checks(report["input"]["rows"], report["store"], parts)
     if num_cpus is None:
@@ -1011,7 +1031,7 @@ def dedup(
         "skipped": sum(r["skipped"] for r in done),
         "checked": sum(r["checked"] for r in done),
     }
-    report["seconds"]["checks"] = round(time.perf_counter() - t, 3)
+    report["seconds"]["checks"] = round(perf_counter() - t, 3)
     t = stage("place")
     report["placed"] = place_on_workers(
         work,
@@ -1019,7 +1039,7 @@ def dedup(
         None if decisions is None else os.fspath(decisions),
         num_cpus=num_cpus,
     )
-    report["seconds"]["place"] = round(time.perf_counter() - t, 3)
+    report["seconds"]["place"] = round(perf_counter() - t, 3)
     # Tonight's pairs: the parts of this run's ranges.
     checks = _read_parquet(os.path.join(work, "checks")).select_columns(
         ["id", "near", "distance", "similarity", "containment"]
@@ -1077,6 +1097,8 @@ def dedup_files(
     incremental: Optional[str] = None,
     log: Any = None,
     decisions: Optional[str] = None,
+    priority: str = "priority",
+    time: str = "time",
 ) -> dict:
     """``python -m simdb.ray dedup``: :func:`dedup` of the fingerprint
     rows of ``inputs`` (Parquet parts of :func:`fingerprint` output, in
@@ -1086,7 +1108,8 @@ def dedup_files(
     ``OUT/report.json``; the work directory (default ``OUT/_work``) keeps
     the stages, so a killed run, run again, goes on where it stopped.
     ``decisions``: a decision log (``simdb decisions --json``) the clusters
-    obey."""
+    obey; ``priority`` and ``time``: the inputs' columns of the documents'
+    priorities and times, where they have them (see :func:`dedup`)."""
     import json
 
     import pyarrow.parquet as pq
@@ -1124,7 +1147,7 @@ def dedup_files(
         elif export is not None:
             recipe = export_recipe(export)
     r = dedup(fps, work, keep=keep, recipe=recipe, parts=parts, num_cpus=num_cpus,
-              incremental=incremental, decisions=decisions)
+              incremental=incremental, decisions=decisions, priority=priority, time=time)
     for name, ds in (("pairs", r.pairs), ("clusters", r.clusters)):
         final = os.path.join(out, name)
         if os.path.isdir(final):
@@ -1191,8 +1214,15 @@ def main(argv: Optional[list[str]] = None) -> int:
         "the documents count in), or texts with --text",
     )
     d.add_argument("out", help="output directory; a killed run, run again, resumes there")
-    d.add_argument("--keep", default="first", choices=["first", "newest", "longest"],
+    d.add_argument("--keep", default="first", choices=["first", "priority", "newest", "longest"],
                    help="which copy represents a cluster (default first)")
+    d.add_argument("--priority", default="priority", metavar="COL",
+                   help="the column of the documents' priorities, where the inputs have it "
+                   "(default priority; the highest represents under --keep priority)")
+    d.add_argument("--time", default="time", metavar="COL",
+                   help="the column of the documents' own times (Unix seconds, timestamps or "
+                   "RFC 3339), where the inputs have it (default time; what --keep newest "
+                   "goes by)")
     d.add_argument("--text", help="the inputs are texts in this column: fingerprint them first")
     d.add_argument("--html", action="store_true",
                    help="the --text column holds web pages: their title and main content are "
@@ -1227,6 +1257,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                 a.inputs, a.out, work=a.work, keep=a.keep, text=a.text, html=a.html, db=a.db,
                 export=a.export, parts=a.parts, num_cpus=a.num_cpus,
                 incremental=a.incremental, log=log, decisions=a.decisions,
+                priority=a.priority, time=a.time,
             )
     except ValueError as e:
         print(f"simdb.ray: {e}", file=sys.stderr)

@@ -276,8 +276,10 @@ def written_into(path: str, rows: list) -> tuple:
     check found), the clusters after it as (representative, sorted
     members), and how many documents were written (not no_features)."""
     pairs, written = set(), 0
+    given = ("id", "text", "priority", "time")
     with simdb.Db.open(path) as db:
-        for r in db.add_many([(x["id"], x["text"]) for x in rows], max_duplicates=16):
+        docs = [{k: x[k] for k in given if k in x} for x in rows]
+        for r in db.add_many(docs, max_duplicates=16):
             written += r.outcome != "no_features"
             for h in r.duplicates:
                 pairs.add((min(r.id, h.id), max(r.id, h.id), h.distance))
@@ -361,6 +363,29 @@ def test_ray_dedup_equals_ingest(tmp_path):
             assert sorted(x["id"] for x in kept) == sorted(
                 x["id"] for x in rows if x["id"] not in members or x["id"] in reps
             )
+        # Rows that state priorities and times, as JSON lines do to ingest:
+        # keep="priority" and "newest" go by them.
+        rng = random.Random(11)
+        stated = [
+            dict(x, priority=rng.choice((None, 1, 2, 3)), time=rng.choice((None, 1_550_000_000 + rng.randrange(10**8))))
+            for x in rows
+        ]
+        sfps = simdb.ray.fingerprint(ray.data.from_items(stated, override_num_blocks=4), batch_size=16,
+                                     num_cpus=1).materialize()
+        for keep in ("priority", "newest"):
+            want_pairs, want_clusters = ingested(str(tmp_path / f"stated-{keep}.db"), stated, keep)
+            r = simdb.ray.dedup(sfps, tmp_path / f"stated-{keep}", keep=keep, parts=2, num_cpus=1)
+            pairs, clusters = engine_result(r)
+            assert pairs == want_pairs, keep
+            assert clusters == want_clusters, keep
+            # Not the clusters of first: the stated values chose.
+            assert clusters != engine_result(simdb.ray.dedup(
+                fps, tmp_path / f"unstated-{keep}", keep=keep, parts=2, num_cpus=1))[1], keep
+            with simdb.Db.open(r.store, read_only=True) as mine:
+                for x in stated[::7]:
+                    got = mine.get(x["id"])
+                    if got is not None:
+                        assert (got.get("priority"), got.get("dated")) == (x["priority"], x["time"]), x["id"]
         # The comparison can fail: without one part's checks, the
         # clusters placed are not ingest's.
         work = tmp_path / "work-longest"

@@ -24,7 +24,9 @@
 //! weak_bits    BYTE_ARRAY              the fingerprint's least-confident bits, weakest
 //!                                      first, a byte each (empty: unknown)
 //! dated        INT64, nullable         the document's own time, Unix seconds (a crawl's
-//!                                      fetch date, an input's "time"); null: none (format 9)
+//!                                      fetch date, an input's "time"; taken up to 2^32-1;
+//!                                      a larger one of an older store as two's complement);
+//!                                      null: none (format 9)
 //! parts        BYTE_ARRAY              the document's 12 smallest part hashes, u64
 //!                                      big-endian each, ascending (empty: none; format 10, see
 //!                                      `simdb::index::parts`)

@@ -161,9 +161,28 @@ fn interpret(d: JsonDoc) -> Result<Given, BadField> {
     })
 }
 
+/// The latest document time taken, Unix seconds: 2106-02-07T06:28:15Z
+/// (`u32::MAX`). Under `newest` every time up to it ranks by itself; a
+/// later one is most likely milliseconds (1,710,230,400,000 is year
+/// 56,000), which would represent its cluster over every correctly dated
+/// copy and never `expire`.
+pub const LATEST_TIME: u64 = u32::MAX as u64;
+
+/// `t` (Unix seconds) as a document's time: refused past [`LATEST_TIME`],
+/// with a message that names milliseconds.
+pub fn check_time(t: u64) -> Result<u64, String> {
+    match t <= LATEST_TIME {
+        true => Ok(t),
+        false => Err(format!(
+            "a time of {t} seconds is after 2106-02-07 (the latest taken, {LATEST_TIME}): \
+             give Unix seconds, not milliseconds"
+        )),
+    }
+}
+
 /// A document's `"time"`: Unix seconds (a non-negative integer) or an RFC
 /// 3339 timestamp (`"2024-03-12T08:00:00Z"`, with its offset), as Unix
-/// seconds.
+/// seconds; at most [`LATEST_TIME`].
 pub fn parse_time(v: &serde_json::Value) -> Result<u64, String> {
     let bad = || {
         format!(
@@ -171,15 +190,19 @@ pub fn parse_time(v: &serde_json::Value) -> Result<u64, String> {
              (\"2024-03-12T08:00:00Z\"), not {v}"
         )
     };
-    match v {
+    let t = match v {
         serde_json::Value::Number(n) => n.as_u64().ok_or_else(bad),
-        serde_json::Value::String(s) => s
-            .parse::<jiff::Timestamp>()
-            .ok()
-            .and_then(|t| u64::try_from(t.as_second()).ok())
-            .ok_or_else(bad),
+        serde_json::Value::String(s) => parse_time_str(s).ok_or_else(bad),
         _ => Err(bad()),
-    }
+    }?;
+    check_time(t).map_err(|e| format!("\"time\": {e}"))
+}
+
+/// An RFC 3339 timestamp as Unix seconds (none before 1970).
+pub fn parse_time_str(s: &str) -> Option<u64> {
+    s.parse::<jiff::Timestamp>()
+        .ok()
+        .and_then(|t| u64::try_from(t.as_second()).ok())
 }
 
 /// A document's content: one of its `"text"`, `"html"`, `"features"`
@@ -270,5 +293,40 @@ pub fn parse_features(v: &serde_json::Value) -> Result<Vec<(String, f64)>, Strin
             })
             .collect(),
         _ => Err(bad()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn regression_60_times_past_2106_and_milliseconds_are_refused() {
+        assert_eq!(parse_time(&json!(0)), Ok(0));
+        assert_eq!(parse_time(&json!(LATEST_TIME)), Ok(LATEST_TIME));
+        assert_eq!(
+            parse_time(&json!("2106-02-07T06:28:15Z")),
+            Ok(LATEST_TIME),
+            "the latest time, as RFC 3339"
+        );
+        for late in [
+            json!(LATEST_TIME + 1),
+            // Milliseconds of 2024-03-12.
+            json!(1_710_230_400_000u64),
+            json!(1u64 << 63),
+            json!(u64::MAX),
+            json!("2106-02-07T06:28:16Z"),
+        ] {
+            let e = parse_time(&late).unwrap_err();
+            assert!(e.contains("milliseconds"), "{late}: {e}");
+        }
+        // Past jiff's range, and past the bound as an integer.
+        assert!(parse_time(&json!("9999-12-31T23:59:59Z")).is_err());
+        assert!(parse_time(&json!(253_402_300_799u64)).is_err());
+        for bad in [json!(-1), json!(1.5), json!("yesterday"), json!(null)] {
+            let e = parse_time(&bad).unwrap_err();
+            assert!(e.contains("must be Unix seconds"), "{bad}: {e}");
+        }
     }
 }

@@ -19,6 +19,8 @@ pub(super) struct ById {
     pub(super) extra: Vec<u8>,
     /// An engine's analysis of the text (Parquet input).
     pub(super) analysed: Option<Analysed>,
+    /// An engine row's priority and time.
+    pub(super) stated: Stated,
 }
 
 impl Item for ById {
@@ -54,7 +56,16 @@ impl Item for ById {
                 }
             }
             None => w.write_all(&[0]),
+        }?;
+        let Stated { priority, dated } = self.stated;
+        w.write_all(&[u8::from(priority.is_some()) | u8::from(dated.is_some()) << 1])?;
+        if let Some(p) = priority {
+            w.write_all(&p.value().to_bits().to_be_bytes())?;
         }
+        if let Some(t) = dated {
+            w.write_all(&t.to_be_bytes())?;
+        }
+        Ok(())
     }
     fn read_from(r: &mut impl BufRead) -> io::Result<Option<Self>> {
         if r.fill_buf()?.is_empty() {
@@ -106,6 +117,20 @@ impl Item for ById {
         } else {
             None
         };
+        r.read_exact(&mut flag)?;
+        let mut word = || -> io::Result<u64> {
+            let mut w = [0u8; 8];
+            r.read_exact(&mut w)?;
+            Ok(u64::from_be_bytes(w))
+        };
+        let priority = match flag[0] & 1 == 1 {
+            true => store::codec::Priority::new(f64::from_bits(word()?)),
+            false => None,
+        };
+        let dated = match flag[0] & 2 == 2 {
+            true => Some(word()?),
+            false => None,
+        };
         Ok(Some(ById {
             id,
             pos: u64_at(0),
@@ -115,6 +140,7 @@ impl Item for ById {
             sketch,
             extra,
             analysed,
+            stated: Stated { priority, dated },
         }))
     }
     fn mem_bytes(&self) -> usize {

@@ -48,8 +48,11 @@ pub(super) fn read_parquet(
         .filter(|c| !restore && b.schema().field_with_name(c).is_ok())
         .collect();
     columns.extend(&engine);
-    // Whether the engine's columns go beyond a sketch.
-    let has_analysis = engine.iter().any(|c| *c != "sketch");
+    // Whether the engine's columns go beyond a sketch (and what a row
+    // states of its document).
+    let has_analysis = engine
+        .iter()
+        .any(|c| !["sketch", "priority", "time"].contains(c));
     if restore {
         for c in RESTORED_COLUMNS {
             if b.schema().field_with_name(c).is_err() {
@@ -129,8 +132,8 @@ pub(super) fn read_parquet(
                 None => return Err(bad(path, row, "row with a null fingerprint")),
             };
             check_id(id).map_err(|e| bad(path, row, e))?;
-            let (sketch, analysed) = match engine.is_empty() {
-                true => (None, None),
+            let (sketch, analysed, stated) = match engine.is_empty() {
+                true => (None, None, Stated::default()),
                 false => engine_row(&batch, i, has_analysis).map_err(|e| bad(path, row, e))?,
             };
             let restored = match restore {
@@ -146,6 +149,7 @@ pub(super) fn read_parquet(
                 sketch,
                 analysed,
                 restored,
+                stated,
             })?;
         }
     }
@@ -225,8 +229,11 @@ fn fine_at(
 /// and fingerprint), each optional: `sketch` (32 bytes), `length`, `terms`,
 /// `weak_bits`, `content_hash`, `parts` (u64 BE each, ascending; the
 /// first [`crate::fingerprint::parts::QUERY_PARTS`] are kept, as a record
-/// keeps them), `fine` (96 bytes, beside a sketch).
-const ENGINE_COLUMNS: [&str; 7] = [
+/// keeps them), `fine` (96 bytes, beside a sketch); and what a row states
+/// of its document, as a JSONL line does to `simdb ingest`: `priority` (a
+/// finite number) and `time` (Unix seconds, a timestamp, or an RFC 3339
+/// string; at most [`crate::db::input::LATEST_TIME`]).
+const ENGINE_COLUMNS: [&str; 9] = [
     "sketch",
     "length",
     "terms",
@@ -234,7 +241,13 @@ const ENGINE_COLUMNS: [&str; 7] = [
     "content_hash",
     "parts",
     "fine",
+    "priority",
+    "time",
 ];
+
+#[cfg(feature = "parquet")]
+/// An engine row's sketch, analysis and what it states of its document.
+type EngineRow = (Option<[u8; SKETCH_BYTES]>, Option<Analysed>, Stated);
 
 #[cfg(feature = "parquet")]
 /// Row `i`'s sketch and analysis from an engine's columns (those `batch`
@@ -246,7 +259,7 @@ fn engine_row(
     batch: &arrow_array::RecordBatch,
     i: usize,
     analysed: bool,
-) -> std::result::Result<(Option<[u8; SKETCH_BYTES]>, Option<Analysed>), String> {
+) -> std::result::Result<EngineRow, String> {
     use arrow_array::cast::AsArray;
     use arrow_array::types::{Int32Type, Int64Type, UInt32Type, UInt64Type};
     use arrow_array::Array;
@@ -290,7 +303,7 @@ fn engine_row(
         Some(Analysed {
             length: count("length")?,
             terms: u32::try_from(count("terms")?).map_err(|_| "\"terms\" is too large")?,
-            weak_bits: bytes("weak_bits")?.unwrap_or_default(),
+            weak_bits: weak_bits(bytes("weak_bits")?.unwrap_or_default())?,
             content_hash: int("content_hash")?.map(|v| v.0),
             parts: part_hashes(&bytes("parts")?.unwrap_or_default(), usize::MAX)
                 .map_err(|e| format!("\"parts\" {e}"))?
@@ -302,7 +315,141 @@ fn engine_row(
     } else {
         None
     };
-    Ok((sketch, analysed))
+    Ok((sketch, analysed, stated_at(batch, i)?))
+}
+
+#[cfg(feature = "parquet")]
+/// A `weak_bits` value, checked as a stored record's are: bit indexes of a
+/// 64-bit fingerprint, each once at most.
+fn weak_bits(b: Vec<u8>) -> std::result::Result<Vec<u8>, String> {
+    if let Some(x) = b.iter().find(|&&x| x >= 64) {
+        return Err(format!(
+            "\"weak_bits\" holds {x}, not a bit of a 64-bit fingerprint (0..63)"
+        ));
+    }
+    let mut seen = 0u64;
+    for x in &b {
+        if seen & 1 << x != 0 {
+            return Err(format!("\"weak_bits\" holds bit {x} twice"));
+        }
+        seen |= 1 << x;
+    }
+    Ok(b)
+}
+
+#[cfg(feature = "parquet")]
+/// Row `i`'s `priority` and `time`, if `batch` has them: a priority of
+/// any float or integer type (finite); a time of Unix seconds (any integer
+/// type, at least 0), of an Arrow timestamp (any unit, to whole seconds) or
+/// date, or an RFC 3339 string. A null states nothing.
+fn stated_at(batch: &arrow_array::RecordBatch, i: usize) -> std::result::Result<Stated, String> {
+    use arrow_array::Array;
+    use arrow_schema::DataType as T;
+
+    let mut stated = Stated::default();
+    if let Some(c) = batch.column_by_name("priority").filter(|c| !c.is_null(i)) {
+        let p = match c.data_type() {
+            T::Float16 | T::Float32 | T::Float64 => float_at(c.as_ref(), i),
+            t if t.is_integer() => int_at(c.as_ref(), i).map(|v| v as f64),
+            _ => None,
+        }
+        .ok_or_else(|| {
+            format!(
+                "\"priority\" must be a number column, not {}",
+                c.data_type()
+            )
+        })?;
+        if !p.is_finite() {
+            return Err(format!("\"priority\" must be a finite number, not {p}"));
+        }
+        stated.priority = store::codec::Priority::new(p);
+    }
+    if let Some(c) = batch.column_by_name("time").filter(|c| !c.is_null(i)) {
+        let negative = || "\"time\" is before 1970: give Unix seconds (at least 0)".to_string();
+        let t = match c.data_type() {
+            t if t.is_integer() => {
+                let v = int_at(c.as_ref(), i).ok_or("\"time\" cannot be read")?;
+                u64::try_from(v).map_err(|_| negative())?
+            }
+            T::Timestamp(unit, _) => {
+                let v = int_at(c.as_ref(), i).ok_or("\"time\" cannot be read")?;
+                let per_second: i128 = match unit {
+                    arrow_schema::TimeUnit::Second => 1,
+                    arrow_schema::TimeUnit::Millisecond => 1_000,
+                    arrow_schema::TimeUnit::Microsecond => 1_000_000,
+                    arrow_schema::TimeUnit::Nanosecond => 1_000_000_000,
+                };
+                u64::try_from(v.div_euclid(per_second)).map_err(|_| negative())?
+            }
+            T::Date32 | T::Date64 => {
+                let v = int_at(c.as_ref(), i).ok_or("\"time\" cannot be read")?;
+                let s = match c.data_type() {
+                    T::Date32 => v * 86_400,
+                    _ => v.div_euclid(1_000),
+                };
+                u64::try_from(s).map_err(|_| negative())?
+            }
+            T::Utf8 | T::LargeUtf8 | T::Utf8View => {
+                let s = id_strings(c.as_ref())?.swap_remove(i).unwrap_or_default();
+                crate::db::input::parse_time(&serde_json::Value::String(s))?
+            }
+            t => {
+                return Err(format!(
+                    "\"time\" must be Unix seconds (integers), a timestamp, a date or RFC 3339 \
+                     strings, not {t}"
+                ))
+            }
+        };
+        stated.dated = Some(crate::db::input::check_time(t).map_err(|e| format!("\"time\": {e}"))?);
+    }
+    Ok(stated)
+}
+
+#[cfg(feature = "parquet")]
+/// Row `i` of an integer, timestamp or date column, widened (`None` for
+/// another type).
+fn int_at(c: &dyn arrow_array::Array, i: usize) -> Option<i128> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::*;
+    use arrow_schema::DataType as T;
+    use arrow_schema::TimeUnit as U;
+    Some(match c.data_type() {
+        T::Int8 => c.as_primitive::<Int8Type>().value(i).into(),
+        T::Int16 => c.as_primitive::<Int16Type>().value(i).into(),
+        T::Int32 => c.as_primitive::<Int32Type>().value(i).into(),
+        T::Int64 => c.as_primitive::<Int64Type>().value(i).into(),
+        T::UInt8 => c.as_primitive::<UInt8Type>().value(i).into(),
+        T::UInt16 => c.as_primitive::<UInt16Type>().value(i).into(),
+        T::UInt32 => c.as_primitive::<UInt32Type>().value(i).into(),
+        T::UInt64 => c.as_primitive::<UInt64Type>().value(i).into(),
+        T::Date32 => c.as_primitive::<Date32Type>().value(i).into(),
+        T::Date64 => c.as_primitive::<Date64Type>().value(i).into(),
+        T::Timestamp(U::Second, _) => c.as_primitive::<TimestampSecondType>().value(i).into(),
+        T::Timestamp(U::Millisecond, _) => {
+            c.as_primitive::<TimestampMillisecondType>().value(i).into()
+        }
+        T::Timestamp(U::Microsecond, _) => {
+            c.as_primitive::<TimestampMicrosecondType>().value(i).into()
+        }
+        T::Timestamp(U::Nanosecond, _) => {
+            c.as_primitive::<TimestampNanosecondType>().value(i).into()
+        }
+        _ => return None,
+    })
+}
+
+#[cfg(feature = "parquet")]
+/// Row `i` of a float column, widened (`None` for another type).
+fn float_at(c: &dyn arrow_array::Array, i: usize) -> Option<f64> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::*;
+    use arrow_schema::DataType as T;
+    Some(match c.data_type() {
+        T::Float16 => c.as_primitive::<Float16Type>().value(i).to_f64(),
+        T::Float32 => c.as_primitive::<Float32Type>().value(i).into(),
+        T::Float64 => c.as_primitive::<Float64Type>().value(i),
+        _ => return None,
+    })
 }
 
 #[cfg(feature = "parquet")]
@@ -419,7 +566,9 @@ pub(super) fn restored_row(
             let c = col("dated", &T::Int64)?.as_primitive::<Int64Type>();
             match c.is_null(i) {
                 true => None,
-                false => Some(u64::try_from(c.value(i)).map_err(|_| "a negative \"dated\"")?),
+                // The u64's bits, as the export writes them: a time a
+                // build before the bound took (up to 2^64-1) restores.
+                false => Some(c.value(i) as u64),
             }
         }
     };
@@ -438,7 +587,10 @@ pub(super) fn restored_row(
         // Two's complement, as the fingerprint.
         content_hash: int("content_hash")? as u64,
         length: unsigned("length")?,
-        ingested_at: unsigned("ingested_at")?,
+        // A write time: a later one is damage (every page and ranking
+        // that reads it would be wrong).
+        ingested_at: crate::db::input::check_time(unsigned("ingested_at")?)
+            .map_err(|e| format!("\"ingested_at\": {e}"))?,
         source,
         terms: u32::try_from(unsigned("terms")?).map_err(|_| "\"terms\" is too large")?,
         sketch,

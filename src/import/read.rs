@@ -25,6 +25,31 @@ pub(super) struct Analysed {
     pub(super) fine: Option<crate::fingerprint::FineSketch>,
 }
 
+/// What an engine row states of its document besides its text: its
+/// `priority` and its own `time` (as a JSONL line's `"priority"` and
+/// `"time"` state them to `simdb ingest`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Stated {
+    pub(super) priority: Option<store::codec::Priority>,
+    /// Unix seconds, at most [`crate::db::input::LATEST_TIME`].
+    pub(super) dated: Option<u64>,
+}
+
+// Records sort by id and position first; this order only makes the sort's
+// items total (priorities by their rank key, which is one-to-one).
+impl Ord for Stated {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        let key = |s: &Stated| (store::codec::Priority::rank_key(s.priority), s.dated);
+        key(self).cmp(&key(other))
+    }
+}
+
+impl PartialOrd for Stated {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
 /// One parsed input record.
 pub(super) struct Parsed {
     pub(super) id: String,
@@ -38,6 +63,8 @@ pub(super) struct Parsed {
     pub(super) analysed: Option<Analysed>,
     /// The whole record, from a simdb export.
     pub(super) restored: Option<Restored>,
+    /// An engine row's priority and time.
+    pub(super) stated: Stated,
 }
 
 pub(super) fn bad(path: &Path, line: u64, what: impl std::fmt::Display) -> Error {
@@ -221,6 +248,7 @@ fn read_binary(
             sketch,
             analysed: None,
             restored: None,
+            stated: Stated::default(),
         })?;
     }
 }
@@ -259,6 +287,7 @@ fn read_jsonl(
             sketch: None,
             analysed: None,
             restored: None,
+            stated: Stated::default(),
         })?;
     }
 }

@@ -156,6 +156,7 @@ impl Build<'_> {
                         sketch: p.sketch,
                         extra: p.restored.map(|r| r.encode()).unwrap_or_default(),
                         analysed: p.analysed,
+                        stated: p.stated,
                     })
                     .map_err(io_err(tmp))
             })?;
@@ -512,8 +513,8 @@ pub(super) fn imported_record(d: &ById, input: &str, now: u64) -> Record {
         top_terms: Vec::new(),
         weak_bits: a.map(|a| a.weak_bits.clone()).unwrap_or_default(),
         ord: d.pos,
-        priority: None,
-        dated: None,
+        priority: d.stated.priority,
+        dated: d.stated.dated,
         // An engine's analysis of the text (only beside a sketch, as the
         // `refs` value keeps them).
         parts: match (a, d.sketch) {

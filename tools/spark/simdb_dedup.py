@@ -5,7 +5,8 @@ first). The same stages as `simdb.ray.dedup`, with the same stage functions
 of the simdb package:
 
     python tools/spark/simdb_dedup.py IN... OUT [--text text] [--format json]
-        [--keep first|newest|longest] [--db STORE] [--parts N] [--master URL]
+        [--keep first|priority|newest|longest] [--priority COL] [--time COL]
+        [--decisions LOG] [--db STORE] [--parts N] [--master URL]
 
 1. input: the rows, in the order the documents count in (the partitions'
    order, as read), written by Spark to `WORK/input/` (part files in
@@ -40,7 +41,7 @@ import json
 import os
 import shutil
 import sys
-import time
+from time import perf_counter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -48,11 +49,16 @@ sys.path.insert(0, HERE)
 
 def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | None = None,
         html: bool = False, fmt: str = "parquet", db: str | None = None, parts: int | None = None,
-        work: str | None = None, incremental: str | None = None) -> dict:
+        work: str | None = None, incremental: str | None = None, decisions: str | None = None,
+        priority: str = "priority", time: str = "time") -> dict:
     """Runs the job; returns the report (also written to OUT/report.json).
     With ``incremental`` (an earlier run's OUT or work directory), as
     `simdb.ray.dedup`'s: tonight's documents checked against the earlier
-    runs' and each other, pairs tonight's, clusters the whole store's."""
+    runs' and each other, pairs tonight's, clusters the whole store's.
+    ``priority`` and ``time`` name the rows' columns of each document's
+    priority and own time, where they have them (`simdb.ray.STATED`);
+    ``decisions``: a decision log (`simdb decisions --json`) the clusters
+    obey."""
     import pyarrow.parquet as pq
     import simdb
     from pyspark.sql import functions as F
@@ -76,7 +82,7 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
         report["incremental"] = incremental
     recipe = simdb.Analyzer(db=db).recipe if db else None
 
-    t = time.perf_counter()
+    t = perf_counter()
     marker = os.path.join(work, "input.json")
     if os.path.exists(marker):
         report["input"] = stages.read_mark(marker)
@@ -91,19 +97,21 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
             raise ValueError(f"the rows have no column(s) {missing}: give the output of "
                              "simdb_fingerprint.py, or texts with --text")
         cols = [F.col("id").cast("string").alias("id"), *[F.col(c) for c in stages.COLUMNS]]
+        cols += [F.col(c).alias(name) for c, name in zip((priority, time), stages.STATED)
+                 if c in df.columns]
         path = os.path.join(work, "input")
         df.select(*cols).write.mode("overwrite").parquet(path)
         rows = sum(pq.read_metadata(os.path.join(path, f)).num_rows
                    for f in os.listdir(path) if f.endswith(".parquet"))
         report["input"] = {"rows": rows}
         stages.write_mark(marker, report["input"])
-    report["seconds"]["input"] = round(time.perf_counter() - t, 3)
+    report["seconds"]["input"] = round(perf_counter() - t, 3)
 
-    t = time.perf_counter()
+    t = perf_counter()
     report["store"] = stages.import_input(work, recipe, incremental)
-    report["seconds"]["import"] = round(time.perf_counter() - t, 3)
+    report["seconds"]["import"] = round(perf_counter() - t, 3)
 
-    t = time.perf_counter()
+    t = perf_counter()
     ranges = stages.plan_checks(report["input"]["rows"], report["store"], parts)
 
     def check(it):
@@ -121,13 +129,13 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
             .collect())
     report["checks"] = {"parts": len(ranges), "skipped": sum(r["skipped"] for r in done),
                         "checked": sum(r["checked"] for r in done)}
-    report["seconds"]["checks"] = round(time.perf_counter() - t, 3)
+    report["seconds"]["checks"] = round(perf_counter() - t, 3)
 
-    t = time.perf_counter()
-    report["placed"] = place_on_executors(spark, work, keep)
-    report["seconds"]["place"] = round(time.perf_counter() - t, 3)
+    t = perf_counter()
+    report["placed"] = place_on_executors(spark, work, keep, decisions)
+    report["seconds"]["place"] = round(perf_counter() - t, 3)
 
-    t = time.perf_counter()
+    t = perf_counter()
     final = os.path.join(out, "pairs")
     if not os.path.isdir(final):
         checks = spark.read.parquet(os.path.join(work, "checks"))
@@ -154,7 +162,7 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
         os.rename(tmp, final)
     report["pairs"] = spark.read.parquet(os.path.join(out, "pairs")).count()
     report["documents_in_clusters"] = spark.read.parquet(os.path.join(out, "clusters")).count()
-    report["seconds"]["outputs"] = round(time.perf_counter() - t, 3)
+    report["seconds"]["outputs"] = round(perf_counter() - t, 3)
     report["store_path"] = os.path.join(work, "store")
     with open(os.path.join(out, "report.json"), "w") as f:
         json.dump(report, f, indent=1)
@@ -264,8 +272,16 @@ def main(argv: list[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("inputs", nargs="+", help="fingerprint rows (Parquet), or texts with --text")
     p.add_argument("out", help="output directory; a killed run, run again, resumes there")
-    p.add_argument("--keep", default="first", choices=["first", "newest", "longest"],
+    p.add_argument("--keep", default="first", choices=["first", "priority", "newest", "longest"],
                    help="which copy represents a cluster (default first)")
+    p.add_argument("--priority", default="priority", metavar="COL",
+                   help="the column of the documents' priorities, where the inputs have it "
+                        "(default priority)")
+    p.add_argument("--time", default="time", metavar="COL",
+                   help="the column of the documents' own times (Unix seconds, timestamps or "
+                        "RFC 3339), where the inputs have it (default time)")
+    p.add_argument("--decisions", metavar="LOG",
+                   help="a decision log (simdb decisions --json) the clusters obey")
     p.add_argument("--text", help="the inputs are texts in this column: fingerprint them first")
     p.add_argument("--html", action="store_true",
                    help="the --text column holds web pages: fingerprint their title and main content")
@@ -287,7 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     spark.sparkContext.setLogLevel("WARN")
     try:
         rep = run(spark, a.inputs, a.out, keep=a.keep, text=a.text, html=a.html, fmt=a.format, db=a.db,
-                  parts=a.parts, work=a.work, incremental=a.incremental)
+                  parts=a.parts, work=a.work, incremental=a.incremental, decisions=a.decisions,
+                  priority=a.priority, time=a.time)
     except ValueError as e:
         print(f"simdb-dedup: {e}", file=sys.stderr)
         return 2

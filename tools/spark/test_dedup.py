@@ -75,6 +75,24 @@ def test_spark_dedup_equals_ingest(spark, tmp_path):
         assert result(out2) == want, keep
 
 
+def test_spark_dedup_carries_priorities_and_times(spark, tmp_path):
+    """Rows that state priorities and times (as JSON lines do to ingest):
+    keep="priority" and "newest" go by them, as ingest's do."""
+    import random
+
+    rng = random.Random(5)
+    rows = [dict(x, priority=rng.choice((None, 1, 2, 3)),
+                 time=rng.choice((None, 1_550_000_000 + rng.randrange(10**8))))
+            for x in dedup_corpus(3)]
+    src = tmp_path / "in.jsonl"
+    write_jsonl(src, rows)
+    for keep in ("priority", "newest"):
+        want = ingested(str(tmp_path / f"ingest-{keep}.db"), rows, keep)
+        out = tmp_path / f"out-{keep}"
+        simdb_dedup.run(spark, [str(src)], str(out), keep=keep, text="text", fmt="json", parts=2)
+        assert result(out) == want, keep
+
+
 def test_spark_dedup_resumes(spark, tmp_path):
     rows = dedup_corpus(11)
     src = tmp_path / "in.jsonl"

@@ -54,6 +54,13 @@ function fixed(x, digits = 2) {
   return x === null || x === undefined ? "" : Number(x).toFixed(digits);
 }
 
+// Unix seconds as "YYYY-MM-DD hh:mm:ss" (UTC); the number itself when it is
+// no date a browser can show (one bad member must not blank its cluster).
+function when(seconds) {
+  const d = new Date(seconds * 1000);
+  return Number.isNaN(d.getTime()) ? String(seconds) : d.toISOString().slice(0, 19).replace("T", " ");
+}
+
 function link(hash, text) {
   return el("a", { href: hash }, text);
 }
@@ -270,7 +277,7 @@ function clusterView(params) {
           el("td", { class: "num" }, fixed(m.why.similarity)),
           el("td", { class: "num" }, fixed(m.why.containment)),
           el("td", {}, m.source),
-          el("td", {}, new Date(m.ingested_at * 1000).toISOString().slice(0, 19).replace("T", " ")),
+          el("td", {}, when(m.ingested_at)),
           el("td", {}, m.id === r.id ? "" : link(here({ compare: m.id }), "compare")),
           el("td", {}, m.id === r.id ? "" : notACopyButton(r.id, m.id)),
           el("td", {}, m.id === r.id ? "" : keepButton(m.id))));
