@@ -393,7 +393,11 @@ fn warc_files_of_wget_and_warcio_round_trip() {
         .collect();
     assert_eq!(pages.len(), 1);
     assert_eq!(pages[0].uri, "http://example.test/z.html");
-    assert_eq!(pages[0].fetched, 1_795_161_601, "2026-11-20T08:00:01Z");
+    assert_eq!(
+        pages[0].fetched,
+        Some(1_795_161_601),
+        "2026-11-20T08:00:01Z"
+    );
     assert_eq!(pages[0].charset.as_deref(), Some("utf-8"));
     let page = simdb::web::page(&pages[0].body, pages[0].charset.as_deref());
     assert!(page.text().starts_with("压缩的页面\n"), "{page:?}");
@@ -447,6 +451,141 @@ fn a_truncated_warc_keeps_the_pages_before_and_names_the_offset() {
         .unwrap();
     assert!(at > 0 && at as usize <= b, "{at} {b}");
     assert_eq!(&raw[at as usize..at as usize + 7], b"WARC/1.");
+}
+
+/// One WARC record of type `kind` for `uri`, whose block is `block`.
+fn warc_record(kind: &str, uri: &str, content_type: &str, block: &[u8]) -> Vec<u8> {
+    let mut r = format!(
+        "WARC/1.0\r\nWARC-Type: {kind}\r\nWARC-Target-URI: {uri}\r\n\
+         WARC-Date: 2026-11-20T08:00:01Z\r\nWARC-Record-ID: <urn:uuid:{kind}-{}>\r\n\
+         Content-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
+        uri.len(),
+        block.len()
+    )
+    .into_bytes();
+    r.extend_from_slice(block);
+    r.extend_from_slice(b"\r\n\r\n");
+    r
+}
+
+/// An HTTP response of `body` (gzip-compressed with `gzip`).
+fn http(body: &[u8], gzip: bool) -> Vec<u8> {
+    let body = match gzip {
+        false => body.to_vec(),
+        true => {
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+            std::io::Write::write_all(&mut gz, body).unwrap();
+            gz.finish().unwrap()
+        }
+    };
+    let mut r = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n{}Content-Length: {}\r\n\r\n",
+        if gzip {
+            "Content-Encoding: gzip\r\n"
+        } else {
+            ""
+        },
+        body.len()
+    )
+    .into_bytes();
+    r.extend_from_slice(&body);
+    r
+}
+
+#[test]
+fn regression_60_warc_records_are_read_within_the_limit() {
+    use simdb::web::warc::{records_within, Record, MAX_HEADER_LINE};
+    let page = |n: usize| format!("<html><body><p>{}</p></body></html>", "新闻".repeat(n));
+    let good = warc_record(
+        "response",
+        "http://e.test/good",
+        "application/http; msgtype=response",
+        &http(page(100).as_bytes(), false),
+    );
+    let max = 1 << 20;
+    let read = |stream: &[u8]| -> Vec<Result<Record, String>> {
+        records_within(std::io::BufReader::new(stream), max)
+            .map(|r| r.map_err(|d| d.to_string()))
+            .collect()
+    };
+    let skipped = |r: &Result<Record, String>| match r {
+        Ok(Record::Skipped { why, .. }) => why.clone(),
+        other => panic!("not skipped: {other:?}"),
+    };
+    let is_good = |r: &Result<Record, String>| matches!(r, Ok(Record::Page(p)) if p.uri == "http://e.test/good" && p.fetched == Some(1_795_161_601));
+    // A gzip bomb: 64 MiB of one byte in a body of ~64 KB; then a good page.
+    let bomb = vec![b' '; 64 << 20];
+    let mut stream = warc_record(
+        "response",
+        "http://e.test/bomb",
+        "application/http; msgtype=response",
+        &http(&bomb, true),
+    );
+    assert!(stream.len() < 200 << 10, "{}", stream.len());
+    stream.extend_from_slice(&good);
+    let got = read(&stream);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert!(skipped(&got[0]).contains("compressed body larger than the limit"));
+    assert!(is_good(&got[1]), "{:?}", got[1]);
+    // A page over the limit, uncompressed: passed over, not kept; the next
+    // record is read.
+    let mut stream = warc_record(
+        "resource",
+        "http://e.test/big",
+        "text/html",
+        page(max).as_bytes(),
+    );
+    stream.extend_from_slice(&good);
+    let got = read(&stream);
+    assert!(
+        skipped(&got[0]).contains("larger than the limit"),
+        "{got:?}"
+    );
+    assert!(is_good(&got[1]));
+    // A request or metadata record of any size is passed over.
+    let mut stream = warc_record(
+        "request",
+        "http://e.test/r",
+        "application/http",
+        &vec![b'x'; 3 * max],
+    );
+    stream.extend_from_slice(&good);
+    let got = read(&stream);
+    assert_eq!(skipped(&got[0]), "a request record");
+    assert!(is_good(&got[1]));
+    // A header line with no end, or too long, is damage: the pages before
+    // it were given, nothing after.
+    for bad in [
+        [
+            b"WARC/1.0\r\nWARC-Type: response\r\nX-Long: ".as_slice(),
+            &vec![b'y'; 8 << 20],
+        ]
+        .concat(),
+        vec![b'z'; 8 << 20],
+        [
+            b"WARC/1.0\r\n".as_slice(),
+            &vec![b'h'; MAX_HEADER_LINE + 10],
+            b"\r\n\r\n",
+        ]
+        .concat(),
+    ] {
+        let stream = [good.as_slice(), &bad, &good].concat();
+        let got = read(&stream);
+        assert_eq!(got.len(), 2, "{:?}", got.get(1));
+        assert!(is_good(&got[0]));
+        let e = got[1].as_ref().unwrap_err();
+        assert!(e.contains(&format!("at byte {}", good.len())), "{e}");
+    }
+    // A Content-Length past the end of the file.
+    let cut = b"WARC/1.0\r\nWARC-Type: response\r\nContent-Length: 18446744073709551615\r\n\r\nabc";
+    let got = read(&[good.as_slice(), cut].concat());
+    assert!(
+        got[1]
+            .as_ref()
+            .unwrap_err()
+            .contains("ends inside its block"),
+        "{got:?}"
+    );
 }
 
 #[test]

@@ -428,7 +428,7 @@ fn read_warc(path: PathBuf, max: usize, rule: WarcId) -> Box<dyn Iterator<Item =
         Box::new(BufReader::with_capacity(1 << 20, file))
     };
     let mut n = 0u64;
-    Box::new(crate::web::warc::records(reader).map(move |r| {
+    Box::new(crate::web::warc::records_within(reader, max).map(move |r| {
         n += 1;
         let at = format!("{location}: record {n}");
         match r {
@@ -454,7 +454,12 @@ fn read_warc(path: PathBuf, max: usize, rule: WarcId) -> Box<dyn Iterator<Item =
                 }),
                 line: None,
                 priority: None,
-                dated: u64::try_from(p.fetched).ok(),
+                // A fetch date past 2106 is damage: the page counts
+                // as undated.
+                dated: p
+                    .fetched
+                    .and_then(|t| u64::try_from(t).ok())
+                    .filter(|t| *t <= crate::db::input::LATEST_TIME),
             }),
         }
     }))

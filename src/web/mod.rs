@@ -247,23 +247,40 @@ const VOID: [&str; 14] = [
 /// The deepest nesting of start tags over end tags in `html`, by a scan
 /// of its tags (no parse: implicit ends count as open, so it errs high).
 fn tag_depth(html: &str) -> usize {
+    tag_scan(html).0
+}
+
+/// [`tag_depth`], and how many bytes the scan looked at: each at most
+/// three times (for the tags, a tag's name, the next `>`), so a page of tags
+/// never closed (`<a<a<a…`, review-2026-11-c finding 1) costs its length,
+/// not its square.
+fn tag_scan(html: &str) -> (usize, usize) {
     let b = html.as_bytes();
-    let (mut depth, mut max) = (0usize, 0usize);
+    let (mut depth, mut max, mut looked) = (0usize, 0usize, 0usize);
+    // The next `>` at or after the scan, found once and kept until the
+    // scan passes it.
+    let mut next_close: Option<usize> = None;
+    let mut searched_to = 0usize;
     let mut i = 0;
     while let Some(at) = b[i..].iter().position(|&c| c == b'<') {
+        looked += at + 1;
         i += at + 1;
         match b.get(i) {
             Some(b'/') => depth = depth.saturating_sub(1),
             Some(c) if c.is_ascii_alphabetic() => {
-                let name_end = b[i..]
+                let name_len = b[i..]
                     .iter()
                     .position(|c| !c.is_ascii_alphanumeric())
-                    .map_or(b.len(), |e| i + e);
-                let name = html[i..name_end].to_ascii_lowercase();
-                let close = b[i..]
-                    .iter()
-                    .position(|&c| c == b'>')
-                    .map_or(b.len(), |e| i + e);
+                    .unwrap_or(b.len() - i);
+                looked += name_len;
+                let name = html[i..i + name_len].to_ascii_lowercase();
+                if next_close.is_none_or(|c| c < i) {
+                    let from = searched_to.max(i);
+                    next_close = b[from..].iter().position(|&c| c == b'>').map(|e| from + e);
+                    looked += next_close.map_or(b.len(), |c| c + 1) - from;
+                    searched_to = next_close.map_or(b.len(), |c| c + 1);
+                }
+                let close = next_close.unwrap_or(b.len());
                 if !VOID.contains(&name.as_str()) && b.get(close.wrapping_sub(1)) != Some(&b'/') {
                     depth += 1;
                     max = max.max(depth);
@@ -272,7 +289,7 @@ fn tag_depth(html: &str) -> usize {
             _ => {}
         }
     }
-    max
+    (max, looked)
 }
 
 /// The text of `html` with every tag removed (for pages too deep to
@@ -466,6 +483,26 @@ fn lines(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn regression_60_a_page_of_unclosed_tags_is_scanned_once() {
+        // 1 MB of tags never closed: each byte looked at three times at
+        // most (the scan looked at n²/2 before).
+        let n = 500_000;
+        let page = format!("<html><body><p>{}", "<a".repeat(n));
+        let (depth, looked) = tag_scan(&page);
+        assert_eq!(depth, n + 3, "every start tag counts as open");
+        assert!(looked <= 3 * page.len(), "{looked} of {} bytes", page.len());
+        // Read as its visible text: there is none.
+        assert_eq!(extract(&page, encoding_rs::UTF_8).body.trim(), "");
+        // Closed tags give the same depths as before.
+        assert_eq!(tag_depth("<div><p>a<br>b<img src=x/></p><div/></div>"), 2);
+        assert_eq!(tag_depth("<a href='x>y'>t</a><b>"), 1);
+        let nested = "<div>".repeat(3000) + "x";
+        let (depth, looked) = tag_scan(&nested);
+        assert_eq!(depth, 3000);
+        assert!(looked <= 3 * nested.len());
+    }
 
     #[test]
     fn the_charset_comes_from_bom_transport_meta_or_guess_in_that_order() {

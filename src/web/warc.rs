@@ -13,8 +13,16 @@
 //! its offset; the records before it were already given.
 
 use std::io::{BufRead, Read};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+
+/// The longest header line read (a WARC header, with its continuations):
+/// a longer one is damage, not a header to buffer whole.
+pub const MAX_HEADER_LINE: usize = 64 << 10;
+
+/// The most header lines one record may have.
+pub const MAX_HEADER_LINES: usize = 1024;
+
+/// The bytes of HTTP headers a response's block may hold beside its body.
+const HTTP_HEADERS: usize = 1 << 20;
 
 /// An HTML response of a WARC file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,8 +31,9 @@ pub struct Response {
     pub uri: String,
     /// `WARC-Record-ID` (`urn:uuid:…`, without its angle brackets).
     pub record_id: String,
-    /// `WARC-Date`, Unix seconds: when the page was fetched.
-    pub fetched: i64,
+    /// `WARC-Date`, Unix seconds: when the page was fetched (none when
+    /// the record has no date it can be read as).
+    pub fetched: Option<i64>,
     /// The HTML, transfer and content encodings undone.
     pub body: Vec<u8>,
     /// The charset its `Content-Type` declared, if any.
@@ -35,7 +44,8 @@ pub struct Response {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
     Page(Response),
-    /// Not an HTML page: its URI (if any) and why.
+    /// Not an HTML page, or one larger than the limit: its URI (if any)
+    /// and why.
     Skipped {
         uri: Option<String>,
         why: String,
@@ -62,24 +72,37 @@ impl std::fmt::Display for Damaged {
 
 /// The records of a WARC stream, in order; after a [`Damaged`] record,
 /// nothing.
+///
+/// Memory is bounded by the limit, not by the file: a header line longer
+/// than [`MAX_HEADER_LINE`] (or more than [`MAX_HEADER_LINES`]) is damage;
+/// a block longer than the limit (plus 1 MiB of HTTP headers), and the
+/// block of a record that cannot be a page (`request`, `metadata`, …), is
+/// passed over without being kept; a compressed body is inflated up to
+/// the limit and skipped past it (review-2026-11-c, finding 2: a 3,884-byte
+/// `.warc.gz` cost 3.66 GB).
 pub struct Records<R: BufRead> {
-    records: warc::RecordIter<Counted<R>>,
-    at: Arc<AtomicU64>,
+    r: R,
+    /// Bytes consumed so far.
+    at: u64,
+    max_body: usize,
     done: bool,
 }
 
-/// The records of `r`.
-pub fn records<R: BufRead>(r: R) -> Records<R> {
-    let at = Arc::new(AtomicU64::new(0));
-    let counted = Counted {
-        inner: r,
-        at: at.clone(),
-    };
+/// The records of `r`, each page's body at most `max_body` bytes (a larger
+/// one is [`Record::Skipped`]).
+pub fn records_within<R: BufRead>(r: R, max_body: usize) -> Records<R> {
     Records {
-        records: warc::WarcReader::new(counted).iter_records(),
-        at,
+        r,
+        at: 0,
+        max_body,
         done: false,
     }
+}
+
+/// [`records_within`] the limit `simdb ingest` sets by default
+/// (`--max-doc-bytes`, 64 MiB).
+pub fn records<R: BufRead>(r: R) -> Records<R> {
+    records_within(r, crate::ingest::read::DEFAULT_MAX_DOC_BYTES)
 }
 
 impl<R: BufRead> Iterator for Records<R> {
@@ -89,35 +112,170 @@ impl<R: BufRead> Iterator for Records<R> {
         if self.done {
             return None;
         }
-        let offset = self.at.load(Ordering::Relaxed);
-        let Some(next) = self.records.next() else {
-            // The reader ends a file cut inside a record's headers as if
-            // the file had ended: the bytes it consumed tell.
+        let r = self.read_record();
+        if !matches!(r, Some(Ok(_))) {
             self.done = true;
-            return (self.at.load(Ordering::Relaxed) > offset).then(|| {
-                Err(Damaged {
-                    offset,
-                    reason: "the file ends inside its headers".into(),
-                })
-            });
-        };
-        match next {
-            Ok(r) => Some(Ok(record(&r))),
-            Err(e) => {
-                self.done = true;
-                Some(Err(Damaged {
-                    offset,
-                    reason: e.to_string(),
-                }))
-            }
         }
+        r.map(|r| r.map_err(|(offset, reason)| Damaged { offset, reason }))
     }
 }
 
-fn record(r: &warc::Record<warc::BufferedBody>) -> Record {
-    let uri = r
-        .header(warc::WarcHeader::TargetURI)
-        .map(|u| u.trim().trim_matches(['<', '>']).to_string());
+/// A record's headers: (name, value), names as written.
+type Headers = Vec<(String, String)>;
+
+fn header<'h>(h: &'h Headers, name: &str) -> Option<&'h str> {
+    h.iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+impl<R: BufRead> Records<R> {
+    /// The next record; `None` at the end of the stream; the offset where
+    /// it starts and why when it cannot be read.
+    fn read_record(&mut self) -> Option<Result<Record, (u64, String)>> {
+        // Blank lines between records are passed over.
+        let mut offset = self.at;
+        let version = loop {
+            match self.line() {
+                Err(e) => return Some(Err((offset, e))),
+                Ok(None) => return None,
+                Ok(Some(l)) if l.is_empty() => offset = self.at,
+                Ok(Some(l)) => break l,
+            }
+        };
+        let fail = |why: String| Some(Err((offset, why)));
+        if !version.starts_with("WARC/") {
+            return fail(format!(
+                "not a WARC record (it starts {:?})",
+                version.chars().take(40).collect::<String>()
+            ));
+        }
+        let headers = match self.headers() {
+            Ok(h) => h,
+            Err(e) => return fail(e),
+        };
+        let Some(len) = header(&headers, "Content-Length").and_then(|v| v.parse::<u64>().ok())
+        else {
+            return fail("no Content-Length, or not a number".into());
+        };
+        let uri =
+            header(&headers, "WARC-Target-URI").map(|u| u.trim_matches(['<', '>']).to_string());
+        let kind = header(&headers, "WARC-Type")
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        let page_kind = kind == "response" || kind == "resource";
+        let limit = self.max_body.saturating_add(HTTP_HEADERS) as u64;
+        let block = match self.block(len, page_kind && len <= limit) {
+            Ok(b) => b,
+            Err(e) => return fail(e),
+        };
+        // The block's end: CRLF CRLF (leniently, any line ends up to 4 bytes).
+        for _ in 0..4 {
+            match self.r.fill_buf() {
+                Ok([b'\r' | b'\n', ..]) => {
+                    self.r.consume(1);
+                    self.at += 1;
+                }
+                _ => break,
+            }
+        }
+        Some(Ok(match block {
+            Some(b) => record(&headers, &kind, uri, &b, self.max_body),
+            None if page_kind => Record::Skipped {
+                uri,
+                why: format!(
+                    "a record of {len} bytes, larger than the limit of {} bytes; skipped",
+                    self.max_body
+                ),
+            },
+            None => Record::Skipped {
+                uri,
+                why: match kind.is_empty() {
+                    true => "no WARC-Type".into(),
+                    false => format!("a {kind} record"),
+                },
+            },
+        }))
+    }
+
+    /// A record's header lines, up to the blank line that ends them.
+    fn headers(&mut self) -> Result<Headers, String> {
+        let mut headers: Headers = Vec::new();
+        loop {
+            let line = self.line()?.ok_or("the file ends inside its headers")?;
+            if line.is_empty() {
+                return Ok(headers);
+            }
+            if headers.len() == MAX_HEADER_LINES {
+                return Err(format!("more than {MAX_HEADER_LINES} header lines"));
+            }
+            match (line.starts_with([' ', '\t']), headers.last_mut()) {
+                // A folded line continues the header before it.
+                (true, Some((_, v))) if v.len() + line.len() <= MAX_HEADER_LINE => {
+                    v.push(' ');
+                    v.push_str(line.trim());
+                }
+                (true, _) => return Err("a header line continues nothing, or is too long".into()),
+                (false, _) => match line.split_once(':') {
+                    Some((n, v)) => headers.push((n.trim().to_string(), v.trim().to_string())),
+                    None => return Err(format!("a header line without a colon: {line:?}")),
+                },
+            }
+        }
+    }
+
+    /// A block of `len` bytes: kept (`keep`) or passed over.
+    fn block(&mut self, len: u64, keep: bool) -> Result<Option<Vec<u8>>, String> {
+        let mut b = Vec::new();
+        let read = match keep {
+            true => {
+                b.reserve_exact(len as usize);
+                (&mut self.r)
+                    .take(len)
+                    .read_to_end(&mut b)
+                    .map(|n| n as u64)
+            }
+            false => std::io::copy(&mut (&mut self.r).take(len), &mut std::io::sink()),
+        };
+        match read {
+            Ok(n) if n == len => {
+                self.at += len;
+                Ok(keep.then_some(b))
+            }
+            Ok(_) => Err("the file ends inside its block".into()),
+            Err(e) => Err(format!("its block: {e}")),
+        }
+    }
+
+    /// One line, without its line end (`None` at the end of the stream):
+    /// at most [`MAX_HEADER_LINE`] bytes, read as UTF-8 with replacement.
+    fn line(&mut self) -> Result<Option<String>, String> {
+        let mut buf = Vec::new();
+        let n = (&mut self.r)
+            .take(MAX_HEADER_LINE as u64 + 2)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| e.to_string())?;
+        self.at += n as u64;
+        if n == 0 {
+            return Ok(None);
+        }
+        if buf.last() != Some(&b'\n') {
+            return match n > MAX_HEADER_LINE {
+                true => Err(format!("a header line longer than {MAX_HEADER_LINE} bytes")),
+                false => Err("the file ends inside its headers".into()),
+            };
+        }
+        buf.pop();
+        if buf.last() == Some(&b'\r') {
+            buf.pop();
+        }
+        Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
+    }
+}
+
+/// A `response` or `resource` record (`kind`) of `headers` and `block` as
+/// a page, or why it is skipped.
+fn record(headers: &Headers, kind: &str, uri: Option<String>, block: &[u8], max: usize) -> Record {
     let skip = |why: String| Record::Skipped {
         uri: uri.clone(),
         why,
@@ -125,26 +283,23 @@ fn record(r: &warc::Record<warc::BufferedBody>) -> Record {
     let Some(uri_s) = uri.clone() else {
         return skip("no WARC-Target-URI".into());
     };
-    let (content_type, body) = match r.warc_type() {
-        warc::RecordType::Response => {
-            let declared = r.header(warc::WarcHeader::ContentType).unwrap_or_default();
-            if !declared
-                .to_ascii_lowercase()
-                .starts_with("application/http")
-            {
-                return skip(format!("a response of {declared:?}, not HTTP"));
-            }
-            match http_response(r.body()) {
-                Ok(x) => x,
-                Err(why) => return skip(why),
-            }
+    let declared = header(headers, "Content-Type").unwrap_or_default();
+    let (content_type, body) = if kind == "response" {
+        if !declared
+            .to_ascii_lowercase()
+            .starts_with("application/http")
+        {
+            return skip(format!("a response of {declared:?}, not HTTP"));
         }
-        warc::RecordType::Resource => (
-            r.header(warc::WarcHeader::ContentType)
-                .map(|c| c.into_owned()),
-            r.body().to_vec(),
-        ),
-        t => return skip(format!("a {t} record")),
+        match http_response(block, max) {
+            Ok(x) => x,
+            Err(why) => return skip(why),
+        }
+    } else {
+        (
+            (!declared.is_empty()).then(|| declared.to_string()),
+            block.to_vec(),
+        )
     };
     if !is_html(content_type.as_deref(), &body) {
         return skip(format!(
@@ -153,16 +308,22 @@ fn record(r: &warc::Record<warc::BufferedBody>) -> Record {
         ));
     }
     Record::Page(Response {
-        record_id: r.warc_id().trim().trim_matches(['<', '>']).to_string(),
+        record_id: header(headers, "WARC-Record-ID")
+            .unwrap_or_default()
+            .trim_matches(['<', '>'])
+            .to_string(),
         uri: uri_s,
-        fetched: r.date().timestamp(),
+        fetched: header(headers, "WARC-Date")
+            .and_then(|d| d.parse::<jiff::Timestamp>().ok())
+            .map(|t| t.as_second()),
         charset: content_type.as_deref().and_then(charset_of),
         body,
     })
 }
 
-/// The `Content-Type` and the decoded body of an HTTP response.
-fn http_response(block: &[u8]) -> Result<(Option<String>, Vec<u8>), String> {
+/// The `Content-Type` and the decoded body of an HTTP response, whose
+/// body decodes to at most `max` bytes (else why it is skipped).
+fn http_response(block: &[u8], max: usize) -> Result<(Option<String>, Vec<u8>), String> {
     let mut headers = [httparse::EMPTY_HEADER; 256];
     let mut resp = httparse::Response::new(&mut headers);
     let start = match resp.parse(block) {
@@ -190,21 +351,30 @@ fn http_response(block: &[u8]) -> Result<(Option<String>, Vec<u8>), String> {
     }
     match header("content-encoding").as_deref() {
         None | Some("" | "identity") => {}
-        Some("gzip" | "x-gzip") => body = inflate(flate2::read::MultiGzDecoder::new(&body[..]))?,
+        Some("gzip" | "x-gzip") => {
+            body = inflate(flate2::read::MultiGzDecoder::new(&body[..]), max)?
+        }
         Some("deflate") => {
-            body = inflate(flate2::read::ZlibDecoder::new(&body[..]))
-                .or_else(|_| inflate(flate2::read::DeflateDecoder::new(&body[..])))?
+            body = inflate(flate2::read::ZlibDecoder::new(&body[..]), max)
+                .or_else(|_| inflate(flate2::read::DeflateDecoder::new(&body[..]), max))?
         }
         Some(other) => return Err(format!("content encoding {other:?} is not read")),
     }
     Ok((content_type, body))
 }
 
-fn inflate(mut r: impl Read) -> Result<Vec<u8>, String> {
+/// `r` decompressed, if it is at most `max` bytes.
+fn inflate(r: impl Read, max: usize) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
-    r.read_to_end(&mut out)
+    r.take(max as u64 + 1)
+        .read_to_end(&mut out)
         .map_err(|e| format!("compressed body: {e}"))?;
-    Ok(out)
+    match out.len() > max {
+        true => Err(format!(
+            "a compressed body larger than the limit of {max} bytes; skipped"
+        )),
+        false => Ok(out),
+    }
 }
 
 /// A chunked body's data (RFC 9112, 7.1); trailers are dropped.
@@ -261,31 +431,6 @@ fn charset_of(content_type: &str) -> Option<String> {
     })
 }
 
-/// A reader that counts the bytes its user consumed.
-struct Counted<R> {
-    inner: R,
-    at: Arc<AtomicU64>,
-}
-
-impl<R: BufRead> Read for Counted<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.at.fetch_add(n as u64, Ordering::Relaxed);
-        Ok(n)
-    }
-}
-
-impl<R: BufRead> BufRead for Counted<R> {
-    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
-        self.inner.fill_buf()
-    }
-
-    fn consume(&mut self, amt: usize) {
-        self.at.fetch_add(amt as u64, Ordering::Relaxed);
-        self.inner.consume(amt);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,11 +454,11 @@ mod tests {
         .into_bytes();
         resp.extend_from_slice(&gz);
         resp.extend_from_slice(b"\r\n0\r\n\r\n");
-        let (ct, body) = http_response(&resp).unwrap();
+        let (ct, body) = http_response(&resp, 1 << 20).unwrap();
         assert_eq!(body, "<p>新闻</p>".as_bytes());
         assert_eq!(charset_of(&ct.unwrap()).as_deref(), Some("GBK"));
-        assert!(http_response(b"HTTP/1.1 404 Not Found\r\n\r\n").is_err());
-        assert!(http_response(b"HTTP/1.1 200 OK\r\nContent-Type: te").is_err());
+        assert!(http_response(b"HTTP/1.1 404 Not Found\r\n\r\n", 1 << 20).is_err());
+        assert!(http_response(b"HTTP/1.1 200 OK\r\nContent-Type: te", 1 << 20).is_err());
     }
 
     #[test]
