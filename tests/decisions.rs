@@ -316,12 +316,28 @@ fn the_cli_decides_lists_undoes_and_replays() {
     run(&[&"ingest", &two, &input]);
     assert_eq!(clusters(&two), want);
     let text = run(&[&"decisions", &two]);
-    assert!(text.contains("not_a_copy \"a\" \"c\" by local"), "{text}");
+    assert!(
+        text.contains("not_a_copy \"a\" \"c\" by \"local\""),
+        "{text}"
+    );
     // Undone, then rebuilt: the pair meets again.
     let out = run(&[&"decide", &two, &"undo", &"1"]);
-    assert!(out.starts_with("2 undo 1 by local"), "{out}");
+    assert!(out.starts_with("2 undo 1 by \"local\""), "{out}");
     run(&[&"verify", &two, &"--repair"]);
     assert_eq!(clusters(&two)[0].0.len(), 3);
+    // A replayed log's `who` with terminal escapes is printed quoted, as
+    // ids are (review-2026-11-c, finding 13).
+    assert!(log.contains("\"who\":\"local\""), "{log}");
+    let hostile = t.file(
+        "hostile.jsonl",
+        log.replace("\"who\":\"local\"", "\"who\":\"\\u001b[2Jroot\""),
+    );
+    let three = t.path().join("three");
+    run(&[&"init", &three]);
+    run(&[&"decide", &three, &"replay", &hostile]);
+    let text = run(&[&"decisions", &three]);
+    assert!(!text.contains('\u{1b}'), "{text:?}");
+    assert!(text.contains("by \"\\u{1b}[2Jroot\""), "{text}");
 }
 
 /// `export --parquet` writes the decision log beside the parts (listed in

@@ -138,7 +138,7 @@ fn the_latest_keep_wins_and_an_undo_gives_the_one_before_back() {
     };
     assert_eq!(rep(), "x1");
     let out = run(&[&"decide", &path, &"keep", &"x3"]);
-    assert!(out.starts_with("1 keep \"x3\" by local"), "{out}");
+    assert!(out.starts_with("1 keep \"x3\" by \"local\""), "{out}");
     assert_eq!(rep(), "x3");
     let got = run(&[&"get", &path, &"x3"]);
     assert!(got.contains("kept         by decision 1"), "{got}");

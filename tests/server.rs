@@ -850,13 +850,19 @@ fn regression_23_a_small_write_does_not_wait_for_a_large_batch() {
             .collect(),
     );
     let writer = {
-        let s = s.clone();
+        let base = s.base.clone();
         std::thread::spawn(move || {
-            let start = Instant::now();
-            // k = 11: each document reads 548 buckets.
-            let (st, v) = s.post("/documents?k=11", &big);
-            assert_eq!(st, 200, "{v}");
-            start.elapsed()
+            // k = 11: each document reads 548 buckets. No client timeout:
+            // a busy machine may take minutes over the batch, and what is
+            // tested is the order of the answers, not their times.
+            let mut resp = ureq::post(&format!("{base}/documents?k=11"))
+                .config()
+                .http_status_as_error(false)
+                .build()
+                .send_json(&big)
+                .expect("the batch's request");
+            let body = resp.body_mut().read_to_string().unwrap();
+            assert_eq!(resp.status().as_u16(), 200, "{body}");
         })
     };
     // Once the batch is being written (a first chunk committed), a
@@ -864,7 +870,7 @@ fn regression_23_a_small_write_does_not_wait_for_a_large_batch() {
     let started = Instant::now();
     while s.call("GET", "/health", None).1["documents"] == 0 {
         assert!(
-            started.elapsed() < Duration::from_secs(30),
+            started.elapsed() < Duration::from_secs(600),
             "the batch never started"
         );
         std::thread::sleep(Duration::from_millis(2));
@@ -877,14 +883,15 @@ fn regression_23_a_small_write_does_not_wait_for_a_large_batch() {
     let stored = s.call("GET", "/health", None).1["documents"]
         .as_u64()
         .unwrap();
-    let took = writer.join().unwrap();
+    writer.join().unwrap();
     assert!(
         stored < 10_001,
-        "the one-document write was answered only after the whole batch ({took:?})"
+        "the one-document write was answered only after the whole batch"
     );
-    assert!(
-        took > Duration::from_millis(300),
-        "the batch took {took:?}: too quick to tell"
+    assert_eq!(
+        s.call("GET", "/health", None).1["documents"],
+        10_001,
+        "the batch and the small write"
     );
     drop(s);
     verify_clean(&t.path());
@@ -915,13 +922,12 @@ fn regression_24_idle_connections_cannot_starve_the_store() {
         held.push(c);
     }
     std::thread::sleep(Duration::from_millis(300));
-    // A new client is answered at once (the cap is reached).
-    let started = Instant::now();
+    // A new client is answered (503) rather than left waiting for a
+    // descriptor (the cap is reached).
     let answer = s.raw(
         "GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n",
-        Duration::from_secs(2),
+        Duration::from_secs(60),
     );
-    assert!(started.elapsed() < Duration::from_secs(2));
     assert!(
         matches!(&answer, Some((503, b)) if b.contains("too many connections")),
         "{answer:?}"
@@ -984,11 +990,15 @@ fn regression_24_sigterm_with_a_straggler_ends_within_the_grace() {
         )
         .unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    let started = Instant::now();
+    // The stop ends at the grace, dropping the two (the header timeout,
+    // 60 s, would close them much later; before, the process waited for
+    // them forever).
     let (code_, err) = s.stop();
-    let took = started.elapsed();
     assert_eq!(code_, 0, "{err}");
-    assert!(took < Duration::from_secs(8), "stopped after {took:?}");
+    assert!(
+        err.contains("2 connection(s) still open after the shutdown grace of 2 s: dropped"),
+        "{err}"
+    );
     drop((straggler, slow_body));
     let o = simdb(&[&"get", &t.path(), &"kept", &"--json"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
@@ -1039,19 +1049,24 @@ fn regression_24_bodies_are_counted_while_parsed() {
             std::thread::spawn(move || s.call("POST", "/documents", Some(&z)).0)
         })
         .collect();
-    let mut slowest = Duration::ZERO;
-    for _ in 0..20 {
-        let started = Instant::now();
+    // /health is answered while the bodies are parsed (parsing holds a
+    // blocking thread, not the service's own): several answers before the
+    // last body's 400.
+    let mut answered_meanwhile = 0;
+    while senders.iter().any(|h| !h.is_finished()) {
         assert_eq!(s.call("GET", "/health", None).0, 200);
-        slowest = slowest.max(started.elapsed());
-        std::thread::sleep(Duration::from_millis(20));
+        answered_meanwhile += usize::from(senders.iter().any(|h| !h.is_finished()));
+        std::thread::sleep(Duration::from_millis(5));
     }
     for h in senders {
         assert_eq!(h.join().unwrap(), 400);
     }
     let peak = s.peak_kib();
     assert!(peak < 600 << 10, "peak RSS {peak} KiB");
-    assert!(slowest < Duration::from_secs(2), "/health took {slowest:?}");
+    assert!(
+        answered_meanwhile >= 2,
+        "/health answered {answered_meanwhile} times meanwhile"
+    );
 }
 
 /// Issue 24 (review findings 7 and 12): without a token, a request for a
@@ -1311,7 +1326,7 @@ fn regression_37_stalled_chunked_bodies_hold_only_what_they_sent() {
             "--max-inflight-mb",
             "64",
             "--body-timeout",
-            "4",
+            "10",
         ],
     );
     let stalled: Vec<std::net::TcpStream> = (0..4)
@@ -1324,7 +1339,6 @@ fn regression_37_stalled_chunked_bodies_hold_only_what_they_sent() {
         })
         .collect();
     std::thread::sleep(Duration::from_millis(300));
-    let started = Instant::now();
     let (st, v) = s.post(
         "/documents",
         &json!({"id": "polite", "text": "a polite client's text"}),
@@ -1332,18 +1346,25 @@ fn regression_37_stalled_chunked_bodies_hold_only_what_they_sent() {
     assert_eq!(st, 200, "{v}");
     let (st, _) = s.post("/query", &json!({"text": "a polite client's text"}));
     assert_eq!(st, 200);
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "a polite write and query waited {:?} behind stalled bodies",
-        started.elapsed()
-    );
+    // Answered before the stalled bodies' timeout: none of them has its
+    // 408 yet (before, the polite client waited for it).
+    for c in &stalled {
+        c.set_nonblocking(true).unwrap();
+        let mut b = [0u8; 1];
+        let r = (&*c).read(&mut b);
+        assert!(
+            matches!(&r, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+            "a stalled body was answered before the polite client: {r:?}"
+        );
+        c.set_nonblocking(false).unwrap();
+    }
     let (_, h) = s.call("GET", "/health", None);
     let held = h["bodies_in_flight_bytes"].as_u64().unwrap();
     assert!(held <= 4 * 1024, "{h}");
     assert_eq!(h["bodies_in_flight_limit"], 64 << 20, "{h}");
     // Past --body-timeout: 408, and nothing is held.
     for mut c in stalled {
-        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
         let mut buf = Vec::new();
         let _ = c.read_to_end(&mut buf);
         let text = String::from_utf8_lossy(&buf);
@@ -1374,7 +1395,7 @@ fn regression_37_sigterm_stops_a_long_query_batch() {
         common::code(&common::simdb(&[&"ingest", &t.path(), &input])),
         0
     );
-    let s = Server::start(&t.path(), &["--shutdown-grace", "3"]);
+    let s = Server::start(&t.path(), &["--shutdown-grace", "10"]);
     // Every 20th character edited: neither similar enough nor contained
     // (a text with a sentence added holds the copy whole, which the fine
     // sketch's estimate confirms).
@@ -1393,22 +1414,35 @@ fn regression_37_sigterm_stops_a_long_query_batch() {
             .http_status_as_error(false)
             .build()
             .send_json(&body);
-        (
-            r.map(|r| r.status().as_u16()).unwrap_or(0),
-            started.elapsed(),
-        )
+        let (status, text) = match r {
+            Ok(mut r) => (
+                r.status().as_u16(),
+                r.body_mut().read_to_string().unwrap_or_default(),
+            ),
+            Err(e) => (0, e.to_string()),
+        };
+        (status, text, started.elapsed())
     });
-    std::thread::sleep(Duration::from_millis(1500));
-    let stopping = Instant::now();
+    // Stopped once the batch is under way: the client is answered 503 with
+    // how much of the batch was done (before, the process waited for the
+    // whole batch and the client got nothing), and no connection is left
+    // for the grace to drop.
+    std::thread::sleep(Duration::from_millis(3000));
     let (code, err) = s.stop();
-    let took = stopping.elapsed();
     assert_eq!(code, 0, "{err}");
+    let (status, body, waited) = client.join().unwrap();
+    assert_eq!(status, 503, "the batch's client after {waited:?}: {body}");
+    let answered: usize = body
+        .split("; ")
+        .nth(1)
+        .and_then(|x| x.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{body}"));
+    assert!(answered < 10_000, "{body}");
     assert!(
-        took < Duration::from_secs(3 + 2),
-        "exit {took:?} after SIGTERM"
+        !err.contains("still open after the shutdown grace"),
+        "{err}"
     );
-    let (status, waited) = client.join().unwrap();
-    assert_eq!(status, 503, "the batch's client after {waited:?}");
 }
 
 /// A replica (`serve --read-only`, issue 39): it takes no writer lock, so
@@ -1456,8 +1490,8 @@ fn a_replica_follows_the_writer_and_outlives_it() {
     let committed = std::time::Instant::now();
     while first_hit(&replica, 5).as_deref() != Some("a5") {
         assert!(
-            committed.elapsed() < Duration::from_secs(15),
-            "the replica did not see a5 within 15 s of its commit"
+            committed.elapsed() < Duration::from_secs(120),
+            "the replica did not see a5 within 120 s of its commit (refresh 1 s)"
         );
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -1988,4 +2022,51 @@ fn the_page_is_served_with_its_policy_and_the_api_keeps_its_token() {
     assert_eq!(s.call("GET", "/health", None).0, 401);
     // Only GET: a POST to the page is not a way past the token.
     assert_eq!(s.call("POST", "/", Some("{}")).0, 401);
+}
+
+/// Review 2026-11-c, finding 14: re-checks that a killed service left under
+/// way (a representative of a cluster of 3,000 deleted, one step of 1,024
+/// committed) were resumed only by the next write; the service now resumes
+/// them when it starts, and `/health` says whether any is pending.
+#[test]
+fn regression_60_a_service_resumes_rechecks_left_under_way() {
+    let t = TempDb::new();
+    init(&t);
+    let lines: String = (0..3000)
+        .map(|i| {
+            // Near copies (one bit from the first), so that the new
+            // representative's re-check has members to read.
+            let fp = 0x0123_4567_89ab_cdefu64 ^ if i == 0 { 0 } else { 1 << (i % 64) };
+            let fp = format!("{fp:016x}");
+            format!("{}\n", json!({"id": format!("c{i:04}"), "fingerprint": fp}))
+        })
+        .collect();
+    let input = t.file("copies.jsonl", lines);
+    assert_eq!(code(&simdb(&[&"ingest", &t.path(), &input])), 0);
+    {
+        let mut db = simdb::Db::options().open(t.path()).unwrap();
+        let mut w = db.writer().unwrap();
+        assert!(w.delete("c0000").unwrap());
+        w.commit().unwrap();
+        drop(w);
+        assert!(
+            db.clusters().unsettled().unwrap(),
+            "one step of 1,024 members is done"
+        );
+    }
+    let s = Server::start(&t.path(), &[]);
+    let started = Instant::now();
+    while s.call("GET", "/health", None).1["rechecks_pending"] != false {
+        assert!(
+            started.elapsed() < Duration::from_secs(300),
+            "the re-checks were not resumed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (st, v) = s.call("GET", "/documents/c2999", None);
+    assert_eq!(st, 200, "{v}");
+    drop(s);
+    let db = simdb::Db::options().read_only().open(t.path()).unwrap();
+    assert!(!db.clusters().unsettled().unwrap());
+    assert_eq!(db.len().unwrap(), 2999);
 }

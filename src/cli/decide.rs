@@ -11,14 +11,16 @@ fn show(d: &Decision, json: bool) -> Result<()> {
         println!("{}", serde_json::to_string(d)?);
     } else {
         match d.kind {
+            // `who` is quoted as the ids are: a replayed log's names reach
+            // the terminal escaped (review-2026-11-c, finding 13).
             DecisionKind::NotACopy => println!(
-                "{} not_a_copy {:?} {:?} by {} at {}",
+                "{} not_a_copy {:?} {:?} by {:?} at {}",
                 d.seq, d.a, d.b, d.who, d.at
             ),
             DecisionKind::Undo => {
-                println!("{} undo {} by {} at {}", d.seq, d.undoes, d.who, d.at)
+                println!("{} undo {} by {:?} at {}", d.seq, d.undoes, d.who, d.at)
             }
-            DecisionKind::Keep => println!("{} keep {:?} by {} at {}", d.seq, d.a, d.who, d.at),
+            DecisionKind::Keep => println!("{} keep {:?} by {:?} at {}", d.seq, d.a, d.who, d.at),
         }
     }
     Ok(())

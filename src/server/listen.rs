@@ -191,6 +191,11 @@ pub(super) async fn run(
         .await
         .is_err()
     {
+        eprintln!(
+            "simdb: {} connection(s) still open after the shutdown grace of {} s: dropped",
+            tasks.len(),
+            config.shutdown_grace.as_secs_f64()
+        );
         tasks.abort_all();
     }
     while tasks.join_next().await.is_some() {}

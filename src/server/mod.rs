@@ -303,6 +303,11 @@ pub fn serve(mut db: Db, config: Config, on_ready: impl FnOnce(SocketAddr)) -> R
         .map_err(fail)?;
     let served = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(addr).await.map_err(fail)?;
+        // Re-checks a killed service left under way go on now, not only at
+        // the next write (review-2026-11-c, finding 14).
+        if !app.config.read_only {
+            app.settle_in_background();
+        }
         on_ready(listener.local_addr().map_err(fail)?);
         let events: Arc<dyn listen::ConnectionEvents> = app.clone();
         listen::run(
