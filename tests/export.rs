@@ -443,15 +443,23 @@ fn regression_37_an_export_that_lost_or_changed_a_part_is_refused() {
     let (code, err, _, _) = import(&extra, 4, false);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("part-00009.parquet is not a part"), "{err}");
-    // The export itself, and one of a simdb before manifests (an empty
-    // marker: taken as it is).
+    // The export itself; an empty marker (a simdb before manifests, or a
+    // copy cut while writing it) only with --partial (review-2026-11-c,
+    // finding 11: beside two of three parts it restored 200 of 300).
     let (code, err, stdout, _) = import(&out, 5, false);
     assert_eq!(code, 0, "{err}");
     assert!(stdout.contains("imported 300 documents"), "{stdout}");
-    let old = copy("old", "");
+    let old = copy("old", "part-00001.parquet");
     std::fs::write(old.join("_SUCCESS"), b"").unwrap();
     let (code, err, _, _) = import(&old, 6, false);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("_SUCCESS is empty") && err.contains("--partial"),
+        "{err}"
+    );
+    let (code, err, stdout, _) = import(&old, 7, true);
     assert_eq!(code, 0, "{err}");
+    assert!(stdout.contains("imported 200 documents"), "{stdout}");
 }
 
 /// Issue 24 (review finding 11): id columns as pandas and Polars write

@@ -468,9 +468,10 @@ def check_export(export: str, partial: bool = False, checksums: bool = False) ->
     import` reads it: no `_SUCCESS` (an export that did not finish), or
     parts that differ from the manifest `_SUCCESS` holds (missing, not
     listed, another size or row count; with `checksums`, another CRC-32,
-    which reads every part). Empty when it is the export (an empty
-    `_SUCCESS`, from a simdb before manifests, cannot be checked), and
-    always with `partial`. A single file is not checked."""
+    which reads every part); an empty `_SUCCESS` (a simdb before
+    manifests, or a copy cut while writing it) cannot be checked. Empty
+    when it is the export, and always with `partial`. A single file is not
+    checked."""
     if partial or not os.path.isdir(export):
         return []
     marker = os.path.join(export, "_SUCCESS")
@@ -481,7 +482,16 @@ def check_export(export: str, partial: bool = False, checksums: bool = False) ->
     with open(marker, "rb") as f:
         raw = f.read()
     if not raw:
-        return []
+        # An export (its parts state a recipe): one before manifests, or a
+        # copy cut while writing the marker. Other parts: Hadoop's marker.
+        import pyarrow.parquet as pq
+
+        meta = pq.read_metadata(os.path.join(export, parts[0])).metadata or {} if parts else {}
+        if b"simdb.recipe" not in meta:
+            return []
+        return [f"_SUCCESS is empty, so the {len(parts)} part files of this export cannot be "
+                "checked against it (an export of a simdb before 2026-11-26, or a copy cut "
+                "while writing the marker)"]
     try:
         m = json.loads(raw)
     except ValueError as e:
