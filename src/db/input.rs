@@ -192,17 +192,14 @@ pub fn parse_time(v: &serde_json::Value) -> Result<u64, String> {
     };
     let t = match v {
         serde_json::Value::Number(n) => n.as_u64().ok_or_else(bad),
-        serde_json::Value::String(s) => parse_time_str(s).ok_or_else(bad),
+        serde_json::Value::String(s) => s
+            .parse::<jiff::Timestamp>()
+            .ok()
+            .and_then(|t| u64::try_from(t.as_second()).ok())
+            .ok_or_else(bad),
         _ => Err(bad()),
     }?;
     check_time(t).map_err(|e| format!("\"time\": {e}"))
-}
-
-/// An RFC 3339 timestamp as Unix seconds (none before 1970).
-pub fn parse_time_str(s: &str) -> Option<u64> {
-    s.parse::<jiff::Timestamp>()
-        .ok()
-        .and_then(|t| u64::try_from(t.as_second()).ok())
 }
 
 /// A document's content: one of its `"text"`, `"html"`, `"features"`

@@ -319,14 +319,10 @@ fn engine_row(
 }
 
 #[cfg(feature = "parquet")]
-/// A `weak_bits` value, checked as a stored record's are: bit indexes of a
-/// 64-bit fingerprint, each once at most.
+/// A `weak_bits` value, checked as a stored record's are (bit indexes of a
+/// 64-bit fingerprint), and each once at most, as a fingerprinter gives them.
 fn weak_bits(b: Vec<u8>) -> std::result::Result<Vec<u8>, String> {
-    if let Some(x) = b.iter().find(|&&x| x >= 64) {
-        return Err(format!(
-            "\"weak_bits\" holds {x}, not a bit of a 64-bit fingerprint (0..63)"
-        ));
-    }
+    store::codec::check_weak_bits(&b).map_err(|e| format!("\"weak_bits\": {e}"))?;
     let mut seen = 0u64;
     for x in &b {
         if seen & 1 << x != 0 {
@@ -365,41 +361,37 @@ fn stated_at(batch: &arrow_array::RecordBatch, i: usize) -> std::result::Result<
         stated.priority = store::codec::Priority::new(p);
     }
     if let Some(c) = batch.column_by_name("time").filter(|c| !c.is_null(i)) {
-        let negative = || "\"time\" is before 1970: give Unix seconds (at least 0)".to_string();
-        let t = match c.data_type() {
-            t if t.is_integer() => {
-                let v = int_at(c.as_ref(), i).ok_or("\"time\" cannot be read")?;
-                u64::try_from(v).map_err(|_| negative())?
-            }
-            T::Timestamp(unit, _) => {
-                let v = int_at(c.as_ref(), i).ok_or("\"time\" cannot be read")?;
-                let per_second: i128 = match unit {
-                    arrow_schema::TimeUnit::Second => 1,
-                    arrow_schema::TimeUnit::Millisecond => 1_000,
-                    arrow_schema::TimeUnit::Microsecond => 1_000_000,
-                    arrow_schema::TimeUnit::Nanosecond => 1_000_000_000,
-                };
-                u64::try_from(v.div_euclid(per_second)).map_err(|_| negative())?
-            }
-            T::Date32 | T::Date64 => {
-                let v = int_at(c.as_ref(), i).ok_or("\"time\" cannot be read")?;
-                let s = match c.data_type() {
-                    T::Date32 => v * 86_400,
-                    _ => v.div_euclid(1_000),
-                };
-                u64::try_from(s).map_err(|_| negative())?
-            }
+        use arrow_schema::TimeUnit as U;
+        let secs: i128 = match c.data_type() {
             T::Utf8 | T::LargeUtf8 | T::Utf8View => {
-                let s = id_strings(c.as_ref())?.swap_remove(i).unwrap_or_default();
-                crate::db::input::parse_time(&serde_json::Value::String(s))?
+                use arrow_array::cast::AsArray;
+                // This row's string only (not the column's, row by row).
+                let s = match c.data_type() {
+                    T::Utf8 => c.as_string::<i32>().value(i),
+                    T::LargeUtf8 => c.as_string::<i64>().value(i),
+                    _ => c.as_string_view().value(i),
+                };
+                crate::db::input::parse_time(&serde_json::Value::String(s.into()))?.into()
             }
             t => {
-                return Err(format!(
-                    "\"time\" must be Unix seconds (integers), a timestamp, a date or RFC 3339 \
-                     strings, not {t}"
-                ))
+                // Integers, timestamps and dates; seconds from their unit.
+                let v = int_at(c.as_ref(), i).ok_or_else(|| {
+                    format!(
+                        "\"time\" must be Unix seconds (integers), a timestamp, a date or \
+                         RFC 3339 strings, not {t}"
+                    )
+                })?;
+                match t {
+                    T::Timestamp(U::Millisecond, _) | T::Date64 => v.div_euclid(1_000),
+                    T::Timestamp(U::Microsecond, _) => v.div_euclid(1_000_000),
+                    T::Timestamp(U::Nanosecond, _) => v.div_euclid(1_000_000_000),
+                    T::Date32 => v * 86_400,
+                    _ => v,
+                }
             }
         };
+        let t = u64::try_from(secs)
+            .map_err(|_| "\"time\" is before 1970: give Unix seconds (at least 0)")?;
         stated.dated = Some(crate::db::input::check_time(t).map_err(|e| format!("\"time\": {e}"))?);
     }
     Ok(stated)

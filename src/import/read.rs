@@ -153,6 +153,7 @@ pub fn expand_inputs(paths: &[PathBuf], partial: bool) -> Result<Vec<PathBuf>> {
                 p.display()
             )));
         }
+        parts.sort();
         if !partial && !p.join("_SUCCESS").exists() {
             return Err(Error::Input(format!(
                 "{}: no _SUCCESS: the export that wrote these {} part files did not finish, so \
@@ -163,43 +164,48 @@ pub fn expand_inputs(paths: &[PathBuf], partial: bool) -> Result<Vec<PathBuf>> {
         }
         #[cfg(feature = "parquet")]
         if !partial {
-            let Some(m) = crate::db::export::Manifest::read(p)? else {
-                // Spark's and the engines' own parts: an empty marker is
-                // Hadoop's convention.
-                parts.sort();
-                if super::parquet_input::export_metadata(&parts[0])?.is_none() {
-                    out.extend(parts);
-                    continue;
+            match crate::db::export::Manifest::read(p)? {
+                // An empty marker beside Spark's and the engines' own parts
+                // is Hadoop's convention.
+                None if super::parquet_input::export_metadata(&parts[0])?.is_none() => {}
+                // Beside a simdb export's: one before manifests wrote it
+                // empty; so does a copy cut while writing it, beside
+                // whatever parts arrived (review-2026-11-c, finding 11:
+                // 200,000 of 300,000 restored with exit 0).
+                None => {
+                    return Err(Error::Input(format!(
+                        "{}: _SUCCESS is empty, so the {} part files of this export cannot be \
+                         checked against it (an export of a simdb before 2026-11-26, or a copy \
+                         cut while writing the marker); import them anyway with --partial",
+                        p.display(),
+                        parts.len()
+                    )))
                 }
-                // A simdb export: one before manifests wrote it empty; so
-                // does a copy cut while writing it, beside whatever parts
-                // arrived (review-2026-11-c, finding 11: 200,000 of 300,000
-                // restored with exit 0).
-                return Err(Error::Input(format!(
-                    "{}: _SUCCESS is empty, so the {} part files of this export cannot be \
-                     checked against it (an export of a simdb before 2026-11-26, or a copy cut \
-                     while writing the marker); import them anyway with --partial",
-                    p.display(),
-                    parts.len()
-                )));
-            };
-            let problems = m.check(p)?;
-            if !problems.is_empty() {
-                return Err(Error::Input(format!(
-                    "{}: not the export its _SUCCESS lists ({} parts, {} documents): {}; \
-                     a copy that lost or changed a part (copy it again), or import what \
-                     is there with --partial",
-                    p.display(),
-                    m.parts.len(),
-                    m.documents,
-                    problems.join("; ")
-                )));
+                Some(m) => check_manifest(p, &m)?,
             }
         }
-        parts.sort();
         out.extend(parts);
     }
     Ok(out)
+}
+
+#[cfg(feature = "parquet")]
+/// Refuses export directory `p` unless it holds exactly the parts its
+/// manifest `m` lists.
+fn check_manifest(p: &Path, m: &crate::db::export::Manifest) -> Result<()> {
+    let problems = m.check(p)?;
+    if !problems.is_empty() {
+        return Err(Error::Input(format!(
+            "{}: not the export its _SUCCESS lists ({} parts, {} documents): {}; \
+                     a copy that lost or changed a part (copy it again), or import what \
+                     is there with --partial",
+            p.display(),
+            m.parts.len(),
+            m.documents,
+            problems.join("; ")
+        )));
+    }
+    Ok(())
 }
 
 /// Reads every record of one input, calling `f` for each.

@@ -481,11 +481,18 @@ pub fn decode_record(bytes: &[u8]) -> Result<Record, String> {
     if rec.priority.is_some_and(|p| p.value().is_nan()) {
         return Err("priority is NaN".into());
     }
-    if let Some(b) = rec.weak_bits.iter().find(|&&b| b >= 64) {
-        return Err(format!("weak bit {b} is not a bit of a 64-bit fingerprint"));
-    }
+    check_weak_bits(&rec.weak_bits)?;
     crate::fingerprint::parts::check(&rec.parts, crate::fingerprint::parts::QUERY_PARTS)?;
     Ok(rec)
+}
+
+/// Whether `bits` are weak bits a record may hold: bit indexes of a 64-bit
+/// fingerprint.
+pub fn check_weak_bits(bits: &[u8]) -> Result<(), String> {
+    match bits.iter().find(|&&b| b >= 64) {
+        Some(b) => Err(format!("weak bit {b} is not a bit of a 64-bit fingerprint")),
+        None => Ok(()),
+    }
 }
 
 /// Decodes the meta `format_version` value: u32 big-endian, non-zero.

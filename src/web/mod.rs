@@ -257,10 +257,9 @@ fn tag_depth(html: &str) -> usize {
 fn tag_scan(html: &str) -> (usize, usize) {
     let b = html.as_bytes();
     let (mut depth, mut max, mut looked) = (0usize, 0usize, 0usize);
-    // The next `>` at or after the scan, found once and kept until the
-    // scan passes it.
-    let mut next_close: Option<usize> = None;
-    let mut searched_to = 0usize;
+    // The next `>` at or after the scan (`b.len()`: there is none), found
+    // once and kept until the scan passes it.
+    let mut close = 0usize;
     let mut i = 0;
     while let Some(at) = b[i..].iter().position(|&c| c == b'<') {
         looked += at + 1;
@@ -274,13 +273,13 @@ fn tag_scan(html: &str) -> (usize, usize) {
                     .unwrap_or(b.len() - i);
                 looked += name_len;
                 let name = html[i..i + name_len].to_ascii_lowercase();
-                if next_close.is_none_or(|c| c < i) {
-                    let from = searched_to.max(i);
-                    next_close = b[from..].iter().position(|&c| c == b'>').map(|e| from + e);
-                    looked += next_close.map_or(b.len(), |c| c + 1) - from;
-                    searched_to = next_close.map_or(b.len(), |c| c + 1);
+                if close < i {
+                    close = b[i..]
+                        .iter()
+                        .position(|&c| c == b'>')
+                        .map_or(b.len(), |e| i + e);
+                    looked += (close + 1).min(b.len()) - i;
                 }
-                let close = next_close.unwrap_or(b.len());
                 if !VOID.contains(&name.as_str()) && b.get(close.wrapping_sub(1)) != Some(&b'/') {
                     depth += 1;
                     max = max.max(depth);

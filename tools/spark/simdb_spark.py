@@ -481,11 +481,11 @@ def check_export(export: str, partial: bool = False, checksums: bool = False) ->
         return [f"no _SUCCESS: the export that wrote these {len(parts)} part files did not finish"]
     with open(marker, "rb") as f:
         raw = f.read()
+    import pyarrow.parquet as pq
+
     if not raw:
         # An export (its parts state a recipe): one before manifests, or a
         # copy cut while writing the marker. Other parts: Hadoop's marker.
-        import pyarrow.parquet as pq
-
         meta = pq.read_metadata(os.path.join(export, parts[0])).metadata or {} if parts else {}
         if b"simdb.recipe" not in meta:
             return []
@@ -498,7 +498,6 @@ def check_export(export: str, partial: bool = False, checksums: bool = False) ->
         return [f"_SUCCESS is not an export manifest: {e}"]
     if m.get("format") != MANIFEST_FORMAT:
         return [f"_SUCCESS has manifest format {m.get('format')!r}; this job reads {MANIFEST_FORMAT!r}"]
-    import pyarrow.parquet as pq
     import zlib
 
     problems = []
