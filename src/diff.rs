@@ -36,6 +36,23 @@ pub struct Span {
 /// How long a diff may search before it reports the rest as changed.
 pub const DEADLINE: Duration = Duration::from_millis(200);
 
+/// The most of each text a stored documents' diff compares, in bytes
+/// ([`crate::db::Clusters::diff`]): the side-by-side view a person reads,
+/// and a bound on what a diff holds (its units take 16 bytes each).
+pub const MAX_BYTES: usize = 1 << 20;
+
+/// The first [`MAX_BYTES`] of `text` (less, to end on a character).
+pub fn head(text: &str) -> &str {
+    if text.len() <= MAX_BYTES {
+        return text;
+    }
+    let mut end = MAX_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
 /// Whether `c` is a unit on its own: a CJK ideograph, kana or hangul.
 fn stands_alone(c: char) -> bool {
     matches!(c,
@@ -212,6 +229,19 @@ mod tests {
                 "round {round}"
             );
         }
+    }
+
+    #[test]
+    fn a_head_ends_on_a_character_within_the_bound() {
+        assert_eq!(head("短文"), "短文");
+        // 3-byte characters: the bound falls inside one.
+        let long = "字".repeat(MAX_BYTES / 3 + 10);
+        let h = head(&long);
+        assert!(h.len() <= MAX_BYTES && h.len() > MAX_BYTES - 3);
+        assert!(long.starts_with(h));
+        let exact = "a".repeat(MAX_BYTES);
+        assert_eq!(head(&exact).len(), MAX_BYTES);
+        assert_eq!(head(&(exact.clone() + "b")), exact);
     }
 
     #[test]

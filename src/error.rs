@@ -38,6 +38,13 @@ pub enum Error {
     #[error("no document with id {id:?}")]
     NotFound { id: String },
 
+    /// Long work (a calibration, a page of clusters in size or distance
+    /// order) stopped between two of its steps because its caller asked
+    /// ([`crate::db::Admin::until`], [`crate::db::Clusters::until`]): a
+    /// service's deadline or stop. Nothing was written.
+    #[error("stopped before it finished, as its caller asked")]
+    Interrupted,
+
     /// Stored bytes failed their checksum or could not be decoded.
     #[error("corrupt data in column family '{family}' at key {key_hex}: {reason}")]
     Corrupt {

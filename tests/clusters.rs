@@ -1386,3 +1386,63 @@ fn review_pages_equal_the_whole_listing() {
         .list(ClusterOrder::Size, Some("7"), 3, 2, 2, None)
         .is_err());
 }
+
+/// Review-2026-11-c, finding 3: a page of clusters in size or distance
+/// order and a calibration scan the store, and a service must be able to
+/// stop them (its deadline, SIGTERM). With `until`, each asks between its
+/// steps (a cluster, a sampled document) and ends with
+/// `Error::Interrupted` once told; told nothing, it answers as without.
+#[test]
+fn regression_60_long_reads_stop_between_steps_when_asked() {
+    use simdb::db::review::ClusterOrder;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let t = common::TempDb::new();
+    let docs = corpus(22);
+    let nights = night_files(&t, &docs, 1);
+    create_keeping(&t.path(), KeepPolicy::First);
+    ingest_files(&t.path(), &nights);
+    let db = Db::options().read_only().open(t.path()).unwrap();
+    let clusters = db.admin().stats().unwrap().clusters as usize;
+    assert!(clusters >= 10, "{clusters} clusters");
+    // Goes on for `n` questions, then says stop; counts the questions.
+    let asked = AtomicUsize::new(0);
+    let until = |n: usize| {
+        let asked = &asked;
+        asked.store(0, Ordering::SeqCst);
+        move || asked.fetch_add(1, Ordering::SeqCst) < n
+    };
+    for order in [ClusterOrder::Size, ClusterOrder::Distant] {
+        let plain = db.clusters().list(order, None, 5, 2, 2, None).unwrap();
+        let go_on = until(usize::MAX);
+        let asking = db.clusters().until(&go_on).list(order, None, 5, 2, 2, None);
+        assert_eq!(asking.unwrap(), plain, "{order:?}");
+        // Once per cluster of the scan (clusters of every size).
+        assert!(asked.load(Ordering::SeqCst) >= clusters, "{order:?}");
+        let go_on = until(3);
+        let stopped = db.clusters().until(&go_on).list(order, None, 5, 2, 2, None);
+        assert!(
+            matches!(stopped, Err(simdb::Error::Interrupted)),
+            "{order:?}: {stopped:?}"
+        );
+        // Asked once more than it was allowed, and no further.
+        assert_eq!(asked.load(Ordering::SeqCst), 4, "{order:?}");
+    }
+    let threshold = simdb::db::DEFAULT_MIN_SIMILARITY;
+    let plain = db.admin().calibrate(50, 7, threshold, 3).unwrap();
+    let go_on = until(usize::MAX);
+    let asking = db
+        .admin()
+        .until(&go_on)
+        .calibrate(50, 7, threshold, 3)
+        .unwrap();
+    assert_eq!(format!("{asking:?}"), format!("{plain:?}"));
+    assert!(plain.sampled >= 20, "{} sampled", plain.sampled);
+    let n = asked.load(Ordering::SeqCst);
+    assert_eq!(n, plain.sampled, "once per sampled document");
+    let go_on = until(10);
+    let stopped = db.admin().until(&go_on).calibrate(50, 7, threshold, 3);
+    assert!(
+        matches!(stopped, Err(simdb::Error::Interrupted)),
+        "{stopped:?}"
+    );
+}

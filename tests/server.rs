@@ -1738,7 +1738,8 @@ fn diff_shows_where_two_kept_texts_differ() {
     assert_eq!(st, 200, "{v}");
     let (st, d) = s.call("GET", "/diff?a=a&b=b", None);
     assert_eq!(st, 200, "{d}");
-    let side = |keep: &str| -> String {
+    // One side of a diff: its `same` spans and those of kind `keep`.
+    let side_of = |d: &Value, keep: &str| -> String {
         d["spans"]
             .as_array()
             .unwrap()
@@ -1747,6 +1748,7 @@ fn diff_shows_where_two_kept_texts_differ() {
             .map(|s| s["text"].as_str().unwrap())
             .collect()
     };
+    let side = |keep: &str| side_of(&d, keep);
     assert_eq!(side("removed"), a);
     assert_eq!(side("added"), b);
     let changed = |kind: &str| -> Vec<&str> {
@@ -1760,6 +1762,28 @@ fn diff_shows_where_two_kept_texts_differ() {
     };
     assert_eq!(changed("removed"), ["今", "brown"], "{d}");
     assert_eq!(changed("added"), ["昨", "red"], "{d}");
+    assert_eq!(
+        (d["a_bytes"].as_u64(), d["b_bytes"].as_u64()),
+        (Some(a.len() as u64), Some(b.len() as u64))
+    );
+    // Texts longer than a diff compares (review-2026-11-c, finding 3):
+    // the first MiB of each, cut on a character, and their whole lengths.
+    let long_a = format!("{}{}", "甲乙丙丁".repeat(100_000), "结尾一");
+    let long_b = format!("{}{}", "甲乙丙戊".repeat(100_000), "结尾二");
+    assert!(long_a.len() > simdb::diff::MAX_BYTES);
+    let (st, v) = s.post(
+        "/documents",
+        &json!([{"id": "la", "text": long_a}, {"id": "lb", "text": long_b}]),
+    );
+    assert_eq!(st, 200, "{v}");
+    let (st, d) = s.call("GET", "/diff?a=la&b=lb", None);
+    assert_eq!(st, 200, "{}", d.to_string().len());
+    let side = |keep: &str| side_of(&d, keep);
+    assert_eq!(side("removed"), simdb::diff::head(&long_a));
+    assert_eq!(side("added"), simdb::diff::head(&long_b));
+    assert!(side("removed").len() < long_a.len());
+    assert_eq!(d["a_bytes"].as_u64(), Some(long_a.len() as u64));
+    assert_eq!(d["b_bytes"].as_u64(), Some(long_b.len() as u64));
     let (_, g) = s.call("GET", "/documents/b", None);
     assert_eq!(g["text"], b);
     for (path, status, says) in [
@@ -1847,6 +1871,30 @@ fn decisions_are_written_and_listed() {
             assert_eq!(e["field"], field, "{body}: {e}");
         }
     }
+    // A body larger than a decision can be is refused as it arrives,
+    // not parsed (review-2026-11-c, finding 6); two of the longest ids,
+    // every byte escaped, still fit.
+    {
+        use std::io::{Read, Write};
+        let addr = s.base.trim_start_matches("http://");
+        let mut c = std::net::TcpStream::connect(addr).unwrap();
+        write!(
+            c,
+            "POST /decisions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+             Content-Length: 60000000\r\n\r\n{{\"keep\": [0,0,0"
+        )
+        .unwrap();
+        let mut answer = Vec::new();
+        let _ = c.read_to_end(&mut answer);
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+        assert!(answer.contains("at most two ids"), "{answer}");
+    }
+    let longest = "\\u0001".repeat(4096);
+    let body = format!("{{\"not_a_copy\": [\"{longest}\", \"{longest}x\"]}}");
+    assert!(body.len() > 48 << 10);
+    let (st, e) = s.call("POST", "/decisions", Some(&body));
+    assert!(st == 400 || st == 404, "{st}: {e}");
     let (st, e) = s.call("GET", "/decisions?limit=0", None);
     assert_eq!(st, 400, "{e}");
     // "Keep this one": b represents a's cluster at once.

@@ -4,7 +4,7 @@
 //! ```text
 //! cargo build --release --bin simdb --example load
 //! target/release/examples/load target/release/simdb ../shared/corpora/zh_news_xwlb.jsonl \
-//!     [--clients 8] [--seconds 10] [--max-requests 200000] [--crash] [--reopen] [--stalled 8]
+//!     [--clients 8] [--seconds 10] [--max-requests 200000] [--crash] [--reopen] [--stalled 8] [--hostile 4]
 //! ```
 //!
 //! Phases, each against the real server in a temp directory:
@@ -25,6 +25,15 @@
 //! 4. **mixed**: `--clients` clients, each request drawn at random: 50%
 //!    text query, 20% fingerprint query, 10% get, 10% insert of an edited
 //!    copy under a new id (batch of 1), 10% insert-if-new of one.
+//!
+//! 5c. **hostile**: the mix again while `--hostile` (default 4) clients
+//!    loop over the long reads (review-2026-11-c, finding 3): a
+//!    `/calibration?sample=20000` of a new seed, a `/clusters?sort=distant`
+//!    page, a `/diff` of two stored documents (the store keeps texts) and a
+//!    query of a 400 KB page of unclosed tags. Prints the p50 of each
+//!    polite request kind against the `mixed` phase (within 2x is the
+//!    bound: long reads take turns, see docs/service.md "Long reads") and
+//!    what the hostile clients were answered.
 //!
 //! 5. **idle**: the mix again while an attacker without a token holds
 //!    `--idle` half-open connections (a request head never finished),
@@ -88,6 +97,7 @@ struct Opts {
     idle: usize,
     stragglers: usize,
     stalled: usize,
+    hostile: usize,
     replicas: bool,
 }
 
@@ -95,7 +105,7 @@ fn opts() -> Opts {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage = || -> ! {
         eprintln!(
-            "usage: load SIMDB_BINARY CORPUS.jsonl [--clients N] [--seconds S] [--max-requests N] [--crash] [--reopen] [--replicas] [--idle N] [--stragglers N] [--stalled N]"
+            "usage: load SIMDB_BINARY CORPUS.jsonl [--clients N] [--seconds S] [--max-requests N] [--crash] [--reopen] [--replicas] [--idle N] [--stragglers N] [--stalled N] [--hostile N]"
         );
         std::process::exit(2)
     };
@@ -113,6 +123,7 @@ fn opts() -> Opts {
         idle: 1000,
         stragglers: 100,
         stalled: 8,
+        hostile: 4,
         replicas: false,
     };
     let mut i = 2;
@@ -125,6 +136,7 @@ fn opts() -> Opts {
             "--idle" => o.idle = val(i).parse().unwrap_or_else(|_| usage()),
             "--stragglers" => o.stragglers = val(i).parse().unwrap_or_else(|_| usage()),
             "--stalled" => o.stalled = val(i).parse().unwrap_or_else(|_| usage()),
+            "--hostile" => o.hostile = val(i).parse().unwrap_or_else(|_| usage()),
             "--crash" => {
                 o.crash = true;
                 i += 1;
@@ -439,6 +451,117 @@ fn run_phase(
     (lat, start.elapsed().as_secs_f64())
 }
 
+/// The mix for a phase beside an attack (5b, 5c), printed as `phase`;
+/// each request kind's p50 against the mixed phase's (`mixed_p50`).
+fn mix_beside(
+    o: &Opts,
+    w: &Arc<World>,
+    base: &str,
+    phase: &str,
+    mixed_p50: &std::collections::BTreeMap<&'static str, f64>,
+) -> String {
+    let (mut lat, secs) = run_phase(
+        w,
+        base,
+        Mix::Mixed,
+        o.clients,
+        o.seconds,
+        o.max_requests,
+        Arc::new(AtomicBool::new(false)),
+    );
+    lat.print(phase, secs);
+    let ratios: Vec<String> = lat
+        .p50s()
+        .into_iter()
+        .filter_map(|(k, p)| mixed_p50.get(k).map(|m| format!("{k} {:.2}x", p / m)))
+        .collect();
+    ratios.join(", ")
+}
+
+/// Phase 5c: the mix while `--hostile` clients loop over the long reads;
+/// prints the polite kinds' p50 against the mixed phase's, and the
+/// hostile clients' answers by status.
+fn hostile_phase(
+    o: &Opts,
+    w: &Arc<World>,
+    base: &str,
+    mixed_p50: &std::collections::BTreeMap<&'static str, f64>,
+) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let answered = Arc::new(Mutex::new(std::collections::BTreeMap::new()));
+    let readers: Vec<_> = (0..o.hostile)
+        .map(|c| {
+            let (w, base, stop, answered) =
+                (w.clone(), base.to_string(), stop.clone(), answered.clone());
+            std::thread::spawn(move || {
+                let agent = agent();
+                let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(c as u64 + 900);
+                let page = json!({ "html": "<a".repeat(200_000) }).to_string();
+                for round in 0u64.. {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let (what, status) = match (round + c as u64) % 4 {
+                        0 => {
+                            let seed = c as u64 * 1_000_000 + round;
+                            let url = format!("{base}/calibration?sample=20000&k=11&seed={seed}");
+                            ("calibration", get_status(&agent, &url))
+                        }
+                        1 => {
+                            let url = format!("{base}/clusters?sort=distant&limit=100");
+                            ("distant page", get_status(&agent, &url))
+                        }
+                        2 => {
+                            let (a, b) = {
+                                let ids = w.acked.lock().expect("lock");
+                                let mut pick = || ids.choose(&mut rng).cloned().expect("ids");
+                                (pick(), pick())
+                            };
+                            let url = format!("{base}/diff?a={}&b={}", encode(&a), encode(&b));
+                            ("diff", get_status(&agent, &url))
+                        }
+                        _ => {
+                            let r = agent
+                                .post(&format!("{base}/query"))
+                                .header("Content-Type", "application/json")
+                                .send(&page);
+                            let status = r.ok().map(|mut r| {
+                                let _ = r.body_mut().read_to_string();
+                                r.status().as_u16()
+                            });
+                            ("page of unclosed tags", status)
+                        }
+                    };
+                    let Some(status) = status else { break };
+                    *answered
+                        .lock()
+                        .expect("lock")
+                        .entry((what, status))
+                        .or_insert(0u64) += 1;
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let ratios = mix_beside(o, w, base, "hostile", mixed_p50);
+    stop.store(true, Ordering::Relaxed);
+    for r in readers {
+        r.join().expect("a hostile client");
+    }
+    let answers: Vec<String> = answered
+        .lock()
+        .expect("lock")
+        .iter()
+        .map(|((what, status), n)| format!("{what} {status}: {n}"))
+        .collect();
+    println!();
+    println!(
+        "hostile: {} clients looping over long reads; p50 against the mixed phase: {ratios}; they were answered: {}",
+        o.hostile,
+        answers.join(", ")
+    );
+}
+
 /// What became of an attacker's half-open connections.
 #[derive(Default, Debug)]
 struct Attack {
@@ -595,7 +718,8 @@ fn main() {
 
     // 2. Inserts over HTTP, batches of 100, two clients.
     let db: PathBuf = dir.path().join("serve.db");
-    simdb(&o.bin, &[&"init", &db]);
+    // Texts kept: the hostile clients' diffs (phase 5c) read them.
+    simdb(&o.bin, &[&"init", &db, &"--keep-texts"]);
     let mut server = Server::start(&o.bin, &db);
     let w = Arc::new(World {
         docs,
@@ -697,34 +821,24 @@ fn main() {
         let addr = server.base.trim_start_matches("http://").to_string();
         let attacker = hold_half_open(addr, o.stalled, STALLED_BODY, stop.clone());
         std::thread::sleep(Duration::from_millis(500));
-        let (mut lat, secs) = run_phase(
-            &w,
-            &server.base,
-            Mix::Mixed,
-            o.clients,
-            o.seconds,
-            o.max_requests,
-            Arc::new(AtomicBool::new(false)),
-        );
+        let ratios = mix_beside(&o, &w, &server.base, "stalled", &mixed_p50);
         stop.store(true, Ordering::Relaxed);
         let a = attacker.join().expect("the stalled clients");
-        lat.print("stalled", secs);
-        let ratios: Vec<String> = lat
-            .p50s()
-            .into_iter()
-            .filter_map(|(k, p)| mixed_p50.get(k).map(|m| format!("{k} {:.2}x", p / m)))
-            .collect();
         stalled_report = format!(
             "stalled: {} connections held chunked bodies that never finished ({} opened, {} closed by the server); p50 against the mixed phase: {}",
             o.stalled,
             a.opened,
             a.closed,
-            ratios.join(", ")
+            ratios
         );
     }
     if !stalled_report.is_empty() {
         println!();
         println!("{stalled_report}");
+    }
+    // 5c. The mix while hostile clients loop over the long reads.
+    if o.hostile > 0 {
+        hostile_phase(&o, &w, &server.base, &mixed_p50);
     }
     // 5. The mix while an attacker holds half-open connections.
     if o.idle > 0 {

@@ -171,6 +171,16 @@ pub struct ServeArgs {
     /// share within --body-timeout gets 503).
     #[arg(long, default_value_t = 256, value_name = "MIB")]
     pub max_inflight_mb: usize,
+    /// Long reads served at once (calibrations, pages of clusters by size
+    /// or distance, diffs, page queries, query batches of more than one
+    /// step); one more waits 5 s for its turn, then gets 503 with
+    /// Retry-After. Default: one per two --threads, at least one.
+    #[arg(long, value_name = "N")]
+    pub max_long_reads: Option<usize>,
+    /// Seconds a calibration or a page of clusters by size or distance
+    /// may run before it is stopped (503).
+    #[arg(long, default_value_t = 60, value_name = "SECS")]
+    pub long_read_timeout: u64,
     /// A host name clients may address the service by without a token
     /// (besides localhost and loopback addresses), and whose pages may
     /// call it from a browser. Repeat for several.

@@ -22,6 +22,10 @@ pub(super) fn serve(a: ServeArgs) -> Result<bool> {
     config.allowed_hosts = a.allow_host.clone();
     config.read_only = a.read_only;
     config.refresh = std::time::Duration::from_secs(a.refresh);
+    config.max_long_reads = a
+        .max_long_reads
+        .unwrap_or_else(|| simdb::server::default_long_reads(config.threads));
+    config.long_read_timeout = std::time::Duration::from_secs(a.long_read_timeout);
     // Refuse an exposed address before opening the store.
     config.check()?;
     // The store's share of the descriptors, so connections cannot starve

@@ -33,6 +33,7 @@ impl Db {
         seed: u64,
         threshold: f64,
         max_k: u32,
+        go_on: super::GoOn<'_>,
     ) -> Result<crate::explain::Calibration> {
         use rayon::prelude::*;
         fingerprint::check_k(max_k)?;
@@ -57,6 +58,7 @@ impl Db {
         let nearest: Vec<Option<(u32, Option<f64>)>> = docs
             .par_iter()
             .map(|(fp, id)| -> Result<_> {
+                go_on.check()?;
                 let sketch = self.get(id)?.and_then(|r| r.sketch);
                 // The nearest other document; among equally near ones, the
                 // most similar. Documents come nearest first: the walk
@@ -386,12 +388,28 @@ fn dir_size(p: &Path) -> u64 {
 #[derive(Clone, Copy)]
 pub struct Admin<'a> {
     db: &'a Db,
+    go_on: super::GoOn<'a>,
 }
 
 impl Db {
     /// The store's figures and checks.
     pub fn admin(&self) -> Admin<'_> {
-        Admin { db: self }
+        Admin {
+            db: self,
+            go_on: Default::default(),
+        }
+    }
+}
+
+impl<'a> Admin<'a> {
+    /// This handle, with its long work ([`Admin::calibrate`]) asking
+    /// `go_on` between its steps and ending with [`Error::Interrupted`]
+    /// once it answers false: how a service keeps a deadline, or stops.
+    pub fn until(self, go_on: &'a (dyn Fn() -> bool + Sync)) -> Admin<'a> {
+        Admin {
+            go_on: super::GoOn::new(go_on),
+            ..self
+        }
     }
 }
 
@@ -422,7 +440,8 @@ impl Admin<'_> {
         min_similarity: f64,
         max_k: u32,
     ) -> Result<crate::explain::Calibration> {
-        self.db.calibrate(sample, seed, min_similarity, max_k)
+        self.db
+            .calibrate(sample, seed, min_similarity, max_k, self.go_on)
     }
 
     /// The ids of at most `limit` of the documents whose time is before

@@ -1553,12 +1553,29 @@ impl Db {
 #[derive(Clone, Copy)]
 pub struct Clusters<'a> {
     db: &'a Db,
+    go_on: super::GoOn<'a>,
 }
 
 impl Db {
     /// The store's clusters.
     pub fn clusters(&self) -> Clusters<'_> {
-        Clusters { db: self }
+        Clusters {
+            db: self,
+            go_on: Default::default(),
+        }
+    }
+}
+
+impl<'a> Clusters<'a> {
+    /// This handle, with its long work (a [`Clusters::list`] page in size
+    /// or distance order, which scans every cluster) asking `go_on`
+    /// between clusters and ending with [`Error::Interrupted`] once it
+    /// answers false: how a service keeps a deadline, or stops.
+    pub fn until(self, go_on: &'a (dyn Fn() -> bool + Sync)) -> Clusters<'a> {
+        Clusters {
+            go_on: super::GoOn::new(go_on),
+            ..self
+        }
     }
 }
 
@@ -1566,6 +1583,11 @@ impl Clusters<'_> {
     /// The store these clusters are of.
     pub(super) fn db(&self) -> &Db {
         self.db
+    }
+
+    /// Whether long work goes on ([`Clusters::until`]).
+    pub(super) fn go_on(&self) -> super::GoOn<'_> {
+        self.go_on
     }
 
     /// The cluster of the stored document `id` (a document alone is a

@@ -319,9 +319,9 @@ pub fn parquet_schema() -> SchemaRef {
 pub const META_RECIPE: &str = "simdb.recipe";
 /// Key of the store's default verification threshold.
 pub const META_MIN_SIMILARITY: &str = "simdb.min_similarity";
-/// Key of the export's version (1: the columns above).
-/// Key-value metadata key of the store's keep policy.
+/// Key of the store's keep policy.
 pub const META_KEEP_POLICY: &str = "simdb.keep_policy";
+/// Key of the export's version (1: the columns above).
 pub const META_EXPORT_VERSION: &str = "simdb.export_version";
 /// Key of whether the store keeps texts (`true` or `false`).
 pub const META_KEEP_TEXTS: &str = "simdb.keep_texts";

@@ -17,6 +17,7 @@ mod pairs;
 pub mod request;
 pub mod review;
 mod search;
+mod until;
 pub mod write;
 mod writer;
 
@@ -29,6 +30,7 @@ pub use request::{
     check_min_similarity, check_probe_budget, search_mode, Answer, Explained, FieldError,
     QueryOptions, QueryRequest, Subject, UnknownFields, WriteOptions,
 };
+pub(crate) use until::GoOn;
 pub(crate) use writer::now;
 pub use writer::{check_id, Placement, SharedWriter, Stated, Writer};
 

@@ -117,9 +117,15 @@ pub struct Reviewed {
 pub struct TextDiff {
     pub a: String,
     pub b: String,
-    /// The spans of [`crate::diff::diff`]: `same` and `removed` are `a`'s
-    /// text, `same` and `added` are `b`'s.
+    /// The spans of [`crate::diff::diff`] of the texts' first
+    /// [`crate::diff::MAX_BYTES`] each: `same` and `removed` are that of
+    /// `a`'s text, `same` and `added` that of `b`'s.
     pub spans: Vec<crate::diff::Span>,
+    /// The length of `a`'s whole text, in bytes: more than the spans
+    /// hold when it is longer than [`crate::diff::MAX_BYTES`].
+    pub a_bytes: u64,
+    /// The length of `b`'s whole text, in bytes.
+    pub b_bytes: u64,
 }
 
 /// A page of one cluster's members ([`Clusters::members`]).
@@ -193,6 +199,9 @@ impl Clusters<'_> {
     /// it (an input file's name: `ingest` records `FILE:LINE`). All read
     /// at one snapshot.
     ///
+    /// With [`Clusters::until`], a page in `Size` or `Distant` order stops
+    /// between two clusters of its scan once asked ([`Error::Interrupted`]).
+    ///
     /// Cost: `Id` order reads clusters from the cursor on until the page
     /// is full; `Size` order scans every cluster's size entry (one key
     /// each) for the page's; `Newest` walks the ingest order back from the
@@ -245,7 +254,7 @@ impl Clusters<'_> {
                 })?;
             }
             ClusterOrder::Size | ClusterOrder::Distant => {
-                largest_first(db, &at, order, after, min_size, &mut offer)?
+                largest_first(db, &at, order, after, min_size, self.go_on(), &mut offer)?
             }
             ClusterOrder::Newest => newest_first(db, &at, after, min_size, &mut offer)?,
         }
@@ -270,7 +279,9 @@ impl Clusters<'_> {
 
     /// Where the kept texts of stored documents `a` and `b` differ (both
     /// read at one snapshot): a character diff for CJK, a word diff for
-    /// Latin, cut at [`crate::diff::DEADLINE`]. [`Error::NotFound`] names
+    /// Latin, of the first [`crate::diff::MAX_BYTES`] of each text (a
+    /// human reads no more side by side; the lengths say what is left),
+    /// cut at [`crate::diff::DEADLINE`]. [`Error::NotFound`] names
     /// a document that is not stored; [`Error::Input`] says the store keeps
     /// no texts, or which document has none (written from features or a
     /// fingerprint).
@@ -297,7 +308,9 @@ impl Clusters<'_> {
         Ok(TextDiff {
             a: a.to_string(),
             b: b.to_string(),
-            spans: crate::diff::diff(&ta, &tb),
+            spans: crate::diff::diff(crate::diff::head(&ta), crate::diff::head(&tb)),
+            a_bytes: ta.len() as u64,
+            b_bytes: tb.len() as u64,
         })
     }
 
@@ -372,6 +385,7 @@ fn largest_first(
     order: ClusterOrder,
     after: Option<(u64, u64)>,
     min_size: u64,
+    go_on: super::GoOn<'_>,
     offer: &mut dyn FnMut(u64, u64) -> Result<bool>,
 ) -> Result<()> {
     let past = |key: u64, cid: u64| match after {
@@ -380,6 +394,7 @@ fn largest_first(
     };
     let mut all: BinaryHeap<(u64, Reverse<u64>)> = BinaryHeap::new();
     db.store.for_each_cluster_from_at(at, 0, |cid, size| {
+        go_on.check()?;
         if size >= min_size {
             let key = match order {
                 ClusterOrder::Distant => {

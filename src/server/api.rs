@@ -649,6 +649,11 @@ pub enum DecisionRequest {
     Undo(u64),
 }
 
+/// The largest body of `POST /decisions` (413 above it): two ids of at
+/// most 4,096 bytes each, every byte written as a six-character JSON
+/// escape, fit in it.
+pub const MAX_DECISION_BODY: usize = 64 << 10;
+
 /// The body of `POST /decisions`: `{"not_a_copy": ["A", "B"]}`,
 /// `{"keep": "ID"}` or `{"undo": SEQ}`, nothing else.
 pub fn parse_decision(body: &[u8]) -> Parsed<DecisionRequest> {

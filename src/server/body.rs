@@ -26,13 +26,21 @@ pub(super) async fn read_body(
     body: Body,
 ) -> std::result::Result<(Bytes, BodyShare), ApiError> {
     let limit = app.config.max_body_bytes;
-    let too_large = || {
-        ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            None,
-            format!("the request body is larger than {limit} bytes (the server's --max-body-mb)"),
-        )
-    };
+    let says =
+        format!("the request body is larger than {limit} bytes (the server's --max-body-mb)");
+    read_body_within(app, body, limit, says).await
+}
+
+/// [`read_body`] of a request whose body is at most `limit` bytes
+/// (`too_large` says why otherwise), whatever the server's body limit.
+pub(super) async fn read_body_within(
+    app: &App,
+    body: Body,
+    limit: usize,
+    too_large: String,
+) -> std::result::Result<(Bytes, BodyShare), ApiError> {
+    let limit = limit.min(app.config.max_body_bytes);
+    let too_large = || ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, None, too_large.clone());
     let timeout = app.config.body_timeout;
     let late = || {
         ApiError::new(

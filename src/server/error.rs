@@ -30,7 +30,14 @@ impl IntoResponse for ApiError {
         if let Some(f) = self.field {
             v["field"] = json!(f);
         }
-        (self.status, axum::Json(v)).into_response()
+        let mut r = (self.status, axum::Json(v)).into_response();
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            // Every 503 is a "try again": the stop, a reopening store, a
+            // full budget of bodies or long reads.
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        r
     }
 }
 

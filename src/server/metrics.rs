@@ -11,7 +11,7 @@
 //! | `simdb_http_connections` | gauge | connections open now |
 //! | `simdb_request_body_bytes_in_flight` | gauge | request bodies held now (bytes received, by KiB), read at each scrape; the cap is `--max-inflight-mb` |
 //! | `simdb_http_connections_refused_total` | counter | clients answered 503 because the connection cap was reached |
-//! | `simdb_requests_refused_total` | counter | `reason` (host, origin, content_type): requests refused before routing |
+//! | `simdb_requests_refused_total` | counter | `reason` (host, origin, content_type: refused before routing; long_reads: a long read that found no turn, see `--max-long-reads`) |
 
 use std::time::Duration;
 
@@ -127,7 +127,7 @@ impl Default for Metrics {
         );
         registry.register(
             "simdb_requests_refused",
-            "Requests refused before routing, by reason (host, origin, content_type)",
+            "Requests refused, by reason (host, origin, content_type: before routing; long_reads: no turn among the long reads)",
             refused.clone(),
         );
         Metrics {

@@ -32,6 +32,7 @@ pub mod metrics;
 mod page;
 mod routes;
 mod slot;
+mod turns;
 
 use body::*;
 use error::*;
@@ -41,6 +42,7 @@ pub use routes::STATS_REFRESH;
 use routes::*;
 pub use slot::REOPEN_AFTER;
 use slot::*;
+pub use turns::LONG_READ_WAIT;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -117,6 +119,14 @@ pub struct Config {
     pub read_only: bool,
     /// How often a replica looks for a writer's new commits.
     pub refresh: Duration,
+    /// The most long reads (calibrations, page scans of every cluster,
+    /// diffs, page queries, query batches of more than one step) served
+    /// at once; one more waits up to [`LONG_READ_WAIT`], then gets 503
+    /// (see `turns`).
+    pub max_long_reads: usize,
+    /// How long a calibration or a page scan of every cluster may run
+    /// before it is stopped (503).
+    pub long_read_timeout: Duration,
 }
 
 impl Config {
@@ -124,11 +134,13 @@ impl Config {
     /// bodies sent within 30 s, batches of up to 10,000, answers of up to
     /// [`db::limits::DEFAULT_MAX_REQUEST_HITS`] hits, 1,024 connections,
     /// request heads within 10 s (and 10 s idle between requests), 10 s of
-    /// grace at a stop, 256 MiB of bodies in flight.
+    /// grace at a stop, 256 MiB of bodies in flight, a long read per two
+    /// threads (at least one) stopped after 60 s.
     pub fn new(addr: SocketAddr) -> Config {
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
         Config {
             addr,
-            threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            threads,
             tokens: Vec::new(),
             max_body_bytes: 64 << 20,
             body_timeout: Duration::from_secs(30),
@@ -141,6 +153,8 @@ impl Config {
             allowed_hosts: Vec::new(),
             read_only: false,
             refresh: DEFAULT_REFRESH,
+            max_long_reads: default_long_reads(threads),
+            long_read_timeout: Duration::from_secs(60),
         }
     }
 
@@ -171,6 +185,11 @@ impl Config {
                 "--max-connections and --header-timeout must be at least 1".into(),
             ));
         }
+        if self.max_long_reads == 0 || self.long_read_timeout.is_zero() {
+            return Err(Error::Input(
+                "--max-long-reads and --long-read-timeout must be at least 1".into(),
+            ));
+        }
         if self.max_inflight_body_bytes < self.max_body_bytes {
             return Err(Error::Input(format!(
                 "--max-inflight-mb ({} MiB) must be at least --max-body-mb ({} MiB)",
@@ -180,6 +199,12 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// The long reads served at once by default: one per two threads, at
+/// least one, so the other threads keep writes and queries going.
+pub fn default_long_reads(threads: usize) -> usize {
+    (threads / 2).max(1)
 }
 
 /// A bearer token, and who holds it: the name the decision log records
@@ -288,13 +313,9 @@ pub fn serve(mut db: Db, config: Config, on_ready: impl FnOnce(SocketAddr)) -> R
         .enable_all()
         .build()
         .map_err(fail)?;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(config.threads)
-        .thread_name(|i| format!("simdb-analyse-{i}"))
-        .build()
-        .map_err(|e| fail(std::io::Error::other(e)))?;
+    let (pool, long_pool) = pools(&config).map_err(fail)?;
     db.fingerprinter().warm_up();
-    let app = App::new(db, config, pool);
+    let app = App::new(db, config, pool, long_pool);
     let follower = app
         .config
         .read_only
@@ -342,13 +363,38 @@ pub fn serve(mut db: Db, config: Config, on_ready: impl FnOnce(SocketAddr)) -> R
     served
 }
 
+/// The threads that fingerprint writes, and those parallel long reads run
+/// on, one per turn: a calibration's parallel sample must not queue the
+/// queries' work behind its own on the global pool (see `turns`).
+fn pools(config: &Config) -> std::io::Result<(rayon::ThreadPool, rayon::ThreadPool)> {
+    let pool = |n: usize, name: &'static str| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .thread_name(move |i| format!("simdb-{name}-{i}"))
+            .build()
+            .map_err(std::io::Error::other)
+    };
+    Ok((
+        pool(config.threads, "analyse")?,
+        pool(config.max_long_reads, "long")?,
+    ))
+}
+
 impl App {
     /// What the handlers share, for `db` served under `config`.
-    fn new(db: Db, config: Config, pool: rayon::ThreadPool) -> Arc<App> {
+    fn new(
+        db: Db,
+        config: Config,
+        pool: rayon::ThreadPool,
+        long_pool: rayon::ThreadPool,
+    ) -> Arc<App> {
         let bodies = Arc::new(tokio::sync::Semaphore::new(kib(
             config.max_inflight_body_bytes
         )));
+        let long_reads = Arc::new(tokio::sync::Semaphore::new(config.max_long_reads));
         Arc::new(App {
+            long_reads,
+            long_pool,
             slot: Slot::new(db),
             config,
             metrics: Metrics::default(),
@@ -413,6 +459,11 @@ struct App {
     pool: rayon::ThreadPool,
     /// Request bodies in flight, in KiB ([`Config::max_inflight_body_bytes`]).
     bodies: Arc<tokio::sync::Semaphore>,
+    /// The long reads' turns ([`Config::max_long_reads`]).
+    long_reads: Arc<tokio::sync::Semaphore>,
+    /// The threads parallel long reads (a calibration) run on, one per
+    /// turn, apart from the global pool the queries use.
+    long_pool: rayon::ThreadPool,
     /// The storage error of the latest write, if it failed on the server's
     /// side (cleared by the next write that succeeds): `/health` reports it.
     storage_failure: std::sync::Mutex<Option<String>>,

@@ -197,6 +197,15 @@ pub(super) async fn query(State(app): State<Shared>, RawQuery(q): RawQuery, body
         }
         err
     };
+    // A page to extract, or a batch of more than one step, takes its
+    // turn among the long reads.
+    let pages = specs.iter().any(|r| matches!(r.subject, Subject::Html(_)));
+    let steps = specs.len() > batch_step(app.pool.current_num_threads());
+    let _turn = match (pages, steps) {
+        (true, _) => Some(app.long_read("a query of a web page").await?),
+        (false, true) => Some(app.long_read("a query batch of more than one step").await?),
+        _ => None,
+    };
     if batch {
         let v = blocking(move || app.answer_batch(&specs)).await?;
         return json_answer(v);
@@ -278,15 +287,34 @@ pub(super) async fn list_clusters(State(app): State<Shared>, RawQuery(q): RawQue
         api::MEMBERS_LISTED,
         api::MAX_CLUSTERS_PER_PAGE,
     )?;
+    // A page in size or distance order scans every cluster: a long read.
+    let order = p.sort.unwrap_or(crate::db::review::ClusterOrder::Size);
+    let scans = matches!(
+        order,
+        crate::db::review::ClusterOrder::Size | crate::db::review::ClusterOrder::Distant
+    );
+    let _turn = match scans {
+        true => Some(
+            app.long_read("a page of clusters in size or distance order")
+                .await?,
+        ),
+        false => None,
+    };
     let v = blocking(move || {
-        let list = app.db()?.clusters().list(
-            p.sort.unwrap_or(crate::db::review::ClusterOrder::Size),
-            p.after.as_deref(),
-            limit,
-            p.min_size.unwrap_or(2),
-            members,
-            p.source.as_deref(),
-        )?;
+        let db = app.db()?;
+        let go_on = app.go_on();
+        let list = db
+            .clusters()
+            .until(&go_on)
+            .list(
+                order,
+                p.after.as_deref(),
+                limit,
+                p.min_size.unwrap_or(2),
+                members,
+                p.source.as_deref(),
+            )
+            .map_err(|e| app.long_read_error(e))?;
         Ok(json!(list))
     })
     .await?;
@@ -339,7 +367,14 @@ pub(super) async fn decide(
 ) -> Answer {
     let who = caller.map_or_else(|| super::UNNAMED_TOKEN.to_string(), |c| c.0 .0.clone());
     let p = api::parse_params(q.as_deref(), &["sync"])?;
-    let (bytes, _share) = read_body(&app, body).await?;
+    // A decision names at most two ids: its body is small, and a larger
+    // one is refused as it arrives, never parsed (review-2026-11-c,
+    // finding 6: a 60 MB array took 1.6 GB to refuse).
+    let says = format!(
+        "a decision's body is larger than {} bytes (it names at most two ids)",
+        api::MAX_DECISION_BODY
+    );
+    let (bytes, _share) = read_body_within(&app, body, api::MAX_DECISION_BODY, says).await?;
     let req = parse_body(bytes, api::parse_decision).await?;
     let v = blocking(move || {
         let db = app.writable()?;
@@ -394,7 +429,9 @@ pub(super) async fn diff(State(app): State<Shared>, RawQuery(q): RawQuery) -> An
             "the ids of two stored documents are required: a and b".to_string(),
         ));
     };
-    // On the blocking pool: the diff itself takes up to its deadline.
+    // A long read, on the blocking pool: the diff itself takes up to its
+    // deadline, and holds up to a MiB of each text.
+    let _turn = app.long_read("a diff").await?;
     let v = blocking(move || Ok(json!(app.db()?.clusters().diff(&a, &b)?))).await?;
     json_answer(v)
 }
@@ -425,9 +462,9 @@ pub(super) async fn freeze(State(app): State<Shared>) -> Answer {
 pub const CALIBRATION_REFRESH: Duration = Duration::from_secs(60);
 
 /// `GET /calibration`: `simdb calibrate --json` of the store (nearest
-/// neighbours of a seeded sample, their similarities, random pairs). One
-/// computation at a time; an answer serves the same parameters for
-/// [`CALIBRATION_REFRESH`], with its `age_seconds`.
+/// neighbours of a seeded sample, their similarities, random pairs). A
+/// computation is a long read (see `turns`); an answer serves the same
+/// parameters for [`CALIBRATION_REFRESH`], with its `age_seconds`.
 pub(super) async fn calibration(State(app): State<Shared>, RawQuery(q): RawQuery) -> Answer {
     let p: api::CalibrationParams =
         api::parse_params_as(q.as_deref(), &["sample", "seed", "k", "min_similarity"])?;
@@ -439,34 +476,76 @@ pub(super) async fn calibration(State(app): State<Shared>, RawQuery(q): RawQuery
     )?;
     // A k over 11 is the library's 400 (`UnsupportedDistance`, field "k").
     let k = p.k.unwrap_or(crate::fingerprint::MAX_EXACT_K);
+    let threshold = app
+        .db()?
+        .admin()
+        .min_similarity_or_default(p.min_similarity)?;
+    let key = format!("{sample}/{}/{k}/{threshold}", p.seed.unwrap_or(1));
+    if let Some(v) = app.calibration_cached(&key) {
+        return json_answer(v);
+    }
+    // A sample is a long read: computed in its turn, with no lock held
+    // (another parameters' answer is served meanwhile), and stopped at
+    // the deadline or a stop.
+    let _turn = app.long_read("a calibration").await?;
     let v = blocking(move || {
+        // Computed while this one waited for its turn?
+        if let Some(v) = app.calibration_cached(&key) {
+            return Ok(v);
+        }
         let db = app.db()?;
-        let threshold = db.admin().min_similarity_or_default(p.min_similarity)?;
-        let seed = p.seed.unwrap_or(1);
-        let key = format!("{sample}/{seed}/{k}/{threshold}");
-        let mut cache = app
-            .calibration_cache
+        let go_on = app.go_on();
+        let c = app
+            .long_pool
+            .install(|| {
+                db.admin()
+                    .until(&go_on)
+                    .calibrate(sample, p.seed.unwrap_or(1), threshold, k)
+            })
+            .map_err(|e| app.long_read_error(e))?;
+        let mut v = json!(c);
+        *app.calibration_cache
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let (at, mut v) = match cache.as_ref() {
-            Some((at, k2, v)) if *k2 == key && at.elapsed() < CALIBRATION_REFRESH => {
-                (*at, v.clone())
-            }
-            _ => {
-                let c = json!(db.admin().calibrate(sample, seed, threshold, k)?);
-                let fresh = cache.insert((Instant::now(), key, c));
-                (fresh.0, fresh.2.clone())
-            }
-        };
-        drop(cache);
-        v["age_seconds"] = json!(at.elapsed().as_secs());
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) =
+            Some((Instant::now(), key, v.clone()));
+        v["age_seconds"] = json!(0);
         Ok(v)
     })
     .await?;
     json_answer(v)
 }
 
+impl App {
+    /// `/calibration`'s answer for `key` if one is younger than
+    /// [`CALIBRATION_REFRESH`], with its `age_seconds`.
+    fn calibration_cached(&self, key: &str) -> Option<Value> {
+        let cache = self
+            .calibration_cache
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        match cache.as_ref() {
+            Some((at, k2, v)) if k2 == key && at.elapsed() < CALIBRATION_REFRESH => {
+                let mut v = v.clone();
+                v["age_seconds"] = json!(at.elapsed().as_secs());
+                Some(v)
+            }
+            _ => None,
+        }
+    }
+}
+
 pub(super) async fn stats(State(app): State<Shared>) -> Answer {
+    // The bucket figures scan every posting: computing them is a long read.
+    let fresh = app
+        .stats_cache
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .as_ref()
+        .is_some_and(|c| c.0.elapsed() < STATS_REFRESH);
+    let _turn = match fresh {
+        true => None,
+        false => Some(app.long_read("/stats' scan of the postings").await?),
+    };
     let v = blocking(move || {
         let db = app.db()?;
         // One computation at a time; the others wait for its answer.

@@ -176,6 +176,9 @@ function clustersView(params) {
 // The representative's text beside a member's, the differing passages
 // marked: removed from the representative (del) and added in the member
 // (ins), from the server's diff.
+// The most of each text GET /diff compares (src/diff.rs, MAX_BYTES).
+const DIFF_BYTES = 1 << 20;
+
 function sideBySide(rep, member) {
   const out = el("section", { id: "diff" }, el("h2", {}, "Representative ", rep, " beside ", member));
   (async () => {
@@ -194,6 +197,9 @@ function sideBySide(rep, member) {
         }
       }
       out.append(el("div", { class: "sides" }, left, right));
+      if (d.a_bytes > DIFF_BYTES || d.b_bytes > DIFF_BYTES) {
+        out.append(el("p", { class: "note" }, `The first MiB of each text is compared (${rep}: ${d.a_bytes} bytes, ${member}: ${d.b_bytes} bytes).`));
+      }
     } catch (e) {
       out.append(el("p", { class: "note" }, "No side-by-side view: ", e.message));
     }
