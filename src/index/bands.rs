@@ -128,21 +128,37 @@ impl BandProbe {
         plan: &ProbePlan,
         mut found: Vec<Fingerprint>,
     ) -> Vec<Fingerprint> {
-        found.retain(|fp| !plan.accepts(q, *fp));
-        let key = |fp: &Fingerprint| (fp.distance(q), *fp);
-        // A fingerprint is in a probe's buckets at most once per band (and
-        // a writer adds its batch's): the nearest `keep` entries hold the
-        // nearest `max_candidates` distinct ones. A hot bucket's thousands
-        // are cut in linear time before the sort.
-        let keep = self.max_candidates.saturating_mul(2 * BANDS);
-        if found.len() > keep && keep > 0 {
-            found.select_nth_unstable_by_key(keep - 1, key);
-            found.truncate(keep);
-        }
-        found.sort_unstable_by_key(key);
+        self.cut(q, plan, &mut found);
+        found.sort_unstable_by_key(|fp| (fp.distance(q), *fp));
         found.dedup();
         found.truncate(self.max_candidates);
         found
+    }
+
+    /// Entries of the probe's buckets that [`BandProbe::band_only`] needs
+    /// at most: a fingerprint is in a probe's buckets at most once per
+    /// band (and a writer adds its batch's), so the nearest `keep` entries
+    /// hold the nearest `max_candidates` distinct ones.
+    fn keep(&self) -> usize {
+        self.max_candidates.saturating_mul(2 * BANDS)
+    }
+
+    /// Cuts `found` to the entries `plan` does not accept, then to the
+    /// nearest [`BandProbe::keep`] of them (by distance, then
+    /// fingerprint; linear time); returns the distance of the farthest
+    /// kept when the cut dropped any (no entry farther can be among the
+    /// nearest of `found` and more).
+    fn cut(&self, q: Fingerprint, plan: &ProbePlan, found: &mut Vec<Fingerprint>) -> Option<u32> {
+        found.retain(|fp| !plan.accepts(q, *fp));
+        let keep = self.keep();
+        if found.len() <= keep || keep == 0 {
+            return None;
+        }
+        let key = |fp: &Fingerprint| (fp.distance(q), *fp);
+        found.select_nth_unstable_by_key(keep - 1, key);
+        let farthest = found[keep - 1].distance(q);
+        found.truncate(keep);
+        Some(farthest)
     }
 
     /// Whether a fingerprint found in one of the probe's buckets is
@@ -189,6 +205,56 @@ impl BandProbe {
             ranked: false,
         }
         .scan(value, out);
+    }
+}
+
+/// A probe's band hits gathered bucket by bucket, cut as they come: a
+/// template held by thousands of pages fills each of its band buckets
+/// with them, and [`BandProbe::band_only`] keeps a few. Once more than
+/// twice what it keeps are gathered, they are cut to those it could keep,
+/// and later buckets are scanned only for entries no farther than the
+/// farthest kept. [`BandHits::found`] then gives what `band_only` gives
+/// for every hit of every bucket (`band_only` of it is the same list).
+pub struct BandHits<'a> {
+    probe: &'a BandProbe,
+    plan: &'a ProbePlan,
+    q: Fingerprint,
+    found: Vec<Fingerprint>,
+    /// The farthest an entry may be and still be kept.
+    within: u32,
+}
+
+impl<'a> BandHits<'a> {
+    pub fn new(probe: &'a BandProbe, plan: &'a ProbePlan, q: Fingerprint) -> BandHits<'a> {
+        BandHits {
+            probe,
+            plan,
+            q,
+            found: Vec::new(),
+            within: probe.max_distance,
+        }
+    }
+
+    /// Gathers the hits of one bucket's posting (whole 8-byte entries).
+    pub fn scan(&mut self, posting: &[u8]) {
+        super::ScanRule {
+            q: self.q.0,
+            k: self.within,
+            outside: 0,
+            ranked: false,
+        }
+        .scan(posting, &mut self.found);
+        if self.found.len() > 2 * self.probe.keep() {
+            if let Some(d) = self.probe.cut(self.q, self.plan, &mut self.found) {
+                self.within = self.within.min(d);
+            }
+        }
+    }
+
+    /// The hits gathered, cut or not: [`BandProbe::band_only`] of them is
+    /// `band_only` of every hit of the buckets scanned.
+    pub fn found(self) -> Vec<Fingerprint> {
+        self.found
     }
 }
 
@@ -305,6 +371,61 @@ mod tests {
         let mut out = Vec::new();
         probe.scan_posting(Fingerprint(0), &raw, &mut out);
         assert_eq!(out, [Fingerprint(0b11), Fingerprint(0)]);
+    }
+
+    /// Band hits cut as they come give what `band_only` gives for all of
+    /// them (seeded hot buckets: repeats across bands, ties in distance,
+    /// entries the plan accepts, entries past the bound), for several
+    /// caps; and the cut keeps the gathered list small.
+    #[test]
+    fn band_hits_cut_as_they_come_equal_band_only_of_every_hit() {
+        let mut state = 0x5eed_u64;
+        let mut next = || crate::index::splitmix64(&mut state);
+        for round in 0..40 {
+            let q = Fingerprint(next());
+            // A pool of fingerprints near q (1 to 20 bits away), repeated
+            // across the buckets as a template's pages are.
+            let pool: Vec<Fingerprint> = (0..3000)
+                .map(|_| {
+                    let mut fp = q.0;
+                    for _ in 0..(1 + next() % 20) {
+                        fp ^= 1 << (next() % 64);
+                    }
+                    Fingerprint(fp)
+                })
+                .collect();
+            let buckets: Vec<Vec<u8>> = (0..BANDS)
+                .map(|_| {
+                    let n = (next() % 2000) as usize;
+                    (0..n)
+                        .flat_map(|_| pool[(next() % pool.len() as u64) as usize].0.to_be_bytes())
+                        .collect()
+                })
+                .collect();
+            let plan = ProbePlan::exact(q, (round % 4) as u32);
+            for max_candidates in [0, 1, 4, 16] {
+                let probe = BandProbe {
+                    values: [1; BANDS],
+                    max_distance: 14,
+                    max_candidates,
+                };
+                let mut all = Vec::new();
+                let mut hits = BandHits::new(&probe, &plan, q);
+                for b in &buckets {
+                    probe.scan_posting(q, b, &mut all);
+                    hits.scan(b);
+                }
+                let gathered = hits.found();
+                if max_candidates > 0 {
+                    assert!(gathered.len() <= 2 * probe.keep() + 2000);
+                }
+                assert_eq!(
+                    probe.band_only(q, &plan, gathered),
+                    probe.band_only(q, &plan, all),
+                    "round {round}, cap {max_candidates}"
+                );
+            }
+        }
     }
 
     #[test]

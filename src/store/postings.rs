@@ -552,7 +552,9 @@ impl Store {
     ) -> Result<(Vec<Fingerprint>, Vec<Fingerprint>)> {
         crate::fingerprint::check_k(plan.k)?;
         let mut found = Vec::new();
-        let mut banded = Vec::new();
+        // Cut as they come ([`index::bands::BandHits`]); band_only of them
+        // is band_only of them all.
+        let mut banded = probe.map(|p| index::bands::BandHits::new(p, plan, q));
         // Each band family's bucket, or none when the probe does not read
         // it (a uniform value).
         let bands: Vec<Vec<u16>> = probe
@@ -571,11 +573,14 @@ impl Store {
         self.writer_read(at, families, |i, entries| {
             if i < BLOCKS {
                 plan.scan_posting(q, entries, &mut found);
-            } else if let Some(p) = probe {
-                p.scan_posting(q, entries, &mut banded);
+            } else if let Some(hits) = banded.as_mut() {
+                hits.scan(entries);
             }
         })?;
-        Ok((found, banded))
+        Ok((
+            found,
+            banded.map_or_else(Vec::new, index::bands::BandHits::found),
+        ))
     }
 
     /// Calls `scan(i, entries)` with the entries of each bucket of each

@@ -219,7 +219,7 @@ impl Store {
                 self.scan_buckets(at, i, &plan.blocks[i], q, plan, &mut found)?;
             }
             if let Some(p) = probe {
-                self.scan_bands(at, q, p, bands, &mut banded)?;
+                banded = self.scan_bands(at, q, plan, p, bands)?;
             }
             Ok((found, banded))
         };
@@ -285,23 +285,25 @@ impl Store {
         Ok(out)
     }
 
-    /// Adds to `found` what `probe` accepts for `q` in its buckets of the
-    /// band families `bands` (one bucket each: [`Store::read_singles`]).
+    /// What `probe` accepts for `q` in its buckets of the band families
+    /// `bands` (one bucket each: [`Store::read_singles`]), cut as they
+    /// come to what [`BandProbe::band_only`] may keep beside `plan`
+    /// ([`index::bands::BandHits`]: a template's hot buckets).
     fn scan_bands(
         &self,
         at: &Snapshot<'_>,
         q: Fingerprint,
+        plan: &index::ProbePlan,
         probe: &BandProbe,
         bands: std::ops::Range<usize>,
-        found: &mut Vec<Fingerprint>,
-    ) -> Result<()> {
+    ) -> Result<Vec<Fingerprint>> {
         let buckets: Vec<(usize, u16)> = bands
             .filter(|j| probe.probes(*j))
             .map(|j| (BLOCKS + j, probe.values[j]))
             .collect();
-        self.read_singles(at, &buckets, |_, posting| {
-            probe.scan_posting(q, posting, found)
-        })
+        let mut hits = index::bands::BandHits::new(probe, plan, q);
+        self.read_singles(at, &buckets, |_, posting| hits.scan(posting))?;
+        Ok(hits.found())
     }
 
     /// Reads one bucket of each of several posting families (`buckets`:
