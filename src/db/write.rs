@@ -502,6 +502,20 @@ pub fn place_in_chunks(
     analyses: Vec<Option<Analysis>>,
     opts: &WritePolicy,
 ) -> std::result::Result<Vec<Written>, Interrupted> {
+    place_in_chunks_within(db, docs, analyses, opts, limits::WRITE_CHUNK_TIME)
+}
+
+/// [`place_in_chunks`] with chunks of at most `chunk_time` each (after
+/// their checks are read), and one document at least: how many
+/// documents a chunk writes depends on the machine's speed, never
+/// whether it writes one.
+fn place_in_chunks_within(
+    db: &Db,
+    docs: &[Doc],
+    analyses: Vec<Option<Analysis>>,
+    opts: &WritePolicy,
+    chunk_time: std::time::Duration,
+) -> std::result::Result<Vec<Written>, Interrupted> {
     let mut out: Vec<Written> = Vec::with_capacity(docs.len());
     let mut analyses = analyses;
     let mut committed = 0;
@@ -509,7 +523,6 @@ pub fn place_in_chunks(
     while out.len() < docs.len() {
         let mut w = db.shared_writer().map_err(|e| fail(committed, e))?;
         w.set_sync(opts.sync);
-        let start = Instant::now();
         let first = out.len();
         // The checks of the documents this chunk may write (the next
         // WRITE_CHUNK_DOCS), read first.
@@ -522,13 +535,23 @@ pub fn place_in_chunks(
             w.prefetch(&checks_of(chunk, ahead, opts), ids)
                 .map_err(|e| fail(committed, e))?;
         }
-        while out.len() < docs.len()
-            && out.len() - first < limits::WRITE_CHUNK_DOCS
-            && start.elapsed() < limits::WRITE_CHUNK_TIME
-        {
+        // The chunk's time counts from here, and it writes one document
+        // at least. It counted from before the checks were read and
+        // tested first: where reading them took longer than the chunk's
+        // time (k = 11 on a busy machine), a chunk wrote nothing and the
+        // next read the same checks again, so a batch all but stopped
+        // (review-2026-11-c: the test command on a loaded machine).
+        let start = Instant::now();
+        loop {
             let doc = &docs[out.len()];
             let a = analyses[out.len()].take();
             out.push(place_written(&mut w, doc, a, opts).map_err(|e| fail(committed, e))?);
+            if out.len() == docs.len()
+                || out.len() - first == limits::WRITE_CHUNK_DOCS
+                || start.elapsed() >= chunk_time
+            {
+                break;
+            }
         }
         w.commit().map_err(|e| fail(committed, e))?;
         committed = out.len();
@@ -536,4 +559,45 @@ pub fn place_in_chunks(
     // (A cluster whose representative was replaced is re-checked a step
     // per commit: the caller runs the rest, `Clusters::settle`.)
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A chunk writes one document at least, however long its checks took
+    /// to read: with no time at all per chunk, a batch of 100 (whose
+    /// checks are read in a sorted pass, k = 11) is written one document
+    /// per chunk. Before, a chunk whose checks outlasted its time wrote
+    /// nothing and the next read them again: the batch never ended.
+    #[test]
+    fn regression_60_a_chunk_writes_one_document_at_least() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::options()
+            .create(dir.path().join("s.db"), crate::Recipe::default())
+            .unwrap();
+        let mut state = 60u64;
+        let docs: Vec<Doc> = (0..100)
+            .map(|i| Doc {
+                id: format!("d{i:03}"),
+                content: Content::Fingerprint(crate::Fingerprint(crate::index::splitmix64(
+                    &mut state,
+                ))),
+                source: String::new(),
+                line: None,
+                priority: None,
+                dated: None,
+            })
+            .collect();
+        assert!(docs.len() >= PREFETCH_MIN_DOCS);
+        let analyses = analyze_all(db.fingerprinter(), &docs).unwrap();
+        let opts = WritePolicy {
+            k: 11,
+            ..Default::default()
+        };
+        let written =
+            place_in_chunks_within(&db, &docs, analyses, &opts, std::time::Duration::ZERO).unwrap();
+        assert_eq!(written.len(), 100);
+        assert_eq!(db.len().unwrap(), 100);
+    }
 }
