@@ -75,8 +75,11 @@ pub(super) fn doc_of(item: &Bound<'_, PyAny>, n: u64) -> PyResult<Doc> {
         } else {
             return Err(bad(&format!("a {}", item.get_type().name()?)));
         };
-    if priority.is_some_and(f64::is_nan) {
-        return Err(bad("\"priority\" is NaN"));
+    // A finite number, as a JSON line's (`ingest` refuses the others).
+    if let Some(p) = priority.filter(|p| !p.is_finite()) {
+        return Err(bad(&format!(
+            "\"priority\" must be a finite number, not {p}"
+        )));
     }
     Ok(Doc {
         id,

@@ -244,7 +244,9 @@ def test_add_many_bad_items(db):
         ([("a", "b", "c")], "2 items"),
         ([42], "int"),
         ([{"id": "a", "fingerprint": -5}], "2\\*\\*64"),
-        ([{"id": "a", "text": "x y z", "priority": float("nan")}], "NaN"),
+        ([{"id": "a", "text": "x y z", "priority": float("nan")}], "finite number, not NaN"),
+        ([{"id": "a", "text": "x y z", "priority": float("inf")}], "finite number, not inf"),
+        ([{"id": "a", "text": "x y z", "priority": float("-inf")}], "finite number, not -inf"),
     ]:
         with pytest.raises(TypeError, match=msg):
             db.add_many(bad)
