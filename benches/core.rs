@@ -69,6 +69,14 @@ fn fingerprint(c: &mut Criterion) {
     g.bench_function("fine_sketch", |b| {
         b.iter(|| simdb::fingerprint::FineSketch::of_chars(&normal, 4))
     });
+    // A title of one 4-gram: 383 of the fine sketch's 384 bins filled
+    // from the one (issue 60, finding 9: its donor tables).
+    g.bench_function("fine_sketch_one_shingle", |b| {
+        b.iter(|| simdb::fingerprint::FineSketch::of_chars("abcd", 4))
+    });
+    g.bench_function("sketch_one_shingle", |b| {
+        b.iter(|| simdb::Sketch::of_chars("abcd", 4, simdb::fingerprint::Fill::Rehash))
+    });
     g.finish();
 }
 

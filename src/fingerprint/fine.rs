@@ -29,7 +29,7 @@
 //! 384 agreements are 512 draws: [`refined_similarity`] is
 //! `(matches / 512 - 1/4) / (3/4)`, clamped to `[0, 1]`.
 
-use super::sketch::{agreements, densify, fmix64};
+use super::sketch::{agreements, densify_with, fmix64, Donors};
 use super::Sketch;
 
 /// Number of bins of a fine sketch.
@@ -72,6 +72,14 @@ impl<'de> serde::Deserialize<'de> for FineSketch {
     }
 }
 
+/// The probe of the fine sketch's empty bins.
+pub(crate) fn fine_probe(j: usize, attempt: u64) -> u64 {
+    fmix64((((j as u64) << 32) | attempt) ^ 0x5bd1_e995)
+}
+
+/// The tables of [`fine_probe`], built at the first fine sketch.
+static FINE_DONORS: std::sync::OnceLock<Option<Donors>> = std::sync::OnceLock::new();
+
 impl FineSketch {
     /// The fine sketch of a set of shingle hashes (the 32-byte sketch's,
     /// repeats harmless); `None` when there are none.
@@ -89,11 +97,9 @@ impl FineSketch {
         if !any {
             return None;
         }
-        densify(
-            &mut bins,
-            |j, attempt| fmix64((((j as u64) << 32) | attempt) ^ 0x5bd1_e995),
-            |v, j| fmix64(v ^ ((j as u64 + 1) << 55)),
-        );
+        densify_with(&FINE_DONORS, &mut bins, fine_probe, |v, j| {
+            fmix64(v ^ ((j as u64 + 1) << 55))
+        });
         let mut out = [0u8; FINE_BYTES];
         for (j, v) in bins.iter().enumerate() {
             out[j / 4] |= ((v & 3) as u8) << (2 * (j % 4));
