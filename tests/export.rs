@@ -957,7 +957,7 @@ fn regression_59_engine_rows_state_priority_and_time_as_jsonl_does() {
     let ingested = t.path().join("ingested.db");
     let o = common::simdb(&[&"init", &ingested]);
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
-    let o = common::simdb(&[&"ingest", &ingested, &t.file("d.jsonl", lines)]);
+    let o = common::simdb(&[&"ingest", &ingested, &t.file("d.jsonl", lines.clone())]);
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     let columns = |time: Arc<dyn Array>| -> Vec<(&str, arrow_array::ArrayRef)> {
         vec![
@@ -1001,6 +1001,56 @@ fn regression_59_engine_rows_state_priority_and_time_as_jsonl_does() {
         assert_eq!(b.get("a").unwrap().unwrap().dated, Some(1_577_836_800));
         assert_eq!(b.get("b").unwrap().unwrap().priority, None);
     }
+    // `simdb import` of the same JSONL lines keeps them too; a time in
+    // milliseconds is refused with the file and line.
+    let jsonl = t.file("import.jsonl", lines.clone());
+    let imported = t.path().join("jsonl.db");
+    let o = common::simdb(&[&"import", &imported, &jsonl]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    {
+        let (a, b) = (
+            Db::options().read_only().open(&ingested).unwrap(),
+            Db::options().read_only().open(&imported).unwrap(),
+        );
+        for id in ids {
+            let (x, y) = (a.get(id).unwrap().unwrap(), b.get(id).unwrap().unwrap());
+            assert_eq!((x.priority, x.dated), (y.priority, y.dated), "jsonl {id}");
+        }
+        assert_eq!(b.get("c").unwrap().unwrap().dated, Some(4_294_967_295));
+        assert_eq!(
+            b.get("a").unwrap().unwrap().priority.map(|p| p.value()),
+            Some(2.5)
+        );
+    }
+    for (name, field) in [
+        ("millis", json!({"time": 1_710_230_400_000u64})),
+        ("nan", json!({"priority": "high"})),
+        ("when", json!({"time": "yesterday"})),
+    ] {
+        let mut v = json!({"id": "z", "fingerprint": "00000000000000ff"});
+        for (k, x) in field.as_object().unwrap() {
+            v[k] = x.clone();
+        }
+        let f = t.file(
+            &format!("{name}.jsonl"),
+            format!("{}\n{v}\n", lines.lines().next().unwrap()),
+        );
+        let o = common::simdb(&[&"import", &t.path().join(format!("{name}-j.db")), &f]);
+        let err = common::stderr(&o);
+        assert_eq!(common::code(&o), 2, "{name}: {err}");
+        assert!(err.contains(&format!("{name}.jsonl:2")), "{name}: {err}");
+        assert!(!t.path().join(format!("{name}-j.db")).exists(), "{name}");
+    }
+    assert!(common::stderr(&common::simdb(&[
+        &"import",
+        &t.path().join("m2.db"),
+        &t.file(
+            "m2.jsonl",
+            "{\"id\":\"m\",\"fingerprint\":\"00000000000000ff\",\"time\":1710230400000}\n"
+                .to_string()
+        ),
+    ]))
+    .contains("milliseconds"));
     // What ingest refuses, the import refuses, naming the file and row.
     let one = |name: &str, col: &'static str, a: arrow_array::ArrayRef| {
         let file = t.path().join(format!("{name}.parquet"));

@@ -466,7 +466,8 @@ pub struct InitArgs {
 pub struct ImportArgs {
     /// Directory of the new store (must not exist; it appears only when complete).
     pub db: PathBuf,
-    /// Inputs: JSONL {"id", "fingerprint": "16 hex digits"} per line, the
+    /// Inputs: JSONL {"id", "fingerprint": "16 hex digits"} per line (an
+    /// optional "priority" and "time" kept, as ingest keeps them), the
     /// binary form (recognised by its magic "SIMDBFP1"; see README), or
     /// Parquet with id and fingerprint columns (recognised by its magic; a
     /// directory stands for its part files, as `simdb export --parquet`

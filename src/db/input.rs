@@ -255,6 +255,12 @@ fn content_of(
 }
 
 /// A document's `"priority"`: absent, `null`, or a finite number.
+/// A document's `"priority"` (a finite number, or none); `Err` is the
+/// reason.
+pub(crate) fn priority_of(p: Option<serde_json::Value>) -> Result<Option<f64>, String> {
+    priority(p).map_err(|b| b.reason)
+}
+
 fn priority(p: Option<serde_json::Value>) -> Result<Option<f64>, BadField> {
     match p {
         None | Some(serde_json::Value::Null) => Ok(None),

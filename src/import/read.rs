@@ -77,6 +77,11 @@ pub(super) struct JsonFp<'a> {
     pub(super) id: Option<JsonId<'a>>,
     #[serde(borrow, default)]
     pub(super) fingerprint: Option<std::borrow::Cow<'a, str>>,
+    /// As a JSONL line states it to `simdb ingest`.
+    #[serde(default)]
+    pub(super) priority: Option<serde_json::Value>,
+    #[serde(default)]
+    pub(super) time: Option<serde_json::Value>,
 }
 
 #[derive(serde::Deserialize)]
@@ -89,6 +94,15 @@ pub(super) enum JsonId<'a> {
 
 /// Parses one JSONL line of the import form; `Err` is the reason.
 pub fn parse_json_line(line: &[u8]) -> std::result::Result<(String, Fingerprint), String> {
+    parse_json_record(line).map(|(id, fp, _)| (id, fp))
+}
+
+/// [`parse_json_line`] with the line's `"priority"` (a finite number) and
+/// `"time"` (Unix seconds or an RFC 3339 timestamp, at most
+/// [`crate::db::input::LATEST_TIME`]), read as `simdb ingest` reads them.
+pub(super) fn parse_json_record(
+    line: &[u8],
+) -> std::result::Result<(String, Fingerprint, Stated), String> {
     let d: JsonFp = serde_json::from_slice(line).map_err(|e| format!("invalid JSON: {e}"))?;
     let id = match d.id {
         None => return Err("missing \"id\"".into()),
@@ -107,7 +121,12 @@ pub fn parse_json_line(line: &[u8]) -> std::result::Result<(String, Fingerprint)
         ));
     }
     let fp: Fingerprint = fp.parse().map_err(|e: Error| e.to_string())?;
-    Ok((id, fp))
+    let priority = crate::db::input::priority_of(d.priority)?.and_then(store::codec::Priority::new);
+    let dated = match d.time {
+        None | Some(serde_json::Value::Null) => None,
+        Some(t) => Some(crate::db::input::parse_time(&t)?),
+    };
+    Ok((id, fp, Stated { priority, dated }))
 }
 
 /// First bytes of a Parquet file.
@@ -304,7 +323,7 @@ fn read_jsonl(
         if line.iter().all(|b| b.is_ascii_whitespace()) {
             continue;
         }
-        let (id, fp) = parse_json_line(line).map_err(|e| bad(path, n, e))?;
+        let (id, fp, stated) = parse_json_record(line).map_err(|e| bad(path, n, e))?;
         f(Parsed {
             id,
             fp,
@@ -312,7 +331,7 @@ fn read_jsonl(
             sketch: None,
             analysed: None,
             restored: None,
-            stated: Stated::default(),
+            stated,
         })?;
     }
 }
