@@ -1047,7 +1047,6 @@ fn regression_59_engine_rows_state_priority_and_time_as_jsonl_does() {
         &t.file(
             "m2.jsonl",
             "{\"id\":\"m\",\"fingerprint\":\"00000000000000ff\",\"time\":1710230400000}\n"
-                .to_string()
         ),
     ]))
     .contains("milliseconds"));
