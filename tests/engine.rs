@@ -126,6 +126,7 @@ fn whole_components_placed_apart_equal_the_stores_rebuild() {
             keep,
             decisions,
             written_at: None,
+            anchor: None,
         };
         let mut rows = Vec::new();
         for w in 0..3 {
@@ -320,5 +321,97 @@ fn a_component_of_100000_copies_is_one_cluster() {
         };
         assert_eq!(rows[0].id, rep, "{keep}");
         assert!(rows.iter().all(|r| r.representative == rep));
+    }
+}
+
+/// The exact-k Spark job's placement (`simdb.place_groups`): the
+/// documents of a store ingested with an exact check (`-k 3`), grouped
+/// as the job groups them (one fingerprint, sketch, fine sketch and
+/// length), and the pairs of groups within 3 bits found by brute force,
+/// decided by [`pair_verdict`] and placed by [`place_groups`], give the
+/// store's clusters under every keep policy; the same verdicts a store's
+/// placement applies to a member and its representative.
+#[test]
+fn groups_and_pairs_within_k_place_as_an_exact_ingest() {
+    use simdb::db::engine::{pair_verdict, place_groups};
+    let t = common::TempDb::new();
+    let docs = corpus(61);
+    // Each text again under a new id (copies of copies: groups of two).
+    let mut lines: Vec<String> = docs.iter().map(|d| d.line.clone()).collect();
+    for d in docs.iter().step_by(5) {
+        let mut v: serde_json::Value = serde_json::from_str(&d.line).unwrap();
+        v["id"] = serde_json::json!(format!("again-{}", v["id"].as_str().unwrap()));
+        lines.push(v.to_string());
+    }
+    let one = t.file("all.jsonl", lines.join("\n") + "\n");
+    for keep in KeepPolicy::ALL {
+        let path = t.path().with_file_name(format!("exact-{keep}"));
+        create_keeping(&path, keep);
+        let mut db = Db::options().open(&path).unwrap();
+        let mut opts = ingest::Options::default();
+        opts.write.k = 3;
+        opts.write.probe_budget = 0;
+        ingest::run(&mut db, &[Input::guess(&one)], &opts, |_| {}).unwrap();
+        let want = shapes_of_db(&db);
+        assert!(want.iter().any(|c| c.1.len() >= 3), "{keep}");
+        let min_similarity = opts.write.min_similarity;
+        let mut records: Vec<(String, Record)> = Vec::new();
+        db.admin()
+            .for_each(|id, r| {
+                records.push((id.to_string(), r));
+                Ok(())
+            })
+            .unwrap();
+        let recipe = db.recipe().clone();
+        drop(db);
+        // Groups, named by their smallest ord.
+        let mut group: HashMap<(u64, Option<Vec<u8>>, u64), u64> = HashMap::new();
+        records.sort_by_key(|r| r.1.ord);
+        for (_, r) in &records {
+            let key = (r.fingerprint.0, r.sketch.map(|s| s.0.to_vec()), r.length);
+            group.entry(key).or_insert(r.ord);
+        }
+        let g_of = |r: &Record| group[&(r.fingerprint.0, r.sketch.map(|s| s.0.to_vec()), r.length)];
+        let firsts: Vec<&Record> = records
+            .iter()
+            .map(|d| &d.1)
+            .filter(|r| g_of(r) == r.ord)
+            .collect();
+        let mut pairs = Vec::new();
+        let (mut confirmed, mut rejected) = (0, 0);
+        for (i, a) in firsts.iter().enumerate() {
+            for b in &firsts[i + 1..] {
+                let v = pair_verdict(a, b, min_similarity);
+                assert_eq!(v, pair_verdict(b, a, min_similarity), "symmetric");
+                if a.fingerprint.distance(b.fingerprint) <= 3 {
+                    pairs.push((a.ord, b.ord));
+                    confirmed += usize::from(v.confirmed);
+                } else if !v.confirmed && rejected < 200 {
+                    // Pairs the rule rejects link nothing, whatever their
+                    // distance.
+                    pairs.push((b.ord, a.ord));
+                    rejected += 1;
+                }
+            }
+        }
+        assert!(confirmed > 0 && rejected > 0, "{confirmed}, {rejected}");
+        let given: Vec<(String, Record, u64)> = records
+            .iter()
+            .map(|(id, r)| (id.clone(), r.clone(), g_of(r)))
+            .collect();
+        let place = PlaceOptions {
+            recipe,
+            keep,
+            anchor: Some(simdb::db::Anchor {
+                k: 3,
+                beyond_k: false,
+                min_similarity,
+            }),
+            ..Default::default()
+        };
+        let scratch = t.path().with_file_name(format!("groups-{keep}"));
+        let rows = place_groups(&scratch, &place, min_similarity, given, &pairs).unwrap();
+        assert!(!scratch.exists());
+        assert_eq!(shapes_of_rows(&rows), want, "{keep}");
     }
 }

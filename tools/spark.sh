@@ -7,8 +7,8 @@
 #   bash tools/spark.sh bench corpus|synthetic WORK ...   figures (tools/spark/bench.py)
 #
 # Needs: a Java 17+ runtime (Debian's openjdk-17-jre-headless is installed
-# when java is missing) and PySpark from PyPI in the tools' venv
-# (tools/venv.sh). When either cannot be installed (no network, no apt),
+# when java is missing), PySpark from PyPI in the tools' venv
+# (tools/venv.sh) and the simdb package built into it (tools/python.sh). When either cannot be installed (no network, no apt),
 # the tests are skipped with the reason and this exits 0; `run` fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,6 +43,12 @@ venv="$(bash tools/venv.sh "$PYSPARK" "pyarrow>=14" "numpy>=2.0" "pytest>=7")" \
 py="$venv/bin/python"
 # Spark's workers are started with this interpreter.
 export PYSPARK_PYTHON="$py"
+# The jobs decide pairs and place clusters with the simdb package (the
+# library's rule): built into the same venv, so a stale one is never used.
+if [ "$mode" = test ] || ! "$py" -c "import simdb; simdb.place_groups" >/dev/null 2>&1; then
+    bash tools/python.sh build >/dev/null \
+        || skip "could not build the simdb package into $venv (tools/python.sh build)"
+fi
 
 case "$mode" in
     test)

@@ -387,6 +387,58 @@ def place_components(
     store's, when it was made by one import). Returns the cluster rows as lists: ``cluster``, ``size``,
     ``representative``, ``id``, ``rank``, ``distance``."""
 
+def pair_verdicts(
+    a_sketch: list[Optional[bytes]],
+    a_fine: list[Optional[bytes]],
+    a_length: list[Optional[int]],
+    b_sketch: list[Optional[bytes]],
+    b_fine: list[Optional[bytes]],
+    b_length: list[Optional[int]],
+    *,
+    min_similarity: Optional[float] = None,
+    recipe: Optional[Union[dict[str, Any], str]] = None,
+) -> dict[str, Any]:
+    """How the store's rule decides each pair ``a[i]``, ``b[i]`` (sketch
+    bytes, fine sketch bytes, content length; None where a document has
+    none) at ``min_similarity`` (default: the threshold a store of
+    ``recipe`` confirms at): lists ``similarity`` (None without two
+    sketches), ``refined``, ``confirmed`` and ``containment`` (set when
+    containment confirmed the pair), and ``min_similarity`` (the threshold
+    used). An exact-k join (``tools/spark/simdb_spark.py``) confirms its
+    pairs with it and writes no rule of its own."""
+
+def place_groups(
+    scratch: Union[str, PathLike[str]],
+    ids: list[str],
+    ords: list[int],
+    fingerprints: list[int],
+    sketches: list[Optional[bytes]],
+    fines: list[Optional[bytes]],
+    lengths: list[Optional[int]],
+    priorities: list[Optional[float]],
+    dated: list[Optional[int]],
+    ingested_at: list[Optional[int]],
+    groups: list[int],
+    pair_x: list[int],
+    pair_y: list[int],
+    *,
+    k: int,
+    min_similarity: Optional[float] = None,
+    recipe: Optional[Union[dict[str, Any], str]] = None,
+    keep: Optional[str] = None,
+    decisions: Optional[Union[str, PathLike[str]]] = None,
+) -> dict[str, list[Any]]:
+    """The clusters of whole components given as groups of copies (the
+    documents column by column, ``fingerprints`` as signed 64-bit ints, as
+    an export's ``fingerprint`` column holds them; ``groups`` names each
+    document's group: one fingerprint, sketch, fine sketch and length) and
+    the pairs of groups within ``k`` bits (``pair_x[i]``, ``pair_y[i]``),
+    placed as a store ingested with ``-k K`` places them: each document's
+    16 nearest confirmed earlier copies, then the store's placement under
+    ``keep``, obeying the decision log ``decisions``, in a scratch store at
+    ``scratch`` (a new path; removed when done). Returns the columns of
+    :func:`place_components`."""
+
 def put_clusters(
     path: Union[str, PathLike[str]],
     chunks: Iterable[tuple[list[int], list[int], list[str]]],

@@ -110,17 +110,7 @@ pub(super) fn place_components<'py>(
             "ids and records, and list_ords and lists, must be of one length each",
         ));
     }
-    let recipe: simdb::Recipe = match recipe {
-        None => simdb::Recipe::default(),
-        Some(r) => {
-            let json: String = match r.extract::<String>() {
-                Ok(s) => s,
-                Err(_) => py.import("json")?.call_method1("dumps", (r,))?.extract()?,
-            };
-            serde_json::from_str(&json)
-                .map_err(|e| PyValueError::new_err(format!("not a simdb recipe: {e}")))?
-        }
-    };
+    let recipe = recipe_given(py, recipe)?;
     let keep = keep_named(keep)?.unwrap_or_default();
     let rows = detach(py, || {
         let mut docs = Vec::with_capacity(ids.len());
@@ -138,6 +128,7 @@ pub(super) fn place_components<'py>(
             keep,
             decisions,
             written_at,
+            anchor: None,
         };
         simdb::db::engine::place_components(
             &scratch,
@@ -147,25 +138,7 @@ pub(super) fn place_components<'py>(
         )
     })
     .or_raise()?;
-    let out = PyDict::new(py);
-    out.set_item(
-        "cluster",
-        rows.iter().map(|r| r.cluster).collect::<Vec<_>>(),
-    )?;
-    out.set_item("size", rows.iter().map(|r| r.size).collect::<Vec<_>>())?;
-    out.set_item(
-        "representative",
-        rows.iter()
-            .map(|r| r.representative.as_str())
-            .collect::<Vec<_>>(),
-    )?;
-    out.set_item("id", rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>())?;
-    out.set_item("rank", rows.iter().map(|r| r.rank).collect::<Vec<_>>())?;
-    out.set_item(
-        "distance",
-        rows.iter().map(|r| r.distance).collect::<Vec<_>>(),
-    )?;
-    Ok(out)
+    placed_columns(py, &rows)
 }
 
 /// Replaces the clusters of the store at `path` (opened for writing) by
@@ -234,4 +207,305 @@ pub(super) fn put_clusters(
         return Err(e);
     }
     n.or_raise()
+}
+
+/// The recipe a placement is given: a dict as `Db.recipe` gives it, or its
+/// JSON; the default without one.
+fn recipe_given(py: Python<'_>, recipe: Option<Bound<'_, PyAny>>) -> PyResult<simdb::Recipe> {
+    match recipe {
+        None => Ok(simdb::Recipe::default()),
+        Some(r) => {
+            let json: String = match r.extract::<String>() {
+                Ok(s) => s,
+                Err(_) => py.import("json")?.call_method1("dumps", (r,))?.extract()?,
+            };
+            serde_json::from_str(&json)
+                .map_err(|e| PyValueError::new_err(format!("not a simdb recipe: {e}")))
+        }
+    }
+}
+
+/// The threshold given, between 0 and 1, or the recipe's default (what a
+/// store of that recipe confirms at).
+fn threshold(given: Option<f64>, recipe: &simdb::Recipe) -> PyResult<f64> {
+    match given {
+        Some(s) if (0.0..=1.0).contains(&s) => Ok(s),
+        Some(s) => Err(PyValueError::new_err(format!(
+            "min_similarity {s} is not between 0 and 1"
+        ))),
+        None => Ok(recipe
+            .sketch_kind()
+            .map(simdb::db::default_min_similarity)
+            .unwrap_or(simdb::db::DEFAULT_MIN_SIMILARITY)),
+    }
+}
+
+/// A sketch (32 bytes) or fine sketch (96) given as bytes, or none.
+fn sketch_bytes<T>(
+    what: &str,
+    i: usize,
+    b: Option<Vec<u8>>,
+    from: impl Fn(&[u8]) -> Option<T>,
+) -> PyResult<Option<T>> {
+    match b {
+        None => Ok(None),
+        Some(b) => from(&b).map(Some).ok_or_else(|| {
+            PyValueError::new_err(format!("row {i}: a {what} of {} bytes", b.len()))
+        }),
+    }
+}
+
+/// The records of documents given column by column (as an export's
+/// columns hold them).
+#[allow(clippy::too_many_arguments)]
+fn records_of_columns(
+    ords: Vec<u64>,
+    fingerprints: Vec<i64>,
+    sketches: Vec<Option<Vec<u8>>>,
+    fines: Vec<Option<Vec<u8>>>,
+    lengths: Vec<Option<u64>>,
+    priorities: Vec<Option<f64>>,
+    dated: Vec<Option<u64>>,
+    ingested_at: Vec<Option<u64>>,
+) -> PyResult<Vec<simdb::Record>> {
+    let n = ords.len();
+    if [
+        fingerprints.len(),
+        sketches.len(),
+        fines.len(),
+        lengths.len(),
+        priorities.len(),
+        dated.len(),
+        ingested_at.len(),
+    ]
+    .iter()
+    .any(|l| *l != n)
+    {
+        return Err(PyValueError::new_err(
+            "every column must have one row per document",
+        ));
+    }
+    let mut out = Vec::with_capacity(n);
+    let rows = ords
+        .into_iter()
+        .zip(fingerprints)
+        .zip(sketches.into_iter().zip(fines))
+        .zip(lengths.into_iter().zip(priorities))
+        .zip(dated.into_iter().zip(ingested_at));
+    for (i, ((((ord, fp), (sk, fine)), (length, priority)), (dated, at))) in rows.enumerate() {
+        let priority = match priority {
+            None => None,
+            Some(p) => Some(
+                simdb::codec::Priority::new(p)
+                    .ok_or_else(|| PyValueError::new_err(format!("row {i}: a priority of NaN")))?,
+            ),
+        };
+        out.push(simdb::Record {
+            fingerprint: simdb::Fingerprint(fp as u64),
+            length: length.unwrap_or(0),
+            ingested_at: at.unwrap_or(0),
+            sketch: sketch_bytes("sketch", i, sk, |b| {
+                <[u8; simdb::fingerprint::SKETCH_BYTES]>::try_from(b)
+                    .ok()
+                    .map(simdb::Sketch)
+            })?,
+            fine: sketch_bytes(
+                "fine sketch",
+                i,
+                fine,
+                simdb::fingerprint::FineSketch::from_slice,
+            )?,
+            ord,
+            priority,
+            dated,
+            content_hash: 0,
+            source: String::new(),
+            terms: 0,
+            top_terms: Vec::new(),
+            weak_bits: Vec::new(),
+            parts: Vec::new(),
+            kept: None,
+        });
+    }
+    Ok(out)
+}
+
+/// How the store's rule decides each pair of documents `a[i]`, `b[i]`
+/// (sketch bytes or None, fine sketch bytes or None, content length) at
+/// `min_similarity`: the columns `similarity` (None without two
+/// sketches), `refined`, `confirmed` and `containment` (set when
+/// containment confirmed the pair). An exact-k engine's join confirms
+/// its pairs with it and writes no rule of its own.
+#[pyfunction]
+#[pyo3(signature = (a_sketch, a_fine, a_length, b_sketch, b_fine, b_length, *, min_similarity=None, recipe=None))]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn pair_verdicts<'py>(
+    py: Python<'py>,
+    a_sketch: Vec<Option<Vec<u8>>>,
+    a_fine: Vec<Option<Vec<u8>>>,
+    a_length: Vec<Option<u64>>,
+    b_sketch: Vec<Option<Vec<u8>>>,
+    b_fine: Vec<Option<Vec<u8>>>,
+    b_length: Vec<Option<u64>>,
+    min_similarity: Option<f64>,
+    recipe: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let min_similarity = threshold(min_similarity, &recipe_given(py, recipe)?)?;
+    let n = a_sketch.len();
+    let side = |sk, fine, length: Vec<Option<u64>>| {
+        records_of_columns(
+            vec![0; n],
+            vec![0; n],
+            sk,
+            fine,
+            length,
+            vec![None; n],
+            vec![None; n],
+            vec![None; n],
+        )
+    };
+    let a = side(a_sketch, a_fine, a_length)?;
+    let b = side(b_sketch, b_fine, b_length)?;
+    if a.len() != b.len() {
+        return Err(PyValueError::new_err("a and b must have one row per pair"));
+    }
+    let v: Vec<simdb::db::engine::PairVerdict> = detach(py, || {
+        Ok::<_, Error>(
+            a.iter()
+                .zip(&b)
+                .map(|(a, b)| simdb::db::engine::pair_verdict(a, b, min_similarity))
+                .collect(),
+        )
+    })
+    .or_raise()?;
+    let out = PyDict::new(py);
+    out.set_item(
+        "similarity",
+        v.iter().map(|v| v.similarity).collect::<Vec<_>>(),
+    )?;
+    out.set_item("refined", v.iter().map(|v| v.refined).collect::<Vec<_>>())?;
+    out.set_item(
+        "confirmed",
+        v.iter().map(|v| v.confirmed).collect::<Vec<_>>(),
+    )?;
+    out.set_item(
+        "containment",
+        v.iter().map(|v| v.containment).collect::<Vec<_>>(),
+    )?;
+    out.set_item("min_similarity", min_similarity)?;
+    Ok(out)
+}
+
+/// The clusters of whole components given as groups of copies and the
+/// pairs of groups within k (`simdb::db::engine::place_groups`): the
+/// documents column by column (`ids`, `ords`, `fingerprints` as signed
+/// longs, `sketches`, `fines`, `lengths`, `priorities`, `dated`,
+/// `ingested_at`, `groups`), the pairs as `pair_x`, `pair_y` (group
+/// names). Placed under `keep` with the decision log `decisions`, each
+/// document confirmed against a representative within `k` bits at
+/// `min_similarity`, as a store ingested with `-k K` places them. Returns
+/// the columns of `place_components`.
+#[pyfunction]
+#[pyo3(signature = (scratch, ids, ords, fingerprints, sketches, fines, lengths, priorities, dated, ingested_at, groups, pair_x, pair_y, *, k, min_similarity=None, recipe=None, keep=None, decisions=None))]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn place_groups<'py>(
+    py: Python<'py>,
+    scratch: std::path::PathBuf,
+    ids: Vec<String>,
+    ords: Vec<u64>,
+    fingerprints: Vec<i64>,
+    sketches: Vec<Option<Vec<u8>>>,
+    fines: Vec<Option<Vec<u8>>>,
+    lengths: Vec<Option<u64>>,
+    priorities: Vec<Option<f64>>,
+    dated: Vec<Option<u64>>,
+    ingested_at: Vec<Option<u64>>,
+    groups: Vec<u64>,
+    pair_x: Vec<u64>,
+    pair_y: Vec<u64>,
+    k: u32,
+    min_similarity: Option<f64>,
+    recipe: Option<Bound<'py, PyAny>>,
+    keep: Option<&str>,
+    decisions: Option<std::path::PathBuf>,
+) -> PyResult<Bound<'py, PyDict>> {
+    if ids.len() != ords.len() || groups.len() != ids.len() || pair_x.len() != pair_y.len() {
+        return Err(PyValueError::new_err(
+            "every document column must have one row per document, and pair_x and pair_y one \
+             per pair",
+        ));
+    }
+    let recipe = recipe_given(py, recipe)?;
+    let min_similarity = threshold(min_similarity, &recipe)?;
+    if k > simdb::fingerprint::MAX_EXACT_K {
+        return Err(PyValueError::new_err(format!(
+            "k {k} is more than {}",
+            simdb::fingerprint::MAX_EXACT_K
+        )));
+    }
+    let keep = keep_named(keep)?.unwrap_or_default();
+    let records = records_of_columns(
+        ords,
+        fingerprints,
+        sketches,
+        fines,
+        lengths,
+        priorities,
+        dated,
+        ingested_at,
+    )?;
+    let rows = detach(py, || {
+        let decisions = match decisions {
+            Some(p) => simdb::db::decisions::read_log(&p)?,
+            None => Vec::new(),
+        };
+        let opts = simdb::db::engine::PlaceOptions {
+            recipe,
+            keep,
+            decisions,
+            written_at: None,
+            anchor: Some(simdb::db::Anchor {
+                k,
+                beyond_k: false,
+                min_similarity,
+            }),
+        };
+        let docs = ids
+            .into_iter()
+            .zip(records)
+            .zip(groups)
+            .map(|((id, r), g)| (id, r, g))
+            .collect();
+        let pairs: Vec<(u64, u64)> = pair_x.into_iter().zip(pair_y).collect();
+        simdb::db::engine::place_groups(&scratch, &opts, min_similarity, docs, &pairs)
+    })
+    .or_raise()?;
+    placed_columns(py, &rows)
+}
+
+/// The columns of placed clusters (`cluster`, `size`, `representative`,
+/// `id`, `rank`, `distance`).
+fn placed_columns<'py>(
+    py: Python<'py>,
+    rows: &[simdb::db::engine::PlacedMember],
+) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    out.set_item(
+        "cluster",
+        rows.iter().map(|r| r.cluster).collect::<Vec<_>>(),
+    )?;
+    out.set_item("size", rows.iter().map(|r| r.size).collect::<Vec<_>>())?;
+    out.set_item(
+        "representative",
+        rows.iter()
+            .map(|r| r.representative.as_str())
+            .collect::<Vec<_>>(),
+    )?;
+    out.set_item("id", rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>())?;
+    out.set_item("rank", rows.iter().map(|r| r.rank).collect::<Vec<_>>())?;
+    out.set_item(
+        "distance",
+        rows.iter().map(|r| r.distance).collect::<Vec<_>>(),
+    )?;
+    Ok(out)
 }

@@ -86,6 +86,8 @@ fn _simdb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rebuild_clusters, m)?)?;
     m.add_function(wrap_pyfunction!(place_components, m)?)?;
     m.add_function(wrap_pyfunction!(put_clusters, m)?)?;
+    m.add_function(wrap_pyfunction!(place_groups, m)?)?;
+    m.add_function(wrap_pyfunction!(pair_verdicts, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -617,7 +617,7 @@ impl Maintenance<'_> {
         keep: KeepPolicy,
         lists: impl IntoIterator<Item = Result<(u64, Vec<String>)>>,
     ) -> Result<u64> {
-        self.db.rebuild_clusters_from(keep, lists)
+        self.db.rebuild_clusters_from(keep, None, lists)
     }
 
     /// Replaces the store's clusters by those an engine placed on its

@@ -1134,7 +1134,7 @@ impl Db {
     /// policy with the last batch; from the batch that clears the family
     /// to that one, the store holds [`store::CLUSTERS_MARKER_KEY`].
     pub(super) fn rebuild_clusters(&self, keep: KeepPolicy) -> Result<u64> {
-        self.rebuild_clusters_with(keep, |chunk| {
+        self.rebuild_clusters_with(keep, self.default_anchor(), |chunk| {
             Ok(self
                 .earlier_near_copies(chunk)?
                 .into_iter()
@@ -1154,11 +1154,13 @@ impl Db {
     pub(super) fn rebuild_clusters_from(
         &self,
         keep: KeepPolicy,
+        anchor: Option<Anchor>,
         lists: impl IntoIterator<Item = Result<(u64, Vec<String>)>>,
     ) -> Result<u64> {
         let mut lists = lists.into_iter().peekable();
         let mut last: Option<u64> = None;
-        let n = self.rebuild_clusters_with(keep, |chunk| {
+        let anchor = anchor.unwrap_or_else(|| self.default_anchor());
+        let n = self.rebuild_clusters_with(keep, anchor, |chunk| {
             let mut out = Vec::with_capacity(chunk.len());
             for (id, rec) in chunk {
                 let mut near = Vec::new();
@@ -1225,13 +1227,14 @@ impl Db {
 
     /// The rebuild of [`Db::rebuild_clusters`], with each chunk's
     /// near-copy lists (documents in ingest order, with their records)
-    /// from `near`.
+    /// from `near`, each document confirmed against a representative by
+    /// `anchor`.
     fn rebuild_clusters_with(
         &self,
         keep: KeepPolicy,
+        anchor: Anchor,
         mut near: impl FnMut(&[(&String, Record)]) -> Result<Vec<Vec<String>>>,
     ) -> Result<u64> {
-        let anchor = self.default_anchor();
         let mut b = Batch::default();
         self.store.clear_clusters(&mut b);
         self.store

@@ -25,7 +25,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use super::{Db, KeepPolicy};
+use super::{Anchor, Db, KeepPolicy};
 use crate::error::{Error, Result};
 use crate::fingerprint::Recipe;
 use crate::store::codec::Decision;
@@ -51,6 +51,11 @@ pub struct PlaceOptions {
     /// records as those nights' stores wrote them: the placement ranks as
     /// the run's store does when given its time.
     pub written_at: Option<u64>,
+    /// How a document is confirmed against a representative: by default
+    /// the store's ([`Anchor`] of a rebuild: k = 3, beyond it by the
+    /// sketches, the recipe's threshold); an exact-k job's places as a
+    /// store ingested with `-k K` does (`beyond_k: false`).
+    pub anchor: Option<Anchor>,
 }
 
 /// One member of a cluster of two or more: a row of the engines'
@@ -122,8 +127,7 @@ pub fn place_components(
         w.commit()?;
     }
     drop(docs);
-    db.maintenance()
-        .rebuild_clusters_from(opts.keep, lists.into_iter().map(Ok))?;
+    db.rebuild_clusters_from(opts.keep, opts.anchor, lists.into_iter().map(Ok))?;
     let mut out = Vec::new();
     db.clusters().each(2, |c| {
         for (rank, m) in c.members.into_iter().enumerate() {
@@ -190,6 +194,135 @@ fn check_components(
         }
     }
     Ok(())
+}
+
+/// How the store's rule decides a pair of documents (`a`, `b`: their
+/// records, in either order): what [`super::Query::confirm`] decides for
+/// the later against the earlier, and [`Anchor::matches`] for a member
+/// against its representative. Given to an engine that finds its pairs
+/// by other means (an exact-k join) so that it writes no rule of its own.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PairVerdict {
+    /// The sketches' estimate (`None` without two sketches).
+    pub similarity: Option<f64>,
+    /// Whether both fine sketches refined the estimate.
+    pub refined: bool,
+    /// Whether the pair is a copy at the threshold: by similarity, by
+    /// containment, or unconfirmed (no two sketches).
+    pub confirmed: bool,
+    /// The estimated share of the shorter in the longer, when the pair
+    /// was confirmed by it (below the threshold).
+    pub containment: Option<f64>,
+}
+
+/// [`PairVerdict`] of two records at `min_similarity`.
+pub fn pair_verdict(a: &Record, b: &Record, min_similarity: f64) -> PairVerdict {
+    let e = super::record_estimate(a, b, min_similarity);
+    let lengths = super::lengths_later_first(a, b);
+    let c = super::confirm_estimate(e, min_similarity, || Ok(lengths))
+        .ok()
+        .flatten();
+    PairVerdict {
+        similarity: e.map(|e| e.similarity),
+        refined: e.is_some_and(|e| e.refined),
+        confirmed: c.is_some(),
+        containment: c.flatten(),
+    }
+}
+
+/// A document of [`place_groups`]: its id, record and group (the
+/// documents of one fingerprint, sketch, fine sketch and length, named by
+/// any number the caller chooses, the same for all of them).
+pub type GroupDoc = (String, Record, u64);
+
+/// The clusters of whole components given as groups of copies and the
+/// pairs of groups within k, placed as [`place_components`] places them:
+/// each document's near-copy list is what a duplicate check at k finds
+/// among the documents before it (its nearest
+/// [`limits::CHECK_CONFIRMED`](super::limits::CHECK_CONFIRMED) confirmed
+/// earlier copies, by distance then id: those of its own group, and of
+/// each group paired with it whose pair the store's rule confirms,
+/// [`pair_verdict`]). `pairs` name each pair of groups within k once, in
+/// either order; a pair of a group with itself is ignored. A group of n
+/// copies costs about 16n steps, not its n(n-1)/2 pairs.
+///
+/// The exact-k Spark job (`tools/spark/simdb_spark.py`) places its
+/// components with it: its clusters are then those of a store ingested
+/// with `-k K`, with the same threshold, keep policy and decisions.
+pub fn place_groups(
+    scratch: &Path,
+    opts: &PlaceOptions,
+    min_similarity: f64,
+    docs: Vec<GroupDoc>,
+    pairs: &[(u64, u64)],
+) -> Result<Vec<PlacedMember>> {
+    use super::limits::CHECK_CONFIRMED;
+    // One record per group: its members are alike to every rule.
+    let mut first: HashMap<u64, usize> = HashMap::new();
+    for (i, d) in docs.iter().enumerate() {
+        let f = *first.entry(d.2).or_insert(i);
+        let (a, b) = (&docs[f].1, &d.1);
+        if a.fingerprint != b.fingerprint
+            || a.sketch != b.sketch
+            || a.fine != b.fine
+            || a.length != b.length
+        {
+            return Err(Error::Input(format!(
+                "placement: {:?} and {:?} are in group {} but differ in fingerprint, \
+                 sketch or length",
+                docs[f].0, d.0, d.2
+            )));
+        }
+    }
+    // Each group's neighbours whose pair confirms, with the distance.
+    let mut near: HashMap<u64, Vec<(u64, u32)>> = HashMap::new();
+    for &(x, y) in pairs {
+        if x == y {
+            continue;
+        }
+        let (Some(&i), Some(&j)) = (first.get(&x), first.get(&y)) else {
+            return Err(Error::Input(format!(
+                "placement: a pair of groups {x} and {y}, of which one has no document given"
+            )));
+        };
+        let (a, b) = (&docs[i].1, &docs[j].1);
+        if pair_verdict(a, b, min_similarity).confirmed {
+            let d = a.fingerprint.distance(b.fingerprint);
+            near.entry(x).or_default().push((y, d));
+            near.entry(y).or_default().push((x, d));
+        }
+    }
+    for v in near.values_mut() {
+        v.sort_unstable();
+        v.dedup();
+    }
+    // In ord order: each group's smallest ids placed so far (a
+    // document's nearest earlier copies of a group are its smallest ids,
+    // at one distance), and each document's list from them.
+    let mut order: Vec<usize> = (0..docs.len()).collect();
+    order.sort_by_key(|&i| (docs[i].1.ord, i));
+    let mut seen: HashMap<u64, Vec<&str>> = HashMap::new();
+    let mut lists: Vec<(u64, Vec<String>)> = Vec::new();
+    for &i in &order {
+        let (id, rec, g) = &docs[i];
+        let mut cands: Vec<(u32, &str)> = Vec::new();
+        let own = seen.get(g).into_iter().flatten().map(|m| (0, *m));
+        cands.extend(own);
+        for (h, d) in near.get(g).into_iter().flatten() {
+            cands.extend(seen.get(h).into_iter().flatten().map(|m| (*d, *m)));
+        }
+        cands.sort_unstable();
+        cands.truncate(CHECK_CONFIRMED);
+        if !cands.is_empty() {
+            lists.push((rec.ord, cands.iter().map(|c| c.1.to_string()).collect()));
+        }
+        let mine = seen.entry(*g).or_default();
+        let at = mine.partition_point(|m| *m < id.as_str());
+        mine.insert(at, id.as_str());
+        mine.truncate(CHECK_CONFIRMED);
+    }
+    let docs: Vec<(String, Record)> = docs.into_iter().map(|(id, r, _)| (id, r)).collect();
+    place_components(scratch, opts, docs, lists)
 }
 
 /// A scratch store's recipe: the run's, whose sketch names the threshold.

@@ -1,17 +1,21 @@
 """Corpus-wide near-duplicate pairs and clusters of a `simdb export --parquet`
-on Spark, with no Python UDFs: every step is a Spark SQL expression, a
-shuffle or a join, so it runs at the JVM's speed on a real cluster.
+on Spark: the candidates by Spark SQL (tables, a shuffle, a join), each
+pair decided and each component placed by the simdb library itself (the
+wheel, on the executors), so no rule of simdb's is written here.
 
     python tools/spark/simdb_spark.py EXPORT/ OUT/ [--k 3] [--design card|manku|B:m]
-    spark-submit tools/spark/simdb_spark.py EXPORT/ OUT/ ...
+    spark-submit --py-files tools/spark/simdb_spark.py tools/spark/simdb_spark.py EXPORT/ OUT/ ...
+
+Needs PySpark, and the simdb Python package (the wheel: tools/wheel.sh) on
+the driver and every executor.
 
 The method (the README's "Beyond one machine" has the whole story):
 
-0. Copies. Documents of one fingerprint, sketch and length (a text stored
-   under several ids) are one group, named by its smallest ord; every rule
-   below treats them alike, so the tables, the join and the verification
-   run over one row per group: n copies of one text cost one row, not
-   n(n-1)/2 pairs.
+0. Copies. Documents of one fingerprint, sketch, fine sketch and length (a
+   text stored under several ids) are one group, named by its smallest
+   ord; every rule treats them alike, so the tables, the join and the
+   verification run over one row per group: n copies of one text cost one
+   row, not n(n-1)/2 pairs.
 1. Tables. The 64 bits are cut into B blocks (the first 64 mod B blocks one
    bit wider, the first block the most significant); each of the C(B, m)
    tables keys a document by m of its blocks. If two fingerprints differ
@@ -25,46 +29,24 @@ The method (the README's "Beyond one machine" has the whole story):
    pair that shares a key; `bit_count(a ^ b) <= k` keeps those within k.
    A pair found by several tables is kept only by the first (its m
    lowest identical blocks), so no distinct() shuffle is needed.
-3. Verification. The 32-byte sketches are read as four longs; two bins
-   agree when both of their bits do, which is
-   `32 - bit_count((x | x >> 1) & 0x5555555555555555)` per long of
-   x = a ^ b; the estimate is `clamp((matches / 128 - 1/4) / (3/4), 0, 1)`
-   in doubles, as `Sketch::similarity`. A pair is kept when its
-   similarity is at least --min-similarity (by default the store's threshold,
-   which the export's key-value metadata states), or when either document
-   has no sketch (then unconfirmed, similarity null), or when the shorter
-   text is contained in the longer, whichever came first: similarity at
-   least 0.5 and the estimated containment `J (1 + long/short) / (1 + J)`
-   (the `length` column) at least 0.75, or the threshold if higher: simdb's
-   rule. A pair whose estimate is at least 0.33 and under the threshold,
-   when both documents have a fine sketch (the export's `fine` column, 96
-   bytes: twelve more longs), is estimated again over both sketches, 512
-   bins, and its containment floor is then 0.45 (simdb's
-   `fingerprint::fine`, `db::REFINED_CONTAINMENT_FLOOR`).
-4. Clusters, simdb's anchored rule (simdb's docs/workflows.md, "Clusters").
-   The connected components of the kept pairs (min-label propagation with
-   pointer jumping: each document's label starts as its ord, takes the
-   smallest label of its neighbours, then the label of its label, until
-   nothing changes) bound where a cluster can reach. Each component's
-   documents and pairs are then grouped on one worker, which places its
-   documents in ord order as a simdb write does: a document joins the
-   cluster, among those of its confirmed earlier near-copies (the 16
-   nearest, as simdb's check lists them), whose representative confirms
-   it best (highest similarity, fewest bits, oldest cluster: within k, by
-   similarity, or by containment of the shorter in the longer, whichever
-   came first); if it outranks the representative under the store's keep
-   policy (the export's metadata), it takes over and the members it does
-   not confirm leave. A cluster's id is its founder's ord (the smallest ord left when
-   its founder leaves). This step is Python on the workers (the rule is
-   sequential within a component): each cluster's representative is kept
-   as it changes, so a join costs its near-copies, not the cluster's size;
-   only a take-over re-checks the members. The worker gets the groups'
-   pairs, not the documents': a document's 16 nearest confirmed earlier
-   near-copies are among the 16 smallest ids placed so far of its own group
-   and of each neighbouring group, so a group of n copies costs about 16n.
-   simdb's clusters equal these
-   for a store ingested with `-k` at the job's k (exact checks, no
-   confidence-ranked probing), without deletes.
+3. Verification, by simdb's rule: each pair of groups goes, with both
+   sketches, fine sketches and lengths, through `simdb.pair_verdicts` on
+   the executors (`mapInArrow`): the similarity (refined by the fine
+   sketches where the store refines it), and whether the pair is a copy at
+   the threshold (--min-similarity; by default the store's, which the
+   export's key-value metadata states), by similarity, by containment, or
+   unconfirmed (a document without a sketch), exactly as the store decides.
+4. Clusters. The connected components of the confirmed pairs (min-label
+   propagation with pointer jumping, in Spark SQL) bound where a cluster
+   can reach. Each component's documents and pairs of groups go to one
+   executor, which places them with `simdb.place_groups`: each document's
+   16 nearest confirmed earlier copies (its group's and its neighbouring
+   groups' 16 smallest ids placed so far, so a group of n copies costs
+   about 16n), then the store's own placement in a scratch store of the
+   executor's (the keep policy the export states, the decision log),
+   anchored within k. simdb's clusters equal these for a store ingested
+   with `-k` at the job's k (exact checks, no confidence-ranked probing),
+   without deletes.
 
 Output (Parquet, Snappy):
     OUT/pairs/     a, b (ids, a < b), distance (int), similarity (double, null: unconfirmed),
@@ -83,7 +65,6 @@ Output (Parquet, Snappy):
 from __future__ import annotations
 
 import argparse
-import bisect
 import itertools
 import json
 import os
@@ -93,19 +74,6 @@ from dataclasses import dataclass
 
 DESIGNS = {"card": (4, 1), "manku": (5, 2)}
 MAX_K = 11
-SKETCH_BINS = 128
-# The low bit of every 2-bit bin of a 64-bit word.
-LOW_BITS = 0x5555555555555555
-DEFAULT_MIN_SIMILARITY = 0.6
-# simdb's containment rule (db::MIN_CONTAINMENT, db::CONTAINMENT_FLOOR).
-MIN_CONTAINMENT = 0.75
-CONTAINMENT_FLOOR = 0.5
-# The fine sketch (fingerprint::fine): 384 more bins, twelve longs; a pair
-# whose estimate is at least REFINE_BELOW and under the threshold is
-# estimated over 512 bins, with the floor REFINED_CONTAINMENT_FLOOR.
-FINE_WORDS = 12
-REFINE_BELOW = 0.33
-REFINED_CONTAINMENT_FLOOR = 0.45
 
 
 @dataclass(frozen=True)
@@ -161,31 +129,6 @@ class Design:
 def block(F, fp, shift: int, width: int):
     """Block (shift, width) of the long column fp, as a non-negative long."""
     return F.shiftrightunsigned(fp, shift).bitwiseAND(F.lit((1 << width) - 1))
-
-
-def sketch_words(F, sketch, n: int = 4):
-    """The sketch (32 bytes, or the fine sketch's 96 with n = 12) as n
-    longs (null when the sketch is)."""
-    return [
-        F.conv(F.hex(F.substring(sketch, 1 + 8 * i, 8)), 16, -10).cast("long") for i in range(n)
-    ]
-
-
-def similarity(F, a: list, b: list):
-    """`Sketch::similarity` of two sketches given as four longs each (or,
-    given the sketch's and the fine sketch's sixteen,
-    `fingerprint::refined_similarity`: the bins of both)."""
-    differ = None
-    for x, y in zip(a, b):
-        w = x.bitwiseXOR(y)
-        d = F.bit_count(w.bitwiseOR(F.shiftright(w, 1)).bitwiseAND(F.lit(LOW_BITS)))
-        differ = d if differ is None else differ + d
-    bins = 32 * len(a)
-    matches = (F.lit(bins) - differ).cast("double")
-    p = matches / F.lit(float(bins))
-    est = (p - F.lit(0.25)) / F.lit(0.75)
-    # greatest and least skip nulls: a missing sketch must stay null.
-    return F.when(est.isNotNull(), F.greatest(F.lit(0.0), F.least(F.lit(1.0), est)))
 
 
 def explode_tables(F, docs, design: Design):
@@ -252,212 +195,86 @@ def components(F, edges, checkpoint):
             return labels, rounds
 
 
-def confirmed(sim, later_len: int, earlier_len: int, min_similarity: float,
-              refined: bool = False) -> bool:
-    """simdb's confirmation of a pair within k, the later document of length
-    `later_len`: unconfirmed (no sketch), by similarity, or by containment
-    of the shorter in the longer, whichever came first (the same arithmetic
-    as the SQL of `run`); `refined`: the fine sketches refined `sim`."""
-    if sim is None or sim >= min_similarity:
-        return True
-    short, long = min(later_len, earlier_len), max(later_len, earlier_len)
-    floor = REFINED_CONTAINMENT_FLOOR if refined else CONTAINMENT_FLOOR
-    if sim < floor or short <= 0:
-        return False
-    c = min(1.0, max(0.0, sim * (1.0 + long / short) / (1.0 + sim)))
-    return c >= max(MIN_CONTAINMENT, min_similarity)
+def verdict_schema():
+    """The columns `pair_verdicts` adds to a pair's row."""
+    from pyspark.sql.types import BooleanType, DoubleType, StructField
+
+    return [StructField("similarity", DoubleType()), StructField("confirmed", BooleanType()),
+            StructField("containment", DoubleType())]
 
 
-def standing_decisions(log) -> tuple[dict, dict]:
-    """What stands at the end of a decision log (`simdb decisions --json`
-    entries, oldest first: each `not_a_copy` decides a pair, each `keep`
-    keeps a document (a document kept again stands by its latest), each
-    `undo` takes back the one it names): (id -> the set of ids it is not a
-    copy of, both ways; kept id -> its decision's sequence)."""
-    decided, out, kept, keeps = {}, {}, {}, {}
-    for d in log:
-        if d["kind"] == "not_a_copy":
-            decided[d["seq"]] = (d["a"], d["b"])
-            out.setdefault(d["a"], set()).add(d["b"])
-            out.setdefault(d["b"], set()).add(d["a"])
-        elif d["kind"] == "keep":
-            keeps[d["seq"]] = d["a"]
-            kept[d["a"]] = d["seq"]
-        elif d["kind"] == "undo":
-            if d["undoes"] in decided:
-                a, b = decided.pop(d["undoes"])
-                out[a].discard(b)
-                out[b].discard(a)
-            elif kept.get(keeps.get(d["undoes"])) == d["undoes"]:
-                del kept[keeps[d["undoes"]]]
-            else:
-                raise ValueError(f"decision {d['seq']} undoes {d['undoes']}, which is neither a "
-                                 "\"not a copy\" nor a standing \"keep\" before it")
-        else:
-            raise ValueError(f"decision {d.get('seq')}: unknown kind {d['kind']!r}")
-    return {k: v for k, v in out.items() if v}, kept
+def with_verdicts(df, min_similarity: float):
+    """`df` (pairs of groups with each side's `xs`/`ys` sketch, `xf`/`yf`
+    fine sketch and `lx`/`ly` length) with how simdb's rule decides each
+    pair: `similarity` (null without two sketches), `confirmed` and
+    `containment` (set when containment confirmed it), computed on the
+    executors by the simdb wheel (`simdb.pair_verdicts`: the rule is the
+    library's, written nowhere else)."""
+    from pyspark.sql.types import StructType
+
+    schema = StructType(list(df.schema.fields) + verdict_schema())
+
+    def batches(it):
+        import pyarrow as pa
+        import simdb
+
+        for b in it:
+            col = b.column
+            v = simdb.pair_verdicts(
+                col("xs").to_pylist(), col("xf").to_pylist(), col("lx").to_pylist(),
+                col("ys").to_pylist(), col("yf").to_pylist(), col("ly").to_pylist(),
+                min_similarity=min_similarity)
+            yield pa.RecordBatch.from_arrays(
+                list(b.columns) + [pa.array(v["similarity"], pa.float64()),
+                                   pa.array(v["confirmed"], pa.bool_()),
+                                   pa.array(v["containment"], pa.float64())],
+                schema=b.schema.append(pa.field("similarity", pa.float64()))
+                .append(pa.field("confirmed", pa.bool_()))
+                .append(pa.field("containment", pa.float64())))
+
+    return df.mapInArrow(batches, schema)
 
 
-def standing_vetoes(log) -> dict:
-    """The "not a copy" pairs of `standing_decisions`."""
-    return standing_decisions(log)[0]
+def place_component(rows, keep: str, k: int, min_similarity: float, recipe, decisions):
+    """The clusters of one component (its documents, `("d", (ord, id, fp,
+    sketch, fine, length, priority, dated, ingested_at, group))`, and its
+    pairs of groups within k, `("p", (x, y))`), placed by simdb's rule in
+    a scratch store of the executor's own (`simdb.place_groups`: each
+    document's nearest confirmed earlier copies, then the store's placement
+    under `keep`, obeying the decision log): rows (cluster, size,
+    representative, id, rank, distance)."""
+    import shutil
+    import tempfile
 
+    import simdb
 
-def read_decisions(path: str) -> tuple[dict, dict]:
-    """`standing_decisions` of a decision log file (`simdb decisions
-    --json`, or an export's _decisions.jsonl)."""
-    with open(path, encoding="utf-8") as f:
-        return standing_decisions(json.loads(line) for line in f if line.strip())
-
-
-def anchored_clusters(items, keep: str, min_similarity: float, work: list | None = None,
-                      vetoes: dict | None = None, kept: dict | None = None):
-    """simdb's anchored clusters of one component: `items` are ("d", (ord,
-    id, fp, priority, length, sketch words, group)) and ("p", (x, y,
-    distance, similarity, refined)) for every pair of groups within k, x < y (a
-    group is the documents of one fingerprint, sketch and length, named by
-    its smallest ord: any two of its documents are a pair at distance 0
-    with similarity 1, or none without sketches, and are not listed);
-    yields (cluster, size, representative, id, rank, distance) rows.
-    `work[0]`, if given, counts the candidates, ranks and confirmations
-    computed (the placement's cost, for the tests). `vetoes` (id -> the
-    ids it was decided not to be a copy of, `standing_vetoes`) are obeyed
-    as simdb obeys them: a document does not join a representative it is
-    vetoed with, and one that takes over sends away the members vetoed
-    with it. `kept` (id -> its "keep" decision's sequence,
-    `standing_decisions`) rank before every other document, the latest
-    decision first, as simdb ranks them."""
-    vetoes = vetoes or {}
-    kept_ids = kept or {}
-    docs, within, adj = {}, {}, {}
-    for kind, v in items:
+    docs, px, py = [], [], []
+    for kind, v in rows:
         if kind == "d":
-            docs[v[0]] = v
+            docs.append(v)
         else:
-            within[(v[0], v[1])] = (v[3], v[2], v[4])
-            adj.setdefault(v[0], []).append((v[1], v[3], v[2], v[4]))
-            adj.setdefault(v[1], []).append((v[0], v[3], v[2], v[4]))
-    glen, gsim = {}, {}
-    for v in docs.values():
-        glen[v[6]] = v[4]
-        gsim[v[6]] = None if v[5][0] is None else 1.0
-    ord_of = {v[1]: v[0] for v in docs.values()} if vetoes else {}
+            px.append(v[0])
+            py.append(v[1])
+    cols = list(zip(*docs))
+    tmp = tempfile.mkdtemp(prefix="simdb-place-")
+    try:
+        out = simdb.place_groups(
+            os.path.join(tmp, "scratch"), list(cols[1]), list(cols[0]), list(cols[2]),
+            list(cols[3]), list(cols[4]), list(cols[5]), list(cols[6]), list(cols[7]),
+            list(cols[8]), list(cols[9]), px, py, k=k, min_similarity=min_similarity,
+            recipe=recipe, keep=keep, decisions=decisions)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return zip(out["cluster"], out["size"], out["representative"], out["id"], out["rank"],
+               out["distance"])
 
-    def vetoed(a, b):
-        return docs[b][1] in vetoes.get(docs[a][1], ())
 
-    def vetoed_members(d, ms):
-        """The members of `ms` vetoed with `d` (read from d's pairs)."""
-        return {ord_of[x] for x in vetoes.get(docs[d][1], ()) if ord_of.get(x) in ms}
+def default_min_similarity(recipe) -> float:
+    """The threshold a store of `recipe` (None: simdb's default) confirms
+    at, as the simdb wheel states it."""
+    import simdb
 
-    def tally(n=1):
-        if work is not None:
-            work[0] += n
-
-    def rank(o):
-        tally()
-        _, i, _, p, length, _, _ = docs[o]
-        if i in kept_ids:
-            return (0, (-kept_ids[i], o))
-        if keep == "priority":
-            return (1, ((0, -p) if p is not None else (1, 0.0), o))
-        if keep == "longest":
-            return (1, (-length, o))
-        if keep == "newest":
-            return (1, (-o, o))
-        return (1, (0, o))
-
-    def pair(m, r):
-        """(similarity, distance, refined) of two documents within k, or
-        None."""
-        gm, gr = docs[m][6], docs[r][6]
-        if gm == gr:
-            return (gsim[gm], 0, False)
-        return within.get((min(gm, gr), max(gm, gr)))
-
-    def anchored(m, rep):
-        """(similarity, distance) when member m is confirmed against rep:
-        within k, by similarity, or by containment of the shorter of the
-        two in the longer (whichever came first)."""
-        tally()
-        p = pair(m, rep)
-        if p is None or not confirmed(p[0], docs[m][4], docs[rep][4], min_similarity, p[2]):
-            return None
-        return p[:2]
-
-    # The 16 smallest ids (with their ords) of each group's documents placed
-    # so far: a document's 16 nearest confirmed earlier near-copies (by
-    # distance, then id) are among those of its own group (distance 0) and
-    # of the neighbouring groups whose pair confirms it as the later one.
-    # So a group of n copies costs n times 16, not n(n-1)/2 pairs.
-    seen: dict = {}
-
-    def nearest(d):
-        g, ld = docs[d][6], docs[d][4]
-        cands = [(0, i, o) for i, o in seen.get(g, ())]
-        for h, sim, dist, refined in adj.get(g, ()):
-            if h in seen and confirmed(sim, ld, glen[h], min_similarity, refined):
-                cands.extend((dist, i, o) for i, o in seen[h])
-        tally(len(cands))
-        cands.sort()
-        return [o for _, _, o in cands[:16]]
-
-    # Each cluster's members (a set) and its representative, kept as they
-    # change: a join costs its near-copies, not the cluster's size (only a
-    # take-over re-checks the members, as a simdb write does).
-    cluster_of: dict = {}
-    members: dict = {}
-    rep_of: dict = {}
-    for d in sorted(docs):
-        near = nearest(d)
-        s16 = seen.setdefault(docs[d][6], [])
-        bisect.insort(s16, (docs[d][1], d))
-        del s16[16:]
-        best = None
-        for n in near:
-            cid = cluster_of.get(n)
-            rep = n if cid is None else rep_of[cid]
-            cid = n if cid is None else cid
-            m = anchored(d, rep)
-            if m is None or vetoed(d, rep):
-                continue
-            key = (-(m[0] if m[0] is not None else -1.0), m[1], cid)
-            if best is None or key < best[0]:
-                best = (key, cid, rep)
-        if best is None:
-            continue
-        _, cid, rep = best
-        ms = members.setdefault(cid, {rep})
-        rep_of.setdefault(cid, rep)
-        cluster_of[rep] = cid
-        ms.add(d)
-        cluster_of[d] = cid
-        same = docs[d][6] == docs[rep][6]
-        away = vetoed_members(d, ms) if vetoes and rank(d) < rank(rep) else set()
-        if rank(d) < rank(rep) and (not same or away):
-            stay = {m for m in ms if m not in away and (m == d or same or anchored(m, d) is not None)}
-            gone = ms - stay
-            for g in gone:
-                cluster_of.pop(g, None)
-            del members[cid]
-            del rep_of[cid]
-            if len(stay) >= 2:
-                new = min(stay) if cid in gone else cid
-                for m in stay:
-                    cluster_of[m] = new
-                members[new] = stay
-                rep_of[new] = d
-            else:
-                for m in stay:
-                    cluster_of.pop(m, None)
-        elif rank(d) < rank(rep_of[cid]):
-            rep_of[cid] = d
-    for cid, ms in members.items():
-        ms = sorted(ms, key=rank)
-        rep = docs[ms[0]]
-        for i, m in enumerate(ms):
-            bits = bin((docs[m][2] ^ rep[2]) & 0xFFFFFFFFFFFFFFFF).count("1")
-            yield (cid, len(ms), rep[1], docs[m][1], i, bits)
+    return simdb.pair_verdicts([], [], [], [], [], [], recipe=recipe)["min_similarity"]
 
 
 MANIFEST_FORMAT = "simdb-export-manifest 1"
@@ -568,10 +385,11 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
         decisions: str | None = None) -> dict:
     """Runs the job; returns the report (also written to OUT/report.json).
     Without min_similarity, the threshold the export states (the store's),
-    else simdb's default. An export directory must be what its `_SUCCESS`
-    lists (`check_export`), unless `partial`. The clusters obey the
-    decision log `decisions` (`simdb decisions --json`), else the export's
-    own (its _decisions.jsonl), if any."""
+    else the default of the export's recipe. An export directory must be
+    what its `_SUCCESS` lists (`check_export`), unless `partial`. The
+    clusters obey the decision log `decisions` (`simdb decisions --json`),
+    else the export's own (its _decisions.jsonl), if any. Needs the simdb
+    wheel on the driver and the executors (the rule is the library's)."""
     from pyspark.sql import functions as F
 
     d = Design.parse(design)
@@ -583,16 +401,17 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
         raise ValueError(f"{export}: not the finished export: {'; '.join(problems)} "
                          "(copy it again, or run with --partial)")
     meta = export_metadata(export)
+    recipe = meta.get("recipe")
     source = "option"
     if min_similarity is None:
         min_similarity, source = ((meta["min_similarity"], "export") if "min_similarity" in meta
-                                  else (DEFAULT_MIN_SIMILARITY, "default"))
+                                  else (default_min_similarity(recipe), "default"))
     if not 0.0 <= min_similarity <= 1.0:
         raise ValueError(f"min_similarity {min_similarity} is not between 0 and 1")
     timings: dict[str, float] = {}
     report: dict = {"k": k, "design": f"{d.blocks}:{d.choose}", "tables": len(d.tables()),
                     "key_bits": list(d.key_bits()), "min_similarity": min_similarity,
-                    "min_similarity_from": source, "recipe": meta.get("recipe")}
+                    "min_similarity_from": source, "recipe": recipe}
     persisted = []
 
     def checkpoint(df):
@@ -606,21 +425,21 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
     if missing:
         raise ValueError(f"{export}: not a simdb export (no column {', '.join(sorted(missing))})")
     has = set(raw.columns)
-    sk = F.col("sketch") if "sketch" in has else F.lit(None).cast("binary")
-    pr = F.col("priority") if "priority" in has else F.lit(None).cast("double")
-    ln = F.col("length") if "length" in has else F.lit(0).cast("long")
-    words = sketch_words(F, sk)
+
+    def column(name, kind):
+        return F.col(name).cast(kind) if name in has else F.lit(None).cast(kind)
+
     # Exports before format 14 have no fine sketches: no pair is refined.
-    fn = F.col("fine") if "fine" in has else F.lit(None).cast("binary")
-    fine = sketch_words(F, fn, FINE_WORDS)
     docs = raw.select(
         F.col("ord").cast("long").alias("ord"),
         F.col("id").alias("id"),
         F.col("fingerprint").cast("long").alias("fp"),
-        pr.alias("priority"),
-        ln.cast("long").alias("length"),
-        *[w.alias(f"s{i}") for i, w in enumerate(words)],
-        *[w.alias(f"f{i}") for i, w in enumerate(fine)],
+        column("priority", "double").alias("priority"),
+        F.coalesce(column("length", "long"), F.lit(0).cast("long")).alias("length"),
+        column("sketch", "binary").alias("sketch"),
+        column("fine", "binary").alias("fine"),
+        column("dated", "long").alias("dated"),
+        column("ingested_at", "long").alias("ingested_at"),
     )
     docs = docs.persist()
     persisted.append(docs)
@@ -633,8 +452,7 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
     # cost one row, not n(n-1)/2 pairs. (A window, not a join: its
     # partitions group null sketches too.)
     from pyspark.sql import Window
-    w = Window.partitionBy("fp", "length", "s0", "s1", "s2", "s3",
-                           *[f"f{i}" for i in range(FINE_WORDS)])
+    w = Window.partitionBy("fp", "length", "sketch", "fine")
     first = F.min(F.struct(F.col("id"), F.col("ord"))).over(w)
     docs = docs.select(
         "*", F.min("ord").over(w).alias("g"), F.max("ord").over(w).alias("gmax"),
@@ -669,72 +487,39 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
         F.bit_count(xor).alias("distance"), xor.alias("xor"),
     ).where(first_table_rule(F, d, F.col("xor"))).select("x", "y", "distance")
 
-    # Verification by the sketches, once per pair of groups.
+    # Each pair of groups decided once, by simdb's rule on the executors.
     def side(c):
         return groups.select(F.col("g").alias(c), F.col("length").alias(f"l{c}"),
                              F.col("gmax").alias(f"m{c}"), F.col("gfirst").alias(f"f{c}"),
                              F.col("gfirst_ord").alias(f"o{c}"),
-                             *[F.col(f"s{i}").alias(f"{c}{i}") for i in range(4)],
-                             *[F.col(f"f{i}").alias(f"{c}f{i}") for i in range(FINE_WORDS)])
-    coarse = similarity(F, [F.col(f"x{i}") for i in range(4)], [F.col(f"y{i}") for i in range(4)])
-    both = [F.col(f"x{i}") for i in range(4)] + [F.col(f"xf{i}") for i in range(FINE_WORDS)], \
-        [F.col(f"y{i}") for i in range(4)] + [F.col(f"yf{i}") for i in range(FINE_WORDS)]
-    refine = (coarse >= REFINE_BELOW) & (coarse < min_similarity) \
-        & F.col("xf0").isNotNull() & F.col("yf0").isNotNull()
-    gpairs = within.join(side("x"), "x").join(side("y"), "y").select(
-        "x", "y", "distance", "lx", "ly", "mx", "fx", "fy", "ox", "oy",
-        F.when(refine, similarity(F, *both)).otherwise(coarse).alias("similarity"),
-        F.coalesce(refine, F.lit(False)).alias("refined"),
-    )
+                             F.col("sketch").alias(f"{c}s"), F.col("fine").alias(f"{c}f"))
+    gpairs = with_verdicts(within.join(side("x"), "x").join(side("y"), "y"), min_similarity) \
+        .drop("xs", "ys", "xf", "yf")
     gpairs = checkpoint(gpairs)
     report["group_pairs_within_k"] = gpairs.count()
-    j = F.col("similarity")
-
-    def containment(later_len, earlier_len):
-        """simdb's MIN_CONTAINMENT and CONTAINMENT_FLOOR: below the
-        threshold, the shorter document's estimated share inside the longer,
-        whichever came first; null when that does not confirm the pair."""
-        short = F.least(later_len, earlier_len).cast("double")
-        long = F.greatest(later_len, earlier_len).cast("double")
-        c = F.least(F.lit(1.0), F.greatest(F.lit(0.0), j * (F.lit(1.0) + long / short) / (F.lit(1.0) + j)))
-        floor = F.when(F.col("refined"), F.lit(REFINED_CONTAINMENT_FLOOR)) \
-            .otherwise(F.lit(CONTAINMENT_FLOOR))
-        ok = ((j < min_similarity) & (j >= floor) & (short > 0)
-              & (c >= max(MIN_CONTAINMENT, min_similarity)))
-        return F.when(ok, c)
-
-    def kept(c):
-        return j.isNull() | (j >= min_similarity) | c.isNotNull()
-
-    def decided(x_later):
-        """A pair of groups' containment for the member pair in which x's
-        member is the later (`x_later`) or y's is."""
-        return F.when(x_later, containment(F.col("lx"), F.col("ly"))) \
-            .otherwise(containment(F.col("ly"), F.col("lx")))
 
     if copies == "pairs":
         # Every pair of documents: each pair of groups expanded into its
-        # members' pairs (the later of two decides containment), and the
-        # pairs inside each group (distance 0, similarity 1: n(n-1)/2 for a
-        # text stored n times, as simdb pairs --copies pairs).
-        mx = docs.select(F.col("g").alias("x"), F.col("ord").alias("a_ord"), F.col("id").alias("ia"))
-        my = docs.select(F.col("g").alias("y"), F.col("ord").alias("b_ord"), F.col("id").alias("ib"))
+        # members' pairs, and the pairs inside each group (distance 0, the
+        # sketch's estimate of itself, 1: n(n-1)/2 for a text stored n
+        # times, as simdb pairs --copies pairs).
+        mx = docs.select(F.col("g").alias("x"), F.col("id").alias("ia"))
+        my = docs.select(F.col("g").alias("y"), F.col("id").alias("ib"))
         cross = gpairs.join(mx, "x").join(my, "y").select(
-            "ia", "ib", "distance", "similarity",
-            decided(F.col("a_ord") > F.col("b_ord")).alias("containment"))
+            "ia", "ib", "distance", "similarity", "containment", "confirmed")
         l2, r2 = docs.alias("l"), docs.alias("r")
         inside = l2.join(r2, (F.col("l.g") == F.col("r.g")) & (F.col("l.ord") < F.col("r.ord"))) \
             .select(F.col("l.id").alias("ia"), F.col("r.id").alias("ib"), F.lit(0).alias("distance"),
-                    similarity(F, [F.col(f"l.s{i}") for i in range(4)],
-                               [F.col(f"r.s{i}") for i in range(4)]).alias("similarity"),
-                    F.lit(None).cast("double").alias("containment"))
+                    F.when(F.col("l.sketch").isNotNull(), F.lit(1.0)).alias("similarity"),
+                    F.lit(None).cast("double").alias("containment"),
+                    F.lit(True).alias("confirmed"))
         scored = checkpoint(cross.unionByName(inside))
     else:
         # Each group once (OUT/copies), and each pair of groups once, named
-        # and decided by the groups' first ids (as simdb pairs' default).
+        # by the groups' first ids (as simdb pairs' default).
         copies_df = docs.where(F.col("gsize") > 1).groupBy("g").agg(
             F.sort_array(F.collect_list("id")).alias("copies"),
-            F.first(F.when(F.col("s0").isNotNull(), F.lit(1.0))).alias("similarity"),
+            F.first(F.when(F.col("sketch").isNotNull(), F.lit(1.0))).alias("similarity"),
         ).select("copies", F.lit(0).alias("distance"), "similarity")
         copies_df = checkpoint(copies_df)
         cg = copies_df.agg(F.count(F.lit(1)).alias("n"), F.sum(F.size("copies")).alias("docs")).first()
@@ -742,8 +527,8 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
         report["in_copy_groups"] = int(cg["docs"] or 0)
         copies_df.write.mode("errorifexists").parquet(os.path.join(out, "copies"))
         scored = gpairs.select(F.col("fx").alias("ia"), F.col("fy").alias("ib"), "distance",
-                               "similarity", decided(F.col("ox") > F.col("oy")).alias("containment"))
-    below = ~kept(F.col("containment"))
+                               "similarity", "containment", "confirmed")
+    below = ~F.col("confirmed")
     counts = scored.agg(
         F.count(F.lit(1)).alias("within"),
         F.sum(F.when(F.col("similarity").isNull(), 1).otherwise(0)).alias("unconfirmed"),
@@ -763,40 +548,52 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
 
     if clusters:
         t0 = time.perf_counter()
-        # The components of the groups: a pair of groups is an edge when it
-        # confirms some member pair in its order (x's member earlier, which
-        # any pair has, or y's, when y has a member before x's last); a
-        # group of copies is a component of its own.
-        edge = kept(containment(F.col("ly"), F.col("lx"))) \
-            | ((F.col("y") < F.col("mx")) & kept(containment(F.col("lx"), F.col("ly"))))
-        edges = gpairs.where(edge).select(F.col("x").alias("u"), F.col("y").alias("v")).unionByName(
-            groups.where(F.col("gsize") > 1).select(F.col("g").alias("u"), F.col("g").alias("v")))
+        # The components of the groups: a pair of groups the rule confirms
+        # is an edge; a group of copies is a component of its own.
+        edges = gpairs.where(F.col("confirmed")).select(F.col("x").alias("u"), F.col("y").alias("v")) \
+            .unionByName(groups.where(F.col("gsize") > 1)
+                         .select(F.col("g").alias("u"), F.col("g").alias("v")))
         labels, rounds = components(F, edges, checkpoint)
-        # The workers run anchored_clusters from this file.
+        # The workers run place_component from this file, with the wheel.
         spark.sparkContext.addPyFile(os.path.abspath(__file__))
         keep = meta.get("keep_policy", "first")
         report["keep_policy"] = keep
         if decisions is None and os.path.isdir(export) \
                 and os.path.exists(os.path.join(export, "_decisions.jsonl")):
             decisions = os.path.join(export, "_decisions.jsonl")
-        vetoes, kept_ids = read_decisions(decisions) if decisions else ({}, {})
-        report["not_a_copy_pairs"] = sum(len(v) for v in vetoes.values()) // 2
-        report["kept"] = len(kept_ids)
-        # Each component's documents and pairs of groups, on one worker.
+        log_name = None
+        report["decisions"] = 0
+        if decisions:
+            # Each executor reads its own copy of the log (no shared file
+            # system), named by its content: Spark keeps one file per name.
+            import hashlib
+            import tempfile
+
+            with open(decisions, "rb") as f:
+                body = f.read()
+            report["decisions"] = sum(1 for line in body.splitlines() if line.strip())
+            log_name = f"simdb-decisions-{hashlib.sha256(body).hexdigest()[:16]}.jsonl"
+            copy = os.path.join(tempfile.mkdtemp(prefix="simdb-spark-"), log_name)
+            with open(copy, "wb") as f:
+                f.write(body)
+            spark.sparkContext.addFile(copy)
         lab = labels.select(F.col("v").alias("g"), "label")
         doc_rows = lab.join(docs, "g").rdd.map(
-            lambda r: (r["label"], ("d", (r["ord"], r["id"], r["fp"], r["priority"], r["length"],
-                                          (r["s0"], r["s1"], r["s2"], r["s3"]), r["g"]))))
-        # Every pair of groups within k of a component, confirmed or not (a
-        # member is checked against a representative it may not be paired
-        # with the other way round).
-        pair_rows = gpairs.select("x", "y", "distance", "similarity", "refined") \
-            .join(lab.withColumnRenamed("g", "x"), "x").rdd.map(
-            lambda r: (r["label"], ("p", (r["x"], r["y"], r["distance"], r["similarity"],
-                                          r["refined"]))))
-        placed = doc_rows.union(pair_rows).groupByKey().flatMap(
-            lambda kv: anchored_clusters(kv[1], keep, min_similarity, vetoes=vetoes,
-                                         kept=kept_ids))
+            lambda r: (r["label"], ("d", (r["ord"], r["id"], r["fp"], r["sketch"], r["fine"],
+                                          r["length"], r["priority"], r["dated"],
+                                          r["ingested_at"], r["g"]))))
+        # The component's pairs of groups the rule confirmed (both within
+        # it; the placement decides them again, by the same rule).
+        pair_rows = gpairs.where(F.col("confirmed")).select("x", "y").join(lab.withColumnRenamed("g", "x"), "x").rdd.map(
+            lambda r: (r["label"], ("p", (r["x"], r["y"]))))
+
+        def place(kv):
+            from pyspark import SparkFiles
+
+            log = SparkFiles.get(log_name) if log_name else None
+            return place_component(kv[1], keep, k, min_similarity, recipe, log)
+
+        placed = doc_rows.union(pair_rows).groupByKey().flatMap(place)
         result = checkpoint(spark.createDataFrame(
             placed, "cluster long, size long, representative string, id string, rank int, "
                     "distance int"))

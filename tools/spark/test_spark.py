@@ -40,6 +40,8 @@ if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
     pytest.skip("no Java runtime (tools/spark.sh installs OpenJDK 17)", allow_module_level=True)
 pa_parquet = pytest.importorskip("pyarrow.parquet")
 np = pytest.importorskip("numpy")
+simdb_wheel = pytest.importorskip(
+    "simdb", reason="the simdb package is not installed (tools/python.sh builds it)")
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 SIMDB = os.environ.get("SIMDB_BIN") or os.path.join(
@@ -362,71 +364,57 @@ def simdb_clusters(db: str) -> dict:
 # ---------------------------------------------------------------- tests
 
 
-def test_placement_costs_the_near_copies_not_the_cluster():
-    """Review 2026-11-b, finding 11: a component's placement took the
-    representative as min(members, key=rank) at each join, O(size) per
-    join and O(n^2) for a cluster of n. Now each join costs its near-copies
-    (at most 16 confirmations and a rank or two), whatever the cluster's
-    size. No Spark needed: the worker's function alone."""
-    n = 3000
-    # Distinct documents (each its own group, named by its ord).
-    items = [("d", (o, f"id{o:05}", 0x1234 ^ (o << 8), None, 1000, (1, 2, 3, o), o))
-             for o in range(n)]
-    rng = random.Random(5)
-    # One cluster: every document confirmed with its founder (ord 0) and
-    # with up to 15 other earlier ones.
-    for y in range(1, n):
-        for x in {0, *rng.sample(range(y), min(y, 15))}:
-            items.append(("p", (x, y, 2, 0.9, False)))
-    # (Equal lengths: under `longest` the earliest ranks first too, so
-    # neither policy takes over.)
-    for keep in ("first", "longest"):
-        work = [0]
-        rows = list(simdb_spark.anchored_clusters(items, keep, 0.6, work))
-        assert len(rows) == n and len({r[0] for r in rows}) == 1, keep
-        assert {r[2] for r in rows} == {"id00000"}, keep
-        # About 16 candidates, 16 confirmations and a few ranks a document
-        # (the old placement: about 16 ranks per member of the cluster, per
-        # join).
-        assert work[0] <= 40 * n, (keep, work[0])
+def _placed(docs, pairs, keep, tmp, name, k=3):
+    """`simdb.place_groups` of `docs` ((ord, id, analysis index, group)) and
+    group pairs, as the job's workers call it: the clusters as sorted
+    rows."""
+    cols = list(zip(*docs))
+    out = simdb_wheel.place_groups(
+        str(tmp / name), [d[1] for d in docs], list(cols[0]),
+        [_A["fingerprint"][d[2]] - (1 << 64) if _A["fingerprint"][d[2]] >= 1 << 63
+         else _A["fingerprint"][d[2]] for d in docs],
+        [_A["sketch"][d[2]] for d in docs], [_A["fine"][d[2]] for d in docs],
+        [_A["length"][d[2]] for d in docs], [None] * len(docs), [None] * len(docs),
+        [None] * len(docs), [d[3] for d in docs], [p[0] for p in pairs], [p[1] for p in pairs],
+        k=k, keep=keep)
+    return sorted(zip(out["cluster"], out["size"], out["representative"], out["id"],
+                      out["rank"], out["distance"]))
 
 
-def test_copies_reach_the_worker_as_one_group():
+_A: dict = {}
+
+
+def test_copies_reach_the_worker_as_one_group(tmp_path):
     """Review 2026-11-b, finding 11: a component of n exact copies brought
-    its n(n-1)/2 pairs to the worker. Now the copies are one group (the
-    same fingerprint, sketch and length) and no pair is listed for them:
-    each document's nearest earlier copies come from the 16 smallest ids
-    of its group placed so far. Two texts of 3,000 copies each (one a
-    containment of the other), interleaved: the clusters are what
-    per-document pairs give, at about 50 steps a document (16 candidates
-    of its group and 16 of the other, 16 confirmations, a few ranks)."""
+    its n(n-1)/2 pairs to the worker. The copies are one group (the same
+    fingerprint, sketch and length) and no pair is listed for them: each
+    document's nearest earlier copies come from the 16 smallest ids of its
+    group placed so far (`simdb.place_groups`, the wheel's). Two texts of
+    3,000 copies each (an article and its first two thirds: the shorter
+    contained), interleaved: placed as two groups, the first 200 documents
+    cluster as they do placed one group per document with every pair
+    listed (the oracle), and all 6,000 form the clusters of two groups."""
+    rng = random.Random(11)
+    words = [rng.choice(WORDS) for _ in range(300)]
+    long_text = "".join(words)
+    short_text = "".join(words[:200])
+    a = simdb_wheel.Analyzer().analyze_many([long_text, short_text])
+    _A.clear()
+    _A.update(a)
+    assert a["fingerprint"][0] != a["fingerprint"][1]
+    d = bin(a["fingerprint"][0] ^ a["fingerprint"][1]).count("1")
+    k = max(3, d)
     n = 3000
-    sk = (7, 7, 7, 7)
-    items = []
-    for o in range(2 * n):
-        long_text = o % 2 == 0
-        g = 0 if long_text else 1
-        items.append(("d", (o, f"c{o:05}", 0xABC, None, 2000 if long_text else 900,
-                            sk if long_text else (7, 7, 7, 8), g)))
-    # The two groups: similarity below the threshold, the shorter contained.
-    items.append(("p", (0, 1, 0, 0.5, False)))
+    docs = [(o, f"c{o:05}", o % 2, o % 2) for o in range(2 * n)]
     for keep in ("first", "longest"):
-        work = [0]
-        rows = list(simdb_spark.anchored_clusters(items, keep, 0.6, work))
-        assert work[0] <= 60 * 2 * n, (keep, work[0])
-        # The same placement from every pair of documents, as the job gave
-        # the worker before (each pair its own group pair): the oracle.
-        docs = [("d", v[:6] + (v[0],)) for kind, v in items if kind == "d"]
-        length = {v[0]: v[4] for _, v in docs}
-        pairs = [("p", (x, y, 0, 1.0 if length[x] == length[y] else 0.5, False))
-                 for x in range(200) for y in range(x + 1, 200)]
-        small = [d for d in docs if d[1][0] < 200]
-        want = sorted(simdb_spark.anchored_clusters(small + pairs, keep, 0.6))
-        got = sorted(simdb_spark.anchored_clusters(
-            [it for it in items if it[0] == "p" or it[1][0] < 200], keep, 0.6))
-        assert got == want, keep
-        sizes = sorted(r[1] for r in rows if r[4] == 0)
-        assert sum(sizes) == 2 * n, (keep, sizes)
+        got = _placed(docs, [(0, 1)], keep, tmp_path, f"g-{keep}", k=k)
+        assert sum(1 for r in got if r[4] == 0) >= 1, keep
+        assert len(got) == 2 * n, (keep, len(got))
+        small = docs[:200]
+        one_each = [(o, i, x, o) for o, i, x, _ in small]
+        pairs = [(x, y) for x in range(200) for y in range(x + 1, 200)]
+        want = _placed(one_each, pairs, keep, tmp_path, f"o-{keep}", k=k)
+        assert _placed(small, [(0, 1)], keep, tmp_path, f"s-{keep}", k=k) == want, keep
 
 
 def test_designs():
@@ -533,8 +521,8 @@ def test_clusters_obey_the_stores_decisions(spark, keep, tmp_path):
     assert want != before
     out = str(tmp_path / "out")
     rep = simdb_spark.run(spark, export, out, k=3, design="card")
-    assert rep["not_a_copy_pairs"] == len(pairs) - 1
-    assert rep["kept"] == len(kept) - 1
+    # Every decision of the log, undos included, went to the placement.
+    assert rep["decisions"] == len(pairs) + 1 + len(kept) + 1
     assert spark_clusters(out) == want, keep
     # A kept document in a cluster represents it.
     reps = {c[1] for c in want.values()}
@@ -546,27 +534,6 @@ def test_clusters_obey_the_stores_decisions(spark, keep, tmp_path):
     out = str(tmp_path / "out-none")
     simdb_spark.run(spark, export, out, k=3, design="card", decisions=str(empty))
     assert spark_clusters(out) == before, keep
-
-
-def test_standing_vetoes_follow_the_log():
-    log = [
-        {"seq": 1, "kind": "not_a_copy", "a": "x", "b": "y"},
-        {"seq": 2, "kind": "not_a_copy", "a": "x", "b": "z"},
-        {"seq": 3, "kind": "undo", "undoes": 1},
-    ]
-    assert simdb_spark.standing_vetoes(log) == {"x": {"z"}, "z": {"x"}}
-    with pytest.raises(ValueError, match="undoes 7"):
-        simdb_spark.standing_vetoes([{"seq": 8, "kind": "undo", "undoes": 7}])
-    keeps = [
-        {"seq": 1, "kind": "keep", "a": "x"},
-        {"seq": 2, "kind": "keep", "a": "y"},
-        {"seq": 3, "kind": "keep", "a": "x"},
-        {"seq": 4, "kind": "undo", "undoes": 2},
-    ]
-    assert simdb_spark.standing_decisions(keeps) == ({}, {"x": 3})
-    # Decision 1 was decided again (3): it no longer stands.
-    with pytest.raises(ValueError, match="undoes 1"):
-        simdb_spark.standing_decisions(keeps + [{"seq": 5, "kind": "undo", "undoes": 1}])
 
 
 def test_text_store_thresholds(spark, text_store, tmp_path):
