@@ -74,6 +74,10 @@ from dataclasses import dataclass
 
 DESIGNS = {"card": (4, 1), "manku": (5, 2)}
 MAX_K = 11
+# Documents per placement bucket (one scratch store each), and at most
+# this many buckets.
+PLACE_BUCKET_DOCS = 100_000
+PLACE_BUCKETS_MAX = 4096
 
 
 @dataclass(frozen=True)
@@ -235,7 +239,7 @@ def with_verdicts(df, min_similarity: float):
     return df.mapInArrow(batches, schema)
 
 
-def place_component(rows, keep: str, k: int, min_similarity: float, recipe, decisions):
+def place_bucket(rows, keep: str, k: int, min_similarity: float, recipe, decisions):
     """The clusters of one component (its documents, `("d", (ord, id, fp,
     sketch, fine, length, priority, dated, ingested_at, group))`, and its
     pairs of groups within k, `("p", (x, y))`), placed by simdb's rule in
@@ -554,7 +558,7 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
             .unionByName(groups.where(F.col("gsize") > 1)
                          .select(F.col("g").alias("u"), F.col("g").alias("v")))
         labels, rounds = components(F, edges, checkpoint)
-        # The workers run place_component from this file, with the wheel.
+        # The workers run place_bucket from this file, with the wheel.
         spark.sparkContext.addPyFile(os.path.abspath(__file__))
         keep = meta.get("keep_policy", "first")
         report["keep_policy"] = keep
@@ -578,20 +582,30 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
                 f.write(body)
             spark.sparkContext.addFile(copy)
         lab = labels.select(F.col("v").alias("g"), "label")
+        # The components in buckets of about PLACE_BUCKET_DOCS documents,
+        # each bucket placed in one scratch store (a store per component
+        # would cost a RocksDB open per pair of copies).
+        clustered = lab.join(docs.select("g"), "g").count()
+        buckets = max(2, min(PLACE_BUCKETS_MAX, -(-clustered // PLACE_BUCKET_DOCS)))
+        report["placement_buckets"] = buckets
+
+        def bucket(label):
+            return (((label * 0x9E3779B97F4A7C15) % (1 << 64)) >> 32) % buckets
+
         doc_rows = lab.join(docs, "g").rdd.map(
-            lambda r: (r["label"], ("d", (r["ord"], r["id"], r["fp"], r["sketch"], r["fine"],
+            lambda r: (bucket(r["label"]), ("d", (r["ord"], r["id"], r["fp"], r["sketch"], r["fine"],
                                           r["length"], r["priority"], r["dated"],
                                           r["ingested_at"], r["g"]))))
         # The component's pairs of groups the rule confirmed (both within
         # it; the placement decides them again, by the same rule).
         pair_rows = gpairs.where(F.col("confirmed")).select("x", "y").join(lab.withColumnRenamed("g", "x"), "x").rdd.map(
-            lambda r: (r["label"], ("p", (r["x"], r["y"]))))
+            lambda r: (bucket(r["label"]), ("p", (r["x"], r["y"]))))
 
         def place(kv):
             from pyspark import SparkFiles
 
             log = SparkFiles.get(log_name) if log_name else None
-            return place_component(kv[1], keep, k, min_similarity, recipe, log)
+            return place_bucket(kv[1], keep, k, min_similarity, recipe, log)
 
         placed = doc_rows.union(pair_rows).groupByKey().flatMap(place)
         result = checkpoint(spark.createDataFrame(
