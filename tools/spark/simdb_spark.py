@@ -661,7 +661,7 @@ def main(argv: list[str] | None = None) -> int:
                         "B:m (exact for k <= B - m); default card")
     p.add_argument("--min-similarity", type=float, default=None,
                    help="sketch similarity that confirms a pair (0..1; default: the store's, "
-                        "as the export's metadata states it, else 0.6, simdb's)")
+                        "as the export's metadata states it, else the default of its recipe)")
     p.add_argument("--no-clusters", action="store_true", help="pairs only")
     p.add_argument("--copies", choices=["groups", "pairs"], default="groups",
                    help="documents stored more than once (the same fingerprint, sketch and "
