@@ -220,12 +220,22 @@ def generated(a: argparse.Namespace) -> None:
     finally:
         sampler.close()
         ray.shutdown()
+    # The longest task of each stage: what more workers cannot divide (the
+    # input and the import are one task each, on the driver's machine).
+    longest = {
+        "input": seconds.get("input"),
+        "import": seconds.get("import"),
+        "checks": r.report["checks"].get("longest_task_seconds"),
+        "place": r.report["placed"].get("longest_task_seconds"),
+        "outputs": seconds.get("outputs"),
+    }
     for stage in stages:
         print(
             json.dumps(
                 {
                     "stage": stage,
                     "seconds": seconds.get(stage),
+                    "longest_task_seconds": longest.get(stage),
                     "peak_rss_mib": round(sampler.peak.get(stage, 0) / 2**20),
                     "driver_rss_mib": round(sampler.driver.get(stage, 0) / 2**20),
                     "largest_other_rss_mib": round(sampler.worker.get(stage, 0) / 2**20),
@@ -236,13 +246,18 @@ def generated(a: argparse.Namespace) -> None:
     print(f"\n{a.docs:,} generated documents, Ray local mode on {a.cores} cores; "
           f"{r.report['store']['documents']:,} imported, {pairs:,} pairs, "
           f"{r.report['placed']['clusters']:,} clusters ({members:,} documents in them)")
-    print(f"{'stage':<13} {'seconds':>9} {'docs/s':>10} {'peak RSS MiB':>13} {'driver MiB':>11} {'largest other':>14}")
+    print(f"{'stage':<13} {'seconds':>9} {'longest task':>13} {'docs/s':>10} {'peak RSS MiB':>13} "
+          f"{'driver MiB':>11} {'largest other':>14}")
     for stage in stages:
         s = seconds.get(stage) or 0.0
         rate = a.docs / s if s else 0.0
         mib = lambda m: m.get(stage, 0) / 2**20  # noqa: E731
-        print(f"{stage:<13} {s:>9.1f} {rate:>10,.0f} {mib(sampler.peak):>13,.0f} "
+        lt = longest.get(stage)
+        lt = f"{lt:>13.1f}" if lt is not None else f"{'':>13}"
+        print(f"{stage:<13} {s:>9.1f} {lt} {rate:>10,.0f} {mib(sampler.peak):>13,.0f} "
               f"{mib(sampler.driver):>11,.0f} {mib(sampler.worker):>14,.0f}")
+    print(f"(of place: put_clusters into the one store, on the driver's machine: "
+          f"{r.report['placed'].get('put_clusters_seconds', 0.0):.1f} s)")
     total = sum(v for k, v in seconds.items() if v and k != "driver-place")
     print(f"{'total':<13} {total:>9.1f} {a.docs / total:>10,.0f}")
     if not a.keep:

@@ -26,6 +26,7 @@ files, resumably.
 from __future__ import annotations
 
 import os
+from time import perf_counter
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from ._simdb import Analyzer
@@ -525,12 +526,15 @@ def check_part(work: str, part: int, start: int, end: int) -> dict:
     out = os.path.join(work, "checks")
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, f"part-{part:05}.parquet")
+    t0 = perf_counter()
     if _done(path):
         meta = pq.read_schema(path).metadata or {}
-        return {"part": part, "checked": int(meta.get(b"checked", 0)), "skipped": 1}
+        return {"part": part, "checked": int(meta.get(b"checked", 0)), "skipped": 1,
+                "seconds": round(perf_counter() - t0, 3)}
     t = check_range(os.path.join(work, "store"), start, end)
     _write_atomically(t, path)
-    return {"part": part, "checked": int(t.schema.metadata[b"checked"]), "skipped": 0}
+    return {"part": part, "checked": int(t.schema.metadata[b"checked"]), "skipped": 0,
+            "seconds": round(perf_counter() - t0, 3)}
 
 
 def _check_parts(out: str) -> list[str]:
@@ -665,8 +669,11 @@ def place_on_workers(
         done = _place_tasks(parts, out, buckets, recipe, keep, log, written_at, what, num_cpus)
         what["members"] = sum(r["members"] for r in done)
         what["skipped"] = sum(r["skipped"] for r in done)
+        # The longest placement task: what more workers cannot divide.
+        what["longest_task_seconds"] = max((r["seconds"] for r in done), default=0.0)
     else:
         what["members"] = what["skipped"] = 0
+        what["longest_task_seconds"] = 0.0
         write_empty_clusters(out)
     open(os.path.join(out, "_SUCCESS"), "wb").close()
     # The store serves them: the decisions first (its records' kept
@@ -675,7 +682,10 @@ def place_on_workers(
         with _simdb.Db.open(store) as db:
             if not db.decisions(limit=1)["decisions"]:
                 db.replay_decisions(os.fspath(decisions))
+    t0 = perf_counter()
     what["clusters"] = _simdb.put_clusters(store, _cluster_chunks(out), keep=keep)
+    # On the driver's machine, into the one store.
+    what["put_clusters_seconds"] = round(perf_counter() - t0, 3)
     write_mark(marker, what)
     return what
 
@@ -757,10 +767,12 @@ def _place_task(out: str, recipe: Any, keep: Any, decisions: Any, written_at: An
     """One bucket of components placed and written (:func:`_place_bucket`)."""
     from . import engine
 
+    t0 = perf_counter()
     t = engine.concat(tables)
     if t.num_rows == 0:
-        return {"members": 0, "skipped": 0}
-    return _place_bucket(t, out, recipe, keep, decisions, written_at).to_pylist()[0]
+        return {"members": 0, "skipped": 0, "seconds": round(perf_counter() - t0, 3)}
+    r = _place_bucket(t, out, recipe, keep, decisions, written_at).to_pylist()[0]
+    return dict(r, seconds=round(perf_counter() - t0, 3))
 
 
 def _place_tasks(
@@ -886,7 +898,7 @@ class _Checker:
         self.work = work
 
     def __call__(self, batch: dict) -> dict:
-        out: dict[str, list] = {"part": [], "checked": [], "skipped": []}
+        out: dict[str, list] = {"part": [], "checked": [], "skipped": [], "seconds": []}
         for part, lo, hi in zip(batch["part"], batch["start"], batch["end"]):
             r = check_part(self.work, int(part), int(lo), int(hi))
             for k in out:
@@ -970,8 +982,6 @@ def dedup(
     documents into the earlier run's store would report them; ``clusters``
     are the whole store's after tonight. The work directory of this run can
     be the ``incremental`` of the next night's."""
-    from time import perf_counter
-
     import ray
 
     work = os.fspath(work)
@@ -1030,6 +1040,8 @@ def dedup(
         "parts": len(ranges),
         "skipped": sum(r["skipped"] for r in done),
         "checked": sum(r["checked"] for r in done),
+        # The longest range's check: what more workers cannot divide.
+        "longest_task_seconds": max((r["seconds"] for r in done), default=0.0),
     }
     report["seconds"]["checks"] = round(perf_counter() - t, 3)
     t = stage("place")
