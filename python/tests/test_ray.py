@@ -486,7 +486,10 @@ def test_ray_dedup_cli_resumes(tmp_path):
         return pairs, sorted((rep, sorted(ids)) for (_, rep), ids in by.items())
 
     first = run()
+    longest = first["checks"].pop("longest_task_seconds")
     assert first["checks"] == {"parts": 3, "skipped": 0, "checked": len(rows) - 1}
+    # The longest of the three ranges' checks, each timed on its worker.
+    assert 0 <= longest <= first["seconds"]["checks"]
     assert first["store"]["no_fingerprint"] == 1
     assert result() == (want_pairs, want_clusters)
     assert (out / "pairs" / "_SUCCESS").exists()
