@@ -402,15 +402,15 @@ fn groups_and_pairs_within_k_place_as_an_exact_ingest() {
         let place = PlaceOptions {
             recipe,
             keep,
-            anchor: Some(simdb::db::Anchor {
-                k: 3,
-                beyond_k: false,
-                min_similarity,
-            }),
             ..Default::default()
         };
+        let anchor = simdb::db::Anchor {
+            k: 3,
+            beyond_k: false,
+            min_similarity,
+        };
         let scratch = t.path().with_file_name(format!("groups-{keep}"));
-        let rows = place_groups(&scratch, &place, min_similarity, given, &pairs).unwrap();
+        let rows = place_groups(&scratch, &place, anchor, given, &pairs).unwrap();
         assert!(!scratch.exists());
         assert_eq!(shapes_of_rows(&rows), want, "{keep}");
     }

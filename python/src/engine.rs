@@ -464,11 +464,12 @@ pub(super) fn place_groups<'py>(
             keep,
             decisions,
             written_at: None,
-            anchor: Some(simdb::db::Anchor {
-                k,
-                beyond_k: false,
-                min_similarity,
-            }),
+            anchor: None,
+        };
+        let anchor = simdb::db::Anchor {
+            k,
+            beyond_k: false,
+            min_similarity,
         };
         let docs = ids
             .into_iter()
@@ -477,7 +478,7 @@ pub(super) fn place_groups<'py>(
             .map(|((id, r), g)| (id, r, g))
             .collect();
         let pairs: Vec<(u64, u64)> = pair_x.into_iter().zip(pair_y).collect();
-        simdb::db::engine::place_groups(&scratch, &opts, min_similarity, docs, &pairs)
+        simdb::db::engine::place_groups(&scratch, &opts, anchor, docs, &pairs)
     })
     .or_raise()?;
     placed_columns(py, &rows)

@@ -246,17 +246,21 @@ pub type GroupDoc = (String, Record, u64);
 /// either order; a pair of a group with itself is ignored. A group of n
 /// copies costs about 16n steps, not its n(n-1)/2 pairs.
 ///
+/// Pairs are decided, and members anchored, by `anchor` (its threshold;
+/// within its k, unless `beyond_k`), which replaces `opts.anchor`.
+///
 /// The exact-k Spark job (`tools/spark/simdb_spark.py`) places its
 /// components with it: its clusters are then those of a store ingested
 /// with `-k K`, with the same threshold, keep policy and decisions.
 pub fn place_groups(
     scratch: &Path,
     opts: &PlaceOptions,
-    min_similarity: f64,
+    anchor: Anchor,
     docs: Vec<GroupDoc>,
     pairs: &[(u64, u64)],
 ) -> Result<Vec<PlacedMember>> {
     use super::limits::CHECK_CONFIRMED;
+    let min_similarity = anchor.min_similarity;
     // One record per group: its members are alike to every rule.
     let mut first: HashMap<u64, usize> = HashMap::new();
     for (i, d) in docs.iter().enumerate() {
@@ -322,7 +326,11 @@ pub fn place_groups(
         mine.truncate(CHECK_CONFIRMED);
     }
     let docs: Vec<(String, Record)> = docs.into_iter().map(|(id, r, _)| (id, r)).collect();
-    place_components(scratch, opts, docs, lists)
+    let opts = PlaceOptions {
+        anchor: Some(anchor),
+        ..opts.clone()
+    };
+    place_components(scratch, &opts, docs, lists)
 }
 
 /// A scratch store's recipe: the run's, whose sketch names the threshold.
