@@ -13,6 +13,7 @@ mod crash;
 mod decisions;
 mod duplicates;
 mod engine;
+mod engine_check;
 mod exactness;
 #[cfg(feature = "parquet")]
 mod export;

@@ -31,6 +31,12 @@ use crate::fingerprint::Recipe;
 use crate::store::codec::Decision;
 use crate::store::{Batch, Record, Tuning};
 
+mod check;
+pub use check::{
+    fingerprint_entries, index_keys, key_matches, Checker, IndexEntry, JoinKey, KeyMatches,
+    KeyProbe,
+};
+
 /// Records written to a scratch store per batch.
 const SCRATCH_BATCH: usize = 4096;
 
