@@ -544,3 +544,81 @@ def page(html: Union[str, bytes], *, charset: Optional[str] = None) -> dict[str,
 
 def distance(a: int, b: int) -> int:
     """Hamming distance of two fingerprints."""
+
+def engine_records(
+    ords: list[int],
+    fingerprints: list[int],
+    sketches: list[Optional[bytes]],
+    fines: list[Optional[bytes]],
+    lengths: list[Optional[int]],
+    weak_bits: list[Optional[bytes]],
+    parts: list[Optional[bytes]],
+    priorities: list[Optional[float]],
+    dated: list[Optional[int]],
+) -> list[bytes]:
+    """The records (the store's codec bytes) of an engine's fingerprint
+    rows (the columns :func:`simdb.ray.fingerprint` writes; ``parts``:
+    u64 big-endian each) at ``ords``, with what the rows state
+    (``priority``, ``dated``: Unix seconds)."""
+
+def index_entries(ids: list[str], records: list[bytes]) -> dict[str, list[Any]]:
+    """Stage 1 of the check as a join: the index entries of the documents
+    given (each fingerprint's documents all of them): lists ``family``,
+    ``value``, ``fingerprint`` (signed), ``after``, ``until``."""
+
+def key_matches(
+    family: list[int],
+    value: list[int],
+    fingerprint: list[int],
+    after: list[int],
+    until: list[int],
+    probe_family: list[int],
+    probe_value: list[int],
+    probe_ord: list[int],
+    probe_q: list[int],
+    probe_k: list[int],
+    probe_outside: list[int],
+    probe_ranked: list[bool],
+) -> dict[str, list[int]]:
+    """Stage 2, for the keys of one share (each key's entries and probes
+    all of them): lists ``matched_ord``, ``matched_fingerprint`` and
+    ``boilerplate_ord``, ``boilerplate_part``."""
+
+class JoinChecker:
+    """The store's duplicate check on a worker, with no store of the run
+    (stages 2 to 4 of the check as a join; :func:`simdb.engine.check_by_join`
+    runs them all in one process). ``scratch``: a new path for an empty
+    scratch store, removed when the checker goes; ``recipe``: the run's."""
+
+    def __init__(
+        self,
+        scratch: Union[str, PathLike[str]],
+        *,
+        recipe: Optional[Union[dict[str, Any], str]] = None,
+    ) -> None: ...
+    def probes(self, ids: list[str], records: list[bytes]) -> dict[str, list[Any]]:
+        """Each key the documents' checks read, with its rule: lists
+        ``family``, ``value``, ``ord``, ``q``, ``k``, ``outside``, ``ranked``."""
+    def fingerprint_docs(
+        self,
+        ids: list[str],
+        records: list[bytes],
+        probe_ids: list[str],
+        probe_records: list[bytes],
+        probe_fingerprints: list[int],
+    ) -> dict[str, list[Any]]:
+        """Stage 3: for each probe, the earlier documents of the
+        fingerprint it matched that its check can look at: lists ``ord``
+        (the probe's), ``id``, ``record``."""
+    def check(
+        self,
+        ids: list[str],
+        records: list[bytes],
+        sent_ord: list[int],
+        sent_ids: list[str],
+        sent_records: list[bytes],
+        boilerplate_ord: list[int],
+        boilerplate_part: list[int],
+    ) -> dict[str, Any]:
+        """Stage 4: the checks of ``ids`` over what stage 3 sent them:
+        the columns of ``Db.earlier_copies`` and ``checked``."""

@@ -386,3 +386,131 @@ def components_local(e: Any) -> Any:
             changed += int(pa.compute.sum(e.column("changed")).as_py() or 0)
         if changed == 0:
             return labels(both_ways(e, 1))
+
+
+# ------------------------------------------------------- the check as a join
+
+
+def _split(n_rows: int, keys: Any, buckets: int) -> list[list[int]]:
+    """The row indexes of each bucket of ``keys`` (uint64 values)."""
+    import numpy as np
+
+    b = bucket(np.asarray(keys, dtype=np.uint64), buckets) if n_rows else []
+    out: list[list[int]] = [[] for _ in range(buckets)]
+    for i, x in enumerate(b):
+        out[int(x)].append(i)
+    return out
+
+
+def _u64(values: list[int]) -> list[int]:
+    """Signed 64-bit ints as their unsigned bits (bucket keys)."""
+    return [v & 0xFFFFFFFFFFFFFFFF for v in values]
+
+
+def check_by_join(
+    ids: list[str],
+    ords: list[int],
+    fingerprints: list[int],
+    records: list[bytes],
+    *,
+    recipe: Any = None,
+    buckets: int = 4,
+    scratch: Optional[str] = None,
+) -> dict[str, Any]:
+    """Each document's confirmed earlier near-copies (the columns of
+    ``Db.earlier_copies``, by ord), found as a join with no store of the
+    run: the four stages an engine runs on its workers, each over
+    ``buckets`` shares (by fingerprint, by key, by fingerprint, by ord),
+    here one after the other in this process. ``records`` are the
+    documents' record bytes (``Db.records``, :func:`simdb.engine_records`),
+    ``ords`` and ``fingerprints`` (signed) theirs; ``recipe`` the run's.
+    The answer is what ingest's own check found for each document, bounds
+    reached included (``simdb::db::engine::check``)."""
+    from ._simdb import JoinChecker
+
+    if not (len(ids) == len(ords) == len(fingerprints) == len(records)):
+        raise ValueError("ids, ords, fingerprints and records must be of one length")
+    own = scratch or tempfile.mkdtemp(prefix="simdb-join-")
+    checker = JoinChecker(os.path.join(own, "checker"), recipe=recipe)
+    try:
+        return _check_by_join(checker, ids, ords, fingerprints, records, max(1, buckets))
+    finally:
+        del checker
+        if scratch is None:
+            import shutil
+
+            shutil.rmtree(own, ignore_errors=True)
+
+
+def _key_hash(family: list[int], value: list[int]) -> list[int]:
+    """A key's bucket key: its value with its family in the top bits."""
+    return [(v ^ (f << 56)) & 0xFFFFFFFFFFFFFFFF for f, v in zip(family, value)]
+
+
+def _pick(columns: dict, names: tuple, rows: list[int]) -> list[list]:
+    """The ``rows`` of each of ``names``' columns."""
+    return [[columns[c][i] for i in rows] for c in names]
+
+
+_ENTRY = ("family", "value", "fingerprint", "after", "until")
+_PROBE = ("family", "value", "ord", "q", "k", "outside", "ranked")
+_FOUND = ("ord", "id", "near", "distance", "similarity", "containment")
+
+
+def _check_by_join(checker, ids, ords, fingerprints, records, buckets) -> dict:
+    from ._simdb import index_entries, key_matches
+
+    docs = {"id": ids, "record": records}
+    row_of = {o: i for i, o in enumerate(ords)}
+    by_fp = _split(len(ids), _u64(fingerprints), buckets)
+    # 1. By fingerprint: the index entries.
+    entries: dict[str, list] = {c: [] for c in _ENTRY}
+    for share in by_fp:
+        e = index_entries(*_pick(docs, ("id", "record"), share))
+        for c in _ENTRY:
+            entries[c] += e[c]
+    # 2. By key: each key's probes with its entries.
+    probes: dict[str, list] = {c: [] for c in _PROBE}
+    for share in _split(len(ids), ords, buckets):
+        p = checker.probes(*_pick(docs, ("id", "record"), share))
+        for c in _PROBE:
+            probes[c] += p[c]
+    e_shares = _split(len(entries["family"]), _key_hash(entries["family"], entries["value"]), buckets)
+    p_shares = _split(len(probes["family"]), _key_hash(probes["family"], probes["value"]), buckets)
+    m: dict[str, list] = {}
+    for es, ps in zip(e_shares, p_shares):
+        got = key_matches(*_pick(entries, _ENTRY, es), *_pick(probes, _PROBE, ps))
+        for c, v in got.items():
+            m.setdefault(c, []).extend(v)
+    # 3. By fingerprint again: each matched fingerprint's documents, with
+    # the probes (their records) that matched it.
+    m_shares = _split(len(m["matched_fingerprint"]), _u64(m["matched_fingerprint"]), buckets)
+    sent: dict[str, list] = {"ord": [], "id": [], "record": []}
+    for ds, ms in zip(by_fp, m_shares):
+        probe_rows = [row_of[m["matched_ord"][j]] for j in ms]
+        s = checker.fingerprint_docs(
+            *_pick(docs, ("id", "record"), ds),
+            *_pick(docs, ("id", "record"), probe_rows),
+            [m["matched_fingerprint"][j] for j in ms],
+        )
+        for c in sent:
+            sent[c] += s[c]
+    # 4. By ord: the checks.
+    o_shares = _split(len(ids), ords, buckets)
+    s_shares = _split(len(sent["ord"]), sent["ord"], buckets)
+    b_shares = _split(len(m["boilerplate_ord"]), m["boilerplate_ord"], buckets)
+    out: dict[str, Any] = {c: [] for c in _FOUND}
+    checked = 0
+    for os_, ss, bs in zip(o_shares, s_shares, b_shares):
+        c = checker.check(
+            *_pick(docs, ("id", "record"), os_),
+            *_pick(sent, ("ord", "id", "record"), ss),
+            *_pick(m, ("boilerplate_ord", "boilerplate_part"), bs),
+        )
+        checked += c["checked"]
+        for col in _FOUND:
+            out[col] += c[col]
+    order = sorted(range(len(out["ord"])), key=lambda i: out["ord"][i])
+    result: dict[str, Any] = {col: [out[col][i] for i in order] for col in _FOUND}
+    result["checked"] = checked
+    return result

@@ -211,7 +211,10 @@ pub(super) fn put_clusters(
 
 /// The recipe a placement is given: a dict as `Db.recipe` gives it, or its
 /// JSON; the default without one.
-fn recipe_given(py: Python<'_>, recipe: Option<Bound<'_, PyAny>>) -> PyResult<simdb::Recipe> {
+pub(super) fn recipe_given(
+    py: Python<'_>,
+    recipe: Option<Bound<'_, PyAny>>,
+) -> PyResult<simdb::Recipe> {
     match recipe {
         None => Ok(simdb::Recipe::default()),
         Some(r) => {
@@ -258,7 +261,7 @@ fn sketch_bytes<T>(
 /// The records of documents given column by column (as an export's
 /// columns hold them).
 #[allow(clippy::too_many_arguments)]
-fn records_of_columns(
+pub(super) fn records_of_columns(
     ords: Vec<u64>,
     fingerprints: Vec<i64>,
     sketches: Vec<Option<Vec<u8>>>,

@@ -11,6 +11,7 @@ mod clusters;
 mod engine;
 mod errors;
 mod functions;
+mod join;
 mod methods;
 mod recipe;
 mod store;
@@ -33,6 +34,7 @@ use clusters::*;
 use engine::*;
 use errors::*;
 use functions::*;
+use join::*;
 use recipe::*;
 use store::*;
 use values::*;
@@ -88,6 +90,10 @@ fn _simdb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(put_clusters, m)?)?;
     m.add_function(wrap_pyfunction!(place_groups, m)?)?;
     m.add_function(wrap_pyfunction!(pair_verdicts, m)?)?;
+    m.add_function(wrap_pyfunction!(engine_records, m)?)?;
+    m.add_function(wrap_pyfunction!(index_entries, m)?)?;
+    m.add_function(wrap_pyfunction!(key_matches, m)?)?;
+    m.add_class::<JoinChecker>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
