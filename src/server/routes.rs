@@ -293,12 +293,13 @@ pub(super) async fn list_clusters(State(app): State<Shared>, RawQuery(q): RawQue
         order,
         crate::db::review::ClusterOrder::Size | crate::db::review::ClusterOrder::Distant
     );
-    let _turn = match scans {
-        true => Some(
+    let _turn = if scans {
+        Some(
             app.long_read("a page of clusters in size or distance order")
                 .await?,
-        ),
-        false => None,
+        )
+    } else {
+        None
     };
     let v = blocking(move || {
         let db = app.db()?;
@@ -542,9 +543,10 @@ pub(super) async fn stats(State(app): State<Shared>) -> Answer {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
         .as_ref()
         .is_some_and(|c| c.0.elapsed() < STATS_REFRESH);
-    let _turn = match fresh {
-        true => None,
-        false => Some(app.long_read("/stats' scan of the postings").await?),
+    let _turn = if fresh {
+        None
+    } else {
+        Some(app.long_read("/stats' scan of the postings").await?)
     };
     let v = blocking(move || {
         let db = app.db()?;
