@@ -170,6 +170,17 @@ impl Searcher<'_, '_> {
                 }
                 held = earlier;
             }
+            if let Some(b) = self.pending {
+                // The batch's index holds the entries of the fingerprints
+                // it wrote (their first documents, stored or not).
+                let truncated = held.len() > max;
+                held.retain(|f| !b.mem.holds_fp(*f));
+                if truncated && probe.names(held.len()) {
+                    let wide = max.saturating_add(b.mem.len()).saturating_add(1);
+                    held = self.store.part_buckets(self.at, &[*p], wide)?.remove(0);
+                    held.retain(|f| !b.mem.holds_fp(*f));
+                }
+            }
             let mut both: Vec<(Fingerprint, bool)> = held.into_iter().map(|f| (f, true)).collect();
             if let Some(b) = self.pending {
                 // A batch's boilerplate part (a template's) holds more
@@ -177,9 +188,12 @@ impl Searcher<'_, '_> {
                 if !probe.names(b.mem.part_bucket_len(*p)) {
                     continue;
                 }
+                // A fingerprint of the batch may have stored documents too
+                // (its stored entries gave way above): the store's walk
+                // looks for them.
                 for f in b.mem.part_bucket(*p) {
                     if !both.iter().any(|e| e.0 == f) {
-                        both.push((f, false));
+                        both.push((f, self.stored_holder(f)));
                     }
                 }
             }
@@ -197,6 +211,13 @@ impl Searcher<'_, '_> {
             same
         });
         Ok(out)
+    }
+
+    /// Whether the batch's index holds a stored document of `f` (its first,
+    /// which names its buckets: see `Writer::put_near`).
+    fn stored_holder(&self, f: Fingerprint) -> bool {
+        self.pending
+            .is_some_and(|b| b.mem.exact(f).any(|(id, _)| !b.overlay.contains_key(id)))
     }
 
     /// Whether fingerprint `f` has a document of ord below `before` (read
@@ -243,6 +264,12 @@ impl Searcher<'_, '_> {
                     .candidates_banded(self.at, fp, part, probe, true)?
             }
         };
+        // The batch's index holds the band entries of the fingerprints it
+        // wrote (their first documents, stored or not).
+        let mut banded = banded;
+        if let Some(b) = self.pending {
+            banded.retain(|f| !b.mem.holds_fp(*f));
+        }
         // (A fingerprint among the nearest few of both sides is among the
         // nearest few of its own side: each side is cut first.)
         let mut chosen: Vec<Fingerprint> = Vec::new();
@@ -258,7 +285,13 @@ impl Searcher<'_, '_> {
             };
             all.extend_from_slice(&stored);
             chosen = p.band_only(fp, plan, all);
-            found.extend(chosen.iter().filter(|f| stored.contains(f)));
+            // The batch's fingerprints may have stored documents too (their
+            // stored entries gave way above): the store's walk looks.
+            found.extend(
+                chosen
+                    .iter()
+                    .filter(|f| stored.contains(f) || self.stored_holder(**f)),
+            );
         }
         Ok((found, chosen))
     }

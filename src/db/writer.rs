@@ -292,7 +292,7 @@ impl Writer<'_> {
         self.clusters
             .join(store, &mut self.batch, id, &rec, &near, anchor, &get)?;
         self.fps.insert(fp);
-        // Indexed: the first PARTS.
+        self.hold_stored_first(id, fp)?;
         let indexed = &rec.parts[..rec.parts.len().min(PARTS)];
         self.mem.insert_parted(id, fp, rec.sketch, indexed);
         self.overlay.insert(id.to_string(), Some(rec));
@@ -335,6 +335,30 @@ impl Writer<'_> {
         let get = |n: &str| pending_or_stored(overlay, store, n);
         self.clusters
             .would_represent(store, (id, &rec), near, anchor, &get)
+    }
+
+    /// Puts `fp`'s stored first document (by id) in the batch's index (the
+    /// batch's own documents go in with their first PARTS parts)
+    /// when the batch writes `fp` for the first time (`id`: the document
+    /// it writes). That document names the fingerprint's band and part
+    /// buckets until one of a smaller id comes, so the batch's entries
+    /// follow the store's rule whatever the batch holds. It is a holder
+    /// only: the searches take no pending hit of an id the batch did not
+    /// write, and walk the store for it.
+    fn hold_stored_first(&mut self, id: &str, fp: Fingerprint) -> Result<()> {
+        if self.mem.holds_fp(fp) {
+            return Ok(());
+        }
+        let overlay = &self.overlay;
+        let skip = |n: &str| n == id || overlay.contains_key(n);
+        let (_, kept) = self
+            .store
+            .first_holders(fp, &skip, self.prefetch.as_ref())?;
+        if let Some((holder, v)) = kept {
+            self.mem
+                .insert_parted(&holder, fp, v.sketch, v.parts.as_slice());
+        }
+        Ok(())
     }
 
     /// Deletes `id`; returns whether it existed.

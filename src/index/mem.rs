@@ -118,6 +118,11 @@ impl MemIndex {
         out
     }
 
+    /// Whether an entry has fingerprint `fp`.
+    pub fn holds_fp(&self, fp: Fingerprint) -> bool {
+        self.by_fp.get(&fp).is_some_and(|ids| !ids.is_empty())
+    }
+
     /// The fingerprints in the part bucket of `part` (unordered).
     pub fn part_bucket(&self, part: u64) -> impl Iterator<Item = Fingerprint> + '_ {
         self.parts.bucket(part)

@@ -173,7 +173,7 @@ impl Store {
     /// The first document of `fp` at the latest committed state (its
     /// `refs` value, or `None` when no document has `fp`), and the first of
     /// those `skip` does not name (its id and value).
-    fn first_holders(
+    pub(crate) fn first_holders(
         &self,
         fp: Fingerprint,
         skip: &dyn Fn(&str) -> bool,
