@@ -396,34 +396,6 @@ impl JoinChecker {
             Ok::<_, Error>(rows)
         })
         .or_raise()?;
-        let out = PyDict::new(py);
-        out.set_item("ord", rows.iter().map(|r| r.0).collect::<Vec<_>>())?;
-        out.set_item("id", rows.iter().map(|r| r.1.clone()).collect::<Vec<_>>())?;
-        out.set_item(
-            "distance",
-            rows.iter()
-                .map(|r| r.2.iter().map(|h| h.distance).collect::<Vec<_>>())
-                .collect::<Vec<_>>(),
-        )?;
-        out.set_item(
-            "similarity",
-            rows.iter()
-                .map(|r| r.2.iter().map(|h| h.similarity).collect::<Vec<_>>())
-                .collect::<Vec<_>>(),
-        )?;
-        out.set_item(
-            "containment",
-            rows.iter()
-                .map(|r| r.2.iter().map(|h| h.containment).collect::<Vec<_>>())
-                .collect::<Vec<_>>(),
-        )?;
-        out.set_item(
-            "near",
-            rows.into_iter()
-                .map(|r| r.2.into_iter().map(|h| h.id).collect::<Vec<_>>())
-                .collect::<Vec<_>>(),
-        )?;
-        out.set_item("checked", docs.len())?;
-        Ok(out)
+        super::methods::copies_dict(py, rows, docs.len() as u64)
     }
 }

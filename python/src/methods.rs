@@ -509,29 +509,7 @@ impl Db {
             Ok::<_, Error>((rows, n))
         })
         .or_raise()?;
-        let out = PyDict::new(py);
-        let mut ords = Vec::with_capacity(rows.len());
-        let mut ids = Vec::with_capacity(rows.len());
-        let mut near = Vec::with_capacity(rows.len());
-        let mut distance = Vec::with_capacity(rows.len());
-        let mut similarity = Vec::with_capacity(rows.len());
-        let mut containment = Vec::with_capacity(rows.len());
-        for (ord, id, hits) in rows {
-            ords.push(ord);
-            ids.push(id);
-            distance.push(hits.iter().map(|h| h.distance).collect::<Vec<_>>());
-            similarity.push(hits.iter().map(|h| h.similarity).collect::<Vec<_>>());
-            containment.push(hits.iter().map(|h| h.containment).collect::<Vec<_>>());
-            near.push(hits.into_iter().map(|h| h.id).collect::<Vec<_>>());
-        }
-        out.set_item("ord", ords)?;
-        out.set_item("id", ids)?;
-        out.set_item("near", near)?;
-        out.set_item("distance", distance)?;
-        out.set_item("similarity", similarity)?;
-        out.set_item("containment", containment)?;
-        out.set_item("checked", checked)?;
-        Ok(out)
+        copies_dict(py, rows, checked)
     }
 
     /// The stored records of `ids`, for the engines' placement on their
@@ -775,4 +753,38 @@ impl Db {
         })
         .or_raise()
     }
+}
+
+/// Each document's confirmed earlier near-copies as the columns
+/// `Db.earlier_copies` gives them (`ord`, `id`, `near`, `distance`,
+/// `similarity`, `containment`; the hits nearest first) and `checked`:
+/// the store's check and the engines' join (`JoinChecker.check`) alike.
+pub(super) fn copies_dict<'py>(
+    py: Python<'py>,
+    rows: Vec<(u64, String, Vec<simdb::Hit>)>,
+    checked: u64,
+) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    let mut ords = Vec::with_capacity(rows.len());
+    let mut ids = Vec::with_capacity(rows.len());
+    let mut near = Vec::with_capacity(rows.len());
+    let mut distance = Vec::with_capacity(rows.len());
+    let mut similarity = Vec::with_capacity(rows.len());
+    let mut containment = Vec::with_capacity(rows.len());
+    for (ord, id, hits) in rows {
+        ords.push(ord);
+        ids.push(id);
+        distance.push(hits.iter().map(|h| h.distance).collect::<Vec<_>>());
+        similarity.push(hits.iter().map(|h| h.similarity).collect::<Vec<_>>());
+        containment.push(hits.iter().map(|h| h.containment).collect::<Vec<_>>());
+        near.push(hits.into_iter().map(|h| h.id).collect::<Vec<_>>());
+    }
+    out.set_item("ord", ords)?;
+    out.set_item("id", ids)?;
+    out.set_item("near", near)?;
+    out.set_item("distance", distance)?;
+    out.set_item("similarity", similarity)?;
+    out.set_item("containment", containment)?;
+    out.set_item("checked", checked)?;
+    Ok(out)
 }
