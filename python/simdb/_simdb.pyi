@@ -561,6 +561,11 @@ def engine_records(
     u64 big-endian each) at ``ords``, with what the rows state
     (``priority``, ``dated``: Unix seconds)."""
 
+def document_times(values: list[Any]) -> list[Optional[int]]:
+    """Documents' own times (Unix seconds, RFC 3339 strings or None) as
+    Unix seconds, by the rule ``simdb ingest`` applies to a ``"time"``;
+    ``ValueError`` names the first bad row."""
+
 def index_entries(ids: list[str], records: list[bytes]) -> dict[str, list[Any]]:
     """Stage 1 of the check as a join: the index entries of the documents
     given (each fingerprint's documents all of them): lists ``family``,
@@ -621,4 +626,5 @@ class JoinChecker:
         boilerplate_part: list[int],
     ) -> dict[str, Any]:
         """Stage 4: the checks of ``ids`` over what stage 3 sent them:
-        the columns of ``Db.earlier_copies`` and ``checked``."""
+        the columns of ``Db.earlier_copies``, each near copy's
+        ``near_ord`` and ``near_record``, and ``checked``."""

@@ -89,6 +89,20 @@ pub(super) fn engine_records<'py>(
         .collect())
 }
 
+/// Documents' own times as an engine row states them (Unix seconds, an
+/// RFC 3339 string, or None), as Unix seconds: the rule `simdb ingest`
+/// applies to a JSON line's `"time"`, naming the first bad row.
+#[pyfunction]
+pub(super) fn document_times(values: Vec<Bound<'_, PyAny>>) -> PyResult<Vec<Option<u64>>> {
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            super::store::time_of(v).map_err(|e| PyValueError::new_err(format!("row {i}: {e}")))
+        })
+        .collect()
+}
+
 /// Stage 1 of the join: the index entries of the documents given (any
 /// fingerprints, each fingerprint's documents all of them), as columns
 /// `family`, `value`, `fingerprint` (signed, as the engines' rows),
@@ -200,6 +214,28 @@ pub(super) fn key_matches<'py>(
         .collect();
     let found = detach(py, || Ok::<_, Error>(eng::key_matches(&entries, &probes))).or_raise()?;
     matches_dict(py, &found)
+}
+
+/// The ord and record bytes of each of a check's hits, from the documents
+/// the join sent it (its only candidates: the checker's store is empty).
+fn near_copies(
+    id: &str,
+    hits: &[simdb::Hit],
+    sent: &[(String, simdb::Record)],
+) -> Result<Vec<(u64, Vec<u8>)>, Error> {
+    let of: HashMap<&str, &simdb::Record> = sent.iter().map(|(i, r)| (i.as_str(), r)).collect();
+    hits.iter()
+        .map(|h| {
+            of.get(h.id.as_str())
+                .map(|r| (r.ord, simdb::codec::encode_record(r)))
+                .ok_or_else(|| {
+                    Error::Input(format!(
+                        "the check of {id:?} found {:?}, which the join did not send it",
+                        h.id
+                    ))
+                })
+        })
+        .collect()
 }
 
 /// Stage 2's answer as columns.
@@ -355,7 +391,9 @@ impl JoinChecker {
     /// `boilerplate_part` (stage 2's). Returns, for each document that has
     /// confirmed earlier near-copies, the columns `Db.earlier_copies`
     /// gives (`ord`, `id`, `near`, `distance`, `similarity`,
-    /// `containment`) and `checked`, the number of documents checked.
+    /// `containment`), each near copy's `near_ord` and `near_record` (what
+    /// the placement takes of it), and `checked`, the number of documents
+    /// checked.
     #[allow(clippy::too_many_arguments)]
     fn check<'py>(
         &self,
@@ -375,7 +413,7 @@ impl JoinChecker {
                 "sent_ord must have one row per document sent, and boilerplate_ord one per part",
             ));
         }
-        let rows = detach(py, || {
+        let (rows, near) = detach(py, || {
             let mut sent_to: HashMap<u64, Vec<(String, simdb::Record)>> = HashMap::new();
             for (ord, d) in sent_ord.into_iter().zip(sent) {
                 sent_to.entry(ord).or_default().push(d);
@@ -385,17 +423,35 @@ impl JoinChecker {
                 boiler.entry(ord).or_default().push(p);
             }
             let mut rows = Vec::new();
+            let mut near = Vec::new();
             for (id, r) in &docs {
                 let earlier = sent_to.remove(&r.ord).unwrap_or_default();
                 let parts = boiler.remove(&r.ord).unwrap_or_default();
                 let found = self.inner.check(id, r, &earlier, &parts)?;
                 if !found.hits.is_empty() {
+                    near.push(near_copies(id, &found.hits, &earlier)?);
                     rows.push((r.ord, id.clone(), found.hits));
                 }
             }
-            Ok::<_, Error>(rows)
+            Ok::<_, Error>((rows, near))
         })
         .or_raise()?;
-        super::methods::copies_dict(py, rows, docs.len() as u64)
+        let out = super::methods::copies_dict(py, rows, docs.len() as u64)?;
+        out.set_item(
+            "near_ord",
+            near.iter()
+                .map(|n| n.iter().map(|c| c.0).collect::<Vec<_>>())
+                .collect::<Vec<_>>(),
+        )?;
+        let records: Vec<Vec<Bound<'py, pyo3::types::PyBytes>>> = near
+            .iter()
+            .map(|n| {
+                n.iter()
+                    .map(|c| pyo3::types::PyBytes::new(py, &c.1))
+                    .collect()
+            })
+            .collect();
+        out.set_item("near_record", records)?;
+        Ok(out)
     }
 }

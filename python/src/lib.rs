@@ -91,6 +91,7 @@ fn _simdb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(place_groups, m)?)?;
     m.add_function(wrap_pyfunction!(pair_verdicts, m)?)?;
     m.add_function(wrap_pyfunction!(engine_records, m)?)?;
+    m.add_function(wrap_pyfunction!(document_times, m)?)?;
     m.add_function(wrap_pyfunction!(index_entries, m)?)?;
     m.add_function(wrap_pyfunction!(key_matches, m)?)?;
     m.add_class::<JoinChecker>()?;
