@@ -322,16 +322,9 @@ def place_partition(
 def split(t: Any, column: str, buckets: int) -> list:
     """``t``'s rows in ``buckets`` tables by the bucket of ``column``'s
     values (uint64), each table with ``t``'s schema (empty ones too)."""
-    import numpy as np
-
     if t.num_rows == 0:
         return [t] * buckets
-    b = bucket(t.column(column).to_numpy(zero_copy_only=False), buckets)
-    order = np.argsort(b, kind="stable")
-    t = t.take(order)
-    ends = np.cumsum(np.bincount(b, minlength=buckets))
-    starts = np.concatenate([[0], ends[:-1]])
-    return [t.slice(int(a), int(e - a)) for a, e in zip(starts, ends)]
+    return split_by(t, t.column(column).to_numpy(zero_copy_only=False), buckets)
 
 
 def concat(tables: Any) -> Any:
@@ -389,22 +382,377 @@ def components_local(e: Any) -> Any:
 
 
 # ------------------------------------------------------- the check as a join
+#
+# The duplicate check with no store of the run (``simdb::db::engine::check``):
+# the stages an engine runs on its workers, each a function of the tables a
+# shuffle routed to one share, returning its output split by the next
+# stage's bucket. :func:`check_by_join` runs them one after the other in
+# this process; ``simdb.ray.dedup(..., index="join")`` runs each share as a
+# Ray task. Every rule is the library's: these functions only move columns.
+#
+# 0. :func:`doc_records`: a block of fingerprint rows as documents (ord,
+#    id, fingerprint, record), split by fingerprint and by ord;
+# 1. by fingerprint, :func:`stage_entries`: the index entries, by key;
+#    by ord, :func:`stage_probes`: the probes of the new documents, by key;
+# 2. by key, :func:`stage_keys`: each key's probes matched with its
+#    entries, the matches and the boilerplate parts by ord;
+# 3. by ord, :func:`stage_matched`: each match with its probe's record, by
+#    fingerprint;
+# 4. by fingerprint, :func:`stage_sent`: each probe's earlier documents of
+#    the fingerprints it matched (the check's bounds), by ord;
+# 5. by ord, :func:`stage_checks`: the checks, as the rows of
+#    ``simdb.ray.check_range`` (what the placement takes).
 
 
-def _split(n_rows: int, keys: Any, buckets: int) -> list[list[int]]:
-    """The row indexes of each bucket of ``keys`` (uint64 values)."""
+def doc_schema() -> Any:
+    """The columns of a document of the join: ``new`` marks one this run
+    checks (an earlier night's are only looked at)."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("ord", pa.uint64()),
+            ("id", pa.string()),
+            ("fingerprint", pa.int64()),
+            ("record", pa.binary()),
+            ("new", pa.bool_()),
+        ]
+    )
+
+
+def _signed(values: Any) -> Any:
+    """uint64 values (a numpy array) as the int64 of their bits."""
     import numpy as np
 
-    b = bucket(np.asarray(keys, dtype=np.uint64), buckets) if n_rows else []
-    out: list[list[int]] = [[] for _ in range(buckets)]
-    for i, x in enumerate(b):
-        out[int(x)].append(i)
-    return out
+    return np.asarray(values, dtype=np.uint64).view(np.int64)
 
 
-def _u64(values: list[int]) -> list[int]:
-    """Signed 64-bit ints as their unsigned bits (bucket keys)."""
-    return [v & 0xFFFFFFFFFFFFFFFF for v in values]
+def _unsigned(values: Any) -> Any:
+    import numpy as np
+
+    return np.asarray(values, dtype=np.int64).view(np.uint64)
+
+
+def _seconds(c: Any) -> list:
+    """A ``time`` column as Python values ``simdb.document_times`` takes:
+    integers (Unix seconds; timestamps and dates converted from their
+    unit), strings (RFC 3339), None."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    t = c.type
+    if pa.types.is_timestamp(t):
+        c = pc.divide(c.cast(pa.timestamp(t.unit, None)).cast(pa.int64()),
+                      {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}[t.unit])
+    elif pa.types.is_date32(t):
+        c = pc.multiply(c.cast(pa.int32()).cast(pa.int64()), 86_400)
+    elif pa.types.is_date64(t):
+        c = pc.divide(c.cast(pa.int64()), 1_000)
+    elif not (pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
+              or pa.types.is_null(t)):
+        raise ValueError(
+            f"time: Unix seconds (integers), timestamps, dates or RFC 3339 strings, not {t}"
+        )
+    return c.to_pylist()
+
+
+def doc_records(
+    t: Any,
+    first_ord: int,
+    *,
+    id: str = "id",
+    priority: Optional[str] = "priority",
+    time: Optional[str] = "time",
+) -> tuple[Any, int]:
+    """Stage 0: a block of fingerprint rows (``simdb.ray.fingerprint``'s
+    columns, an ``id``, and the ``priority`` and ``time`` columns named,
+    where the rows have them) as documents of the join: the rows with a
+    fingerprint, the ``i``-th row of the block at ord ``first_ord + i``,
+    with its record (``simdb.engine_records``). Returns them and the
+    number of rows without a fingerprint (not checked, as ingest does)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ._simdb import document_times, engine_records
+
+    if id not in t.column_names or "fingerprint" not in t.column_names:
+        raise ValueError(
+            f"the rows have no column {id if id not in t.column_names else 'fingerprint'}: "
+            "give dedup the output of simdb.ray.fingerprint"
+        )
+    n = t.num_rows
+    ords = np.arange(first_ord, first_ord + n, dtype=np.uint64)
+    has = pc.is_valid(t.column("fingerprint"))
+    t = t.filter(has)
+    ords = ords[has.to_numpy(zero_copy_only=False)]
+
+    def col(name: Optional[str]) -> list:
+        if name is None or name not in t.column_names:
+            return [None] * t.num_rows
+        return t.column(name).to_pylist()
+
+    pri = col(priority)
+    if any(p is not None and not isinstance(p, (int, float)) for p in pri):
+        raise ValueError("priority: must be a number column")
+    dated = (
+        document_times(_seconds(t.column(time).combine_chunks()))
+        if time is not None and time in t.column_names
+        else [None] * t.num_rows
+    )
+    fps = _signed(t.column("fingerprint").to_numpy(zero_copy_only=False))
+    records = engine_records(
+        ords.tolist(),
+        fps.tolist(),
+        col("sketch"),
+        col("fine"),
+        col("length"),
+        col("weak_bits"),
+        col("parts"),
+        [None if p is None else float(p) for p in pri],
+        dated,
+    )
+    docs = pa.table(
+        {
+            "ord": pa.array(ords, pa.uint64()),
+            "id": pc.cast(t.column(id), pa.string()),
+            "fingerprint": pa.array(fps, pa.int64()),
+            "record": pa.array(records, pa.binary()),
+            "new": pa.array(np.ones(t.num_rows, dtype=bool)),
+        },
+        schema=doc_schema(),
+    )
+    return docs, n - t.num_rows
+
+
+def _lists(t: Any, names: tuple) -> list:
+    """The columns ``names`` of ``t`` as Python lists."""
+    return [t.column(c).to_pylist() for c in names]
+
+
+def _by_fingerprint(t: Any, buckets: int) -> list:
+    return split_by(t, _unsigned(t.column("fingerprint").to_numpy(zero_copy_only=False)), buckets)
+
+
+def _by_ord(t: Any, buckets: int) -> list:
+    return split_by(t, t.column("ord").to_numpy(zero_copy_only=False), buckets)
+
+
+def _by_key(t: Any, buckets: int) -> list:
+    import numpy as np
+
+    fam = t.column("family").to_numpy(zero_copy_only=False).astype(np.uint64)
+    val = t.column("value").to_numpy(zero_copy_only=False).astype(np.uint64)
+    return split_by(t, val ^ (fam << np.uint64(56)), buckets)
+
+
+def split_by(t: Any, keys: Any, buckets: int) -> list:
+    """``t``'s rows in ``buckets`` tables by the bucket of ``keys`` (one
+    uint64 per row), each with ``t``'s schema."""
+    import numpy as np
+
+    if t.num_rows == 0:
+        return [t] * buckets
+    b = bucket(keys, buckets)
+    order = np.argsort(b, kind="stable")
+    t = t.take(order)
+    ends = np.cumsum(np.bincount(b, minlength=buckets))
+    starts = np.concatenate([[0], ends[:-1]])
+    return [t.slice(int(a), int(e - a)) for a, e in zip(starts, ends)]
+
+
+def split_docs(docs: Any, buckets: int) -> tuple[list, list]:
+    """Stage 0's documents split by fingerprint (all of them) and by ord
+    (the new ones: those the run checks)."""
+    return _by_fingerprint(docs, buckets), _by_ord(docs.filter(docs.column("new")), buckets)
+
+
+def entry_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("family", pa.uint8()),
+            ("value", pa.uint64()),
+            ("fingerprint", pa.int64()),
+            ("after", pa.uint64()),
+            ("until", pa.uint64()),
+        ]
+    )
+
+
+def probe_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("family", pa.uint8()),
+            ("value", pa.uint64()),
+            ("ord", pa.uint64()),
+            ("q", pa.int64()),
+            ("k", pa.uint32()),
+            ("outside", pa.int64()),
+            ("ranked", pa.bool_()),
+        ]
+    )
+
+
+def _table(got: dict, schema: Any) -> Any:
+    import pyarrow as pa
+
+    return pa.table({f.name: pa.array(got[f.name], f.type) for f in schema}, schema=schema)
+
+
+def stage_entries(docs: Any, buckets: int) -> list:
+    """Stage 1 on a share by fingerprint (each fingerprint's documents all
+    of them, earlier nights' too): the index entries, split by key."""
+    from ._simdb import index_entries
+
+    e = index_entries(*_lists(docs, ("id", "record")))
+    return _by_key(_table(e, entry_schema()), buckets)
+
+
+def stage_probes(checker: Any, docs: Any, buckets: int) -> list:
+    """Stage 1 on a share by ord (new documents): each key their checks
+    read, with its rule, split by key."""
+    p = checker.probes(*_lists(docs, ("id", "record")))
+    return _by_key(_table(p, probe_schema()), buckets)
+
+
+def stage_keys(entries: Any, probes: Any, buckets: int) -> tuple[list, list]:
+    """Stage 2 on a share by key (each key's entries and probes): the
+    matches (``ord``, ``fingerprint``: a probe with a fingerprint its
+    check reads) and the boilerplate parts (``ord``, ``part``), each split
+    by ord."""
+    from ._simdb import key_matches
+
+    got = key_matches(*_lists(entries, tuple(entry_schema().names)), *_lists(probes, tuple(probe_schema().names)))
+    matched = _table({"ord": got["matched_ord"], "fingerprint": got["matched_fingerprint"]}, matched_schema())
+    boiler = _table({"ord": got["boilerplate_ord"], "part": got["boilerplate_part"]}, boilerplate_schema())
+    return _by_ord(matched, buckets), _by_ord(boiler, buckets)
+
+
+def stage_matched(docs: Any, matched: Any, buckets: int) -> list:
+    """Stage 3 on a share by ord: each distinct match (a probe and a
+    fingerprint) with the probe's id and record, split by fingerprint."""
+    import numpy as np
+    import pyarrow as pa
+
+    ords = matched.column("ord").to_numpy(zero_copy_only=False).astype(np.uint64)
+    fps = matched.column("fingerprint").to_numpy(zero_copy_only=False).astype(np.int64)
+    if len(ords):
+        pairs = np.unique(np.stack([ords.view(np.int64), fps], axis=1), axis=0)
+        ords, fps = pairs[:, 0].view(np.uint64), pairs[:, 1]
+    doc_ords = docs.column("ord").to_numpy(zero_copy_only=False).astype(np.uint64)
+    order = np.argsort(doc_ords)
+    at = np.searchsorted(doc_ords[order], ords)
+    if len(ords) and (at.max() >= len(order) or not np.array_equal(doc_ords[order][at], ords)):
+        raise ValueError("the join: a match names an ord that is not among its share's documents")
+    rows = docs.take(pa.array(order[at]))
+    t = pa.table(
+        {"fingerprint": pa.array(fps, pa.int64()), "id": rows.column("id"), "record": rows.column("record")},
+        schema=probe_doc_schema(),
+    )
+    return _by_fingerprint(t, buckets)
+
+
+def stage_sent(checker: Any, docs: Any, probes: Any, buckets: int) -> list:
+    """Stage 4 on a share by fingerprint: each probe's earlier documents
+    of the fingerprints it matched, as many as its check can look at
+    (``ord``: the probe's; ``id``, ``record``), split by ord."""
+    got = checker.fingerprint_docs(
+        *_lists(docs, ("id", "record")),
+        *_lists(probes, ("id", "record")),
+        probes.column("fingerprint").to_pylist(),
+    )
+    return _by_ord(_table(got, sent_schema()), buckets)
+
+
+def check_schema() -> Any:
+    """The columns of a check row (``simdb.ray.check_range``'s)."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("ord", pa.uint64()),
+            ("id", pa.string()),
+            ("near", pa.list_(pa.string())),
+            ("distance", pa.list_(pa.uint32())),
+            ("similarity", pa.list_(pa.float64())),
+            ("containment", pa.list_(pa.float64())),
+            ("record", pa.binary()),
+            ("near_ord", pa.list_(pa.uint64())),
+            ("near_record", pa.list_(pa.binary())),
+        ]
+    )
+
+
+def stage_checks(checker: Any, docs: Any, sent: Any, boilerplate: Any) -> Any:
+    """Stage 5 on a share by ord: the checks of the share's new documents
+    over what stage 4 sent them, as check rows (those with near copies,
+    in ord order); the table's metadata holds ``checked``."""
+    import pyarrow as pa
+
+    docs = docs.sort_by("ord")
+    got = checker.check(
+        *_lists(docs, ("id", "record")),
+        *_lists(sent, ("ord", "id", "record")),
+        *_lists(boilerplate, ("ord", "part")),
+    )
+    record_of = dict(zip(docs.column("ord").to_pylist(), docs.column("record").to_pylist()))
+    got["record"] = [record_of[o] for o in got["ord"]]
+    t = _table(got, check_schema())
+    return t.replace_schema_metadata({"checked": str(got["checked"])})
+
+
+class _Scratch:
+    """A ``JoinChecker`` over a scratch directory of its own, removed when
+    the ``with`` block ends."""
+
+    def __init__(self, recipe: Any, scratch: Optional[str] = None) -> None:
+        self.recipe, self.scratch = recipe, scratch
+
+    def __enter__(self) -> Any:
+        from ._simdb import JoinChecker
+
+        self.dir = tempfile.mkdtemp(prefix="simdb-join-", dir=self.scratch)
+        self.checker = JoinChecker(os.path.join(self.dir, "checker"), recipe=self.recipe)
+        return self.checker
+
+    def __exit__(self, *exc: Any) -> None:
+        import shutil
+
+        del self.checker
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def checker(recipe: Any = None, scratch: Optional[str] = None) -> _Scratch:
+    """``with checker(recipe) as c:`` a ``JoinChecker`` of the run's
+    ``recipe`` in a scratch directory (under ``scratch``, default the
+    system's temporary directory) removed afterwards."""
+    return _Scratch(recipe, scratch)
+
+
+def join_local(docs: Any, *, recipe: Any = None, buckets: int = 4, scratch: Optional[str] = None) -> Any:
+    """The check rows of ``docs`` (:func:`doc_schema`'s table: the new
+    documents and any earlier ones), by the join's stages over
+    ``buckets`` shares each, one after the other in this process: what an
+    engine's workers find (for tests and small runs)."""
+    b = max(1, buckets)
+    by_fp, by_ord = split_docs(docs, b)
+    with checker(recipe, scratch) as c:
+        entries = [stage_entries(x, b) for x in by_fp]
+        probes = [stage_probes(c, x, b) for x in by_ord]
+        keys = [stage_keys(concat([e[k] for e in entries]), concat([p[k] for p in probes]), b) for k in range(b)]
+        matched = [stage_matched(by_ord[o], concat([m[o] for m, _ in keys]), b) for o in range(b)]
+        sent = [stage_sent(c, by_fp[f], concat([m[f] for m in matched]), b) for f in range(b)]
+        checks = [
+            stage_checks(c, by_ord[o], concat([s[o] for s in sent]), concat([x[o] for _, x in keys]))
+            for o in range(b)
+        ]
+    checked = sum(int(t.schema.metadata[b"checked"]) for t in checks)
+    out = concat([t.replace_schema_metadata(None) for t in checks]).sort_by("ord")
+    return out.replace_schema_metadata({"checked": str(checked)})
 
 
 def check_by_join(
@@ -419,98 +767,98 @@ def check_by_join(
 ) -> dict[str, Any]:
     """Each document's confirmed earlier near-copies (the columns of
     ``Db.earlier_copies``, by ord), found as a join with no store of the
-    run: the four stages an engine runs on its workers, each over
-    ``buckets`` shares (by fingerprint, by key, by fingerprint, by ord),
-    here one after the other in this process. ``records`` are the
-    documents' record bytes (``Db.records``, :func:`simdb.engine_records`),
-    ``ords`` and ``fingerprints`` (signed) theirs; ``recipe`` the run's.
-    The answer is what ingest's own check found for each document, bounds
-    reached included (``simdb::db::engine::check``)."""
-    from ._simdb import JoinChecker
+    run (:func:`join_local`: the stages an engine runs on its workers,
+    each over ``buckets`` shares, here in this process). ``records`` are
+    the documents' record bytes (``Db.records``,
+    :func:`simdb.engine_records`), ``ords`` and ``fingerprints`` (signed
+    or not) theirs; ``recipe`` the run's. The answer is what ingest's own check
+    found for each document, bounds reached included
+    (``simdb::db::engine::check``)."""
+    import pyarrow as pa
 
     if not (len(ids) == len(ords) == len(fingerprints) == len(records)):
         raise ValueError("ids, ords, fingerprints and records must be of one length")
-    own = scratch or tempfile.mkdtemp(prefix="simdb-join-")
-    checker = JoinChecker(os.path.join(own, "checker"), recipe=recipe)
-    try:
-        return _check_by_join(checker, ids, ords, fingerprints, records, max(1, buckets))
-    finally:
-        del checker
-        if scratch is None:
-            import shutil
-
-            shutil.rmtree(own, ignore_errors=True)
-
-
-def _key_hash(family: list[int], value: list[int]) -> list[int]:
-    """A key's bucket key: its value with its family in the top bits."""
-    return [(v ^ (f << 56)) & 0xFFFFFFFFFFFFFFFF for f, v in zip(family, value)]
-
-
-def _pick(columns: dict, names: tuple, rows: list[int]) -> list[list]:
-    """The ``rows`` of each of ``names``' columns."""
-    return [[columns[c][i] for i in rows] for c in names]
+    docs = pa.table(
+        {
+            "ord": pa.array(ords, pa.uint64()),
+            "id": pa.array(ids, pa.string()),
+            # Signed or not: the bits are what count.
+            "fingerprint": pa.array([f - (1 << 64) if f >= 1 << 63 else f for f in fingerprints], pa.int64()),
+            "record": pa.array(records, pa.binary()),
+            "new": pa.array([True] * len(ids), pa.bool_()),
+        },
+        schema=doc_schema(),
+    )
+    t = join_local(docs, recipe=recipe, buckets=buckets, scratch=scratch)
+    result: dict[str, Any] = {c: t.column(c).to_pylist() for c in _FOUND}
+    result["checked"] = int(t.schema.metadata[b"checked"])
+    return result
 
 
-_ENTRY = ("family", "value", "fingerprint", "after", "until")
-_PROBE = ("family", "value", "ord", "q", "k", "outside", "ranked")
 _FOUND = ("ord", "id", "near", "distance", "similarity", "containment")
 
 
-def _check_by_join(checker, ids, ords, fingerprints, records, buckets) -> dict:
-    from ._simdb import index_entries, key_matches
+# ------------------------------------------------- for engines that shuffle
 
-    docs = {"id": ids, "record": records}
-    row_of = {o: i for i, o in enumerate(ords)}
-    by_fp = _split(len(ids), _u64(fingerprints), buckets)
-    # 1. By fingerprint: the index entries.
-    entries: dict[str, list] = {c: [] for c in _ENTRY}
-    for share in by_fp:
-        e = index_entries(*_pick(docs, ("id", "record"), share))
-        for c in _ENTRY:
-            entries[c] += e[c]
-    # 2. By key: each key's probes with its entries.
-    probes: dict[str, list] = {c: [] for c in _PROBE}
-    for share in _split(len(ids), ords, buckets):
-        p = checker.probes(*_pick(docs, ("id", "record"), share))
-        for c in _PROBE:
-            probes[c] += p[c]
-    e_shares = _split(len(entries["family"]), _key_hash(entries["family"], entries["value"]), buckets)
-    p_shares = _split(len(probes["family"]), _key_hash(probes["family"], probes["value"]), buckets)
-    m: dict[str, list] = {}
-    for es, ps in zip(e_shares, p_shares):
-        got = key_matches(*_pick(entries, _ENTRY, es), *_pick(probes, _PROBE, ps))
-        for c, v in got.items():
-            m.setdefault(c, []).extend(v)
-    # 3. By fingerprint again: each matched fingerprint's documents, with
-    # the probes (their records) that matched it.
-    m_shares = _split(len(m["matched_fingerprint"]), _u64(m["matched_fingerprint"]), buckets)
-    sent: dict[str, list] = {"ord": [], "id": [], "record": []}
-    for ds, ms in zip(by_fp, m_shares):
-        probe_rows = [row_of[m["matched_ord"][j]] for j in ms]
-        s = checker.fingerprint_docs(
-            *_pick(docs, ("id", "record"), ds),
-            *_pick(docs, ("id", "record"), probe_rows),
-            [m["matched_fingerprint"][j] for j in ms],
-        )
-        for c in sent:
-            sent[c] += s[c]
-    # 4. By ord: the checks.
-    o_shares = _split(len(ids), ords, buckets)
-    s_shares = _split(len(sent["ord"]), sent["ord"], buckets)
-    b_shares = _split(len(m["boilerplate_ord"]), m["boilerplate_ord"], buckets)
-    out: dict[str, Any] = {c: [] for c in _FOUND}
-    checked = 0
-    for os_, ss, bs in zip(o_shares, s_shares, b_shares):
-        c = checker.check(
-            *_pick(docs, ("id", "record"), os_),
-            *_pick(sent, ("ord", "id", "record"), ss),
-            *_pick(m, ("boilerplate_ord", "boilerplate_part"), bs),
-        )
-        checked += c["checked"]
-        for col in _FOUND:
-            out[col] += c[col]
-    order = sorted(range(len(out["ord"])), key=lambda i: out["ord"][i])
-    result: dict[str, Any] = {col: [out[col][i] for i in order] for col in _FOUND}
-    result["checked"] = checked
-    return result
+
+def tagged(pieces: list) -> Any:
+    """A stage's split output as one table, each row with the ``bucket``
+    of its piece (the key an engine's next ``groupBy`` groups by)."""
+    import numpy as np
+    import pyarrow as pa
+
+    sizes = [p.num_rows for p in pieces]
+    t = concat(pieces)
+    return t.append_column("bucket", pa.array(np.repeat(np.arange(len(pieces), dtype=np.int64), sizes)))
+
+
+def to_signed(t: Any) -> Any:
+    """``t`` in the types of an engine with no unsigned integers (Spark):
+    uint64 columns as the int64 of their bits (hashes and values may pass
+    2^63), smaller unsigned ones widened. :func:`from_signed` undoes it."""
+    import pyarrow as pa
+
+    for i, f in enumerate(t.schema):
+        if f.type == pa.uint64():
+            # An unsafe cast keeps the bits (and the nulls).
+            t = t.set_column(i, f.name, t.column(i).cast(pa.int64(), safe=False))
+        elif pa.types.is_unsigned_integer(f.type):
+            t = t.set_column(i, f.name, t.column(i).cast(pa.int64()))
+    return t
+
+
+def from_signed(t: Any, schema: Any) -> Any:
+    """``t`` (as :func:`to_signed` made it, perhaps with more columns) in
+    ``schema``'s columns and types."""
+    import pyarrow as pa
+
+    cols = []
+    for f in schema:
+        c = t.column(f.name)
+        cols.append(c.cast(f.type, safe=not (f.type == pa.uint64() and c.type == pa.int64())))
+    return pa.table(cols, schema=schema)
+
+
+def matched_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema([("ord", pa.uint64()), ("fingerprint", pa.int64())])
+
+
+def boilerplate_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema([("ord", pa.uint64()), ("part", pa.uint64())])
+
+
+def probe_doc_schema() -> Any:
+    """Stage 3's rows: a match with its probe's id and record."""
+    import pyarrow as pa
+
+    return pa.schema([("fingerprint", pa.int64()), ("id", pa.string()), ("record", pa.binary())])
+
+
+def sent_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema([("ord", pa.uint64()), ("id", pa.string()), ("record", pa.binary())])
