@@ -26,6 +26,7 @@ files, resumably.
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, Optional, Union
 
@@ -172,7 +173,8 @@ def fingerprint(
         db = os.fspath(db)
     if db is not None and export is not None:
         raise ValueError("give db or export, not both")
-    recipe = export_recipe(export) if export is not None else None
+    # A recipe given as a keyword (``recipe=``, as Analyzer takes one).
+    recipe = export_recipe(export) if export is not None else options.pop("recipe", None)
     if num_cpus is None:
         # All of a machine's CPUs but one: the reading tasks that feed the
         # worker need one, or the two wait for each other.
@@ -295,6 +297,21 @@ def _read_parquet(paths: Any) -> Any:
     except ImportError:
         pass
     return ray.data.read_parquet(paths)
+
+
+@contextmanager
+def in_order(ds: Any) -> Any:
+    """``ds`` executed in its rows' order inside the block. A Dataset runs
+    under its own copy of the context (taken when it was made), so the
+    order is asked of it, not of the global context (which the dataset no
+    longer reads: runs made so were in Ray's order, not always the rows')."""
+    opts = ds.context.execution_options
+    before = opts.preserve_order
+    opts.preserve_order = True
+    try:
+        yield ds
+    finally:
+        opts.preserve_order = before
 
 
 def _write_atomically(table: "pyarrow.Table", path: str) -> None:
@@ -583,9 +600,17 @@ def place(work: str, keep: Optional[str] = None, decisions: Optional[str] = None
     return what
 
 
+def _joined(work: str) -> Optional[dict]:
+    """The marker of a join run's checks (``index="join"``), or None for
+    a run with a store."""
+    path = os.path.join(work, "join.json")
+    return read_mark(path) if _done(path) else None
+
+
 def _check_chain(work: str) -> list[str]:
     """The check part files of every night so far, oldest first."""
-    chain = read_mark(os.path.join(work, "store.json")).get("checks", [os.path.join(work, "checks")])
+    mark = _joined(work) or read_mark(os.path.join(work, "store.json"))
+    chain = mark.get("checks", [os.path.join(work, "checks")])
     return [p for d in chain for p in _check_parts(d)]
 
 
@@ -610,14 +635,16 @@ def _place_bucket(
     b = int(t.column("bucket")[0].as_py())
     path = os.path.join(out, f"part-{b:05}.parquet")
     if _done(path):
-        rows, skipped = pq.read_metadata(path).num_rows, 1
+        placed, skipped = pq.read_table(path, columns=["cluster"]), 1
     else:
         placed = engine.place_partition(
             t, recipe=recipe, keep=keep, decisions=decisions, written_at=written_at
         )
         _write_atomically(placed, path)
-        rows, skipped = placed.num_rows, 0
-    return pa.table({"bucket": [b], "members": [rows], "skipped": [skipped]})
+        skipped = 0
+    clusters = len(pa.compute.unique(placed.column("cluster"))) if placed.num_rows else 0
+    return pa.table({"bucket": [b], "members": [placed.num_rows], "skipped": [skipped],
+                     "clusters": [clusters]})
 
 
 def place_on_workers(
@@ -639,7 +666,8 @@ def place_on_workers(
     the store's rule under ``keep``, obeying ``decisions``), written to
     ``WORK/clusters/part-NNNNN.parquet``. Then the store takes the
     clusters (``simdb.put_clusters``, after the decisions), so it serves
-    them. Marked by ``WORK/placed.json``; a killed run redoes the steps
+    them; a join run (``index="join"``) has no store, and its clusters
+    are the files. Marked by ``WORK/placed.json``; a killed run redoes the steps
     and skips the buckets already written (the components, and so the
     buckets, are the same)."""
     from . import _simdb
@@ -648,14 +676,22 @@ def place_on_workers(
     if _done(marker):
         return read_mark(marker)
     store = os.path.join(work, "store")
-    with _simdb.Db.open(store, read_only=True) as db:
-        recipe = db.recipe
-        keep = keep or db.keep_policy
-        documents = len(db)
+    joined = _joined(work)
+    parts = _check_chain(work)
+    if joined is None:
+        with _simdb.Db.open(store, read_only=True) as db:
+            recipe = db.recipe
+            keep = keep or db.keep_policy
+            documents = len(db)
+        written_at = _written_at(store, parts)
+    else:
+        # A join run has no store: what the placement takes of one is in
+        # its marker (every night's documents are taken as written then).
+        recipe, keep = joined["recipe"], keep or "first"
+        documents = joined["next_ord"] - 1
+        written_at = joined["written_at"]
     if buckets is None:
         buckets = max(2, min(256, -(-documents // 100_000)))
-    parts = _check_chain(work)
-    written_at = _written_at(store, parts)
     out = os.path.join(work, "clusters")
     os.makedirs(out, exist_ok=True)
     what: dict[str, Any] = {"keep": keep, "buckets": buckets, "rounds": 0}
@@ -676,6 +712,10 @@ def place_on_workers(
         what["longest_task_seconds"] = 0.0
         write_empty_clusters(out)
     open(os.path.join(out, "_SUCCESS"), "wb").close()
+    if joined is not None:
+        what["clusters"] = sum(r.get("clusters", 0) for r in done) if pairs else 0
+        write_mark(marker, what)
+        return what
     # The store serves them: the decisions first (its records' kept
     # marks), then the clusters as the workers placed them.
     if decisions is not None:
@@ -910,9 +950,10 @@ class Dedup:
     """What :func:`dedup` found: ``pairs`` and ``clusters`` (Ray Datasets
     of :data:`PAIR_COLUMNS` and :data:`CLUSTER_COLUMNS`), ``report`` (the
     counts and seconds per stage) and ``store`` (the path of the store
-    that holds the documents and clusters: it serves them)."""
+    that holds the documents and clusters: it serves them; None for a
+    run with ``index="join"``)."""
 
-    def __init__(self, pairs: Any, clusters: Any, report: dict, store: str) -> None:
+    def __init__(self, pairs: Any, clusters: Any, report: dict, store: Optional[str]) -> None:
         self.pairs = pairs
         self.clusters = clusters
         self.report = report
@@ -937,6 +978,8 @@ def dedup(
     decisions: Optional[Union[str, "os.PathLike[str]"]] = None,
     priority: str = "priority",
     time: str = "time",
+    index: str = "store",
+    buckets: Optional[int] = None,
 ) -> Dedup:
     """Near-duplicate pairs and clusters of ``fps`` (the output of
     :func:`fingerprint`, in the order the documents count in), found as
@@ -967,6 +1010,18 @@ def dedup(
        written into the store (which takes the decisions first, as
        ``Db.replay_decisions``), so that it serves them.
 
+    **No store** (``index="join"``): stages 1 to 3 are replaced by the
+    check as a join on Ray tasks (``simdb.engine``'s stages, each over
+    ``buckets`` shares: by default one per 100,000 documents, from 2 to
+    256): each block of ``fps`` becomes its documents' records on a
+    worker, at ords from the blocks' row counts, and the index entries
+    and probes meet by key in the object store, so no row passes through
+    the driver and no worker reads a path another wrote. The checks and
+    the placement find what ingest finds, as the store's path does; the
+    run has no store to serve them (``store`` is None), and an incremental
+    run continues a join run's work directory. ``WORK/records/`` holds
+    the run's documents for the next night.
+
     The recipe is the one the fingerprints were made with (``recipe``:
     ``Analyzer.recipe``; default: a new store's, or with ``incremental``
     the earlier run's). ``on_stage``, if given, is called with each
@@ -984,39 +1039,61 @@ def dedup(
     be the ``incremental`` of the next night's."""
     import ray
 
+    if index not in ("store", "join"):
+        raise ValueError(f"index must be \"store\" or \"join\", not {index!r}")
     work = os.fspath(work)
     os.makedirs(work, exist_ok=True)
-    report: dict[str, Any] = {"keep": keep, "seconds": {}}
+    report: dict[str, Any] = {"keep": keep, "index": index, "seconds": {}}
     old = None
     if incremental is not None:
         old = os.path.abspath(os.fspath(incremental))
         if old == os.path.abspath(work):
             raise ValueError("the incremental run's work directory must be a new one")
-        if not (_done(os.path.join(old, "placed.json")) and os.path.isdir(os.path.join(old, "input"))):
+        finished = _done(os.path.join(old, "placed.json"))
+        if index == "join":
+            if not (finished and _done(os.path.join(old, "join.json"))):
+                raise ValueError(
+                    f"{old}: not the work directory of a finished dedup run with index=\"join\""
+                )
+            report["incremental"] = old
+        elif not (finished and os.path.isdir(os.path.join(old, "input"))):
             raise ValueError(f"{old}: not the work directory of a finished dedup run")
-        if recipe is None:
+        elif recipe is None:
             from ._simdb import Db
 
             with Db.open(os.path.join(old, "store"), read_only=True) as db:
                 recipe = db.recipe
-        report["incremental"] = old
+        if index == "store":
+            report["incremental"] = old
 
     def stage(name: str) -> float:
         if on_stage is not None:
             on_stage(name)
         return perf_counter()
 
+    if num_cpus is None and index == "join":
+        num_cpus = float(os.cpu_count() or 1)
+    if index == "join":
+        from ._rayjoin import join_checks
+
+        t = stage("checks")
+        report["join"] = join_checks(
+            fps, work, recipe=recipe, incremental=old, buckets=buckets, num_cpus=num_cpus,
+            id=id, priority=priority, time=time,
+        )
+        report["checks"] = {
+            "checked": report["join"]["checked"],
+            "longest_task_seconds": max(report["join"]["longest_task_seconds"].values()),
+        }
+        report["seconds"]["checks"] = round(perf_counter() - t, 3)
+        return _placed(report, work, keep, decisions, num_cpus, stage, store=None)
+
     t = stage("input")
-    ctx = ray.data.DataContext.get_current()
-    before = ctx.execution_options.preserve_order
-    ctx.execution_options.preserve_order = True
-    try:
+    with in_order(fps):
         report["input"] = order_input(
             fps.iter_batches(batch_format="pyarrow", batch_size=65536), work, id=id,
             priority=priority, time=time,
         )
-    finally:
-        ctx.execution_options.preserve_order = before
     report["seconds"]["input"] = round(perf_counter() - t, 3)
     t = stage("import")
     report["store"] = import_input(work, recipe, old)
@@ -1044,6 +1121,14 @@ def dedup(
         "longest_task_seconds": max((r["seconds"] for r in done), default=0.0),
     }
     report["seconds"]["checks"] = round(perf_counter() - t, 3)
+    return _placed(report, work, keep, decisions, num_cpus, stage, store=os.path.join(work, "store"))
+
+
+def _placed(
+    report: dict, work: str, keep: str, decisions: Any, num_cpus: Any, stage: Any, store: Optional[str]
+) -> Dedup:
+    """:func:`dedup`'s last stage (the placement on the workers) and its
+    outputs: tonight's pairs and the clusters."""
     t = stage("place")
     report["placed"] = place_on_workers(
         work,
@@ -1052,12 +1137,11 @@ def dedup(
         num_cpus=num_cpus,
     )
     report["seconds"]["place"] = round(perf_counter() - t, 3)
-    # Tonight's pairs: the parts of this run's ranges.
+    # Tonight's pairs: the parts of this run's checks.
     checks = _read_parquet(os.path.join(work, "checks")).select_columns(
         ["id", "near", "distance", "similarity", "containment"]
     )
     pairs = checks.map_batches(pairs_table, batch_format="pyarrow")
-    store = os.path.join(work, "store")
     clusters = _read_clusters(os.path.join(work, "clusters"))
     return Dedup(pairs, clusters, report, store)
 
@@ -1111,6 +1195,8 @@ def dedup_files(
     decisions: Optional[str] = None,
     priority: str = "priority",
     time: str = "time",
+    index: str = "store",
+    buckets: Optional[int] = None,
 ) -> dict:
     """``python -m simdb.ray dedup``: :func:`dedup` of the fingerprint
     rows of ``inputs`` (Parquet parts of :func:`fingerprint` output, in
@@ -1135,11 +1221,17 @@ def dedup_files(
     files = _inputs(inputs)
     if not files:
         raise ValueError(f"no input files in {', '.join(inputs)}")
+    recipe_given = None
     if incremental is not None:
         # The earlier run's work directory: OUT/_work of its OUT.
         if os.path.isdir(os.path.join(incremental, "_work")):
             incremental = os.path.join(incremental, "_work")
-        if db is None and export is None:
+        if index == "join" and db is None and export is None:
+            from ._rayjoin import earlier_of
+
+            # Tonight's texts fingerprinted as the earlier run's were.
+            recipe_given = earlier_of(incremental)["recipe"]
+        elif db is None and export is None:
             # Tonight's texts fingerprinted as the earlier run's were.
             db = os.path.join(incremental, "store")
     if html and text is None:
@@ -1150,16 +1242,21 @@ def dedup_files(
             ds = _read_parquet(files)
         else:
             ds = ray.data.read_json(files, lines=True)
-        recipe = Analyzer(db=db, recipe=export_recipe(export) if export else None).recipe
-        fps = fingerprint(ds, text=text, html=html, db=db, export=export, num_cpus=num_cpus)
+        given = export_recipe(export) if export else recipe_given
+        recipe = Analyzer(db=db, recipe=given).recipe
+        earlier = {} if export or recipe_given is None else {"recipe": recipe_given}
+        fps = fingerprint(ds, text=text, html=html, db=db, export=export, num_cpus=num_cpus, **earlier)
     else:
         fps = _read_parquet(files)
         if db is not None:
             recipe = Analyzer(db=db).recipe
         elif export is not None:
             recipe = export_recipe(export)
+        elif recipe_given is not None:
+            recipe = recipe_given
     r = dedup(fps, work, keep=keep, recipe=recipe, parts=parts, num_cpus=num_cpus,
-              incremental=incremental, decisions=decisions, priority=priority, time=time)
+              incremental=incremental, decisions=decisions, priority=priority, time=time,
+              index=index, buckets=buckets)
     for name, ds in (("pairs", r.pairs), ("clusters", r.clusters)):
         final = os.path.join(out, name)
         if os.path.isdir(final):
@@ -1181,7 +1278,8 @@ def dedup_files(
         json.dump(report, f, indent=1)
         f.write("\n")
     if log is not None:
-        log(f"{report['store']['documents']} documents, {report['pairs']} pairs, "
+        documents = (report.get("store") or report.get("join") or {}).get("documents", 0)
+        log(f"{documents} documents, {report['pairs']} pairs, "
             f"{report['placed']['clusters']} clusters -> {out}")
     return report
 
@@ -1251,6 +1349,11 @@ def main(argv: Optional[list[str]] = None) -> int:
                    help="a decision log (simdb decisions --json): no \"not a copy\" pair ends "
                    "up as a cluster's representative and member")
     d.add_argument("--parts", type=int, help="ranges of documents the checks are split into")
+    d.add_argument("--index", choices=["store", "join"], default="store",
+                   help="store: import into one store the checks read (default); join: no store, "
+                   "the checks as a join on Ray tasks (no row through the driver)")
+    d.add_argument("--buckets", type=int,
+                   help="--index join: shares of each stage (default one per 100,000 documents)")
     d.add_argument("--address", help="Ray cluster address (default: start a local one)")
     d.add_argument("--num-cpus", type=float, help="CPUs per worker (default: fingerprinting all of a machine's but one, checks all)")
     a = p.parse_args(argv)
@@ -1269,7 +1372,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                 a.inputs, a.out, work=a.work, keep=a.keep, text=a.text, html=a.html, db=a.db,
                 export=a.export, parts=a.parts, num_cpus=a.num_cpus,
                 incremental=a.incremental, log=log, decisions=a.decisions,
-                priority=a.priority, time=a.time,
+                priority=a.priority, time=a.time, index=a.index, buckets=a.buckets,
             )
     except ValueError as e:
         print(f"simdb.ray: {e}", file=sys.stderr)

@@ -500,6 +500,13 @@ def test_ray_dedup_cli_resumes(tmp_path):
     assert again["checks"]["checked"] == first["checks"]["checked"]
     assert result() == (want_pairs, want_clusters)
     assert json.loads((out / "report.json").read_text())["pairs"] == len(want_pairs)
+    # --index join: no store, the same output; tonight's texts, incremental
+    # on it, fingerprinted by its recipe.
+    out = tmp_path / "join"
+    cmd = cmd[:5] + [str(out)] + cmd[6:] + ["--index", "join", "--buckets", "2"]
+    joined = run()
+    assert joined["store_path"] is None and joined["join"]["checked"] == len(rows) - 1
+    assert result() == (want_pairs, want_clusters)
     # Bad input: a clear error, exit 2.
     p = subprocess.run([sys.executable, "-m", "simdb.ray", "dedup", str(tmp_path / "none"),
                         str(tmp_path / "o2")], capture_output=True, text=True, timeout=300)
@@ -540,6 +547,110 @@ def test_ray_dedup_incremental_equals_ingest(tmp_path):
         with pytest.raises(ValueError, match="already in"):
             simdb.ray.dedup(simdb.ray.fingerprint(ds, num_cpus=1), tmp_path / "again",
                             incremental=previous, num_cpus=1)
+    finally:
+        ray.shutdown()
+
+
+def test_ray_dedup_as_a_join_equals_ingest(tmp_path):
+    """simdb.ray.dedup with index="join" (no store: the checks as a join on
+    Ray tasks) finds ingest's pairs and clusters under each keep policy,
+    stated priorities and times included, and obeys decisions; a run
+    killed during the join (its marker and a check part gone) and run
+    again gives the same output. No store, no input copy: the workers
+    write only the run's records and checks."""
+    ray = pytest.importorskip("ray")
+    pytest.importorskip("pyarrow")
+    import json
+
+    import simdb.ray
+
+    from simdb._rayjoin import STAGES
+
+    rng = random.Random(11)
+    rows = [
+        dict(x, priority=rng.choice((None, 1, 2, 3)), time=rng.choice((None, 1_550_000_000 + rng.randrange(10**8))))
+        for x in dedup_corpus()
+    ]
+    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    try:
+        fps = simdb.ray.fingerprint(ray.data.from_items(rows, override_num_blocks=4), batch_size=16,
+                                    num_cpus=1).materialize()
+        for keep in ("first", "newest", "longest", "priority"):
+            want_pairs, want_clusters = ingested(str(tmp_path / f"ingest-{keep}.db"), rows, keep)
+            work = tmp_path / f"join-{keep}"
+            r = simdb.ray.dedup(fps, work, keep=keep, index="join", buckets=3, num_cpus=1)
+            assert engine_result(r) == (want_pairs, want_clusters), keep
+            assert r.store is None
+            assert sorted(os.listdir(work)) == ["checks", "clusters", "join.json", "placed.json", "records"]
+            assert r.report["join"]["checked"] == len(rows) - 1
+            assert r.report["join"]["no_fingerprint"] == 1
+            assert set(r.report["join"]["longest_task_seconds"]) == set(STAGES)
+        assert any(len(m) >= 16 for _, m in want_clusters), "checks that reach their bound"
+        # Killed during the join: done again, the same output.
+        work = tmp_path / "join-longest"
+        for f in ("join.json", "placed.json"):
+            os.remove(work / f)
+        os.remove(work / "checks" / "part-00001.parquet")
+        shutil.rmtree(work / "clusters")
+        r = simdb.ray.dedup(fps, work, keep="longest", index="join", buckets=3, num_cpus=1)
+        assert engine_result(r) == ingested(str(tmp_path / "again.db"), rows, "longest")
+        # Decisions: each other cluster's representative and a member are
+        # not copies.
+        _, plain = ingested(str(tmp_path / "plain.db"), rows, "newest")
+        pairs = [(rep, next(m for m in ms if m != rep)) for rep, ms in plain[::2]]
+        log = tmp_path / "log.jsonl"
+        with open(log, "w") as f:
+            for i, (a, b) in enumerate(pairs):
+                f.write(json.dumps({"seq": i + 1, "kind": "not_a_copy", "a": a, "b": b,
+                                    "who": "test", "at": 1, "undoes": 0}) + "\n")
+        path = str(tmp_path / "decided.db")
+        with simdb.Db.create(path, keep="newest") as db:
+            db.replay_decisions(log)
+        _, want, _ = written_into(path, rows)
+        assert want != plain
+        r = simdb.ray.dedup(fps, tmp_path / "join-decided", keep="newest", index="join", num_cpus=1,
+                            decisions=log)
+        assert engine_result(r)[1] == want
+        with pytest.raises(ValueError, match="index must be"):
+            simdb.ray.dedup(fps, tmp_path / "bad", index="files")
+    finally:
+        ray.shutdown()
+
+
+def test_ray_dedup_as_a_join_incremental_equals_ingest(tmp_path):
+    """Three nights with index="join": each night checks only its own
+    documents, against the earlier nights' records, and reports ingest's
+    pairs of that night and the store's clusters after it."""
+    ray = pytest.importorskip("ray")
+    pytest.importorskip("pyarrow")
+    import simdb.ray
+
+    rows = dedup_corpus(23)
+    nights = [rows[:50], rows[50:90], rows[90:]]
+    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    try:
+        path = str(tmp_path / "ingest.db")
+        simdb.Db.create(path, keep="newest").close()
+        previous, earlier = None, []
+        for n, night in enumerate(nights):
+            pairs, clusters, written = written_into(path, night)
+            fps = simdb.ray.fingerprint(ray.data.from_items(night, override_num_blocks=2), batch_size=16,
+                                        num_cpus=1)
+            work = tmp_path / f"night{n}"
+            r = simdb.ray.dedup(fps, work, keep="newest", index="join", buckets=2, num_cpus=1,
+                                incremental=previous)
+            assert engine_result(r) == (pairs, clusters), n
+            assert r.report["join"]["checked"] == written, n
+            chain = r.report["join"]["records"]
+            assert len(chain) == len(set(chain)) > (0 if n == 0 else len(earlier))
+            earlier = chain
+            previous = work
+        assert any(a < "d050" <= b for a, b, _ in pairs), "a pair across nights"
+        # A store run's work directory is not a join run's.
+        fps = simdb.ray.fingerprint(ray.data.from_items(nights[0]), num_cpus=1)
+        simdb.ray.dedup(fps, tmp_path / "store-run", num_cpus=1)
+        with pytest.raises(ValueError, match="index=.join"):
+            simdb.ray.dedup(fps, tmp_path / "next", index="join", incremental=tmp_path / "store-run")
     finally:
         ray.shutdown()
 

@@ -1,0 +1,273 @@
+"""The checks of :func:`simdb.ray.dedup` with ``index="join"``: the
+duplicate check as a join on Ray tasks (the stage functions of
+:mod:`simdb.engine`), with no store of the run and no row through the
+driver. Each stage is ``buckets`` tasks (stage 0: one per block of the
+input); a task returns its output split by the next stage's bucket, so
+every table stays in Ray's object store and the driver holds references,
+row counts and each task's seconds.
+
+A worker writes only under the work directory: ``WORK/records/`` (the
+run's documents, which a later night's run reads) and ``WORK/checks/``
+(the check rows the placement takes). Its scratch store is a temporary
+directory of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time as _time
+from time import perf_counter
+from typing import Any, Optional
+
+#: The stages of the join, in order (the keys of the report's
+#: ``longest_task_seconds``).
+STAGES = ("records", "entries", "probes", "keys", "matched", "sent", "checks")
+
+
+def _rows(t: Any) -> int:
+    return int(t.num_rows)
+
+
+def _write(table: Any, path: str) -> None:
+    import pyarrow.parquet as pq
+
+    tmp = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + ".tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)
+
+
+def _records_task(block: Any, first_ord: int, buckets: int, path: str, cols: dict) -> tuple:
+    """Stage 0 on one block of the input: its documents at their ords,
+    written to ``path`` (a later night's earlier documents), split by
+    fingerprint and by ord; then the rows without a fingerprint, and the
+    seconds."""
+    from . import engine
+
+    t0 = perf_counter()
+    docs, none = engine.doc_records(block, first_ord, **cols)
+    _write(docs.drop_columns(["new"]), path)
+    by_fp, by_ord = engine.split_docs(docs, buckets)
+    return tuple(by_fp) + tuple(by_ord) + (none, perf_counter() - t0)
+
+
+def _earlier_task(path: str, buckets: int) -> tuple:
+    """An earlier night's documents (its ``records/`` part), split by
+    fingerprint: looked at, not checked."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from . import engine
+
+    t0 = perf_counter()
+    t = pq.read_table(path)
+    t = t.append_column("new", pa.array([False] * t.num_rows, pa.bool_())).cast(engine.doc_schema())
+    return tuple(engine.split_docs(t, buckets)[0]) + (perf_counter() - t0,)
+
+
+def _entries_task(buckets: int, *docs: Any) -> tuple:
+    from . import engine
+
+    t0 = perf_counter()
+    out = engine.stage_entries(engine.concat(docs), buckets)
+    return tuple(out) + (perf_counter() - t0,)
+
+
+def _probes_task(recipe: Any, buckets: int, *docs: Any) -> tuple:
+    from . import engine
+
+    t0 = perf_counter()
+    with engine.checker(recipe) as c:
+        out = engine.stage_probes(c, engine.concat(docs), buckets)
+    return tuple(out) + (perf_counter() - t0,)
+
+
+def _keys_task(buckets: int, n_entries: int, *pieces: Any) -> tuple:
+    from . import engine
+
+    t0 = perf_counter()
+    matched, boiler = engine.stage_keys(
+        engine.concat(pieces[:n_entries]), engine.concat(pieces[n_entries:]), buckets
+    )
+    return tuple(matched) + tuple(boiler) + (perf_counter() - t0,)
+
+
+def _matched_task(buckets: int, n_docs: int, *pieces: Any) -> tuple:
+    from . import engine
+
+    t0 = perf_counter()
+    out = engine.stage_matched(engine.concat(pieces[:n_docs]), engine.concat(pieces[n_docs:]), buckets)
+    return tuple(out) + (perf_counter() - t0,)
+
+
+def _sent_task(recipe: Any, buckets: int, n_docs: int, *pieces: Any) -> tuple:
+    from . import engine
+
+    t0 = perf_counter()
+    with engine.checker(recipe) as c:
+        out = engine.stage_sent(c, engine.concat(pieces[:n_docs]), engine.concat(pieces[n_docs:]), buckets)
+    return tuple(out) + (perf_counter() - t0,)
+
+
+def _checks_task(recipe: Any, path: str, n_docs: int, n_sent: int, *pieces: Any) -> dict:
+    """Stage 5 on one share by ord: its checks written to ``path`` whole
+    or not at all; returns the counts and seconds."""
+    from . import engine
+
+    t0 = perf_counter()
+    docs = engine.concat(pieces[:n_docs])
+    sent = engine.concat(pieces[n_docs : n_docs + n_sent])
+    boiler = engine.concat(pieces[n_docs + n_sent :])
+    with engine.checker(recipe) as c:
+        t = engine.stage_checks(c, docs, sent, boiler)
+    _write(t, path)
+    return {"checked": int(t.schema.metadata[b"checked"]), "rows": t.num_rows,
+            "seconds": perf_counter() - t0}
+
+
+def _remote(fn: Any, returns: int, num_cpus: Optional[float]) -> Any:
+    import ray
+
+    opts: dict[str, Any] = {} if num_cpus is None else {"num_cpus": min(1.0, num_cpus)}
+    return ray.remote(fn).options(num_returns=returns, **opts)
+
+
+def earlier_of(incremental: Optional[str]) -> dict:
+    """What a join run continues from the earlier run ``incremental`` (its
+    work directory): the record and check parts of every night so far,
+    the next ord and the recipe; nothing without one."""
+    from .ray import read_mark
+
+    if incremental is None:
+        return {"records": [], "checks": [], "next_ord": 1, "recipe": None}
+    marker = os.path.join(incremental, "join.json")
+    if not os.path.exists(marker):
+        raise ValueError(
+            f"{incremental}: not the work directory of a dedup run with index=\"join\" "
+            "(an incremental join run continues one)"
+        )
+    m = read_mark(marker)
+    return {"records": m["records"], "checks": m["checks"], "next_ord": m["next_ord"],
+            "recipe": m.get("recipe")}
+
+
+def join_checks(
+    fps: Any,
+    work: str,
+    *,
+    recipe: Any = None,
+    incremental: Optional[str] = None,
+    buckets: Optional[int] = None,
+    num_cpus: Optional[float] = None,
+    id: str = "id",
+    priority: str = "priority",
+    time: str = "time",
+) -> dict:
+    """The checks of ``fps`` (a Ray Dataset of fingerprint rows, in the
+    order the documents count in) as a join on Ray tasks, against each
+    other and, with ``incremental``, every earlier night's documents.
+    Writes ``WORK/records/`` and ``WORK/checks/``; marked by
+    ``WORK/join.json`` (what it returns: counts, chains of parts, the
+    recipe, the write time the placement takes, and the stages' longest
+    tasks). A run without the marker does the stage again from the
+    start (its outputs are the same)."""
+    import ray
+
+    from .ray import _done, in_order, read_mark, write_mark
+
+    marker = os.path.join(work, "join.json")
+    if _done(marker):
+        return read_mark(marker)
+    earlier = earlier_of(incremental)
+    if recipe is None:
+        recipe = earlier["recipe"]
+    records_dir, checks_dir = os.path.join(work, "records"), os.path.join(work, "checks")
+    for d in (records_dir, checks_dir):
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+    with in_order(fps):
+        blocks = fps.to_arrow_refs()
+    counts = ray.get([ray.remote(_rows).remote(b) for b in blocks])
+    rows = sum(counts)
+    if buckets is None:
+        # One share per 100,000 documents looked at, from 2 to 256.
+        looked = rows + 100_000 * len(earlier["records"])
+        buckets = max(2, min(256, -(-looked // 100_000)))
+    b = buckets
+    seconds: dict[str, list] = {s: [] for s in STAGES}
+    # 0. Records, at ords from the blocks' counts.
+    first = earlier["next_ord"]
+    rec = _remote(_records_task, 2 * b + 2, num_cpus)
+    cols = {"id": id, "priority": priority, "time": time}
+    by_fp, by_ord, none_refs = [], [], []
+    mine = []
+    at = first
+    for i, (block, n) in enumerate(zip(blocks, counts)):
+        path = os.path.join(records_dir, f"part-{i:05}.parquet")
+        out = rec.remote(block, at, b, path, cols)
+        by_fp.append(out[:b])
+        by_ord.append(out[b : 2 * b])
+        none_refs.append(out[2 * b])
+        seconds["records"].append(out[2 * b + 1])
+        mine.append(path)
+        at += n
+    early = _remote(_earlier_task, b + 1, num_cpus)
+    for path in earlier["records"]:
+        out = early.remote(path, b)
+        by_fp.append(out[:b])
+        seconds["records"].append(out[b])
+    # 1. Entries (by fingerprint) and probes (by ord), each split by key.
+    ent = _remote(_entries_task, b + 1, num_cpus)
+    pro = _remote(_probes_task, b + 1, num_cpus)
+    entries = [ent.remote(b, *[d[f] for d in by_fp]) for f in range(b)]
+    probes = [pro.remote(recipe, b, *[d[o] for d in by_ord]) for o in range(b)]
+    seconds["entries"] = [e[b] for e in entries]
+    seconds["probes"] = [p[b] for p in probes]
+    # 2. By key: matches and boilerplate parts, split by ord.
+    key = _remote(_keys_task, 2 * b + 1, num_cpus)
+    keys = [key.remote(b, len(entries), *[e[k] for e in entries], *[p[k] for p in probes]) for k in range(b)]
+    seconds["keys"] = [k[2 * b] for k in keys]
+    # 3. By ord: each match with its probe's record, split by fingerprint.
+    mat = _remote(_matched_task, b + 1, num_cpus)
+    matched = [mat.remote(b, len(by_ord), *[d[o] for d in by_ord], *[k[o] for k in keys]) for o in range(b)]
+    seconds["matched"] = [m[b] for m in matched]
+    # 4. By fingerprint: what each check can look at, split by ord.
+    snd = _remote(_sent_task, b + 1, num_cpus)
+    sent = [
+        snd.remote(recipe, b, len(by_fp), *[d[f] for d in by_fp], *[m[f] for m in matched]) for f in range(b)
+    ]
+    seconds["sent"] = [s[b] for s in sent]
+    # 5. By ord: the checks, each share's written by its task.
+    chk = _remote(_checks_task, 1, num_cpus)
+    done = ray.get([
+        chk.remote(
+            recipe,
+            os.path.join(checks_dir, f"part-{o:05}.parquet"),
+            len(by_ord),
+            len(sent),
+            *[d[o] for d in by_ord],
+            *[s[o] for s in sent],
+            *[k[b + o] for k in keys],
+        )
+        for o in range(b)
+    ])
+    seconds["checks"] = [d["seconds"] for d in done]
+    none = sum(ray.get(none_refs))
+    longest = {s: round(max(ray.get(v) if s != "checks" else v, default=0.0), 3) for s, v in seconds.items()}
+    what = {
+        "rows": rows,
+        "documents": rows - none,
+        "no_fingerprint": none,
+        "checked": sum(d["checked"] for d in done),
+        "first_ord": first,
+        "next_ord": first + rows,
+        "buckets": b,
+        "blocks": len(blocks),
+        "recipe": recipe if recipe is None or isinstance(recipe, dict) else os.fspath(recipe),
+        "written_at": int(_time.time()),
+        "records": earlier["records"] + [os.path.abspath(p) for p in mine],
+        "checks": earlier["checks"] + [os.path.abspath(checks_dir)],
+        "longest_task_seconds": longest,
+    }
+    write_mark(marker, what)
+    return what
