@@ -50,8 +50,11 @@ sys.path.insert(0, HERE)
 def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | None = None,
         html: bool = False, fmt: str = "parquet", db: str | None = None, parts: int | None = None,
         work: str | None = None, incremental: str | None = None, decisions: str | None = None,
-        priority: str = "priority", time: str = "time") -> dict:
+        priority: str = "priority", time: str = "time", index: str = "store",
+        buckets: int | None = None) -> dict:
     """Runs the job; returns the report (also written to OUT/report.json).
+    ``index="join"``: no store; the checks as a join on the executors
+    (`join_on_executors`), as `simdb.ray.dedup`'s ``index="join"``.
     With ``incremental`` (an earlier run's OUT or work directory), as
     `simdb.ray.dedup`'s: tonight's documents checked against the earlier
     runs' and each other, pairs tonight's, clusters the whole store's.
@@ -66,32 +69,37 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
 
     if html and text is None:
         raise ValueError("--html names no column: give the column of pages with --text")
+    if index not in ("store", "join"):
+        raise ValueError(f"--index must be store or join, not {index!r}")
     os.makedirs(out, exist_ok=True)
     work = work or os.path.join(out, "_work")
     os.makedirs(work, exist_ok=True)
-    report: dict = {"keep": keep, "seconds": {}}
+    report: dict = {"keep": keep, "index": index, "seconds": {}}
+    recipe = None
     if incremental is not None:
         if os.path.isdir(os.path.join(incremental, "_work")):
             incremental = os.path.join(incremental, "_work")
         incremental = os.path.abspath(incremental)
         if not os.path.exists(os.path.join(incremental, "placed.json")):
             raise ValueError(f"{incremental}: not the work directory of a finished dedup run")
-        if db is None:
+        if index == "join" and db is None:
+            from simdb._rayjoin import earlier_of
+
             # Tonight's texts fingerprinted as the earlier run's were.
+            recipe = earlier_of(incremental)["recipe"]
+        elif db is None:
             db = os.path.join(incremental, "store")
         report["incremental"] = incremental
-    recipe = simdb.Analyzer(db=db).recipe if db else None
+    if db:
+        recipe = simdb.Analyzer(db=db).recipe
 
-    t = perf_counter()
-    marker = os.path.join(work, "input.json")
-    if os.path.exists(marker):
-        report["input"] = stages.read_mark(marker)
-    else:
+    def rows():
         df = spark.read.format(fmt).load(inputs)
         if text is not None:
             import simdb_fingerprint
 
-            df = simdb_fingerprint.fingerprint(df, text, db, html=html)
+            given = {} if recipe is None else {"recipe": recipe}
+            df = simdb_fingerprint.fingerprint(df, text, db, html=html, **given)
         missing = [c for c in ("id",) + stages.COLUMNS if c not in df.columns]
         if missing:
             raise ValueError(f"the rows have no column(s) {missing}: give the output of "
@@ -99,8 +107,23 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
         cols = [F.col("id").cast("string").alias("id"), *[F.col(c) for c in stages.COLUMNS]]
         cols += [F.col(c).alias(name) for c, name in zip((priority, time), stages.STATED)
                  if c in df.columns]
+        return df.select(*cols)
+
+    if index == "join":
+        t = perf_counter()
+        report["join"] = join_on_executors(spark, rows(), work, recipe=recipe, incremental=incremental,
+                                           buckets=buckets)
+        report["checks"] = {"checked": report["join"]["checked"]}
+        report["seconds"]["checks"] = round(perf_counter() - t, 3)
+        return _outputs(spark, report, out, work, keep, decisions, store=None)
+
+    t = perf_counter()
+    marker = os.path.join(work, "input.json")
+    if os.path.exists(marker):
+        report["input"] = stages.read_mark(marker)
+    else:
         path = os.path.join(work, "input")
-        df.select(*cols).write.mode("overwrite").parquet(path)
+        rows().write.mode("overwrite").parquet(path)
         rows = sum(pq.read_metadata(os.path.join(path, f)).num_rows
                    for f in os.listdir(path) if f.endswith(".parquet"))
         report["input"] = {"rows": rows}
@@ -130,6 +153,12 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
     report["checks"] = {"parts": len(ranges), "skipped": sum(r["skipped"] for r in done),
                         "checked": sum(r["checked"] for r in done)}
     report["seconds"]["checks"] = round(perf_counter() - t, 3)
+    return _outputs(spark, report, out, work, keep, decisions, store=os.path.join(work, "store"))
+
+
+def _outputs(spark, report: dict, out: str, work: str, keep: str, decisions, store) -> dict:
+    """The placement, then OUT/pairs/, OUT/clusters/ and OUT/report.json."""
+    from pyspark.sql import functions as F
 
     t = perf_counter()
     report["placed"] = place_on_executors(spark, work, keep, decisions)
@@ -163,7 +192,7 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
     report["pairs"] = spark.read.parquet(os.path.join(out, "pairs")).count()
     report["documents_in_clusters"] = spark.read.parquet(os.path.join(out, "clusters")).count()
     report["seconds"]["outputs"] = round(perf_counter() - t, 3)
-    report["store_path"] = os.path.join(work, "store")
+    report["store_path"] = store
     with open(os.path.join(out, "report.json"), "w") as f:
         json.dump(report, f, indent=1)
         f.write("\n")
@@ -190,14 +219,21 @@ def place_on_executors(spark, work: str, keep: str | None = None, decisions: str
     if os.path.exists(marker):
         return stages.read_mark(marker)
     store = os.path.join(work, "store")
-    with simdb.Db.open(store, read_only=True) as db:
-        recipe, keep, documents = db.recipe, keep or db.keep_policy, len(db)
-    buckets = buckets or max(2, min(256, -(-documents // 100_000)))
+    joined = stages._joined(work)
     parts = stages._check_chain(work)
-    written_at = stages._written_at(store, parts)
+    if joined is None:
+        with simdb.Db.open(store, read_only=True) as db:
+            recipe, keep, documents = db.recipe, keep or db.keep_policy, len(db)
+        written_at = stages._written_at(store, parts)
+    else:
+        # No store: what the placement takes of one is in the join's marker.
+        recipe, keep, documents = joined["recipe"], keep or "first", joined["next_ord"] - 1
+        written_at = joined["written_at"]
+    buckets = buckets or max(2, min(256, -(-documents // 100_000)))
     out = os.path.join(work, "clusters")
     os.makedirs(out, exist_ok=True)
     what: dict = {"keep": keep, "buckets": buckets, "rounds": 0, "members": 0, "skipped": 0}
+    done: list = []
     if sum(pq.read_metadata(p).num_rows for p in parts):
         paths = spark.createDataFrame([(p,) for p in parts], "path string").repartition(
             max(1, len(parts)))
@@ -249,13 +285,17 @@ def place_on_executors(spark, work: str, keep: str | None = None, decisions: str
                 .applyInArrow(lambda t: engine.signed(engine.label_vertices(t, buckets)), vertex)
                 .groupBy("bucket")
                 .applyInArrow(lambda t: stages._place_bucket(t, out, recipe, keep, log, written_at),
-                              "bucket long, members long, skipped long")
+                              "bucket long, members long, skipped long, clusters long")
                 .collect())
         what["members"] = sum(r["members"] for r in done)
         what["skipped"] = sum(r["skipped"] for r in done)
     else:
         stages.write_empty_clusters(out)
     open(os.path.join(out, "_SUCCESS"), "wb").close()
+    if joined is not None:
+        what["clusters"] = sum(r["clusters"] for r in done)
+        stages.write_mark(marker, what)
+        return what
     if decisions is not None:
         with simdb.Db.open(store) as db:
             if not db.decisions(limit=1)["decisions"]:
@@ -263,6 +303,162 @@ def place_on_executors(spark, work: str, keep: str | None = None, decisions: str
     what["clusters"] = simdb.put_clusters(store, stages._cluster_chunks(out), keep=keep)
     stages.write_mark(marker, what)
     return what
+
+
+def join_on_executors(spark, df, work: str, *, recipe=None, incremental: str | None = None,
+                      buckets: int | None = None) -> dict:
+    """The checks of the rows ``df`` (``id``, the fingerprint columns and
+    any of `simdb.ray.STATED`, in the order the documents count in) as a
+    join on the executors, with no store: `simdb.engine`'s stages, each a
+    `groupBy(bucket)` (two inputs: `cogroup`) whose function returns its
+    output tagged with the next stage's bucket. Ords come from the
+    partitions' row counts (the driver sees counts only). Writes
+    WORK/records/ (this night's documents, for the next) and WORK/checks/
+    (one part per share, written by its task); marked by WORK/join.json,
+    as `simdb.ray.dedup(index="join")` marks it (a run of one engine
+    continues a night of the other)."""
+    import time as clock
+
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+    from simdb import engine
+    from simdb import ray as stages
+    from simdb._rayjoin import STAGES, earlier_of
+
+    marker = os.path.join(work, "join.json")
+    if os.path.exists(marker):
+        return stages.read_mark(marker)
+    earlier = earlier_of(incremental)
+    recipe = recipe if recipe is not None else earlier["recipe"]
+    records_dir, checks_dir = os.path.join(work, "records"), os.path.join(work, "checks")
+    shutil.rmtree(checks_dir, ignore_errors=True)
+    os.makedirs(checks_dir)
+    df = df.localCheckpoint()
+    counts = dict(df.groupBy(F.spark_partition_id().alias("p")).count().collect())
+    rows = sum(counts.values())
+    offsets, at = {}, earlier["next_ord"]
+    for p in range(df.rdd.getNumPartitions()):
+        offsets[p], at = at, at + counts.get(p, 0)
+    b = buckets or max(2, min(256, -(-(rows + 100_000 * len(earlier["records"])) // 100_000)))
+
+    def records(batches):
+        from pyspark import TaskContext
+
+        at = offsets[TaskContext.get().partitionId()]
+        for batch in batches:
+            docs, _ = engine.doc_records(pa.Table.from_batches([batch]), at)
+            at += batch.num_rows
+            yield from engine.to_signed(docs.drop_columns(["new"])).to_batches()
+
+    doc = "ord long, id string, fingerprint long, record binary"
+    df.mapInArrow(records, doc).write.mode("overwrite").parquet(records_dir)
+    docs = spark.read.parquet(records_dir).withColumn("new", F.lit(True))
+    everyone = docs
+    if earlier["records"]:
+        everyone = docs.unionByName(spark.read.parquet(*earlier["records"]).withColumn("new", F.lit(False)))
+
+    def tag(split):
+        def go(batches):
+            for batch in batches:
+                t = engine.from_signed(pa.Table.from_batches([batch]), engine.doc_schema())
+                yield from engine.to_signed(engine.tagged(split(t))).to_batches()
+        return go
+
+    tagged_doc = doc + ", new boolean, bucket long"
+    by_fp = everyone.mapInArrow(tag(lambda t: engine.split_docs(t, b)[0]), tagged_doc).localCheckpoint()
+    by_ord = docs.mapInArrow(tag(lambda t: engine.split_docs(t, b)[1]), tagged_doc).localCheckpoint()
+
+    def docs_of(t):
+        return engine.from_signed(t, engine.doc_schema())
+
+    def out(pieces):
+        return engine.to_signed(engine.tagged(pieces))
+
+    def entries_fn(t):
+        return out(engine.stage_entries(docs_of(t), b))
+
+    def probes_fn(t):
+        with engine.checker(recipe) as c:
+            return out(engine.stage_probes(c, docs_of(t), b))
+
+    key = ", bucket long"
+    entries = by_fp.groupBy("bucket").applyInArrow(
+        entries_fn, "family long, value long, fingerprint long, after long, until long" + key)
+    probes = by_ord.groupBy("bucket").applyInArrow(
+        probes_fn, "family long, value long, ord long, q long, k long, outside long, ranked boolean" + key)
+
+    def keys_fn(e, p):
+        matched, boiler = engine.stage_keys(
+            engine.from_signed(e, engine.entry_schema()), engine.from_signed(p, engine.probe_schema()), b)
+        m, x = engine.tagged(matched), engine.tagged(boiler)
+        m = m.append_column("part", pa.nulls(m.num_rows, pa.uint64())).append_column(
+            "boiler", pa.array([False] * m.num_rows))
+        x = x.add_column(1, "fingerprint", pa.nulls(x.num_rows, pa.int64())).append_column(
+            "boiler", pa.array([True] * x.num_rows))
+        return engine.to_signed(engine.concat([m.select(MIXED), x.select(MIXED)]))
+
+    keys = (entries.groupBy("bucket").cogroup(probes.groupBy("bucket"))
+            .applyInArrow(keys_fn, "ord long, fingerprint long, bucket long, part long, boiler boolean")
+            .localCheckpoint())
+
+    def matched_fn(d, m):
+        return out(engine.stage_matched(docs_of(d), engine.from_signed(m, engine.matched_schema()), b))
+
+    matched = by_ord.groupBy("bucket").cogroup(keys.filter(~F.col("boiler")).groupBy("bucket")).applyInArrow(
+        matched_fn, "fingerprint long, id string, record binary" + key)
+
+    def sent_fn(d, m):
+        with engine.checker(recipe) as c:
+            return out(engine.stage_sent(c, docs_of(d), engine.from_signed(m, engine.probe_doc_schema()), b))
+
+    sent = by_fp.groupBy("bucket").cogroup(matched.groupBy("bucket")).applyInArrow(
+        sent_fn, "ord long, id string, record binary" + key)
+    sent_and_boiler = sent.select("ord", "id", "record", F.lit(None).cast("long").alias("part"), "bucket").unionByName(
+        keys.filter(F.col("boiler")).select("ord", F.lit(None).cast("string").alias("id"),
+                                           F.lit(None).cast("binary").alias("record"), "part", "bucket"))
+
+    def checks_fn(d, x):
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        t0 = perf_counter()
+        boiler = pc.is_valid(x.column("part"))
+        sent = engine.from_signed(x.filter(pc.invert(boiler)), engine.sent_schema())
+        parts = engine.from_signed(x.filter(boiler), engine.boilerplate_schema())
+        with engine.checker(recipe) as c:
+            t = engine.stage_checks(c, docs_of(d), sent, parts)
+        share = int((d.column("bucket") if d.num_rows else x.column("bucket"))[0].as_py())
+        path = os.path.join(checks_dir, f"part-{share:05}.parquet")
+        tmp = os.path.join(checks_dir, f".part-{share:05}.parquet.tmp")
+        pq.write_table(t, tmp)
+        os.replace(tmp, path)
+        return pa.table({"checked": [int(t.schema.metadata[b"checked"])], "seconds": [perf_counter() - t0]})
+
+    done = (by_ord.groupBy("bucket").cogroup(sent_and_boiler.groupBy("bucket"))
+            .applyInArrow(checks_fn, "checked long, seconds double").collect())
+    what = {
+        "rows": rows,
+        "documents": docs.count(),
+        "checked": sum(r["checked"] for r in done),
+        "first_ord": earlier["next_ord"],
+        "next_ord": earlier["next_ord"] + rows,
+        "buckets": b,
+        "blocks": len(offsets),
+        "recipe": recipe if recipe is None or isinstance(recipe, dict) else os.fspath(recipe),
+        "written_at": int(clock.time()),
+        "records": earlier["records"] + [os.path.abspath(records_dir)],
+        "checks": earlier["checks"] + [os.path.abspath(checks_dir)],
+        "longest_task_seconds": {"checks": round(max((r["seconds"] for r in done), default=0.0), 3)},
+        "stages": list(STAGES),
+    }
+    what["no_fingerprint"] = rows - what["documents"]
+    stages.write_mark(marker, what)
+    return what
+
+
+#: The columns of the join's stage 2 output on Spark: matches and
+#: boilerplate parts in one frame.
+MIXED = ["ord", "fingerprint", "bucket", "part", "boiler"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -288,6 +484,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--format", choices=["parquet", "json"], default="parquet")
     p.add_argument("--db", help="the recipe (and learned IDF) of this store")
     p.add_argument("--parts", type=int, help="ranges of documents the checks are split into")
+    p.add_argument("--index", choices=["store", "join"], default="store",
+                   help="store: import into one store the checks read (default); join: no "
+                        "store, the checks as a join on the executors")
+    p.add_argument("--buckets", type=int,
+                   help="--index join: shares of each stage (default one per 100,000 documents)")
     p.add_argument("--work", help="work directory (default OUT/_work)")
     p.add_argument("--incremental", metavar="OLD",
                    help="an earlier run's OUT (or work directory): tonight's documents are "
@@ -304,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rep = run(spark, a.inputs, a.out, keep=a.keep, text=a.text, html=a.html, fmt=a.format, db=a.db,
                   parts=a.parts, work=a.work, incremental=a.incremental, decisions=a.decisions,
-                  priority=a.priority, time=a.time)
+                  priority=a.priority, time=a.time, index=a.index, buckets=a.buckets)
     except ValueError as e:
         print(f"simdb-dedup: {e}", file=sys.stderr)
         return 2

@@ -133,3 +133,57 @@ def test_spark_dedup_incremental_equals_ingest(spark, tmp_path):
         assert result(out) == (pairs, clusters), n
         previous = str(out)
     assert any(a < "d060" <= b for a, b, _ in pairs)
+
+
+def test_spark_dedup_as_a_join_equals_ingest(spark, tmp_path):
+    """--index join (no store: the checks as a join on the executors) finds
+    ingest's pairs and clusters, stated priorities and times included,
+    from texts and from the fingerprint job's rows; a second night,
+    incremental on the first, reports the second night's pairs and the
+    clusters after it; a run killed during the join redoes it, to the
+    same output."""
+    import random
+
+    import simdb
+
+    rng = random.Random(5)
+    rows = [dict(x, priority=rng.choice((None, 1, 2, 3)),
+                 time=rng.choice((None, 1_550_000_000 + rng.randrange(10**8))))
+            for x in dedup_corpus(3)]
+    src = tmp_path / "in.jsonl"
+    write_jsonl(src, rows)
+    for keep in ("newest", "priority"):
+        want = ingested(str(tmp_path / f"ingest-{keep}.db"), rows, keep)
+        out = tmp_path / f"out-{keep}"
+        rep = simdb_dedup.run(spark, [str(src)], str(out), keep=keep, text="text", fmt="json",
+                              index="join", buckets=3)
+        assert result(out) == want, keep
+        assert rep["store_path"] is None and not (out / "_work" / "store").exists()
+        assert rep["join"]["checked"] == len(rows) - 1
+        assert rep["join"]["no_fingerprint"] == 1
+    # Killed during the join: its marker and a check part gone.
+    work = out / "_work"
+    for f in ("join.json", "placed.json"):
+        os.remove(work / f)
+    os.remove(sorted((work / "checks").glob("part-*.parquet"))[0])
+    for d in ("pairs", "clusters"):
+        shutil.rmtree(out / d)
+    shutil.rmtree(work / "clusters")
+    simdb_dedup.run(spark, [str(src)], str(out), keep="priority", text="text", fmt="json",
+                    index="join", buckets=3)
+    assert result(out) == want
+    # Two nights, each a join run.
+    nights = [rows[:60], rows[60:]]
+    path = str(tmp_path / "nights.db")
+    simdb.Db.create(path).close()
+    previous = None
+    for n, night in enumerate(nights):
+        pairs, clusters, _ = written_into(path, night)
+        src = tmp_path / f"night{n}.jsonl"
+        write_jsonl(src, night)
+        out = tmp_path / f"night-out{n}"
+        simdb_dedup.run(spark, [str(src)], str(out), text="text", fmt="json", index="join",
+                        incremental=previous)
+        assert result(out) == (pairs, clusters), n
+        previous = str(out)
+    assert any(a < "d060" <= b for a, b, _ in pairs)
