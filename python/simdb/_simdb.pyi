@@ -566,28 +566,29 @@ def document_times(values: list[Any]) -> list[Optional[int]]:
     Unix seconds, by the rule ``simdb ingest`` applies to a ``"time"``;
     ``ValueError`` names the first bad row."""
 
-def index_entries(ids: list[str], records: list[bytes]) -> dict[str, list[Any]]:
+def index_entries(ids: list[str], records: list[bytes]) -> dict[str, npt.NDArray[Any]]:
     """Stage 1 of the check as a join: the index entries of the documents
-    given (each fingerprint's documents all of them): lists ``family``,
-    ``value``, ``fingerprint`` (signed), ``after``, ``until``."""
+    given (each fingerprint's documents all of them): numpy arrays
+    ``family``, ``value``, ``fingerprint`` (signed), ``after``, ``until``."""
 
 def key_matches(
-    family: list[int],
-    value: list[int],
-    fingerprint: list[int],
-    after: list[int],
-    until: list[int],
-    probe_family: list[int],
-    probe_value: list[int],
-    probe_ord: list[int],
-    probe_q: list[int],
-    probe_k: list[int],
-    probe_outside: list[int],
-    probe_ranked: list[bool],
-) -> dict[str, list[int]]:
+    family: npt.NDArray[np.uint8],
+    value: npt.NDArray[np.uint64],
+    fingerprint: npt.NDArray[np.int64],
+    after: npt.NDArray[np.uint64],
+    until: npt.NDArray[np.uint64],
+    probe_family: npt.NDArray[np.uint8],
+    probe_value: npt.NDArray[np.uint64],
+    probe_ord: npt.NDArray[np.uint64],
+    probe_q: npt.NDArray[np.int64],
+    probe_k: npt.NDArray[np.uint32],
+    probe_outside: npt.NDArray[np.int64],
+    probe_ranked: npt.NDArray[np.bool_],
+) -> dict[str, npt.NDArray[Any]]:
     """Stage 2, for the keys of one share (each key's entries and probes
-    all of them): lists ``matched_ord``, ``matched_fingerprint`` and
-    ``boilerplate_ord``, ``boilerplate_part``."""
+    all of them), over numpy arrays of the columns' types: arrays
+    ``matched_ord``, ``matched_fingerprint`` and ``boilerplate_ord``,
+    ``boilerplate_part``."""
 
 class JoinChecker:
     """The store's duplicate check on a worker, with no store of the run
@@ -601,8 +602,8 @@ class JoinChecker:
         *,
         recipe: Optional[Union[dict[str, Any], str]] = None,
     ) -> None: ...
-    def probes(self, ids: list[str], records: list[bytes]) -> dict[str, list[Any]]:
-        """Each key the documents' checks read, with its rule: lists
+    def probes(self, ids: list[str], records: list[bytes]) -> dict[str, npt.NDArray[Any]]:
+        """Each key the documents' checks read, with its rule: numpy arrays
         ``family``, ``value``, ``ord``, ``q``, ``k``, ``outside``, ``ranked``."""
     def fingerprint_docs(
         self,

@@ -530,6 +530,19 @@ def _lists(t: Any, names: tuple) -> list:
     return [t.column(c).to_pylist() for c in names]
 
 
+def _arrays(t: Any, schema: Any) -> list:
+    """The columns of ``schema`` in ``t`` as numpy arrays of their types
+    (what the wheel takes of the many-rowed stages)."""
+    import numpy as np
+
+    return [
+        np.ascontiguousarray(t.column(f.name).to_numpy(zero_copy_only=False)).astype(
+            f.type.to_pandas_dtype(), copy=False
+        )
+        for f in schema
+    ]
+
+
 def _by_fingerprint(t: Any, buckets: int) -> list:
     return split_by(t, _unsigned(t.column("fingerprint").to_numpy(zero_copy_only=False)), buckets)
 
@@ -626,7 +639,7 @@ def stage_keys(entries: Any, probes: Any, buckets: int) -> tuple[list, list]:
     by ord."""
     from ._simdb import key_matches
 
-    got = key_matches(*_lists(entries, tuple(entry_schema().names)), *_lists(probes, tuple(probe_schema().names)))
+    got = key_matches(*_arrays(entries, entry_schema()), *_arrays(probes, probe_schema()))
     matched = _table({"ord": got["matched_ord"], "fingerprint": got["matched_fingerprint"]}, matched_schema())
     boiler = _table({"ord": got["boilerplate_ord"], "part": got["boilerplate_part"]}, boilerplate_schema())
     return _by_ord(matched, buckets), _by_ord(boiler, buckets)

@@ -8,6 +8,24 @@ use simdb::db::engine::{self as eng, IndexEntry, JoinKey, KeyProbe};
 use simdb::index::ScanRule;
 use std::collections::HashMap;
 
+/// A column given as a one-dimensional numpy array of its type (the
+/// entries' and probes' columns are many per document: lists of Python
+/// ints would hold gigabytes).
+type Column<'py, T> = numpy::PyReadonlyArray1<'py, T>;
+
+/// A column's values.
+fn column<T: numpy::Element + Copy>(a: &Column<'_, T>) -> Vec<T> {
+    a.as_array().iter().copied().collect()
+}
+
+/// Values as a numpy array.
+fn array<'py, T: numpy::Element>(
+    py: Python<'py>,
+    values: impl Iterator<Item = T>,
+) -> Bound<'py, numpy::PyArray1<T>> {
+    numpy::PyArray1::from_vec(py, values.collect())
+}
+
 /// Decodes record bytes, naming the document of a bad one.
 fn decoded(ids: Vec<String>, records: Vec<Vec<u8>>) -> PyResult<Vec<(String, simdb::Record)>> {
     if ids.len() != records.len() {
@@ -128,20 +146,14 @@ pub(super) fn index_entries<'py>(
     })
     .or_raise()?;
     let out = PyDict::new(py);
-    out.set_item(
-        "family",
-        entries.iter().map(|e| e.key.family).collect::<Vec<_>>(),
-    )?;
-    out.set_item(
-        "value",
-        entries.iter().map(|e| e.key.value).collect::<Vec<_>>(),
-    )?;
+    out.set_item("family", array(py, entries.iter().map(|e| e.key.family)))?;
+    out.set_item("value", array(py, entries.iter().map(|e| e.key.value)))?;
     out.set_item(
         "fingerprint",
-        entries.iter().map(|e| e.fp.0 as i64).collect::<Vec<_>>(),
+        array(py, entries.iter().map(|e| e.fp.0 as i64)),
     )?;
-    out.set_item("after", entries.iter().map(|e| e.after).collect::<Vec<_>>())?;
-    out.set_item("until", entries.iter().map(|e| e.until).collect::<Vec<_>>())?;
+    out.set_item("after", array(py, entries.iter().map(|e| e.after)))?;
+    out.set_item("until", array(py, entries.iter().map(|e| e.until)))?;
     Ok(out)
 }
 
@@ -154,19 +166,28 @@ pub(super) fn index_entries<'py>(
 #[allow(clippy::too_many_arguments)]
 pub(super) fn key_matches<'py>(
     py: Python<'py>,
-    family: Vec<u8>,
-    value: Vec<u64>,
-    fingerprint: Vec<i64>,
-    after: Vec<u64>,
-    until: Vec<u64>,
-    probe_family: Vec<u8>,
-    probe_value: Vec<u64>,
-    probe_ord: Vec<u64>,
-    probe_q: Vec<i64>,
-    probe_k: Vec<u32>,
-    probe_outside: Vec<i64>,
-    probe_ranked: Vec<bool>,
+    family: Column<'py, u8>,
+    value: Column<'py, u64>,
+    fingerprint: Column<'py, i64>,
+    after: Column<'py, u64>,
+    until: Column<'py, u64>,
+    probe_family: Column<'py, u8>,
+    probe_value: Column<'py, u64>,
+    probe_ord: Column<'py, u64>,
+    probe_q: Column<'py, i64>,
+    probe_k: Column<'py, u32>,
+    probe_outside: Column<'py, i64>,
+    probe_ranked: Column<'py, bool>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let (family, value, fingerprint) = (column(&family), column(&value), column(&fingerprint));
+    let (after, until) = (column(&after), column(&until));
+    let (probe_family, probe_value, probe_ord) = (
+        column(&probe_family),
+        column(&probe_value),
+        column(&probe_ord),
+    );
+    let (probe_q, probe_k) = (column(&probe_q), column(&probe_k));
+    let (probe_outside, probe_ranked) = (column(&probe_outside), column(&probe_ranked));
     let n = family.len();
     let m = probe_family.len();
     if [value.len(), fingerprint.len(), after.len(), until.len()]
@@ -241,25 +262,18 @@ fn near_copies(
 /// Stage 2's answer as columns.
 fn matches_dict<'py>(py: Python<'py>, found: &eng::KeyMatches) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
-    out.set_item(
-        "matched_ord",
-        found.matched.iter().map(|m| m.0).collect::<Vec<_>>(),
-    )?;
+    out.set_item("matched_ord", array(py, found.matched.iter().map(|m| m.0)))?;
     out.set_item(
         "matched_fingerprint",
-        found
-            .matched
-            .iter()
-            .map(|m| m.1 .0 as i64)
-            .collect::<Vec<_>>(),
+        array(py, found.matched.iter().map(|m| m.1 .0 as i64)),
     )?;
     out.set_item(
         "boilerplate_ord",
-        found.boilerplate.iter().map(|b| b.0).collect::<Vec<_>>(),
+        array(py, found.boilerplate.iter().map(|b| b.0)),
     )?;
     out.set_item(
         "boilerplate_part",
-        found.boilerplate.iter().map(|b| b.1).collect::<Vec<_>>(),
+        array(py, found.boilerplate.iter().map(|b| b.1)),
     )?;
     Ok(out)
 }
@@ -308,31 +322,16 @@ impl JoinChecker {
         })
         .or_raise()?;
         let out = PyDict::new(py);
-        out.set_item(
-            "family",
-            probes.iter().map(|p| p.key.family).collect::<Vec<_>>(),
-        )?;
-        out.set_item(
-            "value",
-            probes.iter().map(|p| p.key.value).collect::<Vec<_>>(),
-        )?;
-        out.set_item("ord", probes.iter().map(|p| p.ord).collect::<Vec<_>>())?;
-        out.set_item(
-            "q",
-            probes.iter().map(|p| p.rule.q as i64).collect::<Vec<_>>(),
-        )?;
-        out.set_item("k", probes.iter().map(|p| p.rule.k).collect::<Vec<_>>())?;
+        out.set_item("family", array(py, probes.iter().map(|p| p.key.family)))?;
+        out.set_item("value", array(py, probes.iter().map(|p| p.key.value)))?;
+        out.set_item("ord", array(py, probes.iter().map(|p| p.ord)))?;
+        out.set_item("q", array(py, probes.iter().map(|p| p.rule.q as i64)))?;
+        out.set_item("k", array(py, probes.iter().map(|p| p.rule.k)))?;
         out.set_item(
             "outside",
-            probes
-                .iter()
-                .map(|p| p.rule.outside as i64)
-                .collect::<Vec<_>>(),
+            array(py, probes.iter().map(|p| p.rule.outside as i64)),
         )?;
-        out.set_item(
-            "ranked",
-            probes.iter().map(|p| p.rule.ranked).collect::<Vec<_>>(),
-        )?;
+        out.set_item("ranked", array(py, probes.iter().map(|p| p.rule.ranked)))?;
         Ok(out)
     }
 
