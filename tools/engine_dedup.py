@@ -4,10 +4,11 @@ whether it finds what `simdb ingest` finds.
     # N generated fingerprint rows (no text: the fingerprinting is measured
     # by tools/fingerprint_bench.py), 10M by default
     python tools/engine_dedup.py generated [--docs 10000000] [--work DIR] [--keep] [--driver-place]
+        [--index store|join]
 
     # real texts: `simdb ingest` (the CLI) and `python -m simdb.ray dedup
     # --text` of the same file, compared
-    python tools/engine_dedup.py corpus --simdb target/release/simdb CORPUS.jsonl ...
+    python tools/engine_dedup.py corpus --simdb target/release/simdb CORPUS.jsonl ... [--index join]
 
 Run it with the Ray venv's Python (tools/ray.sh makes it). The generated rows
 are what a dedup store receives: 80% distinct documents, 15% near copies of
@@ -190,21 +191,25 @@ def generated(a: argparse.Namespace) -> None:
     try:
         fps = ray.data.read_parquet(rows)
         r = simdb.ray.dedup(
-            fps, os.path.join(work, "dedup"), keep="first", num_cpus=a.cores, on_stage=sampler.enter
+            fps, os.path.join(work, f"dedup-{a.index}"), keep="first", num_cpus=a.cores,
+            on_stage=sampler.enter, index=a.index,
         )
         sampler.enter("outputs")
         t = time.perf_counter()
         pairs = r.pairs.count()
         members = r.clusters.count()
         out_s = time.perf_counter() - t
-        stages = ["input", "import", "checks", "place", "outputs"]
+        stages = ["input", "import", "checks", "place", "outputs"] if a.index == "store" else [
+            "checks", "place", "outputs"]
         seconds = dict(r.report["seconds"], outputs=round(out_s, 3))
         if a.driver_place:
             # The placement on the driver (the store's rebuild from the
             # same lists), timed, and its clusters against the workers'.
             import pyarrow.parquet as pq
 
-            d = os.path.join(work, "dedup")
+            if a.index != "store":
+                raise SystemExit("--driver-place needs --index store")
+            d = os.path.join(work, "dedup-store")
             workers = pq.read_table(os.path.join(d, "clusters")).select(["cluster", "rank", "id"])
             os.remove(os.path.join(d, "placed.json"))
             sampler.enter("driver-place")
@@ -243,8 +248,13 @@ def generated(a: argparse.Namespace) -> None:
             )
         )
     print(json.dumps({"placed": r.report["placed"]}))
-    print(f"\n{a.docs:,} generated documents, Ray local mode on {a.cores} cores; "
-          f"{r.report['store']['documents']:,} imported, {pairs:,} pairs, "
+    if a.index == "join":
+        # The join's own stages: the longest task of each.
+        print(json.dumps({"join_longest_task_seconds": r.report["join"]["longest_task_seconds"],
+                          "buckets": r.report["join"]["buckets"], "blocks": r.report["join"]["blocks"]}))
+    documents = (r.report.get("store") or r.report.get("join"))["documents"]
+    print(f"\n{a.docs:,} generated documents, Ray local mode on {a.cores} cores, index {a.index}; "
+          f"{documents:,} documents, {pairs:,} pairs, "
           f"{r.report['placed']['clusters']:,} clusters ({members:,} documents in them)")
     print(f"{'stage':<13} {'seconds':>9} {'longest task':>13} {'docs/s':>10} {'peak RSS MiB':>13} "
           f"{'driver MiB':>11} {'largest other':>14}")
@@ -302,8 +312,8 @@ def corpus(a: argparse.Namespace) -> None:
                           for c in db.clusters(max_members=2**31))
         out = os.path.join(tmp, "out")
         t = time.perf_counter()
-        p = subprocess.run([sys.executable, "-m", "simdb.ray", "dedup", src, out, "--text", "text"],
-                           capture_output=True, text=True)
+        p = subprocess.run([sys.executable, "-m", "simdb.ray", "dedup", src, out, "--text", "text",
+                            "--index", a.index], capture_output=True, text=True)
         engine_s = time.perf_counter() - t
         if p.returncode != 0:
             raise SystemExit(p.stderr)
@@ -315,7 +325,7 @@ def corpus(a: argparse.Namespace) -> None:
         got = sorted((rep, sorted(ids)) for (_, rep), ids in by.items())
         same_nearest = got_nearest == nearest
         same_clusters = got == want
-        print(json.dumps({"documents": n, "reported": len(nearest), "clusters": len(want),
+        print(json.dumps({"index": a.index, "documents": n, "reported": len(nearest), "clusters": len(want),
                           "same_nearest": same_nearest, "same_clusters": same_clusters,
                           "ingest_seconds": round(ingest_s, 1),
                           "engine_seconds": round(engine_s, 1)}))
@@ -343,6 +353,9 @@ def main() -> None:
     c.add_argument("corpora", nargs="+")
     c.add_argument("--simdb", required=True, help="the simdb binary")
     c.add_argument("--limit", type=int, help="documents per corpus")
+    for x in (g, c):
+        x.add_argument("--index", choices=["store", "join"], default="store",
+                       help="dedup's index: the one store (default), or the join with no store")
     a = p.parse_args()
     generated(a) if a.mode == "generated" else corpus(a)
 

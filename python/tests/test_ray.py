@@ -617,6 +617,38 @@ def test_ray_dedup_as_a_join_equals_ingest(tmp_path):
         ray.shutdown()
 
 
+def _late_first_block(batch):
+    """Holds back the block with the first document, so that a run which
+    does not ask for the rows' order gets it after the others."""
+    import time
+
+    if "d000" in list(batch["id"]):
+        time.sleep(3)
+    return batch
+
+
+def test_ray_dedup_takes_the_rows_in_their_order(tmp_path):
+    """Blocks that finish out of order: dedup counts the documents in the
+    rows' order (the first block, held back, is still first), in both
+    paths; the order is asked of the dataset, whose context is its own."""
+    ray = pytest.importorskip("ray")
+    pytest.importorskip("pyarrow")
+    import simdb.ray
+
+    rows = sorted(dedup_corpus(5), key=lambda r: r["id"])
+    want = ingested(str(tmp_path / "ingest.db"), rows, "newest")
+    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    try:
+        for index in ("store", "join"):
+            ds = ray.data.from_items(rows, override_num_blocks=6).map_batches(_late_first_block)
+            fps = simdb.ray.fingerprint(ds, batch_size=8, num_cpus=1)
+            r = simdb.ray.dedup(fps, tmp_path / index, keep="newest", index=index, num_cpus=1)
+            assert engine_result(r) == want, index
+            assert not fps.context.execution_options.preserve_order
+    finally:
+        ray.shutdown()
+
+
 def test_ray_dedup_as_a_join_incremental_equals_ingest(tmp_path):
     """Three nights with index="join": each night checks only its own
     documents, against the earlier nights' records, and reports ingest's

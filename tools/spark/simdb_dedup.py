@@ -98,7 +98,7 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
         if text is not None:
             import simdb_fingerprint
 
-            given = {} if recipe is None else {"recipe": recipe}
+            given = {} if recipe is None or db else {"recipe": recipe}
             df = simdb_fingerprint.fingerprint(df, text, db, html=html, **given)
         missing = [c for c in ("id",) + stages.COLUMNS if c not in df.columns]
         if missing:
