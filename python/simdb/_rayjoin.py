@@ -48,7 +48,8 @@ def _records_task(block: Any, first_ord: int, buckets: int, path: str, cols: dic
     docs, none = engine.doc_records(block, first_ord, **cols)
     _write(docs.drop_columns(["new"]), path)
     by_fp, by_ord = engine.split_docs(docs, buckets)
-    return tuple(by_fp) + tuple(by_ord) + (none, perf_counter() - t0)
+    ids = engine.split_ids(docs, buckets)
+    return tuple(by_fp) + tuple(by_ord) + tuple(ids) + (none, perf_counter() - t0)
 
 
 def _earlier_task(path: str, buckets: int) -> tuple:
@@ -62,7 +63,15 @@ def _earlier_task(path: str, buckets: int) -> tuple:
     t0 = perf_counter()
     t = pq.read_table(path)
     t = t.append_column("new", pa.array([False] * t.num_rows, pa.bool_())).cast(engine.doc_schema())
-    return tuple(engine.split_docs(t, buckets)[0]) + (perf_counter() - t0,)
+    by_fp = engine.split_docs(t, buckets)[0]
+    return tuple(by_fp) + tuple(engine.split_ids(t, buckets)) + (perf_counter() - t0,)
+
+
+def _ids_task(*pieces: Any) -> tuple:
+    """One share of the ids: how many come twice, and some of them."""
+    from . import engine
+
+    return engine.repeated_ids(engine.concat(pieces))
 
 
 def _entries_task(buckets: int, *docs: Any) -> tuple:
@@ -197,9 +206,9 @@ def join_checks(
     seconds: dict[str, list] = {s: [] for s in STAGES}
     # 0. Records, at ords from the blocks' counts.
     first = earlier["next_ord"]
-    rec = _remote(_records_task, 2 * b + 2, num_cpus)
+    rec = _remote(_records_task, 3 * b + 2, num_cpus)
     cols = {"id": id, "priority": priority, "time": time}
-    by_fp, by_ord, none_refs = [], [], []
+    by_fp, by_ord, by_id, none_refs = [], [], [], []
     mine = []
     at = first
     for i, (block, n) in enumerate(zip(blocks, counts)):
@@ -207,15 +216,28 @@ def join_checks(
         out = rec.remote(block, at, b, path, cols)
         by_fp.append(out[:b])
         by_ord.append(out[b : 2 * b])
-        none_refs.append(out[2 * b])
-        seconds["records"].append(out[2 * b + 1])
+        by_id.append(out[2 * b : 3 * b])
+        none_refs.append(out[3 * b])
+        seconds["records"].append(out[3 * b + 1])
         mine.append(path)
         at += n
-    early = _remote(_earlier_task, b + 1, num_cpus)
+    early = _remote(_earlier_task, 2 * b + 1, num_cpus)
     for path in earlier["records"]:
         out = early.remote(path, b)
         by_fp.append(out[:b])
-        seconds["records"].append(out[b])
+        by_id.append(out[b : 2 * b])
+        seconds["records"].append(out[2 * b])
+    # Each id once, over every night: refused before the join's work.
+    twice = ray.get([_remote(_ids_task, 1, num_cpus).remote(*[d[s] for d in by_id]) for s in range(b)])
+    repeated = sum(t[0] for t in twice)
+    if repeated:
+        some = sorted(x for t in twice for x in t[1])[:3]
+        shutil.rmtree(records_dir, ignore_errors=True)
+        raise ValueError(
+            "ids given more than once in this run's rows"
+            + (" or in the earlier runs'" if earlier["records"] else "")
+            + f": {repeated} (e.g. {', '.join(some)}); dedup takes each document once"
+        )
     # 1. Entries (by fingerprint) and probes (by ord), each split by key.
     ent = _remote(_entries_task, b + 1, num_cpus)
     pro = _remote(_probes_task, b + 1, num_cpus)

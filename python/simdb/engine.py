@@ -580,6 +580,28 @@ def split_docs(docs: Any, buckets: int) -> tuple[list, list]:
     return _by_fingerprint(docs, buckets), _by_ord(docs.filter(docs.column("new")), buckets)
 
 
+def split_ids(docs: Any, buckets: int) -> list:
+    """The documents' ids (one column, ``id``) split by a hash of the id:
+    each id's rows, of every night, meet in one share."""
+    import zlib
+
+    import numpy as np
+
+    ids = docs.select(["id"])
+    keys = np.array([zlib.crc32(i.encode("utf-8")) for i in ids.column("id").to_pylist()], dtype=np.uint64)
+    return split_by(ids, keys, buckets)
+
+
+def repeated_ids(ids: Any, limit: int = 3) -> tuple[int, list]:
+    """How many of one share's ids (all of each id's rows) come more than
+    once, and up to ``limit`` of them."""
+    import collections
+
+    counts = collections.Counter(ids.column("id").to_pylist())
+    twice = sorted(i for i, n in counts.items() if n > 1)
+    return len(twice), twice[:limit]
+
+
 def entry_schema() -> Any:
     import pyarrow as pa
 

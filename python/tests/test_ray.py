@@ -617,16 +617,6 @@ def test_ray_dedup_as_a_join_equals_ingest(tmp_path):
         ray.shutdown()
 
 
-def _late_first_block(batch):
-    """Holds back the block with the first document, so that a run which
-    does not ask for the rows' order gets it after the others."""
-    import time
-
-    if "d000" in list(batch["id"]):
-        time.sleep(3)
-    return batch
-
-
 def test_ray_dedup_takes_the_rows_in_their_order(tmp_path):
     """Blocks that finish out of order: dedup counts the documents in the
     rows' order (the first block, held back, is still first), in both
@@ -635,12 +625,22 @@ def test_ray_dedup_takes_the_rows_in_their_order(tmp_path):
     pytest.importorskip("pyarrow")
     import simdb.ray
 
+    def late_first_block(batch):
+        # Holds back the block with the first document, so that a run
+        # which does not ask for the rows' order gets it after the others.
+        # (Defined here: Ray's workers pickle it by value, not by module.)
+        import time
+
+        if "d000" in list(batch["id"]):
+            time.sleep(3)
+        return batch
+
     rows = sorted(dedup_corpus(5), key=lambda r: r["id"])
     want = ingested(str(tmp_path / "ingest.db"), rows, "newest")
     ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
     try:
         for index in ("store", "join"):
-            ds = ray.data.from_items(rows, override_num_blocks=6).map_batches(_late_first_block)
+            ds = ray.data.from_items(rows, override_num_blocks=6).map_batches(late_first_block)
             fps = simdb.ray.fingerprint(ds, batch_size=8, num_cpus=1)
             r = simdb.ray.dedup(fps, tmp_path / index, keep="newest", index=index, num_cpus=1)
             assert engine_result(r) == want, index
@@ -678,6 +678,13 @@ def test_ray_dedup_as_a_join_incremental_equals_ingest(tmp_path):
             earlier = chain
             previous = work
         assert any(a < "d050" <= b for a, b, _ in pairs), "a pair across nights"
+        # Tonight's ids already in an earlier night, or twice: refused.
+        with pytest.raises(ValueError, match="more than once in this run's rows or in the earlier runs': 2 "):
+            simdb.ray.dedup(simdb.ray.fingerprint(ray.data.from_items(nights[1][:2]), num_cpus=1),
+                            tmp_path / "again", index="join", incremental=previous, num_cpus=1)
+        with pytest.raises(ValueError, match="more than once in this run's rows: 1 \\(e.g. d000\\)"):
+            simdb.ray.dedup(simdb.ray.fingerprint(ray.data.from_items(nights[0][:3] + nights[0][:1]),
+                                                  num_cpus=1), tmp_path / "twice", index="join", num_cpus=1)
         # A store run's work directory is not a join run's.
         fps = simdb.ray.fingerprint(ray.data.from_items(nights[0]), num_cpus=1)
         simdb.ray.dedup(fps, tmp_path / "store-run", num_cpus=1)

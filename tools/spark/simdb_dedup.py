@@ -356,6 +356,17 @@ def join_on_executors(spark, df, work: str, *, recipe=None, incremental: str | N
     everyone = docs
     if earlier["records"]:
         everyone = docs.unionByName(spark.read.parquet(*earlier["records"]).withColumn("new", F.lit(False)))
+    # Each id once, over every night: refused before the join's work.
+    twice = everyone.groupBy("id").count().filter(F.col("count") > 1)
+    repeated = twice.count()
+    if repeated:
+        some = [r["id"] for r in twice.orderBy("id").limit(3).collect()]
+        shutil.rmtree(records_dir, ignore_errors=True)
+        raise ValueError(
+            "ids given more than once in this run's rows"
+            + (" or in the earlier runs'" if earlier["records"] else "")
+            + f": {repeated} (e.g. {', '.join(some)}); dedup takes each document once"
+        )
 
     def tag(split):
         def go(batches):

@@ -187,3 +187,9 @@ def test_spark_dedup_as_a_join_equals_ingest(spark, tmp_path):
         assert result(out) == (pairs, clusters), n
         previous = str(out)
     assert any(a < "d060" <= b for a, b, _ in pairs)
+    # Tonight's ids already in an earlier night: refused, naming them.
+    src = tmp_path / "again.jsonl"
+    write_jsonl(src, nights[1][:2])
+    with pytest.raises(ValueError, match="more than once in this run's rows or in the earlier runs': 2 "):
+        simdb_dedup.run(spark, [str(src)], str(tmp_path / "again"), text="text", fmt="json",
+                        index="join", incremental=previous)
