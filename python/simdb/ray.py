@@ -168,7 +168,8 @@ def fingerprint(
     ``concurrency`` workers (Ray actors) each use ``num_cpus`` CPUs (all of
     a machine's but one by default, which the tasks that read the input
     need: the analysis is parallel inside a worker), so run one worker per
-    machine."""
+    machine. The rows come out in the input's order (materialized or
+    written too): the order :func:`dedup` counts them in."""
     if db is not None:
         db = os.fspath(db)
     if db is not None and export is not None:
@@ -181,7 +182,7 @@ def fingerprint(
         num_cpus = float(max(1, (os.cpu_count() or 1) - 1))
     # Fail here, on the driver, rather than in every worker.
     Analyzer(db=db, recipe=recipe, **options)
-    return ds.map_batches(
+    out = ds.map_batches(
         _Fingerprint,
         fn_constructor_kwargs={
             "text": text, "db": db, "recipe": recipe, "options": options, "html": html,
@@ -191,6 +192,10 @@ def fingerprint(
         concurrency=concurrency,
         num_cpus=num_cpus,
     )
+    # In the input's order, materialized or written too: the order
+    # :func:`dedup` counts the documents in.
+    out.context.execution_options.preserve_order = True
+    return out
 
 
 def _inputs(paths: list[str]) -> list[str]:

@@ -631,7 +631,7 @@ def test_ray_dedup_takes_the_rows_in_their_order(tmp_path):
         # (Defined here: Ray's workers pickle it by value, not by module.)
         import time
 
-        if "d000" in list(batch["id"]):
+        if "d000" in batch.column("id").to_pylist():
             time.sleep(3)
         return batch
 
@@ -640,11 +640,15 @@ def test_ray_dedup_takes_the_rows_in_their_order(tmp_path):
     ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
     try:
         for index in ("store", "join"):
-            ds = ray.data.from_items(rows, override_num_blocks=6).map_batches(late_first_block)
-            fps = simdb.ray.fingerprint(ds, batch_size=8, num_cpus=1)
-            r = simdb.ray.dedup(fps, tmp_path / index, keep="newest", index=index, num_cpus=1)
+            fps = simdb.ray.fingerprint(ray.data.from_items(rows, override_num_blocks=6), batch_size=8,
+                                        num_cpus=1)
+            assert fps.context.execution_options.preserve_order
+            # A dataset made from it that was not asked for the order.
+            late = fps.map_batches(late_first_block, batch_format="pyarrow")
+            late.context.execution_options.preserve_order = False
+            r = simdb.ray.dedup(late, tmp_path / index, keep="newest", index=index, num_cpus=1)
             assert engine_result(r) == want, index
-            assert not fps.context.execution_options.preserve_order
+            assert not late.context.execution_options.preserve_order
     finally:
         ray.shutdown()
 
