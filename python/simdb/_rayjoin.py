@@ -30,11 +30,9 @@ def _rows(t: Any) -> int:
 
 
 def _write(table: Any, path: str) -> None:
-    import pyarrow.parquet as pq
+    from .ray import _write_atomically
 
-    tmp = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + ".tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
+    _write_atomically(table, path)
 
 
 def _records_task(block: Any, first_ord: int, buckets: int, path: str, cols: dict) -> tuple:

@@ -356,17 +356,6 @@ def label_rows(t: Any) -> Any:
     )
 
 
-def signed(t: Any) -> Any:
-    """``t`` with its unsigned 64-bit columns as signed (for engines with
-    no unsigned type, as Spark; ords are below 2^63)."""
-    import pyarrow as pa
-
-    for i, f in enumerate(t.schema):
-        if f.type == pa.uint64():
-            t = t.set_column(i, f.name, t.column(i).cast(pa.int64()))
-    return t
-
-
 def components_local(e: Any) -> Any:
     """The components of the edges ``e`` on one machine, by the same steps
     (for tests and small runs): (ord, label) rows."""
@@ -548,7 +537,7 @@ def _by_fingerprint(t: Any, buckets: int) -> list:
 
 
 def _by_ord(t: Any, buckets: int) -> list:
-    return split_by(t, t.column("ord").to_numpy(zero_copy_only=False), buckets)
+    return split(t, "ord", buckets)
 
 
 def _by_key(t: Any, buckets: int) -> list:

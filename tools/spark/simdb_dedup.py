@@ -243,7 +243,7 @@ def place_on_executors(spark, work: str, keep: str | None = None, decisions: str
             def go(batches):
                 for b in batches:
                     for p in b.column("path").to_pylist():
-                        yield from engine.signed(fn(pq.read_table(p, columns=cols))).to_batches()
+                        yield from engine.to_signed(fn(pq.read_table(p, columns=cols))).to_batches()
             return go
 
         edge = "u long, v long, changed long"
@@ -253,10 +253,10 @@ def place_on_executors(spark, work: str, keep: str | None = None, decisions: str
         def both(batches):
             import pyarrow as pa
             for b in batches:
-                yield from engine.signed(engine.both_ways(pa.Table.from_batches([b]), buckets)).to_batches()
+                yield from engine.to_signed(engine.both_ways(pa.Table.from_batches([b]), buckets)).to_batches()
 
         def grouped(step):
-            return lambda t: engine.signed(step(t))
+            return lambda t: engine.to_signed(step(t))
 
         while True:
             changed = 0
@@ -270,7 +270,7 @@ def place_on_executors(spark, work: str, keep: str | None = None, decisions: str
         vertex = "ord long, id string, record binary, near array<string>, label long, bucket long"
 
         def label_rows(t):
-            return engine.signed(by_ord(engine.label_rows(t)))
+            return engine.to_signed(by_ord(engine.label_rows(t)))
 
         def by_ord(t):
             import pyarrow as pa
@@ -282,7 +282,7 @@ def place_on_executors(spark, work: str, keep: str | None = None, decisions: str
         ver = paths.mapInArrow(read(lambda t: by_ord(engine.vertices(t))), vertex)
         log = None if decisions is None else os.path.abspath(decisions)
         done = (ver.unionByName(lab).groupBy("bucket")
-                .applyInArrow(lambda t: engine.signed(engine.label_vertices(t, buckets)), vertex)
+                .applyInArrow(lambda t: engine.to_signed(engine.label_vertices(t, buckets)), vertex)
                 .groupBy("bucket")
                 .applyInArrow(lambda t: stages._place_bucket(t, out, recipe, keep, log, written_at),
                               "bucket long, members long, skipped long, clusters long")
@@ -430,7 +430,6 @@ def join_on_executors(spark, df, work: str, *, recipe=None, incremental: str | N
 
     def checks_fn(d, x):
         import pyarrow.compute as pc
-        import pyarrow.parquet as pq
 
         t0 = perf_counter()
         boiler = pc.is_valid(x.column("part"))
@@ -439,10 +438,7 @@ def join_on_executors(spark, df, work: str, *, recipe=None, incremental: str | N
         with engine.checker(recipe) as c:
             t = engine.stage_checks(c, docs_of(d), sent, parts)
         share = int((d.column("bucket") if d.num_rows else x.column("bucket"))[0].as_py())
-        path = os.path.join(checks_dir, f"part-{share:05}.parquet")
-        tmp = os.path.join(checks_dir, f".part-{share:05}.parquet.tmp")
-        pq.write_table(t, tmp)
-        os.replace(tmp, path)
+        stages._write_atomically(t, os.path.join(checks_dir, f"part-{share:05}.parquet"))
         return pa.table({"checked": [int(t.schema.metadata[b"checked"])], "seconds": [perf_counter() - t0]})
 
     done = (by_ord.groupBy("bucket").cogroup(sent_and_boiler.groupBy("bucket"))
