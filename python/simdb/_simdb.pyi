@@ -452,6 +452,36 @@ def put_clusters(
     disagree with the store's records are refused. Returns the number of
     clusters."""
 
+def export_part(
+    out: Union[str, PathLike[str]],
+    number: int,
+    ids: list[str],
+    records: list[bytes],
+    clusters: list[Optional[int]],
+    *,
+    recipe: Optional[Union[dict[str, Any], str]] = None,
+    keep: Optional[str] = None,
+    written_at: Optional[int] = None,
+) -> dict[str, Any]:
+    """Part ``number`` (``part-NNNNN.parquet``) of the export an engine's
+    run is, written into the directory ``out`` by the library's export
+    writer (whole or absent): the documents ``ids`` with their
+    ``records`` (record bytes), each a member of cluster ``clusters[i]``
+    (None: alone), stating ``recipe`` and ``keep`` (default first);
+    ``written_at`` is the write time every record is taken at. Returns
+    its manifest entry (``file``, ``bytes``, ``rows``, ``crc32``)."""
+
+def finish_export(
+    out: Union[str, PathLike[str]],
+    parts: list[dict[str, Any]],
+    *,
+    decisions: Optional[Union[str, PathLike[str]]] = None,
+) -> dict[str, Any]:
+    """Ends the export in ``out`` whose ``parts`` :func:`export_part`
+    wrote: the decision log ``decisions`` copied in, then ``_SUCCESS``
+    with the manifest (returned), so that ``simdb import`` restores the
+    store the run stands for."""
+
 def fingerprint(
     text: str,
     *,
@@ -555,11 +585,15 @@ def engine_records(
     parts: list[Optional[bytes]],
     priorities: list[Optional[float]],
     dated: list[Optional[int]],
+    *,
+    content_hashes: Optional[list[Optional[int]]] = None,
+    terms: Optional[list[Optional[int]]] = None,
 ) -> list[bytes]:
     """The records (the store's codec bytes) of an engine's fingerprint
     rows (the columns :func:`simdb.ray.fingerprint` writes; ``parts``:
-    u64 big-endian each) at ``ords``, with what the rows state
-    (``priority``, ``dated``: Unix seconds)."""
+    u64 big-endian each; ``content_hashes`` and ``terms`` where given) at
+    ``ords``, with what the rows state (``priority``, ``dated``: Unix
+    seconds)."""
 
 def document_times(values: list[Any]) -> list[Optional[int]]:
     """Documents' own times (Unix seconds, RFC 3339 strings or None) as

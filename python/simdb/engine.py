@@ -500,6 +500,9 @@ def doc_records(
         col("parts"),
         [None if p is None else float(p) for p in pri],
         dated,
+        # Signed on Spark (the bits of the u64), unsigned on Ray.
+        content_hashes=[None if h is None else h & 0xFFFF_FFFF_FFFF_FFFF for h in col("content_hash")],
+        terms=col("terms"),
     )
     docs = pa.table(
         {
@@ -572,13 +575,46 @@ def split_docs(docs: Any, buckets: int) -> tuple[list, list]:
 def split_ids(docs: Any, buckets: int) -> list:
     """The documents' ids (one column, ``id``) split by a hash of the id:
     each id's rows, of every night, meet in one share."""
+    return by_id(docs.select(["id"]), buckets)
+
+
+def by_id(t: Any, buckets: int) -> list:
+    """``t``'s rows split by a hash of their ``id`` (CRC-32 of its UTF-8):
+    each id's rows, of any table, meet in one share."""
     import zlib
 
     import numpy as np
 
-    ids = docs.select(["id"])
-    keys = np.array([zlib.crc32(i.encode("utf-8")) for i in ids.column("id").to_pylist()], dtype=np.uint64)
-    return split_by(ids, keys, buckets)
+    keys = np.array([zlib.crc32(i.encode("utf-8")) for i in t.column("id").to_pylist()], dtype=np.uint64)
+    return split_by(t, keys, buckets)
+
+
+def export_part(
+    out: str,
+    number: int,
+    records: Any,
+    clusters: Any,
+    *,
+    recipe: Any = None,
+    keep: Optional[str] = None,
+    written_at: Optional[int] = None,
+) -> dict:
+    """Part ``number`` of a join run's export in ``out``: the documents of
+    ``records`` (``id``, ``record``), each in its cluster of ``clusters``
+    (the placement's rows: ``id``, ``cluster``; a document not there is
+    alone), in id order, by the library's export writer
+    (``simdb.export_part``). Returns the part's manifest entry."""
+    import pyarrow.compute as pc
+
+    from . import _simdb
+
+    records = records.sort_by("id")
+    at = pc.index_in(records.column("id"), value_set=clusters.column("id"))
+    cluster = pc.take(clusters.column("cluster"), at)
+    return _simdb.export_part(
+        out, number, records.column("id").to_pylist(), records.column("record").to_pylist(),
+        cluster.to_pylist(), recipe=recipe, keep=keep, written_at=written_at,
+    )
 
 
 def repeated_ids(ids: Any, limit: int = 3) -> tuple[int, list]:

@@ -955,8 +955,8 @@ class Dedup:
     """What :func:`dedup` found: ``pairs`` and ``clusters`` (Ray Datasets
     of :data:`PAIR_COLUMNS` and :data:`CLUSTER_COLUMNS`), ``report`` (the
     counts and seconds per stage) and ``store`` (the path of the store
-    that holds the documents and clusters: it serves them; None for a
-    run with ``index="join"``)."""
+    that holds the documents and clusters: it serves them; for a run with
+    ``index="join"``, the ``store`` it was given, else None)."""
 
     def __init__(self, pairs: Any, clusters: Any, report: dict, store: Optional[str]) -> None:
         self.pairs = pairs
@@ -985,6 +985,7 @@ def dedup(
     time: str = "time",
     index: str = "store",
     buckets: Optional[int] = None,
+    store: Optional[Union[str, "os.PathLike[str]"]] = None,
 ) -> Dedup:
     """Near-duplicate pairs and clusters of ``fps`` (the output of
     :func:`fingerprint`, in the order the documents count in), found as
@@ -1023,14 +1024,20 @@ def dedup(
     and probes meet by key in the object store, so no row passes through
     the driver and no worker reads a path another wrote. The checks and
     the placement find what ingest finds, as the store's path does; the
-    run has no store to serve them (``store`` is None), and an incremental
-    run continues a join run's work directory. ``WORK/records/`` holds
-    the run's documents for the next night.
+    run has no store to serve them (``Dedup.store`` is None) unless
+    ``store`` names a new path for one: the run's documents in their
+    clusters are then written on the workers as the export of the store
+    the run stands for (``WORK/export/``, as ``simdb export --parquet``
+    writes one, with the decision log it obeyed), and ``simdb import`` of
+    it on the driver's machine restores that store there (every record,
+    the clusters as placed), for ``simdb serve`` and ``simdb query``. An
+    incremental run continues a join run's work directory.
+    ``WORK/records/`` holds the run's documents for the next night.
 
     The recipe is the one the fingerprints were made with (``recipe``:
     ``Analyzer.recipe``; default: a new store's, or with ``incremental``
     the earlier run's). ``on_stage``, if given, is called with each
-    stage's name (input, import, checks, place) as it starts.
+    stage's name (input, import, checks, place; store) as it starts.
 
     **Incremental** (``incremental``: the work directory of an earlier,
     finished run, which is read, not changed): tonight's rows are imported
@@ -1047,6 +1054,13 @@ def dedup(
     if index not in ("store", "join"):
         raise ValueError(f"index must be \"store\" or \"join\", not {index!r}")
     work = os.fspath(work)
+    if store is not None:
+        if index != "join":
+            raise ValueError('store= is for index="join" (index="store" builds WORK/store)')
+        store = os.path.abspath(os.fspath(store))
+        stored = os.path.join(work, "stored.json")
+        if os.path.exists(store) and not (_done(stored) and read_mark(stored).get("store") == store):
+            raise ValueError(f"{store}: already exists; the run's store is made at a new path")
     os.makedirs(work, exist_ok=True)
     report: dict[str, Any] = {"keep": keep, "index": index, "seconds": {}}
     old = None
@@ -1091,7 +1105,10 @@ def dedup(
             "longest_task_seconds": max(report["join"]["longest_task_seconds"].values()),
         }
         report["seconds"]["checks"] = round(perf_counter() - t, 3)
-        return _placed(report, work, keep, decisions, num_cpus, stage, store=None)
+        r = _placed(report, work, keep, decisions, num_cpus, stage, store=None)
+        if store is not None:
+            r.store = _store_of_join(report, work, store, decisions, num_cpus, stage)
+        return r
 
     t = stage("input")
     with in_order(fps):
@@ -1151,6 +1168,26 @@ def _placed(
     return Dedup(pairs, clusters, report, store)
 
 
+def _store_of_join(
+    report: dict, work: str, store: str, decisions: Any, num_cpus: Any, stage: Any
+) -> str:
+    """:func:`dedup`'s store of a join run at ``store``: the export on the
+    workers, the import on the driver's machine (``report["stored"]``,
+    ``report["seconds"]["store"]``); marked by ``WORK/stored.json``."""
+    from ._rayjoin import store_of_join
+
+    mark = os.path.join(work, "stored.json")
+    t = stage("store")
+    if _done(mark) and read_mark(mark).get("store") == store and os.path.exists(store):
+        report["stored"] = read_mark(mark)
+    else:
+        log = None if decisions is None else os.path.abspath(os.fspath(decisions))
+        report["stored"] = dict(store_of_join(work, store, log, num_cpus), store=store)
+        write_mark(mark, report["stored"])
+    report["seconds"]["store"] = round(perf_counter() - t, 3)
+    return store
+
+
 def _read_clusters(out: str) -> Any:
     """The placement's cluster rows as a Ray Dataset (read on the
     workers; an empty one when there are none)."""
@@ -1202,6 +1239,7 @@ def dedup_files(
     time: str = "time",
     index: str = "store",
     buckets: Optional[int] = None,
+    store: Optional[str] = None,
 ) -> dict:
     """``python -m simdb.ray dedup``: :func:`dedup` of the fingerprint
     rows of ``inputs`` (Parquet parts of :func:`fingerprint` output, in
@@ -1212,7 +1250,9 @@ def dedup_files(
     the stages, so a killed run, run again, goes on where it stopped.
     ``decisions``: a decision log (``simdb decisions --json``) the clusters
     obey; ``priority`` and ``time``: the inputs' columns of the documents'
-    priorities and times, where they have them (see :func:`dedup`)."""
+    priorities and times, where they have them (see :func:`dedup`);
+    ``store``: with ``index="join"``, a new path where the store of the
+    result is made (see :func:`dedup`)."""
     import json
 
     import pyarrow.parquet as pq
@@ -1261,7 +1301,7 @@ def dedup_files(
             recipe = recipe_given
     r = dedup(fps, work, keep=keep, recipe=recipe, parts=parts, num_cpus=num_cpus,
               incremental=incremental, decisions=decisions, priority=priority, time=time,
-              index=index, buckets=buckets)
+              index=index, buckets=buckets, store=store)
     for name, ds in (("pairs", r.pairs), ("clusters", r.clusters)):
         final = os.path.join(out, name)
         if os.path.isdir(final):
@@ -1359,6 +1399,10 @@ def main(argv: Optional[list[str]] = None) -> int:
                    "the checks as a join on Ray tasks (no row through the driver)")
     d.add_argument("--buckets", type=int,
                    help="--index join: shares of each stage (default one per 100,000 documents)")
+    d.add_argument("--store", metavar="DB",
+                   help="--index join: make the store of the result at DB (a new path), which "
+                   "simdb serve and simdb query open: the export written on the workers, "
+                   "imported on this machine")
     d.add_argument("--address", help="Ray cluster address (default: start a local one)")
     d.add_argument("--num-cpus", type=float, help="CPUs per worker (default: fingerprinting all of a machine's but one, checks all)")
     a = p.parse_args(argv)
@@ -1378,6 +1422,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                 export=a.export, parts=a.parts, num_cpus=a.num_cpus,
                 incremental=a.incremental, log=log, decisions=a.decisions,
                 priority=a.priority, time=a.time, index=a.index, buckets=a.buckets,
+                store=a.store,
             )
     except ValueError as e:
         print(f"simdb.ray: {e}", file=sys.stderr)

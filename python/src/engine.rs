@@ -513,3 +513,88 @@ fn placed_columns<'py>(
     )?;
     Ok(out)
 }
+
+/// Part `number` of the export an engine's run is (`simdb import`
+/// restores the store it stands for), written into directory `out` by the
+/// library's export writer: the documents `ids` with their `records`
+/// (record bytes, as `engine_records` and a join run's `WORK/records/`
+/// hold them), each a member of cluster `clusters[i]` (None: alone, its
+/// own ord), stating the run's `recipe` (a dict as `Db.recipe` gives it,
+/// or its JSON; default: a new store's) and `keep` policy (default
+/// first). `written_at`: the write time every record is taken at (the
+/// placement's: `newest` ranks by it where a document states no time of
+/// its own). Returns its manifest entry: `file`, `bytes`, `rows`, `crc32`.
+#[pyfunction]
+#[pyo3(signature = (out, number, ids, records, clusters, *, recipe=None, keep=None, written_at=None))]
+#[allow(clippy::too_many_arguments)]
+pub(super) fn export_part<'py>(
+    py: Python<'py>,
+    out: std::path::PathBuf,
+    number: usize,
+    ids: Vec<String>,
+    records: Vec<Vec<u8>>,
+    clusters: Vec<Option<i64>>,
+    recipe: Option<Bound<'py, PyAny>>,
+    keep: Option<&str>,
+    written_at: Option<u64>,
+) -> PyResult<Bound<'py, PyAny>> {
+    if ids.len() != records.len() || ids.len() != clusters.len() {
+        return Err(PyValueError::new_err(
+            "ids, records and clusters must be of one length",
+        ));
+    }
+    let header = simdb::db::export::ExportHeader::of_recipe(
+        recipe_given(py, recipe)?,
+        keep_named(keep)?.unwrap_or(simdb::db::KeepPolicy::First),
+    );
+    let entry = detach(py, || {
+        let mut w = simdb::db::export::PartWriter::create(&out, number, &header, 128 * 1024)?;
+        for ((id, bytes), cluster) in ids.iter().zip(&records).zip(&clusters) {
+            let mut rec = simdb::codec::decode_record(bytes)
+                .map_err(|e| Error::Input(format!("the record of {id:?}: {e}")))?;
+            if let Some(t) = written_at {
+                rec.ingested_at = t;
+            }
+            // Cluster ids are ords: the two's complement of the engines'
+            // signed columns gives them back.
+            let cluster = cluster.map_or(rec.ord, |c| c as u64);
+            w.push(id, &rec, cluster, None)?;
+        }
+        w.finish()
+    })
+    .or_raise()?;
+    to_py(py, &json_of(&entry)?)
+}
+
+/// Ends the export an engine's run wrote into `out` (parts by
+/// `export_part`): the decision log `decisions` (a file of `simdb
+/// decisions --json`, which the placement obeyed) copied into it as
+/// `_decisions.jsonl`, then the marker `_SUCCESS` with the manifest of
+/// `parts` (dicts as `export_part` returns them, in order), so that
+/// `simdb import` restores the store and tells a copy that lost a part.
+/// Returns the manifest as a dict.
+#[pyfunction]
+#[pyo3(signature = (out, parts, *, decisions=None))]
+pub(super) fn finish_export<'py>(
+    py: Python<'py>,
+    out: std::path::PathBuf,
+    parts: Bound<'py, PyAny>,
+    decisions: Option<std::path::PathBuf>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let json: String = py
+        .import("json")?
+        .call_method1("dumps", (parts,))?
+        .extract()?;
+    let parts: Vec<simdb::db::export::PartEntry> = serde_json::from_str(&json)
+        .map_err(|e| PyValueError::new_err(format!("not a list of export parts: {e}")))?;
+    let manifest = detach(py, || {
+        let log = match &decisions {
+            Some(p) => simdb::db::decisions::read_log(p)?,
+            None => Vec::new(),
+        };
+        let d = simdb::db::export::write_decisions(&out, &log)?;
+        simdb::db::export::finish_export(&out, parts, d)
+    })
+    .or_raise()?;
+    to_py(py, &json_of(&manifest)?)
+}

@@ -46,10 +46,11 @@ fn decoded(ids: Vec<String>, records: Vec<Vec<u8>>) -> PyResult<Vec<(String, sim
 /// The records of an engine's fingerprint rows (the columns
 /// `simdb.ray.fingerprint` writes: `sketch` and `fine` bytes or None,
 /// `length`, `weak_bits` bytes, `parts` bytes: u64 big-endian each,
-/// ascending) at ords `ords`, with what the rows state (`priority`,
-/// `dated`: Unix seconds), as record bytes.
+/// ascending; `content_hash` and `terms` where given) at ords `ords`, with
+/// what the rows state (`priority`, `dated`: Unix seconds), as record
+/// bytes.
 #[pyfunction]
-#[pyo3(signature = (ords, fingerprints, sketches, fines, lengths, weak_bits, parts, priorities, dated))]
+#[pyo3(signature = (ords, fingerprints, sketches, fines, lengths, weak_bits, parts, priorities, dated, *, content_hashes=None, terms=None))]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn engine_records<'py>(
     py: Python<'py>,
@@ -62,9 +63,13 @@ pub(super) fn engine_records<'py>(
     parts: Vec<Option<Vec<u8>>>,
     priorities: Vec<Option<f64>>,
     dated: Vec<Option<u64>>,
+    content_hashes: Option<Vec<Option<u64>>>,
+    terms: Option<Vec<Option<u32>>>,
 ) -> PyResult<Vec<Bound<'py, pyo3::types::PyBytes>>> {
     let n = ords.len();
-    if weak_bits.len() != n || parts.len() != n {
+    let content_hashes = content_hashes.unwrap_or_else(|| vec![None; n]);
+    let terms = terms.unwrap_or_else(|| vec![None; n]);
+    if weak_bits.len() != n || parts.len() != n || content_hashes.len() != n || terms.len() != n {
         return Err(PyValueError::new_err(
             "every column must have one row per document",
         ));
@@ -100,6 +105,13 @@ pub(super) fn engine_records<'py>(
             .map(|c| u64::from_be_bytes(c.try_into().unwrap_or_default()))
             .take(simdb::fingerprint::parts::QUERY_PARTS)
             .collect();
+    }
+    for (r, (h, t)) in records
+        .iter_mut()
+        .zip(content_hashes.into_iter().zip(terms))
+    {
+        r.content_hash = h.unwrap_or(r.content_hash);
+        r.terms = t.unwrap_or(r.terms);
     }
     Ok(records
         .iter()

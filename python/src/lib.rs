@@ -88,6 +88,8 @@ fn _simdb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rebuild_clusters, m)?)?;
     m.add_function(wrap_pyfunction!(place_components, m)?)?;
     m.add_function(wrap_pyfunction!(put_clusters, m)?)?;
+    m.add_function(wrap_pyfunction!(export_part, m)?)?;
+    m.add_function(wrap_pyfunction!(finish_export, m)?)?;
     m.add_function(wrap_pyfunction!(place_groups, m)?)?;
     m.add_function(wrap_pyfunction!(pair_verdicts, m)?)?;
     m.add_function(wrap_pyfunction!(engine_records, m)?)?;

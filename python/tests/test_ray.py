@@ -312,6 +312,44 @@ def kill_during_checks(out, part: int) -> None:
         os.remove(out / "report.json")
 
 
+def assert_same_store(got_path: str, want_path: str, rows: list) -> None:
+    """The store at `got_path` holds what the one at `want_path` holds for
+    `rows`: the documents' records (but when and from where they were
+    written, and their top terms, which engine rows do not carry; their
+    ords, and so cluster ids, may start elsewhere, in the same order), the
+    decisions, the clusters with their representatives and members in
+    rank order, and the same answers to queries."""
+    ords, founders = {}, []
+    with simdb.Db.open(want_path) as want, simdb.Db.open(got_path) as got:
+        assert len(got) == len(want)
+        assert got.keep_policy == want.keep_policy
+        assert got.decisions()["decisions"] == want.decisions()["decisions"]
+        for c in want.clusters(max_members=10_000):
+            other = got.cluster(c["representative"])
+            assert other["representative"] == c["representative"]
+            assert [m["id"] for m in other["members"]] == [m["id"] for m in c["members"]]
+        assert sum(1 for _ in got.clusters()) == sum(1 for _ in want.clusters())
+        for x in rows:
+            a, b = want.get(x["id"]), got.get(x["id"])
+            assert (a is None) == (b is None), x["id"]
+            if a is not None:
+                ords[a.pop("ord")] = b.pop("ord")
+                if a.get("cluster"):
+                    founders.append((a["cluster"].pop("id"), b["cluster"].pop("id")))
+                for k in ("ingested_at", "source", "top_terms"):
+                    a.pop(k, None), b.pop(k, None)
+                assert a == b, x["id"]
+        # The same order of ords; a cluster's id is its founder's ord.
+        assert [ords[k] for k in sorted(ords)] == sorted(ords.values())
+        assert all(ords[a] == b for a, b in founders)
+        for x in rows[::7]:
+            try:
+                hits = [(h.id, h.distance, h.similarity) for h in want.query(x["text"])]
+            except simdb.NoFeatures:
+                continue
+            assert [(h.id, h.distance, h.similarity) for h in got.query(x["text"])] == hits, x["id"]
+
+
 def engine_result(r) -> tuple:
     pairs = {(p["a"], p["b"], p["distance"]) for p in r.pairs.take_all()}
     by = {}
@@ -616,6 +654,76 @@ def test_ray_dedup_as_a_join_equals_ingest(tmp_path):
     finally:
         ray.shutdown()
 
+
+def test_ray_dedup_as_a_join_makes_the_store_it_stands_for(tmp_path):
+    """index="join" with store=: the run's export (written on the workers)
+    imported into a new store, which holds what ingesting the same rows
+    holds: the records, the clusters under a keep policy with decisions
+    (a "not a copy" pair and a "keep this one"), and answers queries as
+    it does; over two nights (incremental), and again after a kill during
+    the export."""
+    ray = pytest.importorskip("ray")
+    pytest.importorskip("pyarrow")
+    import json
+
+    import simdb.ray
+
+    rng = random.Random(5)
+    rows = [
+        dict(x, priority=rng.choice((None, 1, 2)), time=rng.choice((None, 1_600_000_000 + rng.randrange(10**7))))
+        for x in dedup_corpus(13)
+    ]
+    nights = [rows[:70], rows[70:]]
+    # The decisions: the representative and a member of the first
+    # cluster ingest builds are not copies; a member of the second is kept.
+    _, plain = ingested(str(tmp_path / "plain.db"), rows, "newest")
+    (rep, ms), (_, ms2) = plain[0], plain[1]
+    log = tmp_path / "log.jsonl"
+    with open(log, "w") as f:
+        f.write(json.dumps({"seq": 1, "kind": "not_a_copy", "a": rep, "b": next(m for m in ms if m != rep),
+                            "who": "test", "at": 1, "undoes": 0}) + "\n")
+        f.write(json.dumps({"seq": 2, "kind": "keep", "a": ms2[-1], "b": "", "who": "test", "at": 2,
+                            "undoes": 0}) + "\n")
+    ingest = str(tmp_path / "ingest.db")
+    with simdb.Db.create(ingest, keep="newest") as db:
+        db.replay_decisions(log)
+    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    try:
+        previous = None
+        for n, night in enumerate(nights):
+            _, clusters, _ = written_into(ingest, night)
+            fps = simdb.ray.fingerprint(ray.data.from_items(night, override_num_blocks=2), batch_size=16,
+                                        num_cpus=1)
+            work, served = tmp_path / f"night{n}", tmp_path / f"served{n}.db"
+            r = simdb.ray.dedup(fps, work, keep="newest", index="join", buckets=2, num_cpus=1,
+                                incremental=previous, decisions=log, store=served)
+            assert r.store == str(served)
+            assert engine_result(r)[1] == clusters, n
+            assert r.report["stored"]["import"]["restored"]
+            assert r.report["stored"]["import"]["clusters"] == len(clusters)
+            previous = work
+        assert sorted(os.listdir(work / "export")) == ["_SUCCESS", "_decisions.jsonl", "part-00000.parquet",
+                                                        "part-00001.parquet"]
+        # Killed during the export (a part and the marker gone): done again.
+        os.remove(work / "export" / "_SUCCESS")
+        os.remove(work / "export" / "part-00001.parquet")
+        os.remove(work / "stored.json")
+        shutil.rmtree(served)
+        r = simdb.ray.dedup(fps, work, keep="newest", index="join", buckets=2, num_cpus=1,
+                            incremental=tmp_path / "night0", decisions=log, store=served)
+        # Run again, finished: the same store, not made again.
+        again = simdb.ray.dedup(fps, work, keep="newest", index="join", buckets=2, num_cpus=1,
+                                incremental=tmp_path / "night0", decisions=log, store=served)
+        assert again.report["stored"] == r.report["stored"]
+    finally:
+        ray.shutdown()
+    assert_same_store(str(served), ingest, rows)
+    # A path that holds something is refused before the run; store= is
+    # for join runs.
+    with pytest.raises(ValueError, match="already exists"):
+        simdb.ray.dedup(None, tmp_path / "w", index="join", store=ingest)
+    with pytest.raises(ValueError, match="store= is for index"):
+        simdb.ray.dedup(None, tmp_path / "w", store=tmp_path / "new.db")
 
 def test_ray_dedup_takes_the_rows_in_their_order(tmp_path):
     """Blocks that finish out of order: dedup counts the documents in the

@@ -434,12 +434,218 @@ impl Rows {
     }
 }
 
-/// An open `part-` file: its writer, temp path and final path.
-struct Part {
+/// What every part of an export states in its key-value metadata: the
+/// store the rows are the documents of (`simdb import` restores it).
+#[derive(Debug, Clone)]
+pub struct ExportHeader {
+    pub recipe: crate::Recipe,
+    /// The store's default verification threshold.
+    pub min_similarity: f64,
+    /// Who represents a cluster.
+    pub keep: super::KeepPolicy,
+    /// Whether the store keeps texts (the `text` column holds them).
+    pub keep_texts: bool,
+}
+
+impl ExportHeader {
+    /// The header of a store of `recipe` under `keep` that keeps no texts,
+    /// confirming at the recipe's default threshold: what an engine's run
+    /// (`simdb.ray.dedup`, the Spark job) stands for.
+    pub fn of_recipe(recipe: crate::Recipe, keep: super::KeepPolicy) -> ExportHeader {
+        let min_similarity = recipe
+            .sketch_kind()
+            .map(super::default_min_similarity)
+            .unwrap_or(super::DEFAULT_MIN_SIMILARITY);
+        ExportHeader {
+            recipe,
+            min_similarity,
+            keep,
+            keep_texts: false,
+        }
+    }
+
+    fn properties(&self, row_group_rows: usize) -> Result<WriterProperties> {
+        use parquet::file::metadata::KeyValue;
+        let recipe =
+            serde_json::to_string(&self.recipe).map_err(|e| Error::Input(e.to_string()))?;
+        let kv = vec![
+            KeyValue::new(META_RECIPE.to_string(), recipe),
+            KeyValue::new(
+                META_MIN_SIMILARITY.to_string(),
+                self.min_similarity.to_string(),
+            ),
+            KeyValue::new(META_KEEP_POLICY.to_string(), self.keep.name().to_string()),
+            KeyValue::new(META_KEEP_TEXTS.to_string(), self.keep_texts.to_string()),
+            KeyValue::new(META_EXPORT_VERSION.to_string(), "1".to_string()),
+        ];
+        Ok(WriterProperties::builder()
+            .set_key_value_metadata(Some(kv))
+            .set_compression(Compression::SNAPPY)
+            .set_max_row_group_row_count(Some(row_group_rows))
+            .set_created_by(format!("simdb {}", env!("CARGO_PKG_VERSION")))
+            .build())
+    }
+}
+
+/// One `part-NNNNN.parquet` of an export being written: under a dot-name,
+/// a row group at a time (memory holds one), synced and renamed when
+/// [`PartWriter::finish`]ed, so a part is whole or absent. An export is
+/// its parts and then the marker ([`finish_export`]); parts may be written
+/// by different processes (an engine's workers), each numbered apart.
+pub struct PartWriter {
     writer: ArrowWriter<Hashed<std::fs::File>>,
     tmp: PathBuf,
     path: PathBuf,
-    rows: u64,
+    rows: Rows,
+    schema: SchemaRef,
+    row_group_rows: usize,
+    written: u64,
+}
+
+impl PartWriter {
+    /// Starts part `number` of the export in directory `dir` (which must
+    /// exist), its row groups of `row_group_rows` rows (at least 1).
+    pub fn create(
+        dir: &Path,
+        number: usize,
+        header: &ExportHeader,
+        row_group_rows: usize,
+    ) -> Result<PartWriter> {
+        if row_group_rows == 0 {
+            return Err(Error::Input("row groups need at least one row".into()));
+        }
+        let name = format!("part-{number:05}.parquet");
+        let tmp = dir.join(format!(".{name}.tmp"));
+        let file = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+        let file = Hashed {
+            inner: file,
+            crc: crc32fast::Hasher::new(),
+            bytes: 0,
+        };
+        let schema = parquet_schema();
+        let props = header.properties(row_group_rows)?;
+        let writer =
+            ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(|e| fail(&tmp, e))?;
+        Ok(PartWriter {
+            writer,
+            tmp,
+            path: dir.join(name),
+            rows: Rows::new(),
+            schema,
+            row_group_rows,
+            written: 0,
+        })
+    }
+
+    /// Adds the document `id` stored as `rec`, a member of cluster
+    /// `cluster` (its own ord when alone), with its kept text.
+    pub fn push(&mut self, id: &str, rec: &Record, cluster: u64, text: Option<&str>) -> Result<()> {
+        self.rows.push(id, rec, cluster, text);
+        if self.rows.len >= self.row_group_rows || self.rows.text_bytes >= ROW_GROUP_TEXT_BYTES {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// The rows added so far.
+    pub fn rows(&self) -> u64 {
+        self.written + self.rows.len as u64
+    }
+
+    /// Writes the rows built so far as one row group.
+    fn flush(&mut self) -> Result<()> {
+        if self.rows.len == 0 {
+            return Ok(());
+        }
+        let n = self.rows.len as u64;
+        let batch = self
+            .rows
+            .finish(&self.schema)
+            .map_err(|e| fail(&self.tmp, e))?;
+        self.writer.write(&batch).map_err(|e| fail(&self.tmp, e))?;
+        // Each batch is one row group: memory holds one.
+        self.writer.flush().map_err(|e| fail(&self.tmp, e))?;
+        self.written += n;
+        Ok(())
+    }
+
+    /// Writes the last row group and the footer, syncs the file and renames
+    /// it into place; returns its entry of the manifest.
+    pub fn finish(mut self) -> Result<PartEntry> {
+        self.flush()?;
+        let rows = self.written;
+        let hashed = self.writer.into_inner().map_err(|e| fail(&self.tmp, e))?;
+        hashed
+            .inner
+            .sync_all()
+            .map_err(|e| Error::io(&self.tmp, e))?;
+        std::fs::rename(&self.tmp, &self.path).map_err(|e| Error::io(&self.path, e))?;
+        Ok(PartEntry {
+            file: self
+                .path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default()
+                .to_string(),
+            bytes: hashed.bytes,
+            rows,
+            crc32: format!("{:08x}", hashed.crc.finalize()),
+        })
+    }
+}
+
+/// Ends the export in `out` whose parts (and decision log) are written:
+/// syncs the directory, then writes the marker, [`MARKER`], holding the
+/// [`Manifest`] of `parts` (in the order given) and `decisions`, and
+/// syncs it. After a crash, a directory with the marker holds every part.
+pub fn finish_export(
+    out: &Path,
+    parts: Vec<PartEntry>,
+    decisions: Option<PartEntry>,
+) -> Result<Manifest> {
+    sync_dir(out)?;
+    let manifest = Manifest {
+        format: Manifest::FORMAT.to_string(),
+        documents: parts.iter().map(|p| p.rows).sum(),
+        parts,
+        decisions,
+    };
+    let ok = out.join(MARKER);
+    let mut marker = std::fs::File::create(&ok).map_err(|e| Error::io(&ok, e))?;
+    let text = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::Input(e.to_string()))?;
+    std::io::Write::write_all(&mut marker, &text).map_err(|e| Error::io(&ok, e))?;
+    marker.sync_all().map_err(|e| Error::io(&ok, e))?;
+    sync_dir(out)?;
+    Ok(manifest)
+}
+
+/// Writes decision log `log` (oldest first) into the export directory
+/// `out` as [`DECISIONS_FILE`] (under a dot-name, synced, then renamed);
+/// its manifest entry, or `None` (and no file) for an empty log.
+pub fn write_decisions(
+    out: &Path,
+    log: &[super::decisions::Decision],
+) -> Result<Option<PartEntry>> {
+    if log.is_empty() {
+        return Ok(None);
+    }
+    let mut lines = Vec::new();
+    for d in log {
+        serde_json::to_writer(&mut lines, d).map_err(|e| Error::Input(e.to_string()))?;
+        lines.push(b'\n');
+    }
+    let tmp = out.join(format!(".{DECISIONS_FILE}.tmp"));
+    let path = out.join(DECISIONS_FILE);
+    let mut f = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
+    std::io::Write::write_all(&mut f, &lines).map_err(|e| Error::io(&tmp, e))?;
+    f.sync_all().map_err(|e| Error::io(&tmp, e))?;
+    std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
+    Ok(Some(PartEntry {
+        file: DECISIONS_FILE.to_string(),
+        bytes: lines.len() as u64,
+        rows: log.len() as u64,
+        crc32: format!("{:08x}", crc32fast::hash(&lines)),
+    }))
 }
 
 /// fsyncs directory `dir` (its entries: renames and new files).
@@ -484,174 +690,72 @@ impl Db {
             }
             Err(e) => return Err(Error::io(out, e)),
         }
-        let schema = parquet_schema();
-        let recipe =
-            serde_json::to_string(self.recipe()).map_err(|e| Error::Input(e.to_string()))?;
-        let kv = vec![
-            parquet::file::metadata::KeyValue::new(META_RECIPE.to_string(), recipe),
-            parquet::file::metadata::KeyValue::new(
-                META_MIN_SIMILARITY.to_string(),
-                self.default_min_similarity().to_string(),
-            ),
-            parquet::file::metadata::KeyValue::new(
-                META_KEEP_POLICY.to_string(),
-                self.store.keep_policy()?.name().to_string(),
-            ),
-            parquet::file::metadata::KeyValue::new(
-                META_KEEP_TEXTS.to_string(),
-                self.store.keeps_texts().to_string(),
-            ),
-            parquet::file::metadata::KeyValue::new(
-                META_EXPORT_VERSION.to_string(),
-                "1".to_string(),
-            ),
-        ];
-        let props = WriterProperties::builder()
-            .set_key_value_metadata(Some(kv))
-            .set_compression(Compression::SNAPPY)
-            .set_max_row_group_row_count(Some(opts.row_group_rows))
-            .set_created_by(format!("simdb {}", env!("CARGO_PKG_VERSION")))
-            .build();
+        let header = ExportHeader {
+            recipe: self.recipe().clone(),
+            min_similarity: self.default_min_similarity(),
+            keep: self.store.keep_policy()?,
+            keep_texts: self.store.keeps_texts(),
+        };
         let mut summary = ExportSummary {
             documents: 0,
             files: Vec::new(),
             bytes: 0,
         };
-        let mut rows = Rows::new();
-        let mut part: Option<Part> = None;
-
-        let open_part = |n: usize| -> Result<Part> {
-            let name = format!("part-{n:05}.parquet");
-            let tmp = out.join(format!(".{name}.tmp"));
-            let file = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
-            let file = Hashed {
-                inner: file,
-                crc: crc32fast::Hasher::new(),
-                bytes: 0,
-            };
-            let writer = ArrowWriter::try_new(file, schema.clone(), Some(props.clone()))
-                .map_err(|e| fail(&tmp, e))?;
-            Ok(Part {
-                writer,
-                tmp,
-                path: out.join(name),
-                rows: 0,
-            })
-        };
-        let mut manifest = Manifest {
-            format: Manifest::FORMAT.to_string(),
-            documents: 0,
-            parts: Vec::new(),
-            decisions: None,
-        };
-        let mut close_part = |p: Part, summary: &mut ExportSummary| -> Result<()> {
-            let hashed = p.writer.into_inner().map_err(|e| fail(&p.tmp, e))?;
-            hashed.inner.sync_all().map_err(|e| Error::io(&p.tmp, e))?;
-            summary.bytes += hashed.bytes;
-            std::fs::rename(&p.tmp, &p.path).map_err(|e| Error::io(&p.path, e))?;
-            manifest.parts.push(PartEntry {
-                file: p
-                    .path
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .unwrap_or_default()
-                    .to_string(),
-                bytes: hashed.bytes,
-                rows: p.rows,
-                crc32: format!("{:08x}", hashed.crc.finalize()),
-            });
-            summary.files.push(p.path);
-            Ok(())
-        };
-        // Writes the rows built so far into the current part.
-        let flush = |rows: &mut Rows, part: &mut Option<Part>, summary: &mut ExportSummary| {
-            if rows.len == 0 {
-                return Ok(());
-            }
-            let p = match part {
-                Some(p) => p,
-                None => part.insert(open_part(summary.files.len())?),
-            };
-            let n = rows.len as u64;
-            let batch = rows.finish(&schema).map_err(|e| fail(&p.tmp, e))?;
-            p.writer.write(&batch).map_err(|e| fail(&p.tmp, e))?;
-            // Each batch is one row group: memory holds one.
-            p.writer.flush().map_err(|e| fail(&p.tmp, e))?;
-            p.rows += n;
+        let mut parts: Vec<PartEntry> = Vec::new();
+        let mut part: Option<PartWriter> = None;
+        let close = |p: PartWriter, parts: &mut Vec<PartEntry>, summary: &mut ExportSummary| {
+            let e = p.finish()?;
+            summary.bytes += e.bytes;
+            summary.files.push(out.join(&e.file));
+            parts.push(e);
             Ok::<(), Error>(())
         };
-
         // Texts as of the export's start (a read-only store's view is its
         // open's anyway).
         let at = self.store.snapshot();
         self.for_each(|id, rec| {
             let cluster = self.store.cluster_entry(id)?.unwrap_or(rec.ord);
             let text = self.store.text_at(&at, id)?;
-            rows.push(id, &rec, cluster, text.as_deref());
+            let p = match &mut part {
+                Some(p) => p,
+                None => part.insert(PartWriter::create(
+                    out,
+                    parts.len(),
+                    &header,
+                    opts.row_group_rows,
+                )?),
+            };
+            p.push(id, &rec, cluster, text.as_deref())?;
             summary.documents += 1;
-            let file_full = part.as_ref().map_or(0, |p| p.rows) + rows.len as u64 >= opts.file_rows;
-            if rows.len >= opts.row_group_rows
-                || rows.text_bytes >= ROW_GROUP_TEXT_BYTES
-                || file_full
-            {
-                flush(&mut rows, &mut part, &mut summary)?;
-            }
-            if file_full {
+            if p.rows() >= opts.file_rows {
                 if let Some(p) = part.take() {
-                    close_part(p, &mut summary)?;
+                    close(p, &mut parts, &mut summary)?;
                 }
             }
             Ok(())
         })?;
-        flush(&mut rows, &mut part, &mut summary)?;
         match part.take() {
-            Some(p) => close_part(p, &mut summary)?,
+            Some(p) => close(p, &mut parts, &mut summary)?,
             // An empty store: one file with the schema and no rows.
-            None if summary.files.is_empty() => {
-                let p = open_part(0)?;
-                close_part(p, &mut summary)?;
+            None if parts.is_empty() => {
+                let p = PartWriter::create(out, 0, &header, opts.row_group_rows)?;
+                close(p, &mut parts, &mut summary)?;
             }
             None => {}
         }
-        manifest.decisions = self.export_decisions(out)?;
-        // The renamed parts are durable before the marker says so, and the
-        // marker before this returns.
-        sync_dir(out)?;
-        manifest.documents = summary.documents;
-        let ok = out.join(MARKER);
-        let mut marker = std::fs::File::create(&ok).map_err(|e| Error::io(&ok, e))?;
-        let text = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::Input(e.to_string()))?;
-        std::io::Write::write_all(&mut marker, &text).map_err(|e| Error::io(&ok, e))?;
-        marker.sync_all().map_err(|e| Error::io(&ok, e))?;
-        sync_dir(out)?;
+        let decisions = self.export_decisions(out)?;
+        finish_export(out, parts, decisions)?;
         Ok(summary)
     }
 
     /// Writes the store's decision log into `out` ([`DECISIONS_FILE`],
     /// under a dot-name, synced, then renamed), if it has one.
     fn export_decisions(&self, out: &Path) -> Result<Option<PartEntry>> {
-        let mut lines = Vec::new();
-        let mut rows = 0u64;
+        let mut log = Vec::new();
         self.store.for_each_decision(0, |d| {
-            serde_json::to_writer(&mut lines, &d).map_err(|e| Error::Input(e.to_string()))?;
-            lines.push(b'\n');
-            rows += 1;
+            log.push(d);
             Ok(true)
         })?;
-        if rows == 0 {
-            return Ok(None);
-        }
-        let tmp = out.join(format!(".{DECISIONS_FILE}.tmp"));
-        let path = out.join(DECISIONS_FILE);
-        let mut f = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
-        std::io::Write::write_all(&mut f, &lines).map_err(|e| Error::io(&tmp, e))?;
-        f.sync_all().map_err(|e| Error::io(&tmp, e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
-        Ok(Some(PartEntry {
-            file: DECISIONS_FILE.to_string(),
-            bytes: lines.len() as u64,
-            rows,
-            crc32: format!("{:08x}", crc32fast::hash(&lines)),
-        }))
+        write_decisions(out, &log)
     }
 }

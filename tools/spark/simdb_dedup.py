@@ -7,6 +7,7 @@ of the simdb package:
     python tools/spark/simdb_dedup.py IN... OUT [--text text] [--format json]
         [--keep first|priority|newest|longest] [--priority COL] [--time COL]
         [--decisions LOG] [--db STORE] [--parts N] [--master URL]
+        [--index join [--buckets N] [--store DB]]
 
 1. input: the rows, in the order the documents count in (the partitions'
    order, as read), written by Spark to `WORK/input/` (part files in
@@ -30,8 +31,12 @@ distance), OUT/report.json. The work directory (default OUT/_work) keeps
 each finished stage, and stage 3 each finished range: a killed run, run
 again, resumes. With --incremental OLD (an earlier run's OUT), tonight's
 documents are imported after the earlier runs' and only they are checked;
-pairs are tonight's, clusters the whole store's. `tools/spark/simdb_spark.py` is the other job: exact-k
-pairs of an export by SQL joins.
+pairs are tonight's, clusters the whole store's. With --index join, stages
+1 to 3 are a join on the executors (no store, no row through the driver);
+--store DB then makes the store of the result: the export written on the
+executors (WORK/export/), imported at DB on the driver's machine.
+`tools/spark/simdb_spark.py` is the other job: exact-k pairs of an export
+by SQL joins.
 """
 
 from __future__ import annotations
@@ -51,7 +56,7 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
         html: bool = False, fmt: str = "parquet", db: str | None = None, parts: int | None = None,
         work: str | None = None, incremental: str | None = None, decisions: str | None = None,
         priority: str = "priority", time: str = "time", index: str = "store",
-        buckets: int | None = None) -> dict:
+        buckets: int | None = None, store: str | None = None) -> dict:
     """Runs the job; returns the report (also written to OUT/report.json).
     ``index="join"``: no store; the checks as a join on the executors
     (`join_on_executors`), as `simdb.ray.dedup`'s ``index="join"``.
@@ -61,7 +66,9 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
     ``priority`` and ``time`` name the rows' columns of each document's
     priority and own time, where they have them (`simdb.ray.STATED`);
     ``decisions``: a decision log (`simdb decisions --json`) the clusters
-    obey."""
+    obey. ``store`` (with ``index="join"``): a new path where the store of
+    the result is made (`export_on_executors`, then `simdb import` of the
+    export on the driver's machine), as `simdb.ray.dedup`'s ``store``."""
     import pyarrow.parquet as pq
     import simdb
     from pyspark.sql import functions as F
@@ -71,10 +78,18 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
         raise ValueError("--html names no column: give the column of pages with --text")
     if index not in ("store", "join"):
         raise ValueError(f"--index must be store or join, not {index!r}")
+    if store is not None:
+        if index != "join":
+            raise ValueError("--store is for --index join (--index store builds OUT/_work/store)")
+        store = os.path.abspath(store)
     os.makedirs(out, exist_ok=True)
     work = work or os.path.join(out, "_work")
     os.makedirs(work, exist_ok=True)
     report: dict = {"keep": keep, "index": index, "seconds": {}}
+    stored = os.path.join(work, "stored.json")
+    if store is not None and os.path.exists(store) and not (
+            os.path.exists(stored) and stages.read_mark(stored).get("store") == store):
+        raise ValueError(f"{store}: already exists; the run's store is made at a new path")
     recipe = None
     if incremental is not None:
         if os.path.isdir(os.path.join(incremental, "_work")):
@@ -115,7 +130,7 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
                                            buckets=buckets)
         report["checks"] = {"checked": report["join"]["checked"]}
         report["seconds"]["checks"] = round(perf_counter() - t, 3)
-        return _outputs(spark, report, out, work, keep, decisions, store=None)
+        return _outputs(spark, report, out, work, keep, decisions, store=store)
 
     t = perf_counter()
     marker = os.path.join(work, "input.json")
@@ -157,12 +172,18 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
 
 
 def _outputs(spark, report: dict, out: str, work: str, keep: str, decisions, store) -> dict:
-    """The placement, then OUT/pairs/, OUT/clusters/ and OUT/report.json."""
+    """The placement (and with ``store``, for a join run, the store of the
+    result), then OUT/pairs/, OUT/clusters/ and OUT/report.json."""
     from pyspark.sql import functions as F
+    from simdb import ray as stages
 
     t = perf_counter()
     report["placed"] = place_on_executors(spark, work, keep, decisions)
     report["seconds"]["place"] = round(perf_counter() - t, 3)
+    if store is not None and stages._joined(work) is not None:
+        t = perf_counter()
+        report["stored"] = store_of_join(spark, work, store, decisions)
+        report["seconds"]["store"] = round(perf_counter() - t, 3)
 
     t = perf_counter()
     final = os.path.join(out, "pairs")
@@ -197,6 +218,104 @@ def _outputs(spark, report: dict, out: str, work: str, keep: str, decisions, sto
         json.dump(report, f, indent=1)
         f.write("\n")
     return report
+
+
+def store_of_join(spark, work: str, store: str, decisions: str | None = None) -> dict:
+    """The store a finished join run stands for, at ``store`` (a new
+    path), as `simdb.ray.dedup`'s ``store``: the export on the executors
+    (`export_on_executors`), then `simdb import` of it on the driver's
+    machine (`simdb._rayjoin.import_export`); marked by WORK/stored.json."""
+    from simdb import _rayjoin
+    from simdb import ray as stages
+
+    mark = os.path.join(work, "stored.json")
+    if os.path.exists(mark) and stages.read_mark(mark).get("store") == store and os.path.exists(store):
+        return stages.read_mark(mark)
+    t = perf_counter()
+    what = {"export": export_on_executors(spark, work, decisions)}
+    what["export"]["seconds"] = round(perf_counter() - t, 3)
+    what["import"] = _rayjoin.import_export(work, store)
+    what["store"] = store
+    stages.write_mark(mark, what)
+    return what
+
+
+def export_on_executors(spark, work: str, decisions: str | None = None) -> dict:
+    """WORK/export/: a finished join run's documents (every night's) in
+    their clusters as a `simdb export --parquet` of the store the run
+    stands for, as `simdb._rayjoin.export_join` writes it on Ray: the
+    record parts and the placement's parts read by the tasks, rows
+    grouped by a hash of the id, each group written as a part by the
+    library's export writer (`simdb.engine.export_part`); the driver
+    writes the manifest from the parts' entries. Marked by its _SUCCESS;
+    done again from the start otherwise."""
+    import pyarrow.parquet as pq
+    import simdb
+    from simdb import ray as stages
+
+    out = os.path.join(work, "export")
+    marker = os.path.join(out, "_SUCCESS")
+    if os.path.exists(marker):
+        with open(marker) as f:
+            m = json.load(f)
+        return {"documents": m["documents"], "parts": len(m["parts"])}
+    joined, placed = stages._joined(work), stages.read_mark(os.path.join(work, "placed.json"))
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    b = max(2, int(placed["buckets"]))
+
+    def files(path):
+        if not os.path.isdir(path):
+            return [path]
+        return sorted(os.path.join(path, f) for f in os.listdir(path)
+                      if f.endswith(".parquet") and not f.startswith((".", "_")))
+
+    paths = [(p, "records") for r in joined["records"] for p in files(r)]
+    paths += [(p, "clusters") for p in files(os.path.join(work, "clusters"))]
+    schema = "id string, record binary, cluster long, bucket long"
+
+    def read(batches):
+        import pyarrow as pa
+        from simdb import engine
+
+        for batch in batches:
+            for p, kind in zip(batch.column("path").to_pylist(), batch.column("kind").to_pylist()):
+                if kind == "records":
+                    t = pq.read_table(p, columns=["id", "record"])
+                    t = t.append_column("cluster", pa.nulls(t.num_rows, pa.int64()))
+                else:
+                    t = pq.read_table(p, columns=["id", "cluster"])
+                    t = pa.table({"id": t.column("id"), "record": pa.nulls(t.num_rows, pa.binary()),
+                                  "cluster": t.column("cluster")})
+                for share, piece in enumerate(engine.by_id(t, b)):
+                    if piece.num_rows:
+                        yield from piece.append_column(
+                            "bucket", pa.array([share] * piece.num_rows, pa.int64())).to_batches()
+
+    recipe, keep, written_at = joined["recipe"], placed["keep"], joined["written_at"]
+
+    def write(t):
+        import pyarrow as pa
+        from simdb import engine
+
+        t0 = perf_counter()
+        records = t.filter(t.column("record").is_valid()).select(["id", "record"])
+        clusters = t.filter(t.column("cluster").is_valid()).select(["id", "cluster"])
+        e = engine.export_part(out, int(t.column("bucket")[0].as_py()), records, clusters,
+                               recipe=recipe, keep=keep, written_at=written_at)
+        return pa.table({"file": [e["file"]], "bytes": [e["bytes"]], "rows": [e["rows"]],
+                         "crc32": [e["crc32"]], "seconds": [perf_counter() - t0]})
+
+    done = (spark.createDataFrame(paths, "path string, kind string").repartition(max(1, len(paths)))
+            .mapInArrow(read, schema).groupBy("bucket")
+            .applyInArrow(write, "file string, bytes long, rows long, crc32 string, seconds double")
+            .collect())
+    entries = sorted(({k: r[k] for k in ("file", "bytes", "rows", "crc32")} for r in done),
+                     key=lambda e: e["file"])
+    log = None if decisions is None else os.path.abspath(decisions)
+    manifest = simdb.finish_export(out, entries, decisions=log)
+    return {"documents": manifest["documents"], "parts": len(manifest["parts"]),
+            "longest_task_seconds": round(max((r["seconds"] for r in done), default=0.0), 3)}
 
 
 def place_on_executors(spark, work: str, keep: str | None = None, decisions: str | None = None,
@@ -496,6 +615,10 @@ def main(argv: list[str] | None = None) -> int:
                         "store, the checks as a join on the executors")
     p.add_argument("--buckets", type=int,
                    help="--index join: shares of each stage (default one per 100,000 documents)")
+    p.add_argument("--store", metavar="DB",
+                   help="--index join: make the store of the result at DB (a new path), which "
+                   "simdb serve and simdb query open: the export written on the executors, "
+                   "imported on the driver's machine")
     p.add_argument("--work", help="work directory (default OUT/_work)")
     p.add_argument("--incremental", metavar="OLD",
                    help="an earlier run's OUT (or work directory): tonight's documents are "
@@ -512,7 +635,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rep = run(spark, a.inputs, a.out, keep=a.keep, text=a.text, html=a.html, fmt=a.format, db=a.db,
                   parts=a.parts, work=a.work, incremental=a.incremental, decisions=a.decisions,
-                  priority=a.priority, time=a.time, index=a.index, buckets=a.buckets)
+                  priority=a.priority, time=a.time, index=a.index, buckets=a.buckets,
+                  store=a.store)
     except ValueError as e:
         print(f"simdb-dedup: {e}", file=sys.stderr)
         return 2

@@ -29,7 +29,13 @@ pytest.importorskip("simdb", reason="the simdb package is not installed (tools/p
 import simdb_dedup  # noqa: E402
 import simdb_fingerprint  # noqa: E402
 import simdb_spark  # noqa: E402
-from test_ray import dedup_corpus, ingested, kill_during_checks, written_into  # noqa: E402
+from test_ray import (  # noqa: E402
+    assert_same_store,
+    dedup_corpus,
+    ingested,
+    kill_during_checks,
+    written_into,
+)
 
 
 @pytest.fixture(scope="module")
@@ -182,9 +188,14 @@ def test_spark_dedup_as_a_join_equals_ingest(spark, tmp_path):
         src = tmp_path / f"night{n}.jsonl"
         write_jsonl(src, night)
         out = tmp_path / f"night-out{n}"
-        simdb_dedup.run(spark, [str(src)], str(out), text="text", fmt="json", index="join",
-                        incremental=previous)
+        rep = simdb_dedup.run(spark, [str(src)], str(out), text="text", fmt="json", index="join",
+                              incremental=previous, store=str(tmp_path / f"served{n}.db"))
         assert result(out) == (pairs, clusters), n
+        # The store of the result (the export on the executors, imported
+        # here) holds what ingest's holds after the night.
+        assert rep["store_path"] == str(tmp_path / f"served{n}.db")
+        assert rep["stored"]["import"]["restored"]
+        assert_same_store(rep["store_path"], path, rows)
         previous = str(out)
     assert any(a < "d060" <= b for a, b, _ in pairs)
     # Tonight's ids already in an earlier night: refused, naming them.
