@@ -334,19 +334,15 @@ def export_join(work: str, decisions: Optional[str] = None, num_cpus: Optional[f
     share of the ids (the records and the placement's rows meet by a hash
     of the id); the driver writes the manifest from the parts' entries.
     Marked by its ``_SUCCESS``; done again from the start otherwise."""
-    import json
-
     import ray
 
     from . import _simdb
     from .ray import _joined, read_mark
 
     out = os.path.join(work, "export")
-    marker = os.path.join(out, "_SUCCESS")
-    if os.path.exists(marker):
-        with open(marker) as f:
-            m = json.load(f)
-        return {"documents": m["documents"], "parts": len(m["parts"]), "longest_task_seconds": 0.0}
+    done = finished_export(out)
+    if done is not None:
+        return done
     joined, placed = _joined(work), read_mark(os.path.join(work, "placed.json"))
     if joined is None:
         raise ValueError(f"{work}: not the work directory of a finished dedup run with index=\"join\"")
@@ -375,6 +371,38 @@ def export_join(work: str, decisions: Optional[str] = None, num_cpus: Optional[f
         "parts": len(manifest["parts"]),
         "longest_task_seconds": round(max(d["seconds"] for d in done), 3),
     }
+
+
+def finished_export(out: str) -> Optional[dict]:
+    """The counts of the export in ``out`` when its ``_SUCCESS`` says it
+    is whole (:func:`export_join`, the Spark job's), else None."""
+    import json
+
+    marker = os.path.join(out, "_SUCCESS")
+    if not os.path.exists(marker):
+        return None
+    with open(marker) as f:
+        m = json.load(f)
+    return {"documents": m["documents"], "parts": len(m["parts"]), "longest_task_seconds": 0.0}
+
+
+def stored(work: str, store: Optional[str]) -> Optional[dict]:
+    """What ``WORK/stored.json`` says of the store a finished run made at
+    ``store``, if that run made it and it is there; else None."""
+    from .ray import read_mark
+
+    mark = os.path.join(work, "stored.json")
+    if store is None or not os.path.exists(mark) or not os.path.exists(store):
+        return None
+    what = read_mark(mark)
+    return what if what.get("store") == store else None
+
+
+def refuse_taken(work: str, store: str) -> None:
+    """Refuses ``store`` when something is there that this run's work
+    directory ``work`` did not make: the store is made at a new path."""
+    if os.path.exists(store) and stored(work, store) is None:
+        raise ValueError(f"{store}: already exists; the run's store is made at a new path")
 
 
 def store_of_join(work: str, store: str, decisions: Optional[str] = None, num_cpus: Optional[float] = None) -> dict:

@@ -1057,10 +1057,10 @@ def dedup(
     if store is not None:
         if index != "join":
             raise ValueError('store= is for index="join" (index="store" builds WORK/store)')
+        from ._rayjoin import refuse_taken
+
         store = os.path.abspath(os.fspath(store))
-        stored = os.path.join(work, "stored.json")
-        if os.path.exists(store) and not (_done(stored) and read_mark(stored).get("store") == store):
-            raise ValueError(f"{store}: already exists; the run's store is made at a new path")
+        refuse_taken(work, store)
     os.makedirs(work, exist_ok=True)
     report: dict[str, Any] = {"keep": keep, "index": index, "seconds": {}}
     old = None
@@ -1174,16 +1174,14 @@ def _store_of_join(
     """:func:`dedup`'s store of a join run at ``store``: the export on the
     workers, the import on the driver's machine (``report["stored"]``,
     ``report["seconds"]["store"]``); marked by ``WORK/stored.json``."""
-    from ._rayjoin import store_of_join
+    from ._rayjoin import store_of_join, stored
 
-    mark = os.path.join(work, "stored.json")
     t = stage("store")
-    if _done(mark) and read_mark(mark).get("store") == store and os.path.exists(store):
-        report["stored"] = read_mark(mark)
-    else:
+    report["stored"] = stored(work, store)
+    if report["stored"] is None:
         log = None if decisions is None else os.path.abspath(os.fspath(decisions))
         report["stored"] = dict(store_of_join(work, store, log, num_cpus), store=store)
-        write_mark(mark, report["stored"])
+        write_mark(os.path.join(work, "stored.json"), report["stored"])
     report["seconds"]["store"] = round(perf_counter() - t, 3)
     return store
 

@@ -86,10 +86,10 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
     work = work or os.path.join(out, "_work")
     os.makedirs(work, exist_ok=True)
     report: dict = {"keep": keep, "index": index, "seconds": {}}
-    stored = os.path.join(work, "stored.json")
-    if store is not None and os.path.exists(store) and not (
-            os.path.exists(stored) and stages.read_mark(stored).get("store") == store):
-        raise ValueError(f"{store}: already exists; the run's store is made at a new path")
+    if store is not None:
+        from simdb._rayjoin import refuse_taken
+
+        refuse_taken(work, store)
     recipe = None
     if incremental is not None:
         if os.path.isdir(os.path.join(incremental, "_work")):
@@ -228,15 +228,15 @@ def store_of_join(spark, work: str, store: str, decisions: str | None = None) ->
     from simdb import _rayjoin
     from simdb import ray as stages
 
-    mark = os.path.join(work, "stored.json")
-    if os.path.exists(mark) and stages.read_mark(mark).get("store") == store and os.path.exists(store):
-        return stages.read_mark(mark)
+    done = _rayjoin.stored(work, store)
+    if done is not None:
+        return done
     t = perf_counter()
     what = {"export": export_on_executors(spark, work, decisions)}
     what["export"]["seconds"] = round(perf_counter() - t, 3)
     what["import"] = _rayjoin.import_export(work, store)
     what["store"] = store
-    stages.write_mark(mark, what)
+    stages.write_mark(os.path.join(work, "stored.json"), what)
     return what
 
 
@@ -253,12 +253,12 @@ def export_on_executors(spark, work: str, decisions: str | None = None) -> dict:
     import simdb
     from simdb import ray as stages
 
+    from simdb._rayjoin import finished_export
+
     out = os.path.join(work, "export")
-    marker = os.path.join(out, "_SUCCESS")
-    if os.path.exists(marker):
-        with open(marker) as f:
-            m = json.load(f)
-        return {"documents": m["documents"], "parts": len(m["parts"])}
+    done = finished_export(out)
+    if done is not None:
+        return done
     joined, placed = stages._joined(work), stages.read_mark(os.path.join(work, "placed.json"))
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
