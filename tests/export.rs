@@ -661,6 +661,31 @@ fn regression_24_export_import_restores_the_store() {
     assert_eq!(meta.keep, simdb::db::KeepPolicy::First);
     assert_eq!(recipe.shingle, 2);
     assert!(threshold.is_some_and(|x| x > 0.0 && x < 1.0));
+    // ...and the rule its answers follow: the recipe with this build's
+    // constants, and its digest (what a job outside compares).
+    {
+        use parquet::file::reader::FileReader;
+        let r =
+            parquet::file::reader::SerializedFileReader::new(std::fs::File::open(&part).unwrap())
+                .unwrap();
+        let kv = r
+            .metadata()
+            .file_metadata()
+            .key_value_metadata()
+            .unwrap()
+            .clone();
+        let get = |k: &str| kv.iter().find(|e| e.key == k).and_then(|e| e.value.clone());
+        let rule = simdb::db::rule::Rule::of(&recipe);
+        assert_eq!(get("simdb.rule"), Some(rule.to_json()));
+        assert_eq!(
+            get("simdb.rule_digest"),
+            Some(format!("{:016x}", rule.digest()))
+        );
+        assert_ne!(
+            rule.digest(),
+            simdb::db::rule::Rule::of(&simdb::Recipe::default()).digest()
+        );
+    }
     // A recipe option that contradicts the export's is refused; an export
     // mixed with other input too.
     let o = common::simdb(&[&"import", &t.path().join("x.db"), &out, &"--top-k", &"50"]);

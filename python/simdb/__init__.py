@@ -41,6 +41,7 @@ from ._simdb import (
     place_groups,
     put_clusters,
     rebuild_clusters,
+    rule,
 )
 
 __all__ = [
@@ -65,6 +66,7 @@ __all__ = [
     "place_groups",
     "put_clusters",
     "rebuild_clusters",
+    "rule",
     "__version__",
     *_errors.__all__,
 ]

@@ -205,7 +205,9 @@ def join_checks(
     # 0. Records, at ords from the blocks' counts.
     first = earlier["next_ord"]
     rec = _remote(_records_task, 3 * b + 2, num_cpus)
-    cols = {"id": id, "priority": priority, "time": time}
+    from ._simdb import rule as rule_of
+
+    cols = {"id": id, "priority": priority, "time": time, "rule": rule_of(recipe)["digest"]}
     by_fp, by_ord, by_id, none_refs = [], [], [], []
     mine = []
     at = first

@@ -543,6 +543,10 @@ class Analyzer:
     @property
     def recipe(self) -> dict[str, Any]:
         """The recipe, as ``Db.recipe`` gives a store's."""
+    @property
+    def rule(self) -> int:
+        """The digest of the rule the analysis is made for (see
+        :func:`rule`): ``simdb.ray.fingerprint`` stamps it on each row."""
     def analyze_many(
         self, texts: Iterable[Optional[Union[str, bytes]]], *, html: bool = False
     ) -> dict[str, list[Any]]:
@@ -571,6 +575,16 @@ def page(html: Union[str, bytes], *, charset: Optional[str] = None) -> dict[str,
     read in). ``html`` is a ``str``, or ``bytes`` as fetched, the charset
     by the WHATWG rules (``charset``, as an HTTP header's, first).
     Query with a page by its text: ``db.query(simdb.page(html)["text"])``."""
+
+def rule(recipe: Optional[Union[dict[str, Any], str]] = None) -> dict[str, Any]:
+    """The rule a store's answers follow: ``recipe`` (a dict as
+    ``Db.recipe`` gives it, or its JSON; default: a new store's) with this
+    build's constants, as a dict of ``version``, ``recipe``, ``constants``
+    (the check's bounds, the band and probe plans, the confirmation
+    thresholds, ...) and ``digest`` (an int: the u64 the engines' rows
+    carry in their ``rule`` column and an export states as
+    ``simdb.rule_digest``, 16 hex digits). A run refuses rows stamped
+    with another digest."""
 
 def distance(a: int, b: int) -> int:
     """Hamming distance of two fingerprints."""

@@ -445,6 +445,29 @@ def _seconds(c: Any) -> list:
     return c.to_pylist()
 
 
+def refuse_other_rule(t: Any, rule: Optional[int], column: str = "rule") -> None:
+    """Raises ``ValueError`` when a row of ``t`` (an Arrow table) is
+    stamped, in its ``column``, with a rule other than ``rule`` (a digest,
+    :func:`simdb.rule`'s; signed on Spark, the same 64 bits): its
+    fingerprint, sketch or the constants its pairs follow are not the
+    run's. Rows without the column, or with a null in it, are taken as
+    made under the run's rule (rows from before rows were stamped)."""
+    if rule is None or column not in t.column_names:
+        return
+    import pyarrow.compute as pc
+
+    mask = 0xFFFF_FFFF_FFFF_FFFF
+    stamped = {v & mask for v in pc.unique(t.column(column)).to_pylist() if v is not None}
+    other = sorted(stamped - {rule & mask})
+    if other:
+        raise ValueError(
+            f"rows made under another rule (digest {other[0]:016x}; this run's is "
+            f"{rule & mask:016x}: its recipe with this build's constants, simdb.rule): "
+            "fingerprint them again with the run's recipe, or give the run the recipe "
+            "they were made with"
+        )
+
+
 def doc_records(
     t: Any,
     first_ord: int,
@@ -452,13 +475,16 @@ def doc_records(
     id: str = "id",
     priority: Optional[str] = "priority",
     time: Optional[str] = "time",
+    rule: Optional[int] = None,
 ) -> tuple[Any, int]:
     """Stage 0: a block of fingerprint rows (``simdb.ray.fingerprint``'s
     columns, an ``id``, and the ``priority`` and ``time`` columns named,
     where the rows have them) as documents of the join: the rows with a
     fingerprint, the ``i``-th row of the block at ord ``first_ord + i``,
     with its record (``simdb.engine_records``). Returns them and the
-    number of rows without a fingerprint (not checked, as ingest does)."""
+    number of rows without a fingerprint (not checked, as ingest does).
+    Rows stamped with a rule other than ``rule`` (the run's digest) are
+    refused (:func:`refuse_other_rule`)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -470,6 +496,7 @@ def doc_records(
             f"the rows have no column {id if id not in t.column_names else 'fingerprint'}: "
             "give dedup the output of simdb.ray.fingerprint"
         )
+    refuse_other_rule(t, rule)
     n = t.num_rows
     ords = np.arange(first_ord, first_ord + n, dtype=np.uint64)
     has = pc.is_valid(t.column("fingerprint"))

@@ -30,7 +30,8 @@ from contextlib import contextmanager
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, Optional, Union
 
-from ._simdb import Analyzer
+from ._simdb import Analyzer, rule
+from .engine import refuse_other_rule
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow
@@ -52,6 +53,14 @@ COLUMNS = ("fingerprint", "sketch", "length", "terms", "weak_bits", "content_has
 #: carries them into the store when the rows have them.
 STATED = ("priority", "time")
 
+#: The column :func:`fingerprint` adds after :data:`COLUMNS`: the digest
+#: (u64) of the rule each row was made under, its recipe with this
+#: build's constants (:func:`simdb.rule`). :func:`dedup` refuses rows
+#: stamped with another rule than its own (their pairs would not be the
+#: store's); rows without the column (made before rows were stamped, or
+#: by hand) are taken as made under the run's.
+RULE = "rule"
+
 
 def _types() -> dict[str, Any]:
     import pyarrow as pa
@@ -71,7 +80,7 @@ def _types() -> dict[str, Any]:
 def fingerprint_table(
     table: "pyarrow.Table", analyzer: Analyzer, text: str = "text", *, html: bool = False
 ) -> "pyarrow.Table":
-    """``table`` with :data:`COLUMNS` appended, computed from its ``text``
+    """``table`` with :data:`COLUMNS` (and :data:`RULE`) appended, computed from its ``text``
     column by ``analyzer``; with ``html``, that column holds web pages
     (string or binary), whose extracted text is analysed (see
     :func:`simdb.page`). A column of one of those names already in the
@@ -80,14 +89,15 @@ def fingerprint_table(
 
     if text not in table.column_names:
         raise ValueError(f"no column {text!r} (columns: {table.column_names})")
-    taken = [c for c in COLUMNS if c in table.column_names]
+    taken = [c for c in COLUMNS + (RULE,) if c in table.column_names]
     if taken:
         raise ValueError(f"the table already has the column(s) {taken}")
     cols = analyzer.analyze_many(table.column(text).to_pylist(), html=html)
     types = _types()
     for name in COLUMNS:
         table = table.append_column(name, pa.array(cols[name], type=types[name]))
-    return table
+    rule = pa.array([analyzer.rule] * table.num_rows, type=pa.uint64())
+    return table.append_column(RULE, rule)
 
 
 def export_recipe(path: Union[str, "os.PathLike[str]"]) -> dict[str, Any]:
@@ -353,14 +363,16 @@ def read_mark(path: str) -> dict:
 
 
 def order_input(
-    batches: Any, work: str, *, id: str = "id", priority: str = "priority", time: str = "time"
+    batches: Any, work: str, *, id: str = "id", priority: str = "priority", time: str = "time",
+    rule: Optional[int] = None,
 ) -> dict:
     """Stage 1 of :func:`dedup`: the fingerprint rows (an iterable of
     Arrow tables or record batches, in the order the documents count in:
     the first of near copies is the one kept under ``keep="first"``)
     written to ``WORK/input/`` as numbered Parquet parts of the columns
     ``simdb import`` takes, with the columns ``priority`` and ``time`` name
-    (:data:`STATED`) where the rows have them. Marked by
+    (:data:`STATED`) where the rows have them. Rows stamped with a rule
+    other than ``rule`` (the run's digest) are refused. Marked by
     ``WORK/input.json`` when whole; done again from the start otherwise."""
     import shutil
 
@@ -398,6 +410,7 @@ def order_input(
                 f"the rows have no column(s) {([id] if id not in t.column_names else []) + missing}: "
                 "give dedup the output of simdb.ray.fingerprint"
             )
+        refuse_other_rule(t, rule)
         stated = [(c, name) for c, name in zip((priority, time), STATED) if c in t.column_names]
         t = t.select([id] + list(COLUMNS) + [c for c, _ in stated])
         t = t.rename_columns(["id"] + list(COLUMNS) + [name for _, name in stated])
@@ -1114,7 +1127,7 @@ def dedup(
     with in_order(fps):
         report["input"] = order_input(
             fps.iter_batches(batch_format="pyarrow", batch_size=65536), work, id=id,
-            priority=priority, time=time,
+            priority=priority, time=time, rule=rule(recipe)["digest"],
         )
     report["seconds"]["input"] = round(perf_counter() - t, 3)
     t = stage("import")

@@ -164,6 +164,38 @@ fn fingerprinter_of(py: Python<'_>, r: &Bound<'_, PyAny>) -> PyResult<Fingerprin
     Ok(f)
 }
 
+/// The rule a store's answers follow (`simdb::db::rule`): the recipe
+/// `recipe` (a dict as `Db.recipe` gives it, or its JSON; default: a new
+/// store's) with this build's constants, as a dict: `version`, `recipe`,
+/// `constants` (the check's bounds, the band and probe plans, the
+/// confirmation thresholds, ...) and `digest` (an int, the u64 that the
+/// engines' rows carry in their `rule` column and an export states as
+/// `simdb.rule_digest`).
+#[pyfunction]
+#[pyo3(signature = (recipe=None))]
+pub(super) fn rule<'py>(
+    py: Python<'py>,
+    recipe: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let recipe = match recipe {
+        None => simdb::Recipe::default(),
+        Some(r) => {
+            let json: String = match r.extract::<String>() {
+                Ok(s) => s,
+                Err(_) => py.import("json")?.call_method1("dumps", (r,))?.extract()?,
+            };
+            serde_json::from_str(&json)
+                .map_err(|e| PyValueError::new_err(format!("not a simdb recipe: {e}")))?
+        }
+    };
+    let rule = simdb::db::rule::Rule::of(&recipe);
+    let mut v = json_of(&rule)?;
+    if let Value::Object(m) = &mut v {
+        m.insert("digest".into(), Value::from(rule.digest()));
+    }
+    to_py(py, &v)
+}
+
 /// Recipe `r`: a dict (`Db.recipe`) or its JSON (an export's
 /// `simdb.recipe` metadata), one this build reproduces and whose IDF is
 /// not a table learned into a store.
@@ -256,6 +288,14 @@ impl Analyzer {
     #[getter]
     fn recipe<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         to_py(py, &json_of(self.f.recipe())?)
+    }
+
+    /// The digest of the rule the analysis is made for (the recipe and
+    /// this build's constants: `simdb.rule`), which
+    /// `simdb.ray.fingerprint` stamps on each row as its `rule` column.
+    #[getter]
+    fn rule(&self) -> u64 {
+        simdb::db::rule::Rule::of(self.f.recipe()).digest()
     }
 
     /// Analyses `texts` (an iterable of `str`, `None` for a missing text)

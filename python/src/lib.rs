@@ -83,6 +83,7 @@ fn _simdb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fingerprint, m)?)?;
     m.add_function(wrap_pyfunction!(fingerprints, m)?)?;
     m.add_function(wrap_pyfunction!(distance, m)?)?;
+    m.add_function(wrap_pyfunction!(rule, m)?)?;
     m.add_function(wrap_pyfunction!(page, m)?)?;
     m.add_function(wrap_pyfunction!(import_parquet, m)?)?;
     m.add_function(wrap_pyfunction!(rebuild_clusters, m)?)?;

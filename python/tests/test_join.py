@@ -60,3 +60,43 @@ def test_the_check_as_a_join_finds_what_ingest_found(tmp_path):
         assert found["ord"] == sorted(found["ord"])
         joined = dict(zip(found["id"], found["near"]))
         assert joined == ingest
+
+
+def test_rows_made_under_another_rule_are_refused():
+    """Fingerprint rows carry the digest of the rule they were made under
+    (the recipe with this build's constants, ``simdb.rule``); a run
+    refuses rows stamped with another, on Ray's and Spark's rows alike."""
+    import json
+
+    import pyarrow as pa
+    import pytest
+    from simdb import engine
+    from simdb.ray import RULE, fingerprint_table
+
+    a, b = simdb.Analyzer(), simdb.Analyzer(shingle=2)
+    r = simdb.rule()
+    assert r["version"] == 1 and r["recipe"] == a.recipe
+    assert r["constants"]["check_confirmed"] == 16 and r["constants"]["check_examined"] == 256
+    assert r["constants"]["max_exact_k"] == 11 and r["constants"]["k"] == 3
+    assert a.rule == r["digest"] == simdb.rule(a.recipe)["digest"]
+    assert simdb.rule(json.dumps(b.recipe))["digest"] == b.rule != a.rule
+    t = pa.table({"id": ["x", "y", "z"], "text": ["one text of words", "another text", None]})
+    mine, theirs = fingerprint_table(t, a), fingerprint_table(t, b)
+    assert mine.column(RULE).to_pylist() == [a.rule] * 3
+    docs, none = engine.doc_records(mine, 1, rule=a.rule)
+    assert (docs.num_rows, none) == (2, 1)
+    with pytest.raises(ValueError, match=f"another rule .digest {b.rule:016x}; this run's is {a.rule:016x}"):
+        engine.doc_records(theirs, 1, rule=a.rule)
+    # Spark's rows: the digest's bits as a signed long.
+    i = mine.schema.get_field_index(RULE)
+    signed = mine.set_column(i, RULE, mine.column(RULE).cast(pa.int64(), safe=False))
+    assert engine.doc_records(signed, 1, rule=a.rule)[0].num_rows == 2
+    i = theirs.schema.get_field_index(RULE)
+    with pytest.raises(ValueError, match="another rule"):
+        engine.doc_records(theirs.set_column(i, RULE, theirs.column(RULE).cast(pa.int64(), safe=False)),
+                           1, rule=a.rule)
+    # Rows from before rows were stamped are taken as the run's; a table
+    # that has a rule column is not stamped over.
+    assert engine.doc_records(theirs.drop_columns([RULE]), 1, rule=a.rule)[0].num_rows == 2
+    with pytest.raises(ValueError, match="already has the column"):
+        fingerprint_table(t.append_column(RULE, pa.array([1, 2, 3], pa.uint64())), a)

@@ -125,13 +125,14 @@ def test_analyzer_errors():
 
 def test_fingerprint_table(tmp_path):
     pa = pytest.importorskip("pyarrow")
-    from simdb.ray import COLUMNS, fingerprint_table
+    from simdb.ray import COLUMNS, RULE, fingerprint_table
 
     texts = corpus()
     records = stored(str(tmp_path / "s.db"), texts)
     table = pa.table({"id": [f"d{i}" for i in range(len(texts))], "text": texts})
     out = fingerprint_table(table, simdb.Analyzer())
-    assert out.column_names == ["id", "text", *COLUMNS]
+    assert out.column_names == ["id", "text", *COLUMNS, RULE]
+    assert set(out.column(RULE).to_pylist()) == {simdb.rule()["digest"]}
     assert str(out.schema.field("fingerprint").type) == "uint64"
     assert str(out.schema.field("sketch").type) == "fixed_size_binary[32]"
     check_equal(out.to_pydict(), records, texts)
@@ -757,6 +758,31 @@ def test_ray_dedup_takes_the_rows_in_their_order(tmp_path):
             r = simdb.ray.dedup(late, tmp_path / index, keep="newest", index=index, num_cpus=1)
             assert engine_result(r) == want, index
             assert not late.context.execution_options.preserve_order
+    finally:
+        ray.shutdown()
+
+
+def test_ray_dedup_refuses_rows_made_under_another_rule(tmp_path):
+    """Rows fingerprinted with another recipe than the run's: both paths
+    refuse them (on the driver as the store path orders them, on a worker
+    as the join makes their records) and say which rule each is."""
+    ray = pytest.importorskip("ray")
+    pytest.importorskip("pyarrow")
+    import simdb.ray
+
+    rows = dedup_corpus(3)[:40]
+    theirs = simdb.Analyzer(shingle=2).rule
+    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    try:
+        for index in ("store", "join"):
+            fps = simdb.ray.fingerprint(ray.data.from_items(rows, override_num_blocks=2), batch_size=8,
+                                        num_cpus=1, shingle=2)
+            with pytest.raises(ValueError, match=f"another rule .digest {theirs:016x}"):
+                simdb.ray.dedup(fps, tmp_path / index, index=index, num_cpus=1)
+            # Given the recipe they were made with, the run takes them.
+            r = simdb.ray.dedup(fps, tmp_path / f"{index}-2", index=index, num_cpus=1,
+                                recipe=simdb.Analyzer(shingle=2).recipe)
+            assert r.report["checks"]["checked"] >= len(rows) - 3, index
     finally:
         ray.shutdown()
 

@@ -41,7 +41,10 @@
 //! JSON: how fingerprints and sketches were made), `simdb.min_similarity`
 //! (the store's default verification threshold), `simdb.keep_policy` (who
 //! represents a cluster), `simdb.keep_texts` (`true` when the store keeps
-//! texts), `simdb.export_version` (1). With them `simdb
+//! texts), `simdb.rule` and `simdb.rule_digest` (the rule the answers
+//! follow, the recipe with this build's constants, and its digest: see
+//! [`crate::db::rule`]; a job outside refuses an export whose rule is not
+//! its own build's), `simdb.export_version` (1). With them `simdb
 //! import` restores every column (see `crate::import`).
 //!
 //! `priority`, `length` and `ord` are what the keep policy ranks a
@@ -325,6 +328,11 @@ pub const META_KEEP_POLICY: &str = "simdb.keep_policy";
 pub const META_EXPORT_VERSION: &str = "simdb.export_version";
 /// Key of whether the store keeps texts (`true` or `false`).
 pub const META_KEEP_TEXTS: &str = "simdb.keep_texts";
+/// Key of the rule the store's answers follow (the recipe and this
+/// build's constants, [`super::rule::Rule::to_json`]).
+pub const META_RULE: &str = "simdb.rule";
+/// Key of that rule's digest (16 hex digits, [`super::rule::Rule::digest`]).
+pub const META_RULE_DIGEST: &str = "simdb.rule_digest";
 /// A row group is written once its texts reach this many bytes, whatever
 /// its rows: memory holds one row group.
 const ROW_GROUP_TEXT_BYTES: usize = 64 << 20;
@@ -468,6 +476,7 @@ impl ExportHeader {
         use parquet::file::metadata::KeyValue;
         let recipe =
             serde_json::to_string(&self.recipe).map_err(|e| Error::Input(e.to_string()))?;
+        let rule = super::rule::Rule::of(&self.recipe);
         let kv = vec![
             KeyValue::new(META_RECIPE.to_string(), recipe),
             KeyValue::new(
@@ -476,6 +485,11 @@ impl ExportHeader {
             ),
             KeyValue::new(META_KEEP_POLICY.to_string(), self.keep.name().to_string()),
             KeyValue::new(META_KEEP_TEXTS.to_string(), self.keep_texts.to_string()),
+            KeyValue::new(META_RULE.to_string(), rule.to_json()),
+            KeyValue::new(
+                META_RULE_DIGEST.to_string(),
+                format!("{:016x}", rule.digest()),
+            ),
             KeyValue::new(META_EXPORT_VERSION.to_string(), "1".to_string()),
         ];
         Ok(WriterProperties::builder()

@@ -16,6 +16,7 @@ mod options;
 mod pairs;
 pub mod request;
 pub mod review;
+pub mod rule;
 mod search;
 mod until;
 pub mod write;

@@ -122,6 +122,8 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
         cols = [F.col("id").cast("string").alias("id"), *[F.col(c) for c in stages.COLUMNS]]
         cols += [F.col(c).alias(name) for c, name in zip((priority, time), stages.STATED)
                  if c in df.columns]
+        if stages.RULE in df.columns:
+            cols.append(F.col(stages.RULE))
         return df.select(*cols)
 
     if index == "join":
@@ -139,6 +141,7 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
     else:
         path = os.path.join(work, "input")
         rows().write.mode("overwrite").parquet(path)
+        refuse_other_rule(spark, path, recipe)
         rows = sum(pq.read_metadata(os.path.join(path, f)).num_rows
                    for f in os.listdir(path) if f.endswith(".parquet"))
         report["input"] = {"rows": rows}
@@ -169,6 +172,27 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
                         "checked": sum(r["checked"] for r in done)}
     report["seconds"]["checks"] = round(perf_counter() - t, 3)
     return _outputs(spark, report, out, work, keep, decisions, store=os.path.join(work, "store"))
+
+
+def refuse_other_rule(spark, path: str, recipe) -> None:
+    """Refuses the input written to `path` when a row of it is stamped with
+    a rule other than the run's (`simdb.ray.RULE`, `simdb.rule(recipe)`):
+    one column read on the executors."""
+    import pyarrow as pa
+    import simdb
+    from pyspark.sql import functions as F
+    from simdb import engine
+    from simdb import ray as stages
+
+    df = spark.read.parquet(path)
+    if stages.RULE not in df.columns:
+        return
+    digest = simdb.rule(recipe)["digest"]
+    signed = digest - (1 << 64) if digest >= 1 << 63 else digest
+    other = (df.where(F.col(stages.RULE).isNotNull() & (F.col(stages.RULE) != F.lit(signed)))
+             .select(stages.RULE).limit(1).collect())
+    if other:
+        engine.refuse_other_rule(pa.table({stages.RULE: [other[0][0]]}), digest)
 
 
 def _outputs(spark, report: dict, out: str, work: str, keep: str, decisions, store) -> dict:
@@ -439,6 +463,7 @@ def join_on_executors(spark, df, work: str, *, recipe=None, incremental: str | N
     import time as clock
 
     import pyarrow as pa
+    import simdb
     from pyspark.sql import functions as F
     from simdb import engine
     from simdb import ray as stages
@@ -459,13 +484,14 @@ def join_on_executors(spark, df, work: str, *, recipe=None, incremental: str | N
     for p in range(df.rdd.getNumPartitions()):
         offsets[p], at = at, at + counts.get(p, 0)
     b = buckets or max(2, min(256, -(-(rows + 100_000 * len(earlier["records"])) // 100_000)))
+    digest = simdb.rule(recipe)["digest"]
 
     def records(batches):
         from pyspark import TaskContext
 
         at = offsets[TaskContext.get().partitionId()]
         for batch in batches:
-            docs, _ = engine.doc_records(pa.Table.from_batches([batch]), at)
+            docs, _ = engine.doc_records(pa.Table.from_batches([batch]), at, rule=digest)
             at += batch.num_rows
             yield from engine.to_signed(docs.drop_columns(["new"])).to_batches()
 

@@ -9,8 +9,10 @@ IN is Parquet (or JSON lines with --format json); OUT is Parquet with every
 input column and `fingerprint` (long: the u64's bits, as `simdb export`
 writes it; null where a text has nothing usable), `sketch` (32 bytes),
 `length` (the text's UTF-8 bytes), `terms`, `weak_bits`, `content_hash`
-(long, the u64's bits), `parts` (the part hashes, 8 bytes each) and `fine`
-(the fine sketch, 96 bytes).
+(long, the u64's bits), `parts` (the part hashes, 8 bytes each), `fine`
+(the fine sketch, 96 bytes) and `rule` (long, the u64's bits: the digest of
+the rule the row was made under, its recipe with this build's constants,
+`simdb.rule`; `simdb_dedup.py` refuses rows stamped with another).
 `simdb import --parquet OUT` keeps them all. Each Arrow batch
 is analysed in Rust with the GIL released (`mapInArrow`, no row-by-row
 Python). With --db the recipe, and any learned IDF, are that store's (the
@@ -51,6 +53,7 @@ def fingerprint(df, text: str = "text", db: str | None = None, html: bool = Fals
             T.StructField("content_hash", T.LongType()),
             T.StructField("parts", T.BinaryType()),
             T.StructField("fine", T.BinaryType()),
+            T.StructField("rule", T.LongType()),
         ]
     )
 
@@ -65,7 +68,7 @@ def fingerprint(df, text: str = "text", db: str | None = None, html: bool = Fals
             t = fingerprint_table(pa.Table.from_batches([b]), analyzer, text, html=html)
             # Spark has no unsigned or fixed-size binary types: the
             # fingerprint's bits as a signed long, the sketch as binary.
-            for name in ("fingerprint", "content_hash"):
+            for name in ("fingerprint", "content_hash", "rule"):
                 bits = t.column(name).cast(pa.int64(), safe=False)
                 t = t.set_column(t.schema.get_field_index(name), name, bits)
             for name in ("sketch", "fine"):

@@ -73,7 +73,6 @@ import time
 from dataclasses import dataclass
 
 DESIGNS = {"card": (4, 1), "manku": (5, 2)}
-MAX_K = 11
 # Documents per placement bucket (one scratch store each), and at most
 # this many buckets.
 PLACE_BUCKET_DOCS = 100_000
@@ -101,8 +100,9 @@ class Design:
 
     def check(self, k: int) -> None:
         """Refuses a design that could miss a pair within k."""
-        if not 0 <= k <= MAX_K:
-            raise ValueError(f"k {k} is not between 0 and {MAX_K}")
+        most = max_k()
+        if not 0 <= k <= most:
+            raise ValueError(f"k {k} is not between 0 and {most}")
         if k > self.blocks - self.choose:
             raise ValueError(
                 f"design {self.blocks}:{self.choose} is exact only for k <= "
@@ -128,6 +128,13 @@ class Design:
         """The narrowest and widest key of a table, in bits."""
         w = [sum(self.spans()[i][1] for i in t) for t in self.tables()]
         return min(w), max(w)
+
+
+def max_k() -> int:
+    """The largest exact k, the library's (`simdb.rule()`)."""
+    import simdb
+
+    return simdb.rule()["constants"]["max_exact_k"]
 
 
 def block(F, fp, shift: int, width: int):
@@ -378,9 +385,30 @@ def export_metadata(export: str) -> dict:
         out["recipe"] = json.loads(kv[b"simdb.recipe"])
     if b"simdb.min_similarity" in kv:
         out["min_similarity"] = float(kv[b"simdb.min_similarity"])
+    if b"simdb.rule_digest" in kv:
+        out["rule_digest"] = kv[b"simdb.rule_digest"].decode()
     # Exports of stores before format 6 name no policy: they ranked by priority.
     out["keep_policy"] = kv.get(b"simdb.keep_policy", b"priority").decode()
     return out
+
+
+def refuse_other_rule(meta: dict) -> None:
+    """Refuses an export whose rule (`simdb.rule_digest`: its recipe with
+    the constants of the build that wrote it) is not this wheel's rule of
+    the same recipe: the job decides pairs and places clusters by the
+    wheel's rule, which would not be the one the store's answers follow.
+    Exports from before exports stated their rule are taken as they are."""
+    import simdb
+
+    if "rule_digest" not in meta or "recipe" not in meta:
+        return
+    ours = f"{simdb.rule(meta['recipe'])['digest']:016x}"
+    if meta["rule_digest"] != ours:
+        raise ValueError(
+            f"the export was written under another rule (digest {meta['rule_digest']}; "
+            f"this simdb's of the same recipe is {ours}): export the store again with "
+            "this build (simdb export --parquet), or run the job with the wheel of the "
+            "build that wrote it")
 
 
 def run(spark, export: str, out: str, k: int = 3, design: str = "card",
@@ -406,6 +434,7 @@ def run(spark, export: str, out: str, k: int = 3, design: str = "card",
                          "(copy it again, or run with --partial)")
     meta = export_metadata(export)
     recipe = meta.get("recipe")
+    refuse_other_rule(meta)
     source = "option"
     if min_similarity is None:
         min_similarity, source = ((meta["min_similarity"], "export") if "min_similarity" in meta

@@ -141,6 +141,28 @@ def test_spark_dedup_incremental_equals_ingest(spark, tmp_path):
     assert any(a < "d060" <= b for a, b, _ in pairs)
 
 
+def test_spark_dedup_refuses_rows_made_under_another_rule(spark, tmp_path):
+    """The fingerprint job's rows stamped with another rule than the run's
+    (another recipe) are refused by both paths, and taken when the run is
+    given the store whose recipe they were made with."""
+    import simdb
+
+    rows = dedup_corpus(3)[:40]
+    src = tmp_path / "in.jsonl"
+    write_jsonl(src, rows)
+    fps = tmp_path / "fps"
+    simdb_fingerprint.fingerprint(spark.read.json(str(src)), "text", shingle=2).write.parquet(str(fps))
+    theirs = f"{simdb.Analyzer(shingle=2).rule:016x}"
+    for index in ("store", "join"):
+        with pytest.raises(Exception, match=f"another rule .digest {theirs}"):
+            simdb_dedup.run(spark, [str(fps)], str(tmp_path / index), index=index, buckets=2)
+    with simdb.Db.create(str(tmp_path / "theirs.db"), shingle=2):
+        pass
+    rep = simdb_dedup.run(spark, [str(fps)], str(tmp_path / "given"), index="join", buckets=2,
+                          db=str(tmp_path / "theirs.db"))
+    assert rep["join"]["checked"] >= len(rows) - 3
+
+
 def test_spark_dedup_as_a_join_equals_ingest(spark, tmp_path):
     """--index join (no store: the checks as a join on the executors) finds
     ingest's pairs and clusters, stated priorities and times included,

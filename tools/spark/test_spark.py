@@ -417,6 +417,23 @@ def test_copies_reach_the_worker_as_one_group(tmp_path):
         assert _placed(small, [(0, 1)], keep, tmp_path, f"s-{keep}", k=k) == want, keep
 
 
+def test_an_export_of_another_rule_is_refused():
+    """An export states the rule its store's answers follow; the job,
+    which decides by this wheel's rule, refuses one written under another
+    (and takes exports from before exports stated it)."""
+    import simdb
+
+    recipe = simdb.rule()["recipe"]
+    ours = f"{simdb.rule()['digest']:016x}"
+    simdb_spark.refuse_other_rule({"recipe": recipe, "rule_digest": ours})
+    simdb_spark.refuse_other_rule({"recipe": recipe})
+    with pytest.raises(ValueError, match="another rule .digest 00000000000000ab"):
+        simdb_spark.refuse_other_rule({"recipe": recipe, "rule_digest": "00000000000000ab"})
+    assert simdb_spark.max_k() == simdb.rule()["constants"]["max_exact_k"]
+    with pytest.raises(ValueError, match=f"between 0 and {simdb_spark.max_k()}"):
+        simdb_spark.Design.parse("20:2").check(simdb_spark.max_k() + 1)
+
+
 def test_designs():
     d = simdb_spark.Design.parse("card")
     assert d.spans() == [(48, 16), (32, 16), (16, 16), (0, 16)] and len(d.tables()) == 4
