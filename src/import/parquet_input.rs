@@ -13,6 +13,7 @@ use super::*;
 pub(super) fn read_parquet(
     path: &Path,
     restore: bool,
+    rule: u64,
     mut f: impl FnMut(Parsed) -> Result<()>,
 ) -> Result<u64> {
     use arrow_array::{Array, Int64Array, UInt64Array};
@@ -52,6 +53,11 @@ pub(super) fn read_parquet(
         .filter(|c| !restore && b.schema().field_with_name(c).is_ok())
         .collect();
     columns.extend(&engine);
+    // The rule an engine's rows were made under (`simdb.ray.RULE`).
+    let stamped = !restore && b.schema().field_with_name(RULE_COLUMN).is_ok();
+    if stamped {
+        columns.push(RULE_COLUMN);
+    }
     // Whether the engine's columns go beyond a sketch (and what a row
     // states of its document).
     let has_analysis = engine
@@ -118,6 +124,9 @@ pub(super) fn read_parquet(
                 _ => None,
             }
         };
+        if stamped {
+            other_rule(&batch, rule).map_err(|(i, e)| bad(path, row + 1 + i as u64, e))?;
+        }
         for i in 0..batch.num_rows() {
             row += 1;
             let id = id_at(i).ok_or_else(|| bad(path, row, "row with a null id"))?;
@@ -271,6 +280,53 @@ const ENGINE_COLUMNS: [&str; 9] = [
     "priority",
     "time",
 ];
+
+/// The column of an engine's rows that names the rule they were made under
+/// (the digest of [`crate::db::rule::Rule`], as a u64 or its bits as an
+/// i64; null or absent: not stated).
+#[cfg(feature = "parquet")]
+const RULE_COLUMN: &str = "rule";
+
+/// The first row of `batch` stamped with a rule other than `rule`, and
+/// why it is refused.
+#[cfg(feature = "parquet")]
+fn other_rule(
+    batch: &arrow_array::RecordBatch,
+    rule: u64,
+) -> std::result::Result<(), (usize, String)> {
+    let Some(c) = batch.column_by_name(RULE_COLUMN) else {
+        return Ok(());
+    };
+    use arrow_array::Array;
+    use arrow_schema::DataType as T;
+    if !matches!(c.data_type(), T::UInt64 | T::Int64) {
+        let t = c.data_type();
+        return Err((
+            0,
+            format!("\"rule\" must be a u64 (or its bits as an i64), not {t}"),
+        ));
+    }
+    for i in 0..batch.num_rows() {
+        let stamped = match int_at(c.as_ref(), i) {
+            _ if c.is_null(i) => continue,
+            // The bits of a u64 stored as a (Spark) long.
+            Some(v) if v < 0 => v as i64 as u64,
+            Some(v) => v as u64,
+            None => continue,
+        };
+        if stamped != rule {
+            return Err((
+                i,
+                format!(
+                    "made under another rule (digest {stamped:016x}; this import's is \
+                     {rule:016x}: its recipe with this build's constants): import with the \
+                     recipe the rows were made with, or fingerprint them again"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
 
 #[cfg(feature = "parquet")]
 /// An engine row's sketch, analysis and what it states of its document.
@@ -817,12 +873,77 @@ mod tests {
         assert_eq!(rows, [10, 10, 10]);
         // And the import reads every row, in order.
         let mut seen = Vec::new();
-        read_parquet(&path, false, |p| {
+        read_parquet(&path, false, 0, |p| {
             seen.push((p.id, p.line));
             Ok(())
         })
         .unwrap();
         assert_eq!(seen.len(), 30);
         assert_eq!(seen[29], ("d29".to_string(), 30));
+    }
+
+    /// An engine's rows stamped with another rule than the import's are
+    /// refused at the first such row; its own rule (as a u64 or as a
+    /// Spark long's bits) and null stamps are taken.
+    #[test]
+    fn rows_of_another_rule_are_refused() {
+        use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray, UInt64Array};
+        use parquet::arrow::ArrowWriter;
+        use std::sync::Arc;
+        let dir = tempfile::tempdir().unwrap();
+        let ours = crate::db::rule::Rule::of(&crate::Recipe::default()).digest();
+        let theirs = crate::db::rule::Rule::of(&crate::Recipe::with(0, 2, false)).digest();
+        let write = |name: &str, rule: ArrayRef| {
+            let path = dir.path().join(name);
+            let batch = RecordBatch::try_from_iter([
+                (
+                    "id",
+                    Arc::new(StringArray::from(vec!["a", "b", "c"])) as ArrayRef,
+                ),
+                ("fingerprint", Arc::new(Int64Array::from(vec![1, 2, 3]))),
+                (
+                    "sketch",
+                    Arc::new(arrow_array::BinaryArray::from(vec![
+                        [7u8; 32].as_slice();
+                        3
+                    ])),
+                ),
+                ("rule", rule),
+            ])
+            .unwrap();
+            let mut w =
+                ArrowWriter::try_new(File::create(&path).unwrap(), batch.schema(), None).unwrap();
+            w.write(&batch).unwrap();
+            w.close().unwrap();
+            path
+        };
+        let read = |path: &Path| read_parquet(path, false, ours, |_| Ok(()));
+        let mine = write(
+            "mine.parquet",
+            Arc::new(UInt64Array::from(vec![Some(ours), None, Some(ours)])),
+        );
+        assert_eq!(read(&mine).unwrap(), 0);
+        let spark = write(
+            "spark.parquet",
+            Arc::new(Int64Array::from(vec![ours as i64; 3])),
+        );
+        assert_eq!(read(&spark).unwrap(), 0);
+        let other = write(
+            "other.parquet",
+            Arc::new(UInt64Array::from(vec![ours, theirs, ours])),
+        );
+        let e = read(&other).unwrap_err().to_string();
+        assert!(e.contains("other.parquet:2"), "{e}");
+        assert!(
+            e.contains(&format!(
+                "another rule (digest {theirs:016x}; this import's is {ours:016x}"
+            )),
+            "{e}"
+        );
+        let text = write("text.parquet", Arc::new(StringArray::from(vec!["x"; 3])));
+        assert!(read(&text)
+            .unwrap_err()
+            .to_string()
+            .contains("\"rule\" must be a u64"));
     }
 }

@@ -227,20 +227,22 @@ fn check_manifest(p: &Path, m: &crate::db::export::Manifest) -> Result<()> {
     Ok(())
 }
 
-/// Reads every record of one input, calling `f` for each.
 /// Reads `path`'s records into `f`; returns how many it skipped as
 /// having no fingerprint (an engine's rows for texts with nothing usable).
+/// An engine's rows stamped with a rule other than `rule` (the digest of
+/// the import's recipe, [`crate::db::rule`]) are refused.
 pub(super) fn read_input(
     path: &Path,
     restore: bool,
+    rule: u64,
     f: impl FnMut(Parsed) -> Result<()>,
 ) -> Result<u64> {
     if is_parquet(path)? {
         #[cfg(feature = "parquet")]
-        return read_parquet(path, restore, f);
+        return read_parquet(path, restore, rule, f);
         #[cfg(not(feature = "parquet"))]
         {
-            let _ = restore;
+            let _ = (restore, rule);
             return Err(Error::Input(format!(
                 "{}: Parquet input needs simdb built with the `parquet` feature",
                 path.display()

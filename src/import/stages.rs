@@ -140,8 +140,9 @@ impl Build<'_> {
         let tmp = &self.tmp;
         let mut by_id = Sorter::<ById>::new(tmp, "by-id", self.budget);
         let mut pos = 0u64;
+        let rule = crate::db::rule::Rule::of(&self.opts.recipe).digest();
         for (input, path) in inputs.iter().enumerate() {
-            summary.no_fingerprint += read_input(path, restore, |p| {
+            summary.no_fingerprint += read_input(path, restore, rule, |p| {
                 pos += 1;
                 if pos.is_multiple_of(1 << 20) {
                     on_event(Event::Read(pos));

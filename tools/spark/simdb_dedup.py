@@ -140,8 +140,8 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
         report["input"] = stages.read_mark(marker)
     else:
         path = os.path.join(work, "input")
+        # Rows stamped with another rule are refused by the import.
         rows().write.mode("overwrite").parquet(path)
-        refuse_other_rule(spark, path, recipe)
         rows = sum(pq.read_metadata(os.path.join(path, f)).num_rows
                    for f in os.listdir(path) if f.endswith(".parquet"))
         report["input"] = {"rows": rows}
@@ -172,27 +172,6 @@ def run(spark, inputs: list[str], out: str, *, keep: str = "first", text: str | 
                         "checked": sum(r["checked"] for r in done)}
     report["seconds"]["checks"] = round(perf_counter() - t, 3)
     return _outputs(spark, report, out, work, keep, decisions, store=os.path.join(work, "store"))
-
-
-def refuse_other_rule(spark, path: str, recipe) -> None:
-    """Refuses the input written to `path` when a row of it is stamped with
-    a rule other than the run's (`simdb.ray.RULE`, `simdb.rule(recipe)`):
-    one column read on the executors."""
-    import pyarrow as pa
-    import simdb
-    from pyspark.sql import functions as F
-    from simdb import engine
-    from simdb import ray as stages
-
-    df = spark.read.parquet(path)
-    if stages.RULE not in df.columns:
-        return
-    digest = simdb.rule(recipe)["digest"]
-    signed = digest - (1 << 64) if digest >= 1 << 63 else digest
-    other = (df.where(F.col(stages.RULE).isNotNull() & (F.col(stages.RULE) != F.lit(signed)))
-             .select(stages.RULE).limit(1).collect())
-    if other:
-        engine.refuse_other_rule(pa.table({stages.RULE: [other[0][0]]}), digest)
 
 
 def _outputs(spark, report: dict, out: str, work: str, keep: str, decisions, store) -> dict:
