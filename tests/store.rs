@@ -914,13 +914,48 @@ fn a_frozen_index_is_carried_dropped_and_checked() {
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));
     assert!(!file.exists(), "generation 1 is gone, 2 replaces it");
     let file = t.path().join("frozen-0000000002.idx");
-    // A flipped entry byte: the layout still reads, the CRC says.
+    // A flipped entry byte: the layout still reads; the bucket's own CRC
+    // says so when a query first reads it, which then reads the bucket
+    // from RocksDB (before, the query silently missed the document whose
+    // entry it was: review-2026-11-c, finding 8); the file's CRC says so
+    // to verify, which names the bucket.
     let mut bytes = std::fs::read(&file).unwrap();
+    let entry = u64::from_be_bytes(bytes[96..104].try_into().unwrap());
     bytes[100] ^= 0x40;
     std::fs::write(&file, &bytes).unwrap();
+    let db = Db::options().read_only().open(t.path()).unwrap();
+    let s = db.admin().stats().unwrap().frozen.unwrap();
+    assert_eq!((s.damaged_buckets, s.clean_buckets), (0, s.buckets));
+    let a = db
+        .answer(&QueryRequest::new(Subject::Fingerprint(
+            simdb::Fingerprint(entry),
+        )))
+        .unwrap();
+    assert!(a.hits.iter().any(|h| h.distance == 0), "{:?}", a.hits);
+    assert_eq!(
+        db.admin().stats().unwrap().frozen.unwrap().damaged_buckets,
+        1
+    );
+    drop(db);
+    assert_eq!(answers(&t.path()), want);
+    let o = common::simdb(&[&"stats", &t.path()]);
+    assert!(
+        !common::stdout(&o).contains("DAMAGED"),
+        "counted since open"
+    );
     let o = common::simdb(&[&"verify", &t.path()]);
     assert_eq!(common::code(&o), 2);
     assert!(common::stdout(&o).contains("damaged") || common::stderr(&o).contains("damaged"));
+    let bucket = format!(
+        "bucket {} of block0 fails its CRC",
+        simdb::Fingerprint(entry).block(0)
+    );
+    assert!(
+        common::stdout(&o).contains(&bucket) || common::stderr(&o).contains(&bucket),
+        "{}{}",
+        common::stdout(&o),
+        common::stderr(&o)
+    );
     // A repair rebuilds the postings and drops the copy of them.
     let o = common::simdb(&[&"verify", &t.path(), &"--repair"]);
     assert_eq!(common::code(&o), 0, "{}", common::stderr(&o));

@@ -7,7 +7,7 @@
 //! ```text
 //! offset          size           field (integers little-endian unless named)
 //! 0               8              magic "simdbfz\n"
-//! 8               4              layout version, u32 (1)
+//! 8               4              layout version, u32 (2; 1 is read too)
 //! 12              4              families, u32 (20: the block families, then the bands)
 //! 16              8              generation, u64
 //! then per family i, in order:
@@ -17,6 +17,8 @@
 //!                 8 * 65537      offsets, u64: bucket b holds entries
 //!                                offsets[b] .. offsets[b + 1]; offsets[0] = 0,
 //!                                offsets[65536] = n_i
+//!                 4 * 65536      (layout 2) per bucket, the CRC-32 (crc32fast) of
+//!                                its entries' bytes (0 for an empty bucket)
 //! trailer:        16 * families  per family: the position of its entries, u64; n_i, u64
 //!                 8              entries in all, u64
 //!                 4              CRC-32 (crc32fast) of every byte before this field
@@ -25,7 +27,10 @@
 //!
 //! Opening checks the header, the trailer and every offset table (cheap:
 //! 10 MiB at most); the CRC covers the entries too and is checked by
-//! `verify`, not at each open.
+//! `verify`, not at each open. A bucket's own CRC (layout 2) is checked
+//! when it is first read ([`FrozenLayout::check_bucket`]): a damaged
+//! bucket is then read from RocksDB, never answered from the file. Layout
+//! 1 (no bucket CRCs) is read as before.
 
 use std::io::Write;
 
@@ -37,12 +42,15 @@ use super::ENTRY_LEN;
 pub const FROZEN_MAGIC: &[u8; 8] = b"simdbfz\n";
 /// The file's last 4 bytes.
 pub const FROZEN_END: &[u8; 4] = b"fz\n\0";
-/// The layout version this build writes and reads.
-pub const FROZEN_LAYOUT: u32 = 1;
+/// The layout version this build writes (it reads this one and 1).
+pub const FROZEN_LAYOUT: u32 = 2;
+/// The layout before bucket CRCs, still read.
+pub const FROZEN_LAYOUT_1: u32 = 1;
 /// Buckets per family (16-bit bucket keys).
 pub const BUCKETS: usize = 1 << 16;
 const HEADER_LEN: usize = 24;
 const OFFSETS_LEN: usize = (BUCKETS + 1) * 8;
+const CRCS_LEN: usize = BUCKETS * 4;
 
 fn le64(b: &[u8], at: usize) -> u64 {
     let mut a = [0u8; 8];
@@ -62,6 +70,9 @@ fn le32(b: &[u8], at: usize) -> u32 {
 pub struct FrozenLayout {
     /// Per family: the position of its entries and of its offset table.
     families: Vec<(usize, usize)>,
+    /// The layout version (1: no bucket CRCs, which follow each offset
+    /// table in 2).
+    pub layout: u32,
     pub generation: u64,
     pub entries: u64,
     /// The CRC-32 the trailer records.
@@ -84,11 +95,15 @@ impl FrozenLayout {
             return Err("no frozen index magic".into());
         }
         let layout = le32(bytes, 8);
-        if layout != FROZEN_LAYOUT {
+        if layout != FROZEN_LAYOUT && layout != FROZEN_LAYOUT_1 {
             return Err(format!(
-                "layout version {layout} (this build reads {FROZEN_LAYOUT})"
+                "layout version {layout} (this build reads {FROZEN_LAYOUT_1} and {FROZEN_LAYOUT})"
             ));
         }
+        let table_len = match layout {
+            FROZEN_LAYOUT_1 => OFFSETS_LEN,
+            _ => OFFSETS_LEN + CRCS_LEN,
+        };
         let n = le32(bytes, 12) as usize;
         if n != families {
             return Err(format!("{n} families (expected {families})"));
@@ -111,7 +126,7 @@ impl FrozenLayout {
                 .checked_mul(ENTRY_LEN as u64)
                 .and_then(|l| usize::try_from(l).ok())
                 .ok_or_else(|| format!("family {i}: {count} entries overflow"))?;
-            if pos != at as u64 || at + len + OFFSETS_LEN > dir {
+            if pos != at as u64 || at + len + table_len > dir {
                 return Err(format!(
                     "family {i}: entries at {pos}, {count} of them, do not fit"
                 ));
@@ -130,7 +145,7 @@ impl FrozenLayout {
             }
             total += count;
             out.push((at, offsets));
-            at = offsets + OFFSETS_LEN;
+            at = offsets + table_len;
         }
         if at != dir {
             return Err(format!(
@@ -145,6 +160,7 @@ impl FrozenLayout {
         }
         Ok(FrozenLayout {
             families: out,
+            layout,
             generation,
             entries,
             crc,
@@ -159,6 +175,17 @@ impl FrozenLayout {
         let at = offsets + 8 * usize::from(b);
         let (lo, hi) = (le64(bytes, at) as usize, le64(bytes, at + 8) as usize);
         &bytes[entries + lo * ENTRY_LEN..entries + hi * ENTRY_LEN]
+    }
+
+    /// Whether bucket `b` of family `i` in `bytes` has the CRC-32 its
+    /// table records (layout 2; always true in layout 1, which has none).
+    pub fn check_bucket(&self, bytes: &[u8], i: usize, b: u16) -> bool {
+        if self.layout == FROZEN_LAYOUT_1 {
+            return true;
+        }
+        let (_, offsets) = self.families[i];
+        let want = le32(bytes, offsets + OFFSETS_LEN + 4 * usize::from(b));
+        crc32fast::hash(self.bucket(bytes, i, b)) == want
     }
 
     /// Whether `bytes`'s CRC-32 is the one its trailer records.
@@ -191,8 +218,10 @@ pub struct FrozenWriter<W: Write> {
     pos: u64,
     families: usize,
     dir: Vec<(u64, u64)>,
-    /// The family being written: its offsets so far and the next bucket.
+    /// The family being written: its offsets so far and the next bucket,
+    /// and its buckets' CRCs.
     offsets: Vec<u64>,
+    crcs: Vec<u32>,
     count: u64,
     start: u64,
     open: bool,
@@ -208,6 +237,7 @@ impl<W: Write> FrozenWriter<W> {
             families,
             dir: Vec::with_capacity(families),
             offsets: Vec::with_capacity(BUCKETS + 1),
+            crcs: Vec::with_capacity(BUCKETS),
             count: 0,
             start: 0,
             open: false,
@@ -236,6 +266,7 @@ impl<W: Write> FrozenWriter<W> {
         );
         self.offsets.clear();
         self.offsets.push(0);
+        self.crcs.clear();
         self.count = 0;
         self.start = self.pos;
         self.open = true;
@@ -249,6 +280,7 @@ impl<W: Write> FrozenWriter<W> {
         assert!(b + 1 >= self.offsets.len(), "buckets out of order");
         while self.offsets.len() <= b {
             self.offsets.push(self.count);
+            self.crcs.push(0);
         }
         let mut buf = Vec::with_capacity(fps.len() * ENTRY_LEN);
         for fp in fps {
@@ -257,6 +289,7 @@ impl<W: Write> FrozenWriter<W> {
         self.put(&buf)?;
         self.count += fps.len() as u64;
         self.offsets.push(self.count);
+        self.crcs.push(crc32fast::hash(&buf));
         Ok(())
     }
 
@@ -265,10 +298,14 @@ impl<W: Write> FrozenWriter<W> {
         assert!(self.open, "end_family outside a family");
         while self.offsets.len() <= BUCKETS {
             self.offsets.push(self.count);
+            self.crcs.push(0);
         }
-        let mut buf = Vec::with_capacity(OFFSETS_LEN);
+        let mut buf = Vec::with_capacity(OFFSETS_LEN + CRCS_LEN);
         for o in &self.offsets {
             buf.extend_from_slice(&o.to_le_bytes());
+        }
+        for c in &self.crcs {
+            buf.extend_from_slice(&c.to_le_bytes());
         }
         self.put(&buf)?;
         self.dir.push((self.start, self.count));
@@ -373,5 +410,71 @@ mod tests {
         assert!(FrozenLayout::parse(&bad, 1)
             .unwrap_err()
             .contains("out of order"));
+    }
+
+    /// A flipped byte in a bucket's entries opens clean (the layout is
+    /// whole) and is found by that bucket's CRC, and only by it.
+    #[test]
+    fn a_damaged_bucket_fails_its_own_crc() {
+        let fams = vec![vec![(3, vec![9, 10]), (4, vec![11])], vec![(3, vec![12])]];
+        let (bytes, _) = build(&fams);
+        let l = FrozenLayout::parse(&bytes, 2).unwrap();
+        assert_eq!(l.layout, FROZEN_LAYOUT);
+        for i in 0..2 {
+            for b in 0..=u16::MAX {
+                assert!(l.check_bucket(&bytes, i, b), "family {i} bucket {b}");
+            }
+        }
+        let mut flipped = bytes.clone();
+        // The last byte of bucket 3's second entry (10) of family 0.
+        flipped[HEADER_LEN + 15] ^= 0x40;
+        let l = FrozenLayout::parse(&flipped, 2).unwrap();
+        assert_eq!(l.bucket(&flipped, 0, 3)[15], 10 ^ 0x40);
+        for i in 0..2 {
+            for b in 0..=u16::MAX {
+                assert_eq!(l.check_bucket(&flipped, i, b), (i, b) != (0, 3), "{i} {b}");
+            }
+        }
+        assert!(l.check_crc(&flipped).is_err());
+    }
+
+    /// A frozen index of layout 1, written by a real build of that layout
+    /// (tests/fixtures/frozen): read as before, every bucket taken as it
+    /// is (no bucket CRCs to check).
+    #[test]
+    fn layout_1_written_by_an_old_build_is_read() {
+        use std::io::Read;
+        let gz = include_bytes!("../../tests/fixtures/frozen/frozen-v1.idx.gz");
+        let mut bytes = Vec::new();
+        flate2::read::GzDecoder::new(&gz[..])
+            .read_to_end(&mut bytes)
+            .unwrap();
+        let fps: Vec<u64> = include_str!("../../tests/fixtures/frozen/fps.jsonl")
+            .lines()
+            .map(|l| {
+                let hex = l.split('"').nth(7).unwrap();
+                u64::from_str_radix(hex, 16).unwrap()
+            })
+            .collect();
+        assert_eq!(fps.len(), 300);
+        let l = FrozenLayout::parse(&bytes, 20).unwrap();
+        assert_eq!((l.layout, l.generation, l.entries), (1, 2, 1200));
+        l.check_crc(&bytes).unwrap();
+        for i in 0..20 {
+            for b in 0..=u16::MAX {
+                let mut want: Vec<u64> = match i {
+                    0..4 => fps
+                        .iter()
+                        .copied()
+                        .filter(|&fp| Fingerprint(fp).block(i) == b)
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                want.sort_unstable();
+                let want: Vec<u8> = want.iter().flat_map(|x| x.to_be_bytes()).collect();
+                assert_eq!(l.bucket(&bytes, i, b), &want[..], "family {i} bucket {b}");
+                assert!(l.check_bucket(&bytes, i, b));
+            }
+        }
     }
 }

@@ -128,6 +128,10 @@ pub(crate) struct Frozen {
     /// Buckets whose dirty key is committed (the writer's bookkeeping: a
     /// bucket's key goes into every batch until one commits).
     persisted: Box<[AtomicU64]>,
+    /// Buckets whose CRC was checked on their first read and held, and
+    /// those where it did not (damaged: read from RocksDB from then on).
+    checked: Box<[AtomicU64]>,
+    damaged: Box<[AtomicU64]>,
 }
 
 fn bit(i: usize, b: u16) -> (usize, u64) {
@@ -162,6 +166,8 @@ impl Frozen {
             path: path.to_path_buf(),
             dirty: bitmap(),
             persisted: bitmap(),
+            checked: bitmap(),
+            damaged: bitmap(),
         })
     }
 
@@ -198,6 +204,38 @@ impl Frozen {
     #[inline]
     pub(crate) fn bucket(&self, i: usize, b: u16) -> &[u8] {
         self.layout.bucket(&self.map, i, b)
+    }
+
+    /// The entries of bucket `b` of family `i` if a query may read them
+    /// from the file: the bucket is unchanged since the freeze and its
+    /// bytes have the CRC the file records for it (checked on its first
+    /// read; a bucket that fails is marked damaged and read from RocksDB
+    /// from then on, so damage costs time, never an answer).
+    #[inline]
+    pub(crate) fn clean_bucket(&self, i: usize, b: u16) -> Option<&[u8]> {
+        if !self.is_clean(i, b) {
+            return None;
+        }
+        let (w, m) = bit(i, b);
+        if self.checked[w].load(Ordering::Relaxed) & m == 0 {
+            if self.damaged[w].load(Ordering::Relaxed) & m != 0 {
+                return None;
+            }
+            if !self.layout.check_bucket(&self.map, i, b) {
+                self.damaged[w].fetch_or(m, Ordering::Relaxed);
+                return None;
+            }
+            self.checked[w].fetch_or(m, Ordering::Relaxed);
+        }
+        Some(self.bucket(i, b))
+    }
+
+    /// How many buckets failed their CRC when read.
+    pub(crate) fn damaged(&self) -> u64 {
+        self.damaged
+            .iter()
+            .map(|w| u64::from(w.load(Ordering::Relaxed).count_ones()))
+            .sum()
     }
 
     /// How many buckets are clean.
@@ -238,6 +276,11 @@ pub struct FrozenState {
     /// all.
     pub clean_buckets: u64,
     pub buckets: u64,
+    /// Buckets whose bytes failed their CRC when a query first read them
+    /// (since the store was opened): read from RocksDB instead. Not 0:
+    /// the file is damaged (`verify` says where; `simdb freeze` writes a
+    /// new one).
+    pub damaged_buckets: u64,
 }
 
 impl Store {
@@ -259,6 +302,7 @@ impl Store {
             bytes: f.meta.bytes,
             clean_buckets: f.clean(),
             buckets: (WORDS * 64) as u64,
+            damaged_buckets: f.damaged(),
         }))
     }
 
@@ -556,6 +600,18 @@ impl Store {
         let mut problems = Vec::new();
         if let Err(r) = f.check_crc() {
             problems.push(format!("frozen index {}: {r}", f.path.display()));
+            // Which buckets (queries read them from RocksDB).
+            for i in 0..POSTING_FAMILIES {
+                for b in 0..=u16::MAX {
+                    if !f.layout.check_bucket(&f.map, i, b) && problems.len() < 20 {
+                        problems.push(format!(
+                            "frozen index: bucket {b} of {} fails its CRC (queries read it from \
+                             the store; `simdb freeze` writes a new index)",
+                            super::posting_family(i)
+                        ));
+                    }
+                }
+            }
             return Ok(problems);
         }
         for i in 0..POSTING_FAMILIES {

@@ -40,14 +40,13 @@ impl Snapshot<'_> {
     ) -> Vec<usize> {
         let mut rest = Vec::new();
         for (n, (i, b)) in buckets.enumerate() {
-            match &self.frozen {
-                Some(f) if f.is_clean(i, b) => {
-                    let entries = f.bucket(i, b);
+            match self.frozen.as_ref().and_then(|f| f.clean_bucket(i, b)) {
+                Some(entries) => {
                     if !entries.is_empty() {
                         on(n, entries);
                     }
                 }
-                _ => rest.push(n),
+                None => rest.push(n),
             }
         }
         rest
