@@ -464,15 +464,46 @@ def join_on_executors(spark, df, work: str, *, recipe=None, incremental: str | N
         offsets[p], at = at, at + counts.get(p, 0)
     b = buckets or max(2, min(256, -(-(rows + 100_000 * len(earlier["records"])) // 100_000)))
     digest = simdb.rule(recipe)["digest"]
+    # Each stage's longest task (seconds), as the Ray driver reports them:
+    # accumulators of the longest of the seconds added (defined here, so
+    # that the executors get the class with the functions that use it).
+
+    class Longest:
+        def zero(self, value: float) -> float:
+            return 0.0
+
+        def addInPlace(self, a: float, b: float) -> float:
+            return max(a, b)
+
+    longest = {s: spark.sparkContext.accumulator(0.0, Longest()) for s in STAGES}
+
+    def timed(stage, fn):
+        # Spark tells a group's function (one table) from a cogroup's
+        # (two) by the number of its arguments.
+        def one(t):
+            t0 = perf_counter()
+            got = fn(t)
+            longest[stage].add(perf_counter() - t0)
+            return got
+
+        def two(a, b):
+            t0 = perf_counter()
+            got = fn(a, b)
+            longest[stage].add(perf_counter() - t0)
+            return got
+
+        return {1: one, 2: two}[fn.__code__.co_argcount]
 
     def records(batches):
         from pyspark import TaskContext
 
+        t0 = perf_counter()
         at = offsets[TaskContext.get().partitionId()]
         for batch in batches:
             docs, _ = engine.doc_records(pa.Table.from_batches([batch]), at, rule=digest)
             at += batch.num_rows
             yield from engine.to_signed(docs.drop_columns(["new"])).to_batches()
+        longest["records"].add(perf_counter() - t0)
 
     doc = "ord long, id string, fingerprint long, record binary"
     df.mapInArrow(records, doc).write.mode("overwrite").parquet(records_dir)
@@ -518,9 +549,10 @@ def join_on_executors(spark, df, work: str, *, recipe=None, incremental: str | N
 
     key = ", bucket long"
     entries = by_fp.groupBy("bucket").applyInArrow(
-        entries_fn, "family long, value long, fingerprint long, after long, until long" + key)
+        timed("entries", entries_fn), "family long, value long, fingerprint long, after long, until long" + key)
     probes = by_ord.groupBy("bucket").applyInArrow(
-        probes_fn, "family long, value long, ord long, q long, k long, outside long, ranked boolean" + key)
+        timed("probes", probes_fn),
+        "family long, value long, ord long, q long, k long, outside long, ranked boolean" + key)
 
     def keys_fn(e, p):
         matched, boiler = engine.stage_keys(
@@ -533,21 +565,21 @@ def join_on_executors(spark, df, work: str, *, recipe=None, incremental: str | N
         return engine.to_signed(engine.concat([m.select(MIXED), x.select(MIXED)]))
 
     keys = (entries.groupBy("bucket").cogroup(probes.groupBy("bucket"))
-            .applyInArrow(keys_fn, "ord long, fingerprint long, bucket long, part long, boiler boolean")
+            .applyInArrow(timed("keys", keys_fn), "ord long, fingerprint long, bucket long, part long, boiler boolean")
             .localCheckpoint())
 
     def matched_fn(d, m):
         return out(engine.stage_matched(docs_of(d), engine.from_signed(m, engine.matched_schema()), b))
 
     matched = by_ord.groupBy("bucket").cogroup(keys.filter(~F.col("boiler")).groupBy("bucket")).applyInArrow(
-        matched_fn, "fingerprint long, id string, record binary" + key)
+        timed("matched", matched_fn), "fingerprint long, id string, record binary" + key)
 
     def sent_fn(d, m):
         with engine.checker(recipe) as c:
             return out(engine.stage_sent(c, docs_of(d), engine.from_signed(m, engine.probe_doc_schema()), b))
 
     sent = by_fp.groupBy("bucket").cogroup(matched.groupBy("bucket")).applyInArrow(
-        sent_fn, "ord long, id string, record binary" + key)
+        timed("sent", sent_fn), "ord long, id string, record binary" + key)
     sent_and_boiler = sent.select("ord", "id", "record", F.lit(None).cast("long").alias("part"), "bucket").unionByName(
         keys.filter(F.col("boiler")).select("ord", F.lit(None).cast("string").alias("id"),
                                            F.lit(None).cast("binary").alias("record"), "part", "bucket"))
@@ -566,7 +598,7 @@ def join_on_executors(spark, df, work: str, *, recipe=None, incremental: str | N
         return pa.table({"checked": [int(t.schema.metadata[b"checked"])], "seconds": [perf_counter() - t0]})
 
     done = (by_ord.groupBy("bucket").cogroup(sent_and_boiler.groupBy("bucket"))
-            .applyInArrow(checks_fn, "checked long, seconds double").collect())
+            .applyInArrow(timed("checks", checks_fn), "checked long, seconds double").collect())
     what = {
         "rows": rows,
         "documents": docs.count(),
@@ -579,7 +611,9 @@ def join_on_executors(spark, df, work: str, *, recipe=None, incremental: str | N
         "written_at": int(clock.time()),
         "records": earlier["records"] + [os.path.abspath(records_dir)],
         "checks": earlier["checks"] + [os.path.abspath(checks_dir)],
-        "longest_task_seconds": {"checks": round(max((r["seconds"] for r in done), default=0.0), 3)},
+        # The longest task of each stage (a task that ran twice, its
+        # longer run).
+        "longest_task_seconds": {s: round(longest[s].value, 3) for s in STAGES},
         "stages": list(STAGES),
     }
     what["no_fingerprint"] = rows - what["documents"]

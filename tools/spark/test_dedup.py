@@ -189,6 +189,9 @@ def test_spark_dedup_as_a_join_equals_ingest(spark, tmp_path):
         assert rep["store_path"] is None and not (out / "_work" / "store").exists()
         assert rep["join"]["checked"] == len(rows) - 1
         assert rep["join"]["no_fingerprint"] == 1
+        # Each stage's longest task, as the Ray driver reports them.
+        longest = rep["join"]["longest_task_seconds"]
+        assert list(longest) == list(rep["join"]["stages"]) and all(v > 0 for v in longest.values())
     # Killed during the join: its marker and a check part gone.
     work = out / "_work"
     for f in ("join.json", "placed.json"):
