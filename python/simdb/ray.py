@@ -8,7 +8,9 @@ workers, equal to what ``simdb ingest`` stores for the same texts.
 
 Each worker makes one :class:`simdb.Analyzer` (the dictionary is loaded
 once) and analyses its batches in Rust with the GIL released, on all the
-cores it is given. The columns added are :data:`COLUMNS`.
+cores it is given. The columns added are :data:`COLUMNS`, then
+:data:`RULE` (the digest of the rule the rows were made under, which
+:func:`dedup` checks against its own).
 
 >>> r = simdb.ray.dedup(fps, "work/", keep="first")  # doctest: +SKIP
 >>> r.pairs.write_parquet("s3://bucket/pairs/")  # doctest: +SKIP
@@ -96,8 +98,8 @@ def fingerprint_table(
     types = _types()
     for name in COLUMNS:
         table = table.append_column(name, pa.array(cols[name], type=types[name]))
-    rule = pa.array([analyzer.rule] * table.num_rows, type=pa.uint64())
-    return table.append_column(RULE, rule)
+    stamp = pa.array([analyzer.rule] * table.num_rows, type=pa.uint64())
+    return table.append_column(RULE, stamp)
 
 
 def export_recipe(path: Union[str, "os.PathLike[str]"]) -> dict[str, Any]:
