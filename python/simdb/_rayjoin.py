@@ -402,7 +402,9 @@ def stored(work: str, store: Optional[str]) -> Optional[dict]:
 
 def refuse_taken(work: str, store: str) -> None:
     """Refuses ``store`` when something is there that this run's work
-    directory ``work`` did not make: the store is made at a new path."""
+    directory ``work`` did not make: the store is made at a new path.
+    (``STORE.importing`` is the run's own, from a run killed during its
+    import: :func:`import_export` takes it up.)"""
     if os.path.exists(store) and stored(work, store) is None:
         raise ValueError(f"{store}: already exists; the run's store is made at a new path")
 
@@ -410,27 +412,38 @@ def refuse_taken(work: str, store: str) -> None:
 def store_of_join(work: str, store: str, decisions: Optional[str] = None, num_cpus: Optional[float] = None) -> dict:
     """The store a finished join run stands for, at ``store`` (a new
     path): the run's export (:func:`export_join`, on the workers), then
-    :func:`import_export`. Returns the counts and seconds of both steps."""
+    :func:`import_export`. Returns the counts and seconds of both steps
+    (what ``WORK/stored.json`` says)."""
     t0 = perf_counter()
-    what = {"export": export_join(work, decisions, num_cpus)}
-    what["export"]["seconds"] = round(perf_counter() - t0, 3)
-    what["import"] = import_export(work, store)
-    return what
+    export = export_join(work, decisions, num_cpus)
+    export["seconds"] = round(perf_counter() - t0, 3)
+    return import_export(work, store, {"export": export})
 
 
-def import_export(work: str, store: str) -> dict:
+def import_export(work: str, store: str, mark: Optional[dict] = None) -> dict:
     """``simdb import`` of a join run's export (``WORK/export/``) into a
     new store at ``store``, on this machine (the one that holds the
     store): every record restored, the clusters as the workers placed
     them, the decision log; the store serves them (``simdb serve``,
-    ``simdb query``, ``Db.open``)."""
+    ``simdb query``, ``Db.open``). Marks it in ``WORK/stored.json``
+    (``mark`` with the import's counts and the store's path).
+
+    Resumable at every step: the import is made at ``STORE.importing``
+    (which ``simdb import`` renames into place only when whole), the mark
+    is written, and only then is that renamed to ``store``. A run killed
+    before the rename finds the whole import and renames it; one killed
+    after it finds the mark (:func:`stored`)."""
     from . import _simdb
+    from .ray import write_mark
 
     t0 = perf_counter()
-    s = _simdb.import_parquet(store, [os.path.join(work, "export")])
-    return {
-        "documents": s["documents"],
-        "clusters": s["clusters"],
-        "restored": s["restored"],
-        "seconds": round(perf_counter() - t0, 3),
-    }
+    whole = store + ".importing"
+    if not os.path.exists(whole):
+        _simdb.import_parquet(whole, [os.path.join(work, "export")])
+    with _simdb.Db.open(whole, read_only=True) as db:
+        counts = {"documents": len(db), "clusters": db.stats()["clusters"], "restored": True}
+    what = dict(mark or {}, store=store)
+    what["import"] = dict(counts, seconds=round(perf_counter() - t0, 3))
+    write_mark(os.path.join(work, "stored.json"), what)
+    os.rename(whole, store)
+    return what

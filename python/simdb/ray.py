@@ -1195,8 +1195,7 @@ def _store_of_join(
     report["stored"] = stored(work, store)
     if report["stored"] is None:
         log = None if decisions is None else os.path.abspath(os.fspath(decisions))
-        report["stored"] = dict(store_of_join(work, store, log, num_cpus), store=store)
-        write_mark(os.path.join(work, "stored.json"), report["stored"])
+        report["stored"] = store_of_join(work, store, log, num_cpus)
     report["seconds"]["store"] = round(perf_counter() - t, 3)
     return store
 

@@ -716,6 +716,19 @@ def test_ray_dedup_as_a_join_makes_the_store_it_stands_for(tmp_path):
         again = simdb.ray.dedup(fps, work, keep="newest", index="join", buckets=2, num_cpus=1,
                                 incremental=tmp_path / "night0", decisions=log, store=served)
         assert again.report["stored"] == r.report["stored"]
+        # Killed once the import was whole but before it took the store's
+        # name (before the mark was written, or after): the import is
+        # renamed into place, not made again.
+        whole = str(served) + ".importing"
+        for marked in (False, True):
+            os.rename(served, whole)
+            if not marked:
+                os.remove(work / "stored.json")
+            r = simdb.ray.dedup(fps, work, keep="newest", index="join", buckets=2, num_cpus=1,
+                                incremental=tmp_path / "night0", decisions=log, store=served)
+            assert os.path.isdir(served) and not os.path.exists(whole)
+            got = {k: v for k, v in r.report["stored"]["import"].items() if k != "seconds"}
+            assert got == {k: v for k, v in again.report["stored"]["import"].items() if k != "seconds"}
     finally:
         ray.shutdown()
     assert_same_store(str(served), ingest, rows)

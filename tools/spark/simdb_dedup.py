@@ -229,18 +229,14 @@ def store_of_join(spark, work: str, store: str, decisions: str | None = None) ->
     (`export_on_executors`), then `simdb import` of it on the driver's
     machine (`simdb._rayjoin.import_export`); marked by WORK/stored.json."""
     from simdb import _rayjoin
-    from simdb import ray as stages
 
     done = _rayjoin.stored(work, store)
     if done is not None:
         return done
     t = perf_counter()
-    what = {"export": export_on_executors(spark, work, decisions)}
-    what["export"]["seconds"] = round(perf_counter() - t, 3)
-    what["import"] = _rayjoin.import_export(work, store)
-    what["store"] = store
-    stages.write_mark(os.path.join(work, "stored.json"), what)
-    return what
+    export = export_on_executors(spark, work, decisions)
+    export["seconds"] = round(perf_counter() - t, 3)
+    return _rayjoin.import_export(work, store, {"export": export})
 
 
 def export_on_executors(spark, work: str, decisions: str | None = None) -> dict:
