@@ -25,27 +25,7 @@ pub(super) fn stats(a: StatsArgs) -> Result<bool> {
     );
     println!("view         {}", view_text(&s.view));
     println!("size on disk {} bytes", s.bytes_on_disk);
-    match (&s.frozen, &s.frozen_unusable) {
-        (Some(f), _) => {
-            println!(
-                "frozen       generation {}, {} bytes; {:.1}% of buckets unchanged since (read from it)",
-                f.generation,
-                f.bytes,
-                100.0 * f.clean_buckets as f64 / f.buckets as f64
-            );
-            if f.damaged_buckets > 0 {
-                println!(
-                    "             {} buckets DAMAGED (failed their CRC; read from RocksDB): run \
-                     `simdb verify`, then `simdb freeze`",
-                    f.damaged_buckets
-                );
-            }
-        }
-        (None, Some(why)) => {
-            println!("frozen       unusable, every bucket read from RocksDB: {why}")
-        }
-        (None, None) => println!("frozen       none (`simdb freeze` writes one)"),
-    }
+    print_frozen(&s);
     if let Some(e) = &s.extraction {
         println!("web pages    {e}");
     }
@@ -86,4 +66,29 @@ pub(super) fn stats(a: StatsArgs) -> Result<bool> {
         );
     }
     Ok(true)
+}
+
+/// The `frozen` line(s) of `stats`.
+fn print_frozen(s: &simdb::db::Stats) {
+    match (&s.frozen, &s.frozen_unusable) {
+        (Some(f), _) => {
+            println!(
+                "frozen       generation {}, {} bytes; {:.1}% of buckets unchanged since (read from it)",
+                f.generation,
+                f.bytes,
+                100.0 * f.clean_buckets as f64 / f.buckets as f64
+            );
+            if f.damaged_buckets > 0 {
+                println!(
+                    "             {} buckets DAMAGED (failed their CRC; read from RocksDB): run \
+                     `simdb verify`, then `simdb freeze`",
+                    f.damaged_buckets
+                );
+            }
+        }
+        (None, Some(why)) => {
+            println!("frozen       unusable, every bucket read from RocksDB: {why}")
+        }
+        (None, None) => println!("frozen       none (`simdb freeze` writes one)"),
+    }
 }

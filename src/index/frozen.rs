@@ -64,6 +64,23 @@ fn le32(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(a)
 }
 
+/// Checks the offset table at `offsets` of a family of `count` entries:
+/// from 0, ascending, ending at `count`.
+fn check_offsets(bytes: &[u8], offsets: usize, count: u64) -> Result<(), String> {
+    let mut last = 0u64;
+    for b in 0..=BUCKETS {
+        let o = le64(bytes, offsets + 8 * b);
+        if o < last || (b == 0 && o != 0) || o > count {
+            return Err(format!("offset of bucket {b} is out of order"));
+        }
+        last = o;
+    }
+    if last != count {
+        return Err(format!("offsets end at {last}, not {count}"));
+    }
+    Ok(())
+}
+
 /// Where each family's entries and offsets lie in a frozen index's bytes
 /// (checked by [`FrozenLayout::parse`]).
 #[derive(Debug, Clone)]
@@ -132,17 +149,7 @@ impl FrozenLayout {
                 ));
             }
             let offsets = at + len;
-            let mut last = 0u64;
-            for b in 0..=BUCKETS {
-                let o = le64(bytes, offsets + 8 * b);
-                if o < last || (b == 0 && o != 0) || o > count {
-                    return Err(format!("family {i}: offset of bucket {b} is out of order"));
-                }
-                last = o;
-            }
-            if last != count {
-                return Err(format!("family {i}: offsets end at {last}, not {count}"));
-            }
+            check_offsets(bytes, offsets, count).map_err(|e| format!("family {i}: {e}"))?;
             total += count;
             out.push((at, offsets));
             at = offsets + table_len;
