@@ -236,10 +236,7 @@ fn threshold(given: Option<f64>, recipe: &simdb::Recipe) -> PyResult<f64> {
         Some(s) => Err(PyValueError::new_err(format!(
             "min_similarity {s} is not between 0 and 1"
         ))),
-        None => Ok(recipe
-            .sketch_kind()
-            .map(simdb::db::default_min_similarity)
-            .unwrap_or(simdb::db::DEFAULT_MIN_SIMILARITY)),
+        None => Ok(simdb::db::recipe_min_similarity(recipe)),
     }
 }
 

@@ -177,18 +177,7 @@ pub(super) fn rule<'py>(
     py: Python<'py>,
     recipe: Option<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let recipe = match recipe {
-        None => simdb::Recipe::default(),
-        Some(r) => {
-            let json: String = match r.extract::<String>() {
-                Ok(s) => s,
-                Err(_) => py.import("json")?.call_method1("dumps", (r,))?.extract()?,
-            };
-            serde_json::from_str(&json)
-                .map_err(|e| PyValueError::new_err(format!("not a simdb recipe: {e}")))?
-        }
-    };
-    let rule = simdb::db::rule::Rule::of(&recipe);
+    let rule = simdb::db::rule::Rule::of(&super::engine::recipe_given(py, recipe)?);
     let mut v = json_of(&rule)?;
     if let Value::Object(m) = &mut v {
         m.insert("digest".into(), Value::from(rule.digest()));
@@ -200,12 +189,7 @@ pub(super) fn rule<'py>(
 /// `simdb.recipe` metadata), one this build reproduces and whose IDF is
 /// not a table learned into a store.
 pub(super) fn recipe_of(py: Python<'_>, r: &Bound<'_, PyAny>) -> PyResult<simdb::Recipe> {
-    let json: String = match r.extract::<String>() {
-        Ok(s) => s,
-        Err(_) => py.import("json")?.call_method1("dumps", (r,))?.extract()?,
-    };
-    let recipe: simdb::Recipe = serde_json::from_str(&json)
-        .map_err(|e| PyValueError::new_err(format!("not a simdb recipe: {e}")))?;
+    let recipe = super::engine::recipe_given(py, Some(r.clone()))?;
     if recipe.uses_learned_idf() {
         return Err(PyValueError::new_err(format!(
             "the recipe's IDF ({}) was learned into its store: give db= (the store) instead",

@@ -460,13 +460,9 @@ impl ExportHeader {
     /// confirming at the recipe's default threshold: what an engine's run
     /// (`simdb.ray.dedup`, the Spark job) stands for.
     pub fn of_recipe(recipe: crate::Recipe, keep: super::KeepPolicy) -> ExportHeader {
-        let min_similarity = recipe
-            .sketch_kind()
-            .map(super::default_min_similarity)
-            .unwrap_or(super::DEFAULT_MIN_SIMILARITY);
         ExportHeader {
+            min_similarity: super::recipe_min_similarity(&recipe),
             recipe,
-            min_similarity,
             keep,
             keep_texts: false,
         }

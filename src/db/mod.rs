@@ -238,6 +238,16 @@ pub fn default_min_similarity(kind: fingerprint::SketchKind) -> f64 {
     }
 }
 
+/// The verification threshold a store of `recipe` confirms at by default:
+/// its sketch kind's ([`default_min_similarity`]), or
+/// [`DEFAULT_MIN_SIMILARITY`] for a sketch this build does not name.
+pub fn recipe_min_similarity(recipe: &Recipe) -> f64 {
+    recipe
+        .sketch_kind()
+        .map(default_min_similarity)
+        .unwrap_or(DEFAULT_MIN_SIMILARITY)
+}
+
 /// Confidence-ranked probing of a query (see [`index::ProbePlan::ranked`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Probe {
@@ -794,12 +804,9 @@ impl Db {
     }
 
     /// The verification threshold this store uses by default (it depends
-    /// on the recipe's sketch: see [`default_min_similarity`]).
+    /// on the recipe's sketch: see [`recipe_min_similarity`]).
     pub(crate) fn default_min_similarity(&self) -> f64 {
-        self.recipe()
-            .sketch_kind()
-            .map(default_min_similarity)
-            .unwrap_or(DEFAULT_MIN_SIMILARITY)
+        recipe_min_similarity(self.recipe())
     }
 
     /// The query for an analysed text or stored document: confidence-ranked

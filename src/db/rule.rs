@@ -82,10 +82,7 @@ impl RuleConstants {
             probe_tolerance: index::PROBE_TOLERANCE,
             band_distance: index::bands::DEFAULT_BAND_DISTANCE,
             band_candidates: index::bands::DEFAULT_BAND_CANDIDATES,
-            min_similarity: recipe
-                .sketch_kind()
-                .map(super::default_min_similarity)
-                .unwrap_or(super::DEFAULT_MIN_SIMILARITY),
+            min_similarity: super::recipe_min_similarity(recipe),
             min_containment: super::MIN_CONTAINMENT,
             containment_floor: super::CONTAINMENT_FLOOR,
             refined_containment_floor: super::REFINED_CONTAINMENT_FLOOR,

@@ -306,14 +306,9 @@ fn other_rule(
             format!("\"rule\" must be a u64 (or its bits as an i64), not {t}"),
         ));
     }
-    for i in 0..batch.num_rows() {
-        let stamped = match int_at(c.as_ref(), i) {
-            _ if c.is_null(i) => continue,
-            // The bits of a u64 stored as a (Spark) long.
-            Some(v) if v < 0 => v as i64 as u64,
-            Some(v) => v as u64,
-            None => continue,
-        };
+    for i in (0..batch.num_rows()).filter(|&i| !c.is_null(i)) {
+        // A u64, or its bits as a (Spark) long: the low 64 bits either way.
+        let stamped = int_at(c.as_ref(), i).unwrap_or_default() as u64;
         if stamped != rule {
             return Err((
                 i,

@@ -213,10 +213,10 @@ impl Frozen {
     /// from then on, so damage costs time, never an answer).
     #[inline]
     pub(crate) fn clean_bucket(&self, i: usize, b: u16) -> Option<&[u8]> {
-        if !self.is_clean(i, b) {
+        let (w, m) = bit(i, b);
+        if self.dirty[w].load(Ordering::SeqCst) & m != 0 {
             return None;
         }
-        let (w, m) = bit(i, b);
         if self.checked[w].load(Ordering::Relaxed) & m == 0 {
             if self.damaged[w].load(Ordering::Relaxed) & m != 0 {
                 return None;
