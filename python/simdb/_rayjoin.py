@@ -438,10 +438,13 @@ def import_export(work: str, store: str, mark: Optional[dict] = None) -> dict:
 
     t0 = perf_counter()
     whole = store + ".importing"
-    if not os.path.exists(whole):
-        _simdb.import_parquet(whole, [os.path.join(work, "export")])
-    with _simdb.Db.open(whole, read_only=True) as db:
-        counts = {"documents": len(db), "clusters": db.stats()["clusters"], "restored": True}
+    if os.path.exists(whole):
+        # Imported whole by a run killed before the rename.
+        with _simdb.Db.open(whole, read_only=True) as db:
+            counts = {"documents": len(db), "clusters": db.stats()["clusters"], "restored": True}
+    else:
+        s = _simdb.import_parquet(whole, [os.path.join(work, "export")])
+        counts = {k: s[k] for k in ("documents", "clusters", "restored")}
     what = dict(mark or {}, store=store)
     what["import"] = dict(counts, seconds=round(perf_counter() - t0, 3))
     write_mark(os.path.join(work, "stored.json"), what)

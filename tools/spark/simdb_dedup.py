@@ -474,21 +474,17 @@ def join_on_executors(spark, df, work: str, *, recipe=None, incremental: str | N
     longest = {s: spark.sparkContext.accumulator(0.0, Longest()) for s in STAGES}
 
     def timed(stage, fn):
+        def run(*tables):
+            t0 = perf_counter()
+            got = fn(*tables)
+            longest[stage].add(perf_counter() - t0)
+            return got
+
         # Spark tells a group's function (one table) from a cogroup's
         # (two) by the number of its arguments.
-        def one(t):
-            t0 = perf_counter()
-            got = fn(t)
-            longest[stage].add(perf_counter() - t0)
-            return got
-
-        def two(a, b):
-            t0 = perf_counter()
-            got = fn(a, b)
-            longest[stage].add(perf_counter() - t0)
-            return got
-
-        return {1: one, 2: two}[fn.__code__.co_argcount]
+        if fn.__code__.co_argcount == 1:
+            return lambda t: run(t)
+        return lambda a, b: run(a, b)
 
     def records(batches):
         from pyspark import TaskContext
