@@ -27,6 +27,8 @@ mod keep;
 mod nightly;
 mod parts;
 mod quality;
+#[cfg(feature = "parquet")]
+mod ranges;
 mod repair;
 mod scale;
 mod search;

@@ -50,6 +50,7 @@
 pub mod extsort;
 mod items;
 mod parquet_input;
+pub mod ranges;
 mod read;
 mod stages;
 

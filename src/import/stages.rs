@@ -96,7 +96,7 @@ pub(super) fn build(
     families.push((store::TEXTS, std::mem::take(&mut restoration.texts)));
     families.push((
         store::DECISIONS,
-        decision_ssts(&b, &opts.decisions, &standing)?,
+        decision_ssts_in(&b.sst, opts.sst_file_bytes, &opts.decisions, &standing)?,
     ));
     let count = store::schema::MetaU64::DocCount.owned_entry(summary.documents);
     // Positions count records from 1; the documents are stamped `now`
@@ -545,8 +545,9 @@ pub(super) struct Restoration {
 /// The `decisions` family's table files of decision log `log` (oldest
 /// first): its entries, and the "keep this one" documents and "not a
 /// copy" pairs that stand at its end (`standing`).
-fn decision_ssts(
-    b: &Build<'_>,
+pub(super) fn decision_ssts_in(
+    sst: &Path,
+    file_bytes: u64,
     log: &[store::codec::Decision],
     standing: &crate::db::decisions::Standing,
 ) -> Result<Vec<PathBuf>> {
@@ -570,10 +571,10 @@ fn decision_ssts(
         .into_iter()
         .map(|(k, s)| (k, s.to_be_bytes().to_vec()));
     store::write_ssts(
-        &b.sst,
+        sst,
         "decisions",
         store::DECISIONS,
-        b.opts.sst_file_bytes,
+        file_bytes,
         kept.chain(entries).chain(pairs).map(Ok),
     )
 }
