@@ -412,15 +412,134 @@ def refuse_taken(work: str, store: str) -> None:
 def store_of_join(work: str, store: str, decisions: Optional[str] = None, num_cpus: Optional[float] = None) -> dict:
     """The store a finished join run stands for, at ``store`` (a new
     path): the run's export (:func:`export_join`, on the workers), then
-    :func:`import_export`. Returns the counts and seconds of both steps
-    (what ``WORK/stored.json`` says)."""
+    the store built from it by key range on the workers
+    (:func:`build_by_range`) and assembled here by :func:`import_export`.
+    Returns the counts and seconds of both steps (what
+    ``WORK/stored.json`` says)."""
     t0 = perf_counter()
     export = export_join(work, decisions, num_cpus)
     export["seconds"] = round(perf_counter() - t0, 3)
-    return import_export(work, store, {"export": export})
+
+    def build(export_dir: str, target: str) -> dict:
+        return build_by_range(export_dir, target, os.path.join(work, "ranges"), num_cpus=num_cpus)
+
+    return import_export(work, store, {"export": export}, build=build)
 
 
-def import_export(work: str, store: str, mark: Optional[dict] = None) -> dict:
+#: The steps of a store built by range (the keys of its
+#: ``longest_task_seconds``).
+RANGE_STEPS = ("map", "split", "reduce", "split2", "reduce2")
+
+
+def export_parts(export: str) -> tuple[list, Optional[str]]:
+    """The part files of the export in directory ``export`` (refused
+    unless its ``_SUCCESS`` says it is whole) and its decision log file,
+    if it has one."""
+    if finished_export(export) is None:
+        raise ValueError(f"{export}: not a finished export (no _SUCCESS)")
+    parts = sorted(
+        os.path.join(export, f) for f in os.listdir(export) if f.endswith(".parquet") and not f.startswith((".", "_"))
+    )
+    log = os.path.join(export, "_decisions.jsonl")
+    return parts, (log if os.path.exists(log) else None)
+
+
+def range_count(parts: int, ranges: Optional[int]) -> int:
+    """The ranges of a build by range: ``ranges``, or two per part."""
+    if ranges is not None and ranges < 1:
+        raise ValueError(f"ranges must be at least 1, not {ranges}")
+    return ranges or max(2, 2 * parts)
+
+
+#: Range keys each share (or range) samples per range of the next step.
+SAMPLES_PER_RANGE = 16
+
+
+def _range_map_task(parts: list, decisions: Optional[str], samples: int) -> tuple:
+    from . import _simdb
+
+    t0 = perf_counter()
+    items, sample, counts = _simdb.range_map(parts, decisions=decisions, samples=samples)
+    return items, {"sample": sample, "counts": counts, "seconds": perf_counter() - t0}
+
+
+def _range_split_task(items: bytes, boundaries: list) -> Any:
+    from . import _simdb
+
+    t0 = perf_counter()
+    pieces = _simdb.range_split(items, boundaries)
+    return (*pieces, perf_counter() - t0)
+
+
+def _range_reduce_task(out: str, name: str, samples: int, *pieces: bytes) -> tuple:
+    from . import _simdb
+
+    t0 = perf_counter()
+    done = _simdb.range_reduce(list(pieces), out, name, samples=samples)
+    items = done.pop("items")
+    done["seconds"] = perf_counter() - t0
+    return items, done
+
+
+def build_by_range(
+    export: str, target: str, scratch: str, ranges: Optional[int] = None, num_cpus: Optional[float] = None
+) -> dict:
+    """The store of the export in directory ``export`` at ``target`` (a
+    new path), built by key range on Ray's workers
+    (``simdb::import::ranges``): a map task per part file, the items cut
+    by ranges sampled from them, a reduce task per range writing its
+    table files under ``scratch`` (twice: the band, part and membership
+    keys are a second round), then the store assembled here by moving
+    those files in. The driver holds only samples, counts and file names.
+    The same store as ``simdb import`` of the export (its frozen index
+    aside: ``simdb freeze`` writes it). Returns the counts, the number of
+    ranges and each step's longest task."""
+    import ray
+
+    from . import _simdb
+
+    parts, log = export_parts(export)
+    n = range_count(len(parts), ranges)
+    shutil.rmtree(scratch, ignore_errors=True)
+    os.makedirs(scratch)
+    longest = dict.fromkeys(RANGE_STEPS, 0.0)
+    mapped = [_remote(_range_map_task, 2, num_cpus).remote([p], log, SAMPLES_PER_RANGE * n) for p in parts]
+    infos = ray.get([m[1] for m in mapped])
+    longest["map"] = max((i["seconds"] for i in infos), default=0.0)
+    counts = [i["counts"] for i in infos]
+    files: list = []
+
+    def one_round(items: list, samples: list, name: str, next_samples: int) -> tuple:
+        bounds = _simdb.range_boundaries(samples, n)
+        k = len(bounds) + 1
+        split = _remote(_range_split_task, k + 1, num_cpus)
+        pieces = [split.remote(i, bounds) for i in items]
+        longest["split" if name == "r1" else "split2"] = max(ray.get([p[k] for p in pieces]), default=0.0)
+        reduce = _remote(_range_reduce_task, 2, num_cpus)
+        reduced = [
+            reduce.remote(scratch, f"{name}-{r:05}", next_samples, *[p[r] for p in pieces]) for r in range(k)
+        ]
+        done = ray.get([r[1] for r in reduced])
+        longest["reduce" if name == "r1" else "reduce2"] = max((d["seconds"] for d in done), default=0.0)
+        for d in done:
+            files.extend(d["files"])
+            counts.append(d["counts"])
+        return [r[0] for r in reduced], [s for d in done for s in d["sample"]]
+
+    second, samples = one_round([m[0] for m in mapped], [s for i in infos for s in i["sample"]], "r1", SAMPLES_PER_RANGE * n)
+    one_round(second, samples, "r2", 0)
+    total = _simdb.range_assemble(target, export, files, counts)
+    shutil.rmtree(scratch, ignore_errors=True)
+    return {
+        "documents": total["documents"],
+        "clusters": total["clusters"],
+        "restored": True,
+        "ranges": n,
+        "longest_task_seconds": {k: round(v, 3) for k, v in longest.items()},
+    }
+
+
+def import_export(work: str, store: str, mark: Optional[dict] = None, build: Any = None) -> dict:
     """``simdb import`` of a join run's export (``WORK/export/``) into a
     new store at ``store``, on this machine (the one that holds the
     store): every record restored, the clusters as the workers placed
@@ -442,6 +561,10 @@ def import_export(work: str, store: str, mark: Optional[dict] = None) -> dict:
         # Imported whole by a run killed before the rename.
         with _simdb.Db.open(whole, read_only=True) as db:
             counts = {"documents": len(db), "clusters": db.stats()["clusters"], "restored": True}
+    elif build is not None:
+        built = build(os.path.join(work, "export"), whole)
+        counts = {k: built.pop(k) for k in ("documents", "clusters", "restored")}
+        mark = dict(mark or {}, by_range=built)
     else:
         s = _simdb.import_parquet(whole, [os.path.join(work, "export")])
         counts = {k: s[k] for k in ("documents", "clusters", "restored")}

@@ -13,6 +13,7 @@ mod errors;
 mod functions;
 mod join;
 mod methods;
+mod ranges;
 mod recipe;
 mod store;
 mod values;
@@ -35,6 +36,7 @@ use engine::*;
 use errors::*;
 use functions::*;
 use join::*;
+use ranges::*;
 use recipe::*;
 use store::*;
 use values::*;
@@ -97,6 +99,11 @@ fn _simdb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(document_times, m)?)?;
     m.add_function(wrap_pyfunction!(index_entries, m)?)?;
     m.add_function(wrap_pyfunction!(key_matches, m)?)?;
+    m.add_function(wrap_pyfunction!(range_map, m)?)?;
+    m.add_function(wrap_pyfunction!(range_boundaries, m)?)?;
+    m.add_function(wrap_pyfunction!(range_split, m)?)?;
+    m.add_function(wrap_pyfunction!(range_reduce, m)?)?;
+    m.add_function(wrap_pyfunction!(range_assemble, m)?)?;
     m.add_class::<JoinChecker>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -658,7 +658,7 @@ def test_ray_dedup_as_a_join_equals_ingest(tmp_path):
 
 def test_ray_dedup_as_a_join_makes_the_store_it_stands_for(tmp_path):
     """index="join" with store=: the run's export (written on the workers)
-    imported into a new store, which holds what ingesting the same rows
+    built into a new store by key range on the workers, which holds what ingesting the same rows
     holds: the records, the clusters under a keep policy with decisions
     (a "not a copy" pair and a "keep this one"), and answers queries as
     it does; over two nights (incremental), and again after a kill during
@@ -701,6 +701,10 @@ def test_ray_dedup_as_a_join_makes_the_store_it_stands_for(tmp_path):
             assert r.store == str(served)
             assert engine_result(r)[1] == clusters, n
             assert r.report["stored"]["import"]["restored"]
+            # Built by key range on the workers: every step a task.
+            by_range = r.report["stored"]["by_range"]
+            assert by_range["ranges"] == 4 and set(by_range["longest_task_seconds"]) == set(
+                simdb._rayjoin.RANGE_STEPS)
             assert r.report["stored"]["import"]["clusters"] == len(clusters)
             previous = work
         assert sorted(os.listdir(work / "export")) == ["_SUCCESS", "_decisions.jsonl", "part-00000.parquet",
@@ -710,6 +714,9 @@ def test_ray_dedup_as_a_join_makes_the_store_it_stands_for(tmp_path):
         os.remove(work / "export" / "part-00001.parquet")
         os.remove(work / "stored.json")
         shutil.rmtree(served)
+        # ...and a build by range killed with a range's files half written.
+        os.makedirs(work / "ranges")
+        (work / "ranges" / "r1-00000-docs-00000.sst").write_bytes(b"half")
         r = simdb.ray.dedup(fps, work, keep="newest", index="join", buckets=2, num_cpus=1,
                             incremental=tmp_path / "night0", decisions=log, store=served)
         # Run again, finished: the same store, not made again.

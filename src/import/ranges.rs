@@ -279,7 +279,7 @@ fn map_record(
 /// shared fingerprints it counted.
 #[derive(Debug, Default)]
 pub struct RangeOutput {
-    pub files: Vec<(&'static str, Vec<PathBuf>)>,
+    pub files: Vec<(String, Vec<PathBuf>)>,
     pub items: Vec<Item>,
     pub counts: Counts,
 }
@@ -311,7 +311,7 @@ pub fn reduce(
                 file_bytes,
                 entries.into_iter().map(Ok),
             )?;
-            Ok::<_, Error>((family, files))
+            Ok::<_, Error>((family.to_string(), files))
         };
         let t = first.tag;
         let (family, kind, entries) = match t {
@@ -489,14 +489,23 @@ pub fn assemble(
     tuning: Tuning,
 ) -> Result<()> {
     let standing = crate::db::decisions::standing(decisions)?;
-    let staging = store::Staging::begin(target)?;
     let mut families: Vec<(&str, Vec<PathBuf>)> = Vec::new();
     for (family, files) in ranges.iter().flat_map(|r| r.files.iter()) {
-        match families.iter_mut().find(|(f, _)| f == family) {
+        // The families a range writes (never `meta` or `decisions`).
+        let Some(name) = store::ALL_FAMILIES
+            .iter()
+            .find(|f| **f == family && ![store::META, store::DECISIONS].contains(*f))
+        else {
+            return Err(Error::Input(format!(
+                "a range's table files for {family:?}, not a family a range writes"
+            )));
+        };
+        match families.iter_mut().find(|(f, _)| f == name) {
             Some((_, all)) => all.extend(files.iter().cloned()),
-            None => families.push((family, files.clone())),
+            None => families.push((name, files.clone())),
         }
     }
+    let staging = store::Staging::begin(target)?;
     let sst = staging.subdir("sst")?;
     families.push((
         store::DECISIONS,

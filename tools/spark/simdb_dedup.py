@@ -223,11 +223,27 @@ def _outputs(spark, report: dict, out: str, work: str, keep: str, decisions, sto
     return report
 
 
+def longest_accumulators(spark, names) -> dict:
+    """An accumulator per name of the longest of the seconds added (the
+    class is defined here, so that the executors get it with the
+    functions that use it)."""
+
+    class Longest:
+        def zero(self, value: float) -> float:
+            return 0.0
+
+        def addInPlace(self, a: float, b: float) -> float:
+            return max(a, b)
+
+    return {s: spark.sparkContext.accumulator(0.0, Longest()) for s in names}
+
+
 def store_of_join(spark, work: str, store: str, decisions: str | None = None) -> dict:
     """The store a finished join run stands for, at ``store`` (a new
     path), as `simdb.ray.dedup`'s ``store``: the export on the executors
-    (`export_on_executors`), then `simdb import` of it on the driver's
-    machine (`simdb._rayjoin.import_export`); marked by WORK/stored.json."""
+    (`export_on_executors`), then the store built from it by key range on
+    the executors (`build_by_range`) and assembled on the driver's machine
+    (`simdb._rayjoin.import_export`); marked by WORK/stored.json."""
     from simdb import _rayjoin
 
     done = _rayjoin.stored(work, store)
@@ -236,7 +252,89 @@ def store_of_join(spark, work: str, store: str, decisions: str | None = None) ->
     t = perf_counter()
     export = export_on_executors(spark, work, decisions)
     export["seconds"] = round(perf_counter() - t, 3)
-    return _rayjoin.import_export(work, store, {"export": export})
+
+    def build(export_dir: str, target: str) -> dict:
+        return build_by_range(spark, export_dir, target, os.path.join(work, "ranges"))
+
+    return _rayjoin.import_export(work, store, {"export": export}, build=build)
+
+
+def build_by_range(spark, export: str, target: str, scratch: str, ranges: int | None = None) -> dict:
+    """The store of the export in directory ``export`` at ``target``,
+    built by key range on the executors as `simdb._rayjoin.build_by_range`
+    builds it on Ray: a task per part file maps it to items, Spark moves
+    each piece to its range (sampled from the items) by a partitioner,
+    a task per range writes its table files under ``scratch``, twice;
+    the driver holds only samples, counts and file names, and moves the
+    files into the store."""
+    from pyspark import StorageLevel
+
+    import simdb
+    from simdb import _rayjoin
+
+    parts, log = _rayjoin.export_parts(export)
+    n = _rayjoin.range_count(len(parts), ranges)
+    samples = _rayjoin.SAMPLES_PER_RANGE * n
+    shutil.rmtree(scratch, ignore_errors=True)
+    os.makedirs(scratch)
+    sc = spark.sparkContext
+    longest = longest_accumulators(spark, _rayjoin.RANGE_STEPS)
+
+    def timed(step, fn):
+        def run(*args):
+            t0 = perf_counter()
+            got = fn(*args)
+            longest[step].add(perf_counter() - t0)
+            return got
+
+        return run
+
+    def map_part(path):
+        from simdb import _simdb
+
+        return _simdb.range_map([path], decisions=log, samples=samples)
+
+    mapped = sc.parallelize(parts, len(parts)).map(timed("map", map_part)).persist(StorageLevel.MEMORY_AND_DISK)
+    infos = mapped.map(lambda m: (m[1], m[2])).collect()
+    counts = [c for _, c in infos]
+    files: list = []
+
+    def one_round(items, sample: list, step: int, next_samples: int):
+        bounds = simdb._simdb.range_boundaries(sample, n)
+        k = len(bounds) + 1
+        bounds = sc.broadcast(bounds)
+        split, reduce = ("split", "reduce") if step == 1 else ("split2", "reduce2")
+
+        def cut(blob):
+            from simdb import _simdb
+
+            return list(enumerate(_simdb.range_split(blob, bounds.value)))
+
+        def reduce_range(r, pieces):
+            from simdb import _simdb
+
+            return [_simdb.range_reduce([p for _, p in pieces], scratch, f"r{step}-{r:05}", samples=next_samples)]
+
+        pieces = items.flatMap(timed(split, cut)).partitionBy(k, lambda r: r)
+        reduced = pieces.mapPartitionsWithIndex(timed(reduce, reduce_range), preservesPartitioning=True)
+        reduced = reduced.persist(StorageLevel.MEMORY_AND_DISK)
+        done = reduced.map(lambda d: {x: d[x] for x in ("files", "sample", "counts")}).collect()
+        for d in done:
+            files.extend(d["files"])
+            counts.append(d["counts"])
+        return reduced.map(lambda d: d["items"]), [s for d in done for s in d["sample"]]
+
+    second, sample = one_round(mapped.map(lambda m: m[0]), [s for i, _ in infos for s in i], 1, samples)
+    one_round(second, sample, 2, 0)
+    total = simdb._simdb.range_assemble(target, export, files, counts)
+    shutil.rmtree(scratch, ignore_errors=True)
+    return {
+        "documents": total["documents"],
+        "clusters": total["clusters"],
+        "restored": True,
+        "ranges": n,
+        "longest_task_seconds": {s: round(longest[s].value, 3) for s in _rayjoin.RANGE_STEPS},
+    }
 
 
 def export_on_executors(spark, work: str, decisions: str | None = None) -> dict:
@@ -460,18 +558,8 @@ def join_on_executors(spark, df, work: str, *, recipe=None, incremental: str | N
         offsets[p], at = at, at + counts.get(p, 0)
     b = buckets or max(2, min(256, -(-(rows + 100_000 * len(earlier["records"])) // 100_000)))
     digest = simdb.rule(recipe)["digest"]
-    # Each stage's longest task (seconds), as the Ray driver reports them:
-    # accumulators of the longest of the seconds added (defined here, so
-    # that the executors get the class with the functions that use it).
-
-    class Longest:
-        def zero(self, value: float) -> float:
-            return 0.0
-
-        def addInPlace(self, a: float, b: float) -> float:
-            return max(a, b)
-
-    longest = {s: spark.sparkContext.accumulator(0.0, Longest()) for s in STAGES}
+    # Each stage's longest task (seconds), as the Ray driver reports them.
+    longest = longest_accumulators(spark, STAGES)
 
     def timed(stage, fn):
         def run(*tables):

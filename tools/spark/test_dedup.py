@@ -216,10 +216,12 @@ def test_spark_dedup_as_a_join_equals_ingest(spark, tmp_path):
         rep = simdb_dedup.run(spark, [str(src)], str(out), text="text", fmt="json", index="join",
                               incremental=previous, store=str(tmp_path / f"served{n}.db"))
         assert result(out) == (pairs, clusters), n
-        # The store of the result (the export on the executors, imported
-        # here) holds what ingest's holds after the night.
+        # The store of the result (the export on the executors, built by
+        # key range on them, assembled here) holds what ingest's holds
+        # after the night.
         assert rep["store_path"] == str(tmp_path / f"served{n}.db")
         assert rep["stored"]["import"]["restored"]
+        assert rep["stored"]["by_range"]["ranges"] >= 2
         assert_same_store(rep["store_path"], path, rows)
         previous = str(out)
     assert any(a < "d060" <= b for a, b, _ in pairs)
