@@ -10,6 +10,12 @@ whether it finds what `simdb ingest` finds.
     # --text` of the same file, compared
     python tools/engine_dedup.py corpus --simdb target/release/simdb CORPUS.jsonl ... [--index join [--store]]
 
+    # the store of a join run's export (WORK/export of a `generated
+    # --index join --store --keep` run): `simdb import` on one machine
+    # beside the build by key range on Ray's workers, both with the frozen
+    # index, timed; both stores' documents and clusters compared
+    python tools/engine_dedup.py build EXPORT --work DIR [--ranges N]
+
 Run it with the Ray venv's Python (tools/ray.sh makes it). The generated rows
 are what a dedup store receives: 80% distinct documents, 15% near copies of
 an earlier one (1 to 3 fingerprint bits and 1 to 8 sketch bins changed, the
@@ -361,6 +367,48 @@ def corpus(a: argparse.Namespace) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def build(a: argparse.Namespace) -> None:
+    """One machine's `simdb import` of an export beside the build by key
+    range (`simdb._rayjoin.build_by_range`), in one run."""
+    import ray
+
+    import simdb
+    from simdb import _rayjoin
+
+    os.makedirs(a.work, exist_ok=True)
+    one, ranged = os.path.join(a.work, "imported.db"), os.path.join(a.work, "by-range.db")
+    for d in (one, ranged):
+        shutil.rmtree(d, ignore_errors=True)
+    sampler = Sampler()
+    rows = []
+    sampler.enter("import")
+    t0 = time.perf_counter()
+    s = simdb.import_parquet(one, [a.export])
+    rows.append(("import (one machine)", time.perf_counter() - t0, time.perf_counter() - t0, s["documents"]))
+    ray.init(num_cpus=a.cores, include_dashboard=False, log_to_driver=False)
+    sampler.enter("by range")
+    t0 = time.perf_counter()
+    r = _rayjoin.build_by_range(a.export, ranged, os.path.join(a.work, "ranges"), ranges=a.ranges)
+    took = time.perf_counter() - t0
+    rows.append(("by range (Ray tasks)", took, max(r["longest_task_seconds"].values()), r["documents"]))
+    sampler.close()
+    ray.shutdown()
+    print(json.dumps({"import": s, "by_range": r}))
+    with simdb.Db.open(one, read_only=True) as x, simdb.Db.open(ranged, read_only=True) as y:
+        same = (len(x), x.stats()["clusters"]) == (len(y), y.stats()["clusters"])
+    print(f"\n{rows[0][3]:,} documents, {r['ranges']} ranges, Ray local mode on {a.cores} cores; "
+          f"documents and clusters equal: {same}")
+    print(f"{'build':<22}{'seconds':>9}{'longest task':>14}{'peak RSS MiB':>14}{'driver MiB':>12}")
+    for (name, secs, longest, _), stage in zip(rows, ("import", "by range")):
+        print(f"{name:<22}{secs:>9.1f}{longest:>14.1f}{sampler.peak[stage] >> 20:>14,}"
+              f"{sampler.driver[stage] >> 20:>12,}")
+    print("by range, longest task per step: " + ", ".join(
+        f"{k} {v:.1f} s" for k, v in r["longest_task_seconds"].items())
+        + f"; the assembly (files moved in, frozen index written) {r['assemble_seconds']:.1f} s")
+    if not same:
+        sys.exit(1)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="mode", required=True)
@@ -384,8 +432,13 @@ def main() -> None:
     for x in (g, c):
         x.add_argument("--index", choices=["store", "join"], default="store",
                        help="dedup's index: the one store (default), or the join with no store")
+    b = sub.add_parser("build")
+    b.add_argument("export", help="a join run's WORK/export")
+    b.add_argument("--work", required=True, help="where the two stores are made (replaced)")
+    b.add_argument("--ranges", type=int, help="ranges of the build (default: two per part)")
+    b.add_argument("--cores", type=int, default=os.cpu_count() or 1)
     a = p.parse_args()
-    generated(a) if a.mode == "generated" else corpus(a)
+    {"generated": generated, "corpus": corpus, "build": build}[a.mode](a)
 
 
 if __name__ == "__main__":

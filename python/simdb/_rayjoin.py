@@ -444,11 +444,17 @@ def export_parts(export: str) -> tuple[list, Optional[str]]:
     return parts, (log if os.path.exists(log) else None)
 
 
+#: The most ranges a build by range makes by default: each map cuts its
+#: items into one piece per range, so pieces grow as parts times ranges.
+MAX_RANGES = 512
+
+
 def range_count(parts: int, ranges: Optional[int]) -> int:
-    """The ranges of a build by range: ``ranges``, or two per part."""
+    """The ranges of a build by range: ``ranges``, or two per part (at
+    most :data:`MAX_RANGES`)."""
     if ranges is not None and ranges < 1:
         raise ValueError(f"ranges must be at least 1, not {ranges}")
-    return ranges or max(2, 2 * parts)
+    return ranges or max(2, min(MAX_RANGES, 2 * parts))
 
 
 #: Range keys each share (or range) samples per range of the next step.
@@ -490,10 +496,10 @@ def build_by_range(
     by ranges sampled from them, a reduce task per range writing its
     table files under ``scratch`` (twice: the band, part and membership
     keys are a second round), then the store assembled here by moving
-    those files in. The driver holds only samples, counts and file names.
-    The same store as ``simdb import`` of the export (its frozen index
-    aside: ``simdb freeze`` writes it). Returns the counts, the number of
-    ranges and each step's longest task."""
+    those files in, and its frozen index written (as ``simdb freeze``).
+    The driver holds only samples, counts and file names. The same store
+    as ``simdb import`` of the export. Returns the counts, the number of
+    ranges, each step's longest task and the assembly's seconds."""
     import ray
 
     from . import _simdb
@@ -528,6 +534,7 @@ def build_by_range(
 
     second, samples = one_round([m[0] for m in mapped], [s for i in infos for s in i["sample"]], "r1", SAMPLES_PER_RANGE * n)
     one_round(second, samples, "r2", 0)
+    t0 = perf_counter()
     total = _simdb.range_assemble(target, export, files, counts)
     shutil.rmtree(scratch, ignore_errors=True)
     return {
@@ -536,6 +543,7 @@ def build_by_range(
         "restored": True,
         "ranges": n,
         "longest_task_seconds": {k: round(v, 3) for k, v in longest.items()},
+        "assemble_seconds": round(perf_counter() - t0, 3),
     }
 
 

@@ -638,6 +638,52 @@ def key_matches(
     ``matched_ord``, ``matched_fingerprint`` and ``boilerplate_ord``,
     ``boilerplate_part``."""
 
+def range_map(
+    parts: list[Union[str, PathLike[str]]],
+    *,
+    decisions: Optional[Union[str, PathLike[str]]] = None,
+    samples: int = 0,
+) -> tuple[bytes, list[bytes], dict[str, int]]:
+    """Step 1 of a store built by key range (``simdb::import::ranges``),
+    on a worker: the items of a share of an export's part files under the
+    decision log in file ``decisions``, as an Arrow IPC stream (columns
+    ``tag``, ``group``, ``key``, ``value``); a sample of ``samples`` of
+    their range keys; the share's counts."""
+
+def range_boundaries(samples: list[bytes], ranges: int) -> list[bytes]:
+    """The boundaries of ``ranges`` ranges from every share's samples."""
+
+def range_split(items: bytes, boundaries: list[bytes]) -> list[bytes]:
+    """A share's items (an Arrow IPC stream) cut by ``boundaries``: one
+    stream per range, ``len(boundaries) + 1`` of them."""
+
+def range_reduce(
+    streams: list[bytes],
+    dir: Union[str, PathLike[str]],
+    name: str,
+    *,
+    samples: int = 0,
+    file_bytes: int = 256 << 20,
+) -> dict[str, Any]:
+    """Steps 2 and 3, on a worker: the table files of one range's items
+    (every item of each of their groups) under ``dir``, named from
+    ``name``: a dict with ``files`` (``[family, [paths]]``), ``items``
+    (the next round's, one stream), ``sample`` and ``counts``."""
+
+def range_assemble(
+    target: Union[str, PathLike[str]],
+    export: Union[str, PathLike[str]],
+    files: list[tuple[str, list[str]]],
+    counts: list[dict[str, int]],
+    *,
+    freeze: bool = True,
+) -> dict[str, int]:
+    """Step 4, where the store is to be: the store at ``target`` (a new
+    path) from the export in directory ``export`` and every range's table
+    files (moved in), with the counts of every share and range; with
+    ``freeze``, then its frozen index (as ``simdb freeze``, on this
+    machine). Returns the summed counts."""
+
 class JoinChecker:
     """The store's duplicate check on a worker, with no store of the run
     (stages 2 to 4 of the check as a join; :func:`simdb.engine.check_by_join`

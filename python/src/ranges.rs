@@ -7,7 +7,7 @@
 
 use super::*;
 use pyo3::types::PyBytes;
-use simdb::import::ranges::{self, Counts, Item, RangeOutput};
+use simdb::import::ranges::{self, Counts, RangeOutput};
 
 fn counts_of<'py>(py: Python<'py>, c: &Counts) -> PyResult<Bound<'py, PyAny>> {
     to_py(py, &json_of(c)?)
@@ -20,22 +20,13 @@ fn decisions_of(path: Option<&std::path::Path>) -> simdb::Result<Vec<simdb::code
     }
 }
 
-/// The items of Arrow IPC streams `streams`, in order.
-fn items_of(streams: &[Vec<u8>]) -> simdb::Result<Vec<Item>> {
-    let mut items = Vec::new();
-    for s in streams {
-        ranges::from_ipc(s, &mut items)?;
-    }
-    Ok(items)
-}
-
 fn bytes_list<'py>(py: Python<'py>, v: &[Vec<u8>]) -> Vec<Bound<'py, PyBytes>> {
     v.iter().map(|b| PyBytes::new(py, b)).collect()
 }
 
 /// Step 1 on a worker: the items of a share of an export's part files
 /// `parts` under the decision log in file `decisions` (the export's
-/// `_decisions.jsonl`), sorted by range key, as an Arrow IPC stream; a
+/// `_decisions.jsonl`), as an Arrow IPC stream; a
 /// sample of `samples` of their range keys; the share's counts.
 #[pyfunction]
 #[pyo3(signature = (parts, *, decisions=None, samples=0))]
@@ -47,12 +38,16 @@ pub(super) fn range_map<'py>(
 ) -> PyResult<Bound<'py, PyTuple>> {
     let (ipc, sample, counts) = detach(py, || {
         let log = decisions_of(decisions.as_deref())?;
-        let (mut items, counts) = ranges::map_share(&parts, &log)?;
-        let sample = ranges::sample(&mut items, samples);
+        let (items, counts) = ranges::map_share(&parts, &log)?;
+        let sample = ranges::sample(&items, samples);
         Ok::<_, Error>((ranges::to_ipc(&items)?, sample, counts))
     })
     .or_raise()?;
-    let out: (Bound<'py, PyBytes>, Vec<Bound<'py, PyBytes>>, Bound<'py, PyAny>) = (
+    let out: (
+        Bound<'py, PyBytes>,
+        Vec<Bound<'py, PyBytes>>,
+        Bound<'py, PyAny>,
+    ) = (
         PyBytes::new(py, &ipc),
         bytes_list(py, &sample),
         counts_of(py, &counts)?,
@@ -79,14 +74,7 @@ pub(super) fn range_split<'py>(
     items: Vec<u8>,
     boundaries: Vec<Vec<u8>>,
 ) -> PyResult<Vec<Bound<'py, PyBytes>>> {
-    let pieces = detach(py, || {
-        let items = items_of(&[items])?;
-        ranges::split(items, &boundaries)
-            .iter()
-            .map(|p| ranges::to_ipc(p))
-            .collect::<simdb::Result<Vec<_>>>()
-    })
-    .or_raise()?;
+    let pieces = detach(py, || ranges::split_ipc(&items, &boundaries)).or_raise()?;
     Ok(bytes_list(py, &pieces))
 }
 
@@ -94,7 +82,7 @@ pub(super) fn range_split<'py>(
 /// IPC streams, every item of each of their groups) under directory
 /// `dir`, named from `name`. Returns a dict: `files` (each family's files,
 /// as `[family, [paths]]`), `items` (round 1: the items of round 2 as one
-/// stream, sorted by range key), `sample` (`samples` of their range keys)
+/// stream), `sample` (`samples` of their range keys)
 /// and `counts`.
 #[pyfunction]
 #[pyo3(signature = (streams, dir, name, *, samples=0, file_bytes=256 << 20))]
@@ -107,11 +95,10 @@ pub(super) fn range_reduce<'py>(
     file_bytes: u64,
 ) -> PyResult<Bound<'py, PyDict>> {
     let (out, ipc, sample) = detach(py, || {
-        let items = items_of(&streams)?;
+        let mut out = ranges::reduce_ipc(&streams, &dir, name, file_bytes)?;
         drop(streams);
-        let mut out = ranges::reduce(items, &dir, name, file_bytes)?;
-        let mut next = std::mem::take(&mut out.items);
-        let sample = ranges::sample(&mut next, samples);
+        let next = std::mem::take(&mut out.items);
+        let sample = ranges::sample(&next, samples);
         Ok::<_, Error>((out, ranges::to_ipc(&next)?, sample))
     })
     .or_raise()?;
@@ -128,21 +115,26 @@ pub(super) fn range_reduce<'py>(
 /// from the export in directory `export` (its metadata and decision log)
 /// and every range's table files `files` (as `range_reduce` gives them;
 /// moved into the store), with the counts summed over the shares and
-/// ranges. Returns the summed counts.
+/// ranges; with `freeze`, then its frozen index (as `simdb freeze`: a
+/// read of the posting families on this machine). Returns the summed
+/// counts.
 #[pyfunction]
+#[pyo3(signature = (target, export, files, counts, *, freeze=true))]
 pub(super) fn range_assemble<'py>(
     py: Python<'py>,
     target: std::path::PathBuf,
     export: std::path::PathBuf,
     files: Vec<(String, Vec<std::path::PathBuf>)>,
     counts: Vec<Bound<'py, PyAny>>,
+    freeze: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let json = py.import("json")?;
     let mut total = Counts::default();
     for c in counts {
         let s: String = json.call_method1("dumps", (c,))?.extract()?;
-        let c: Counts = serde_json::from_str(&s)
-            .map_err(|e| PyValueError::new_err(format!("not the counts of a share or range: {e}")))?;
+        let c: Counts = serde_json::from_str(&s).map_err(|e| {
+            PyValueError::new_err(format!("not the counts of a share or range: {e}"))
+        })?;
         total.add(&c);
     }
     detach(py, || {
@@ -154,7 +146,11 @@ pub(super) fn range_assemble<'py>(
             files,
             ..Default::default()
         };
-        ranges::assemble(&target, &meta, &log, &[output], &total, Default::default())
+        ranges::assemble(&target, &meta, &log, &[output], &total, Default::default())?;
+        if freeze {
+            RustDb::options().open(&target)?.admin().freeze()?;
+        }
+        Ok(())
     })
     .or_raise()?;
     counts_of(py, &total)

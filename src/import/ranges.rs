@@ -3,7 +3,8 @@
 //! its own shuffles between them, so that no row passes through one
 //! machine. The store it builds is the one [`super::run`] builds from the
 //! same export, family by family and byte for byte (the frozen index
-//! aside: [`assemble`] leaves it to `simdb freeze`).
+//! aside: [`assemble`] leaves it to `simdb freeze`, which the engines run
+//! after it).
 //!
 //! # Steps
 //!
@@ -11,23 +12,27 @@
 //!    record becomes [`Item`]s, each a (tag, group, key, value): its `docs`
 //!    entry, its `refs` entry, its place in the ingest order, the time
 //!    index and its cluster, its four block keys, and a bid to be its
-//!    fingerprint's first document.
-//! 2. **Reduce, round 1** ([`reduce`], per key range): the engine moves
-//!    every item to the range of its (tag, group) and sorts each range by
-//!    (tag, group, key, value) (the engine's or the reduce's own sort);
-//!    each range writes its table files, and the
-//!    items of round 2 (a cluster's members by id, the band and part keys
-//!    of each fingerprint's first document).
-//! 3. **Reduce, round 2** ([`reduce`] again, per key range of round 2's
-//!    items): their table files.
+//!    fingerprint's first document. A [`sample`] of their range keys
+//!    ([`range_key`]: tag, then group) goes to the driver, which cuts the
+//!    range keys into ranges ([`boundaries`]); each share's items are cut
+//!    by them ([`split`], [`split_ipc`]).
+//! 2. **Reduce, round 1** ([`reduce`], [`reduce_ipc`], per range, with
+//!    every share's piece of it): its items sorted by (tag, group, key,
+//!    value), it writes the table files of its range of each family, and
+//!    the items of round 2 (a cluster's members by id, the band and part
+//!    keys of each fingerprint's first document).
+//! 3. **Reduce, round 2**: the same over round 2's items, sampled and cut
+//!    by ranges of their own: their table files.
 //! 4. **Assemble** ([`assemble`], where the store is to be): every range's
 //!    table files are ingested into a new store (moved, not copied), with
-//!    the counts the maps summed, and the store is renamed into place.
+//!    the counts the maps and reduces summed, and the store is renamed
+//!    into place.
 //!
-//! A group never spans two ranges (the engine partitions by (tag, group)
-//! and may put any groups together), and every family's keys follow its
+//! A group never spans two ranges, and every family's keys follow its
 //! items' (group, key) order, so the table files of different ranges never
 //! overlap and the store is read without compaction, as an import's.
+//! Items travel between the engine's tasks as Arrow IPC streams
+//! ([`to_ipc`]; columns `tag`, `group`, `key`, `value`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -86,7 +91,27 @@ pub struct Item {
     pub value: Vec<u8>,
 }
 
+/// An item borrowed (from an [`Item`], or from the columns of an Arrow
+/// record batch: [`reduce_ipc`]); ordered as items are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ItemRef<'a> {
+    pub tag: u8,
+    pub group: &'a [u8],
+    pub key: &'a [u8],
+    pub value: &'a [u8],
+}
+
 impl Item {
+    /// The item borrowed.
+    pub fn borrowed(&self) -> ItemRef<'_> {
+        ItemRef {
+            tag: self.tag,
+            group: &self.group,
+            key: &self.key,
+            value: &self.value,
+        }
+    }
+
     fn new(tag: u8, group: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) -> Item {
         Item {
             tag,
@@ -288,8 +313,18 @@ pub struct RangeOutput {
 /// (every item of each of their groups, in any order: they are sorted
 /// here) under `dir`, with file names starting `name` (unique among the
 /// ranges that share `dir`).
-pub fn reduce(
-    mut items: Vec<Item>,
+pub fn reduce(items: Vec<Item>, dir: &Path, name: &str, file_bytes: u64) -> Result<RangeOutput> {
+    reduce_refs(
+        items.iter().map(Item::borrowed).collect(),
+        dir,
+        name,
+        file_bytes,
+    )
+}
+
+/// [`reduce`] of borrowed items.
+pub fn reduce_refs(
+    mut items: Vec<ItemRef<'_>>,
     dir: &Path,
     name: &str,
     file_bytes: u64,
@@ -347,32 +382,32 @@ pub fn reduce(
 }
 
 /// The entries of items whose groups are their keys, each once.
-fn unique(run: &[Item], what: &str) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+fn unique(run: &[ItemRef<'_>], what: &str) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
     if let Some(w) = run.windows(2).find(|w| w[0].group == w[1].group) {
         return Err(Error::Input(format!(
             "{what} {:?} comes twice: the shares are not the parts of one export, each once",
-            String::from_utf8_lossy(&w[0].group)
+            String::from_utf8_lossy(w[0].group)
         )));
     }
     Ok(run
         .iter()
-        .map(|i| (i.group.clone(), i.value.clone()))
+        .map(|i| (i.group.to_vec(), i.value.to_vec()))
         .collect())
 }
 
 /// The `o` entries of the ingest order.
-fn order_entries(run: &[Item]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+fn order_entries(run: &[ItemRef<'_>]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
     let mut out = Vec::with_capacity(run.len());
     for (n, i) in run.iter().enumerate() {
-        let ord = u64_of(&i.group)?;
+        let ord = u64_of(i.group)?;
         if n > 0 && run[n - 1].group == i.group {
             return Err(Error::Input(format!(
                 "two documents have ord {ord} (the second is {:?}): the inputs are not the \
                  export of one store",
-                String::from_utf8_lossy(&i.value)
+                String::from_utf8_lossy(i.value)
             )));
         }
-        let (k, v) = schema::order_entry(ord, &String::from_utf8_lossy(&i.value));
+        let (k, v) = schema::order_entry(ord, &String::from_utf8_lossy(i.value));
         out.push((k.to_vec(), v));
     }
     Ok(out)
@@ -394,7 +429,7 @@ fn u16_of(b: &[u8]) -> Result<u16> {
 /// and its members' `d` entries as items of round 2.
 #[allow(clippy::type_complexity)]
 fn clusters(
-    run: &[Item],
+    run: &[ItemRef<'_>],
     out: &mut RangeOutput,
 ) -> Result<(Vec<(Vec<u8>, Vec<u8>)>, Vec<(Vec<u8>, Vec<u8>)>)> {
     let (mut members, mut sizes) = (Vec::new(), Vec::new());
@@ -402,19 +437,19 @@ fn clusters(
         if group.len() < 2 {
             continue;
         }
-        let cid = u64_of(&group[0].group)?;
+        let cid = u64_of(group[0].group)?;
         out.counts.clusters += 1;
         let (k, v) = schema::size_entry(cid, group.len() as u64);
         sizes.push((k.to_vec(), v.to_vec()));
         for m in group {
-            let rank: [u8; 16] = m.key.as_slice().try_into().map_err(|_| {
+            let rank: [u8; 16] = m.key.try_into().map_err(|_| {
                 Error::Input(format!("a member's rank of {} bytes, not 16", m.key.len()))
             })?;
             let rank = Rank {
                 priority_key: u64::from_be_bytes(rank[..8].try_into().unwrap_or([0; 8])),
                 ord: u64::from_be_bytes(rank[8..].try_into().unwrap_or([0; 8])),
             };
-            let id = String::from_utf8_lossy(&m.value);
+            let id = String::from_utf8_lossy(m.value);
             let (k, v) = schema::member_entry(cid, rank, &id);
             members.push((k.to_vec(), v));
             let (k, v) = schema::membership_entry(&id, cid);
@@ -426,11 +461,11 @@ fn clusters(
 
 /// Each fingerprint's first document (smallest id): its band keys and
 /// parts keys as items of round 2.
-fn firsts(run: &[Item], out: &mut RangeOutput) -> Result<()> {
+fn firsts(run: &[ItemRef<'_>], out: &mut RangeOutput) -> Result<()> {
     for group in run.chunk_by(|a, b| a.group == b.group) {
-        let fp = Fingerprint(u64_of(&group[0].group)?);
+        let fp = Fingerprint(u64_of(group[0].group)?);
         out.counts.shared_fingerprints += group.len() as u64 - 1;
-        let bid = &group[0].value;
+        let bid = group[0].value;
         let truncated = || Error::Input("a first-document item is truncated".into());
         let (sketch, parts) = match bid.split_first() {
             Some((0, parts)) => (None, parts),
@@ -467,10 +502,10 @@ fn firsts(run: &[Item], out: &mut RangeOutput) -> Result<()> {
 
 /// A posting family's entries from its (bucket, fingerprint) items: per
 /// bucket its head and sealed segments, as an import writes them.
-fn posting_entries(run: &[Item]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+fn posting_entries(run: &[ItemRef<'_>]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
     let mut pairs = Vec::with_capacity(run.len());
     for i in run {
-        pairs.push(Ok((u16_of(&i.group)?, Fingerprint(u64_of(&i.key)?))));
+        pairs.push(Ok((u16_of(i.group)?, Fingerprint(u64_of(i.key)?))));
     }
     let mut tee = |_: u16, _: &[Fingerprint]| Ok(());
     super::stages::postings_by(pairs.into_iter(), &mut tee).collect()
@@ -537,10 +572,11 @@ pub fn range_key(item: &Item) -> Vec<u8> {
     k
 }
 
-/// `n` range keys spread evenly over `items` (sorted here by range key):
-/// a sample for the boundaries of the ranges.
-pub fn sample(items: &mut [Item], n: usize) -> Vec<Vec<u8>> {
-    items.sort_unstable_by(|a, b| (a.tag, &a.group).cmp(&(b.tag, &b.group)));
+/// `n` range keys spread evenly over `items` (every `len / n`-th, in
+/// the order given: a map's or reduce's items come in the order they
+/// were made, every tag in its proportion): a sample for the boundaries
+/// of the ranges.
+pub fn sample(items: &[Item], n: usize) -> Vec<Vec<u8>> {
     if items.is_empty() || n == 0 {
         return Vec::new();
     }
@@ -614,58 +650,162 @@ pub fn to_ipc(items: &[Item]) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// An Arrow IPC stream of items (as [`to_ipc`] writes them) cut into
+/// one stream per range of `boundaries`, as [`split`] cuts items, but
+/// row by row in Arrow's columns (no item is made).
+#[cfg(feature = "parquet")]
+pub fn split_ipc(bytes: &[u8], boundaries: &[Vec<u8>]) -> Result<Vec<Vec<u8>>> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::UInt8Type;
+    use arrow_array::{Array, UInt32Array};
+    use arrow_schema::DataType;
+    let bad = ipc_error;
+    let r = arrow_ipc::reader::StreamReader::try_new(std::io::Cursor::new(bytes), None)
+        .map_err(|e| bad(&e))?;
+    let schema = r.schema();
+    let mut out: Vec<Vec<u8>> = (0..=boundaries.len()).map(|_| Vec::new()).collect();
+    let mut writers = out
+        .iter_mut()
+        .map(|o| arrow_ipc::writer::StreamWriter::try_new(o, &schema))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| bad(&e))?;
+    for batch in r {
+        let batch = batch.map_err(|e| bad(&e))?;
+        let (Some(tags), Some(groups)) =
+            (batch.column_by_name("tag"), batch.column_by_name("group"))
+        else {
+            return Err(bad(&"no tag or group column"));
+        };
+        let tags = tags
+            .as_primitive_opt::<UInt8Type>()
+            .ok_or_else(|| bad(&"the tag column is not uint8"))?;
+        let rows = match groups.data_type() {
+            DataType::Binary => rows_by_range(tags.values(), groups.as_binary::<i32>(), boundaries),
+            DataType::LargeBinary => {
+                rows_by_range(tags.values(), groups.as_binary::<i64>(), boundaries)
+            }
+            t => return Err(bad(&format!("the group column is {t}, not binary"))),
+        };
+        for (w, rows) in writers.iter_mut().zip(rows) {
+            if !rows.is_empty() {
+                let piece = arrow_select::take::take_record_batch(&batch, &UInt32Array::from(rows))
+                    .map_err(|e| bad(&e))?;
+                w.write(&piece).map_err(|e| bad(&e))?;
+            }
+        }
+    }
+    for mut w in writers {
+        w.finish().map_err(|e| bad(&e))?;
+    }
+    Ok(out)
+}
+
+/// The rows of each range of `boundaries`, from the tag and group
+/// columns.
+#[cfg(feature = "parquet")]
+fn rows_by_range<O: arrow_array::OffsetSizeTrait>(
+    tags: &[u8],
+    groups: &arrow_array::GenericBinaryArray<O>,
+    boundaries: &[Vec<u8>],
+) -> Vec<Vec<u32>> {
+    let mut rows: Vec<Vec<u32>> = vec![Vec::new(); boundaries.len() + 1];
+    for (i, tag) in tags.iter().enumerate() {
+        let g = groups.value(i);
+        let r = boundaries.partition_point(|b| match b.split_first() {
+            Some((bt, bg)) => (*bt, bg) <= (*tag, g),
+            None => true,
+        });
+        rows[r].push(i as u32);
+    }
+    rows
+}
+
+/// The record batches of an Arrow IPC stream of items.
+#[cfg(feature = "parquet")]
+fn batches_of(bytes: &[u8]) -> Result<Vec<arrow_array::RecordBatch>> {
+    arrow_ipc::reader::StreamReader::try_new(std::io::Cursor::new(bytes), None)
+        .and_then(|r| r.collect::<std::result::Result<Vec<_>, _>>())
+        .map_err(|e| ipc_error(&e))
+}
+
+#[cfg(feature = "parquet")]
+fn ipc_error(e: &dyn std::fmt::Display) -> Error {
+    Error::Input(format!("items from Arrow IPC: {e}"))
+}
+
+/// The items of a record batch of items, borrowed from its columns.
+#[cfg(feature = "parquet")]
+fn refs_of(batch: &arrow_array::RecordBatch) -> Result<Vec<ItemRef<'_>>> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::UInt8Type;
+    use arrow_array::Array;
+    use arrow_schema::DataType;
+    let column = |name: &str| {
+        batch
+            .column_by_name(name)
+            .ok_or_else(|| ipc_error(&format!("no column {name:?}")))
+    };
+    let tags = column("tag")?
+        .as_primitive_opt::<UInt8Type>()
+        .ok_or_else(|| ipc_error(&"the tag column is not uint8"))?;
+    let binary = |name: &str| -> Result<Vec<&[u8]>> {
+        let c = column(name)?;
+        if c.null_count() > 0 {
+            return Err(ipc_error(&format!("the {name} column has nulls")));
+        }
+        Ok(match c.data_type() {
+            DataType::Binary => c.as_binary::<i32>().iter().flatten().collect(),
+            DataType::LargeBinary => c.as_binary::<i64>().iter().flatten().collect(),
+            t => return Err(ipc_error(&format!("the {name} column is {t}, not binary"))),
+        })
+    };
+    let (groups, keys, values) = (binary("group")?, binary("key")?, binary("value")?);
+    Ok(tags
+        .values()
+        .iter()
+        .zip(groups)
+        .zip(keys)
+        .zip(values)
+        .map(|(((tag, group), key), value)| ItemRef {
+            tag: *tag,
+            group,
+            key,
+            value,
+        })
+        .collect())
+}
+
 /// The items of Arrow IPC streams (as [`to_ipc`] writes them, or any
 /// stream of record batches with those four columns, whatever their
 /// binary type), appended to `items`.
 #[cfg(feature = "parquet")]
 pub fn from_ipc(bytes: &[u8], items: &mut Vec<Item>) -> Result<()> {
-    use arrow_array::cast::AsArray;
-    use arrow_array::types::UInt8Type;
-    use arrow_array::Array;
-    use arrow_schema::DataType;
-    let bad = |e: &dyn std::fmt::Display| Error::Input(format!("items from Arrow IPC: {e}"));
-    let r = arrow_ipc::reader::StreamReader::try_new(std::io::Cursor::new(bytes), None)
-        .map_err(|e| bad(&e))?;
-    for batch in r {
-        let batch = batch.map_err(|e| bad(&e))?;
-        let column = |name: &str| {
-            batch
-                .column_by_name(name)
-                .cloned()
-                .ok_or_else(|| bad(&format!("no column {name:?}")))
-        };
-        let tags = column("tag")?;
-        let tags = tags
-            .as_primitive_opt::<UInt8Type>()
-            .ok_or_else(|| bad(&"the tag column is not uint8"))?;
-        let binary = |name: &str| -> Result<Vec<Vec<u8>>> {
-            let c = column(name)?;
-            if c.null_count() > 0 {
-                return Err(bad(&format!("the {name} column has nulls")));
-            }
-            Ok(match c.data_type() {
-                DataType::Binary => c
-                    .as_binary::<i32>()
-                    .iter()
-                    .map(|v| v.unwrap_or_default().to_vec())
-                    .collect(),
-                DataType::LargeBinary => c
-                    .as_binary::<i64>()
-                    .iter()
-                    .map(|v| v.unwrap_or_default().to_vec())
-                    .collect(),
-                t => return Err(bad(&format!("the {name} column is {t}, not binary"))),
-            })
-        };
-        let (groups, keys, values) = (binary("group")?, binary("key")?, binary("value")?);
-        for (((tag, group), key), value) in tags.values().iter().zip(groups).zip(keys).zip(values) {
-            items.push(Item {
-                tag: *tag,
-                group,
-                key,
-                value,
-            });
-        }
+    for batch in batches_of(bytes)? {
+        items.extend(refs_of(&batch)?.into_iter().map(|i| Item {
+            tag: i.tag,
+            group: i.group.to_vec(),
+            key: i.key.to_vec(),
+            value: i.value.to_vec(),
+        }));
     }
     Ok(())
+}
+
+/// [`reduce`] of the items of Arrow IPC streams, read in place.
+#[cfg(feature = "parquet")]
+pub fn reduce_ipc(
+    streams: &[impl AsRef<[u8]>],
+    dir: &Path,
+    name: &str,
+    file_bytes: u64,
+) -> Result<RangeOutput> {
+    let mut batches = Vec::new();
+    for s in streams {
+        batches.extend(batches_of(s.as_ref())?);
+    }
+    let mut items = Vec::new();
+    for b in &batches {
+        items.extend(refs_of(b)?);
+    }
+    reduce_refs(items, dir, name, file_bytes)
 }

@@ -34,7 +34,8 @@ documents are imported after the earlier runs' and only they are checked;
 pairs are tonight's, clusters the whole store's. With --index join, stages
 1 to 3 are a join on the executors (no store, no row through the driver);
 --store DB then makes the store of the result: the export written on the
-executors (WORK/export/), imported at DB on the driver's machine.
+executors (WORK/export/), the store built from it by key range on the
+executors, its table files moved into DB by the driver.
 `tools/spark/simdb_spark.py` is the other job: exact-k pairs of an export
 by SQL joins.
 """
@@ -326,6 +327,7 @@ def build_by_range(spark, export: str, target: str, scratch: str, ranges: int | 
 
     second, sample = one_round(mapped.map(lambda m: m[0]), [s for i, _ in infos for s in i], 1, samples)
     one_round(second, sample, 2, 0)
+    t0 = perf_counter()
     total = simdb._simdb.range_assemble(target, export, files, counts)
     shutil.rmtree(scratch, ignore_errors=True)
     return {
@@ -334,6 +336,7 @@ def build_by_range(spark, export: str, target: str, scratch: str, ranges: int | 
         "restored": True,
         "ranges": n,
         "longest_task_seconds": {s: round(longest[s].value, 3) for s in _rayjoin.RANGE_STEPS},
+        "assemble_seconds": round(perf_counter() - t0, 3),
     }
 
 
