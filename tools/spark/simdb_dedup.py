@@ -323,10 +323,14 @@ def build_by_range(spark, export: str, target: str, scratch: str, ranges: int | 
         for d in done:
             files.extend(d["files"])
             counts.append(d["counts"])
+        cached.append(reduced)
         return reduced.map(lambda d: d["items"]), [s for d in done for s in d["sample"]]
 
+    cached = [mapped]
     second, sample = one_round(mapped.map(lambda m: m[0]), [s for i, _ in infos for s in i], 1, samples)
     one_round(second, sample, 2, 0)
+    for rdd in cached:
+        rdd.unpersist()
     t0 = perf_counter()
     total = simdb._simdb.range_assemble(target, export, files, counts)
     shutil.rmtree(scratch, ignore_errors=True)
