@@ -29,12 +29,7 @@ type Row = (
 );
 
 fn read_rows(dir: &Path) -> (Vec<Row>, Vec<usize>, usize) {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "parquet"))
-        .collect();
-    files.sort();
+    let files = common::parquet_parts(dir);
     let mut rows = Vec::new();
     let mut groups = Vec::new();
     for f in &files {

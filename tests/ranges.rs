@@ -56,17 +56,6 @@ fn exported(t: &common::TempDb, keep: &str, rows: usize) -> PathBuf {
     out
 }
 
-/// The export's part files, in name order.
-fn parts_of(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "parquet"))
-        .collect();
-    v.sort();
-    v
-}
-
 /// What an engine does between two steps: each share's items through
 /// Arrow IPC (the engines' transport), sampled; the boundaries of `n`
 /// ranges from the samples; each share's items cut by them; each range's
@@ -109,7 +98,7 @@ fn shuffle(shares: Vec<Vec<Item>>, n: usize) -> Vec<Vec<Item>> {
 /// Builds the store of `export` by range, in `shares` shares and `n`
 /// ranges a round, at `target`.
 fn build_by_range(export: &Path, target: &Path, shares: usize, n: usize) -> Counts {
-    let parts = parts_of(export);
+    let parts = common::parquet_parts(export);
     let log_file = export.join(simdb::db::decisions::DECISIONS_FILE);
     let log = simdb::db::decisions::read_log(&log_file).unwrap();
     let mut counts = Counts::default();
@@ -241,7 +230,7 @@ fn ranges_refuse_what_is_not_one_export() {
     let t = common::TempDb::new();
     std::fs::create_dir_all(t.path()).unwrap();
     let export = exported(&t, "first", 100);
-    let parts = parts_of(&export);
+    let parts = common::parquet_parts(&export);
     let (mut items, _) = ranges::map_share(&parts[..1], &[]).unwrap();
     let (again, _) = ranges::map_share(&parts[..1], &[]).unwrap();
     items.extend(again);

@@ -504,10 +504,7 @@ def build_by_range(
 
     from . import _simdb
 
-    parts, log = export_parts(export)
-    n = range_count(len(parts), ranges)
-    shutil.rmtree(scratch, ignore_errors=True)
-    os.makedirs(scratch)
+    parts, log, n = begin_by_range(export, scratch, ranges)
     longest = dict.fromkeys(RANGE_STEPS, 0.0)
     mapped = [_remote(_range_map_task, 2, num_cpus).remote([p], log, SAMPLES_PER_RANGE * n) for p in parts]
     infos = ray.get([m[1] for m in mapped])
@@ -534,6 +531,29 @@ def build_by_range(
 
     second, samples = one_round([m[0] for m in mapped], [s for i in infos for s in i["sample"]], "r1", SAMPLES_PER_RANGE * n)
     one_round(second, samples, "r2", 0)
+    return assemble_by_range(target, export, scratch, files, counts, n, longest)
+
+
+def begin_by_range(export: str, scratch: str, ranges: Optional[int]) -> tuple[list, Optional[str], int]:
+    """The start of a build by range (:func:`build_by_range`, the Spark
+    job's): the export's parts and decision log, the number of ranges,
+    and ``scratch`` made empty for the ranges' table files."""
+    parts, log = export_parts(export)
+    n = range_count(len(parts), ranges)
+    shutil.rmtree(scratch, ignore_errors=True)
+    os.makedirs(scratch)
+    return parts, log, n
+
+
+def assemble_by_range(
+    target: str, export: str, scratch: str, files: list, counts: list, n: int, longest: dict
+) -> dict:
+    """The end of a build by range, on the store's machine: the store
+    assembled from the ranges' table ``files`` and the shares' and ranges'
+    ``counts`` (and its frozen index written), ``scratch`` removed; what
+    the build reports (``longest``: each step's longest task)."""
+    from . import _simdb
+
     t0 = perf_counter()
     total = _simdb.range_assemble(target, export, files, counts)
     shutil.rmtree(scratch, ignore_errors=True)
@@ -542,7 +562,7 @@ def build_by_range(
         "clusters": total["clusters"],
         "restored": True,
         "ranges": n,
-        "longest_task_seconds": {k: round(v, 3) for k, v in longest.items()},
+        "longest_task_seconds": {k: round(longest[k], 3) for k in RANGE_STEPS},
         "assemble_seconds": round(perf_counter() - t0, 3),
     }
 

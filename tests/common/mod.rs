@@ -154,6 +154,18 @@ pub fn cluster_shapes(db: &simdb::Db) -> Vec<(Vec<String>, String)> {
     v
 }
 
+/// The `.parquet` files of directory `dir` (an export's parts), in name
+/// order.
+pub fn parquet_parts(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "parquet"))
+        .collect();
+    v.sort();
+    v
+}
+
 /// Copies the files of directory `from` (a closed store) into `to`.
 pub fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();

@@ -224,10 +224,11 @@ def _outputs(spark, report: dict, out: str, work: str, keep: str, decisions, sto
     return report
 
 
-def longest_accumulators(spark, names) -> dict:
-    """An accumulator per name of the longest of the seconds added (the
-    class is defined here, so that the executors get it with the
-    functions that use it)."""
+def task_timer(spark, names) -> tuple:
+    """An accumulator per name of the longest of the seconds added, and
+    ``timed(name, fn)``: ``fn``, adding the seconds of each call to
+    ``name``'s. (Defined here, so that the executors get the class and
+    the wrapper by value with the functions that use them.)"""
 
     class Longest:
         def zero(self, value: float) -> float:
@@ -236,7 +237,18 @@ def longest_accumulators(spark, names) -> dict:
         def addInPlace(self, a: float, b: float) -> float:
             return max(a, b)
 
-    return {s: spark.sparkContext.accumulator(0.0, Longest()) for s in names}
+    longest = {s: spark.sparkContext.accumulator(0.0, Longest()) for s in names}
+
+    def timed(name, fn):
+        def run(*args):
+            t0 = perf_counter()
+            got = fn(*args)
+            longest[name].add(perf_counter() - t0)
+            return got
+
+        return run
+
+    return longest, timed
 
 
 def store_of_join(spark, work: str, store: str, decisions: str | None = None) -> dict:
@@ -273,22 +285,10 @@ def build_by_range(spark, export: str, target: str, scratch: str, ranges: int | 
     import simdb
     from simdb import _rayjoin
 
-    parts, log = _rayjoin.export_parts(export)
-    n = _rayjoin.range_count(len(parts), ranges)
+    parts, log, n = _rayjoin.begin_by_range(export, scratch, ranges)
     samples = _rayjoin.SAMPLES_PER_RANGE * n
-    shutil.rmtree(scratch, ignore_errors=True)
-    os.makedirs(scratch)
     sc = spark.sparkContext
-    longest = longest_accumulators(spark, _rayjoin.RANGE_STEPS)
-
-    def timed(step, fn):
-        def run(*args):
-            t0 = perf_counter()
-            got = fn(*args)
-            longest[step].add(perf_counter() - t0)
-            return got
-
-        return run
+    longest, timed = task_timer(spark, _rayjoin.RANGE_STEPS)
 
     def map_part(path):
         from simdb import _simdb
@@ -331,17 +331,8 @@ def build_by_range(spark, export: str, target: str, scratch: str, ranges: int | 
     one_round(second, sample, 2, 0)
     for rdd in cached:
         rdd.unpersist()
-    t0 = perf_counter()
-    total = simdb._simdb.range_assemble(target, export, files, counts)
-    shutil.rmtree(scratch, ignore_errors=True)
-    return {
-        "documents": total["documents"],
-        "clusters": total["clusters"],
-        "restored": True,
-        "ranges": n,
-        "longest_task_seconds": {s: round(longest[s].value, 3) for s in _rayjoin.RANGE_STEPS},
-        "assemble_seconds": round(perf_counter() - t0, 3),
-    }
+    seconds = {s: longest[s].value for s in _rayjoin.RANGE_STEPS}
+    return _rayjoin.assemble_by_range(target, export, scratch, files, counts, n, seconds)
 
 
 def export_on_executors(spark, work: str, decisions: str | None = None) -> dict:
@@ -566,15 +557,10 @@ def join_on_executors(spark, df, work: str, *, recipe=None, incremental: str | N
     b = buckets or max(2, min(256, -(-(rows + 100_000 * len(earlier["records"])) // 100_000)))
     digest = simdb.rule(recipe)["digest"]
     # Each stage's longest task (seconds), as the Ray driver reports them.
-    longest = longest_accumulators(spark, STAGES)
+    longest, timed_call = task_timer(spark, STAGES)
 
     def timed(stage, fn):
-        def run(*tables):
-            t0 = perf_counter()
-            got = fn(*tables)
-            longest[stage].add(perf_counter() - t0)
-            return got
-
+        run = timed_call(stage, fn)
         # Spark tells a group's function (one table) from a cogroup's
         # (two) by the number of its arguments.
         if fn.__code__.co_argcount == 1:
