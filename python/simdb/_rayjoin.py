@@ -9,16 +9,24 @@ row counts and each task's seconds.
 A worker writes only under the work directory: ``WORK/records/`` (the
 run's documents, which a later night's run reads) and ``WORK/checks/``
 (the check rows the placement takes). Its scratch store is a temporary
-directory of its own.
+directory of its own. The work directory is a
+:class:`~simdb._location.Location`: a local path, or a URI of a file
+system every worker reaches (an object store), which is all the workers
+and the driver share.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import tempfile
 import time as _time
+import zlib
 from time import perf_counter
 from typing import Any, Optional
+
+from ._location import Location
 
 #: The stages of the join, in order (the keys of the report's
 #: ``longest_task_seconds``).
@@ -29,13 +37,13 @@ def _rows(t: Any) -> int:
     return int(t.num_rows)
 
 
-def _write(table: Any, path: str) -> None:
+def _write(table: Any, path: Location) -> None:
     from .ray import _write_atomically
 
     _write_atomically(table, path)
 
 
-def _records_task(block: Any, first_ord: int, buckets: int, path: str, cols: dict) -> tuple:
+def _records_task(block: Any, first_ord: int, buckets: int, path: Location, cols: dict) -> tuple:
     """Stage 0 on one block of the input: its documents at their ords,
     written to ``path`` (a later night's earlier documents), split by
     fingerprint and by ord; then the rows without a fingerprint, and the
@@ -50,16 +58,15 @@ def _records_task(block: Any, first_ord: int, buckets: int, path: str, cols: dic
     return tuple(by_fp) + tuple(by_ord) + tuple(ids) + (none, perf_counter() - t0)
 
 
-def _earlier_task(path: str, buckets: int) -> tuple:
+def _earlier_task(path: Location, buckets: int) -> tuple:
     """An earlier night's documents (its ``records/`` part), split by
     fingerprint: looked at, not checked."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from . import engine
 
     t0 = perf_counter()
-    t = pq.read_table(path)
+    t = path.read_table()
     t = t.append_column("new", pa.array([False] * t.num_rows, pa.bool_())).cast(engine.doc_schema())
     by_fp = engine.split_docs(t, buckets)[0]
     return tuple(by_fp) + tuple(engine.split_ids(t, buckets)) + (perf_counter() - t0,)
@@ -116,7 +123,7 @@ def _sent_task(recipe: Any, buckets: int, n_docs: int, *pieces: Any) -> tuple:
     return tuple(out) + (perf_counter() - t0,)
 
 
-def _checks_task(recipe: Any, path: str, n_docs: int, n_sent: int, *pieces: Any) -> dict:
+def _checks_task(recipe: Any, path: Location, n_docs: int, n_sent: int, *pieces: Any) -> dict:
     """Stage 5 on one share by ord: its checks written to ``path`` whole
     or not at all; returns the counts and seconds."""
     from . import engine
@@ -139,28 +146,32 @@ def _remote(fn: Any, returns: int, num_cpus: Optional[float]) -> Any:
     return ray.remote(fn).options(num_returns=returns, **opts)
 
 
-def earlier_of(incremental: Optional[str]) -> dict:
+def earlier_of(incremental: Any) -> dict:
     """What a join run continues from the earlier run ``incremental`` (its
-    work directory): the record and check parts of every night so far,
-    the next ord and the recipe; nothing without one."""
+    work directory, a path or a :class:`Location`): the record and check
+    parts of every night so far (locations on its file system), the next
+    ord and the recipe; nothing without one."""
     from .ray import read_mark
 
     if incremental is None:
         return {"records": [], "checks": [], "next_ord": 1, "recipe": None}
-    marker = os.path.join(incremental, "join.json")
-    if not os.path.exists(marker):
+    old = Location.of(incremental)
+    marker = old.join("join.json")
+    if not marker.exists():
         raise ValueError(
-            f"{incremental}: not the work directory of a dedup run with index=\"join\" "
+            f"{old}: not the work directory of a dedup run with index=\"join\" "
             "(an incremental join run continues one)"
         )
     m = read_mark(marker)
-    return {"records": m["records"], "checks": m["checks"], "next_ord": m["next_ord"],
-            "recipe": m.get("recipe")}
+    # A mark names its parts by their paths on its run's file system.
+    return {"records": [Location(old.fs, p) for p in m["records"]],
+            "checks": [Location(old.fs, p) for p in m["checks"]],
+            "next_ord": m["next_ord"], "recipe": m.get("recipe")}
 
 
 def join_checks(
     fps: Any,
-    work: str,
+    work: Location,
     *,
     recipe: Any = None,
     incremental: Optional[str] = None,
@@ -182,16 +193,16 @@ def join_checks(
 
     from .ray import _done, in_order, read_mark, write_mark
 
-    marker = os.path.join(work, "join.json")
+    marker = work.join("join.json")
     if _done(marker):
         return read_mark(marker)
     earlier = earlier_of(incremental)
     if recipe is None:
         recipe = earlier["recipe"]
-    records_dir, checks_dir = os.path.join(work, "records"), os.path.join(work, "checks")
+    records_dir, checks_dir = work.join("records"), work.join("checks")
     for d in (records_dir, checks_dir):
-        shutil.rmtree(d, ignore_errors=True)
-        os.makedirs(d)
+        d.rmtree()
+        d.makedirs()
     with in_order(fps):
         blocks = fps.to_arrow_refs()
     counts = ray.get([ray.remote(_rows).remote(b) for b in blocks])
@@ -212,7 +223,7 @@ def join_checks(
     mine = []
     at = first
     for i, (block, n) in enumerate(zip(blocks, counts)):
-        path = os.path.join(records_dir, f"part-{i:05}.parquet")
+        path = records_dir.join(f"part-{i:05}.parquet")
         out = rec.remote(block, at, b, path, cols)
         by_fp.append(out[:b])
         by_ord.append(out[b : 2 * b])
@@ -232,7 +243,7 @@ def join_checks(
     repeated = sum(t[0] for t in twice)
     if repeated:
         some = sorted(x for t in twice for x in t[1])[:3]
-        shutil.rmtree(records_dir, ignore_errors=True)
+        records_dir.rmtree()
         raise ValueError(
             "ids given more than once in this run's rows"
             + (" or in the earlier runs'" if earlier["records"] else "")
@@ -264,7 +275,7 @@ def join_checks(
     done = ray.get([
         chk.remote(
             recipe,
-            os.path.join(checks_dir, f"part-{o:05}.parquet"),
+            checks_dir.join(f"part-{o:05}.parquet"),
             len(by_ord),
             len(sent),
             *[d[o] for d in by_ord],
@@ -287,77 +298,94 @@ def join_checks(
         "blocks": len(blocks),
         "recipe": recipe if recipe is None or isinstance(recipe, dict) else os.fspath(recipe),
         "written_at": int(_time.time()),
-        "records": earlier["records"] + [os.path.abspath(p) for p in mine],
-        "checks": earlier["checks"] + [os.path.abspath(checks_dir)],
+        "records": [p.path for p in earlier["records"] + mine],
+        "checks": [p.path for p in earlier["checks"]] + [checks_dir.path],
         "longest_task_seconds": longest,
     }
     write_mark(marker, what)
     return what
 
 
-def _export_records_task(path: str, buckets: int) -> tuple:
+def _export_records_task(path: Location, buckets: int) -> tuple:
     """A night's record part (``id``, ``record``), split by id."""
-    import pyarrow.parquet as pq
-
     from . import engine
 
-    return tuple(engine.by_id(pq.read_table(path, columns=["id", "record"]), buckets))
+    return tuple(engine.by_id(path.read_table(columns=["id", "record"]), buckets))
 
 
-def _export_clusters_task(path: str, buckets: int) -> tuple:
+def _export_clusters_task(path: Location, buckets: int) -> tuple:
     """A placement part's ``id`` and ``cluster``, split by id."""
-    import pyarrow.parquet as pq
-
     from . import engine
 
-    return tuple(engine.by_id(pq.read_table(path, columns=["id", "cluster"]), buckets))
+    return tuple(engine.by_id(path.read_table(columns=["id", "cluster"]), buckets))
 
 
 def _export_task(
-    out: str, number: int, recipe: Any, keep: str, written_at: int, records: int, *pieces: Any
+    out: Location, number: int, recipe: Any, keep: str, written_at: int, records: int, *pieces: Any
 ) -> dict:
     """Part ``number`` of the export: one share of the ids' records and
-    cluster rows."""
+    cluster rows, written by the library's export writer (in a temporary
+    directory of the task's own, then uploaded, when ``out`` is not
+    local)."""
     from . import engine
 
     t0 = perf_counter()
-    entry = engine.export_part(
-        out, number, engine.concat(pieces[:records]), engine.concat(pieces[records:]),
-        recipe=recipe, keep=keep, written_at=written_at,
-    )
+    args = (number, engine.concat(pieces[:records]), engine.concat(pieces[records:]))
+    kw = {"recipe": recipe, "keep": keep, "written_at": written_at}
+    if out.local:
+        entry = engine.export_part(out.path, *args, **kw)
+    else:
+        with tempfile.TemporaryDirectory(prefix="simdb-export-") as d:
+            entry = engine.export_part(d, *args, **kw)
+            out.join(entry["file"]).upload(os.path.join(d, entry["file"]))
     return {"entry": entry, "seconds": perf_counter() - t0}
 
 
-def export_join(work: str, decisions: Optional[str] = None, num_cpus: Optional[float] = None) -> dict:
+def finish_export(out: Location, entries: list, decisions: Optional[str]) -> dict:
+    """The export's manifest (``_SUCCESS``, and its decision log from the
+    local file ``decisions``) written in ``out`` from its parts'
+    ``entries``, last (:func:`finished_export` takes the export as whole
+    once it is there). Returns the manifest."""
+    from . import _simdb
+
+    if out.local:
+        return _simdb.finish_export(out.path, entries, decisions=decisions)
+    with tempfile.TemporaryDirectory(prefix="simdb-export-") as d:
+        manifest = _simdb.finish_export(d, entries, decisions=decisions)
+        if manifest.get("decisions"):
+            name = manifest["decisions"]["file"]
+            out.join(name).upload(os.path.join(d, name))
+        out.join("_SUCCESS").upload(os.path.join(d, "_SUCCESS"))
+    return manifest
+
+
+def export_join(work: Location, decisions: Optional[str] = None, num_cpus: Optional[float] = None) -> dict:
     """``WORK/export/``: a finished join run's documents (every night's)
     in their clusters, as a ``simdb export --parquet`` of the store the
-    run stands for (recipe, keep policy, the decision log it obeyed),
-    which ``simdb import`` restores. Written on the workers, a part per
-    share of the ids (the records and the placement's rows meet by a hash
-    of the id); the driver writes the manifest from the parts' entries.
-    Marked by its ``_SUCCESS``; done again from the start otherwise."""
+    run stands for (recipe, keep policy, the decision log it obeyed: a
+    file of the driver's), which ``simdb import`` restores. Written on the
+    workers, a part per share of the ids (the records and the placement's
+    rows meet by a hash of the id); the driver writes the manifest from
+    the parts' entries. Marked by its ``_SUCCESS``; done again from the
+    start otherwise."""
     import ray
 
-    from . import _simdb
     from .ray import _joined, read_mark
 
-    out = os.path.join(work, "export")
+    out = work.join("export")
     done = finished_export(out)
     if done is not None:
         return done
-    joined, placed = _joined(work), read_mark(os.path.join(work, "placed.json"))
+    joined, placed = _joined(work), read_mark(work.join("placed.json"))
     if joined is None:
         raise ValueError(f"{work}: not the work directory of a finished dedup run with index=\"join\"")
-    shutil.rmtree(out, ignore_errors=True)
-    os.makedirs(out)
+    out.rmtree()
+    out.makedirs()
     b = max(2, int(placed["buckets"]))
-    placed_dir = os.path.join(work, "clusters")
-    placed_parts = sorted(
-        os.path.join(placed_dir, f) for f in os.listdir(placed_dir) if f.startswith("part-") and f.endswith(".parquet")
-    )
+    placed_parts = work.join("clusters").parquet_parts()
     rec = _remote(_export_records_task, b, num_cpus)
     cl = _remote(_export_clusters_task, b, num_cpus)
-    records = [rec.remote(p, b) for p in joined["records"]]
+    records = [rec.remote(Location(work.fs, p), b) for p in joined["records"]]
     clusters = [cl.remote(p, b) for p in placed_parts]
     task = _remote(_export_task, 1, num_cpus)
     done = ray.get([
@@ -367,7 +395,7 @@ def export_join(work: str, decisions: Optional[str] = None, num_cpus: Optional[f
         )
         for s in range(b)
     ])
-    manifest = _simdb.finish_export(out, [d["entry"] for d in done], decisions=decisions)
+    manifest = finish_export(out, [d["entry"] for d in done], decisions)
     return {
         "documents": manifest["documents"],
         "parts": len(manifest["parts"]),
@@ -375,32 +403,36 @@ def export_join(work: str, decisions: Optional[str] = None, num_cpus: Optional[f
     }
 
 
-def finished_export(out: str) -> Optional[dict]:
-    """The counts of the export in ``out`` when its ``_SUCCESS`` says it
-    is whole (:func:`export_join`, the Spark job's), else None."""
-    import json
+def _manifest(out: Location) -> Optional[dict]:
+    """The manifest (``_SUCCESS``) of the export in ``out`` when it is
+    there, else None."""
+    marker = out.join("_SUCCESS")
+    return marker.read_json() if marker.exists() else None
 
-    marker = os.path.join(out, "_SUCCESS")
-    if not os.path.exists(marker):
+
+def finished_export(out: Any) -> Optional[dict]:
+    """The counts of the export in ``out`` (a path or a :class:`Location`)
+    when its ``_SUCCESS`` says it is whole (:func:`export_join`, the Spark
+    job's), else None."""
+    m = _manifest(Location.of(out))
+    if m is None:
         return None
-    with open(marker) as f:
-        m = json.load(f)
     return {"documents": m["documents"], "parts": len(m["parts"]), "longest_task_seconds": 0.0}
 
 
-def stored(work: str, store: Optional[str]) -> Optional[dict]:
+def stored(work: Any, store: Optional[str]) -> Optional[dict]:
     """What ``WORK/stored.json`` says of the store a finished run made at
     ``store``, if that run made it and it is there; else None."""
     from .ray import read_mark
 
-    mark = os.path.join(work, "stored.json")
-    if store is None or not os.path.exists(mark) or not os.path.exists(store):
+    mark = Location.of(work).join("stored.json")
+    if store is None or not mark.exists() or not os.path.exists(store):
         return None
     what = read_mark(mark)
     return what if what.get("store") == store else None
 
 
-def refuse_taken(work: str, store: str) -> None:
+def refuse_taken(work: Any, store: str) -> None:
     """Refuses ``store`` when something is there that this run's work
     directory ``work`` did not make: the store is made at a new path.
     (``STORE.importing`` is the run's own, from a run killed during its
@@ -409,19 +441,19 @@ def refuse_taken(work: str, store: str) -> None:
         raise ValueError(f"{store}: already exists; the run's store is made at a new path")
 
 
-def store_of_join(work: str, store: str, decisions: Optional[str] = None, num_cpus: Optional[float] = None) -> dict:
+def store_of_join(work: Location, store: str, decisions: Optional[str] = None, num_cpus: Optional[float] = None) -> dict:
     """The store a finished join run stands for, at ``store`` (a new
-    path): the run's export (:func:`export_join`, on the workers), then
-    the store built from it by key range on the workers
-    (:func:`build_by_range`) and assembled here by :func:`import_export`.
-    Returns the counts and seconds of both steps (what
-    ``WORK/stored.json`` says)."""
+    path on the driver's machine): the run's export (:func:`export_join`,
+    on the workers), then the store built from it by key range on the
+    workers (:func:`build_by_range`) and assembled here by
+    :func:`import_export`. Returns the counts and seconds of both steps
+    (what ``WORK/stored.json`` says)."""
     t0 = perf_counter()
     export = export_join(work, decisions, num_cpus)
     export["seconds"] = round(perf_counter() - t0, 3)
 
-    def build(export_dir: str, target: str) -> dict:
-        return build_by_range(export_dir, target, os.path.join(work, "ranges"), num_cpus=num_cpus)
+    def build(export_dir: Location, target: str) -> dict:
+        return build_by_range(export_dir, target, work.join("ranges"), num_cpus=num_cpus)
 
     return import_export(work, store, {"export": export}, build=build)
 
@@ -431,17 +463,40 @@ def store_of_join(work: str, store: str, decisions: Optional[str] = None, num_cp
 RANGE_STEPS = ("map", "split", "reduce", "split2", "reduce2")
 
 
-def export_parts(export: str) -> tuple[list, Optional[str]]:
-    """The part files of the export in directory ``export`` (refused
-    unless its ``_SUCCESS`` says it is whole) and its decision log file,
-    if it has one."""
-    if finished_export(export) is None:
+def export_parts(export: Any) -> tuple[list, Optional[Location]]:
+    """The parts of the export in directory ``export`` (a path or a
+    :class:`Location`; refused unless its ``_SUCCESS`` says it is whole),
+    each with its manifest entry, and its decision log, if it has one."""
+    export = Location.of(export)
+    m = _manifest(export)
+    if m is None:
         raise ValueError(f"{export}: not a finished export (no _SUCCESS)")
-    parts = sorted(
-        os.path.join(export, f) for f in os.listdir(export) if f.endswith(".parquet") and not f.startswith((".", "_"))
-    )
-    log = os.path.join(export, "_decisions.jsonl")
-    return parts, (log if os.path.exists(log) else None)
+    entries = {p["file"]: p for p in m["parts"]}
+    parts = export.parquet_parts()
+    listed = sorted(entries)
+    if [p.name for p in parts] != listed:
+        raise ValueError(
+            f"{export}: not the export its _SUCCESS lists ({len(listed)} parts): it holds "
+            f"{len(parts)} part files; a copy that lost or added a part (copy it again)"
+        )
+    log = export.join("_decisions.jsonl")
+    return [(p, entries[p.name]) for p in parts], (log if m.get("decisions") else None)
+
+
+def check_part(path: str, entry: dict) -> None:
+    """Refuses the local export part ``path`` unless its size and CRC-32
+    are those its manifest ``entry`` states (what ``simdb import`` checks
+    of every part; a build by range checks each on the task that reads
+    it)."""
+    size = os.path.getsize(path)
+    if size != entry["bytes"]:
+        raise ValueError(f"{entry['file']} has {size} bytes, the export wrote {entry['bytes']}")
+    crc = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            crc = zlib.crc32(chunk, crc)
+    if f"{crc:08x}" != entry["crc32"]:
+        raise ValueError(f"{entry['file']} has CRC-32 {crc:08x}, the export wrote {entry['crc32']}")
 
 
 #: The most ranges a build by range makes by default: each map cuts its
@@ -461,11 +516,47 @@ def range_count(parts: int, ranges: Optional[int]) -> int:
 SAMPLES_PER_RANGE = 16
 
 
-def _range_map_task(parts: list, decisions: Optional[str], samples: int) -> tuple:
+def map_parts(parts: list, log: Optional[Location], samples: int) -> tuple:
+    """A build by range's map of export ``parts`` (each a location with
+    its manifest entry; read from local copies, each checked against its
+    entry) under decision log ``log``: ``simdb.range_map``'s items, sample
+    and counts. Ray's tasks and Spark's run it."""
     from . import _simdb
 
+    with contextlib.ExitStack() as stack:
+        paths = []
+        for loc, entry in parts:
+            p = stack.enter_context(loc.local_copy())
+            check_part(p, entry)
+            paths.append(p)
+        lp = None if log is None else stack.enter_context(log.local_copy())
+        return _simdb.range_map(paths, decisions=lp, samples=samples)
+
+
+def reduce_range(scratch: Location, name: str, samples: int, pieces: list) -> dict:
+    """A build by range's reduce of one range's ``pieces``
+    (``simdb.range_reduce``): its table files written under
+    ``scratch/name`` (in a temporary directory of the task's own, then
+    uploaded, when ``scratch`` is not local) and named relative to
+    ``scratch``; the next round's items and sample, and the counts."""
+    from . import _simdb
+
+    if scratch.local:
+        done = _simdb.range_reduce(list(pieces), scratch.path, name, samples=samples)
+        root = scratch.path
+    else:
+        with tempfile.TemporaryDirectory(prefix="simdb-range-") as root:
+            done = _simdb.range_reduce(list(pieces), root, name, samples=samples)
+            for _, paths in done["files"]:
+                for p in paths:
+                    scratch.join(*os.path.relpath(p, root).split(os.sep)).upload(p)
+    done["files"] = [(fam, [os.path.relpath(p, root) for p in paths]) for fam, paths in done["files"]]
+    return done
+
+
+def _range_map_task(parts: list, log: Optional[Location], samples: int) -> tuple:
     t0 = perf_counter()
-    items, sample, counts = _simdb.range_map(parts, decisions=decisions, samples=samples)
+    items, sample, counts = map_parts(parts, log, samples)
     return items, {"sample": sample, "counts": counts, "seconds": perf_counter() - t0}
 
 
@@ -477,26 +568,26 @@ def _range_split_task(items: bytes, boundaries: list) -> Any:
     return (*pieces, perf_counter() - t0)
 
 
-def _range_reduce_task(out: str, name: str, samples: int, *pieces: bytes) -> tuple:
-    from . import _simdb
-
+def _range_reduce_task(out: Location, name: str, samples: int, *pieces: bytes) -> tuple:
     t0 = perf_counter()
-    done = _simdb.range_reduce(list(pieces), out, name, samples=samples)
+    done = reduce_range(out, name, samples, list(pieces))
     items = done.pop("items")
     done["seconds"] = perf_counter() - t0
     return items, done
 
 
 def build_by_range(
-    export: str, target: str, scratch: str, ranges: Optional[int] = None, num_cpus: Optional[float] = None
+    export: Any, target: str, scratch: Any, ranges: Optional[int] = None, num_cpus: Optional[float] = None
 ) -> dict:
     """The store of the export in directory ``export`` at ``target`` (a
-    new path), built by key range on Ray's workers
-    (``simdb::import::ranges``): a map task per part file, the items cut
-    by ranges sampled from them, a reduce task per range writing its
-    table files under ``scratch`` (twice: the band, part and membership
-    keys are a second round), then the store assembled here by moving
-    those files in, and its frozen index written (as ``simdb freeze``).
+    new path on this machine), built by key range on Ray's workers
+    (``simdb::import::ranges``): a map task per part file (each part
+    checked against the export's manifest there), the items cut by ranges
+    sampled from them, a reduce task per range writing its table files
+    under ``scratch`` (twice: the band, part and membership keys are a
+    second round), then the store assembled here from those files and its
+    frozen index written (as ``simdb freeze``). ``export`` and ``scratch``
+    are paths or :class:`Location` s (an object store the workers share).
     The driver holds only samples, counts and file names. The same store
     as ``simdb import`` of the export. Returns the counts, the number of
     ranges, each step's longest task and the assembly's seconds."""
@@ -504,6 +595,7 @@ def build_by_range(
 
     from . import _simdb
 
+    export, scratch = Location.of(export), Location.of(scratch)
     parts, log, n = begin_by_range(export, scratch, ranges)
     longest = dict.fromkeys(RANGE_STEPS, 0.0)
     mapped = [_remote(_range_map_task, 2, num_cpus).remote([p], log, SAMPLES_PER_RANGE * n) for p in parts]
@@ -534,29 +626,70 @@ def build_by_range(
     return assemble_by_range(target, export, scratch, files, counts, n, longest)
 
 
-def begin_by_range(export: str, scratch: str, ranges: Optional[int]) -> tuple[list, Optional[str], int]:
+def begin_by_range(export: Any, scratch: Any, ranges: Optional[int]) -> tuple[list, Optional[Location], int]:
     """The start of a build by range (:func:`build_by_range`, the Spark
-    job's): the export's parts and decision log, the number of ranges,
-    and ``scratch`` made empty for the ranges' table files."""
+    job's): the export's parts with their manifest entries and its
+    decision log (:func:`export_parts`), the number of ranges, and
+    ``scratch`` made empty for the ranges' table files."""
     parts, log = export_parts(export)
     n = range_count(len(parts), ranges)
-    shutil.rmtree(scratch, ignore_errors=True)
-    os.makedirs(scratch)
+    scratch = Location.of(scratch)
+    scratch.rmtree()
+    scratch.makedirs()
     return parts, log, n
 
 
+@contextlib.contextmanager
+def _local_export(export: Location, near: str) -> Any:
+    """A local directory with what the assembly reads of the export: its
+    first part (the recipe and keep policy in its metadata; each part was
+    checked against the manifest by the map that read it) and its
+    decision log. The export itself when it is local; else those two
+    files copied to ``near`` for the length of the block."""
+    if export.local:
+        yield export.path
+        return
+    os.makedirs(near, exist_ok=True)
+    try:
+        parts, log = export_parts(export)
+        parts[0][0].download(os.path.join(near, parts[0][0].name))
+        if log is not None:
+            log.download(os.path.join(near, log.name))
+        yield near
+    finally:
+        shutil.rmtree(near, ignore_errors=True)
+
+
 def assemble_by_range(
-    target: str, export: str, scratch: str, files: list, counts: list, n: int, longest: dict
+    target: str, export: Any, scratch: Any, files: list, counts: list, n: int, longest: dict
 ) -> dict:
     """The end of a build by range, on the store's machine: the store
-    assembled from the ranges' table ``files`` and the shares' and ranges'
-    ``counts`` (and its frozen index written), ``scratch`` removed; what
-    the build reports (``longest``: each step's longest task)."""
+    assembled from the ranges' table ``files`` (named relative to
+    ``scratch``: copied here first when it is not local) and the shares'
+    and ranges' ``counts`` (and its frozen index written), ``scratch``
+    removed; what the build reports (``longest``: each step's longest
+    task)."""
     from . import _simdb
 
     t0 = perf_counter()
-    total = _simdb.range_assemble(target, export, files, counts)
-    shutil.rmtree(scratch, ignore_errors=True)
+    export, scratch = Location.of(export), Location.of(scratch)
+    staging = target + ".ranges"
+    if scratch.local:
+        local = [(fam, [os.path.join(scratch.path, p) for p in paths]) for fam, paths in files]
+    else:
+        local = []
+        for fam, paths in files:
+            got = []
+            for p in paths:
+                dest = os.path.join(staging, p)
+                os.makedirs(os.path.dirname(dest), exist_ok=True)
+                scratch.join(*p.split(os.sep)).download(dest)
+                got.append(dest)
+            local.append((fam, got))
+    with _local_export(export, target + ".export") as meta:
+        total = _simdb.range_assemble(target, meta, local, counts, checked=True)
+    scratch.rmtree()
+    shutil.rmtree(staging, ignore_errors=True)
     return {
         "documents": total["documents"],
         "clusters": total["clusters"],
@@ -567,37 +700,46 @@ def assemble_by_range(
     }
 
 
-def import_export(work: str, store: str, mark: Optional[dict] = None, build: Any = None) -> dict:
-    """``simdb import`` of a join run's export (``WORK/export/``) into a
-    new store at ``store``, on this machine (the one that holds the
-    store): every record restored, the clusters as the workers placed
-    them, the decision log; the store serves them (``simdb serve``,
-    ``simdb query``, ``Db.open``). Marks it in ``WORK/stored.json``
-    (``mark`` with the import's counts and the store's path).
+def import_export(work: Location, store: str, mark: Optional[dict] = None, build: Any = None) -> dict:
+    """The store of a join run's export (``WORK/export/``) at ``store``
+    (a new path on this machine, which holds the store): built by
+    ``build(export, target)`` (by range on the workers), or without one
+    by ``simdb import`` here (a local work directory only): every record
+    restored, the clusters as the workers placed them, the decision log;
+    the store serves them (``simdb serve``, ``simdb query``, ``Db.open``).
+    Marks it in ``WORK/stored.json`` (``mark`` with the counts and the
+    store's path).
 
-    Resumable at every step: the import is made at ``STORE.importing``
-    (which ``simdb import`` renames into place only when whole), the mark
-    is written, and only then is that renamed to ``store``. A run killed
-    before the rename finds the whole import and renames it; one killed
-    after it finds the mark (:func:`stored`)."""
+    Resumable at every step: the store is made at ``STORE.importing``,
+    the mark is written, and only then is that renamed to ``store``. A run
+    killed before the rename finds the whole store (writing its frozen
+    index if the kill came before that) and renames it; one killed after
+    it finds the mark (:func:`stored`)."""
     from . import _simdb
     from .ray import write_mark
 
     t0 = perf_counter()
+    work = Location.of(work)
     whole = store + ".importing"
     if os.path.exists(whole):
-        # Imported whole by a run killed before the rename.
-        with _simdb.Db.open(whole, read_only=True) as db:
-            counts = {"documents": len(db), "clusters": db.stats()["clusters"], "restored": True}
+        # Made whole by a run killed before the rename; its frozen index
+        # written here if that run was killed before it wrote it.
+        with _simdb.Db.open(whole) as db:
+            stats = db.stats()
+            if stats["frozen"] is None:
+                db.freeze()
+            counts = {"documents": len(db), "clusters": stats["clusters"], "restored": True}
     elif build is not None:
-        built = build(os.path.join(work, "export"), whole)
+        built = build(work.join("export"), whole)
         counts = {k: built.pop(k) for k in ("documents", "clusters", "restored")}
         mark = dict(mark or {}, by_range=built)
     else:
-        s = _simdb.import_parquet(whole, [os.path.join(work, "export")])
+        if not work.local:
+            raise ValueError(f"{work}: simdb import reads a local export; build the store by range")
+        s = _simdb.import_parquet(whole, [work.join("export").path])
         counts = {k: s[k] for k in ("documents", "clusters", "restored")}
     what = dict(mark or {}, store=store)
     what["import"] = dict(counts, seconds=round(perf_counter() - t0, 3))
-    write_mark(os.path.join(work, "stored.json"), what)
+    write_mark(work.join("stored.json"), what)
     os.rename(whole, store)
     return what

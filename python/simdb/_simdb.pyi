@@ -677,12 +677,16 @@ def range_assemble(
     counts: list[dict[str, int]],
     *,
     freeze: bool = True,
+    checked: bool = False,
 ) -> dict[str, int]:
     """Step 4, where the store is to be: the store at ``target`` (a new
     path) from the export in directory ``export`` and every range's table
     files (moved in), with the counts of every share and range; with
     ``freeze``, then its frozen index (as ``simdb freeze``, on this
-    machine). Returns the summed counts."""
+    machine). With ``checked``, the parts in ``export`` are taken as they
+    are (the maps checked each against the manifest; ``export`` may hold
+    one part, for the metadata), else each is checked here. Returns the
+    summed counts."""
 
 class JoinChecker:
     """The store's duplicate check on a worker, with no store of the run

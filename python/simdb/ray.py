@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, Optional, Union
 
+from ._location import Location
 from ._simdb import Analyzer, rule
 from .engine import refuse_other_rule
 
@@ -300,7 +301,7 @@ CLUSTER_COLUMNS = ("cluster", "size", "representative", "id", "rank", "distance"
 _IMPORT_COLUMNS = ("id",) + COLUMNS
 
 
-def _read_parquet(paths: Any) -> Any:
+def _read_parquet(paths: Any, filesystem: Any = None) -> Any:
     """``ray.data.read_parquet(paths)``, with fsspec's HTTP module
     imported first: Ray 2.60 resolves paths on several threads, each
     importing it, and a thread that finds it half imported fails with an
@@ -313,7 +314,7 @@ def _read_parquet(paths: Any) -> Any:
         import fsspec.implementations.http  # noqa: F401
     except ImportError:
         pass
-    return ray.data.read_parquet(paths)
+    return ray.data.read_parquet(paths, filesystem=filesystem)
 
 
 @contextmanager
@@ -331,37 +332,26 @@ def in_order(ds: Any) -> Any:
         opts.preserve_order = before
 
 
-def _write_atomically(table: "pyarrow.Table", path: str) -> None:
-    """``table`` as Parquet at ``path``, whole or not at all."""
-    import pyarrow.parquet as pq
-
-    tmp = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + ".tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
+def _write_atomically(table: "pyarrow.Table", path: Any) -> None:
+    """``table`` as Parquet at ``path`` (a path or a
+    :class:`~simdb._location.Location`), whole or not at all."""
+    Location.of(path).write_table(table)
 
 
-def _done(path: str) -> bool:
-    return os.path.exists(path)
+def _done(path: Any) -> bool:
+    return Location.of(path).exists()
 
 
-def write_mark(path: str, what: dict) -> None:
-    """Marks a finished stage: ``what`` as JSON at ``path``, whole or not
-    at all (the engines' dedup stages; see :func:`dedup`)."""
-    import json
-
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(what, f)
-        f.write("\n")
-    os.replace(tmp, path)
+def write_mark(path: Any, what: dict) -> None:
+    """Marks a finished stage: ``what`` as JSON at ``path`` (a path or a
+    :class:`~simdb._location.Location`), whole or not at all (the
+    engines' dedup stages; see :func:`dedup`)."""
+    Location.of(path).write_json(what)
 
 
-def read_mark(path: str) -> dict:
+def read_mark(path: Any) -> dict:
     """What :func:`write_mark` wrote at ``path``."""
-    import json
-
-    with open(path) as f:
-        return json.load(f)
+    return Location.of(path).read_json()
 
 
 def order_input(
@@ -574,11 +564,11 @@ def check_part(work: str, part: int, start: int, end: int) -> dict:
             "seconds": round(perf_counter() - t0, 3)}
 
 
-def _check_parts(out: str) -> list[str]:
-    """The part files of the checks directory ``out``, in part order."""
-    return sorted(
-        os.path.join(out, f) for f in os.listdir(out) if f.startswith("part-") and f.endswith(".parquet")
-    )
+def _check_parts(out: Any) -> list[Location]:
+    """The part files of the checks directory ``out`` (a path or a
+    :class:`~simdb._location.Location`), in part order."""
+    out = Location.of(out)
+    return [out.join(f) for f in out.names() if f.startswith("part-") and f.endswith(".parquet")]
 
 
 def place(work: str, keep: Optional[str] = None, decisions: Optional[str] = None) -> dict:
@@ -593,8 +583,6 @@ def place(work: str, keep: Optional[str] = None, decisions: Optional[str] = None
     store takes them first and the clusters obey them ("not a copy"
     pairs are never representative and member). Marked by
     ``WORK/placed.json``."""
-    import pyarrow.parquet as pq
-
     from . import _simdb
 
     marker = os.path.join(work, "placed.json")
@@ -605,7 +593,7 @@ def place(work: str, keep: Optional[str] = None, decisions: Optional[str] = None
 
     def lists():
         for path in [p for d in chain for p in _check_parts(d)]:
-            t = pq.read_table(path, columns=["ord", "near"])
+            t = path.read_table(columns=["ord", "near"])
             yield from zip(t.column("ord").to_pylist(), t.column("near").to_pylist())
 
     store = os.path.join(work, "store")
@@ -620,55 +608,72 @@ def place(work: str, keep: Optional[str] = None, decisions: Optional[str] = None
     return what
 
 
-def _joined(work: str) -> Optional[dict]:
+def _joined(work: Any) -> Optional[dict]:
     """The marker of a join run's checks (``index="join"``), or None for
     a run with a store."""
-    path = os.path.join(work, "join.json")
-    return read_mark(path) if _done(path) else None
+    path = Location.of(work).join("join.json")
+    return read_mark(path) if path.exists() else None
 
 
-def _check_chain(work: str) -> list[str]:
-    """The check part files of every night so far, oldest first."""
-    mark = _joined(work) or read_mark(os.path.join(work, "store.json"))
-    chain = mark.get("checks", [os.path.join(work, "checks")])
-    return [p for d in chain for p in _check_parts(d)]
+def _check_chain(work: Any) -> list[Location]:
+    """The check part files of every night so far, oldest first (on the
+    work directory's file system)."""
+    work = Location.of(work)
+    mark = _joined(work) or read_mark(work.join("store.json"))
+    chain = mark.get("checks", [work.join("checks").path])
+    return [p for d in chain for p in _check_parts(Location(work.fs, d))]
 
 
 def _place_bucket(
     t: "pyarrow.Table",
-    out: str,
+    out: Any,
     recipe: Optional[dict[str, Any]],
     keep: Optional[str],
-    decisions: Optional[str],
+    decisions: Union[str, bytes, None],
     written_at: Optional[int] = None,
 ) -> "pyarrow.Table":
     """One group of the placement on the workers: the components whose
-    label falls in one bucket, placed (``simdb.engine.place_partition``)
-    and written to ``OUT/part-BUCKET.parquet`` whole or not at all; a
-    bucket whose file is there from an earlier run is not placed again.
-    Returns its counts."""
+    label falls in one bucket, placed (``simdb.engine.place_partition``,
+    obeying ``decisions``: a local log file, or the log's bytes) and
+    written to ``OUT/part-BUCKET.parquet`` whole or not at all; a bucket
+    whose file is there from an earlier run is not placed again. Returns
+    its counts."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from . import engine
 
     b = int(t.column("bucket")[0].as_py())
-    path = os.path.join(out, f"part-{b:05}.parquet")
-    if _done(path):
-        placed, skipped = pq.read_table(path, columns=["cluster"]), 1
+    path = Location.of(out).join(f"part-{b:05}.parquet")
+    if path.exists():
+        placed, skipped = path.read_table(columns=["cluster"]), 1
     else:
-        placed = engine.place_partition(
-            t, recipe=recipe, keep=keep, decisions=decisions, written_at=written_at
-        )
-        _write_atomically(placed, path)
+        with _log_file(decisions) as log:
+            placed = engine.place_partition(t, recipe=recipe, keep=keep, decisions=log, written_at=written_at)
+        path.write_table(placed)
         skipped = 0
     clusters = len(pa.compute.unique(placed.column("cluster"))) if placed.num_rows else 0
     return pa.table({"bucket": [b], "members": [placed.num_rows], "skipped": [skipped],
                      "clusters": [clusters]})
 
 
+@contextmanager
+def _log_file(decisions: Union[str, bytes, None]) -> Any:
+    """A local path of decision log ``decisions`` (a path, kept; or the
+    log's bytes, written to a temporary file of the task's own)."""
+    if not isinstance(decisions, bytes):
+        yield decisions
+        return
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="simdb-log-") as d:
+        path = os.path.join(d, "decisions.jsonl")
+        with open(path, "wb") as f:
+            f.write(decisions)
+        yield path
+
+
 def place_on_workers(
-    work: str,
+    work: Any,
     keep: Optional[str] = None,
     decisions: Optional[str] = None,
     *,
@@ -692,10 +697,11 @@ def place_on_workers(
     buckets, are the same)."""
     from . import _simdb
 
-    marker = os.path.join(work, "placed.json")
+    work = Location.of(work)
+    marker = work.join("placed.json")
     if _done(marker):
         return read_mark(marker)
-    store = os.path.join(work, "store")
+    store = work.join("store").path
     joined = _joined(work)
     parts = _check_chain(work)
     if joined is None:
@@ -712,16 +718,13 @@ def place_on_workers(
         written_at = joined["written_at"]
     if buckets is None:
         buckets = max(2, min(256, -(-documents // 100_000)))
-    out = os.path.join(work, "clusters")
-    os.makedirs(out, exist_ok=True)
+    out = work.join("clusters")
+    out.makedirs()
     what: dict[str, Any] = {"keep": keep, "buckets": buckets, "rounds": 0}
-    pairs = 0
-    for p in parts:
-        import pyarrow.parquet as pq
-
-        pairs += pq.read_metadata(p).num_rows
+    pairs = sum(p.num_rows() for p in parts)
     if pairs:
-        log = None if decisions is None else os.path.abspath(decisions)
+        # The log goes to the workers as its bytes: a file of the driver's.
+        log = None if decisions is None else open(decisions, "rb").read()
         done = _place_tasks(parts, out, buckets, recipe, keep, log, written_at, what, num_cpus)
         what["members"] = sum(r["members"] for r in done)
         what["skipped"] = sum(r["skipped"] for r in done)
@@ -731,7 +734,7 @@ def place_on_workers(
         what["members"] = what["skipped"] = 0
         what["longest_task_seconds"] = 0.0
         write_empty_clusters(out)
-    open(os.path.join(out, "_SUCCESS"), "wb").close()
+    out.join("_SUCCESS").write_bytes(b"")
     if joined is not None:
         what["clusters"] = sum(r.get("clusters", 0) for r in done) if pairs else 0
         write_mark(marker, what)
@@ -743,7 +746,7 @@ def place_on_workers(
             if not db.decisions(limit=1)["decisions"]:
                 db.replay_decisions(os.fspath(decisions))
     t0 = perf_counter()
-    what["clusters"] = _simdb.put_clusters(store, _cluster_chunks(out), keep=keep)
+    what["clusters"] = _simdb.put_clusters(store, _cluster_chunks(out.path), keep=keep)
     # On the driver's machine, into the one store.
     what["put_clusters_seconds"] = round(perf_counter() - t0, 3)
     write_mark(marker, what)
@@ -760,10 +763,10 @@ def cluster_schema() -> "pyarrow.Schema":
     return pa.schema(list(zip(CLUSTER_COLUMNS, types)))
 
 
-def write_empty_clusters(out: str) -> None:
+def write_empty_clusters(out: Any) -> None:
     """A placement with no pairs: one empty part, so that readers of
     ``out`` find the columns."""
-    _write_atomically(cluster_schema().empty_table(), os.path.join(out, "part-00000.parquet"))
+    Location.of(out).join("part-00000.parquet").write_table(cluster_schema().empty_table())
 
 
 def _written_at(store: str, parts: list[str]) -> Optional[int]:
@@ -771,27 +774,23 @@ def _written_at(store: str, parts: list[str]) -> Optional[int]:
     what the placement takes every record as written at, so that
     ``newest`` ranks as the store does although the checks of earlier
     nights carry their own nights' times. None when there are no checks."""
-    import pyarrow.parquet as pq
-
     from ._simdb import Db
 
     for p in parts:
-        t = pq.read_table(p, columns=["id"])
+        t = Location.of(p).read_table(columns=["id"])
         if t.num_rows:
             with Db.open(store, read_only=True) as db:
                 return int(db.get(t.column("id")[0].as_py())["ingested_at"])
     return None
 
 
-def _read_part_task(path: str, buckets: int) -> tuple:
+def _read_part_task(path: Location, buckets: int) -> tuple:
     """A check part's edges (both ways, split by the bucket of ``u``) and
     vertices (split by the bucket of their ord): 2 × ``buckets`` tables."""
-    import pyarrow.parquet as pq
-
     from . import engine
 
     cols = ["ord", "id", "near", "record", "near_ord", "near_record"]
-    t = pq.read_table(path, columns=cols)
+    t = path.read_table(columns=cols)
     edges = engine.split(engine.both_ways(engine.edges(t), buckets), "u", buckets)
     vertices = engine.split(engine.vertices(t), "ord", buckets)
     return tuple(edges) + tuple(vertices)
@@ -823,7 +822,7 @@ def _label_task(buckets: int, edge_pieces: int, *tables: Any) -> tuple:
     return tuple(engine.split(joined, "label", buckets))
 
 
-def _place_task(out: str, recipe: Any, keep: Any, decisions: Any, written_at: Any, *tables: Any) -> dict:
+def _place_task(out: Location, recipe: Any, keep: Any, decisions: Any, written_at: Any, *tables: Any) -> dict:
     """One bucket of components placed and written (:func:`_place_bucket`)."""
     from . import engine
 
@@ -836,8 +835,8 @@ def _place_task(out: str, recipe: Any, keep: Any, decisions: Any, written_at: An
 
 
 def _place_tasks(
-    parts: list[str],
-    out: str,
+    parts: list[Location],
+    out: Location,
     buckets: int,
     recipe: Any,
     keep: Any,
@@ -1043,11 +1042,16 @@ def dedup(
     ``store`` names a new path for one: the run's documents in their
     clusters are then written on the workers as the export of the store
     the run stands for (``WORK/export/``, as ``simdb export --parquet``
-    writes one, with the decision log it obeyed), and ``simdb import`` of
-    it on the driver's machine restores that store there (every record,
-    the clusters as placed), for ``simdb serve`` and ``simdb query``. An
-    incremental run continues a join run's work directory.
-    ``WORK/records/`` holds the run's documents for the next night.
+    writes one, with the decision log it obeyed), and the workers build
+    that store from it by key range, assembled on the driver's machine
+    (every record, the clusters as placed), for ``simdb serve`` and
+    ``simdb query``. An incremental run continues a join run's work
+    directory. ``WORK/records/`` holds the run's documents for the next
+    night. A join run's ``work`` may be a URI of a file system pyarrow
+    opens (``s3://bucket/path``, with its options in the query), so that
+    the driver and the workers share no file system: every file a task
+    writes and another reads is an object there (docs/python.md, "No
+    shared file system"); ``store`` is a path of the driver's machine.
 
     The recipe is the one the fingerprints were made with (``recipe``:
     ``Analyzer.recipe``; default: a new store's, or with ``incremental``
@@ -1068,37 +1072,44 @@ def dedup(
 
     if index not in ("store", "join"):
         raise ValueError(f"index must be \"store\" or \"join\", not {index!r}")
-    work = os.fspath(work)
+    where = Location.of(work)
+    if not where.local and index != "join":
+        raise ValueError(
+            f'{where}: index="store" keeps the store its workers open in the work directory, '
+            'a local path (on a file system they share); index="join" takes a URI'
+        )
     if store is not None:
         if index != "join":
             raise ValueError('store= is for index="join" (index="store" builds WORK/store)')
         from ._rayjoin import refuse_taken
 
         store = os.path.abspath(os.fspath(store))
-        refuse_taken(work, store)
-    os.makedirs(work, exist_ok=True)
+        refuse_taken(where, store)
+    where.makedirs()
+    work = where.path
     report: dict[str, Any] = {"keep": keep, "index": index, "seconds": {}}
-    old = None
+    old = before = None
     if incremental is not None:
-        old = os.path.abspath(os.fspath(incremental))
-        if old == os.path.abspath(work):
+        before = Location.of(incremental)
+        if before == where:
             raise ValueError("the incremental run's work directory must be a new one")
-        finished = _done(os.path.join(old, "placed.json"))
+        if (before.local, before.fs.type_name) != (where.local, where.fs.type_name):
+            raise ValueError(f"{before} and {where}: an incremental run's work directory is on the earlier run's file system")
+        finished = before.join("placed.json").exists()
         if index == "join":
-            if not (finished and _done(os.path.join(old, "join.json"))):
+            if not (finished and before.join("join.json").exists()):
                 raise ValueError(
-                    f"{old}: not the work directory of a finished dedup run with index=\"join\""
+                    f"{before}: not the work directory of a finished dedup run with index=\"join\""
                 )
-            report["incremental"] = old
-        elif not (finished and os.path.isdir(os.path.join(old, "input"))):
-            raise ValueError(f"{old}: not the work directory of a finished dedup run")
+        elif not (finished and os.path.isdir(before.join("input").path)):
+            raise ValueError(f"{before}: not the work directory of a finished dedup run")
         elif recipe is None:
             from ._simdb import Db
 
-            with Db.open(os.path.join(old, "store"), read_only=True) as db:
+            with Db.open(before.join("store").path, read_only=True) as db:
                 recipe = db.recipe
-        if index == "store":
-            report["incremental"] = old
+        old = before.path
+        report["incremental"] = str(before)
 
     def stage(name: str) -> float:
         if on_stage is not None:
@@ -1112,7 +1123,7 @@ def dedup(
 
         t = stage("checks")
         report["join"] = join_checks(
-            fps, work, recipe=recipe, incremental=old, buckets=buckets, num_cpus=num_cpus,
+            fps, where, recipe=recipe, incremental=before, buckets=buckets, num_cpus=num_cpus,
             id=id, priority=priority, time=time,
         )
         report["checks"] = {
@@ -1120,9 +1131,9 @@ def dedup(
             "longest_task_seconds": max(report["join"]["longest_task_seconds"].values()),
         }
         report["seconds"]["checks"] = round(perf_counter() - t, 3)
-        r = _placed(report, work, keep, decisions, num_cpus, stage, store=None)
+        r = _placed(report, where, keep, decisions, num_cpus, stage, store=None)
         if store is not None:
-            r.store = _store_of_join(report, work, store, decisions, num_cpus, stage)
+            r.store = _store_of_join(report, where, store, decisions, num_cpus, stage)
         return r
 
     t = stage("input")
@@ -1162,7 +1173,7 @@ def dedup(
 
 
 def _placed(
-    report: dict, work: str, keep: str, decisions: Any, num_cpus: Any, stage: Any, store: Optional[str]
+    report: dict, work: Any, keep: str, decisions: Any, num_cpus: Any, stage: Any, store: Optional[str]
 ) -> Dedup:
     """:func:`dedup`'s last stage (the placement on the workers) and its
     outputs: tonight's pairs and the clusters."""
@@ -1175,16 +1186,17 @@ def _placed(
     )
     report["seconds"]["place"] = round(perf_counter() - t, 3)
     # Tonight's pairs: the parts of this run's checks.
-    checks = _read_parquet(os.path.join(work, "checks")).select_columns(
+    work = Location.of(work)
+    checks = _read_parquet(work.join("checks").path, work.reader_fs()).select_columns(
         ["id", "near", "distance", "similarity", "containment"]
     )
     pairs = checks.map_batches(pairs_table, batch_format="pyarrow")
-    clusters = _read_clusters(os.path.join(work, "clusters"))
+    clusters = _read_clusters(work.join("clusters"))
     return Dedup(pairs, clusters, report, store)
 
 
 def _store_of_join(
-    report: dict, work: str, store: str, decisions: Any, num_cpus: Any, stage: Any
+    report: dict, work: Location, store: str, decisions: Any, num_cpus: Any, stage: Any
 ) -> str:
     """:func:`dedup`'s store of a join run at ``store``: the export on the
     workers, the import on the driver's machine (``report["stored"]``,
@@ -1200,15 +1212,15 @@ def _store_of_join(
     return store
 
 
-def _read_clusters(out: str) -> Any:
+def _read_clusters(out: Location) -> Any:
     """The placement's cluster rows as a Ray Dataset (read on the
     workers; an empty one when there are none)."""
     import ray
 
-    files = [os.path.join(out, f) for f in sorted(os.listdir(out)) if f.endswith(".parquet")]
+    files = out.parquet_parts()
     if not files:
         return ray.data.from_arrow(cluster_schema().empty_table())
-    return _read_parquet(files)
+    return _read_parquet([f.path for f in files], out.reader_fs())
 
 
 def drop_duplicates(ds: Any, clusters: Any, *, id: str = "id") -> Any:
@@ -1267,11 +1279,11 @@ def dedup_files(
     result is made (see :func:`dedup`)."""
     import json
 
-    import pyarrow.parquet as pq
     import ray
 
-    os.makedirs(out, exist_ok=True)
-    work = work or os.path.join(out, "_work")
+    where = Location.of(out)
+    where.makedirs()
+    work = work or where.join("_work")
     missing = [p for p in inputs if not os.path.exists(p)]
     if missing:
         raise ValueError(f"no input files: {', '.join(missing)} not found")
@@ -1281,8 +1293,9 @@ def dedup_files(
     recipe_given = None
     if incremental is not None:
         # The earlier run's work directory: OUT/_work of its OUT.
-        if os.path.isdir(os.path.join(incremental, "_work")):
-            incremental = os.path.join(incremental, "_work")
+        before = Location.of(incremental)
+        if before.join("_work").is_dir():
+            incremental = before.join("_work")
         if index == "join" and db is None and export is None:
             from ._rayjoin import earlier_of
 
@@ -1315,25 +1328,19 @@ def dedup_files(
               incremental=incremental, decisions=decisions, priority=priority, time=time,
               index=index, buckets=buckets, store=store)
     for name, ds in (("pairs", r.pairs), ("clusters", r.clusters)):
-        final = os.path.join(out, name)
-        if os.path.isdir(final):
+        # Written by the workers (no row through the driver), then marked
+        # whole by its _SUCCESS, which a run again finds and skips.
+        final = where.join(name)
+        if final.join("_SUCCESS").exists():
             continue
-        tmp = os.path.join(out, f".{name}.tmp")
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
-        os.makedirs(tmp)
-        for i, b in enumerate(ds.iter_batches(batch_format="pyarrow", batch_size=1 << 20)):
-            pq.write_table(b, os.path.join(tmp, f"part-{i:05}.parquet"))
-        open(os.path.join(tmp, "_SUCCESS"), "wb").close()
-        os.rename(tmp, final)
+        final.rmtree()
+        ds.write_parquet(final.path, filesystem=where.reader_fs())
+        final.join("_SUCCESS").write_bytes(b"")
     report = dict(r.report)
     report["pairs"] = r.pairs.count()
     report["documents_in_clusters"] = r.clusters.count()
     report["store_path"] = r.store
-    with open(os.path.join(out, "report.json"), "w") as f:
-        json.dump(report, f, indent=1)
-        f.write("\n")
+    where.join("report.json").write_bytes((json.dumps(report, indent=1) + "\n").encode())
     if log is not None:
         documents = (report.get("store") or report.get("join") or {}).get("documents", 0)
         log(f"{documents} documents, {report['pairs']} pairs, "

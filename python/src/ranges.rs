@@ -116,10 +116,13 @@ pub(super) fn range_reduce<'py>(
 /// and every range's table files `files` (as `range_reduce` gives them;
 /// moved into the store), with the counts summed over the shares and
 /// ranges; with `freeze`, then its frozen index (as `simdb freeze`: a
-/// read of the posting families on this machine). Returns the summed
-/// counts.
+/// read of the posting families on this machine). With `checked`, the
+/// parts in `export` are taken as they are (the maps checked each against
+/// the manifest, and `export` may hold only one of them, for the
+/// metadata); otherwise every part is checked against the manifest here,
+/// as `simdb import` checks them. Returns the summed counts.
 #[pyfunction]
-#[pyo3(signature = (target, export, files, counts, *, freeze=true))]
+#[pyo3(signature = (target, export, files, counts, *, freeze=true, checked=false))]
 pub(super) fn range_assemble<'py>(
     py: Python<'py>,
     target: std::path::PathBuf,
@@ -127,6 +130,7 @@ pub(super) fn range_assemble<'py>(
     files: Vec<(String, Vec<std::path::PathBuf>)>,
     counts: Vec<Bound<'py, PyAny>>,
     freeze: bool,
+    checked: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let json = py.import("json")?;
     let mut total = Counts::default();
@@ -138,7 +142,7 @@ pub(super) fn range_assemble<'py>(
         total.add(&c);
     }
     detach(py, || {
-        let parts = simdb::import::expand_inputs(std::slice::from_ref(&export), false)?;
+        let parts = simdb::import::expand_inputs(std::slice::from_ref(&export), checked)?;
         let meta = ranges::export_of(&parts)?;
         let log_file = export.join(simdb::db::decisions::DECISIONS_FILE);
         let log = decisions_of(log_file.exists().then_some(log_file.as_path()))?;

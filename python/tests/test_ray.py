@@ -351,6 +351,34 @@ def assert_same_store(got_path: str, want_path: str, rows: list) -> None:
             assert [(h.id, h.distance, h.similarity) for h in got.query(x["text"])] == hits, x["id"]
 
 
+def fingerprinted(ray, rows: list):
+    """`rows` as a Ray Dataset of two blocks, fingerprinted on the workers."""
+    return simdb.ray.fingerprint(ray.data.from_items(rows, override_num_blocks=2), batch_size=16, num_cpus=1)
+
+
+def run_nights(ray, nights: list, ingest: str, work_of, store_of, **kw) -> tuple:
+    """Each night of `nights` written into the store at `ingest`, and run
+    by dedup (index="join", incremental on the night before, work
+    directory `work_of(n)`, store of the result `store_of(n)`): its
+    clusters are ingest's, and its store was built by key range on the
+    workers. Returns the last night's fingerprints and work directory."""
+    previous = None
+    for n, night in enumerate(nights):
+        _, clusters, _ = written_into(ingest, night)
+        fps, work, served = fingerprinted(ray, night), work_of(n), store_of(n)
+        r = simdb.ray.dedup(fps, work, index="join", buckets=2, num_cpus=1, incremental=previous,
+                            store=served, **kw)
+        assert r.store == str(served)
+        assert engine_result(r)[1] == clusters, n
+        assert r.report["stored"]["import"]["restored"]
+        assert r.report["stored"]["import"]["clusters"] == len(clusters)
+        # Built by key range on the workers: every step a task.
+        by_range = r.report["stored"]["by_range"]
+        assert by_range["ranges"] == 4 and set(by_range["longest_task_seconds"]) == set(simdb._rayjoin.RANGE_STEPS)
+        previous = work
+    return fps, work
+
+
 def engine_result(r) -> tuple:
     pairs = {(p["a"], p["b"], p["distance"]) for p in r.pairs.take_all()}
     by = {}
@@ -690,23 +718,9 @@ def test_ray_dedup_as_a_join_makes_the_store_it_stands_for(tmp_path):
         db.replay_decisions(log)
     ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
     try:
-        previous = None
-        for n, night in enumerate(nights):
-            _, clusters, _ = written_into(ingest, night)
-            fps = simdb.ray.fingerprint(ray.data.from_items(night, override_num_blocks=2), batch_size=16,
-                                        num_cpus=1)
-            work, served = tmp_path / f"night{n}", tmp_path / f"served{n}.db"
-            r = simdb.ray.dedup(fps, work, keep="newest", index="join", buckets=2, num_cpus=1,
-                                incremental=previous, decisions=log, store=served)
-            assert r.store == str(served)
-            assert engine_result(r)[1] == clusters, n
-            assert r.report["stored"]["import"]["restored"]
-            # Built by key range on the workers: every step a task.
-            by_range = r.report["stored"]["by_range"]
-            assert by_range["ranges"] == 4 and set(by_range["longest_task_seconds"]) == set(
-                simdb._rayjoin.RANGE_STEPS)
-            assert r.report["stored"]["import"]["clusters"] == len(clusters)
-            previous = work
+        fps, work = run_nights(ray, nights, ingest, lambda n: tmp_path / f"night{n}",
+                               lambda n: tmp_path / f"served{n}.db", keep="newest", decisions=log)
+        served = tmp_path / "served1.db"
         assert sorted(os.listdir(work / "export")) == ["_SUCCESS", "_decisions.jsonl", "part-00000.parquet",
                                                         "part-00001.parquet"]
         # Killed during the export (a part and the marker gone): done again.
@@ -730,12 +744,28 @@ def test_ray_dedup_as_a_join_makes_the_store_it_stands_for(tmp_path):
         for marked in (False, True):
             os.rename(served, whole)
             if not marked:
+                # ...and before the frozen index was written.
                 os.remove(work / "stored.json")
+                for f in os.listdir(whole):
+                    if f.startswith("frozen-"):
+                        os.remove(os.path.join(whole, f))
             r = simdb.ray.dedup(fps, work, keep="newest", index="join", buckets=2, num_cpus=1,
                                 incremental=tmp_path / "night0", decisions=log, store=served)
             assert os.path.isdir(served) and not os.path.exists(whole)
+            with simdb.Db.open(str(served), read_only=True) as db:
+                assert db.stats()["frozen"] is not None
             got = {k: v for k, v in r.report["stored"]["import"].items() if k != "seconds"}
             assert got == {k: v for k, v in again.report["stored"]["import"].items() if k != "seconds"}
+        # A part changed after the export was written (a byte flipped): the
+        # map that reads it checks it against the manifest and refuses it.
+        part = work / "export" / "part-00001.parquet"
+        data = bytearray(part.read_bytes())
+        data[len(data) // 2] ^= 1
+        part.write_bytes(bytes(data))
+        with pytest.raises(Exception, match="part-00001.parquet has CRC-32 [0-9a-f]{8}, the export wrote"):
+            simdb.ray.dedup(fps, work, keep="newest", index="join", buckets=2, num_cpus=1,
+                            incremental=tmp_path / "night0", decisions=log, store=tmp_path / "other.db")
+        assert not os.path.exists(tmp_path / "other.db")
     finally:
         ray.shutdown()
     assert_same_store(str(served), ingest, rows)
@@ -745,6 +775,95 @@ def test_ray_dedup_as_a_join_makes_the_store_it_stands_for(tmp_path):
         simdb.ray.dedup(None, tmp_path / "w", index="join", store=ingest)
     with pytest.raises(ValueError, match="store= is for index"):
         simdb.ray.dedup(None, tmp_path / "w", store=tmp_path / "new.db")
+
+@pytest.fixture
+def object_store():
+    """An S3 endpoint on this machine (moto's server, which tools/ray.sh
+    installs): a file system the driver and the workers reach only by
+    URI. Yields a function that makes a bucket and returns its URI (with
+    the endpoint and keys in it, as a user passes them) and the
+    pyarrow file system that reads it."""
+    moto_server = pytest.importorskip("moto.server", reason="moto[server] is not installed")
+    import logging
+
+    import pyarrow.fs as pafs
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+
+    def bucket(name: str) -> tuple:
+        uri = f"s3://key:secret@{name}?endpoint_override={host}:{port}&scheme=http&region=us-east-1"
+        fs = pafs.FileSystem.from_uri(uri + "&allow_bucket_creation=true")[0]
+        fs.create_dir(name)
+        return uri, fs
+
+    try:
+        yield bucket
+    finally:
+        server.stop()
+
+
+def test_ray_dedup_as_a_join_with_its_work_in_an_object_store(tmp_path, object_store):
+    """No shared file system: the work directory is an S3 bucket (a URI),
+    so every file a worker writes and another reads (records, checks,
+    placement, export, the build's table files, the marks) goes through
+    the object store, and each worker's scratch is a temporary directory
+    of its own. Over two nights (the second incremental, also in the
+    bucket) with decisions, the clusters are ingest's and the store built
+    on this machine is the one ingest builds; on this machine the run
+    writes only that store."""
+    ray = pytest.importorskip("ray")
+    pytest.importorskip("pyarrow")
+    import json
+
+    import pyarrow.fs as pafs
+
+    import simdb.ray
+
+    rows = dedup_corpus(17)
+    nights = [rows[:60], rows[60:]]
+    _, plain = ingested(str(tmp_path / "plain.db"), rows, "first")
+    rep, ms = plain[0]
+    log = tmp_path / "log.jsonl"
+    log.write_text(json.dumps({"seq": 1, "kind": "not_a_copy", "a": rep, "b": next(m for m in ms if m != rep),
+                               "who": "test", "at": 1, "undoes": 0}) + "\n")
+    ingest = str(tmp_path / "ingest.db")
+    with simdb.Db.create(ingest, keep="first") as db:
+        db.replay_decisions(log)
+    uri, fs = object_store("runs")
+    local = set(os.listdir(tmp_path))
+    cwd = set(os.listdir("."))
+    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    try:
+        fps, work = run_nights(ray, nights, ingest, lambda n: uri.replace("@runs", f"@runs/night{n}"),
+                               lambda n: tmp_path / f"served{n}.db", keep="first", decisions=log)
+        served = tmp_path / "served1.db"
+        # Run again, finished: read from the bucket, nothing done again.
+        stored = json.loads(fs.open_input_stream("runs/night1/stored.json").read())
+        again = simdb.ray.dedup(fps, work, keep="first", index="join", buckets=2, num_cpus=1,
+                                incremental=uri.replace("@runs", "@runs/night0"), decisions=log, store=served)
+        assert again.report["stored"] == stored
+    finally:
+        ray.shutdown()
+    assert_same_store(str(served), ingest, rows)
+    # In the bucket: each night's stages, its export whole, its build's
+    # table files gone once moved into the store.
+    names = {i.path[len("runs/night1/"):] for i in fs.get_file_info(pafs.FileSelector("runs/night1", recursive=True))
+             if i.type == pafs.FileType.File}
+    for want in ("join.json", "placed.json", "stored.json", "export/_SUCCESS", "export/_decisions.jsonl",
+                 "records/part-00000.parquet", "checks/part-00000.parquet", "clusters/part-00000.parquet"):
+        assert want in names, want
+    assert not any(n.startswith("ranges/") for n in names)
+    # On this machine: the two stores and nothing else (no work
+    # directory, no copy of one left behind).
+    assert set(os.listdir(tmp_path)) - local == {"served0.db", "served1.db"}
+    assert set(os.listdir(".")) == cwd
+    # A store run needs its store on a path the workers share: refused.
+    with pytest.raises(ValueError, match='index="store" keeps the store'):
+        simdb.ray.dedup(None, uri, index="store")
+
 
 def test_ray_dedup_takes_the_rows_in_their_order(tmp_path):
     """Blocks that finish out of order: dedup counts the documents in the

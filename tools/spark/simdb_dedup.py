@@ -285,15 +285,16 @@ def build_by_range(spark, export: str, target: str, scratch: str, ranges: int | 
     import simdb
     from simdb import _rayjoin
 
-    parts, log, n = _rayjoin.begin_by_range(export, scratch, ranges)
+    from simdb._location import Location
+
+    where = Location.of(scratch)
+    parts, log, n = _rayjoin.begin_by_range(export, where, ranges)
     samples = _rayjoin.SAMPLES_PER_RANGE * n
     sc = spark.sparkContext
     longest, timed = task_timer(spark, _rayjoin.RANGE_STEPS)
 
-    def map_part(path):
-        from simdb import _simdb
-
-        return _simdb.range_map([path], decisions=log, samples=samples)
+    def map_part(part):
+        return _rayjoin.map_parts([part], log, samples)
 
     mapped = sc.parallelize(parts, len(parts)).map(timed("map", map_part)).persist(StorageLevel.MEMORY_AND_DISK)
     infos = mapped.map(lambda m: (m[1], m[2])).collect()
@@ -312,9 +313,7 @@ def build_by_range(spark, export: str, target: str, scratch: str, ranges: int | 
             return list(enumerate(_simdb.range_split(blob, bounds.value)))
 
         def reduce_range(r, pieces):
-            from simdb import _simdb
-
-            return [_simdb.range_reduce([p for _, p in pieces], scratch, f"r{step}-{r:05}", samples=next_samples)]
+            return [_rayjoin.reduce_range(where, f"r{step}-{r:05}", next_samples, [p for _, p in pieces])]
 
         pieces = items.flatMap(timed(split, cut)).partitionBy(k, lambda r: r)
         reduced = pieces.mapPartitionsWithIndex(timed(reduce, reduce_range), preservesPartitioning=True)
@@ -434,7 +433,7 @@ def place_on_executors(spark, work: str, keep: str | None = None, decisions: str
         return stages.read_mark(marker)
     store = os.path.join(work, "store")
     joined = stages._joined(work)
-    parts = stages._check_chain(work)
+    parts = [p.path for p in stages._check_chain(work)]
     if joined is None:
         with simdb.Db.open(store, read_only=True) as db:
             recipe, keep, documents = db.recipe, keep or db.keep_policy, len(db)
@@ -544,6 +543,9 @@ def join_on_executors(spark, df, work: str, *, recipe=None, incremental: str | N
     if os.path.exists(marker):
         return stages.read_mark(marker)
     earlier = earlier_of(incremental)
+    # The earlier nights' parts, by path (the work directory is a path
+    # every executor shares).
+    earlier.update({k: [p.path for p in earlier[k]] for k in ("records", "checks")})
     recipe = recipe if recipe is not None else earlier["recipe"]
     records_dir, checks_dir = os.path.join(work, "records"), os.path.join(work, "checks")
     shutil.rmtree(checks_dir, ignore_errors=True)
