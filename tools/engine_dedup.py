@@ -388,7 +388,8 @@ def build(a: argparse.Namespace) -> None:
     ray.init(num_cpus=a.cores, include_dashboard=False, log_to_driver=False)
     sampler.enter("by range")
     t0 = time.perf_counter()
-    r = _rayjoin.build_by_range(a.export, ranged, os.path.join(a.work, "ranges"), ranges=a.ranges)
+    r = _rayjoin.build_by_range(a.export, ranged, os.path.join(a.work, "ranges"), ranges=a.ranges,
+                                shares=a.shares)
     took = time.perf_counter() - t0
     rows.append(("by range (Ray tasks)", took, max(r["longest_task_seconds"].values()), r["documents"]))
     sampler.close()
@@ -396,7 +397,8 @@ def build(a: argparse.Namespace) -> None:
     print(json.dumps({"import": s, "by_range": r}))
     with simdb.Db.open(one, read_only=True) as x, simdb.Db.open(ranged, read_only=True) as y:
         same = (len(x), x.stats()["clusters"]) == (len(y), y.stats()["clusters"])
-    print(f"\n{rows[0][3]:,} documents, {r['ranges']} ranges, Ray local mode on {a.cores} cores; "
+    print(f"\n{rows[0][3]:,} documents, {r['shares']} shares, {r['ranges']} ranges, "
+          f"Ray local mode on {a.cores} cores; "
           f"documents and clusters equal: {same}")
     print(f"{'build':<22}{'seconds':>9}{'longest task':>14}{'peak RSS MiB':>14}{'driver MiB':>12}")
     for (name, secs, longest, _), stage in zip(rows, ("import", "by range")):
@@ -436,6 +438,7 @@ def main() -> None:
     b.add_argument("export", help="a join run's WORK/export")
     b.add_argument("--work", required=True, help="where the two stores are made (replaced)")
     b.add_argument("--ranges", type=int, help="ranges of the build (default: two per part)")
+    b.add_argument("--shares", type=int, help="map tasks of the build (default: one per part, at most 256)")
     b.add_argument("--cores", type=int, default=os.cpu_count() or 1)
     a = p.parse_args()
     {"generated": generated, "corpus": corpus, "build": build}[a.mode](a)

@@ -515,6 +515,30 @@ def range_count(parts: int, ranges: Optional[int]) -> int:
 #: Range keys each share (or range) samples per range of the next step.
 SAMPLES_PER_RANGE = 16
 
+#: The most map tasks (shares of the parts) a build by range makes by
+#: default: the pieces the maps cut for the reduces number shares times
+#: ranges (at most 256 × 512), so a 10,000-part export is mapped 40
+#: parts to a task.
+MAX_SHARES = 256
+
+
+def shares_of(parts: list, shares: Optional[int] = None) -> list[list]:
+    """``parts`` dealt into ``shares`` runs of consecutive parts (default:
+    one per part, at most :data:`MAX_SHARES`), as even as they divide:
+    each a map task's."""
+    if shares is not None and shares < 1:
+        raise ValueError(f"shares must be at least 1, not {shares}")
+    n = min(len(parts), shares or MAX_SHARES)
+    if n == 0:
+        return []
+    size, extra = divmod(len(parts), n)
+    out, at = [], 0
+    for i in range(n):
+        take = size + (i < extra)
+        out.append(parts[at : at + take])
+        at += take
+    return out
+
 
 def map_parts(parts: list, log: Optional[Location], samples: int) -> tuple:
     """A build by range's map of export ``parts`` (each a location with
@@ -577,12 +601,18 @@ def _range_reduce_task(out: Location, name: str, samples: int, *pieces: bytes) -
 
 
 def build_by_range(
-    export: Any, target: str, scratch: Any, ranges: Optional[int] = None, num_cpus: Optional[float] = None
+    export: Any,
+    target: str,
+    scratch: Any,
+    ranges: Optional[int] = None,
+    num_cpus: Optional[float] = None,
+    shares: Optional[int] = None,
 ) -> dict:
     """The store of the export in directory ``export`` at ``target`` (a
     new path on this machine), built by key range on Ray's workers
-    (``simdb::import::ranges``): a map task per part file (each part
-    checked against the export's manifest there), the items cut by ranges
+    (``simdb::import::ranges``): a map task per share of the part files
+    (:func:`shares_of`: one per part, at most :data:`MAX_SHARES`; each
+    part checked against the export's manifest there), the items cut by ranges
     sampled from them, a reduce task per range writing its table files
     under ``scratch`` (twice: the band, part and membership keys are a
     second round), then the store assembled here from those files and its
@@ -598,7 +628,10 @@ def build_by_range(
     export, scratch = Location.of(export), Location.of(scratch)
     parts, log, n = begin_by_range(export, scratch, ranges)
     longest = dict.fromkeys(RANGE_STEPS, 0.0)
-    mapped = [_remote(_range_map_task, 2, num_cpus).remote([p], log, SAMPLES_PER_RANGE * n) for p in parts]
+    mapped = [
+        _remote(_range_map_task, 2, num_cpus).remote(share, log, SAMPLES_PER_RANGE * n)
+        for share in shares_of(parts, shares)
+    ]
     infos = ray.get([m[1] for m in mapped])
     longest["map"] = max((i["seconds"] for i in infos), default=0.0)
     counts = [i["counts"] for i in infos]
@@ -623,7 +656,7 @@ def build_by_range(
 
     second, samples = one_round([m[0] for m in mapped], [s for i in infos for s in i["sample"]], "r1", SAMPLES_PER_RANGE * n)
     one_round(second, samples, "r2", 0)
-    return assemble_by_range(target, export, scratch, files, counts, n, longest)
+    return dict(assemble_by_range(target, export, scratch, files, counts, n, longest), shares=len(mapped))
 
 
 def begin_by_range(export: Any, scratch: Any, ranges: Optional[int]) -> tuple[list, Optional[Location], int]:

@@ -6,6 +6,8 @@ too (16 confirmed; 256 looked at)."""
 
 import random
 
+import pytest
+
 import simdb
 from simdb.engine import check_by_join
 
@@ -69,7 +71,6 @@ def test_rows_made_under_another_rule_are_refused():
     import json
 
     import pyarrow as pa
-    import pytest
     from simdb import engine
     from simdb.ray import RULE, fingerprint_table
 
@@ -100,3 +101,23 @@ def test_rows_made_under_another_rule_are_refused():
     assert engine.doc_records(theirs.drop_columns([RULE]), 1, rule=a.rule)[0].num_rows == 2
     with pytest.raises(ValueError, match="already has the column"):
         fingerprint_table(t.append_column(RULE, pa.array([1, 2, 3], pa.uint64())), a)
+
+
+def test_a_build_by_range_deals_its_parts_into_shares():
+    """A build by range maps runs of consecutive parts, as even as they
+    divide, one per part up to MAX_SHARES (the maps' pieces number shares
+    times ranges)."""
+    from simdb._rayjoin import MAX_SHARES, shares_of
+
+    parts = [f"p{i}" for i in range(10)]
+    assert shares_of(parts) == [[p] for p in parts]
+    assert shares_of(parts, 3) == [parts[0:4], parts[4:7], parts[7:10]]
+    assert shares_of(parts, 1) == [parts]
+    assert shares_of(parts, 50) == [[p] for p in parts]
+    many = list(range(10_001))
+    got = shares_of(many)
+    assert len(got) == MAX_SHARES and [x for s in got for x in s] == many
+    assert {len(s) for s in got} == {39, 40}
+    assert shares_of([]) == []
+    with pytest.raises(ValueError, match="shares must be at least 1"):
+        shares_of(parts, 0)

@@ -756,6 +756,10 @@ def test_ray_dedup_as_a_join_makes_the_store_it_stands_for(tmp_path):
                 assert db.stats()["frozen"] is not None
             got = {k: v for k, v in r.report["stored"]["import"].items() if k != "seconds"}
             assert got == {k: v for k, v in again.report["stored"]["import"].items() if k != "seconds"}
+        # The export's two parts mapped by one task: the same store.
+        one = simdb._rayjoin.build_by_range(work / "export", str(tmp_path / "one-share.db"),
+                                            tmp_path / "scratch", shares=1)
+        assert one["shares"] == 1 and one["documents"] == r.report["stored"]["import"]["documents"]
         # A part changed after the export was written (a byte flipped): the
         # map that reads it checks it against the manifest and refuses it.
         part = work / "export" / "part-00001.parquet"
@@ -769,6 +773,7 @@ def test_ray_dedup_as_a_join_makes_the_store_it_stands_for(tmp_path):
     finally:
         ray.shutdown()
     assert_same_store(str(served), ingest, rows)
+    assert_same_store(str(tmp_path / "one-share.db"), ingest, rows)
     # A path that holds something is refused before the run; store= is
     # for join runs.
     with pytest.raises(ValueError, match="already exists"):

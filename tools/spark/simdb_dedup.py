@@ -275,7 +275,8 @@ def store_of_join(spark, work: str, store: str, decisions: str | None = None) ->
 def build_by_range(spark, export: str, target: str, scratch: str, ranges: int | None = None) -> dict:
     """The store of the export in directory ``export`` at ``target``,
     built by key range on the executors as `simdb._rayjoin.build_by_range`
-    builds it on Ray: a task per part file maps it to items, Spark moves
+    builds it on Ray: a task per share of the part files (one per part, at
+    most `_rayjoin.MAX_SHARES`) maps them to items, Spark moves
     each piece to its range (sampled from the items) by a partitioner,
     a task per range writes its table files under ``scratch``, twice;
     the driver holds only samples, counts and file names, and moves the
@@ -293,10 +294,11 @@ def build_by_range(spark, export: str, target: str, scratch: str, ranges: int | 
     sc = spark.sparkContext
     longest, timed = task_timer(spark, _rayjoin.RANGE_STEPS)
 
-    def map_part(part):
-        return _rayjoin.map_parts([part], log, samples)
+    def map_share(share):
+        return _rayjoin.map_parts(share, log, samples)
 
-    mapped = sc.parallelize(parts, len(parts)).map(timed("map", map_part)).persist(StorageLevel.MEMORY_AND_DISK)
+    shares = _rayjoin.shares_of(parts)
+    mapped = sc.parallelize(shares, len(shares)).map(timed("map", map_share)).persist(StorageLevel.MEMORY_AND_DISK)
     infos = mapped.map(lambda m: (m[1], m[2])).collect()
     counts = [c for _, c in infos]
     files: list = []
@@ -331,7 +333,8 @@ def build_by_range(spark, export: str, target: str, scratch: str, ranges: int | 
     for rdd in cached:
         rdd.unpersist()
     seconds = {s: longest[s].value for s in _rayjoin.RANGE_STEPS}
-    return _rayjoin.assemble_by_range(target, export, scratch, files, counts, n, seconds)
+    built = _rayjoin.assemble_by_range(target, export, scratch, files, counts, n, seconds)
+    return dict(built, shares=len(shares))
 
 
 def export_on_executors(spark, work: str, decisions: str | None = None) -> dict:
