@@ -99,9 +99,6 @@ class Location:
 
         return self._info().type == pafs.FileType.Directory
 
-    def size(self) -> int:
-        return int(self._info().size)
-
     def makedirs(self) -> None:
         self.fs.create_dir(self.path, recursive=True)
 
@@ -111,10 +108,6 @@ class Location:
             shutil.rmtree(self.path, ignore_errors=True)
         elif self.exists():
             self.fs.delete_dir(self.path)
-
-    def remove(self) -> None:
-        if self.exists():
-            self.fs.delete_file(self.path)
 
     def names(self) -> list[str]:
         """The names of the files directly in this directory, sorted
@@ -151,11 +144,6 @@ class Location:
         import pyarrow.parquet as pq
 
         return pq.read_table(self.path, columns=columns, filesystem=self.fs)
-
-    def parquet_file(self) -> Any:
-        import pyarrow.parquet as pq
-
-        return pq.ParquetFile(self.fs.open_input_file(self.path))
 
     def num_rows(self) -> int:
         """The rows of the Parquet file here, from its footer."""
@@ -210,8 +198,3 @@ class Location:
             p = os.path.join(d, self.name)
             self.download(p)
             yield p
-
-
-def place_of(where: Union[str, "os.PathLike[str]", Location, None]) -> Optional[Location]:
-    """:meth:`Location.of`, with None kept."""
-    return None if where is None else Location.of(where)

@@ -37,12 +37,6 @@ def _rows(t: Any) -> int:
     return int(t.num_rows)
 
 
-def _write(table: Any, path: Location) -> None:
-    from .ray import _write_atomically
-
-    _write_atomically(table, path)
-
-
 def _records_task(block: Any, first_ord: int, buckets: int, path: Location, cols: dict) -> tuple:
     """Stage 0 on one block of the input: its documents at their ords,
     written to ``path`` (a later night's earlier documents), split by
@@ -52,7 +46,7 @@ def _records_task(block: Any, first_ord: int, buckets: int, path: Location, cols
 
     t0 = perf_counter()
     docs, none = engine.doc_records(block, first_ord, **cols)
-    _write(docs.drop_columns(["new"]), path)
+    path.write_table(docs.drop_columns(["new"]))
     by_fp, by_ord = engine.split_docs(docs, buckets)
     ids = engine.split_ids(docs, buckets)
     return tuple(by_fp) + tuple(by_ord) + tuple(ids) + (none, perf_counter() - t0)
@@ -134,7 +128,7 @@ def _checks_task(recipe: Any, path: Location, n_docs: int, n_sent: int, *pieces:
     boiler = engine.concat(pieces[n_docs + n_sent :])
     with engine.checker(recipe) as c:
         t = engine.stage_checks(c, docs, sent, boiler)
-    _write(t, path)
+    path.write_table(t)
     return {"checked": int(t.schema.metadata[b"checked"]), "rows": t.num_rows,
             "seconds": perf_counter() - t0}
 

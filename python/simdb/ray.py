@@ -564,13 +564,6 @@ def check_part(work: str, part: int, start: int, end: int) -> dict:
             "seconds": round(perf_counter() - t0, 3)}
 
 
-def _check_parts(out: Any) -> list[Location]:
-    """The part files of the checks directory ``out`` (a path or a
-    :class:`~simdb._location.Location`), in part order."""
-    out = Location.of(out)
-    return [out.join(f) for f in out.names() if f.startswith("part-") and f.endswith(".parquet")]
-
-
 def place(work: str, keep: Optional[str] = None, decisions: Optional[str] = None) -> dict:
     """Stage 4 of :func:`dedup` on one machine (what :func:`dedup` did
     before :func:`place_on_workers`; kept to compare with it,
@@ -592,7 +585,7 @@ def place(work: str, keep: Optional[str] = None, decisions: Optional[str] = None
     chain = read_mark(os.path.join(work, "store.json")).get("checks", [os.path.join(work, "checks")])
 
     def lists():
-        for path in [p for d in chain for p in _check_parts(d)]:
+        for path in [p for d in chain for p in Location.of(d).parquet_parts()]:
             t = path.read_table(columns=["ord", "near"])
             yield from zip(t.column("ord").to_pylist(), t.column("near").to_pylist())
 
@@ -621,7 +614,7 @@ def _check_chain(work: Any) -> list[Location]:
     work = Location.of(work)
     mark = _joined(work) or read_mark(work.join("store.json"))
     chain = mark.get("checks", [work.join("checks").path])
-    return [p for d in chain for p in _check_parts(Location(work.fs, d))]
+    return [p for d in chain for p in Location(work.fs, d).parquet_parts()]
 
 
 def _place_bucket(
