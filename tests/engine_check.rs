@@ -142,7 +142,7 @@ fn joined(checker: &Checker, records: &[(String, Record)]) -> Vec<Sent> {
             .filter(|p| worker(&p.key) == w)
             .copied()
             .collect();
-        let m = key_matches(&e, &p);
+        let m = key_matches(&e, &p).unwrap();
         matched.extend(m.matched);
         for (ord, part) in m.boilerplate {
             boilerplate.entry(ord).or_default().push(part);

@@ -636,7 +636,9 @@ def key_matches(
     """Stage 2, for the keys of one share (each key's entries and probes
     all of them), over numpy arrays of the columns' types: arrays
     ``matched_ord``, ``matched_fingerprint`` and ``boilerplate_ord``,
-    ``boilerplate_part``."""
+    ``boilerplate_part``. Raises ``ValueError`` if the entries give one
+    fingerprint twice in a bucket over overlapping ords (stage 1 never
+    does)."""
 
 def range_map(
     parts: list[Union[str, PathLike[str]]],

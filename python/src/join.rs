@@ -173,7 +173,9 @@ pub(super) fn index_entries<'py>(
 /// columns) and the probes (`JoinChecker.probes`' columns) of those keys,
 /// each key's all of them. Returns `matched_ord`, `matched_fingerprint`
 /// (each probe with a fingerprint its check reads) and `boilerplate_ord`,
-/// `boilerplate_part` (the parts whose buckets name none for it).
+/// `boilerplate_part` (the parts whose buckets name none for it). An
+/// entry given twice is taken once; one fingerprint twice in a bucket over
+/// overlapping ords is refused (`ValueError`).
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 pub(super) fn key_matches<'py>(
@@ -245,7 +247,7 @@ pub(super) fn key_matches<'py>(
             },
         })
         .collect();
-    let found = detach(py, || Ok::<_, Error>(eng::key_matches(&entries, &probes))).or_raise()?;
+    let found = detach(py, || eng::key_matches(&entries, &probes)).or_raise()?;
     matches_dict(py, &found)
 }
 

@@ -117,6 +117,10 @@ pub(crate) enum Reads {
     Writer,
     /// Half of the families on the rayon pool (a query's).
     Query,
+    /// None: the store holds no document (an engine's checker, whose
+    /// scratch store is empty and whose earlier documents are all
+    /// pending), so its buckets are not read at all.
+    Overlay,
 }
 
 /// Where a search reads (see the module).
@@ -152,7 +156,10 @@ impl Searcher<'_, '_> {
             Some(_) => REBUILD_PART_READ.max(probe.max_fingerprints),
             None => probe.max_fingerprints,
         };
-        let stored = self.store.part_buckets(self.at, &probe.parts, max)?;
+        let stored = match self.reads {
+            Reads::Overlay => vec![Vec::new(); probe.parts.len()],
+            _ => self.store.part_buckets(self.at, &probe.parts, max)?,
+        };
         let mut out = Vec::new();
         for (p, mut held) in probe.parts.iter().zip(stored) {
             if let Some(ord) = self.before {
@@ -248,6 +255,7 @@ impl Searcher<'_, '_> {
         let (mut found, banded) = match (prefetched, self.reads) {
             (Some(p), _) => p.candidates(part, probe.is_some()),
             (None, Reads::Writer) => self.store.writer_candidates(self.at, fp, part, probe)?,
+            (None, Reads::Overlay) => (Vec::new(), Vec::new()),
             (None, Reads::Query) => {
                 // A rebuild's view chooses the band-only candidates itself,
                 // among the earlier documents' (below): all of them here.

@@ -21,7 +21,7 @@
 //! Nothing here reads the run's store: a run with no store (and no file
 //! system its workers share) checks as a store would.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::Path;
 
 use super::{scratch_recipe, scratch_tuning};
@@ -115,7 +115,9 @@ impl Checker {
                 overlay: &overlay,
                 mem: &mem,
             }),
-            reads: Reads::Writer,
+            // The scratch store is empty: every earlier document is in
+            // the overlay.
+            reads: Reads::Overlay,
             before: None,
         };
         let mut q = self.db.record_query(id, rec);
@@ -391,47 +393,126 @@ pub struct KeyMatches {
 /// them). Each probe matches the fingerprints visible to it in its
 /// bucket that its rule accepts; in a part bucket that then holds more
 /// fingerprints than a probe names, none (the part is boilerplate).
-pub fn key_matches(entries: &[IndexEntry], probes: &[KeyProbe]) -> KeyMatches {
-    let mut by_key: BTreeMap<JoinKey, Vec<&IndexEntry>> = BTreeMap::new();
-    for e in entries {
-        by_key.entry(e.key).or_default().push(e);
-    }
-    let names = PartProbe::new(Vec::new());
+///
+/// Each bucket's entries are kept in the order they come in (`after`),
+/// so a probe reads the prefix of those before it, scanned as the store
+/// scans a posting ([`ScanRule::scan`]); a part bucket's count at a
+/// probe's time is two binary searches, so a flood of probes of a
+/// boilerplate part costs no more than its probes. The probes are taken
+/// in the order given (no sort of the many). Entries given twice are
+/// taken once; a fingerprint given twice in one bucket over overlapping
+/// ords (stage 1 never makes one) is refused.
+pub fn key_matches(entries: &[IndexEntry], probes: &[KeyProbe]) -> Result<KeyMatches> {
+    let held = Held::of(entries)?;
     let mut out = KeyMatches::default();
-    let mut seen: HashSet<(u64, Fingerprint)> = HashSet::new();
+    let mut found = Vec::new();
     for p in probes {
-        let Some(held) = by_key.get(&p.key) else {
-            continue;
-        };
-        let visible = held.iter().filter(|e| e.visible(p.ord));
-        if p.key.family == JoinKey::PARTS {
-            let fps: HashSet<Fingerprint> = visible.map(|e| e.fp).collect();
-            if !names.names(fps.len()) {
-                out.boilerplate.push((p.ord, p.key.value));
-                continue;
-            }
-            for fp in fps {
-                if seen.insert((p.ord, fp)) {
-                    out.matched.push((p.ord, fp));
-                }
-            }
-        } else {
-            for e in visible.filter(|e| p.rule.accepts(e.fp.0)) {
-                if seen.insert((p.ord, e.fp)) {
-                    out.matched.push((p.ord, e.fp));
-                }
-            }
-        }
+        held.probe(p, &mut found, &mut out);
     }
     out.matched.sort_unstable();
+    out.matched.dedup();
     out.boilerplate.sort_unstable();
     out.boilerplate.dedup();
-    out
+    Ok(out)
+}
+
+/// The entries of [`key_matches`], bucket by bucket: in each, those open
+/// to every later probe (`until` the end) first, then the others (an
+/// epoch of a band or part bucket that a smaller id ended), each by
+/// `after`; their fingerprints as one posting of big-endian entries.
+struct Held {
+    buckets: rustc_hash::FxHashMap<JoinKey, Range>,
+    afters: Vec<u64>,
+    /// Sorted within each bucket (for the count of a part bucket).
+    untils: Vec<u64>,
+    fps: Vec<u8>,
+    entries: Vec<IndexEntry>,
+}
+
+/// One bucket's entries in [`Held`]: `start..open` the open ones,
+/// `open..end` the others.
+#[derive(Clone, Copy)]
+struct Range {
+    start: usize,
+    open: usize,
+    end: usize,
+}
+
+impl Held {
+    fn of(entries: &[IndexEntry]) -> Result<Held> {
+        let mut held = entries.to_vec();
+        held.sort_unstable_by_key(|e| (e.key, e.fp, e.after, e.until));
+        held.dedup();
+        if let Some(w) = held
+            .windows(2)
+            .find(|w| w[0].key == w[1].key && w[0].fp == w[1].fp && w[0].until > w[1].after)
+        {
+            return Err(Error::Input(format!(
+                "check: fingerprint {:016x} is given twice in bucket {:?} over overlapping \
+                 ords ({}..={} and {}..={})",
+                w[0].fp.0, w[0].key, w[0].after, w[0].until, w[1].after, w[1].until
+            )));
+        }
+        held.sort_unstable_by_key(|e| (e.key, e.until != u64::MAX, e.after));
+        let mut buckets = rustc_hash::FxHashMap::default();
+        let mut untils: Vec<u64> = held.iter().map(|e| e.until).collect();
+        let mut start = 0;
+        while start < held.len() {
+            let key = held[start].key;
+            let end = start + held[start..].partition_point(|e| e.key == key);
+            let open = start + held[start..end].partition_point(|e| e.until == u64::MAX);
+            untils[start..end].sort_unstable();
+            buckets.insert(key, Range { start, open, end });
+            start = end;
+        }
+        Ok(Held {
+            buckets,
+            afters: held.iter().map(|e| e.after).collect(),
+            untils,
+            fps: held.iter().flat_map(|e| e.fp.0.to_be_bytes()).collect(),
+            entries: held,
+        })
+    }
+
+    /// Adds what probe `p` reads to `out` (`found`: a buffer).
+    fn probe(&self, p: &KeyProbe, found: &mut Vec<Fingerprint>, out: &mut KeyMatches) {
+        let Some(&Range { start, open, end }) = self.buckets.get(&p.key) else {
+            return;
+        };
+        let ord = p.ord;
+        let before = |r: std::ops::Range<usize>| self.afters[r].partition_point(|&a| a < ord);
+        let (open_n, closed_n) = (before(start..open), before(open..end));
+        let part = p.key.family == JoinKey::PARTS;
+        if part {
+            // Visible: came in before `ord` and not gone before it (an
+            // entry gone before `ord` came in before it too).
+            let gone = self.untils[start..end].partition_point(|&u| u < ord);
+            if !PartProbe::new(Vec::new()).names(open_n + closed_n - gone) {
+                out.boilerplate.push((ord, p.key.value));
+                return;
+            }
+        }
+        found.clear();
+        let posting = &self.fps[start * 8..(start + open_n) * 8];
+        if part {
+            found.extend(crate::index::posting_fingerprints(posting));
+        } else {
+            p.rule.scan(posting, found);
+        }
+        found.extend(
+            self.entries[open..open + closed_n]
+                .iter()
+                .filter(|e| e.visible(ord) && (part || p.rule.accepts(e.fp.0)))
+                .map(|e| e.fp),
+        );
+        out.matched.extend(found.iter().map(|&fp| (ord, fp)));
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashSet;
 
     fn rec(ord: u64, fp: u64, parts: Vec<u64>) -> Record {
         Record {
@@ -505,7 +586,7 @@ mod tests {
             ord,
             rule: any,
         };
-        let m = key_matches(&entries, &[probe(9), probe(10)]);
+        let m = key_matches(&entries, &[probe(9), probe(10)]).unwrap();
         // At ord 9, eight are in (named); at 10, nine (boilerplate).
         assert_eq!(m.matched.len(), 8);
         assert!(m.matched.iter().all(|(o, _)| *o == 9));
@@ -527,7 +608,8 @@ mod tests {
                 ord: 100,
                 rule: near,
             }],
-        );
+        )
+        .unwrap();
         assert_eq!(
             m.matched,
             vec![
@@ -537,5 +619,174 @@ mod tests {
                 (100, Fingerprint(8))
             ]
         );
+    }
+
+    /// [`key_matches`] by its definition, one probe and one entry at a
+    /// time (the oracle).
+    fn key_matches_brute(entries: &[IndexEntry], probes: &[KeyProbe]) -> KeyMatches {
+        let cap = PartProbe::new(Vec::new());
+        let mut out = KeyMatches::default();
+        for p in probes {
+            let visible: Vec<&IndexEntry> = entries
+                .iter()
+                .filter(|e| e.key == p.key && e.visible(p.ord))
+                .collect();
+            if p.key.family == JoinKey::PARTS {
+                let fps: HashSet<Fingerprint> = visible.iter().map(|e| e.fp).collect();
+                if !cap.names(fps.len()) {
+                    out.boilerplate.push((p.ord, p.key.value));
+                    continue;
+                }
+                out.matched.extend(fps.into_iter().map(|fp| (p.ord, fp)));
+            } else {
+                out.matched.extend(
+                    visible
+                        .iter()
+                        .filter(|e| p.rule.accepts(e.fp.0))
+                        .map(|e| (p.ord, e.fp)),
+                );
+            }
+        }
+        out.matched.sort_unstable();
+        out.matched.dedup();
+        out.boilerplate.sort_unstable();
+        out.boilerplate.dedup();
+        out
+    }
+
+    /// Entries and probes of a few full buckets (seeded): a block, a band
+    /// and a part family, fingerprints near one another, epochs that end,
+    /// entries given twice, probes at the edges of entries.
+    fn join_of_seed(seed: u64) -> (Vec<IndexEntry>, Vec<KeyProbe>) {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        // Few keys, so buckets are full: a block, a band and a part
+        // family, each with a handful of values.
+        let families = [0u8, JoinKey::BANDS + 3, JoinKey::PARTS];
+        let base: u64 = rng.random();
+        let mut entries = Vec::new();
+        let mut taken = HashSet::new();
+        for f in 0..rng.random_range(1..60u64) {
+            // Near one base fingerprint: distances 0 to 6, spread.
+            let mut fp = base;
+            for _ in 0..rng.random_range(0..4) {
+                fp ^= 1 << rng.random_range(0..64);
+            }
+            if f % 7 == 0 {
+                fp = rng.random();
+            }
+            let fp = Fingerprint(fp);
+            for _ in 0..rng.random_range(1..4) {
+                // Half in two part buckets: about the cap at a time.
+                let key = if rng.random_bool(0.5) {
+                    JoinKey {
+                        family: JoinKey::PARTS,
+                        value: rng.random_range(0..2),
+                    }
+                } else {
+                    JoinKey {
+                        family: families[rng.random_range(0..3)],
+                        value: rng.random_range(0..3),
+                    }
+                };
+                // One fingerprint's epochs in a bucket, from one place.
+                if !taken.insert((key, fp)) {
+                    continue;
+                }
+                // Epochs of one fingerprint in a bucket: disjoint.
+                let mut at = rng.random_range(0..40u64);
+                for _ in 0..rng.random_range(1..3) {
+                    let until = if rng.random_bool(0.5) {
+                        u64::MAX
+                    } else {
+                        at + rng.random_range(1..20)
+                    };
+                    entries.push(IndexEntry {
+                        key,
+                        fp,
+                        after: at,
+                        until,
+                    });
+                    if until == u64::MAX {
+                        break;
+                    }
+                    at = until + rng.random_range(0..5);
+                }
+            }
+        }
+        // Some given twice.
+        let again: Vec<IndexEntry> = entries.iter().step_by(5).copied().collect();
+        entries.extend(again);
+        let probes = random_probes(&mut rng, &entries, base);
+        (entries, probes)
+    }
+
+    /// Probes of [`join_of_seed`]'s buckets, near `base`.
+    fn random_probes(
+        rng: &mut rand_chacha::ChaCha8Rng,
+        entries: &[IndexEntry],
+        base: u64,
+    ) -> Vec<KeyProbe> {
+        use rand::Rng;
+        let families = [0u8, JoinKey::BANDS + 3, JoinKey::PARTS];
+        (0..rng.random_range(1..80))
+            .map(|_| KeyProbe {
+                key: JoinKey {
+                    family: families[rng.random_range(0..3)],
+                    value: rng.random_range(0..4),
+                },
+                // Often at an entry's edge: the ord it comes in at,
+                // or the last it is seen at.
+                ord: match rng.random_range(0..3) {
+                    0 => rng.random_range(0..80),
+                    1 => entries[rng.random_range(0..entries.len())].after,
+                    _ => entries[rng.random_range(0..entries.len())].until.min(80),
+                },
+                rule: ScanRule {
+                    q: base ^ (1 << rng.random_range(0..64)),
+                    k: rng.random_range(0..5),
+                    outside: rng.random(),
+                    ranked: rng.random_bool(0.5),
+                },
+            })
+            .collect()
+    }
+
+    #[test]
+    fn key_matches_equal_a_scan_of_every_entry_for_every_probe() {
+        for seed in 0..200u64 {
+            let (entries, probes) = join_of_seed(seed);
+            assert_eq!(
+                key_matches(&entries, &probes).unwrap(),
+                key_matches_brute(&entries, &probes),
+                "seed {seed}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_fingerprint_twice_in_one_bucket_at_once_is_refused() {
+        let e = |after, until| IndexEntry {
+            key: JoinKey {
+                family: JoinKey::PARTS,
+                value: 1,
+            },
+            fp: Fingerprint(5),
+            after,
+            until,
+        };
+        let probe = [KeyProbe {
+            key: e(0, 0).key,
+            ord: 9,
+            rule: ScanRule {
+                q: 5,
+                k: 64,
+                outside: 0,
+                ranked: false,
+            },
+        }];
+        assert!(key_matches(&[e(1, 4), e(4, u64::MAX)], &probe).is_ok());
+        let err = key_matches(&[e(1, 5), e(4, u64::MAX)], &probe).unwrap_err();
+        assert!(err.to_string().contains("overlapping"), "{err}");
     }
 }
