@@ -180,8 +180,8 @@ def join_checks(
     other and, with ``incremental``, every earlier night's documents.
     Writes ``WORK/records/`` and ``WORK/checks/``; marked by
     ``WORK/join.json`` (what it returns: counts, chains of parts, the
-    recipe, the write time the placement takes, and the stages' longest
-    tasks). A run without the marker does the stage again from the
+    recipe, the write time the placement takes, and per stage its longest
+    task's seconds and all its tasks' seconds summed). A run without the marker does the stage again from the
     start (its outputs are the same)."""
     import ray
 
@@ -280,7 +280,8 @@ def join_checks(
     ])
     seconds["checks"] = [d["seconds"] for d in done]
     none = sum(ray.get(none_refs))
-    longest = {s: round(max(ray.get(v) if s != "checks" else v, default=0.0), 3) for s, v in seconds.items()}
+    took = {s: ray.get(v) if s != "checks" else v for s, v in seconds.items()}
+    longest = {s: round(max(v, default=0.0), 3) for s, v in took.items()}
     what = {
         "rows": rows,
         "documents": rows - none,
@@ -295,6 +296,7 @@ def join_checks(
         "records": [p.path for p in earlier["records"] + mine],
         "checks": [p.path for p in earlier["checks"]] + [checks_dir.path],
         "longest_task_seconds": longest,
+        "task_seconds": {s: round(sum(v), 3) for s, v in took.items()},
     }
     write_mark(marker, what)
     return what
