@@ -654,15 +654,16 @@ mod tests {
         out
     }
 
+    /// The families of [`join_of_seed`]'s keys: few keys, so buckets are
+    /// full (a block, a band and a part family, a handful of values each).
+    const FAMILIES: [u8; 3] = [0, JoinKey::BANDS + 3, JoinKey::PARTS];
+
     /// Entries and probes of a few full buckets (seeded): a block, a band
     /// and a part family, fingerprints near one another, epochs that end,
     /// entries given twice, probes at the edges of entries.
     fn join_of_seed(seed: u64) -> (Vec<IndexEntry>, Vec<KeyProbe>) {
         use rand::{Rng, SeedableRng};
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        // Few keys, so buckets are full: a block, a band and a part
-        // family, each with a handful of values.
-        let families = [0u8, JoinKey::BANDS + 3, JoinKey::PARTS];
         let base: u64 = rng.random();
         let mut entries = Vec::new();
         let mut taken = HashSet::new();
@@ -685,7 +686,7 @@ mod tests {
                     }
                 } else {
                     JoinKey {
-                        family: families[rng.random_range(0..3)],
+                        family: FAMILIES[rng.random_range(0..3)],
                         value: rng.random_range(0..3),
                     }
                 };
@@ -728,11 +729,10 @@ mod tests {
         base: u64,
     ) -> Vec<KeyProbe> {
         use rand::Rng;
-        let families = [0u8, JoinKey::BANDS + 3, JoinKey::PARTS];
         (0..rng.random_range(1..80))
             .map(|_| KeyProbe {
                 key: JoinKey {
-                    family: families[rng.random_range(0..3)],
+                    family: FAMILIES[rng.random_range(0..3)],
                     value: rng.random_range(0..4),
                 },
                 // Often at an entry's edge: the ord it comes in at,
